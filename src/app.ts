@@ -1,0 +1,108 @@
+import swagger from '@fastify/swagger'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import type { DestinationStream } from 'pino'
+import type { Config } from './config.ts'
+import type { Webhook } from './domain/webhook.ts'
+import { createAuthenticator, type Authenticator } from './http/auth.ts'
+import { installJsonBody } from './http/json-body.ts'
+import { createMetrics, type Metrics } from './http/metrics.ts'
+import { installProblemHandlers } from './http/problem.ts'
+import { healthRoutes } from './routes/health.ts'
+import { hookRoutes } from './routes/hooks.ts'
+import { resourceRoutes } from './routes/resources.ts'
+import { FORMATS } from './schemas/common.ts'
+import { applyBatch, type BatchResult } from './store/apply-batch.ts'
+import { migrate, openBackend } from './store/database.ts'
+import type { Backend } from './store/dialect.ts'
+import { compileStatements } from './store/statements.ts'
+import { GroupCommitWriter } from './writer/group-commit.ts'
+
+export interface Services {
+  config: Config
+  backend: Backend
+  writer: GroupCommitWriter<Webhook, BatchResult>
+  auth: Authenticator
+  metrics: Metrics
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services
+  }
+}
+
+function addFormats(ajv: { addFormat(name: string, validate: (value: string) => boolean): unknown }) {
+  for (const [name, validate] of Object.entries(FORMATS)) ajv.addFormat(name, validate)
+  return ajv
+}
+
+export interface BuildOptions {
+  /** Where logs go (default stdout); tests pass a stream to read them. */
+  logStream?: DestinationStream
+}
+
+/**
+ * The whole service as a Fastify instance that has not started listening:
+ * the server, the CLI and every test build it here, with the same options.
+ * Opens the database and applies pending migrations.
+ */
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const backend = openBackend(config.DATABASE_URL, { connectTimeoutMs: config.DB_TIMEOUT_MS, queryTimeoutMs: config.DB_TIMEOUT_MS })
+  try {
+    await migrate(backend)
+  } catch (err) {
+    await backend.close().catch(() => {})
+    throw err
+  }
+  const statements = compileStatements(backend.db)
+  const metrics = createMetrics()
+  const writer = new GroupCommitWriter<Webhook, BatchResult>({
+    apply: (batch) => {
+      metrics.batchSize.observe(batch.length)
+      return applyBatch(backend, statements, batch)
+    },
+    maxBatch: config.WRITER_MAX_BATCH,
+    maxQueue: config.WRITER_MAX_QUEUE,
+    lanes: 1,
+  })
+  const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
+  const services: Services = { config, backend, writer, auth, metrics }
+
+  const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
+  const app = Fastify({
+    logger: {
+      level: config.LOG_LEVEL,
+      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' },
+      ...(options.logStream ? { stream: options.logStream } : {}),
+    },
+    // Access lines cost as much as the webhook itself at full load; LOG_LEVEL=debug turns them on.
+    logController: new LogController({ disableRequestLogging: !verbose }),
+    bodyLimit: config.BODY_LIMIT,
+    ajv: {
+      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, verbose: true },
+      plugins: [addFormats as never],
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.decorate('services', services)
+  installJsonBody(app, config.BODY_LIMIT)
+  installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'shop-intake', version: '3', description: 'Webhook intake for shop customer and order events' },
+      components: { securitySchemes: { basic: { type: 'http', scheme: 'basic', description: 'empty user name, the API key as the password' } } },
+    },
+  })
+  await app.register(async (scope) => hookRoutes(scope, services))
+  await app.register(async (scope) => resourceRoutes(scope, services))
+  await app.register(async (scope) => healthRoutes(scope, services))
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  app.addHook('onClose', async () => {
+    await writer.drain()
+    await backend.close()
+  })
+  return app
+}

@@ -1,0 +1,15 @@
+import { loadConfig } from '../config.ts'
+import { migrate, openBackend } from '../store/database.ts'
+import type { Backend } from '../store/dialect.ts'
+
+/** Runs a CLI command against the configured database, migrated, and closes it afterwards. */
+export async function withBackend<T>(work: (backend: Backend) => Promise<T>): Promise<T> {
+  const config = loadConfig()
+  const backend = openBackend(config.DATABASE_URL)
+  try {
+    await migrate(backend)
+    return await work(backend)
+  } finally {
+    await backend.close()
+  }
+}

@@ -1,0 +1,40 @@
+import { Command, CommanderError } from 'commander'
+import { loadConfig } from '../config.ts'
+import { startServer } from '../server.ts'
+import { keysCommand } from './keys.ts'
+import { withBackend } from './backend.ts'
+import { migrate } from '../store/database.ts'
+
+const program = new Command()
+  .name('shop-intake')
+  .description('Webhook intake for shop customer and order events, with a loyalty points ledger.')
+  .showHelpAfterError()
+  .exitOverride()
+
+program
+  .command('serve')
+  .description('apply pending migrations, then serve HTTP (DATABASE_URL, PORT, HOST; see README)')
+  .action(async () => {
+    await startServer(loadConfig())
+  })
+
+program
+  .command('migrate')
+  .description('apply pending database migrations')
+  .action(() =>
+    withBackend(async (backend) => {
+      const applied = await migrate(backend)
+      console.log(applied.length ? `applied ${applied.join(', ')}` : 'the database is up to date')
+    }),
+  )
+
+program.addCommand(keysCommand())
+
+try {
+  await program.parseAsync(process.argv)
+} catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode)
+  // One line, no stack: the reason is for the operator, not a developer.
+  console.error(`shop-intake: ${(err as Error).message || String(err)}`)
+  process.exit(1)
+}

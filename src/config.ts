@@ -1,0 +1,66 @@
+import { Type, type Static } from 'typebox'
+import { Value } from 'typebox/value'
+
+// Read once at start, checked against this schema, frozen. A bad value stops
+// startup with a message that names the variable.
+
+const Port = Type.Integer({ minimum: 0, maximum: 65535 })
+const Count = Type.Integer({ minimum: 0 })
+
+export const ConfigSchema = Type.Object({
+  DATABASE_URL: Type.String({
+    default: 'sqlite:data/shop-intake.db',
+    pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
+    description: 'sqlite:PATH or postgres://…',
+  }),
+  PORT: Type.Integer({ ...Port, default: 8080 }),
+  HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+    default: 'info',
+    description: 'one of fatal, error, warn, info, debug, trace, silent',
+  }),
+  /** Largest request body in bytes, enforced while the body streams in. */
+  BODY_LIMIT: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+  /** Most webhooks in one transaction. */
+  WRITER_MAX_BATCH: Type.Integer({ minimum: 1, default: 512 }),
+  /** Most webhooks waiting for the writer before new ones get a 503. */
+  WRITER_MAX_QUEUE: Type.Integer({ minimum: 1, default: 10_000 }),
+  /** Seconds a sender is told to wait in Retry-After on a 503. */
+  RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, default: 5 }),
+  /** Milliseconds to wait for a PostgreSQL connection or statement before answering 503. */
+  DB_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 1500 }),
+  /** Seconds an API key lookup is cached; a revoked key stops working within this time. */
+  KEY_CACHE_SECONDS: Type.Integer({ ...Count, default: 5 }),
+})
+
+export type Config = Readonly<Static<typeof ConfigSchema>>
+
+export class ConfigError extends Error {}
+
+const NUMERIC = new Set(
+  Object.entries(ConfigSchema.properties)
+    .filter(([, s]) => (s as { type?: string }).type === 'integer')
+    .map(([k]) => k),
+)
+
+/** The configuration from environment variables, with defaults filled in. */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
+  const raw: Record<string, unknown> = {}
+  for (const name of Object.keys(ConfigSchema.properties)) {
+    const text = env[name]
+    if (text === undefined || text === '') continue
+    if (NUMERIC.has(name)) {
+      if (!/^\d+$/.test(text)) throw new ConfigError(`${name} must be a whole number, not "${text}"`)
+      raw[name] = Number(text)
+    } else raw[name] = text
+  }
+  const value = Value.Default(ConfigSchema, { ...raw, ...overrides }) as Record<string, unknown>
+  const [error] = Value.Errors(ConfigSchema, value)
+  if (error) {
+    const name = error.instancePath.split('/')[1] ?? 'configuration'
+    const description = (ConfigSchema.properties as Record<string, { description?: string }>)[name]?.description
+    const reason = description ? `must be ${description}` : error.message
+    throw new ConfigError(`${name} ${reason} (got ${JSON.stringify(value[name])})`)
+  }
+  return Object.freeze(value) as Config
+}

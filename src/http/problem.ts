@@ -1,0 +1,93 @@
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import { QueueFullError } from '../writer/group-commit.ts'
+import { isUnavailable } from '../store/apply-batch.ts'
+
+// Every non-2xx answer is an RFC 9457 problem. `type` is a relative URI under
+// /problems/; the README lists them all.
+
+export interface ProblemInit {
+  status: number
+  type: string
+  title: string
+  detail: string
+  [extension: string]: unknown
+}
+
+/** An error that already knows the problem it should become. */
+export class ProblemError extends Error {
+  constructor(
+    readonly problem: ProblemInit,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(problem.detail)
+  }
+}
+
+export function sendProblem(reply: FastifyReply, problem: ProblemInit, headers: Record<string, string> = {}): FastifyReply {
+  return reply
+    .code(problem.status)
+    .headers(headers)
+    .type('application/problem+json')
+    .send({ ...problem, type: `/problems/${problem.type}` })
+}
+
+export function unavailable(retryAfterSeconds: number, detail: string): ProblemError {
+  return new ProblemError(
+    { status: 503, type: 'unavailable', title: 'Service Unavailable', detail },
+    { 'retry-after': String(retryAfterSeconds) },
+  )
+}
+
+const FASTIFY_ERRORS: Record<string, Omit<ProblemInit, 'detail'> & { detail?: string }> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415, type: 'unsupported-media-type', title: 'Unsupported Media Type',
+    detail: 'send the body as JSON with Content-Type: application/json',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, type: 'malformed-request', title: 'Bad Request' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, type: 'body-too-large', title: 'Content Too Large' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, type: 'malformed-json', title: 'Bad Request', detail: 'the body is empty; send a JSON object' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, type: 'malformed-json', title: 'Bad Request' },
+}
+
+export function installProblemHandlers(app: FastifyInstance, retryAfterSeconds: number, bodyLimit: number): void {
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, {
+      status: 404, type: 'not-found', title: 'Not Found',
+      detail: `no endpoint ${request.method} ${request.url.split('?')[0]}; webhooks go to /v3/hook/radix/vanilla/{customer|order}/hook_created or /v3/hook/radix/vanilla/customer/hook_deleted`,
+    }),
+  )
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof ProblemError) return sendProblem(reply, error.problem, error.headers)
+    if (error instanceof QueueFullError) {
+      request.log.warn('write queue full; answering 503')
+      return sendProblem(reply, unavailable(retryAfterSeconds, 'the service is at capacity; retry after the delay in Retry-After').problem, {
+        'retry-after': String(retryAfterSeconds),
+      })
+    }
+    if (isUnavailable(error)) {
+      request.log.error({ err: error }, 'database unavailable')
+      const problem = unavailable(retryAfterSeconds, 'the database cannot be reached; the webhook was not stored, retry after the delay in Retry-After')
+      return sendProblem(reply, problem.problem, problem.headers)
+    }
+    const known = error.code ? FASTIFY_ERRORS[error.code] : undefined
+    if (known) {
+      const detail =
+        known.detail ??
+        (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `the body is larger than the limit of ${bodyLimit} bytes` : error.message)
+      return sendProblem(reply, { ...known, detail } as ProblemInit)
+    }
+    if (error.validation) {
+      return sendProblem(reply, { status: 400, type: 'malformed-request', title: 'Bad Request', detail: error.message })
+    }
+    const status = error.statusCode ?? 500
+    if (status >= 400 && status < 500) {
+      return sendProblem(reply, { status, type: 'bad-request', title: 'Bad Request', detail: error.message })
+    }
+    request.log.error({ err: error }, 'unexpected error')
+    return sendProblem(reply, {
+      status: 500, type: 'internal', title: 'Internal Server Error',
+      detail: 'the request failed inside the service; it has been logged',
+    })
+  })
+}

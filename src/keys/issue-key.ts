@@ -1,0 +1,19 @@
+import type { Kysely } from 'kysely'
+import { ensureShop, insertKey } from '../store/keys-repo.ts'
+import type { Tables } from '../store/tables.ts'
+import { generateKey, hashKey, keyHint } from './api-key.ts'
+
+export interface IssuedKey {
+  key: string
+  keyId: number
+  shopId: number
+  shopCreated: boolean
+}
+
+/** Creates the shop if needed and a new key for it. The key itself is returned once and stored only as a hash. */
+export async function issueKey(db: Kysely<Tables>, shopName: string): Promise<IssuedKey> {
+  const shop = await ensureShop(db, shopName)
+  const key = generateKey()
+  const keyId = await insertKey(db, shop.id, hashKey(key), keyHint(key))
+  return { key, keyId, shopId: shop.id, shopCreated: shop.created }
+}

@@ -1,0 +1,126 @@
+import { createHash } from 'node:crypto'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { v7 as uuidv7 } from 'uuid'
+import { arrivalClockUs } from '../domain/time.ts'
+import { changeFor, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
+import type { Services } from '../app.ts'
+import { ProblemError, sendProblem, unavailable } from '../http/problem.ts'
+import { fieldErrors } from '../http/validation.ts'
+import { Problem } from '../schemas/common.ts'
+import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
+
+const HOOKS: { topic: Topic; path: string; body: typeof CustomerBody | typeof OrderBody; summary: string }[] = [
+  { topic: 'customer/hook_created', path: '/v3/hook/radix/vanilla/customer/hook_created', body: CustomerBody, summary: 'Create or update a customer' },
+  { topic: 'customer/hook_deleted', path: '/v3/hook/radix/vanilla/customer/hook_deleted', body: CustomerBody, summary: 'Delete a customer' },
+  { topic: 'order/hook_created', path: '/v3/hook/radix/vanilla/order/hook_created', body: OrderBody, summary: 'Create or update an order' },
+]
+
+/** Request headers kept with each event, for inspection and replay. */
+const KEPT_HEADERS = ['content-type', 'user-agent', 'idempotency-key', 'webhook-id', 'webhook-timestamp', 'x-request-id']
+const MAX_IDEMPOTENCY_KEY = 255
+
+function keptHeaders(request: FastifyRequest): string {
+  const kept: Record<string, string> = {}
+  for (const name of KEPT_HEADERS) {
+    const value = request.headers[name]
+    if (typeof value === 'string') kept[name] = value
+  }
+  return JSON.stringify(kept)
+}
+
+function dedupKey(request: FastifyRequest, topic: Topic, raw: Buffer): string {
+  const header = request.headers['idempotency-key'] ?? request.headers['webhook-id']
+  if (typeof header === 'string' && header !== '') {
+    if (header.length > MAX_IDEMPOTENCY_KEY) {
+      throw new ProblemError({
+        status: 400, type: 'malformed-request', title: 'Bad Request',
+        detail: `the Idempotency-Key or Webhook-Id header is longer than ${MAX_IDEMPOTENCY_KEY} characters`,
+      })
+    }
+    return `h:${header}`
+  }
+  return `b:${createHash('sha256').update(topic).update('\n').update(raw).digest('base64url')}`
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+export async function hookRoutes(app: FastifyInstance, services: Services): Promise<void> {
+  const { writer, auth, metrics, config } = services
+
+  for (const hook of HOOKS) {
+    app.post(
+      hook.path,
+      {
+        onRequest: auth.hook,
+        attachValidation: true,
+        schema: {
+          summary: hook.summary,
+          tags: ['webhooks'],
+          security: [{ basic: [] }],
+          body: hook.body,
+          response: { 200: Accepted, '4xx': Problem, '5xx': Problem },
+        },
+      },
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        const raw = request.rawBody
+        if (!raw || !isObject(request.body)) {
+          return sendProblem(reply, { status: 400, type: 'malformed-json', title: 'Bad Request', detail: 'the body must be a JSON object' })
+        }
+        const body = request.body
+        const receivedUs = arrivalClockUs()
+        const errors = request.validationError ? fieldErrors(request.validationError.validation) : null
+        const change = errors ? null : changeFor(hook.topic, body as never, receivedUs)
+        const resourceId = Number.isSafeInteger(body.id) ? (body.id as number) : null
+        const webhook: Webhook = {
+          eventId: uuidv7(),
+          shopId: request.principal.shopId,
+          keyId: request.principal.keyId,
+          topic: hook.topic,
+          receivedUs,
+          body: raw,
+          headers: keptHeaders(request),
+          dedupKey: dedupKey(request, hook.topic, raw),
+          resourceId,
+          customerId: change === null ? null : change.kind === 'customer' ? change.customer.id : (change.customer?.id ?? null),
+          change,
+          errors,
+        }
+        let outcome: Outcome | { status: 'failed'; error: Error }
+        try {
+          outcome = await writer.submit(webhook)
+        } catch (err) {
+          metrics.unavailable.inc({ reason: err instanceof Error && err.name === 'QueueFullError' ? 'queue-full' : 'database' })
+          throw err
+        }
+        metrics.webhooks.inc({ topic: hook.topic, status: outcome.status })
+        if (outcome.status === 'failed') {
+          request.log.error({ err: outcome.error, event_id: webhook.eventId }, 'webhook could not be stored')
+          const problem = unavailable(config.RETRY_AFTER_SECONDS, 'the webhook could not be stored; retry after the delay in Retry-After')
+          return sendProblem(reply, problem.problem, problem.headers)
+        }
+        if (outcome.status === 'rejected') {
+          return sendProblem(reply, {
+            status: 422, type: 'invalid-body', title: 'Unprocessable Content',
+            detail: `the ${hook.topic.split('/')[0]} has ${errors!.length} invalid field${errors!.length === 1 ? '' : 's'}; the body was stored as event ${outcome.eventId}`,
+            event_id: outcome.eventId,
+            errors: errors!,
+          })
+        }
+        return { event_id: outcome.eventId, status: outcome.status }
+      },
+    )
+
+    app.route({
+      method: ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      url: hook.path,
+      schema: { hide: true },
+      handler: (request, reply) =>
+        sendProblem(
+          reply,
+          { status: 405, type: 'method-not-allowed', title: 'Method Not Allowed', detail: `${request.method} is not allowed here; webhooks are sent with POST` },
+          { allow: 'POST' },
+        ),
+    })
+  }
+}

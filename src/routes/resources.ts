@@ -1,0 +1,67 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Services } from '../app.ts'
+import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
+import { fromMinor } from '../domain/money.ts'
+import { sendProblem } from '../http/problem.ts'
+import { Problem } from '../schemas/common.ts'
+import { CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
+import { findCustomer, findOrder } from '../store/read-repo.ts'
+
+const ID = /^[1-9]\d{0,15}$/
+
+function parseId(text: string): number | undefined {
+  if (!ID.test(text)) return undefined
+  const id = Number(text)
+  return Number.isSafeInteger(id) ? id : undefined
+}
+
+const notFound = (reply: FastifyReply, what: string, id: string) =>
+  sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail: `no ${what} ${id} in this shop` })
+
+export function customerView(c: CustomerRecord) {
+  return {
+    id: c.id, first_name: c.first_name, last_name: c.last_name, email: c.email, is_newsletter: c.is_newsletter,
+    tags: c.tags, created_at: c.created_at, updated_at: c.updated_at,
+  }
+}
+
+const amount = (minor: number | null) => (minor === null ? null : fromMinor(minor))
+
+export function orderView(o: OrderRecord) {
+  return {
+    id: o.id, currency: o.currency, email: o.email, ref: o.ref,
+    total: amount(o.total), subtotal: amount(o.subtotal), amount_shipping: amount(o.amount_shipping),
+    amount_giftcard: amount(o.amount_giftcard), amount_tax: amount(o.amount_tax),
+    cancelled_at: o.cancelled_at, processed_at: o.processed_at,
+    is_fulfilled: o.is_fulfilled, is_refunded: o.is_refunded, is_paid: o.is_paid,
+    updated_at: o.updated_at, customer_id: o.customer_id,
+  }
+}
+
+export async function resourceRoutes(app: FastifyInstance, services: Services): Promise<void> {
+  const { backend, auth } = services
+  const common = { onRequest: auth.hook }
+  const security = [{ basic: [] }]
+
+  app.get(
+    '/v3/customers/:id',
+    { ...common, schema: { summary: 'The current state of a customer', tags: ['read'], security, params: IdParams, response: { 200: CustomerView, '4xx': Problem } } },
+    async (request: FastifyRequest<{ Params: { id: string } }>, reply) => {
+      const id = parseId(request.params.id)
+      const customer = id === undefined ? undefined : await findCustomer(backend.db, request.principal.shopId, id)
+      if (!customer || customer.deleted) return notFound(reply, 'customer', request.params.id)
+      return customerView(customer)
+    },
+  )
+
+  app.get(
+    '/v3/orders/:id',
+    { ...common, schema: { summary: 'The current state of an order', tags: ['read'], security, params: IdParams, response: { 200: OrderView, '4xx': Problem } } },
+    async (request: FastifyRequest<{ Params: { id: string } }>, reply) => {
+      const id = parseId(request.params.id)
+      const order = id === undefined ? undefined : await findOrder(backend.db, request.principal.shopId, id)
+      if (!order) return notFound(reply, 'order', request.params.id)
+      return orderView(order)
+    },
+  )
+}

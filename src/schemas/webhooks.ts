@@ -1,0 +1,48 @@
+import { Type, type Static } from 'typebox'
+import { Currency, Email, Flag, Id, Instant, INSTANT_DESCRIPTION, Money, Tags, Text } from './common.ts'
+
+// Only `id` is required: the spec leaves the rest open, and unknown fields are
+// accepted (and kept in the stored raw body).
+
+export const CustomerBody = Type.Object(
+  {
+    id: Id,
+    first_name: Type.Optional(Text),
+    last_name: Type.Optional(Text),
+    email: Type.Optional(Email),
+    is_newsletter: Type.Optional(Flag),
+    tags: Type.Optional(Tags),
+    created_at: Type.Optional(Instant),
+    updated_at: Type.Optional(Instant),
+  },
+  { additionalProperties: true, description: 'a customer object' },
+)
+export type CustomerBody = Static<typeof CustomerBody>
+
+export const OrderBody = Type.Object(
+  {
+    id: Id,
+    currency: Type.Optional(Currency),
+    email: Type.Optional(Email),
+    ref: Type.Optional(Text),
+    total: Type.Optional(Money),
+    subtotal: Type.Optional(Money),
+    amount_shipping: Type.Optional(Money),
+    amount_giftcard: Type.Optional(Money),
+    amount_tax: Type.Optional(Money),
+    cancelled_at: Type.Optional(Type.Union([Instant, Type.Null()], { description: `null or ${INSTANT_DESCRIPTION}` })),
+    processed_at: Type.Optional(Instant),
+    is_fulfilled: Type.Optional(Flag),
+    is_refunded: Type.Optional(Flag),
+    is_paid: Type.Optional(Flag),
+    updated_at: Type.Optional(Instant),
+    customer: Type.Optional(CustomerBody),
+  },
+  { additionalProperties: true, description: 'an order object' },
+)
+export type OrderBody = Static<typeof OrderBody>
+
+export const Accepted = Type.Object({
+  event_id: Type.String({ description: 'the stored event; for a duplicate, the event it repeats' }),
+  status: Type.Union([Type.Literal('applied'), Type.Literal('duplicate'), Type.Literal('stale')]),
+})

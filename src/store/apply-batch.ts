@@ -1,0 +1,125 @@
+import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
+import { formatUs } from '../domain/time.ts'
+import type { Change, Outcome, Status, Webhook } from '../domain/webhook.ts'
+import type { Backend, Params, Session } from './dialect.ts'
+import type { Statements } from './statements.ts'
+
+// The write path: every webhook of a batch, its event row and its effects,
+// in one transaction. The caller answers no webhook before this resolves.
+
+export type BatchResult = Outcome | { status: 'failed'; error: Error }
+
+const flag = (value: boolean | null) => (value === null ? null : value ? 1 : 0)
+
+function customerParams(shopId: number, c: CustomerRecord): Params {
+  return {
+    ...c,
+    shop_id: shopId,
+    email_lower: c.email?.toLowerCase() ?? null,
+    is_newsletter: flag(c.is_newsletter),
+    tags: c.tags === null ? null : JSON.stringify(c.tags),
+    deleted: c.deleted ? 1 : 0,
+  }
+}
+
+function orderParams(shopId: number, o: OrderRecord): Params {
+  return {
+    ...o,
+    shop_id: shopId,
+    email_lower: o.email?.toLowerCase() ?? null,
+    is_fulfilled: flag(o.is_fulfilled),
+    is_refunded: flag(o.is_refunded),
+    is_paid: flag(o.is_paid),
+  }
+}
+
+async function applyChange(s: Session, st: Statements, shopId: number, change: Change): Promise<Status> {
+  if (change.kind === 'customer') {
+    const rows = await s.all(st.customerUpsert, customerParams(shopId, change.customer))
+    return rows.length > 0 ? 'applied' : 'stale'
+  }
+  if (change.customer) await s.all(st.customerUpsert, customerParams(shopId, change.customer))
+  const statement = change.order.updated_us === null ? st.orderUpsertUndated : st.orderUpsertDated
+  const rows = await s.all(statement, orderParams(shopId, change.order))
+  return rows.length > 0 ? 'applied' : 'stale'
+}
+
+async function applyOne(s: Session, st: Statements, w: Webhook): Promise<Outcome> {
+  let status: Status = 'rejected'
+  let duplicateOf: string | null = null
+  if (w.change) {
+    const claimed = await s.all(st.dedupInsert, { shop_id: w.shopId, key: w.dedupKey, event_id: w.eventId })
+    if (claimed.length === 0) {
+      const [first] = await s.all(st.dedupFind, { shop_id: w.shopId, key: w.dedupKey })
+      status = 'duplicate'
+      duplicateOf = first!.event_id as string
+    } else {
+      status = await applyChange(s, st, w.shopId, w.change)
+    }
+  }
+  await s.all(st.eventInsert, {
+    id: w.eventId,
+    shop_id: w.shopId,
+    topic: w.topic,
+    resource_id: w.resourceId,
+    customer_id: w.customerId,
+    received_at: formatUs(w.receivedUs),
+    received_us: w.receivedUs,
+    body: w.body,
+    headers: w.headers,
+    outcome: status,
+    duplicate_of: duplicateOf,
+    errors: w.errors === null ? null : JSON.stringify(w.errors),
+  })
+  return { status, eventId: duplicateOf ?? w.eventId }
+}
+
+async function touchKeys(s: Session, st: Statements, batch: readonly Webhook[]): Promise<void> {
+  const now = new Date().toISOString()
+  for (const keyId of new Set(batch.map((w) => w.keyId))) await s.all(st.keyTouch, { now, key_id: keyId })
+}
+
+/**
+ * Applies a batch in one transaction. If the database refuses one webhook,
+ * the batch is retried with a savepoint around each, so that only the
+ * webhook at fault fails. A failure to reach the database rejects.
+ */
+export async function applyBatch(backend: Backend, st: Statements, batch: readonly Webhook[]): Promise<BatchResult[]> {
+  try {
+    return await backend.transaction(async (s) => {
+      const results: BatchResult[] = []
+      for (const w of batch) results.push(await applyOne(s, st, w))
+      await touchKeys(s, st, batch)
+      return results
+    })
+  } catch (err) {
+    if (isUnavailable(err)) throw err
+  }
+  return backend.transaction(async (s) => {
+    const results: BatchResult[] = []
+    for (const w of batch) {
+      await s.exec('SAVEPOINT webhook')
+      try {
+        results.push(await applyOne(s, st, w))
+        await s.exec('RELEASE SAVEPOINT webhook')
+      } catch (error) {
+        if (isUnavailable(error)) throw error
+        await s.exec('ROLLBACK TO SAVEPOINT webhook')
+        results.push({ status: 'failed', error: error as Error })
+      }
+    }
+    await touchKeys(s, st, batch)
+    return results
+  })
+}
+
+/** True for errors that mean the database cannot be reached or cannot commit now, as opposed to a refused row. */
+export function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string }
+  if (typeof e?.code === 'string') {
+    // PostgreSQL: connection exceptions, insufficient resources, operator intervention, system errors.
+    if (/^(08|53|57|58)/.test(e.code)) return true
+    if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'SQLITE_BUSY', 'SQLITE_FULL', 'SQLITE_IOERR', 'SQLITE_CANTOPEN', 'SQLITE_READONLY'].some((c) => e.code!.startsWith(c))) return true
+  }
+  return /timeout|terminated|Connection terminated|not queryable|Client was closed/i.test(e?.message ?? '')
+}

@@ -1,0 +1,32 @@
+import { Migrator, type Migration, type MigrationProvider } from 'kysely'
+import type { Backend } from './dialect.ts'
+import { openPostgres, type PostgresOptions } from './dialect-postgres.ts'
+import { openSqlite } from './dialect-sqlite.ts'
+import { intake } from './migrations/0001-intake.ts'
+
+export class DatabaseUrlError extends Error {}
+
+/** Opens `sqlite:PATH` or `postgres://…`. */
+export function openBackend(url: string, options: PostgresOptions = { connectTimeoutMs: 2000, queryTimeoutMs: 5000 }): Backend {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length)
+    if (!path) throw new DatabaseUrlError('DATABASE_URL sqlite: needs a path, such as sqlite:data/shop-intake.db')
+    return openSqlite(path)
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return openPostgres(url, options)
+  throw new DatabaseUrlError(`DATABASE_URL must start with sqlite: or postgres://, not "${url.split(':')[0]}:"`)
+}
+
+function migrations(backend: Backend): Record<string, Migration> {
+  return {
+    '0001-intake': intake(backend.types),
+  }
+}
+
+/** Applies pending migrations; returns the names applied. */
+export async function migrate(backend: Backend): Promise<string[]> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(backend) }
+  const { error, results } = await new Migrator({ db: backend.db, provider }).migrateToLatest()
+  if (error) throw error instanceof Error ? error : new Error(String(error))
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+}

@@ -1,0 +1,69 @@
+import { Kysely, PostgresDialect } from 'kysely'
+import pg from 'pg'
+import type { Backend, Session } from './dialect.ts'
+import { bindParams } from './dialect.ts'
+import type { Tables } from './tables.ts'
+
+// bigint columns hold ids, minor units and epoch microseconds, all within 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value))
+
+export interface PostgresOptions {
+  /** How long a batch may wait for a connection before the webhooks get a 503. */
+  connectTimeoutMs: number
+  /** How long one statement may run before the batch fails with a 503. */
+  queryTimeoutMs: number
+}
+
+// Durability relies on synchronous_commit = on, PostgreSQL's default: COMMIT returns once the WAL is flushed.
+export function openPostgres(url: string, options: PostgresOptions): Backend {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    query_timeout: options.queryTimeoutMs,
+  })
+  // An idle client that loses its connection must not crash the process; the next checkout reconnects.
+  pool.on('error', () => {})
+  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) })
+
+  return {
+    kind: 'postgres',
+    db,
+    types: { serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey() },
+    async transaction(work) {
+      const client = await pool.connect()
+      const session: Session = {
+        async all(statement, params) {
+          const result = await client.query({ name: statement.name, text: statement.sql, values: bindParams(statement, params) })
+          return result.rows
+        },
+        async exec(sql) {
+          await client.query(sql)
+        },
+      }
+      let broken: Error | undefined
+      try {
+        await client.query('BEGIN')
+        const result = await work(session)
+        await client.query('COMMIT')
+        return result
+      } catch (err) {
+        broken = err as Error
+        await client.query('ROLLBACK').then(
+          () => (broken = undefined),
+          () => {},
+        )
+        throw err
+      } finally {
+        // A client whose rollback failed has a dead connection: destroy it rather than reuse it.
+        client.release(broken)
+      }
+    },
+    async ping() {
+      await pool.query('SELECT 1')
+    },
+    async close() {
+      await db.destroy()
+    },
+  }
+}

@@ -1,0 +1,68 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+import { Kysely, SqliteDialect } from 'kysely'
+import type { Backend, Session, Statement } from './dialect.ts'
+import { bindParams } from './dialect.ts'
+import type { Tables } from './tables.ts'
+
+// Two connections to one file: the writer's, which holds every write
+// transaction, and Kysely's for reads, which in WAL mode sees only committed
+// state even while a batch is open.
+
+function open(path: string): Database.Database {
+  const db = new Database(path)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = FULL')
+  db.pragma('busy_timeout = 5000')
+  return db
+}
+
+export function openSqlite(path: string): Backend {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const reader = open(path)
+  const writer = open(path)
+  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: reader }) })
+  const prepared = new Map<string, Database.Statement>()
+
+  const session: Session = {
+    all(statement: Statement, params) {
+      let st = prepared.get(statement.name)
+      if (!st) {
+        st = writer.prepare(statement.sql)
+        prepared.set(statement.name, st)
+      }
+      const values = bindParams(statement, params)
+      if (st.reader) return st.all(...values) as Record<string, unknown>[]
+      st.run(...values)
+      return []
+    },
+    exec(sql) {
+      writer.exec(sql)
+    },
+  }
+
+  return {
+    kind: 'sqlite',
+    db,
+    types: { serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement() },
+    async transaction(work) {
+      writer.exec('BEGIN IMMEDIATE')
+      try {
+        const result = await work(session)
+        writer.exec('COMMIT')
+        return result
+      } catch (err) {
+        if (writer.inTransaction) writer.exec('ROLLBACK')
+        throw err
+      }
+    },
+    async ping() {
+      reader.prepare('SELECT 1').get()
+    },
+    async close() {
+      await db.destroy()
+      writer.close()
+    },
+  }
+}

@@ -1,0 +1,46 @@
+import type { ColumnDefinitionBuilder, Kysely } from 'kysely'
+import type { Tables } from './tables.ts'
+
+/** A statement compiled once from a Kysely builder; parameters are bound by name. */
+export interface Statement {
+  readonly name: string
+  readonly sql: string
+  readonly params: readonly string[]
+}
+
+export type Row = Record<string, unknown>
+export type Params = Record<string, unknown>
+
+/** A transaction on the write connection. */
+export interface Session {
+  all(statement: Statement, params: Params): Row[] | Promise<Row[]>
+  exec(sql: string): void | Promise<void>
+}
+
+/** What differs between the databases, kept in one file per dialect. */
+export interface Backend {
+  readonly kind: 'sqlite' | 'postgres'
+  /** For reads, migrations and the CLI. */
+  readonly db: Kysely<Tables>
+  readonly types: DialectTypes
+  /** Runs `work` in one transaction on the write connection and commits it durably. */
+  transaction<T>(work: (session: Session) => Promise<T>): Promise<T>
+  /** Resolves when the database answers; rejects otherwise. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface DialectTypes {
+  serial: 'integer' | 'serial'
+  binary: 'blob' | 'bytea'
+  serialPrimaryKey(c: ColumnDefinitionBuilder): ColumnDefinitionBuilder
+}
+
+export function bindParams(statement: Statement, params: Params): unknown[] {
+  const values = new Array(statement.params.length)
+  for (let i = 0; i < statement.params.length; i++) {
+    const value = params[statement.params[i]!]
+    values[i] = value === undefined ? null : value
+  }
+  return values
+}

@@ -1,0 +1,68 @@
+import type { Kysely } from 'kysely'
+import type { Tables } from './tables.ts'
+
+// Shops and their API keys. Only the SHA-256 of a key is stored.
+
+export interface Principal {
+  keyId: number
+  shopId: number
+}
+
+export async function findActiveKey(db: Kysely<Tables>, keyHash: string): Promise<Principal | undefined> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select(['id', 'shop_id'])
+    .where('key_hash', '=', keyHash)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst()
+  return row && { keyId: row.id, shopId: row.shop_id }
+}
+
+export async function findShop(db: Kysely<Tables>, name: string) {
+  return db.selectFrom('shops').selectAll().where('name', '=', name).executeTakeFirst()
+}
+
+export async function countShops(db: Kysely<Tables>): Promise<number> {
+  const row = await db.selectFrom('shops').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+/** The shop's id, creating the shop if it does not exist. */
+export async function ensureShop(db: Kysely<Tables>, name: string): Promise<{ id: number; created: boolean }> {
+  const inserted = await db
+    .insertInto('shops')
+    .values({ name, created_at: new Date().toISOString(), rule: null })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .returning('id')
+    .executeTakeFirst()
+  if (inserted) return { id: inserted.id, created: true }
+  const shop = await findShop(db, name)
+  return { id: shop!.id, created: false }
+}
+
+export async function insertKey(db: Kysely<Tables>, shopId: number, keyHash: string, hint: string): Promise<number> {
+  const row = await db
+    .insertInto('api_keys')
+    .values({ shop_id: shopId, key_hash: keyHash, hint, created_at: new Date().toISOString(), last_used_at: null, revoked_at: null })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  return row.id
+}
+
+export async function listKeys(db: Kysely<Tables>, shopName?: string) {
+  let query = db
+    .selectFrom('api_keys')
+    .innerJoin('shops', 'shops.id', 'api_keys.shop_id')
+    .select(['api_keys.id', 'api_keys.hint', 'shops.name as shop', 'api_keys.created_at', 'api_keys.last_used_at', 'api_keys.revoked_at'])
+    .orderBy('api_keys.id')
+  if (shopName !== undefined) query = query.where('shops.name', '=', shopName)
+  return query.execute()
+}
+
+/** Revokes a key; false when there is no such key. A key already revoked keeps its first revocation time. */
+export async function revokeKey(db: Kysely<Tables>, keyId: number): Promise<boolean> {
+  const exists = await db.selectFrom('api_keys').select('id').where('id', '=', keyId).executeTakeFirst()
+  if (!exists) return false
+  await db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', keyId).where('revoked_at', 'is', null).execute()
+  return true
+}

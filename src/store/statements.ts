@@ -1,0 +1,106 @@
+import { sql, type CompiledQuery, type Kysely } from 'kysely'
+import { ORDER_FIELD_COMPANIONS, UNDATED_ORDER_RULES } from '../domain/merge.ts'
+import type { Statement } from './dialect.ts'
+import type { Tables } from './tables.ts'
+
+// The write path's statements, built once with Kysely so that SQLite and
+// PostgreSQL share one SQL text (bar placeholders), then run as prepared
+// statements. Parameters are named: `p('x')` is bound from params.x.
+
+const MARK = '\u0000'
+const p = (name: string) => `${MARK}${name}` as never
+let serial = 0
+
+function compile(query: { compile(): CompiledQuery }): Statement {
+  const { sql: text, parameters } = query.compile()
+  const params = parameters.map((value) => {
+    if (typeof value !== 'string' || !value.startsWith(MARK)) throw new Error(`literal parameter in a prepared statement: ${String(value)}`)
+    return value.slice(1)
+  })
+  return { name: `si_${++serial}`, sql: text, params }
+}
+
+const named = <K extends string>(columns: readonly K[]) => Object.fromEntries(columns.map((c) => [c, p(c)])) as Record<K, never>
+
+export const EVENT_COLUMNS = [
+  'id', 'shop_id', 'topic', 'resource_id', 'customer_id', 'received_at', 'received_us',
+  'body', 'headers', 'outcome', 'duplicate_of', 'errors',
+] as const
+export const CUSTOMER_COLUMNS = [
+  'shop_id', 'id', 'first_name', 'last_name', 'email', 'email_lower', 'is_newsletter', 'tags',
+  'created_at', 'updated_at', 'deleted', 'version_us', 'arrival_us',
+] as const
+export const ORDER_COLUMNS = [
+  'shop_id', 'id', 'currency', 'email', 'email_lower', 'ref', 'total', 'subtotal', 'amount_shipping',
+  'amount_giftcard', 'amount_tax', 'cancelled_at', 'cancelled_us', 'processed_at', 'is_fulfilled',
+  'is_refunded', 'is_paid', 'customer_id', 'updated_at', 'updated_us', 'arrival_us',
+] as const
+
+const later = 'excluded.arrival_us > orders.arrival_us'
+
+/** SET expressions of an undated order upsert, one per column, from UNDATED_ORDER_RULES. */
+function undatedOrderSet(): Record<string, ReturnType<typeof sql.raw>> {
+  const set: Record<string, string> = { arrival_us: `CASE WHEN ${later} THEN excluded.arrival_us ELSE orders.arrival_us END` }
+  for (const [field, rule] of Object.entries(UNDATED_ORDER_RULES)) {
+    const columns = [field, ...(field in ORDER_FIELD_COMPANIONS ? [ORDER_FIELD_COMPANIONS[field as keyof typeof ORDER_FIELD_COMPANIONS]] : [])]
+    // email_lower follows email.
+    if (field === 'email') columns.push('email_lower')
+    for (const c of columns) {
+      set[c] = {
+        latest: `CASE WHEN ${later} THEN excluded.${c} ELSE orders.${c} END`,
+        sticky: `CASE WHEN excluded.${c} > orders.${c} THEN excluded.${c} ELSE orders.${c} END`,
+        kept: `CASE WHEN ${later} THEN COALESCE(excluded.${c}, orders.${c}) ELSE COALESCE(orders.${c}, excluded.${c}) END`,
+        earliest:
+          `CASE WHEN excluded.${field} IS NOT NULL AND (orders.${field} IS NULL OR excluded.${field} < orders.${field}) ` +
+          `THEN excluded.${c} ELSE orders.${c} END`,
+      }[rule]
+    }
+  }
+  return Object.fromEntries(Object.entries(set).map(([c, expr]) => [c, sql.raw(expr)]))
+}
+
+function datedOrderSet(): Record<string, ReturnType<typeof sql.raw>> {
+  const set = Object.fromEntries(ORDER_COLUMNS.filter((c) => c !== 'shop_id' && c !== 'id').map((c) => [c, sql.raw(`excluded.${c}`)]))
+  set.customer_id = sql.raw('COALESCE(excluded.customer_id, orders.customer_id)')
+  return set
+}
+
+export function compileStatements(db: Kysely<Tables>) {
+  return {
+    dedupInsert: compile(
+      db.insertInto('dedup_keys').values(named(['shop_id', 'key', 'event_id'] as const))
+        .onConflict((oc) => oc.columns(['shop_id', 'key']).doNothing())
+        .returning('event_id'),
+    ),
+    dedupFind: compile(
+      db.selectFrom('dedup_keys').select('event_id').where('shop_id', '=', p('shop_id')).where('key', '=', p('key')),
+    ),
+    eventInsert: compile(db.insertInto('events').values(named(EVENT_COLUMNS))),
+    customerUpsert: compile(
+      db.insertInto('customers').values(named(CUSTOMER_COLUMNS))
+        .onConflict((oc) =>
+          oc.columns(['shop_id', 'id'])
+            .doUpdateSet(Object.fromEntries(CUSTOMER_COLUMNS.slice(2).map((c) => [c, sql.raw(`excluded.${c}`)])))
+            .where(sql<boolean>`excluded.version_us > customers.version_us OR (excluded.version_us = customers.version_us AND excluded.arrival_us > customers.arrival_us)`),
+        )
+        .returning(['id', 'deleted', 'email_lower']),
+    ),
+    orderUpsertDated: compile(
+      db.insertInto('orders').values(named(ORDER_COLUMNS))
+        .onConflict((oc) =>
+          oc.columns(['shop_id', 'id'])
+            .doUpdateSet(datedOrderSet())
+            .where(sql<boolean>`orders.updated_us IS NULL OR excluded.updated_us > orders.updated_us OR (excluded.updated_us = orders.updated_us AND excluded.arrival_us > orders.arrival_us)`),
+        )
+        .returningAll(),
+    ),
+    orderUpsertUndated: compile(
+      db.insertInto('orders').values(named(ORDER_COLUMNS))
+        .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(undatedOrderSet()))
+        .returningAll(),
+    ),
+    keyTouch: compile(db.updateTable('api_keys').set({ last_used_at: p('now') }).where('id', '=', p('key_id'))),
+  }
+}
+
+export type Statements = ReturnType<typeof compileStatements>

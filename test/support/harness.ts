@@ -1,0 +1,108 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe } from 'node:test'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import pg from 'pg'
+import { buildApp, type BuildOptions } from '../../src/app.ts'
+import { loadConfig, type Config } from '../../src/config.ts'
+import { issueKey } from '../../src/keys/issue-key.ts'
+
+// Every HTTP suite runs once per database: a fresh SQLite file, or a fresh
+// PostgreSQL schema, per app. TEST_POSTGRES_URL names the server.
+
+export const DATABASES = ['sqlite', 'postgres'] as const
+export type DatabaseKind = (typeof DATABASES)[number]
+export const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+export const HOOK = '/v3/hook/radix/vanilla'
+export const CUSTOMER_CREATED = `${HOOK}/customer/hook_created`
+export const CUSTOMER_DELETED = `${HOOK}/customer/hook_deleted`
+export const ORDER_CREATED = `${HOOK}/order/hook_created`
+
+export function forEachDatabase(suite: (kind: DatabaseKind) => void): void {
+  for (const kind of DATABASES) describe(kind, () => suite(kind))
+}
+
+export function basic(key: string): string {
+  return `Basic ${Buffer.from(`:${key}`).toString('base64')}`
+}
+
+export interface TestDatabase {
+  url: string
+  drop(): Promise<void>
+}
+
+/** A new empty database: a temporary SQLite file, or a new PostgreSQL schema. */
+export async function createTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
+  if (kind === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'shop-intake-test-'))
+    return { url: `sqlite:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) }
+  }
+  const schema = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
+  const admin = new pg.Client({ connectionString: POSTGRES_URL })
+  await admin.connect()
+  await admin.query(`CREATE SCHEMA ${schema}`)
+  await admin.end()
+  const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`
+  return {
+    url,
+    async drop() {
+      const c = new pg.Client({ connectionString: POSTGRES_URL })
+      await c.connect()
+      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+      await c.end()
+    },
+  }
+}
+
+export interface TestApp {
+  app: FastifyInstance
+  config: Config
+  database: TestDatabase
+  /** A key of the shop "test". */
+  key: string
+  shopId: number
+  post(path: string, body: unknown, options?: { key?: string; headers?: Record<string, string> }): Promise<LightMyRequestResponse>
+  get(url: string, key?: string): Promise<LightMyRequestResponse>
+  newKey(shop: string): Promise<string>
+  close(): Promise<void>
+}
+
+/** The real app, built as production builds it, on a fresh database of `kind`. */
+export async function startTestApp(
+  kind: DatabaseKind,
+  overrides: Record<string, string> = {},
+  options: BuildOptions & { database?: TestDatabase } = {},
+): Promise<TestApp> {
+  const database = options.database ?? (await createTestDatabase(kind))
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...overrides, DATABASE_URL: database.url })
+  const app = await buildApp(config, options)
+  const issued = await issueKey(app.services.backend.db, 'test')
+  const t: TestApp = {
+    app,
+    config,
+    database,
+    key: issued.key,
+    shopId: issued.shopId,
+    post(path, body, { key = issued.key, headers = {} } = {}) {
+      return app.inject({
+        method: 'POST',
+        url: path,
+        headers: { authorization: basic(key), 'content-type': 'application/json', ...headers },
+        payload: typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body),
+      })
+    },
+    get(url, key = issued.key) {
+      return app.inject({ method: 'GET', url, headers: { authorization: basic(key) } })
+    },
+    async newKey(shop) {
+      return (await issueKey(app.services.backend.db, shop)).key
+    },
+    async close() {
+      await app.close()
+      if (!options.database) await database.drop()
+    },
+  }
+  return t
+}
