@@ -10,17 +10,19 @@ import { createMetrics, type Metrics } from './http/metrics.ts'
 import { installProblemHandlers } from './http/problem.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
+import { pointsRoutes } from './routes/points.ts'
 import { resourceRoutes } from './routes/resources.ts'
 import { FORMATS } from './schemas/common.ts'
 import { applyBatch, type BatchResult } from './store/apply-batch.ts'
 import { migrate, openBackend } from './store/database.ts'
 import type { Backend } from './store/dialect.ts'
-import { compileStatements } from './store/statements.ts'
+import { compileStatements, type Statements } from './store/statements.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
 
 export interface Services {
   config: Config
   backend: Backend
+  statements: Statements
   writer: GroupCommitWriter<Webhook, BatchResult>
   auth: Authenticator
   metrics: Metrics
@@ -67,7 +69,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     lanes: 1,
   })
   const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
-  const services: Services = { config, backend, writer, auth, metrics }
+  const services: Services = { config, backend, statements, writer, auth, metrics }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({
@@ -97,6 +99,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
   await app.register(async (scope) => hookRoutes(scope, services))
   await app.register(async (scope) => resourceRoutes(scope, services))
+  await app.register(async (scope) => pointsRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 

@@ -5,7 +5,7 @@ import { withBackend } from './backend.ts'
 
 const SHOP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
-function shopName(value: string): string {
+export function shopName(value: string): string {
   if (!SHOP_NAME.test(value)) throw new InvalidArgumentError('a shop name is 1 to 64 letters, digits, dots, dashes or underscores')
   return value
 }

@@ -2,6 +2,8 @@ import { Command, CommanderError } from 'commander'
 import { loadConfig } from '../config.ts'
 import { startServer } from '../server.ts'
 import { keysCommand } from './keys.ts'
+import { pointsCommand } from './points.ts'
+import { rulesCommand } from './rules.ts'
 import { withBackend } from './backend.ts'
 import { migrate } from '../store/database.ts'
 
@@ -29,6 +31,8 @@ program
   )
 
 program.addCommand(keysCommand())
+program.addCommand(rulesCommand())
+program.addCommand(pointsCommand())
 
 try {
   await program.parseAsync(process.argv)

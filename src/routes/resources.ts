@@ -5,6 +5,7 @@ import { fromMinor } from '../domain/money.ts'
 import { sendProblem } from '../http/problem.ts'
 import { Problem } from '../schemas/common.ts'
 import { CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
+import { explainOrderPoints } from '../loyalty/explain.ts'
 import { findCustomer, findOrder } from '../store/read-repo.ts'
 
 const ID = /^[1-9]\d{0,15}$/
@@ -61,7 +62,7 @@ export async function resourceRoutes(app: FastifyInstance, services: Services): 
       const id = parseId(request.params.id)
       const order = id === undefined ? undefined : await findOrder(backend.db, request.principal.shopId, id)
       if (!order) return notFound(reply, 'order', request.params.id)
-      return orderView(order)
+      return { ...orderView(order), points: await explainOrderPoints(backend, services.statements, request.principal.shopId, order) }
     },
   )
 }

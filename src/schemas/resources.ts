@@ -36,4 +36,36 @@ export const OrderView = Type.Object({
   is_paid: Type.Boolean(),
   updated_at: Str,
   customer_id: Type.Union([Type.Integer(), Type.Null()]),
+  points: Type.Object({
+    held: Type.Integer({ description: 'the points this order holds in the ledger now' }),
+    why: Type.String({ description: 'why, in words: for example "not paid yet", "refunded", "currency JPY has no rate"' }),
+  }),
+})
+
+export const LedgerEntryView = Type.Object({
+  order_id: Type.Union([Type.Integer(), Type.Null()]),
+  points: Type.Integer(),
+  reason: Type.String({ description: 'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed or transferred' }),
+  basis: Type.Object({
+    amount: Type.String({ description: 'the amount the points were computed on, two decimals' }),
+    currency: Type.Union([Type.String(), Type.Null()]),
+    rate: Type.String({ description: 'points per whole currency unit' }),
+    rule_version: Type.Integer(),
+  }),
+  created_at: Type.String(),
+  available_at: Type.String(),
+})
+
+export const PointsView = Type.Object({
+  customer_id: Type.Integer(),
+  available: Type.Integer(),
+  pending: Type.Integer(),
+  lifetime_earned: Type.Integer({ description: 'net of reversals and adjustments; forfeiture does not reduce it' }),
+  entries: Type.Array(LedgerEntryView, { description: 'newest first' }),
+  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as ?cursor= for the next page; null on the last' }),
+})
+
+export const PointsQuery = Type.Object({
+  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'entries per page, 1 to 500 (default 50)' })),
+  cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,16}$', maxLength: 16, description: 'next_cursor of the previous page' })),
 })

@@ -2,6 +2,8 @@ import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
 import { formatUs } from '../domain/time.ts'
 import type { Change, Outcome, Status, Webhook } from '../domain/webhook.ts'
 import type { Backend, Params, Session } from './dialect.ts'
+import { claimGuestOrders, eraseCustomer, LedgerContext, REDACTED_BODY, settleOrder } from './ledger-repo.ts'
+import { toOrder } from './read-repo.ts'
 import type { Statements } from './statements.ts'
 
 // The write path: every webhook of a batch, its event row and its effects,
@@ -33,20 +35,51 @@ function orderParams(shopId: number, o: OrderRecord): Params {
   }
 }
 
-async function applyChange(s: Session, st: Statements, shopId: number, change: Change): Promise<Status> {
-  if (change.kind === 'customer') {
-    const rows = await s.all(st.customerUpsert, customerParams(shopId, change.customer))
-    return rows.length > 0 ? 'applied' : 'stale'
-  }
-  if (change.customer) await s.all(st.customerUpsert, customerParams(shopId, change.customer))
-  const statement = change.order.updated_us === null ? st.orderUpsertUndated : st.orderUpsertDated
-  const rows = await s.all(statement, orderParams(shopId, change.order))
-  return rows.length > 0 ? 'applied' : 'stale'
+interface Applied {
+  status: Status
+  /** The webhook carried personal data of an erased customer: store its body redacted. */
+  redact: boolean
 }
 
-async function applyOne(s: Session, st: Statements, w: Webhook): Promise<Outcome> {
+async function applyCustomer(ctx: LedgerContext, shopId: number, customer: CustomerRecord): Promise<Applied> {
+  const { s, st } = ctx
+  let erasedEmail: string | null = null
+  if (customer.deleted) {
+    const [before] = await s.all(st.customerById, { shop_id: shopId, id: customer.id })
+    erasedEmail = (before?.email_lower as string | null | undefined) ?? null
+  }
+  const rows = await s.all(st.customerUpsert, customerParams(shopId, customer))
+  if (rows.length === 0) return { status: 'stale', redact: false }
+  if (customer.deleted) {
+    await eraseCustomer(ctx, shopId, customer.id, erasedEmail)
+    return { status: 'applied', redact: true }
+  }
+  const email = rows[0]!.email_lower as string | null
+  if (email) await claimGuestOrders(ctx, shopId, email)
+  return { status: 'applied', redact: false }
+}
+
+async function applyChange(ctx: LedgerContext, shopId: number, change: Change): Promise<Applied> {
+  if (change.kind === 'customer') return applyCustomer(ctx, shopId, change.customer)
+  const { s, st } = ctx
+  if (change.customer) await applyCustomer(ctx, shopId, change.customer)
+  const statement = change.order.updated_us === null ? st.orderUpsertUndated : st.orderUpsertDated
+  const rows = await s.all(statement, orderParams(shopId, change.order))
+  if (rows.length === 0) return { status: 'stale', redact: false }
+  const order = toOrder(rows[0] as never)
+  const owner = await settleOrder(ctx, shopId, order)
+  if (owner.state !== 'deleted') return { status: 'applied', redact: false }
+  // The order belongs to an erased customer: keep no e-mail and no raw body of it.
+  await s.all(st.eraseOrderEmail, { shop_id: shopId, order_id: order.id })
+  await s.all(st.redactOrderEvents, { shop_id: shopId, order_id: order.id, body: REDACTED_BODY })
+  return { status: 'applied', redact: true }
+}
+
+async function applyOne(ctx: LedgerContext, w: Webhook): Promise<Outcome> {
+  const { s, st } = ctx
   let status: Status = 'rejected'
   let duplicateOf: string | null = null
+  let body = w.body
   if (w.change) {
     const claimed = await s.all(st.dedupInsert, { shop_id: w.shopId, key: w.dedupKey, event_id: w.eventId })
     if (claimed.length === 0) {
@@ -54,7 +87,9 @@ async function applyOne(s: Session, st: Statements, w: Webhook): Promise<Outcome
       status = 'duplicate'
       duplicateOf = first!.event_id as string
     } else {
-      status = await applyChange(s, st, w.shopId, w.change)
+      const applied = await applyChange(ctx, w.shopId, w.change)
+      status = applied.status
+      if (applied.redact) body = REDACTED_BODY
     }
   }
   await s.all(st.eventInsert, {
@@ -65,7 +100,7 @@ async function applyOne(s: Session, st: Statements, w: Webhook): Promise<Outcome
     customer_id: w.customerId,
     received_at: formatUs(w.receivedUs),
     received_us: w.receivedUs,
-    body: w.body,
+    body,
     headers: w.headers,
     outcome: status,
     duplicate_of: duplicateOf,
@@ -88,7 +123,8 @@ export async function applyBatch(backend: Backend, st: Statements, batch: readon
   try {
     return await backend.transaction(async (s) => {
       const results: BatchResult[] = []
-      for (const w of batch) results.push(await applyOne(s, st, w))
+      const ctx = new LedgerContext(s, st)
+      for (const w of batch) results.push(await applyOne(ctx, w))
       await touchKeys(s, st, batch)
       return results
     })
@@ -97,10 +133,11 @@ export async function applyBatch(backend: Backend, st: Statements, batch: readon
   }
   return backend.transaction(async (s) => {
     const results: BatchResult[] = []
+    const ctx = new LedgerContext(s, st)
     for (const w of batch) {
       await s.exec('SAVEPOINT webhook')
       try {
-        results.push(await applyOne(s, st, w))
+        results.push(await applyOne(ctx, w))
         await s.exec('RELEASE SAVEPOINT webhook')
       } catch (error) {
         if (isUnavailable(error)) throw error

@@ -1,8 +1,9 @@
-import { Migrator, type Migration, type MigrationProvider } from 'kysely'
+import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely'
 import type { Backend } from './dialect.ts'
 import { openPostgres, type PostgresOptions } from './dialect-postgres.ts'
 import { openSqlite } from './dialect-sqlite.ts'
 import { intake } from './migrations/0001-intake.ts'
+import { points } from './migrations/0002-points.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -20,13 +21,20 @@ export function openBackend(url: string, options: PostgresOptions = { connectTim
 function migrations(backend: Backend): Record<string, Migration> {
   return {
     '0001-intake': intake(backend.types),
+    '0002-points': points(backend.types),
   }
 }
 
 /** Applies pending migrations; returns the names applied. */
 export async function migrate(backend: Backend): Promise<string[]> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(backend) }
-  const { error, results } = await new Migrator({ db: backend.db, provider }).migrateToLatest()
+  // Kysely looks for its own tables in every schema unless told which: name the connection's.
+  const schema =
+    backend.kind === 'postgres'
+      ? (await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(backend.db)).rows[0]?.schema
+      : undefined
+  const migrator = new Migrator({ db: backend.db, provider, ...(schema ? { migrationTableSchema: schema } : {}) })
+  const { error, results } = await migrator.migrateToLatest()
   if (error) throw error instanceof Error ? error : new Error(String(error))
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
 }

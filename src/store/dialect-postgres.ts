@@ -14,6 +14,18 @@ export interface PostgresOptions {
   queryTimeoutMs: number
 }
 
+function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
+  return {
+    async all(statement, params) {
+      const result = await queryable.query({ name: statement.name, text: statement.sql, values: bindParams(statement, params) })
+      return result.rows
+    },
+    async exec(sql) {
+      await queryable.query(sql)
+    },
+  }
+}
+
 // Durability relies on synchronous_commit = on, PostgreSQL's default: COMMIT returns once the WAL is flushed.
 export function openPostgres(url: string, options: PostgresOptions): Backend {
   const pool = new pg.Pool({
@@ -30,17 +42,10 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     kind: 'postgres',
     db,
     types: { serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey() },
+    reads: sessionOn(pool),
     async transaction(work) {
       const client = await pool.connect()
-      const session: Session = {
-        async all(statement, params) {
-          const result = await client.query({ name: statement.name, text: statement.sql, values: bindParams(statement, params) })
-          return result.rows
-        },
-        async exec(sql) {
-          await client.query(sql)
-        },
-      }
+      const session = sessionOn(client)
       let broken: Error | undefined
       try {
         await client.query('BEGIN')

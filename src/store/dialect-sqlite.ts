@@ -18,18 +18,13 @@ function open(path: string): Database.Database {
   return db
 }
 
-export function openSqlite(path: string): Backend {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-  const reader = open(path)
-  const writer = open(path)
-  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: reader }) })
+function sessionOn(connection: Database.Database): Session {
   const prepared = new Map<string, Database.Statement>()
-
-  const session: Session = {
+  return {
     all(statement: Statement, params) {
       let st = prepared.get(statement.name)
       if (!st) {
-        st = writer.prepare(statement.sql)
+        st = connection.prepare(statement.sql)
         prepared.set(statement.name, st)
       }
       const values = bindParams(statement, params)
@@ -38,14 +33,23 @@ export function openSqlite(path: string): Backend {
       return []
     },
     exec(sql) {
-      writer.exec(sql)
+      connection.exec(sql)
     },
   }
+}
+
+export function openSqlite(path: string): Backend {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const reader = open(path)
+  const writer = open(path)
+  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: reader }) })
+  const session = sessionOn(writer)
 
   return {
     kind: 'sqlite',
     db,
     types: { serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement() },
+    reads: sessionOn(reader),
     async transaction(work) {
       writer.exec('BEGIN IMMEDIATE')
       try {

@@ -23,6 +23,8 @@ export interface Backend {
   /** For reads, migrations and the CLI. */
   readonly db: Kysely<Tables>
   readonly types: DialectTypes
+  /** Prepared statements outside any transaction, on the read connection: committed state only. */
+  readonly reads: Session
   /** Runs `work` in one transaction on the write connection and commits it durably. */
   transaction<T>(work: (session: Session) => Promise<T>): Promise<T>
   /** Resolves when the database answers; rejects otherwise. */

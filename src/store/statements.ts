@@ -1,26 +1,12 @@
-import { sql, type CompiledQuery, type Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import { ORDER_FIELD_COMPANIONS, UNDATED_ORDER_RULES } from '../domain/merge.ts'
-import type { Statement } from './dialect.ts'
+import { compile, named, p } from './compile.ts'
+import { compileLedgerStatements } from './ledger-statements.ts'
 import type { Tables } from './tables.ts'
 
 // The write path's statements, built once with Kysely so that SQLite and
 // PostgreSQL share one SQL text (bar placeholders), then run as prepared
-// statements. Parameters are named: `p('x')` is bound from params.x.
-
-const MARK = '\u0000'
-const p = (name: string) => `${MARK}${name}` as never
-let serial = 0
-
-function compile(query: { compile(): CompiledQuery }): Statement {
-  const { sql: text, parameters } = query.compile()
-  const params = parameters.map((value) => {
-    if (typeof value !== 'string' || !value.startsWith(MARK)) throw new Error(`literal parameter in a prepared statement: ${String(value)}`)
-    return value.slice(1)
-  })
-  return { name: `si_${++serial}`, sql: text, params }
-}
-
-const named = <K extends string>(columns: readonly K[]) => Object.fromEntries(columns.map((c) => [c, p(c)])) as Record<K, never>
+// statements.
 
 export const EVENT_COLUMNS = [
   'id', 'shop_id', 'topic', 'resource_id', 'customer_id', 'received_at', 'received_us',
@@ -100,6 +86,7 @@ export function compileStatements(db: Kysely<Tables>) {
         .returningAll(),
     ),
     keyTouch: compile(db.updateTable('api_keys').set({ last_used_at: p('now') }).where('id', '=', p('key_id'))),
+    ...compileLedgerStatements(db),
   }
 }
 

@@ -83,7 +83,25 @@ export interface OrdersTable {
   arrival_us: number
 }
 
+export interface LedgerTable {
+  id: Generated<number>
+  shop_id: number
+  order_id: number | null
+  customer_id: number | null
+  guest_email: string | null
+  points: number
+  reason: string
+  amount_minor: number
+  currency: string | null
+  rate: string
+  rule_version: number
+  created_at: string
+  available_at: string
+  available_us: number
+}
+
 export interface Tables {
+  ledger: LedgerTable
   shops: ShopsTable
   api_keys: ApiKeysTable
   events: EventsTable

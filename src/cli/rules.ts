@@ -1,0 +1,83 @@
+import { Command, InvalidArgumentError, Option } from 'commander'
+import { normalizeRule, parseStoredRule, type Rule } from '../loyalty/rule.ts'
+import { findShop } from '../store/keys-repo.ts'
+import { readRule, writeRule } from '../store/points-repo.ts'
+import { withBackend } from './backend.ts'
+import { shopName } from './keys.ts'
+
+function number(value: string): number {
+  if (!/^\d+(\.\d{1,4})?$/.test(value)) throw new InvalidArgumentError('a number with at most 4 decimals, such as 1 or 1.5')
+  return Number(value)
+}
+
+function days(value: string): number {
+  if (!/^\d{1,4}$/.test(value)) throw new InvalidArgumentError('a whole number of days')
+  return Number(value)
+}
+
+function currencyRate(value: string, previous: Record<string, number> = {}): Record<string, number> {
+  const m = /^([A-Z]{3})=(\d+(?:\.\d{1,4})?)$/.exec(value)
+  if (!m) throw new InvalidArgumentError('CUR=RATE, such as EUR=1 or JPY=0')
+  return { ...previous, [m[1]!]: Number(m[2]) }
+}
+
+async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
+  const shop = await findShop(db, name)
+  if (!shop) throw new Error(`no shop named ${name}`)
+  return shop
+}
+
+function print(name: string, version: number, rule: Rule): void {
+  console.log(JSON.stringify({ shop: name, version, rule }, null, 2))
+}
+
+export function rulesCommand(): Command {
+  const rules = new Command('rules').description('show or change a shop\'s points rule')
+  rules
+    .command('show')
+    .requiredOption('--shop <name>', 'the shop', shopName)
+    .action((options: { shop: string }) =>
+      withBackend(async ({ db }) => {
+        const shop = await shopOrFail(db, options.shop)
+        const stored = await readRule(db, shop.id)
+        print(options.shop, stored.rule_version, parseStoredRule(stored.rule))
+      }),
+    )
+  rules
+    .command('set')
+    .description('change the rule; every change bumps its version and applies to orders that change afterwards (points rebuild applies it to all)')
+    .requiredOption('--shop <name>', 'the shop', shopName)
+    .option('--points-per-unit <n>', 'points per whole currency unit', number)
+    .option('--include-shipping', 'shipping earns points')
+    .option('--no-include-shipping', 'shipping earns no points')
+    .option('--include-tax', 'tax earns points')
+    .option('--no-include-tax', 'tax earns no points')
+    .option('--exclude-giftcard', 'the gift card amount earns no points (default)')
+    .option('--no-exclude-giftcard', 'the gift card amount earns points')
+    .option('--currency-rate <CUR=RATE>', 'a per-currency rate, repeatable; once any is set, only listed currencies earn', currencyRate)
+    .option('--clear-currency-rates', 'remove all per-currency rates')
+    .addOption(new Option('--earn-on <state>', 'when an order earns').choices(['paid', 'fulfilled']))
+    .option('--pending-days <n>', 'days from processed_at until points are available', days)
+    .action((options: Record<string, unknown> & { shop: string }) =>
+      withBackend(async ({ db }) => {
+        const shop = await shopOrFail(db, options.shop)
+        const current = parseStoredRule((await readRule(db, shop.id)).rule)
+        const next: Rule = normalizeRule({
+          ...current,
+          ...(options.pointsPerUnit !== undefined && { points_per_unit: options.pointsPerUnit }),
+          ...(options.includeShipping !== undefined && { include_shipping: options.includeShipping }),
+          ...(options.includeTax !== undefined && { include_tax: options.includeTax }),
+          ...(options.excludeGiftcard !== undefined && { exclude_giftcard: options.excludeGiftcard }),
+          currency_rates: {
+            ...(options.clearCurrencyRates ? {} : current.currency_rates),
+            ...((options.currencyRate as Record<string, number> | undefined) ?? {}),
+          },
+          ...(options.earnOn !== undefined && { earn_on: options.earnOn }),
+          ...(options.pendingDays !== undefined && { pending_days: options.pendingDays }),
+        })
+        const version = await writeRule(db, shop.id, JSON.stringify(next))
+        print(options.shop, version, next)
+      }),
+    )
+  return rules
+}

@@ -1,0 +1,41 @@
+import { Type, type Static } from 'typebox'
+import { Value } from 'typebox/value'
+
+// A shop's points rule. Stored as JSON on the shop with a version that every
+// change bumps; each ledger entry records the version and rate it was made with.
+
+const Rate = Type.Number({ minimum: 0, maximum: 1_000_000, multipleOf: 0.0001, description: 'points per whole currency unit' })
+
+export const RuleSchema = Type.Object({
+  points_per_unit: Type.Number({ ...Rate, default: 1 }),
+  include_shipping: Type.Boolean({ default: false }),
+  include_tax: Type.Boolean({ default: false }),
+  exclude_giftcard: Type.Boolean({ default: true }),
+  /** When not empty, only these currencies earn, each at its own rate (0 earns nothing). */
+  currency_rates: Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Rate, { default: {} }),
+  earn_on: Type.Enum(['paid', 'fulfilled'], { default: 'paid' }),
+  pending_days: Type.Integer({ minimum: 0, maximum: 3650, default: 14 }),
+})
+
+export type Rule = Static<typeof RuleSchema>
+
+export interface VersionedRule {
+  rule: Rule
+  version: number
+}
+
+export class RuleError extends Error {}
+
+/** A rule with defaults filled in; throws RuleError naming the first bad field. */
+export function normalizeRule(input: unknown): Rule {
+  const value = Value.Default(RuleSchema, structuredClone(input ?? {}))
+  const [error] = Value.Errors(RuleSchema, value)
+  if (error) throw new RuleError(`rule ${error.instancePath || '/'} ${error.message}`)
+  return value as Rule
+}
+
+export const DEFAULT_RULE: Rule = normalizeRule({})
+
+export function parseStoredRule(json: string | null): Rule {
+  return json === null ? DEFAULT_RULE : normalizeRule(JSON.parse(json))
+}

@@ -1,0 +1,60 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Services } from '../app.ts'
+import { fromMinor } from '../domain/money.ts'
+import { sendProblem } from '../http/problem.ts'
+import { Problem } from '../schemas/common.ts'
+import { IdParams, PointsQuery, PointsView } from '../schemas/resources.ts'
+import { customerBalances, customerEntries } from '../store/points-repo.ts'
+import { findCustomer } from '../store/read-repo.ts'
+
+const MAX_LIMIT = 500
+
+export async function pointsRoutes(app: FastifyInstance, services: Services): Promise<void> {
+  const { backend, auth } = services
+
+  app.get(
+    '/v3/customers/:id/points',
+    {
+      onRequest: auth.hook,
+      schema: {
+        summary: 'A customer\'s points: balances and ledger entries',
+        tags: ['read'],
+        security: [{ basic: [] }],
+        params: IdParams,
+        querystring: PointsQuery,
+        response: { 200: PointsView, '4xx': Problem },
+      },
+    },
+    async (request: FastifyRequest<{ Params: { id: string }; Querystring: { limit?: string; cursor?: string } }>, reply) => {
+      const shopId = request.principal.shopId
+      const id = /^[1-9]\d{0,15}$/.test(request.params.id) ? Number(request.params.id) : NaN
+      const customer = Number.isSafeInteger(id) ? await findCustomer(backend.db, shopId, id) : undefined
+      if (!customer || customer.deleted) {
+        return sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail: `no customer ${request.params.id} in this shop` })
+      }
+      const limit = Number(request.query.limit ?? 50)
+      if (limit > MAX_LIMIT) {
+        return sendProblem(reply, { status: 400, type: 'malformed-request', title: 'Bad Request', detail: `limit must be at most ${MAX_LIMIT}` })
+      }
+      const before = request.query.cursor === undefined ? null : Number(request.query.cursor)
+      const nowUs = Date.now() * 1000
+      const [balances, page] = await Promise.all([
+        customerBalances(backend.db, shopId, id, nowUs),
+        customerEntries(backend.db, shopId, id, limit, before),
+      ])
+      return {
+        customer_id: id,
+        ...balances,
+        entries: page.rows.map((r) => ({
+          order_id: r.order_id,
+          points: r.points,
+          reason: r.reason,
+          basis: { amount: fromMinor(r.amount_minor), currency: r.currency, rate: r.rate, rule_version: r.rule_version },
+          created_at: r.created_at,
+          available_at: r.available_at,
+        })),
+        next_cursor: page.more ? String(page.rows[page.rows.length - 1]!.id) : null,
+      }
+    },
+  )
+}

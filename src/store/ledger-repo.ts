@@ -1,0 +1,125 @@
+import type { OrderRecord } from '../domain/merge.ts'
+import { formatUs, parseInstantUs } from '../domain/time.ts'
+import { planOrderEntries, type Holding, type Owner } from '../loyalty/ledger-plan.ts'
+import { targetFor, type Basis } from '../loyalty/points.ts'
+import { parseStoredRule, type VersionedRule } from '../loyalty/rule.ts'
+import type { Session } from './dialect.ts'
+import { toOrder } from './read-repo.ts'
+import type { Statements } from './statements.ts'
+import type { OrdersTable } from './tables.ts'
+
+// The points ledger, written inside the transaction of the webhook that
+// changed the order: never by a later job that could be lost.
+
+/** State shared by the webhooks of one transaction. */
+export class LedgerContext {
+  private readonly rules = new Map<number, VersionedRule>()
+
+  constructor(
+    readonly s: Session,
+    readonly st: Statements,
+  ) {}
+
+  async rule(shopId: number): Promise<VersionedRule> {
+    let rule = this.rules.get(shopId)
+    if (!rule) {
+      const [row] = await this.s.all(this.st.shopRule, { shop_id: shopId })
+      rule = { rule: parseStoredRule((row?.rule as string | null) ?? null), version: Number(row?.rule_version ?? 1) }
+      this.rules.set(shopId, rule)
+    }
+    return rule
+  }
+}
+
+export const REDACTED_BODY = Buffer.from('{"redacted":"personal data erased when the customer was deleted"}')
+
+/** Who is credited with an order: its embedded customer, else the shop's customer with its e-mail, else a guest. */
+export async function ownerOf(ctx: LedgerContext, shopId: number, order: OrderRecord): Promise<Owner> {
+  const none = { customerId: null, guestEmail: null }
+  if (order.customer_id !== null) {
+    const [row] = await ctx.s.all(ctx.st.customerById, { shop_id: shopId, id: order.customer_id })
+    if (row) return { state: row.deleted ? 'deleted' : 'customer', customerId: order.customer_id, guestEmail: null }
+  }
+  const email = order.email?.toLowerCase()
+  if (!email) return { state: 'none', ...none }
+  const [match] = await ctx.s.all(ctx.st.customerByEmail, { shop_id: shopId, email_lower: email })
+  if (match) return { state: 'customer', customerId: match.id as number, guestEmail: null }
+  return { state: 'guest', customerId: null, guestEmail: email }
+}
+
+/** Appends the entries that bring the order's points to its target; returns the order's owner. */
+export async function settleOrder(ctx: LedgerContext, shopId: number, order: OrderRecord, erasing: number | null = null): Promise<Owner> {
+  return (await settleOrderCounting(ctx, shopId, order, erasing)).owner
+}
+
+/** settleOrder, also telling how many entries it appended. */
+export async function settleOrderCounting(
+  ctx: LedgerContext,
+  shopId: number,
+  order: OrderRecord,
+  erasing: number | null = null,
+): Promise<{ owner: Owner; appended: number }> {
+  const owner = await ownerOf(ctx, shopId, order)
+  const rule = await ctx.rule(shopId)
+  const rows = await ctx.s.all(ctx.st.ledgerForOrder, { shop_id: shopId, order_id: order.id })
+  const holdings = new Map<string, Holding>()
+  let lastAward: Basis | null = null
+  for (const row of rows) {
+    const customerId = row.customer_id as number | null
+    const guestEmail = row.guest_email as string | null
+    const key = customerId !== null ? `c${customerId}` : `g${guestEmail}`
+    const holding = holdings.get(key) ?? { customerId, guestEmail, points: 0 }
+    holding.points += row.points as number
+    holdings.set(key, holding)
+    if ((row.points as number) > 0) {
+      lastAward = {
+        amount_minor: row.amount_minor as number,
+        currency: row.currency as string | null,
+        rate: row.rate as string,
+        rule_version: row.rule_version as number,
+        available_us: row.available_us as number,
+      }
+    }
+  }
+  const processedUs = order.processed_at === null ? null : (parseInstantUs(order.processed_at) ?? null)
+  const target = targetFor(order, processedUs, rule, owner.state)
+  const createdAt = new Date().toISOString()
+  const entries = planOrderEntries([...holdings.values()], owner, target, lastAward, erasing)
+  for (const entry of entries) {
+    await ctx.s.all(ctx.st.ledgerInsert, {
+      shop_id: shopId,
+      order_id: order.id,
+      customer_id: entry.customerId,
+      guest_email: entry.guestEmail,
+      points: entry.points,
+      reason: entry.reason,
+      ...entry.basis,
+      created_at: createdAt,
+      available_at: formatUs(entry.basis.available_us),
+    })
+  }
+  return { owner, appended: entries.length }
+}
+
+/** A customer with this e-mail registered: the guest orders under it move to them. */
+export async function claimGuestOrders(ctx: LedgerContext, shopId: number, emailLower: string): Promise<void> {
+  const orders = await ctx.s.all(ctx.st.guestOrders, { shop_id: shopId, email_lower: emailLower })
+  for (const row of orders) await settleOrder(ctx, shopId, toOrder(row as never))
+}
+
+/**
+ * Right to erasure: the e-mail on the customer's orders and the raw bodies of
+ * their webhooks are erased; what they held is forfeited with ledger entries
+ * that stay under the numeric id.
+ */
+export async function eraseCustomer(ctx: LedgerContext, shopId: number, customerId: number, emailLower: string | null): Promise<void> {
+  const orders = await ctx.s.all(ctx.st.customerOrders, { shop_id: shopId, customer_id: customerId, email_lower: emailLower })
+  for (const row of orders) {
+    const order = toOrder({ ...(row as unknown as OrdersTable), email: null, email_lower: null })
+    await ctx.s.all(ctx.st.eraseOrderEmail, { shop_id: shopId, order_id: order.id })
+    await ctx.s.all(ctx.st.redactOrderEvents, { shop_id: shopId, order_id: order.id, body: REDACTED_BODY })
+    await settleOrder(ctx, shopId, order, customerId)
+  }
+  await ctx.s.all(ctx.st.redactCustomerEvents, { shop_id: shopId, customer_id: customerId, body: REDACTED_BODY })
+  if (emailLower !== null) await ctx.s.all(ctx.st.eraseGuestEmail, { shop_id: shopId, email_lower: emailLower })
+}
