@@ -1,7 +1,9 @@
 // Money travels as the spec's two-decimal strings and lives as integer minor
-// units. Thirteen integer digits keep every amount exact in a JS number.
+// units. Thirteen integer digits keep every amount exact in a JS number. The
+// canonical form only (no leading zeros, no "-0.00") is accepted, so every
+// amount reads back exactly as it was sent.
 
-export const MONEY_PATTERN = '^-?\\d{1,13}\\.\\d{2}$'
+export const MONEY_PATTERN = '^(?!-0\\.00$)-?(0|[1-9]\\d{0,12})\\.\\d{2}$'
 
 /** Minor units of a string that matches MONEY_PATTERN. */
 export function toMinor(text: string): number {

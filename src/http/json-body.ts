@@ -1,35 +1,46 @@
+import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance } from 'fastify'
 import sjson from 'secure-json-parse'
-import { ProblemError } from './problem.ts'
+import type { FieldError } from '../domain/webhook.ts'
+import { inexactIdErrors } from './exact-ids.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The body exactly as received, stored with the event. */
     rawBody?: Buffer
+    /** Violations the schema cannot see, found in the raw text. */
+    bodyErrors?: FieldError[]
   }
+}
+
+/** A body that could not be parsed; the webhook route stores it and answers 400. */
+export class MalformedBody {
+  constructor(readonly detail: string) {}
 }
 
 /**
  * JSON bodies are read as bytes (Fastify stops reading past `bodyLimit` while
- * the body streams in), kept verbatim, then parsed. `__proto__` and
- * `constructor.prototype` keys are dropped from the parsed value, so no
- * prototype can be polluted; the raw body keeps them.
+ * the body streams in), kept verbatim, then parsed. A body that is not UTF-8
+ * or not JSON becomes a MalformedBody rather than an error, so that the
+ * route can still store it. `__proto__` and `constructor.prototype` keys are
+ * dropped from the parsed value, so no prototype can be polluted; the raw
+ * body keeps them.
  */
 export function installJsonBody(app: FastifyInstance, bodyLimit: number): void {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
     const raw = body as Buffer
     request.rawBody = raw
+    if (raw.length === 0) return done(null, new MalformedBody('the body is empty; send a JSON object'))
+    if (!isUtf8(raw)) return done(null, new MalformedBody('the body is not valid UTF-8'))
+    const text = raw.toString('utf8')
+    let parsed: unknown
     try {
-      done(null, sjson.parse(raw.toString('utf8'), undefined, { protoAction: 'remove', constructorAction: 'remove' }))
+      parsed = sjson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' })
     } catch (err) {
-      done(
-        new ProblemError({
-          status: 400, type: 'malformed-json', title: 'Bad Request',
-          detail: raw.length === 0 ? 'the body is empty; send a JSON object' : `the body is not valid JSON: ${(err as Error).message}`,
-        }),
-        undefined,
-      )
+      return done(null, new MalformedBody(`the body is not valid JSON: ${(err as Error).message}`))
     }
+    if (typeof parsed === 'object' && parsed !== null) request.bodyErrors = inexactIdErrors(text, parsed)
+    done(null, parsed)
   })
 }

@@ -5,6 +5,7 @@ import { arrivalClockUs } from '../domain/time.ts'
 import { changeFor, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
 import type { Services } from '../app.ts'
 import { ProblemError, sendProblem, unavailable } from '../http/problem.ts'
+import { MalformedBody } from '../http/json-body.ts'
 import { fieldErrors } from '../http/validation.ts'
 import { Problem } from '../schemas/common.ts'
 import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
@@ -63,13 +64,18 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
-        const raw = request.rawBody
-        if (!raw || !isObject(request.body)) {
-          return sendProblem(reply, { status: 400, type: 'malformed-json', title: 'Bad Request', detail: 'the body must be a JSON object' })
-        }
-        const body = request.body
+        const raw = request.rawBody ?? Buffer.alloc(0)
+        const malformed =
+          request.body instanceof MalformedBody ? request.body.detail : isObject(request.body) ? null : 'the body must be a JSON object'
+        const body = malformed === null ? (request.body as Record<string, unknown>) : {}
         const receivedUs = arrivalClockUs()
-        const errors = request.validationError ? fieldErrors(request.validationError.validation) : null
+        const found = [
+          ...(malformed === null ? [] : [{ pointer: '', detail: malformed }]),
+          ...(request.validationError && malformed === null ? fieldErrors(request.validationError.validation) : []),
+          ...(request.bodyErrors ?? []),
+        ]
+        // One error per field: the schema's first, then what only the raw text shows.
+        const errors = found.length > 0 ? found.filter((e, i) => found.findIndex((f) => f.pointer === e.pointer) === i) : null
         const change = errors ? null : changeFor(hook.topic, body as never, receivedUs)
         const resourceId = Number.isSafeInteger(body.id) ? (body.id as number) : null
         const webhook: Webhook = {
@@ -98,6 +104,13 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
           request.log.error({ err: outcome.error, event_id: webhook.eventId }, 'webhook could not be stored')
           const problem = unavailable(config.RETRY_AFTER_SECONDS, 'the webhook could not be stored; retry after the delay in Retry-After')
           return sendProblem(reply, problem.problem, problem.headers)
+        }
+        if (outcome.status === 'rejected' && malformed !== null) {
+          return sendProblem(reply, {
+            status: 400, type: 'malformed-json', title: 'Bad Request',
+            detail: `${malformed}; the body was stored as event ${outcome.eventId}`,
+            event_id: outcome.eventId,
+          })
         }
         if (outcome.status === 'rejected') {
           return sendProblem(reply, {

@@ -24,7 +24,7 @@ export const INSTANT_DESCRIPTION = 'an ISO 8601 timestamp with a UTC offset, suc
 export const Instant = Type.String({ format: 'instant', description: INSTANT_DESCRIPTION })
 export const Money = Type.String({
   pattern: MONEY_PATTERN,
-  description: 'a decimal amount with two fraction digits and at most 13 integer digits, such as "19.90"',
+  description: 'a decimal amount with two fraction digits and at most 13 integer digits, without leading zeros, such as "19.90"',
 })
 export const Currency = Type.String({ pattern: '^[A-Z]{3}$', description: 'a three-letter uppercase currency code, such as "EUR"' })
 export const Flag = Type.Boolean({ description: 'true or false' })
