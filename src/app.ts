@@ -1,3 +1,4 @@
+import rateLimit from '@fastify/rate-limit'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
@@ -14,6 +15,7 @@ import { pointsRoutes } from './routes/points.ts'
 import { resourceRoutes } from './routes/resources.ts'
 import { FORMATS } from './schemas/common.ts'
 import { applyBatch, type BatchResult } from './store/apply-batch.ts'
+import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
 import type { Backend } from './store/dialect.ts'
 import { compileStatements, type Statements } from './store/statements.ts'
@@ -67,6 +69,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     maxBatch: config.WRITER_MAX_BATCH,
     maxQueue: config.WRITER_MAX_QUEUE,
     lanes: 1,
+    isUnavailable,
+    cooldownMs: 1000,
   })
   const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
   const services: Services = { config, backend, statements, writer, auth, metrics }
@@ -81,15 +85,20 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Access lines cost as much as the webhook itself at full load; LOG_LEVEL=debug turns them on.
     logController: new LogController({ disableRequestLogging: !verbose }),
     bodyLimit: config.BODY_LIMIT,
+    // Slow clients (slowloris) cannot hold a connection: headers and whole requests have deadlines.
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
     ajv: {
       customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, verbose: true },
       plugins: [addFormats as never],
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  app.server.maxConnections = config.MAX_CONNECTIONS
   app.decorate('services', services)
   installJsonBody(app, config.BODY_LIMIT)
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
+  await app.register(rateLimit, { global: false })
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',

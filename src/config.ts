@@ -29,6 +29,14 @@ export const ConfigSchema = Type.Object({
   RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, default: 5 }),
   /** Milliseconds to wait for a PostgreSQL connection or statement before answering 503. */
   DB_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 1500 }),
+  /** Webhooks a key may send per second; over it, 429 with Retry-After. 0 turns the limit off. */
+  RATE_LIMIT_RPS: Type.Integer({ ...Count, default: 2000 }),
+  /** Milliseconds a client may take to send the request headers. */
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10_000 }),
+  /** Milliseconds a client may take to send a whole request, body included. */
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30_000 }),
+  /** Most open connections; further ones are refused. */
+  MAX_CONNECTIONS: Type.Integer({ minimum: 1, default: 10_000 }),
   /** Seconds an API key lookup is cached; a revoked key stops working within this time. */
   KEY_CACHE_SECONDS: Type.Integer({ ...Count, default: 5 }),
 })
@@ -61,6 +69,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const description = (ConfigSchema.properties as Record<string, { description?: string }>)[name]?.description
     const reason = description ? `must be ${description}` : error.message
     throw new ConfigError(`${name} ${reason} (got ${JSON.stringify(value[name])})`)
+  }
+  if ((value.HEADERS_TIMEOUT_MS as number) > (value.REQUEST_TIMEOUT_MS as number)) {
+    throw new ConfigError(`HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS (${value.HEADERS_TIMEOUT_MS} > ${value.REQUEST_TIMEOUT_MS})`)
   }
   return Object.freeze(value) as Config
 }

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
-import { QueueFullError } from '../writer/group-commit.ts'
-import { isUnavailable } from '../store/apply-batch.ts'
+import { QueueFullError, WriterUnavailableError } from '../writer/group-commit.ts'
+import { isUnavailable } from '../store/unavailable.ts'
 
 // Every non-2xx answer is an RFC 9457 problem. `type` is a relative URI under
 // /problems/; the README lists them all.
@@ -65,8 +65,8 @@ export function installProblemHandlers(app: FastifyInstance, retryAfterSeconds: 
         'retry-after': String(retryAfterSeconds),
       })
     }
-    if (isUnavailable(error)) {
-      request.log.error({ err: error }, 'database unavailable')
+    if (isUnavailable(error) || error instanceof WriterUnavailableError) {
+      if (!(error instanceof WriterUnavailableError)) request.log.error({ err: error }, 'database unavailable')
       const problem = unavailable(retryAfterSeconds, 'the database cannot be reached; the webhook was not stored, retry after the delay in Retry-After')
       return sendProblem(reply, problem.problem, problem.headers)
     }

@@ -7,6 +7,7 @@ import type { Services } from '../app.ts'
 import { ProblemError, sendProblem, unavailable } from '../http/problem.ts'
 import { MalformedBody } from '../http/json-body.ts'
 import { fieldErrors } from '../http/validation.ts'
+import { QueueFullError } from '../writer/group-commit.ts'
 import { Problem } from '../schemas/common.ts'
 import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 
@@ -43,6 +44,24 @@ function dedupKey(request: FastifyRequest, topic: Topic, raw: Buffer): string {
   return `b:${createHash('sha256').update(topic).update('\n').update(raw).digest('base64url')}`
 }
 
+/** The per-key limit, counted after authentication so that it is keyed by the key, not the address. */
+function perKeyRateLimit(perSecond: number) {
+  if (perSecond === 0) return {}
+  return {
+    rateLimit: {
+      max: perSecond,
+      timeWindow: 1000,
+      hook: 'preHandler' as const,
+      keyGenerator: (request: FastifyRequest) => request.principal.keyId,
+      errorResponseBuilder: (_request: FastifyRequest, context: { ttl: number }) =>
+        new ProblemError(
+          { status: 429, type: 'rate-limited', title: 'Too Many Requests', detail: `this key may send ${perSecond} webhooks per second; retry after the delay in Retry-After` },
+          { 'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))) },
+        ),
+    },
+  }
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
@@ -55,6 +74,7 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
       {
         onRequest: auth.hook,
         attachValidation: true,
+        config: perKeyRateLimit(config.RATE_LIMIT_RPS),
         schema: {
           summary: hook.summary,
           tags: ['webhooks'],
@@ -96,7 +116,7 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
         try {
           outcome = await writer.submit(webhook)
         } catch (err) {
-          metrics.unavailable.inc({ reason: err instanceof Error && err.name === 'QueueFullError' ? 'queue-full' : 'database' })
+          metrics.unavailable.inc({ reason: err instanceof QueueFullError ? 'queue-full' : 'database' })
           throw err
         }
         metrics.webhooks.inc({ topic: hook.topic, status: outcome.status })

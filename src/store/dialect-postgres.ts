@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { Backend, Session } from './dialect.ts'
 import { bindParams } from './dialect.ts'
+import { isUnavailable } from './unavailable.ts'
 import type { Tables } from './tables.ts'
 
 // bigint columns hold ids, minor units and epoch microseconds, all within 2^53.
@@ -54,13 +55,16 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
         return result
       } catch (err) {
         broken = err as Error
-        await client.query('ROLLBACK').then(
-          () => (broken = undefined),
-          () => {},
-        )
+        // A connection that failed or timed out is destroyed, not rolled back: a ROLLBACK would
+        // wait out another timeout. PostgreSQL rolls back the open transaction when it goes.
+        if (!isUnavailable(err)) {
+          await client.query('ROLLBACK').then(
+            () => (broken = undefined),
+            () => {},
+          )
+        }
         throw err
       } finally {
-        // A client whose rollback failed has a dead connection: destroy it rather than reuse it.
         client.release(broken)
       }
     },

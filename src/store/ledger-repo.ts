@@ -101,10 +101,17 @@ export async function settleOrderCounting(
   return { owner, appended: entries.length }
 }
 
-/** A customer with this e-mail registered: the guest orders under it move to them. */
+/**
+ * A customer with this e-mail registered or changed: the points of guest
+ * orders under it move to them. Guest orders holding nothing need no entry;
+ * their owner is found by e-mail whenever they change.
+ */
 export async function claimGuestOrders(ctx: LedgerContext, shopId: number, emailLower: string): Promise<void> {
-  const orders = await ctx.s.all(ctx.st.guestOrders, { shop_id: shopId, email_lower: emailLower })
-  for (const row of orders) await settleOrder(ctx, shopId, toOrder(row as never))
+  const held = await ctx.s.all(ctx.st.guestHeldOrders, { shop_id: shopId, email_lower: emailLower })
+  for (const { order_id } of held) {
+    const [row] = await ctx.s.all(ctx.st.orderById, { shop_id: shopId, id: order_id })
+    if (row) await settleOrder(ctx, shopId, toOrder(row as never))
+  }
 }
 
 /**

@@ -22,9 +22,11 @@ export function compileLedgerStatements(db: Kysely<Tables>) {
         .orderBy('id').limit(sql.lit(1)),
     ),
     shopRule: compile(db.selectFrom('shops').select(['rule', 'rule_version']).where('id', '=', p('shop_id'))),
-    guestOrders: compile(
-      byShop('orders').selectAll().where('email_lower', '=', p('email_lower')).where('customer_id', 'is', null),
+    guestHeldOrders: compile(
+      byShop('ledger').select('order_id').where('guest_email', '=', p('email_lower')).where('customer_id', 'is', null)
+        .groupBy('order_id').having(sql`SUM(points)`, '<>', sql.lit(0)),
     ),
+    orderById: compile(byShop('orders').selectAll().where('id', '=', p('id'))),
     customerOrders: compile(
       byShop('orders').selectAll()
         .where((eb) => eb.or([eb('customer_id', '=', p('customer_id')), eb.and([eb('email_lower', '=', p('email_lower')), eb('customer_id', 'is', null)])])),

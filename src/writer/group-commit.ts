@@ -10,6 +10,13 @@ export class QueueFullError extends Error {
   }
 }
 
+/** The database failed recently; webhooks are refused at once until a retry succeeds. */
+export class WriterUnavailableError extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the database is unavailable')
+  }
+}
+
 export interface WriterOptions<T, R> {
   apply: (batch: T[]) => Promise<R[]>
   /** Most webhooks in one transaction. */
@@ -18,6 +25,13 @@ export interface WriterOptions<T, R> {
   maxQueue: number
   /** Batches committing at once (1 for SQLite, whose writes are serial anyway). */
   lanes: number
+  /** True for failures that mean the database is down rather than one batch bad. */
+  isUnavailable: (error: unknown) => boolean
+  /**
+   * After such a failure, how long new webhooks are refused at once instead of
+   * queueing behind a dead connection; then one batch probes the database.
+   */
+  cooldownMs: number
 }
 
 interface Pending<T, R> {
@@ -31,6 +45,8 @@ export class GroupCommitWriter<T, R> {
   private inFlight = 0
   private scheduled = false
   private idleWaiters: (() => void)[] = []
+  private downUntil = 0
+  private lastFailure: unknown
 
   constructor(private readonly options: WriterOptions<T, R>) {}
 
@@ -39,6 +55,7 @@ export class GroupCommitWriter<T, R> {
   }
 
   submit(item: T): Promise<R> {
+    if (this.downUntil > Date.now()) return Promise.reject(new WriterUnavailableError(this.lastFailure))
     if (this.queue.length >= this.options.maxQueue) return Promise.reject(new QueueFullError())
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ item, resolve, reject })
@@ -50,6 +67,14 @@ export class GroupCommitWriter<T, R> {
   drain(): Promise<void> {
     if (this.queue.length === 0 && this.inFlight === 0) return Promise.resolve()
     return new Promise((resolve) => this.idleWaiters.push(resolve))
+  }
+
+  /** Refuses what waits and what comes for the cool-down, rather than letting it wait out timeouts. */
+  private trip(error: unknown): void {
+    this.lastFailure = error
+    this.downUntil = Date.now() + this.options.cooldownMs
+    const waiting = this.queue.splice(0)
+    for (const p of waiting) p.reject(new WriterUnavailableError(error))
   }
 
   private schedule(): void {
@@ -69,7 +94,10 @@ export class GroupCommitWriter<T, R> {
         .apply(batch.map((p) => p.item))
         .then(
           (results) => batch.forEach((p, i) => p.resolve(results[i]!)),
-          (error) => batch.forEach((p) => p.reject(error)),
+          (error) => {
+            batch.forEach((p) => p.reject(error))
+            if (this.options.isUnavailable(error)) this.trip(error)
+          },
         )
         .finally(() => {
           this.inFlight--

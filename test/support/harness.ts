@@ -76,7 +76,8 @@ export async function startTestApp(
   options: BuildOptions & { database?: TestDatabase } = {},
 ): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase(kind))
-  const config = loadConfig({ LOG_LEVEL: 'silent', ...overrides, DATABASE_URL: database.url })
+  // In-process tests outpace any real sender; suites that test the rate limit set it.
+  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', ...overrides, DATABASE_URL: database.url })
   const app = await buildApp(config, options)
   const issued = await issueKey(app.services.backend.db, 'test')
   const t: TestApp = {
