@@ -10,7 +10,6 @@ import { migrate } from '../store/database.ts'
 const program = new Command()
   .name('shop-intake')
   .description('Webhook intake for shop customer and order events, with a loyalty points ledger.')
-  .showHelpAfterError()
   .exitOverride()
 
 program
@@ -24,10 +23,13 @@ program
   .command('migrate')
   .description('apply pending database migrations')
   .action(() =>
-    withBackend(async (backend) => {
-      const applied = await migrate(backend)
-      console.log(applied.length ? `applied ${applied.join(', ')}` : 'the database is up to date')
-    }),
+    withBackend(
+      async (backend) => {
+        const applied = await migrate(backend)
+        console.log(applied.length ? `applied ${applied.join(', ')}` : 'the database is up to date')
+      },
+      { migrate: false },
+    ),
   )
 
 program.addCommand(keysCommand())

@@ -31,8 +31,8 @@ function keptHeaders(request: FastifyRequest): string {
 }
 
 function dedupKey(request: FastifyRequest, topic: Topic, raw: Buffer): string {
-  const header = request.headers['idempotency-key'] ?? request.headers['webhook-id']
-  if (typeof header === 'string' && header !== '') {
+  const header = [request.headers['idempotency-key'], request.headers['webhook-id']].find((h) => typeof h === 'string' && h !== '')
+  if (typeof header === 'string') {
     if (header.length > MAX_IDEMPOTENCY_KEY) {
       throw new ProblemError({
         status: 400, type: 'malformed-request', title: 'Bad Request',

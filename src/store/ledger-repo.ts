@@ -42,8 +42,11 @@ export async function ownerOf(ctx: LedgerContext, shopId: number, order: OrderRe
   }
   const email = order.email?.toLowerCase()
   if (!email) return { state: 'none', ...none }
-  const [match] = await ctx.s.all(ctx.st.customerByEmail, { shop_id: shopId, email_lower: email })
-  if (match) return { state: 'customer', customerId: match.id as number, guestEmail: null }
+  let match: number | undefined
+  for (const row of await ctx.s.all(ctx.st.customersByEmail, { shop_id: shopId, email_lower: email })) {
+    if (!row.deleted && (match === undefined || (row.id as number) < match)) match = row.id as number
+  }
+  if (match !== undefined) return { state: 'customer', customerId: match, guestEmail: null }
   return { state: 'guest', customerId: null, guestEmail: email }
 }
 
@@ -107,9 +110,13 @@ export async function settleOrderCounting(
  * their owner is found by e-mail whenever they change.
  */
 export async function claimGuestOrders(ctx: LedgerContext, shopId: number, emailLower: string): Promise<void> {
-  const held = await ctx.s.all(ctx.st.guestHeldOrders, { shop_id: shopId, email_lower: emailLower })
-  for (const { order_id } of held) {
-    const [row] = await ctx.s.all(ctx.st.orderById, { shop_id: shopId, id: order_id })
+  const held = new Map<number, number>()
+  for (const row of await ctx.s.all(ctx.st.guestEntries, { shop_id: shopId, email_lower: emailLower })) {
+    held.set(row.order_id as number, (held.get(row.order_id as number) ?? 0) + (row.points as number))
+  }
+  for (const [orderId, points] of held) {
+    if (points === 0) continue
+    const [row] = await ctx.s.all(ctx.st.orderById, { shop_id: shopId, id: orderId })
     if (row) await settleOrder(ctx, shopId, toOrder(row as never))
   }
 }
@@ -120,7 +127,11 @@ export async function claimGuestOrders(ctx: LedgerContext, shopId: number, email
  * that stay under the numeric id.
  */
 export async function eraseCustomer(ctx: LedgerContext, shopId: number, customerId: number, emailLower: string | null): Promise<void> {
-  const orders = await ctx.s.all(ctx.st.customerOrders, { shop_id: shopId, customer_id: customerId, email_lower: emailLower })
+  const orders = await ctx.s.all(ctx.st.ordersOfCustomer, { shop_id: shopId, customer_id: customerId })
+  if (emailLower !== null) {
+    const byEmail = await ctx.s.all(ctx.st.ordersByEmail, { shop_id: shopId, email_lower: emailLower })
+    orders.push(...byEmail.filter((row) => row.customer_id === null))
+  }
   for (const row of orders) {
     const order = toOrder({ ...(row as unknown as OrdersTable), email: null, email_lower: null })
     await ctx.s.all(ctx.st.eraseOrderEmail, { shop_id: shopId, order_id: order.id })

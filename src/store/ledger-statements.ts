@@ -17,20 +17,19 @@ export function compileLedgerStatements(db: Kysely<Tables>) {
     ),
     ledgerInsert: compile(db.insertInto('ledger').values(named(LEDGER_COLUMNS))),
     customerById: compile(byShop('customers').select(['id', 'deleted', 'email_lower']).where('id', '=', p('id'))),
-    customerByEmail: compile(
-      byShop('customers').select('id').where('email_lower', '=', p('email_lower')).where('deleted', '=', sql.lit(0))
-        .orderBy('id').limit(sql.lit(1)),
-    ),
+    // The lowest live id is picked by the caller: ORDER BY id or MIN(id) would steer SQLite onto the
+    // primary key, a scan of the shop's customers.
+    customersByEmail: compile(byShop('customers').select(['id', 'deleted']).where('email_lower', '=', p('email_lower'))),
     shopRule: compile(db.selectFrom('shops').select(['rule', 'rule_version']).where('id', '=', p('shop_id'))),
-    guestHeldOrders: compile(
-      byShop('ledger').select('order_id').where('guest_email', '=', p('email_lower')).where('customer_id', 'is', null)
-        .groupBy('order_id').having(sql`SUM(points)`, '<>', sql.lit(0)),
+    // Summed by the caller: a GROUP BY would steer SQLite onto the order index, a scan of the shop.
+    guestEntries: compile(
+      byShop('ledger').select(['order_id', 'points']).where('guest_email', '=', p('email_lower')).where('customer_id', 'is', null),
     ),
     orderById: compile(byShop('orders').selectAll().where('id', '=', p('id'))),
-    customerOrders: compile(
-      byShop('orders').selectAll()
-        .where((eb) => eb.or([eb('customer_id', '=', p('customer_id')), eb.and([eb('email_lower', '=', p('email_lower')), eb('customer_id', 'is', null)])])),
-    ),
+    // Two queries rather than one with OR, so each is served by its own index.
+    ordersOfCustomer: compile(byShop('orders').selectAll().where('customer_id', '=', p('customer_id'))),
+    // Filtered to guest orders by the caller, so that the e-mail index serves it.
+    ordersByEmail: compile(byShop('orders').selectAll().where('email_lower', '=', p('email_lower'))),
     eraseOrderEmail: compile(
       db.updateTable('orders').set({ email: sql.lit(null), email_lower: sql.lit(null) }).where('shop_id', '=', p('shop_id')).where('id', '=', p('order_id')),
     ),

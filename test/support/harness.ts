@@ -78,7 +78,10 @@ export async function startTestApp(
   const database = options.database ?? (await createTestDatabase(kind))
   // In-process tests outpace any real sender; suites that test the rate limit set it.
   const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', ...overrides, DATABASE_URL: database.url })
-  const app = await buildApp(config, options)
+  const app = await buildApp(config, options).catch(async (err) => {
+    if (!options.database) await database.drop()
+    throw err
+  })
   const issued = await issueKey(app.services.backend.db, 'test')
   const t: TestApp = {
     app,
