@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from 'uuid'
 import { arrivalClockUs } from '../src/domain/time.ts'
 import { changeFor, type Topic, type Webhook } from '../src/domain/webhook.ts'
 import { issueKey } from '../src/keys/issue-key.ts'
-import { applyBatch } from '../src/store/apply-batch.ts'
+import { batchApplier } from '../src/store/apply-batch.ts'
 import { migrate, openBackend } from '../src/store/database.ts'
 import { compileStatements } from '../src/store/statements.ts'
 import { nextRequest } from './mix.ts'
@@ -22,7 +22,8 @@ export async function prepareDatabase(url: string): Promise<string> {
 export async function preload(url: string, count: number): Promise<void> {
   const backend = openBackend(url)
   try {
-    const st = compileStatements(backend.db)
+    const st = compileStatements(backend)
+    const applyBatch = batchApplier(backend, st)
     const shop = await backend.db.selectFrom('shops').select('id').where('name', '=', 'bench').executeTakeFirstOrThrow()
     const key = await backend.db.selectFrom('api_keys').select('id').where('shop_id', '=', shop.id).executeTakeFirstOrThrow()
     for (let done = 0; done < count; ) {
@@ -39,7 +40,7 @@ export async function preload(url: string, count: number): Promise<void> {
           change, errors: null,
         })
       }
-      await applyBatch(backend, st, batch)
+      await applyBatch(batch)
       if (done % 100_000 === 0) process.stderr.write(`  ${done}\n`)
     }
   } finally {

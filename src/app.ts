@@ -14,7 +14,7 @@ import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { resourceRoutes } from './routes/resources.ts'
 import { FORMATS } from './schemas/common.ts'
-import { applyBatch, type BatchResult } from './store/apply-batch.ts'
+import { batchApplier, type BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
 import type { Backend } from './store/dialect.ts'
@@ -59,16 +59,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await backend.close().catch(() => {})
     throw err
   }
-  const statements = compileStatements(backend.db)
+  const statements = compileStatements(backend)
   const metrics = createMetrics()
+  const applyBatch = batchApplier(backend, statements)
   const writer = new GroupCommitWriter<Webhook, BatchResult>({
     apply: (batch) => {
       metrics.batchSize.observe(batch.length)
-      return applyBatch(backend, statements, batch)
+      return applyBatch(batch)
     },
     maxBatch: config.WRITER_MAX_BATCH,
     maxQueue: config.WRITER_MAX_QUEUE,
-    lanes: 1,
+    lanes: backend.kind === 'sqlite' ? 1 : config.WRITER_LANES,
     isUnavailable,
     cooldownMs: 1000,
   })

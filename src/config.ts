@@ -25,6 +25,8 @@ export const ConfigSchema = Type.Object({
   WRITER_MAX_BATCH: Type.Integer({ minimum: 1, default: 512 }),
   /** Most webhooks waiting for the writer before new ones get a 503. */
   WRITER_MAX_QUEUE: Type.Integer({ minimum: 1, default: 10_000 }),
+  /** PostgreSQL: batches committing at once on separate connections (SQLite always commits one at a time). */
+  WRITER_LANES: Type.Integer({ minimum: 1, maximum: 32, default: 4 }),
   /** Seconds a sender is told to wait in Retry-After on a 503. */
   RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, default: 5 }),
   /** Milliseconds to wait for a PostgreSQL connection or statement before answering 503. */

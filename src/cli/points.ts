@@ -27,7 +27,7 @@ export function pointsCommand(): Command {
           cliProgress.Presets.shades_classic,
         )
         let started = false
-        const result = await rebuildPoints(backend, compileStatements(backend.db), shopIds, (p) => {
+        const result = await rebuildPoints(backend, compileStatements(backend), shopIds, (p) => {
           if (!started) {
             bar.start(p.total, 0, { appended: 0 })
             started = true

@@ -110,27 +110,49 @@ async function applyOne(ctx: LedgerContext, w: Webhook): Promise<Outcome> {
   return { status, eventId: duplicateOf ?? w.eventId }
 }
 
-async function touchKeys(s: Session, st: Statements, batch: readonly Webhook[]): Promise<void> {
-  const now = new Date().toISOString()
-  for (const keyId of new Set(batch.map((w) => w.keyId))) await s.all(st.keyTouch, { now, key_id: keyId })
+/** How often a key's last_used_at is written: often enough for operators, rare enough that concurrent batches do not queue on the key's row. */
+const TOUCH_EVERY_MS = 10_000
+
+async function touchKeys(s: Session, st: Statements, batch: readonly Webhook[], touched: Map<number, number>): Promise<void> {
+  const now = Date.now()
+  for (const keyId of new Set(batch.map((w) => w.keyId))) {
+    if (now - (touched.get(keyId) ?? 0) < TOUCH_EVERY_MS) continue
+    touched.set(keyId, now)
+    await s.all(st.keyTouch, { now: new Date(now).toISOString(), key_id: keyId })
+  }
 }
+
+const MAX_ATTEMPTS = 4
+
+/** PostgreSQL's deadlock and serialization failures: nothing is wrong with the webhooks. */
+const isConflict = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string })?.code ?? '')
 
 /**
  * Applies a batch in one transaction. If the database refuses one webhook,
  * the batch is retried with a savepoint around each, so that only the
  * webhook at fault fails. A failure to reach the database rejects.
  */
-export async function applyBatch(backend: Backend, st: Statements, batch: readonly Webhook[]): Promise<BatchResult[]> {
-  try {
-    return await backend.transaction(async (s) => {
-      const results: BatchResult[] = []
-      const ctx = new LedgerContext(s, st)
-      for (const w of batch) results.push(await applyOne(ctx, w))
-      await touchKeys(s, st, batch)
-      return results
-    })
-  } catch (err) {
-    if (isUnavailable(err)) throw err
+export function batchApplier(backend: Backend, st: Statements): (batch: readonly Webhook[]) => Promise<BatchResult[]> {
+  const touched = new Map<number, number>()
+  return (batch) => applyBatch(backend, st, batch, touched)
+}
+
+async function applyBatch(backend: Backend, st: Statements, batch: readonly Webhook[], touched: Map<number, number>): Promise<BatchResult[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await backend.transaction(async (s) => {
+        const results: BatchResult[] = []
+        const ctx = new LedgerContext(s, st)
+        for (const w of batch) results.push(await applyOne(ctx, w))
+        await touchKeys(s, st, batch, touched)
+        return results
+      })
+    } catch (err) {
+      if (isUnavailable(err)) throw err
+      // Concurrent batches that touched the same rows in another order: the whole batch runs again.
+      if (isConflict(err) && attempt < MAX_ATTEMPTS) continue
+      break
+    }
   }
   return backend.transaction(async (s) => {
     const results: BatchResult[] = []
@@ -146,7 +168,7 @@ export async function applyBatch(backend: Backend, st: Statements, batch: readon
         results.push({ status: 'failed', error: error as Error })
       }
     }
-    await touchKeys(s, st, batch)
+    await touchKeys(s, st, batch, touched)
     return results
   })
 }

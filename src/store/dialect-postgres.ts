@@ -42,7 +42,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
   return {
     kind: 'postgres',
     db,
-    types: { serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey() },
+    types: { serial: 'serial', binary: 'bytea', rowLocks: true, serialPrimaryKey: (c) => c.primaryKey() },
     reads: sessionOn(pool),
     async transaction(work) {
       const client = await pool.connect()

@@ -48,7 +48,7 @@ export function openSqlite(path: string): Backend {
   return {
     kind: 'sqlite',
     db,
-    types: { serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement() },
+    types: { serial: 'integer', binary: 'blob', rowLocks: false, serialPrimaryKey: (c) => c.primaryKey().autoIncrement() },
     reads: sessionOn(reader),
     async transaction(work) {
       writer.exec('BEGIN IMMEDIATE')

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely'
 import { ORDER_FIELD_COMPANIONS, UNDATED_ORDER_RULES } from '../domain/merge.ts'
 import { compile, named, p } from './compile.ts'
 import { compileLedgerStatements } from './ledger-statements.ts'
+import type { DialectTypes } from './dialect.ts'
 import type { Tables } from './tables.ts'
 
 // The write path's statements, built once with Kysely so that SQLite and
@@ -51,7 +52,7 @@ function datedOrderSet(): Record<string, ReturnType<typeof sql.raw>> {
   return set
 }
 
-export function compileStatements(db: Kysely<Tables>) {
+export function compileStatements({ db, types }: { db: Kysely<Tables>; types: DialectTypes }) {
   return {
     dedupInsert: compile(
       db.insertInto('dedup_keys').values(named(['shop_id', 'key', 'event_id'] as const))
@@ -86,7 +87,7 @@ export function compileStatements(db: Kysely<Tables>) {
         .returningAll(),
     ),
     keyTouch: compile(db.updateTable('api_keys').set({ last_used_at: p('now') }).where('id', '=', p('key_id'))),
-    ...compileLedgerStatements(db),
+    ...compileLedgerStatements(db, types),
   }
 }
 
