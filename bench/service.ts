@@ -1,0 +1,77 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { generateKey } from '../src/keys/api-key.ts'
+import { createTestDatabase, type TestDatabase } from '../test/support/harness.ts'
+import { preload, prepareDatabase } from './prepare.ts'
+
+const root = join(import.meta.dirname, '..')
+
+export type Target = 'ceiling' | 'sqlite' | 'postgres'
+
+export interface Service {
+  target: Target
+  port: number
+  key: string
+  child: ChildProcess
+  database?: TestDatabase
+  /** Peak resident memory of the server process so far, in MB. */
+  peakRssMb(): number
+  rssMb(): number
+  stop(): Promise<void>
+}
+
+function procStatusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024)
+}
+
+/** Starts the ceiling route, or the real service on a fresh database (optionally preloaded), as its own process. */
+export async function startService(target: Target, options: { preload?: number; env?: Record<string, string> } = {}): Promise<Service> {
+  const port = 20000 + Math.floor(Math.random() * 20000)
+  let database: TestDatabase | undefined
+  let key = generateKey()
+  // The rate limiter runs (its cost is measured) but never limits: one key sends the whole load.
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    PORT: String(port), LOG_LEVEL: 'warn', BENCH_KEY: key, RATE_LIMIT_RPS: '1000000000', ...options.env,
+  }
+  let args: string[]
+  if (target === 'ceiling') {
+    args = ['--import', 'tsx', join(root, 'bench/ceiling.ts')]
+  } else {
+    database = await createTestDatabase(target)
+    key = await prepareDatabase(database.url)
+    if (options.preload) {
+      process.stderr.write(`${target}: preloading ${options.preload} events…\n`)
+      await preload(database.url, options.preload)
+    }
+    env.DATABASE_URL = database.url
+    args = [join(root, 'bin/shop-intake.js'), 'serve']
+  }
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'inherit'] })
+  const stop = async () => {
+    if (child.exitCode === null) {
+      child.kill('SIGTERM')
+      await new Promise((r) => child.once('exit', r))
+    }
+    await database?.drop()
+  }
+  try {
+    for (let i = 0; ; i++) {
+      if (child.exitCode !== null) throw new Error(`${target} server exited with ${child.exitCode}`)
+      if (i > 300) throw new Error(`${target} server did not become healthy`)
+      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)
+      if (ok) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  return {
+    target, port, key, child, database, stop,
+    peakRssMb: () => procStatusMb(child.pid!, 'VmHWM'),
+    rssMb: () => procStatusMb(child.pid!, 'VmRSS'),
+  }
+}
