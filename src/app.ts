@@ -14,7 +14,7 @@ import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { resourceRoutes } from './routes/resources.ts'
 import { FORMATS } from './schemas/common.ts'
-import { batchApplier, type BatchResult } from './store/apply-batch.ts'
+import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
 import type { Backend } from './store/dialect.ts'
@@ -61,11 +61,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   }
   const statements = compileStatements(backend)
   const metrics = createMetrics()
-  const applyBatch = batchApplier(backend, statements)
+  const batchWriter = backend.openWriter()
   const writer = new GroupCommitWriter<Webhook, BatchResult>({
     apply: (batch) => {
       metrics.batchSize.observe(batch.length)
-      return applyBatch(batch)
+      return batchWriter.apply(batch)
     },
     maxBatch: config.WRITER_MAX_BATCH,
     maxQueue: config.WRITER_MAX_QUEUE,
@@ -115,6 +115,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   app.addHook('onClose', async () => {
     await writer.drain()
+    await batchWriter.close()
     await backend.close()
   })
   return app

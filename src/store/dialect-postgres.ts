@@ -3,6 +3,8 @@ import pg from 'pg'
 import type { Backend, Session } from './dialect.ts'
 import { bindParams } from './dialect.ts'
 import { isUnavailable } from './unavailable.ts'
+import { batchApplier } from './apply-batch.ts'
+import { compileStatements } from './statements.ts'
 import type { Tables } from './tables.ts'
 
 // bigint columns hold ids, minor units and epoch microseconds, all within 2^53.
@@ -44,6 +46,11 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     db,
     types: { serial: 'serial', binary: 'bytea', rowLocks: true, serialPrimaryKey: (c) => c.primaryKey() },
     reads: sessionOn(pool),
+    openWriter() {
+      // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
+      const apply = batchApplier(this, compileStatements(this))
+      return { apply, close: async () => {} }
+    },
     async transaction(work) {
       const client = await pool.connect()
       const session = sessionOn(client)

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect } from 'kysely'
 import type { Backend, Session, Statement } from './dialect.ts'
 import { bindParams } from './dialect.ts'
+import { startSqliteWriter } from './sqlite-writer.ts'
 import type { Tables } from './tables.ts'
 
 // Two connections to one file: the writer's, which holds every write
@@ -50,6 +51,8 @@ export function openSqlite(path: string): Backend {
     db,
     types: { serial: 'integer', binary: 'blob', rowLocks: false, serialPrimaryKey: (c) => c.primaryKey().autoIncrement() },
     reads: sessionOn(reader),
+    // Commits fsync (synchronous=FULL) on a writer thread, not on the event loop.
+    openWriter: () => startSqliteWriter(path),
     async transaction(work) {
       writer.exec('BEGIN IMMEDIATE')
       try {

@@ -1,4 +1,6 @@
 import type { ColumnDefinitionBuilder, Kysely } from 'kysely'
+import type { Webhook } from '../domain/webhook.ts'
+import type { BatchResult } from './apply-batch.ts'
 import type { Tables } from './tables.ts'
 
 /** A statement compiled once from a Kysely builder; parameters are bound by name. */
@@ -17,6 +19,12 @@ export interface Session {
   exec(sql: string): void | Promise<void>
 }
 
+/** Commits batches of webhooks; each resolves only once its batch is durable. */
+export interface BatchWriter {
+  apply(batch: Webhook[]): Promise<BatchResult[]>
+  close(): Promise<void>
+}
+
 /** What differs between the databases, kept in one file per dialect. */
 export interface Backend {
   readonly kind: 'sqlite' | 'postgres'
@@ -27,6 +35,8 @@ export interface Backend {
   readonly reads: Session
   /** Runs `work` in one transaction on the write connection and commits it durably. */
   transaction<T>(work: (session: Session) => Promise<T>): Promise<T>
+  /** The write path of the server: where and how batches are committed. */
+  openWriter(): BatchWriter
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>
   close(): Promise<void>

@@ -1,0 +1,35 @@
+import { parentPort, workerData } from 'node:worker_threads'
+import type { Webhook } from '../domain/webhook.ts'
+import { batchApplier } from './apply-batch.ts'
+import { openSqlite } from './dialect-sqlite.ts'
+import { compileStatements } from './statements.ts'
+
+// The SQLite writer thread: it owns the write connection, so a commit's fsync
+// (synchronous=FULL) blocks this thread, never the event loop that parses
+// the next batch's requests.
+
+const backend = openSqlite(workerData.path as string)
+const apply = batchApplier(backend, compileStatements(backend))
+
+parentPort!.on('message', async (message: { id: number; batch: Webhook[] } | { close: true }) => {
+  if ('close' in message) {
+    await backend.close()
+    parentPort!.postMessage({ closed: true })
+    return
+  }
+  try {
+    const results = await apply(message.batch)
+    parentPort!.postMessage({
+      id: message.id,
+      results: results.map((r) => (r.status === 'failed' ? { status: 'failed', error: plainError(r.error) } : r)),
+    })
+  } catch (err) {
+    parentPort!.postMessage({ id: message.id, error: plainError(err) })
+  }
+})
+
+/** Errors cross threads as plain objects: structured cloning drops properties such as `code`. */
+function plainError(err: unknown) {
+  const e = err as { message?: string; code?: string; stack?: string }
+  return { message: e?.message ?? String(err), code: e?.code, stack: e?.stack }
+}
