@@ -8,7 +8,7 @@ import type { Webhook } from './domain/webhook.ts'
 import { createAuthenticator, type Authenticator } from './http/auth.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { createMetrics, type Metrics } from './http/metrics.ts'
-import { installProblemHandlers } from './http/problem.ts'
+import { clientErrorHandler, installProblemHandlers } from './http/problem.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
@@ -89,6 +89,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Slow clients (slowloris) cannot hold a connection: headers and whole requests have deadlines.
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
+    clientErrorHandler,
     ajv: {
       customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, verbose: true },
       plugins: [addFormats as never],

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { QueueFullError, WriterUnavailableError } from '../writer/group-commit.ts'
 import { isUnavailable } from '../store/unavailable.ts'
@@ -47,6 +49,25 @@ const FASTIFY_ERRORS: Record<string, Omit<ProblemInit, 'detail'> & { detail?: st
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, type: 'body-too-large', title: 'Content Too Large' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, type: 'malformed-json', title: 'Bad Request', detail: 'the body is empty; send a JSON object' },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, type: 'malformed-json', title: 'Bad Request' },
+}
+
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'request-timeout', 'the request was not received in time (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS)'],
+  HPE_HEADER_OVERFLOW: [431, 'headers-too-large', 'the request headers are too large'],
+}
+
+/**
+ * Errors Node raises before a request reaches Fastify (a slow client, an
+ * unparsable request line): answered on the raw socket, as problems too.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) return
+  const [status, type, detail] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'malformed-request', 'the request is not valid HTTP']
+  const body = JSON.stringify({ type: `/problems/${type}`, title: STATUS_CODES[status], status, detail })
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  )
 }
 
 export function installProblemHandlers(app: FastifyInstance, retryAfterSeconds: number, bodyLimit: number): void {

@@ -37,8 +37,11 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     connectionTimeoutMillis: options.connectTimeoutMs,
     query_timeout: options.queryTimeoutMs,
   })
-  // An idle client that loses its connection must not crash the process; the next checkout reconnects.
+  // A client that loses its connection emits 'error': while idle through the pool, while checked out
+  // (by a batch or by Kysely) on the client itself. Either way the failing query already rejects,
+  // and the pool replaces the client; without these listeners the process would crash.
   pool.on('error', () => {})
+  pool.on('connect', (client) => client.on('error', () => {}))
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) })
 
   return {
