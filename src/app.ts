@@ -8,7 +8,7 @@ import type { Webhook } from './domain/webhook.ts'
 import { createAuthenticator, type Authenticator } from './http/auth.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { createMetrics, type Metrics } from './http/metrics.ts'
-import { clientErrorHandler, installProblemHandlers } from './http/problem.ts'
+import { clientErrorHandler, installProblemHandlers, sendProblem } from './http/problem.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
@@ -90,6 +90,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
     clientErrorHandler,
+    // Errors Fastify meets before routing (an undecodable URL, say) are problems too.
+    frameworkErrors: (error, _request, reply) =>
+      sendProblem(reply, { status: 400, type: 'malformed-request', title: 'Bad Request', detail: error.message }),
     ajv: {
       customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, verbose: true },
       plugins: [addFormats as never],

@@ -39,7 +39,8 @@ function dedupKey(request: FastifyRequest, topic: Topic, raw: Buffer): string {
         detail: `the Idempotency-Key or Webhook-Id header is longer than ${MAX_IDEMPOTENCY_KEY} characters`,
       })
     }
-    return `h:${header}`
+    // Hashed: a header may hold bytes (NUL) that a text column cannot.
+    return `h:${createHash('sha256').update(header).digest('base64url')}`
   }
   return `b:${createHash('sha256').update(topic).update('\n').update(raw).digest('base64url')}`
 }
