@@ -70,6 +70,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     maxBatch: config.WRITER_MAX_BATCH,
     maxQueue: config.WRITER_MAX_QUEUE,
     lanes: backend.kind === 'sqlite' ? 1 : config.WRITER_LANES,
+    laneOf: (w) => w.shopId * 31 + (w.resourceId ?? 0),
     isUnavailable,
     cooldownMs: 1000,
   })

@@ -55,8 +55,21 @@ test('a higher target: adjusted up by the difference, at the new basis', () => {
   assert.deepEqual(planOrderEntries([heldBy(customer(7), 100)], customer(7), earns(150, V2), V1), [entry(customer(7), 50, 'adjusted', V2)])
 })
 
-test('a lower target: adjusted down by the difference, at the new basis', () => {
-  assert.deepEqual(planOrderEntries([heldBy(customer(7), 150)], customer(7), earns(100, V2), V1), [entry(customer(7), -50, 'adjusted', V2)])
+test('a lower target: adjusted down by the difference, at the new basis but dated like the award it reduces', () => {
+  assert.deepEqual(planOrderEntries([heldBy(customer(7), 150)], customer(7), earns(100, V2), V1), [
+    entry(customer(7), -50, 'adjusted', { ...V2, available_us: V1.available_us }),
+  ])
+})
+
+test('awards with different dates are taken back each at its own basis, the newest first when reduced', () => {
+  const early = { ...V1, available_us: 1_000 }
+  const late = { ...V1, available_us: 2_000 }
+  const held = [{ ...customer(7), points: 100, basis: early }, { ...customer(7), points: 50, basis: late }]
+  assert.deepEqual(planOrderEntries(held, customer(7), refunded, V1), [
+    entry(customer(7), -50, 'reversed_refund', late),
+    entry(customer(7), -100, 'reversed_refund', early),
+  ])
+  assert.deepEqual(planOrderEntries(held, customer(7), earns(120, V1), V1), [entry(customer(7), -30, 'adjusted', { ...V1, available_us: 2_000 })])
 })
 
 test('a held order that stops earning without a reversal is adjusted to 0 at the award\'s basis', () => {

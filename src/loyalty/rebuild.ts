@@ -38,7 +38,11 @@ export async function rebuildPoints(
       const appended = await backend.transaction(async (s) => {
         const ctx = new LedgerContext(s, st)
         let n = 0
-        for (const row of rows) n += (await settleOrderCounting(ctx, shopId, toOrder(row))).appended
+        for (const { id } of rows) {
+          // Read again inside the transaction, locked: a webhook may have changed the order since the page was read.
+          const [row] = await s.all(st.orderById, { shop_id: shopId, id })
+          if (row) n += (await settleOrderCounting(ctx, shopId, toOrder(row as never))).appended
+        }
         return n
       })
       progress.done += rows.length

@@ -5,7 +5,7 @@ import type { Backend, Params, Session } from './dialect.ts'
 import { claimGuestOrders, eraseCustomer, LedgerContext, REDACTED_BODY, settleOrder } from './ledger-repo.ts'
 import { toOrder } from './read-repo.ts'
 import type { Statements } from './statements.ts'
-import { isUnavailable } from './unavailable.ts'
+import { isConflict, isUnavailable } from './unavailable.ts'
 
 // The write path: every webhook of a batch, its event row and its effects,
 // in one transaction. The caller answers no webhook before this resolves.
@@ -76,6 +76,12 @@ async function applyChange(ctx: LedgerContext, shopId: number, change: Change): 
   return { status: 'applied', redact: true }
 }
 
+async function isErased(ctx: LedgerContext, shopId: number, customerId: number | null): Promise<boolean> {
+  if (customerId === null) return false
+  const [row] = await ctx.s.all(ctx.st.customerById, { shop_id: shopId, id: customerId })
+  return Boolean(row?.deleted)
+}
+
 async function applyOne(ctx: LedgerContext, w: Webhook): Promise<Outcome> {
   const { s, st } = ctx
   let status: Status = 'rejected'
@@ -92,6 +98,8 @@ async function applyOne(ctx: LedgerContext, w: Webhook): Promise<Outcome> {
       status = applied.status
       if (applied.redact) body = REDACTED_BODY
     }
+    // A redelivery, or a stale copy, about a customer erased since must not bring their data back.
+    if (status !== 'applied' && body !== REDACTED_BODY && (await isErased(ctx, w.shopId, w.customerId))) body = REDACTED_BODY
   }
   await s.all(st.eventInsert, {
     id: w.eventId,
@@ -123,9 +131,6 @@ async function touchKeys(s: Session, st: Statements, batch: readonly Webhook[], 
 }
 
 const MAX_ATTEMPTS = 4
-
-/** PostgreSQL's deadlock and serialization failures: nothing is wrong with the webhooks. */
-const isConflict = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string })?.code ?? '')
 
 /**
  * Applies a batch in one transaction. If the database refuses one webhook,

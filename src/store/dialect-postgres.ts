@@ -35,6 +35,9 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     connectionString: url,
     max: 10,
     connectionTimeoutMillis: options.connectTimeoutMs,
+    // The server cancels a stuck statement first, so its transaction rolls back and frees its
+    // locks; the client's own deadline only catches a network that has gone silent.
+    statement_timeout: Math.max(100, options.queryTimeoutMs - 300),
     query_timeout: options.queryTimeoutMs,
   })
   // A client that loses its connection emits 'error': while idle through the pool, while checked out

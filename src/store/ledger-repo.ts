@@ -65,24 +65,27 @@ export async function settleOrderCounting(
   const owner = await ownerOf(ctx, shopId, order)
   const rule = await ctx.rule(shopId)
   const rows = await ctx.s.all(ctx.st.ledgerForOrder, { shop_id: shopId, order_id: order.id })
+  // Holdings per holder and award date, each with the basis of its latest award.
   const holdings = new Map<string, Holding>()
   let lastAward: Basis | null = null
   for (const row of rows) {
     const customerId = row.customer_id as number | null
     const guestEmail = row.guest_email as string | null
-    const key = customerId !== null ? `c${customerId}` : `g${guestEmail}`
-    const holding = holdings.get(key) ?? { customerId, guestEmail, points: 0 }
-    holding.points += row.points as number
-    holdings.set(key, holding)
-    if ((row.points as number) > 0) {
-      lastAward = {
-        amount_minor: row.amount_minor as number,
-        currency: row.currency as string | null,
-        rate: row.rate as string,
-        rule_version: row.rule_version as number,
-        available_us: row.available_us as number,
-      }
+    const basis: Basis = {
+      amount_minor: row.amount_minor as number,
+      currency: row.currency as string | null,
+      rate: row.rate as string,
+      rule_version: row.rule_version as number,
+      available_us: row.available_us as number,
     }
+    const key = `${customerId !== null ? `c${customerId}` : `g${guestEmail}`}|${basis.available_us}`
+    const holding = holdings.get(key) ?? { customerId, guestEmail, points: 0, basis }
+    holding.points += row.points as number
+    if ((row.points as number) > 0) {
+      holding.basis = basis
+      lastAward = basis
+    }
+    holdings.set(key, holding)
   }
   const processedUs = order.processed_at === null ? null : (parseInstantUs(order.processed_at) ?? null)
   const target = targetFor(order, processedUs, rule, owner.state)

@@ -25,6 +25,11 @@ export interface WriterOptions<T, R> {
   maxQueue: number
   /** Batches committing at once (1 for SQLite, whose writes are serial anyway). */
   lanes: number
+  /**
+   * Which lane an item belongs to. Items of one resource share a lane, so they
+   * commit in arrival order and never contend for rows across lanes.
+   */
+  laneOf: (item: T) => number
   /** True for failures that mean the database is down rather than one batch bad. */
   isUnavailable: (error: unknown) => boolean
   /**
@@ -41,31 +46,35 @@ interface Pending<T, R> {
 }
 
 export class GroupCommitWriter<T, R> {
-  private readonly queue: Pending<T, R>[] = []
+  private readonly lanes: { queue: Pending<T, R>[]; busy: boolean; scheduled: boolean }[]
+  private waiting = 0
   private inFlight = 0
-  private scheduled = false
   private idleWaiters: (() => void)[] = []
   private downUntil = 0
   private lastFailure: unknown
 
-  constructor(private readonly options: WriterOptions<T, R>) {}
+  constructor(private readonly options: WriterOptions<T, R>) {
+    this.lanes = Array.from({ length: options.lanes }, () => ({ queue: [], busy: false, scheduled: false }))
+  }
 
   get depth(): number {
-    return this.queue.length
+    return this.waiting
   }
 
   submit(item: T): Promise<R> {
     if (this.downUntil > Date.now()) return Promise.reject(new WriterUnavailableError(this.lastFailure))
-    if (this.queue.length >= this.options.maxQueue) return Promise.reject(new QueueFullError())
+    if (this.waiting >= this.options.maxQueue) return Promise.reject(new QueueFullError())
+    const lane = this.lanes[Math.abs(this.options.laneOf(item)) % this.lanes.length]!
     return new Promise<R>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject })
-      this.schedule()
+      lane.queue.push({ item, resolve, reject })
+      this.waiting++
+      this.schedule(lane)
     })
   }
 
   /** Resolves once everything submitted so far has been committed or failed. */
   drain(): Promise<void> {
-    if (this.queue.length === 0 && this.inFlight === 0) return Promise.resolve()
+    if (this.waiting === 0 && this.inFlight === 0) return Promise.resolve()
     return new Promise((resolve) => this.idleWaiters.push(resolve))
   }
 
@@ -73,37 +82,46 @@ export class GroupCommitWriter<T, R> {
   private trip(error: unknown): void {
     this.lastFailure = error
     this.downUntil = Date.now() + this.options.cooldownMs
-    const waiting = this.queue.splice(0)
-    for (const p of waiting) p.reject(new WriterUnavailableError(error))
+    for (const lane of this.lanes) {
+      for (const p of lane.queue.splice(0)) p.reject(new WriterUnavailableError(error))
+    }
+    this.waiting = 0
+    this.wakeIfIdle()
   }
 
-  private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.options.lanes || this.queue.length === 0) return
-    this.scheduled = true
+  private schedule(lane: (typeof this.lanes)[number]): void {
+    if (lane.scheduled || lane.busy || lane.queue.length === 0) return
+    lane.scheduled = true
     setImmediate(() => {
-      this.scheduled = false
-      this.flush()
+      lane.scheduled = false
+      this.flush(lane)
     })
   }
 
-  private flush(): void {
-    while (this.inFlight < this.options.lanes && this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.options.maxBatch)
-      this.inFlight++
-      this.options
-        .apply(batch.map((p) => p.item))
-        .then(
-          (results) => batch.forEach((p, i) => p.resolve(results[i]!)),
-          (error) => {
-            batch.forEach((p) => p.reject(error))
-            if (this.options.isUnavailable(error)) this.trip(error)
-          },
-        )
-        .finally(() => {
-          this.inFlight--
-          if (this.queue.length > 0) this.schedule()
-          else if (this.inFlight === 0) this.idleWaiters.splice(0).forEach((wake) => wake())
-        })
-    }
+  private flush(lane: (typeof this.lanes)[number]): void {
+    if (lane.busy || lane.queue.length === 0) return
+    const batch = lane.queue.splice(0, this.options.maxBatch)
+    this.waiting -= batch.length
+    lane.busy = true
+    this.inFlight++
+    this.options
+      .apply(batch.map((p) => p.item))
+      .then(
+        (results) => batch.forEach((p, i) => p.resolve(results[i]!)),
+        (error) => {
+          batch.forEach((p) => p.reject(error))
+          if (this.options.isUnavailable(error)) this.trip(error)
+        },
+      )
+      .finally(() => {
+        lane.busy = false
+        this.inFlight--
+        this.schedule(lane)
+        this.wakeIfIdle()
+      })
+  }
+
+  private wakeIfIdle(): void {
+    if (this.waiting === 0 && this.inFlight === 0) this.idleWaiters.splice(0).forEach((wake) => wake())
   }
 }

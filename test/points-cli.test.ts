@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { after, before, test } from 'node:test'
+import { issueKey } from '../src/keys/issue-key.ts'
+import { DEFAULT_RULE } from '../src/loyalty/rule.ts'
+import { readRule, writeRule } from '../src/store/points-repo.ts'
+import { createTestDatabase, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
+
+// The points CLI as operators run it: `node bin/shop-intake.js rules …|points rebuild …` in a
+// child process, against the database the service (here, the test app) writes.
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const OLD = '2024-01-10T10:00:00Z'
+
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+function cli(args: string[], databaseUrl: string): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl }
+  for (const name of ['NODE_TEST_CONTEXT', 'LOG_LEVEL']) delete env[name]
+  const child = spawn(process.execPath, ['bin/shop-intake.js', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  const guard = setTimeout(() => child.kill('SIGKILL'), 60_000)
+  return new Promise((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(guard)
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+const lines = (text: string) => text.split('\n').map((l) => l.trim()).filter((l) => l !== '')
+
+function ok(run: Run, what: string): void {
+  assert.equal(run.code, 0, `${what} exited ${run.code}; stderr: ${run.stderr}`)
+}
+
+/** A refused command: non-zero exit, its reason in one line on stderr, no stack trace. */
+function refused(run: Run, reason: RegExp): void {
+  assert.notEqual(run.code, 0, `expected a non-zero exit; stdout: ${run.stdout}`)
+  assert.notEqual(run.code, null)
+  const errorLines = lines(run.stderr)
+  assert.equal(errorLines.length, 1, `a one-line reason, got:\n${run.stderr}`)
+  assert.match(errorLines[0]!, reason)
+}
+
+/** The count of `points rebuild`'s last stdout line. */
+function appended(run: Run): { checked: number; appended: number } {
+  ok(run, 'points rebuild')
+  const last = lines(run.stdout).at(-1) ?? ''
+  const m = /^checked (\d+) orders?; appended (\d+) ledger entr(?:y|ies)$/.exec(last)
+  assert.ok(m, `points rebuild prints what it appended: ${JSON.stringify(run.stdout)}`)
+  return { checked: Number(m[1]), appended: Number(m[2]) }
+}
+
+forEachDatabase((kind) => {
+  let database: TestDatabase
+  let t: TestApp
+  const shops = { a: { key: '', id: 0 }, b: { key: '', id: 0 } }
+
+  before(async () => {
+    database = await createTestDatabase(kind)
+    t = await startTestApp(kind, {}, { database })
+    for (const name of ['a', 'b'] as const) {
+      const issued = await issueKey(t.app.services.backend.db, `shop-${name}`)
+      shops[name] = { key: issued.key, id: issued.shopId }
+    }
+    const order = (id: number, paid: boolean, customer: number) => ({
+      id, currency: 'EUR', subtotal: '100.00', amount_shipping: '10.00', processed_at: OLD, is_paid: paid, customer: { id: customer }, updated_at: '2024-05-01T00:00:00Z',
+    })
+    for (const body of [order(1, true, 1), order(2, true, 1), order(3, false, 2)]) {
+      assert.equal((await t.post(ORDER_CREATED, body, { key: shops.a.key })).statusCode, 200)
+    }
+    assert.equal((await t.post(ORDER_CREATED, order(1, true, 1), { key: shops.b.key })).statusCode, 200)
+  })
+  after(async () => {
+    await t.close()
+    await database.drop()
+  })
+
+  const points = async (shop: 'a' | 'b', customer: number) => (await t.get(`/v3/customers/${customer}/points`, shops[shop].key)).json()
+
+  test('rules show prints the default rule at version 1', async () => {
+    const run = await cli(['rules', 'show', '--shop', 'shop-a'], database.url)
+    ok(run, 'rules show')
+    assert.deepEqual(JSON.parse(run.stdout), { shop: 'shop-a', version: 1, rule: DEFAULT_RULE })
+  })
+
+  test('rules set changes the rule, bumps the version and persists; invalid values and unknown shops are refused in one line', async () => {
+    const set = await cli(['rules', 'set', '--shop', 'shop-a', '--points-per-unit', '2', '--include-shipping', '--currency-rate', 'EUR=1.5'], database.url)
+    ok(set, 'rules set')
+    const expected = { ...DEFAULT_RULE, points_per_unit: 2, include_shipping: true, currency_rates: { EUR: 1.5 } }
+    assert.deepEqual(JSON.parse(set.stdout), { shop: 'shop-a', version: 2, rule: expected })
+
+    // Invalid values, from the argument parser and from the rule's schema, and an unknown shop.
+    const [word, tooLarge, noShop] = await Promise.all([
+      cli(['rules', 'set', '--shop', 'shop-a', '--points-per-unit', 'abc'], database.url),
+      cli(['rules', 'set', '--shop', 'shop-a', '--currency-rate', 'EUR=2000000'], database.url),
+      cli(['points', 'rebuild', '--shop', 'no-such-shop'], database.url),
+    ])
+    refused(word, /points-per-unit/)
+    refused(tooLarge, /currency_rates/)
+    refused(noShop, /no shop named no-such-shop/)
+    // The rule persists, nothing refused was stored, and the other shop kept its rule.
+    const stored = await readRule(t.app.services.backend.db, shops.a.id)
+    assert.equal(stored.rule_version, 2)
+    assert.deepEqual(JSON.parse(stored.rule!), expected)
+    assert.equal((await readRule(t.app.services.backend.db, shops.b.id)).rule_version, 1)
+  })
+
+  test('points rebuild --shop appends the corrections of the new rule, a second run nothing', async () => {
+    assert.deepEqual([(await points('a', 1)).available, (await points('b', 1)).available], [200, 100])
+    // Orders 1 and 2 of shop-a now earn (100.00 + 10.00) × 1.5 = 165 each; order 3 is unpaid.
+    assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 2 })
+    const a = await points('a', 1)
+    assert.deepEqual([a.available, a.pending, a.lifetime_earned], [330, 0, 330])
+    assert.deepEqual(a.entries.map((e: { order_id: number; reason: string; points: number; basis: { rate: string; rule_version: number } }) => [e.order_id, e.reason, e.points, e.basis.rate, e.basis.rule_version]).sort(), [
+      [1, 'adjusted', 65, '1.5', 2],
+      [1, 'earned', 100, '1', 1],
+      [2, 'adjusted', 65, '1.5', 2],
+      [2, 'earned', 100, '1', 1],
+    ])
+    assert.equal((await points('b', 1)).available, 100)
+    assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 0 })
+  })
+
+  test('points rebuild of every shop appends the corrections, a second run nothing', async () => {
+    await writeRule(t.app.services.backend.db, shops.b.id, JSON.stringify({ ...DEFAULT_RULE, points_per_unit: 3 }))
+    assert.deepEqual(appended(await cli(['points', 'rebuild'], database.url)), { checked: 4, appended: 1 })
+    assert.equal((await points('b', 1)).available, 300)
+    assert.equal((await points('a', 1)).available, 330)
+    assert.deepEqual(appended(await cli(['points', 'rebuild'], database.url)), { checked: 4, appended: 0 })
+  })
+})
