@@ -8,7 +8,7 @@ import type { Webhook } from './domain/webhook.ts'
 import { createAuthenticator, type Authenticator } from './http/auth.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { createMetrics, type Metrics } from './http/metrics.ts'
-import { clientErrorHandler, installProblemHandlers, sendProblem } from './http/problem.ts'
+import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
@@ -91,6 +91,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
     clientErrorHandler,
+    // Requests that arrive while shutting down get our own 503 below, with Retry-After.
+    return503OnClosing: false,
     // Errors Fastify meets before routing (an undecodable URL, say) are problems too.
     frameworkErrors: (error, _request, reply) =>
       sendProblem(reply, { status: 400, type: 'malformed-request', title: 'Bad Request', detail: error.message }),
@@ -105,6 +107,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installJsonBody(app, config.BODY_LIMIT)
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
   await app.register(rateLimit, { global: false })
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+  })
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return
+    reply.header('connection', 'close')
+    const problem = unavailable(config.RETRY_AFTER_SECONDS, 'the service is shutting down; retry after the delay in Retry-After')
+    return sendProblem(reply, problem.problem, problem.headers)
+  })
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',

@@ -15,12 +15,17 @@ function customer(fields: Partial<CustomerRecord> & { version_us: number; arriva
 }
 
 function order(fields: Partial<OrderRecord> & { arrival_us: number }): OrderRecord {
-  return {
+  const record: OrderRecord = {
     id: 10, currency: null, email: null, ref: null, total: null, subtotal: null, amount_shipping: null,
     amount_giftcard: null, amount_tax: null, cancelled_at: null, cancelled_us: null, processed_at: null,
-    is_fulfilled: false, is_refunded: false, is_paid: false, customer_id: null, updated_at: null, updated_us: null,
+    is_fulfilled: false, is_refunded: false, is_paid: false, customer_id: null, customer_link_us: null, customer_snapshot_us: null,
+    updated_at: null, updated_us: null,
     ...fields,
   }
+  // As orderRecord does: a named customer carries the webhook's version.
+  if (record.customer_id !== null && fields.customer_link_us === undefined) record.customer_link_us = record.updated_us ?? record.arrival_us
+  if (record.customer_id !== null && fields.customer_snapshot_us === undefined) record.customer_snapshot_us = record.customer_link_us
+  return record
 }
 
 const dated = (iso: string, arrival_us: number, fields: Partial<OrderRecord> = {}) =>

@@ -59,6 +59,10 @@ export interface OrderRecord {
   is_refunded: boolean
   is_paid: boolean
   customer_id: number | null
+  /** The version of the webhook that named customer_id: its updated_at, or its arrival when undated. */
+  customer_link_us: number | null
+  /** The version of the customer snapshot that named customer_id; erasure compares it with the delete's. */
+  customer_snapshot_us: number | null
   /** The sender's updated_at, an accepted extension of the spec's order. */
   updated_at: string | null
   updated_us: number | null
@@ -69,8 +73,8 @@ export interface OrderRecord {
  * How each order field merges when the webhook has no updated_at:
  * - latest: the value of the later arrival;
  * - sticky: once true, never false again;
- * - kept: the later arrival's value when it has one, else the stored one;
  * - earliest: null until set, then the earliest instant ever sent (cancelled_at).
+ * The customer link follows its own rule, in either mode: see linksNewer.
  */
 export const UNDATED_ORDER_RULES = {
   currency: 'latest',
@@ -85,9 +89,18 @@ export const UNDATED_ORDER_RULES = {
   is_fulfilled: 'sticky',
   is_refunded: 'sticky',
   is_paid: 'sticky',
-  customer_id: 'kept',
   cancelled_us: 'earliest',
-} as const satisfies Partial<Record<keyof OrderRecord, 'latest' | 'sticky' | 'kept' | 'earliest'>>
+} as const satisfies Partial<Record<keyof OrderRecord, 'latest' | 'sticky' | 'earliest'>>
+
+/**
+ * The customer link is the customer named by the newest webhook that names one
+ * (by customer_link_us), whether or not the rest of that webhook is stale, so
+ * it does not depend on which copy arrives or commits first. A webhook that
+ * names no customer keeps the link.
+ */
+export function linksNewer(stored: OrderRecord, incoming: OrderRecord): boolean {
+  return incoming.customer_id !== null && (stored.customer_id === null || incoming.customer_link_us! > stored.customer_link_us!)
+}
 
 /** Fields that move together with the field named in UNDATED_ORDER_RULES. */
 export const ORDER_FIELD_COMPANIONS = { cancelled_us: 'cancelled_at' } as const
@@ -95,11 +108,18 @@ export const ORDER_FIELD_COMPANIONS = { cancelled_us: 'cancelled_at' } as const
 /**
  * Orders: with an updated_at, last writer wins by it (later arrival on ties);
  * a dated write beats an undated record. Without one, the lifecycle only moves
- * forward by UNDATED_ORDER_RULES. The customer link survives a webhook that
- * does not name a customer.
+ * forward by UNDATED_ORDER_RULES. The customer link follows linksNewer.
  */
 export function mergeOrder(stored: OrderRecord | undefined, incoming: OrderRecord): Merge<OrderRecord> {
   if (!stored) return { applied: true, next: incoming }
+  const relink = linksNewer(stored, incoming)
+  const link = relink
+    ? { customer_id: incoming.customer_id, customer_link_us: incoming.customer_link_us, customer_snapshot_us: incoming.customer_snapshot_us }
+    : { customer_id: stored.customer_id, customer_link_us: stored.customer_link_us, customer_snapshot_us: stored.customer_snapshot_us }
+  // Snapshots of the linked customer only move forward, whichever copy arrives last.
+  if (incoming.customer_id !== null && incoming.customer_id === stored.customer_id) {
+    link.customer_snapshot_us = Math.max(stored.customer_snapshot_us ?? -Infinity, incoming.customer_snapshot_us!)
+  }
   if (incoming.updated_us !== null) {
     const wins =
       stored.updated_us === null ||
@@ -107,11 +127,11 @@ export function mergeOrder(stored: OrderRecord | undefined, incoming: OrderRecor
         { version_us: incoming.updated_us, arrival_us: incoming.arrival_us },
         { version_us: stored.updated_us, arrival_us: stored.arrival_us },
       )
-    if (!wins) return { applied: false, next: stored }
-    return { applied: true, next: { ...incoming, customer_id: incoming.customer_id ?? stored.customer_id } }
+    if (!wins) return relink ? { applied: true, next: { ...stored, ...link } } : { applied: false, next: stored }
+    return { applied: true, next: { ...incoming, ...link } }
   }
   const later = incoming.arrival_us > stored.arrival_us
-  const next: OrderRecord = { ...stored, arrival_us: Math.max(stored.arrival_us, incoming.arrival_us) }
+  const next: OrderRecord = { ...stored, ...link, arrival_us: Math.max(stored.arrival_us, incoming.arrival_us) }
   for (const [field, rule] of Object.entries(UNDATED_ORDER_RULES) as [keyof typeof UNDATED_ORDER_RULES, string][]) {
     const mine = stored[field], theirs = incoming[field]
     switch (rule) {
@@ -120,9 +140,6 @@ export function mergeOrder(stored: OrderRecord | undefined, incoming: OrderRecor
         break
       case 'sticky':
         (next as unknown as Record<string, unknown>)[field] = Boolean(mine) || Boolean(theirs)
-        break
-      case 'kept':
-        (next as unknown as Record<string, unknown>)[field] = later ? (theirs ?? mine) : (mine ?? theirs)
         break
       case 'earliest':
         if (theirs !== null && (mine === null || (theirs as number) < (mine as number))) {

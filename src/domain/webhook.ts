@@ -41,9 +41,13 @@ export interface Outcome {
   eventId: string
 }
 
+/** A customer snapshot's version: its updated_at as an instant, or the receive time. */
+function customerVersionUs(body: CustomerBody, receivedUs: number): number {
+  return (body.updated_at === undefined ? undefined : parseInstantUs(body.updated_at)) ?? receivedUs
+}
+
 /** A validated customer body as a record; `deleted` makes it a tombstone. */
 export function customerRecord(body: CustomerBody, receivedUs: number, deleted: boolean): CustomerRecord {
-  const updatedUs = body.updated_at === undefined ? undefined : parseInstantUs(body.updated_at)
   const keep = <T>(value: T | undefined): T | null => (deleted || value === undefined ? null : value)
   return {
     id: body.id,
@@ -55,7 +59,7 @@ export function customerRecord(body: CustomerBody, receivedUs: number, deleted: 
     created_at: keep(body.created_at),
     updated_at: body.updated_at ?? null,
     deleted,
-    version_us: updatedUs ?? receivedUs,
+    version_us: customerVersionUs(body, receivedUs),
     arrival_us: receivedUs,
   }
 }
@@ -65,6 +69,7 @@ const minor = (text: string | undefined) => (text === undefined ? null : toMinor
 export function orderRecord(body: OrderBody, receivedUs: number): OrderRecord {
   const cancelledAt = body.cancelled_at ?? null
   const updatedAt = body.updated_at ?? null
+  const updatedUs = updatedAt === null ? null : parseInstantUs(updatedAt)!
   return {
     id: body.id,
     currency: body.currency ?? null,
@@ -82,8 +87,10 @@ export function orderRecord(body: OrderBody, receivedUs: number): OrderRecord {
     is_refunded: body.is_refunded ?? false,
     is_paid: body.is_paid ?? false,
     customer_id: body.customer?.id ?? null,
+    customer_link_us: body.customer ? (updatedUs ?? receivedUs) : null,
+    customer_snapshot_us: body.customer ? customerVersionUs(body.customer, receivedUs) : null,
     updated_at: updatedAt,
-    updated_us: updatedAt === null ? null : parseInstantUs(updatedAt)!,
+    updated_us: updatedUs,
     arrival_us: receivedUs,
   }
 }

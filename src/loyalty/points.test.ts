@@ -31,6 +31,8 @@ function order(fields: Partial<OrderRecord> = {}): OrderRecord {
     is_refunded: false,
     is_paid: true,
     customer_id: 7,
+    customer_link_us: null,
+    customer_snapshot_us: null,
     updated_at: null,
     updated_us: null,
     arrival_us: ARRIVAL_US,

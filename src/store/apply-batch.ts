@@ -50,11 +50,14 @@ async function applyCustomer(ctx: LedgerContext, shopId: number, customer: Custo
     erasedEmail = (before?.email_lower as string | null | undefined) ?? null
   }
   const rows = await s.all(st.customerUpsert, customerParams(shopId, customer))
-  if (rows.length === 0) return { status: 'stale', redact: false }
+  const applied = rows.length > 0
   if (customer.deleted) {
-    await eraseCustomer(ctx, shopId, customer.id, erasedEmail)
-    return { status: 'applied', redact: true }
+    // Stale or not, a delete erases the data that predates it.
+    await s.all(st.raiseErased, { shop_id: shopId, id: customer.id, erased_us: customer.version_us })
+    await eraseCustomer(ctx, shopId, customer.id, customer.version_us, applied ? { emailLower: erasedEmail } : null)
+    return { status: applied ? 'applied' : 'stale', redact: applied }
   }
+  if (!applied) return { status: 'stale', redact: false }
   const email = rows[0]!.email_lower as string | null
   if (email) await claimGuestOrders(ctx, shopId, email)
   return { status: 'applied', redact: false }

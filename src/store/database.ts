@@ -4,6 +4,7 @@ import { openPostgres, type PostgresOptions } from './dialect-postgres.ts'
 import { openSqlite } from './dialect-sqlite.ts'
 import { intake } from './migrations/0001-intake.ts'
 import { points } from './migrations/0002-points.ts'
+import { erasureVersions } from './migrations/0003-erasure-versions.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -22,6 +23,7 @@ function migrations(backend: Backend): Record<string, Migration> {
   return {
     '0001-intake': intake(backend.types),
     '0002-points': points(backend.types),
+    '0003-erasure-versions': erasureVersions,
   }
 }
 

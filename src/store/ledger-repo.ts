@@ -38,7 +38,13 @@ export async function ownerOf(ctx: LedgerContext, shopId: number, order: OrderRe
   const none = { customerId: null, guestEmail: null }
   if (order.customer_id !== null) {
     const [row] = await ctx.s.all(ctx.st.customerById, { shop_id: shopId, id: order.customer_id })
-    if (row) return { state: row.deleted ? 'deleted' : 'customer', customerId: order.customer_id, guestEmail: null }
+    if (row) {
+      // Linked by a snapshot no newer than a delete: the order belongs to the erased customer, even
+      // if they have registered again since (whichever of the two arrived first).
+      const erased = row.erased_us as number | null
+      const snapshotErased = erased !== null && order.customer_snapshot_us !== null && order.customer_snapshot_us <= erased
+      return { state: row.deleted || snapshotErased ? 'deleted' : 'customer', customerId: order.customer_id, guestEmail: null }
+    }
   }
   const email = order.email?.toLowerCase()
   if (!email) return { state: 'none', ...none }
@@ -128,11 +134,21 @@ export async function claimGuestOrders(ctx: LedgerContext, shopId: number, email
  * Right to erasure: the e-mail on the customer's orders and the raw bodies of
  * their webhooks are erased; what they held is forfeited with ledger entries
  * that stay under the numeric id.
+ *
+ * A delete that arrives after a newer registration (stale) still erases what
+ * predates it: the orders linked by an older snapshot of the customer. So the
+ * result does not depend on which arrived first. Their newer data is kept.
  */
-export async function eraseCustomer(ctx: LedgerContext, shopId: number, customerId: number, emailLower: string | null): Promise<void> {
-  const orders = await ctx.s.all(ctx.st.ordersOfCustomer, { shop_id: shopId, customer_id: customerId })
-  if (emailLower !== null) {
-    const byEmail = await ctx.s.all(ctx.st.ordersByEmail, { shop_id: shopId, email_lower: emailLower })
+export async function eraseCustomer(
+  ctx: LedgerContext,
+  shopId: number,
+  customerId: number,
+  deleteVersionUs: number,
+  applied: { emailLower: string | null } | null,
+): Promise<void> {
+  const orders = await ctx.s.all(ctx.st.ordersLinkedBefore, { shop_id: shopId, customer_id: customerId, version_us: deleteVersionUs })
+  if (applied?.emailLower) {
+    const byEmail = await ctx.s.all(ctx.st.ordersByEmail, { shop_id: shopId, email_lower: applied.emailLower })
     orders.push(...byEmail.filter((row) => row.customer_id === null))
   }
   for (const row of orders) {
@@ -141,6 +157,7 @@ export async function eraseCustomer(ctx: LedgerContext, shopId: number, customer
     await ctx.s.all(ctx.st.redactOrderEvents, { shop_id: shopId, order_id: order.id, body: REDACTED_BODY })
     await settleOrder(ctx, shopId, order, customerId)
   }
+  if (!applied) return
   await ctx.s.all(ctx.st.redactCustomerEvents, { shop_id: shopId, customer_id: customerId, body: REDACTED_BODY })
-  if (emailLower !== null) await ctx.s.all(ctx.st.eraseGuestEmail, { shop_id: shopId, email_lower: emailLower })
+  if (applied.emailLower !== null) await ctx.s.all(ctx.st.eraseGuestEmail, { shop_id: shopId, email_lower: applied.emailLower })
 }

@@ -26,7 +26,11 @@ export function compileLedgerStatements(db: Kysely<Tables>, types: DialectTypes)
         .where('order_id', '=', p('order_id')).orderBy('id'),
     ),
     ledgerInsert: compile(db.insertInto('ledger').values(named(LEDGER_COLUMNS))),
-    customerById: compile(forShare(byShop('customers').select(['id', 'deleted', 'email_lower']).where('id', '=', p('id')))),
+    customerById: compile(forShare(byShop('customers').select(['id', 'deleted', 'email_lower', 'erased_us']).where('id', '=', p('id')))),
+    raiseErased: compile(
+      db.updateTable('customers').set({ erased_us: p('erased_us') }).where('shop_id', '=', p('shop_id')).where('id', '=', p('id'))
+        .where((eb) => eb.or([eb('erased_us', 'is', null), eb('erased_us', '<', p('erased_us'))])),
+    ),
     // The lowest live id is picked by the caller: ORDER BY id or MIN(id) would steer SQLite onto the
     // primary key, a scan of the shop's customers.
     customersByEmail: compile(forShare(byShop('customers').select(['id', 'deleted']).where('email_lower', '=', p('email_lower')))),
@@ -37,7 +41,10 @@ export function compileLedgerStatements(db: Kysely<Tables>, types: DialectTypes)
     ),
     orderById: compile(forUpdate(byShop('orders').selectAll().where('id', '=', p('id')))),
     // Two queries rather than one with OR, so each is served by its own index.
-    ordersOfCustomer: compile(forUpdate(byShop('orders').selectAll().where('customer_id', '=', p('customer_id')))),
+    // The orders a delete erases: linked to the customer by a snapshot no newer than the delete.
+    ordersLinkedBefore: compile(
+      forUpdate(byShop('orders').selectAll().where('customer_id', '=', p('customer_id')).where('customer_snapshot_us', '<=', p('version_us'))),
+    ),
     // Filtered to guest orders by the caller, so that the e-mail index serves it.
     ordersByEmail: compile(forUpdate(byShop('orders').selectAll().where('email_lower', '=', p('email_lower')))),
     eraseOrderEmail: compile(

@@ -40,6 +40,8 @@ export function toOrder(row: Selectable<OrdersTable>): OrderRecord {
     is_refunded: row.is_refunded === 1,
     is_paid: row.is_paid === 1,
     customer_id: row.customer_id,
+    customer_link_us: row.customer_link_us,
+    customer_snapshot_us: row.customer_snapshot_us,
     updated_at: row.updated_at,
     updated_us: row.updated_us,
     arrival_us: row.arrival_us,

@@ -20,14 +20,29 @@ export const CUSTOMER_COLUMNS = [
 export const ORDER_COLUMNS = [
   'shop_id', 'id', 'currency', 'email', 'email_lower', 'ref', 'total', 'subtotal', 'amount_shipping',
   'amount_giftcard', 'amount_tax', 'cancelled_at', 'cancelled_us', 'processed_at', 'is_fulfilled',
-  'is_refunded', 'is_paid', 'customer_id', 'updated_at', 'updated_us', 'arrival_us',
+  'is_refunded', 'is_paid', 'customer_id', 'customer_link_us', 'customer_snapshot_us', 'updated_at', 'updated_us', 'arrival_us',
 ] as const
 
 const later = 'excluded.arrival_us > orders.arrival_us'
+const newerDated =
+  '(orders.updated_us IS NULL OR excluded.updated_us > orders.updated_us OR (excluded.updated_us = orders.updated_us AND excluded.arrival_us > orders.arrival_us))'
+// linksNewer in src/domain/merge.ts.
+const linksNewer = '(excluded.customer_id IS NOT NULL AND (orders.customer_id IS NULL OR excluded.customer_link_us > orders.customer_link_us))'
+const LINK_COLUMNS = ['customer_id', 'customer_link_us', 'customer_snapshot_us']
+const sameCustomer = 'excluded.customer_id = orders.customer_id'
+const linkSet = () => ({
+  customer_id: `CASE WHEN ${linksNewer} THEN excluded.customer_id ELSE orders.customer_id END`,
+  customer_link_us: `CASE WHEN ${linksNewer} THEN excluded.customer_link_us ELSE orders.customer_link_us END`,
+  // Snapshots of the linked customer only move forward, whichever copy arrives last.
+  customer_snapshot_us:
+    `CASE WHEN ${sameCustomer} AND excluded.customer_snapshot_us > orders.customer_snapshot_us THEN excluded.customer_snapshot_us ` +
+    `WHEN ${sameCustomer} THEN orders.customer_snapshot_us ` +
+    `WHEN ${linksNewer} THEN excluded.customer_snapshot_us ELSE orders.customer_snapshot_us END`,
+})
 
 /** SET expressions of an undated order upsert, one per column, from UNDATED_ORDER_RULES. */
 function undatedOrderSet(): Record<string, ReturnType<typeof sql.raw>> {
-  const set: Record<string, string> = { arrival_us: `CASE WHEN ${later} THEN excluded.arrival_us ELSE orders.arrival_us END` }
+  const set: Record<string, string> = { arrival_us: `CASE WHEN ${later} THEN excluded.arrival_us ELSE orders.arrival_us END`, ...linkSet() }
   for (const [field, rule] of Object.entries(UNDATED_ORDER_RULES)) {
     const columns = [field, ...(field in ORDER_FIELD_COMPANIONS ? [ORDER_FIELD_COMPANIONS[field as keyof typeof ORDER_FIELD_COMPANIONS]] : [])]
     // email_lower follows email.
@@ -36,7 +51,6 @@ function undatedOrderSet(): Record<string, ReturnType<typeof sql.raw>> {
       set[c] = {
         latest: `CASE WHEN ${later} THEN excluded.${c} ELSE orders.${c} END`,
         sticky: `CASE WHEN excluded.${c} > orders.${c} THEN excluded.${c} ELSE orders.${c} END`,
-        kept: `CASE WHEN ${later} THEN COALESCE(excluded.${c}, orders.${c}) ELSE COALESCE(orders.${c}, excluded.${c}) END`,
         earliest:
           `CASE WHEN excluded.${field} IS NOT NULL AND (orders.${field} IS NULL OR excluded.${field} < orders.${field}) ` +
           `THEN excluded.${c} ELSE orders.${c} END`,
@@ -46,10 +60,13 @@ function undatedOrderSet(): Record<string, ReturnType<typeof sql.raw>> {
   return Object.fromEntries(Object.entries(set).map(([c, expr]) => [c, sql.raw(expr)]))
 }
 
+/** A dated webhook replaces the order when newer; its customer link may win on its own. */
 function datedOrderSet(): Record<string, ReturnType<typeof sql.raw>> {
-  const set = Object.fromEntries(ORDER_COLUMNS.filter((c) => c !== 'shop_id' && c !== 'id').map((c) => [c, sql.raw(`excluded.${c}`)]))
-  set.customer_id = sql.raw('COALESCE(excluded.customer_id, orders.customer_id)')
-  return set
+  const set: Record<string, string> = Object.fromEntries(
+    ORDER_COLUMNS.filter((c) => c !== 'shop_id' && c !== 'id' && !LINK_COLUMNS.includes(c))
+      .map((c) => [c, `CASE WHEN ${newerDated} THEN excluded.${c} ELSE orders.${c} END`]),
+  )
+  return Object.fromEntries(Object.entries({ ...set, ...linkSet() }).map(([c, expr]) => [c, sql.raw(expr)]))
 }
 
 export function compileStatements({ db, types }: { db: Kysely<Tables>; types: DialectTypes }) {
@@ -77,7 +94,7 @@ export function compileStatements({ db, types }: { db: Kysely<Tables>; types: Di
         .onConflict((oc) =>
           oc.columns(['shop_id', 'id'])
             .doUpdateSet(datedOrderSet())
-            .where(sql<boolean>`orders.updated_us IS NULL OR excluded.updated_us > orders.updated_us OR (excluded.updated_us = orders.updated_us AND excluded.arrival_us > orders.arrival_us)`),
+            .where(sql.raw<boolean>(`${newerDated} OR ${linksNewer}`)),
         )
         .returningAll(),
     ),

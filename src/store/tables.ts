@@ -57,6 +57,8 @@ export interface CustomersTable {
   deleted: number
   version_us: number
   arrival_us: number
+  /** The version of the newest delete ever received; kept when the customer registers again. */
+  erased_us: number | null
 }
 
 export interface OrdersTable {
@@ -78,6 +80,8 @@ export interface OrdersTable {
   is_refunded: number
   is_paid: number
   customer_id: number | null
+  customer_link_us: number | null
+  customer_snapshot_us: number | null
   updated_at: string | null
   updated_us: number | null
   arrival_us: number

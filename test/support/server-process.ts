@@ -108,10 +108,16 @@ function spawnServer(port: number, env: Record<string, string>): ServerProcess {
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk))
   const exited = new Promise<Exit>((resolve) => {
-    child.once('exit', (code, signal) => {
+    const end = (exit: Exit) => {
       done = true
       running.delete(child)
-      resolve({ code, signal })
+      resolve(exit)
+    }
+    child.once('exit', (code, signal) => end({ code, signal }))
+    // The process could not be started at all.
+    child.once('error', (error) => {
+      err += `${error.message}\n`
+      if (child.pid === undefined) end({ code: null, signal: null })
     })
   })
   return { child, port, exited, hasExited: () => done, stdout: () => out, stderr: () => err }
@@ -204,10 +210,70 @@ export function request(port: number, options: RequestOptions): Promise<Answer> 
     const timer = setTimeout(() => {
       finish('timeout')
       req.destroy()
-    }, options.timeoutMs ?? 60_000)
+    }, options.timeoutMs ?? 30_000)
     req.on('error', (err: NodeJS.ErrnoException) => finish(err.code ?? err.message))
     req.end(options.body)
   })
+}
+
+export interface Held {
+  /** Resolves true once the server has answered 100 Continue: it has read the headers and taken the request on. */
+  accepted: Promise<boolean>
+  /** Sends the body and waits for the answer. */
+  finish(): Promise<Answer>
+}
+
+/**
+ * A POST on a connection of its own that sends `Expect: 100-continue` and holds
+ * its body back until `finish`, so that a test knows the server accepted the
+ * request before it does something (such as signal the server).
+ */
+export function holdRequest(port: number, options: { path: string; headers: Record<string, string>; body: string }): Held {
+  const answer: Answer = {}
+  let settle!: () => void
+  const answered = new Promise<void>((resolve) => (settle = resolve))
+  let settled = false
+  const finishWith = (error?: string) => {
+    if (settled) return
+    settled = true
+    if (error !== undefined) answer.error = error
+    settle()
+    markAccepted(false)
+  }
+  let markAccepted!: (value: boolean) => void
+  const accepted = new Promise<boolean>((resolve) => (markAccepted = resolve))
+  const req = http.request(
+    {
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: options.path,
+      agent: false,
+      headers: { ...options.headers, expect: '100-continue', 'content-length': String(Buffer.byteLength(options.body)) },
+    },
+    (res) => {
+      answer.status = res.statusCode
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('end', () => {
+        answer.body = Buffer.concat(chunks).toString('utf8')
+        finishWith()
+      })
+      res.on('error', (err: NodeJS.ErrnoException) => finishWith(err.code ?? err.message))
+      res.on('close', () => finishWith(answer.body === undefined ? 'closed' : undefined))
+    },
+  )
+  req.on('continue', () => markAccepted(true))
+  req.on('error', (err: NodeJS.ErrnoException) => finishWith(err.code ?? err.message))
+  req.flushHeaders()
+  return {
+    accepted,
+    async finish() {
+      if (!settled) req.end(options.body)
+      await answered
+      return answer
+    },
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -259,15 +325,21 @@ export class WebhookFactory {
   }
 }
 
+export const webhookHeaders = (key: string, sent: Sent) => ({
+  authorization: basic(key),
+  'content-type': 'application/json',
+  'idempotency-key': sent.ref,
+})
+
 /** Posts one webhook and records its answer in `sent`. */
 export async function post(port: number, agent: http.Agent | false, key: string, sent: Sent): Promise<Answer> {
-  const answer = await request(port, {
-    method: 'POST',
-    path: sent.path,
-    agent,
-    headers: { authorization: basic(key), 'content-type': 'application/json', 'idempotency-key': sent.ref },
-    body: sent.body,
-  })
+  const answer = await request(port, { method: 'POST', path: sent.path, agent, headers: webhookHeaders(key, sent), body: sent.body })
+  record(sent, answer)
+  return answer
+}
+
+/** Records an answer in `sent`, with the event id and status of a 2xx. */
+export function record(sent: Sent, answer: Answer): void {
   sent.answer = answer
   if (answer.body !== undefined && answer.status !== undefined && answer.status < 300) {
     try {
@@ -278,7 +350,6 @@ export async function post(port: number, agent: http.Agent | false, key: string,
       // Left without an event id: the check then finds the event by its resource.
     }
   }
-  return answer
 }
 
 // ---------------------------------------------------------------------------
