@@ -143,8 +143,8 @@ export function mergeOrder(stored: OrderRecord | undefined, incoming: OrderRecor
         break
       case 'earliest':
         if (theirs !== null && (mine === null || (theirs as number) < (mine as number))) {
-          next.cancelled_us = incoming.cancelled_us
-          next.cancelled_at = incoming.cancelled_at
+          const moved = [field, ...(field in ORDER_FIELD_COMPANIONS ? [ORDER_FIELD_COMPANIONS[field as keyof typeof ORDER_FIELD_COMPANIONS]] : [])]
+          for (const f of moved) (next as unknown as Record<string, unknown>)[f] = incoming[f]
         }
         break
     }

@@ -5,9 +5,9 @@ import type { Basis, OwnerState, Target } from './points.ts'
 // exactly what is held (at the basis it was awarded on), and points held by
 // someone who is no longer the owner move with a pair of entries.
 
-export type Reason = 'earned' | 'adjusted' | 'reversed_refund' | 'reversed_cancel' | 'forfeited' | 'claimed' | 'transferred'
+export const REASONS = ['earned', 'adjusted', 'reversed_refund', 'reversed_cancel', 'forfeited', 'claimed', 'transferred'] as const
 
-export const REASONS: readonly Reason[] = ['earned', 'adjusted', 'reversed_refund', 'reversed_cancel', 'forfeited', 'claimed', 'transferred']
+export type Reason = (typeof REASONS)[number]
 
 /** A customer by numeric id, or a guest by lower-cased e-mail. */
 export interface Holder {

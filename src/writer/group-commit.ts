@@ -57,10 +57,6 @@ export class GroupCommitWriter<T, R> {
     this.lanes = Array.from({ length: options.lanes }, () => ({ queue: [], busy: false, scheduled: false }))
   }
 
-  get depth(): number {
-    return this.waiting
-  }
-
   submit(item: T): Promise<R> {
     if (this.downUntil > Date.now()) return Promise.reject(new WriterUnavailableError(this.lastFailure))
     if (this.waiting >= this.options.maxQueue) return Promise.reject(new QueueFullError())
