@@ -18,13 +18,11 @@ import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
 import type { Backend } from './store/dialect.ts'
-import { compileStatements, type Statements } from './store/statements.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
 
 export interface Services {
   config: Config
   backend: Backend
-  statements: Statements
   writer: GroupCommitWriter<Webhook, BatchResult>
   auth: Authenticator
   metrics: Metrics
@@ -59,7 +57,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await backend.close().catch(() => {})
     throw err
   }
-  const statements = compileStatements(backend)
   const metrics = createMetrics()
   const batchWriter = backend.openWriter()
   const writer = new GroupCommitWriter<Webhook, BatchResult>({
@@ -75,7 +72,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     cooldownMs: 1000,
   })
   const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
-  const services: Services = { config, backend, statements, writer, auth, metrics }
+  const services: Services = { config, backend, writer, auth, metrics }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({

@@ -252,7 +252,7 @@ forEachDatabase((kind) => {
       )
       const secret = key.slice(3)
       const authToken = basic(key).slice('Basic '.length)
-      const tables = ['api_keys', 'shops', 'events', 'dedup_keys', 'customers', 'orders'] as const
+      const tables = ['api_keys', 'shops', 'events', 'customers', 'orders'] as const
       let scanned = 0
       for (const table of tables) {
         const rows = (await db().selectFrom(table).selectAll().execute()) as Record<string, unknown>[]

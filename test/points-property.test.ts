@@ -317,8 +317,8 @@ forEachDatabase((kind) => {
   }
 
   async function rebuild(shopId: number): Promise<number> {
-    const { backend, statements } = t.app.services
-    return (await rebuildPoints(backend, statements, [shopId])).appended
+    const { backend } = t.app.services
+    return (await rebuildPoints(backend, [shopId])).appended
   }
 
   describe('rebuild', () => {
@@ -386,7 +386,7 @@ forEachDatabase((kind) => {
       // `points rebuild` runs beside the serving process: its settlements and the webhooks' must not
       // both append the same difference, nor settle an order from a state that has since changed.
       const db = t.app.services.backend.db
-      const { backend, statements } = t.app.services
+      const { backend } = t.app.services
       const N = 150
       // Guest orders: their settlement locks no customer row that would make the webhooks wait for the rebuild.
       const body = (id: number, version: number, refunded: boolean) => ({
@@ -401,7 +401,7 @@ forEachDatabase((kind) => {
         // The webhooks start just after the rebuild starts (its first progress report comes before
         // it reads the orders), from the last order backwards, so that they and the rebuild meet.
         let webhooks: Promise<void> | undefined
-        await rebuildPoints(backend, statements, [shop.shopId], () => {
+        await rebuildPoints(backend, [shop.shopId], () => {
           webhooks ??= (async () => {
             await new Promise((resolve) => setTimeout(resolve, 20))
             for (let id = N; id >= 1; id--) await post(t, shop.key, ORDER_CREATED, body(id, 1, id % 2 === 0))

@@ -61,8 +61,7 @@ forEachDatabase((kind) => {
         await db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).orderBy('id').execute(),
         await db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).orderBy('id').execute(),
         await db.selectFrom('ledger').selectAll().where('shop_id', '=', shopId).orderBy('id').execute(),
-        await db.selectFrom('events').select(['id', 'topic', 'resource_id', 'outcome', 'duplicate_of']).where('shop_id', '=', shopId).orderBy('id').execute(),
-        await db.selectFrom('dedup_keys').selectAll().where('shop_id', '=', shopId).orderBy('key').execute(),
+        await db.selectFrom('events').select(['id', 'topic', 'resource_id', 'outcome', 'duplicate_of', 'idem_key']).where('shop_id', '=', shopId).orderBy('id').execute(),
       ])
     }
 
@@ -181,7 +180,7 @@ forEachDatabase((kind) => {
         kind === 'sqlite'
           ? (await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`.execute(db)).rows.map((r) => r.name)
           : (await sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`.execute(db)).rows.map((r) => r.name)
-      for (const expected of ['api_keys', 'shops', 'events', 'customers', 'orders', 'ledger', 'dedup_keys']) assert.ok(tables.includes(expected), `found table ${expected}`)
+      for (const expected of ['api_keys', 'shops', 'events', 'customers', 'orders', 'ledger']) assert.ok(tables.includes(expected), `found table ${expected}`)
 
       let cells = 0
       for (const table of tables) {

@@ -2,7 +2,6 @@ import cliProgress from 'cli-progress'
 import { Command } from 'commander'
 import { rebuildPoints } from '../loyalty/rebuild.ts'
 import { findShop } from '../store/keys-repo.ts'
-import { compileStatements } from '../store/statements.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
 
@@ -27,7 +26,7 @@ export function pointsCommand(): Command {
           cliProgress.Presets.shades_classic,
         )
         let started = false
-        const result = await rebuildPoints(backend, compileStatements(backend), shopIds, (p) => {
+        const result = await rebuildPoints(backend, shopIds, (p) => {
           if (!started) {
             bar.start(p.total, 0, { appended: 0 })
             started = true

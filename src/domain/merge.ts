@@ -1,9 +1,11 @@
 // The convergence rules: how a stored record and an incoming webhook combine.
-// Both databases apply these rules as conditional upserts compiled from the
-// policies below (src/store/upserts.ts); the functions here are the reference
-// the property tests hold the databases to.
+// Every field is its own register with the clock of the webhook that last set
+// it, so a webhook says something only about the fields it carries: a partial
+// body never erases what it does not mention, and the result does not depend
+// on the order of arrival. The store writes what these functions return; the
+// SQL only guards the row's revision (src/store/batch-write.ts).
 
-/** Where a write stands in time: its version, then its arrival as the tie-break. */
+/** Where a write stands in time: its version (updated_at, or the receive time), then its arrival as the tie-break. */
 export interface Clock {
   version_us: number
   arrival_us: number
@@ -14,8 +16,12 @@ export function isNewer(a: Clock, b: Clock): boolean {
   return a.version_us > b.version_us || (a.version_us === b.version_us && a.arrival_us > b.arrival_us)
 }
 
-export interface CustomerRecord extends Clock {
-  id: number
+const wins = (incoming: Clock, stored: Clock | undefined) => stored === undefined || isNewer(incoming, stored)
+
+export const CUSTOMER_FIELDS = ['first_name', 'last_name', 'email', 'is_newsletter', 'tags', 'created_at', 'updated_at'] as const
+export type CustomerField = (typeof CUSTOMER_FIELDS)[number]
+
+export interface CustomerFields {
   first_name: string | null
   last_name: string | null
   email: string | null
@@ -23,8 +29,24 @@ export interface CustomerRecord extends Clock {
   tags: string[] | null
   created_at: string | null
   updated_at: string | null
-  /** A tombstone: the customer was deleted at this clock. */
+}
+
+export interface CustomerRecord extends CustomerFields {
+  id: number
+  /** A tombstone: the newest write of `deleted` was a delete. */
   deleted: boolean
+  /** The clock of each field's (and `deleted`'s) last write. */
+  clocks: Partial<Record<CustomerField | 'deleted', Clock>>
+  /** The version of the newest delete ever received; kept when the customer registers again. */
+  erased_us: number | null
+}
+
+/** What one customer webhook says: the fields it carries, at its clock. A delete carries none. */
+export interface CustomerPatch {
+  id: number
+  fields: Partial<CustomerFields>
+  deleted: boolean
+  clock: Clock
 }
 
 export interface Merge<T> {
@@ -32,122 +54,185 @@ export interface Merge<T> {
   next: T
 }
 
-/**
- * Customers: last writer wins by updated_at as an instant (or the receive time
- * when absent), later arrival on ties. A delete is a write of a tombstone, so
- * an older create arriving after it cannot bring the customer back.
- */
-export function mergeCustomer(stored: CustomerRecord | undefined, incoming: CustomerRecord): Merge<CustomerRecord> {
-  if (stored && !isNewer(incoming, stored)) return { applied: false, next: stored }
-  return { applied: true, next: incoming }
+export function emptyCustomer(id: number): CustomerRecord {
+  return {
+    id, first_name: null, last_name: null, email: null, is_newsletter: null, tags: null, created_at: null, updated_at: null,
+    deleted: false, clocks: {}, erased_us: null,
+  }
 }
 
-export interface OrderRecord {
-  id: number
+/** The customer's newest clock: what a snapshot of it is compared by. */
+export function customerClock(c: CustomerRecord): Clock | undefined {
+  let newest: Clock | undefined
+  for (const clock of Object.values(c.clocks)) if (clock && wins(clock, newest)) newest = clock
+  return newest
+}
+
+/**
+ * Customers: each carried field is last writer wins by the webhook's clock
+ * (updated_at as an instant, or the receive time; later arrival on ties). A
+ * delete writes null to every field and sets the tombstone at its clock, so an
+ * older write arriving later cannot bring anything back, and a newer one can.
+ */
+export function mergeCustomer(stored: CustomerRecord | undefined, patch: CustomerPatch): Merge<CustomerRecord> {
+  const next: CustomerRecord = stored ? { ...stored, clocks: { ...stored.clocks } } : emptyCustomer(patch.id)
+  let applied = false
+  const set = (field: CustomerField, value: unknown) => {
+    if (!wins(patch.clock, next.clocks[field])) return
+    ;(next as unknown as Record<string, unknown>)[field] = value
+    next.clocks[field] = patch.clock
+    applied = true
+  }
+  let raised = false
+  if (patch.deleted) {
+    for (const field of CUSTOMER_FIELDS) set(field, null)
+    // Stale or not, a delete erases what predates it (see the erasure rules in src/batch/decide.ts).
+    raised = next.erased_us === null || patch.clock.version_us > next.erased_us
+    if (raised) next.erased_us = patch.clock.version_us
+  } else {
+    for (const field of CUSTOMER_FIELDS) if (patch.fields[field] !== undefined) set(field, patch.fields[field])
+  }
+  if (wins(patch.clock, next.clocks.deleted)) {
+    next.deleted = patch.deleted
+    next.clocks.deleted = patch.clock
+    applied = true
+  }
+  return applied || raised ? { applied, next } : { applied, next: stored! }
+}
+
+export const ORDER_FIELDS = [
+  'currency', 'email', 'ref', 'total', 'subtotal', 'amount_shipping', 'amount_giftcard', 'amount_tax',
+  'processed_at', 'is_fulfilled', 'is_refunded', 'is_paid', 'cancelled_at', 'updated_at',
+] as const
+export type OrderField = (typeof ORDER_FIELDS)[number]
+
+export interface OrderFields {
   currency: string | null
   email: string | null
   ref: string | null
+  /** Money in integer minor units. */
   total: number | null
   subtotal: number | null
   amount_shipping: number | null
   amount_giftcard: number | null
   amount_tax: number | null
-  cancelled_at: string | null
-  cancelled_us: number | null
   processed_at: string | null
   is_fulfilled: boolean
   is_refunded: boolean
   is_paid: boolean
-  customer_id: number | null
-  /** The version of the webhook that named customer_id: its updated_at, or its arrival when undated. */
-  customer_link_us: number | null
-  /** The version of the customer snapshot that named customer_id; erasure compares it with the delete's. */
-  customer_snapshot_us: number | null
+  cancelled_at: string | null
   /** The sender's updated_at, an accepted extension of the spec's order. */
   updated_at: string | null
-  updated_us: number | null
+}
+
+/** Which customer an order names, and the versions that decide it (see linkWins). */
+export interface CustomerLink {
+  customer_id: number
+  /** The version of the webhook that named the customer: its updated_at, or its arrival when undated. */
+  link_us: number
+  /** The version of the customer snapshot embedded; erasure compares it with the delete's. */
+  snapshot_us: number
+}
+
+export interface OrderRecord extends OrderFields {
+  id: number
+  /** Instants of cancelled_at and processed_at, derived from the text. */
+  cancelled_us: number | null
+  processed_us: number | null
+  customer_id: number | null
+  customer_link_us: number | null
+  customer_snapshot_us: number | null
+  clocks: Partial<Record<OrderField, Clock>>
+  /** The first and the latest arrival of any webhook of this order. */
+  first_arrival_us: number
   arrival_us: number
 }
 
+export interface OrderPatch {
+  id: number
+  fields: Partial<OrderFields>
+  /** Derived instants of the carried timestamps. */
+  cancelled_us?: number | null
+  processed_us?: number | null
+  /** True when the webhook carries updated_at. */
+  dated: boolean
+  clock: Clock
+  customer: CustomerLink | null
+}
+
 /**
- * How each order field merges when the webhook has no updated_at:
- * - latest: the value of the later arrival;
- * - sticky: once true, never false again;
- * - earliest: null until set, then the earliest instant ever sent (cancelled_at).
- * The customer link follows its own rule, in either mode: see linksNewer.
+ * How each order field merges:
+ * - latest: last writer wins by the webhook's clock;
+ * - lifecycle: dated webhooks are last writer wins; undated ones only move the
+ *   order forward (a flag, once true, stays true; cancelled_at, once set, only
+ *   moves to an earlier instant), since nothing orders them but arrival.
  */
-export const UNDATED_ORDER_RULES = {
-  currency: 'latest',
-  email: 'latest',
-  ref: 'latest',
-  total: 'latest',
-  subtotal: 'latest',
-  amount_shipping: 'latest',
-  amount_giftcard: 'latest',
-  amount_tax: 'latest',
-  processed_at: 'latest',
-  is_fulfilled: 'sticky',
-  is_refunded: 'sticky',
-  is_paid: 'sticky',
-  cancelled_us: 'earliest',
-} as const satisfies Partial<Record<keyof OrderRecord, 'latest' | 'sticky' | 'earliest'>>
+export const ORDER_RULES: Record<OrderField, 'latest' | 'lifecycle'> = {
+  currency: 'latest', email: 'latest', ref: 'latest', total: 'latest', subtotal: 'latest', amount_shipping: 'latest',
+  amount_giftcard: 'latest', amount_tax: 'latest', processed_at: 'latest', updated_at: 'latest',
+  is_fulfilled: 'lifecycle', is_refunded: 'lifecycle', is_paid: 'lifecycle', cancelled_at: 'lifecycle',
+}
+
+export function emptyOrder(id: number, arrivalUs: number): OrderRecord {
+  return {
+    id, currency: null, email: null, ref: null, total: null, subtotal: null, amount_shipping: null, amount_giftcard: null,
+    amount_tax: null, processed_at: null, is_fulfilled: false, is_refunded: false, is_paid: false, cancelled_at: null,
+    updated_at: null, cancelled_us: null, processed_us: null, customer_id: null, customer_link_us: null, customer_snapshot_us: null,
+    clocks: {}, first_arrival_us: arrivalUs, arrival_us: arrivalUs,
+  }
+}
+
+/** An undated lifecycle write moves the order forward only. */
+function movesForward(field: OrderField, next: OrderRecord, patch: OrderPatch): boolean {
+  if (field === 'cancelled_at') {
+    const at = patch.cancelled_us ?? null
+    return at !== null && (next.cancelled_us === null || at < next.cancelled_us)
+  }
+  return patch.fields[field] === true && next[field] === false
+}
 
 /**
  * The customer link is the customer named by the newest webhook that names one
- * (by customer_link_us), whether or not the rest of that webhook is stale, so
- * it does not depend on which copy arrives or commits first. A webhook that
- * names no customer keeps the link.
+ * (by link_us), whether or not the rest of that webhook is stale, so it does
+ * not depend on which copy arrives first. A webhook that names no customer
+ * keeps the link; snapshots of the linked customer only move forward.
  */
-export function linksNewer(stored: OrderRecord, incoming: OrderRecord): boolean {
-  return incoming.customer_id !== null && (stored.customer_id === null || incoming.customer_link_us! > stored.customer_link_us!)
+export function linkWins(stored: OrderRecord, link: CustomerLink): boolean {
+  return stored.customer_id === null || link.link_us > stored.customer_link_us!
 }
 
-/** Fields that move together with the field named in UNDATED_ORDER_RULES. */
-export const ORDER_FIELD_COMPANIONS = { cancelled_us: 'cancelled_at' } as const
-
-/**
- * Orders: with an updated_at, last writer wins by it (later arrival on ties);
- * a dated write beats an undated record. Without one, the lifecycle only moves
- * forward by UNDATED_ORDER_RULES. The customer link follows linksNewer.
- */
-export function mergeOrder(stored: OrderRecord | undefined, incoming: OrderRecord): Merge<OrderRecord> {
-  if (!stored) return { applied: true, next: incoming }
-  const relink = linksNewer(stored, incoming)
-  const link = relink
-    ? { customer_id: incoming.customer_id, customer_link_us: incoming.customer_link_us, customer_snapshot_us: incoming.customer_snapshot_us }
-    : { customer_id: stored.customer_id, customer_link_us: stored.customer_link_us, customer_snapshot_us: stored.customer_snapshot_us }
-  // Snapshots of the linked customer only move forward, whichever copy arrives last.
-  if (incoming.customer_id !== null && incoming.customer_id === stored.customer_id) {
-    link.customer_snapshot_us = Math.max(stored.customer_snapshot_us ?? -Infinity, incoming.customer_snapshot_us!)
+export function mergeOrder(stored: OrderRecord | undefined, patch: OrderPatch): Merge<OrderRecord> {
+  const base = stored ?? emptyOrder(patch.id, patch.clock.arrival_us)
+  const next: OrderRecord = { ...base, clocks: { ...base.clocks } }
+  let applied = stored === undefined
+  for (const field of ORDER_FIELDS) {
+    const value = patch.fields[field]
+    if (value === undefined) continue
+    const accept =
+      ORDER_RULES[field] === 'latest' || patch.dated ? wins(patch.clock, next.clocks[field]) : movesForward(field, next, patch)
+    if (!accept) continue
+    ;(next as unknown as Record<string, unknown>)[field] = value
+    if (wins(patch.clock, next.clocks[field])) next.clocks[field] = patch.clock
+    if (field === 'cancelled_at') next.cancelled_us = patch.cancelled_us ?? null
+    if (field === 'processed_at') next.processed_us = patch.processed_us ?? null
+    applied = true
   }
-  if (incoming.updated_us !== null) {
-    const wins =
-      stored.updated_us === null ||
-      isNewer(
-        { version_us: incoming.updated_us, arrival_us: incoming.arrival_us },
-        { version_us: stored.updated_us, arrival_us: stored.arrival_us },
-      )
-    if (!wins) return relink ? { applied: true, next: { ...stored, ...link } } : { applied: false, next: stored }
-    return { applied: true, next: { ...incoming, ...link } }
-  }
-  const later = incoming.arrival_us > stored.arrival_us
-  const next: OrderRecord = { ...stored, ...link, arrival_us: Math.max(stored.arrival_us, incoming.arrival_us) }
-  for (const [field, rule] of Object.entries(UNDATED_ORDER_RULES) as [keyof typeof UNDATED_ORDER_RULES, string][]) {
-    const mine = stored[field], theirs = incoming[field]
-    switch (rule) {
-      case 'latest':
-        if (later) (next as unknown as Record<string, unknown>)[field] = theirs
-        break
-      case 'sticky':
-        (next as unknown as Record<string, unknown>)[field] = Boolean(mine) || Boolean(theirs)
-        break
-      case 'earliest':
-        if (theirs !== null && (mine === null || (theirs as number) < (mine as number))) {
-          const moved = [field, ...(field in ORDER_FIELD_COMPANIONS ? [ORDER_FIELD_COMPANIONS[field as keyof typeof ORDER_FIELD_COMPANIONS]] : [])]
-          for (const f of moved) (next as unknown as Record<string, unknown>)[f] = incoming[f]
-        }
-        break
+  const link = patch.customer
+  if (link) {
+    if (next.customer_id === link.customer_id) {
+      if (link.snapshot_us > next.customer_snapshot_us!) (next.customer_snapshot_us = link.snapshot_us), (applied = true)
+      if (link.link_us > next.customer_link_us!) (next.customer_link_us = link.link_us), (applied = true)
+    } else if (linkWins(next, link)) {
+      next.customer_id = link.customer_id
+      next.customer_link_us = link.link_us
+      next.customer_snapshot_us = link.snapshot_us
+      applied = true
     }
   }
-  return { applied: true, next }
+  // An undated webhook is news by its arrival alone: the receive time is its version.
+  if (!patch.dated && patch.clock.arrival_us > base.arrival_us) applied = true
+  if (!applied) return { applied, next: base }
+  next.arrival_us = Math.max(base.arrival_us, patch.clock.arrival_us)
+  next.first_arrival_us = Math.min(base.first_arrival_us, patch.clock.arrival_us)
+  return { applied, next }
 }

@@ -1,5 +1,5 @@
 import type { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
-import type { CustomerRecord, OrderRecord } from './merge.ts'
+import { CUSTOMER_FIELDS, type Clock, type CustomerFields, type CustomerPatch, type OrderFields, type OrderPatch } from './merge.ts'
 import { toMinor } from './money.ts'
 import { parseInstantUs } from './time.ts'
 
@@ -7,8 +7,8 @@ export const TOPICS = ['customer/hook_created', 'customer/hook_deleted', 'order/
 export type Topic = (typeof TOPICS)[number]
 
 export type Change =
-  | { kind: 'customer'; customer: CustomerRecord }
-  | { kind: 'order'; order: OrderRecord; customer: CustomerRecord | null }
+  | { kind: 'customer'; customer: CustomerPatch }
+  | { kind: 'order'; order: OrderPatch; customer: CustomerPatch | null }
 
 export interface FieldError {
   pointer: string
@@ -24,8 +24,10 @@ export interface Webhook {
   receivedUs: number
   body: Uint8Array
   headers: string
-  /** Identifies redeliveries: the sender's idempotency header, or a hash of path and body. */
-  dedupKey: string
+  /** The sender's Idempotency-Key or Webhook-Id, hashed; null when it sent neither. */
+  idemKey: string | null
+  /** A hash of topic and body: a copy of the latest webhook that changed its resource is a duplicate. */
+  bodyHash: string
   resourceId: number | null
   customerId: number | null
   /** Null when the body was rejected. */
@@ -41,69 +43,43 @@ export interface Outcome {
   eventId: string
 }
 
-/** A customer snapshot's version: its updated_at as an instant, or the receive time. */
-function customerVersionUs(body: CustomerBody, receivedUs: number): number {
-  return (body.updated_at === undefined ? undefined : parseInstantUs(body.updated_at)) ?? receivedUs
+/** A webhook's clock: its updated_at as an instant, or the receive time; arrival breaks ties. */
+function clockOf(updatedAt: string | undefined, receivedUs: number): Clock {
+  return { version_us: (updatedAt === undefined ? undefined : parseInstantUs(updatedAt)) ?? receivedUs, arrival_us: receivedUs }
 }
 
-/** A validated customer body as a record; `deleted` makes it a tombstone. */
-export function customerRecord(body: CustomerBody, receivedUs: number, deleted: boolean): CustomerRecord {
-  const keep = <T>(value: T | undefined): T | null => (deleted || value === undefined ? null : value)
-  return {
-    id: body.id,
-    first_name: keep(body.first_name),
-    last_name: keep(body.last_name),
-    email: keep(body.email),
-    is_newsletter: keep(body.is_newsletter),
-    tags: keep(body.tags),
-    created_at: keep(body.created_at),
-    updated_at: body.updated_at ?? null,
-    deleted,
-    version_us: customerVersionUs(body, receivedUs),
-    arrival_us: receivedUs,
-  }
+/** The fields a customer body carries. A delete stores none of them; its e-mail names what it erases. */
+export function customerPatch(body: CustomerBody, receivedUs: number, deleted: boolean): CustomerPatch {
+  const fields: Partial<CustomerFields> = {}
+  for (const field of CUSTOMER_FIELDS) if (body[field] !== undefined) (fields as Record<string, unknown>)[field] = body[field]
+  return { id: body.id, fields, deleted, clock: clockOf(body.updated_at, receivedUs) }
 }
 
-const minor = (text: string | undefined) => (text === undefined ? null : toMinor(text))
+const MONEY_FIELDS = ['total', 'subtotal', 'amount_shipping', 'amount_giftcard', 'amount_tax'] as const
+const PLAIN_ORDER_FIELDS = ['currency', 'ref', 'processed_at', 'is_fulfilled', 'is_refunded', 'is_paid', 'cancelled_at', 'updated_at'] as const
 
-export function orderRecord(body: OrderBody, receivedUs: number): OrderRecord {
-  const cancelledAt = body.cancelled_at ?? null
-  const updatedAt = body.updated_at ?? null
-  const updatedUs = updatedAt === null ? null : parseInstantUs(updatedAt)!
-  return {
-    id: body.id,
-    currency: body.currency ?? null,
-    email: body.email ?? body.customer?.email ?? null,
-    ref: body.ref ?? null,
-    total: minor(body.total),
-    subtotal: minor(body.subtotal),
-    amount_shipping: minor(body.amount_shipping),
-    amount_giftcard: minor(body.amount_giftcard),
-    amount_tax: minor(body.amount_tax),
-    cancelled_at: cancelledAt,
-    cancelled_us: cancelledAt === null ? null : parseInstantUs(cancelledAt)!,
-    processed_at: body.processed_at ?? null,
-    is_fulfilled: body.is_fulfilled ?? false,
-    is_refunded: body.is_refunded ?? false,
-    is_paid: body.is_paid ?? false,
-    customer_id: body.customer?.id ?? null,
-    customer_link_us: body.customer ? (updatedUs ?? receivedUs) : null,
-    customer_snapshot_us: body.customer ? customerVersionUs(body.customer, receivedUs) : null,
-    updated_at: updatedAt,
-    updated_us: updatedUs,
-    arrival_us: receivedUs,
+/** The fields an order body carries, money in minor units; the e-mail falls back to the embedded customer's. */
+export function orderPatch(body: OrderBody, receivedUs: number): OrderPatch {
+  const clock = clockOf(body.updated_at, receivedUs)
+  const fields: Partial<OrderFields> = {}
+  for (const field of PLAIN_ORDER_FIELDS) if (body[field] !== undefined) (fields as Record<string, unknown>)[field] = body[field]
+  for (const field of MONEY_FIELDS) if (body[field] !== undefined) fields[field] = toMinor(body[field]!)
+  const email = body.email ?? body.customer?.email
+  if (email !== undefined) fields.email = email
+  const patch: OrderPatch = { id: body.id, fields, dated: body.updated_at !== undefined, clock, customer: null }
+  if (body.cancelled_at !== undefined) patch.cancelled_us = body.cancelled_at === null ? null : parseInstantUs(body.cancelled_at)!
+  if (body.processed_at !== undefined) patch.processed_us = parseInstantUs(body.processed_at)!
+  if (body.customer) {
+    patch.customer = { customer_id: body.customer.id, link_us: clock.version_us, snapshot_us: clockOf(body.customer.updated_at, receivedUs).version_us }
   }
+  return patch
 }
 
 /** The change a valid body asks for. */
 export function changeFor(topic: Topic, body: CustomerBody | OrderBody, receivedUs: number): Change {
   if (topic === 'order/hook_created') {
     const order = body as OrderBody
-    return {
-      kind: 'order',
-      order: orderRecord(order, receivedUs),
-      customer: order.customer ? customerRecord(order.customer, receivedUs, false) : null,
-    }
+    return { kind: 'order', order: orderPatch(order, receivedUs), customer: order.customer ? customerPatch(order.customer, receivedUs, false) : null }
   }
-  return { kind: 'customer', customer: customerRecord(body as CustomerBody, receivedUs, topic === 'customer/hook_deleted') }
+  return { kind: 'customer', customer: customerPatch(body as CustomerBody, receivedUs, topic === 'customer/hook_deleted') }
 }

@@ -1,26 +1,35 @@
-import type { OrderRecord } from '../domain/merge.ts'
-import { parseInstantUs } from '../domain/time.ts'
-import { LedgerContext, ownerOf } from '../store/ledger-repo.ts'
+import { holdingsOf, owners } from '../batch/decide.ts'
+import { keyOf } from '../batch/state.ts'
+import { loadBatch } from '../store/batch-load.ts'
 import type { Backend } from '../store/dialect.ts'
-import { orderHeld } from '../store/points-repo.ts'
-import type { Statements } from '../store/statements.ts'
 import { targetFor } from './points.ts'
+import { DEFAULT_RULE } from './rule.ts'
 
 export interface OrderPoints {
   held: number
   why: string
+  customer_id: number | null
+  guest_email: string | null
 }
 
-/** What an order holds in the ledger, and why, from committed state. */
-export async function explainOrderPoints(backend: Backend, st: Statements, shopId: number, order: OrderRecord): Promise<OrderPoints> {
-  const ctx = new LedgerContext(backend.reads, st)
-  const owner = await ownerOf(ctx, shopId, order)
-  const processedUs = order.processed_at === null ? null : (parseInstantUs(order.processed_at) ?? null)
-  const target = targetFor(order, processedUs, await ctx.rule(shopId), owner.state)
-  const held = await orderHeld(backend.db, shopId, order.id)
+/**
+ * What an order holds in the ledger, who holds it and why, from committed
+ * state. Reads take no locks: they never wait for a writing batch.
+ */
+export async function explainOrderPoints(backend: Backend, shopId: number, orderId: number): Promise<OrderPoints | undefined> {
+  const state = await loadBatch(backend, backend.reads, [], new Map([[shopId, [orderId]]]))
+  const key = keyOf(shopId, orderId)
+  const order = state.orders.get(key)
+  if (!order) return undefined
+  const owner = owners(state).ownerOf(order)
+  const target = targetFor(order.record, state.rules.get(shopId) ?? { rule: DEFAULT_RULE, version: 1 }, owner.state)
+  const holdings = holdingsOf(state.ledger.get(key) ?? []).filter((h) => h.points !== 0)
+  const held = holdings.reduce((sum, h) => sum + h.points, 0)
+  // Who holds the points now; when nothing is held, who would be credited.
+  const holder = holdings[0] ?? (owner.state === 'customer' || owner.state === 'guest' ? owner : { customerId: null, guestEmail: null })
   const why =
     held === target.points
       ? target.why
       : `${target.why}; the rule has changed since the order last changed: it holds ${held} until it changes again or points rebuild runs`
-  return { held, why }
+  return { held, why, customer_id: holder.customerId, guest_email: holder.guestEmail }
 }

@@ -22,8 +22,8 @@ export interface Owner extends Holder {
 /** What a holder holds of an order from awards that share one availability date. */
 export interface Holding extends Holder {
   points: number
-  /** The basis of the award(s) behind these points; taking them back repeats it. */
-  basis?: Basis
+  /** The basis of the latest award behind these points; taking them back repeats it. */
+  basis: Basis
 }
 
 export interface PlannedEntry extends Holder {
@@ -32,60 +32,52 @@ export interface PlannedEntry extends Holder {
   basis: Basis
 }
 
-const same = (a: Holder, b: Holder) => a.customerId === b.customerId && (a.customerId !== null || a.guestEmail === b.guestEmail)
-
-const EMPTY_BASIS: Basis = { amount_minor: 0, currency: null, rate: '0', rule_version: 0, available_us: 0 }
+export const sameHolder = (a: Holder, b: Holder) => a.customerId === b.customerId && (a.customerId !== null || a.guestEmail === b.guestEmail)
 
 /**
- * @param holdings what each holder holds of this order now, grouped by award date
- * @param lastAward the basis of the order's latest award, for holdings that carry none
- * @param erasing a customer being erased: what they held is forfeited
+ * The entries that make what an order holds equal its target: the owner holds
+ * exactly `target.points`, all available on the target's date, and nobody else
+ * holds anything. Points held by another holder move to the owner (claimed or
+ * transferred); points held on another date move to the target's date; what
+ * must go is taken back at the basis it was awarded on.
+ *
+ * @param holdings what each holder holds of this order now, grouped by availability date
+ * @param forfeits true for a holder whose points are forfeited because they were erased
  */
 export function planOrderEntries(
   holdings: readonly Holding[],
   owner: Owner,
   target: Target,
-  lastAward: Basis | null,
-  erasing: number | null = null,
+  forfeits: (holder: Holder) => boolean = () => false,
 ): PlannedEntry[] {
   const entries: PlannedEntry[] = []
   const live = owner.state === 'customer' || owner.state === 'guest'
-  const award = lastAward ?? target.basis ?? EMPTY_BASIS
-  const basisOf = (h: Holding) => h.basis ?? award
-  // Each group is taken back or moved at its own basis, so pending points leave pending and
-  // available points leave available.
-  const mine: Holding[] = []
+  const award = live && target.points > 0 ? target.basis : null
+  const ownerHeld = live && holdings.some((h) => h.points !== 0 && sameHolder(h, owner))
+  let kept = 0
   for (const h of holdings) {
     if (h.points === 0) continue
-    if (live && same(h, owner)) {
-      mine.push(h)
-    } else if (live) {
+    if (award && sameHolder(h, owner)) {
+      if (h.basis.available_us === award.available_us) {
+        kept += h.points
+        continue
+      }
+      // The order's date or the rule's pending period changed: the points follow the new date.
+      entries.push({ ...pick(h), points: -h.points, reason: 'adjusted', basis: h.basis })
+    } else if (award) {
       const reason: Reason = h.customerId === null ? 'claimed' : 'transferred'
-      entries.push({ ...pick(h), points: -h.points, reason, basis: basisOf(h) })
-      entries.push({ ...pick(owner), points: h.points, reason, basis: basisOf(h) })
-      mine.push({ ...pick(owner), points: h.points, basis: basisOf(h) })
+      entries.push({ ...pick(h), points: -h.points, reason, basis: h.basis })
+      entries.push({ ...pick(owner), points: h.points, reason, basis: { ...h.basis, available_us: award.available_us } })
+      kept += h.points
     } else {
-      const reason: Reason = h.customerId !== null && h.customerId === erasing ? 'forfeited' : (target.reversal ?? 'adjusted')
-      entries.push({ ...pick(h), points: -h.points, reason, basis: basisOf(h) })
+      const reason: Reason = forfeits(h) ? 'forfeited' : (target.reversal ?? 'adjusted')
+      entries.push({ ...pick(h), points: -h.points, reason, basis: h.basis })
     }
   }
-  if (!live) return entries
-  const held = mine.reduce((sum, h) => sum + h.points, 0)
-  const diff = target.points - held
-  if (diff > 0) entries.push({ ...pick(owner), points: diff, reason: held === 0 ? 'earned' : 'adjusted', basis: target.basis ?? award })
-  if (diff < 0) {
-    const reason: Reason = target.points === 0 && target.reversal ? target.reversal : 'adjusted'
-    // The newest awards go first; an edit down keeps the new amount but the date of the award it reduces.
-    let remaining = -diff
-    for (const h of [...mine].sort((a, b) => basisOf(b).available_us - basisOf(a).available_us)) {
-      if (remaining === 0 || h.points <= 0) continue
-      const take = Math.min(h.points, remaining)
-      const basis = target.points > 0 && target.basis ? { ...target.basis, available_us: basisOf(h).available_us } : basisOf(h)
-      entries.push({ ...pick(owner), points: -take, reason, basis })
-      remaining -= take
-    }
-    if (remaining > 0) entries.push({ ...pick(owner), points: -remaining, reason, basis: target.basis ?? award })
-  }
+  if (!award) return entries
+  const diff = target.points - kept
+  if (diff > 0) entries.push({ ...pick(owner), points: diff, reason: ownerHeld ? 'adjusted' : 'earned', basis: award })
+  if (diff < 0) entries.push({ ...pick(owner), points: diff, reason: 'adjusted', basis: award })
   return entries
 }
 

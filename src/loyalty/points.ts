@@ -57,12 +57,15 @@ export function earningAmount(order: OrderRecord, { rule }: VersionedRule): numb
   return Math.max(0, amount)
 }
 
-/** When points earned by this order become available: processed_at (or first arrival) plus the pending window. */
-export function availableUs(order: OrderRecord, processedUs: number | null, { rule }: VersionedRule): number {
-  return (processedUs ?? order.arrival_us) + rule.pending_days * DAY_US
+/**
+ * When points earned by this order become available: its current processed_at (or its first
+ * arrival) plus the rule's pending window, so the date follows the order, not its history.
+ */
+export function availableUs(order: OrderRecord, { rule }: VersionedRule): number {
+  return (order.processed_us ?? order.first_arrival_us) + rule.pending_days * DAY_US
 }
 
-export function targetFor(order: OrderRecord, processedUs: number | null, versioned: VersionedRule, owner: OwnerState): Target {
+export function targetFor(order: OrderRecord, versioned: VersionedRule, owner: OwnerState): Target {
   const zero = (why: string, reversal?: Target['reversal']): Target => ({ points: 0, basis: null, why, ...(reversal ? { reversal } : {}) })
   if (order.is_refunded) return zero('refunded', 'reversed_refund')
   if (order.cancelled_at !== null) return zero('cancelled', 'reversed_cancel')
@@ -81,7 +84,7 @@ export function targetFor(order: OrderRecord, processedUs: number | null, versio
     currency: order.currency,
     rate: String(rate.rate),
     rule_version: versioned.version,
-    available_us: availableUs(order, processedUs, versioned),
+    available_us: availableUs(order, versioned),
   }
   if (points === 0) return zero(`${fromMinor(amount)} ${order.currency ?? ''} is below one point at ${rate.rate} per unit`.replace('  ', ' '))
   return {

@@ -1,7 +1,8 @@
+import { decideBatch } from '../batch/decide.ts'
+import { keyOf } from '../batch/state.ts'
+import { loadBatch } from '../store/batch-load.ts'
+import { writeDecision } from '../store/batch-write.ts'
 import type { Backend } from '../store/dialect.ts'
-import { LedgerContext, settleOrderCounting } from '../store/ledger-repo.ts'
-import { toOrder } from '../store/read-repo.ts'
-import type { Statements } from '../store/statements.ts'
 
 const PAGE = 500
 
@@ -13,12 +14,12 @@ export interface RebuildProgress {
 
 /**
  * Recomputes every order's target from its stored state and the shop's
- * current rule, and appends only the corrections: the same settlement the
- * write path runs, so a second run appends nothing.
+ * current rule (amounts and availability dates), and appends only the
+ * corrections: the same settlement the write path runs, so a second run
+ * appends nothing.
  */
 export async function rebuildPoints(
   backend: Backend,
-  st: Statements,
   shopIds: readonly number[],
   onProgress: (progress: RebuildProgress) => void = () => {},
 ): Promise<RebuildProgress> {
@@ -33,21 +34,20 @@ export async function rebuildPoints(
   for (const shopId of shopIds) {
     let after = 0
     for (;;) {
-      const rows = await db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('id', '>', after).orderBy('id').limit(PAGE).execute()
+      const rows = await db.selectFrom('orders').select('id').where('shop_id', '=', shopId).where('id', '>', after).orderBy('id').limit(PAGE).execute()
       if (rows.length === 0) break
+      const ids = rows.map((r) => Number(r.id))
+      // Loaded again inside the transaction, locked: a webhook may have changed the orders since the page was read.
       const appended = await backend.transaction(async (s) => {
-        const ctx = new LedgerContext(s, st)
-        let n = 0
-        for (const { id } of rows) {
-          // Read again inside the transaction, locked: a webhook may have changed the order since the page was read.
-          const [row] = await s.all(st.orderById, { shop_id: shopId, id })
-          if (row) n += (await settleOrderCounting(ctx, shopId, toOrder(row as never))).appended
-        }
-        return n
+        await backend.lockKeys(s, ids.map((id) => `${shopId}:o:${id}`))
+        const state = await loadBatch(backend, s, [], new Map([[shopId, ids]]))
+        const decision = decideBatch([], state, ids.map((id) => keyOf(shopId, id)))
+        await writeDecision(s, db, decision, new Date().toISOString())
+        return decision.ledger.length
       })
       progress.done += rows.length
       progress.appended += appended
-      after = rows[rows.length - 1]!.id
+      after = ids[ids.length - 1]!
       onProgress(progress)
     }
   }

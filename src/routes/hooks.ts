@@ -30,19 +30,26 @@ function keptHeaders(request: FastifyRequest): string {
   return JSON.stringify(kept)
 }
 
-function dedupKey(request: FastifyRequest, topic: Topic, raw: Buffer): string {
+/** The sender's Idempotency-Key or Webhook-Id, hashed (a header may hold bytes, such as NUL, that a text column cannot). */
+function idemKey(request: FastifyRequest): string | null {
   const header = [request.headers['idempotency-key'], request.headers['webhook-id']].find((h) => typeof h === 'string' && h !== '')
-  if (typeof header === 'string') {
-    if (header.length > MAX_IDEMPOTENCY_KEY) {
-      throw new ProblemError({
-        status: 400, type: 'malformed-request', title: 'Bad Request',
-        detail: `the Idempotency-Key or Webhook-Id header is longer than ${MAX_IDEMPOTENCY_KEY} characters`,
-      })
-    }
-    // Hashed: a header may hold bytes (NUL) that a text column cannot.
-    return `h:${createHash('sha256').update(header).digest('base64url')}`
+  if (typeof header !== 'string') return null
+  if (header.length > MAX_IDEMPOTENCY_KEY) {
+    throw new ProblemError({
+      status: 400, type: 'malformed-request', title: 'Bad Request',
+      detail: `the Idempotency-Key or Webhook-Id header is longer than ${MAX_IDEMPOTENCY_KEY} characters`,
+    })
   }
-  return `b:${createHash('sha256').update(topic).update('\n').update(raw).digest('base64url')}`
+  return createHash('sha256').update(header).digest('base64url')
+}
+
+const bodyHash = (topic: Topic, raw: Buffer) => createHash('sha256').update(topic).update('\n').update(raw).digest('base64url')
+
+/** The customer a body is about, valid or not, so that erasure finds rejected bodies too. */
+function customerIdOf(topic: Topic, body: Record<string, unknown>): number | null {
+  const subject = topic === 'order/hook_created' ? body.customer : body
+  const id = isObject(subject) ? subject.id : undefined
+  return Number.isSafeInteger(id) && (id as number) > 0 ? (id as number) : null
 }
 
 /** The per-key limit, counted after authentication so that it is keyed by the key, not the address. */
@@ -107,9 +114,10 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
           receivedUs,
           body: raw,
           headers: keptHeaders(request),
-          dedupKey: dedupKey(request, hook.topic, raw),
+          idemKey: idemKey(request),
+          bodyHash: bodyHash(hook.topic, raw),
           resourceId,
-          customerId: change === null ? null : change.kind === 'customer' ? change.customer.id : (change.customer?.id ?? null),
+          customerId: customerIdOf(hook.topic, body),
           change,
           errors,
         }

@@ -62,7 +62,9 @@ export async function resourceRoutes(app: FastifyInstance, services: Services): 
       const id = parseId(request.params.id)
       const order = id === undefined ? undefined : await findOrder(backend.db, request.principal.shopId, id)
       if (!order) return notFound(reply, 'order', request.params.id)
-      return { ...orderView(order), points: await explainOrderPoints(backend, services.statements, request.principal.shopId, order) }
+      const points = await explainOrderPoints(backend, request.principal.shopId, order.id)
+      if (!points) return notFound(reply, 'order', request.params.id)
+      return { ...orderView(order), points }
     },
   )
 }

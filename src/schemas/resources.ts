@@ -39,6 +39,10 @@ export const OrderView = Type.Object({
   points: Type.Object({
     held: Type.Integer({ description: 'the points this order holds in the ledger now' }),
     why: Type.String({ description: 'why, in words: for example "not paid yet", "refunded", "currency JPY has no rate"' }),
+    customer_id: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'the customer credited with the points: the linked customer, or the one matched by e-mail; null for a guest or nobody',
+    }),
+    guest_email: Type.Union([Type.String(), Type.Null()], { description: 'the guest e-mail the points are held under, until a customer registers with it' }),
   }),
 })
 

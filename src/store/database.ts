@@ -5,6 +5,7 @@ import { openSqlite } from './dialect-sqlite.ts'
 import { intake } from './migrations/0001-intake.ts'
 import { points } from './migrations/0002-points.ts'
 import { erasureVersions } from './migrations/0003-erasure-versions.ts'
+import { writePathV2 } from './migrations/0004-write-path-v2.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -24,6 +25,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0001-intake': intake(backend.types),
     '0002-points': points(backend.types),
     '0003-erasure-versions': erasureVersions,
+    '0004-write-path-v2': writePathV2,
   }
 }
 

@@ -1,10 +1,9 @@
-import { Kysely, PostgresDialect } from 'kysely'
+import { CompiledQuery, Kysely, PostgresDialect } from 'kysely'
+import { createHash } from 'node:crypto'
 import pg from 'pg'
 import type { Backend, Session } from './dialect.ts'
-import { bindParams } from './dialect.ts'
 import { isUnavailable } from './unavailable.ts'
 import { batchApplier } from './apply-batch.ts'
-import { compileStatements } from './statements.ts'
 import type { Tables } from './tables.ts'
 
 // bigint columns hold ids, minor units and epoch microseconds, all within 2^53.
@@ -19,14 +18,21 @@ export interface PostgresOptions {
 
 function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
   return {
-    async all(statement, params) {
-      const result = await queryable.query({ name: statement.name, text: statement.sql, values: bindParams(statement, params) })
+    async run(query) {
+      // Named, so each connection parses and plans a statement text once.
+      const name = `k${createHash('sha1').update(query.sql).digest('base64url').slice(0, 24)}`
+      const result = await queryable.query({ name, text: query.sql, values: query.parameters as unknown[] })
       return result.rows
     },
     async exec(sql) {
       await queryable.query(sql)
     },
   }
+}
+
+/** A key's lock number: 64 bits of its hash. Collisions only make unrelated batches wait for each other. */
+function lockNumber(key: string): string {
+  return createHash('sha1').update(key).digest().readBigInt64BE(0).toString()
 }
 
 // Durability relies on synchronous_commit = on, PostgreSQL's default: COMMIT returns once the WAL is flushed.
@@ -52,9 +58,14 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     db,
     types: { serial: 'serial', binary: 'bytea', rowLocks: true, serialPrimaryKey: (c) => c.primaryKey() },
     reads: sessionOn(pool),
+    async lockKeys(session, keys) {
+      if (keys.length === 0) return
+      const numbers = [...new Set(keys.map(lockNumber))].sort()
+      await session.run(CompiledQuery.raw('SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS t(k) ORDER BY k', [numbers]))
+    },
     openWriter() {
       // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
-      const apply = batchApplier(this, compileStatements(this))
+      const apply = batchApplier(this)
       return { apply, close: async () => {} }
     },
     async transaction(work) {

@@ -2,8 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect } from 'kysely'
-import type { Backend, Session, Statement } from './dialect.ts'
-import { bindParams } from './dialect.ts'
+import type { Backend, Session } from './dialect.ts'
 import { startSqliteWriter } from './sqlite-writer.ts'
 import type { Tables } from './tables.ts'
 
@@ -25,15 +24,16 @@ function open(path: string): Database.Database {
 function sessionOn(connection: Database.Database): Session {
   const prepared = new Map<string, Database.Statement>()
   return {
-    all(statement: Statement, params) {
-      let st = prepared.get(statement.name)
+    run(query) {
+      let st = prepared.get(query.sql)
       if (!st) {
-        st = connection.prepare(statement.sql)
-        prepared.set(statement.name, st)
+        // Multi-row statements vary with the batch's size: keep the cache bounded.
+        if (prepared.size > 4000) prepared.clear()
+        st = connection.prepare(query.sql)
+        prepared.set(query.sql, st)
       }
-      const values = bindParams(statement, params)
-      if (st.reader) return st.all(...values) as Record<string, unknown>[]
-      st.run(...values)
+      if (st.reader) return st.all(...query.parameters) as never
+      st.run(...query.parameters)
       return []
     },
     exec(sql) {
@@ -54,6 +54,7 @@ export function openSqlite(path: string): Backend {
     db,
     types: { serial: 'integer', binary: 'blob', rowLocks: false, serialPrimaryKey: (c) => c.primaryKey().autoIncrement() },
     reads: sessionOn(reader),
+    lockKeys: async () => {},
     // Commits fsync (synchronous=FULL) on a writer thread, not on the event loop.
     openWriter: () => startSqliteWriter(path),
     async transaction(work) {

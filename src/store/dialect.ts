@@ -1,21 +1,12 @@
-import type { ColumnDefinitionBuilder, Kysely } from 'kysely'
+import type { ColumnDefinitionBuilder, CompiledQuery, Kysely } from 'kysely'
 import type { Webhook } from '../domain/webhook.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { Tables } from './tables.ts'
 
-/** A statement compiled once from a Kysely builder; parameters are bound by name. */
-export interface Statement {
-  readonly name: string
-  readonly sql: string
-  readonly params: readonly string[]
-}
-
-export type Row = Record<string, unknown>
-export type Params = Record<string, unknown>
-
 /** A transaction on the write connection. */
 export interface Session {
-  all(statement: Statement, params: Params): Row[] | Promise<Row[]>
+  /** Runs a query compiled by Kysely (prepared once per SQL text); its rows keep their type. */
+  run<R>(query: CompiledQuery<R>): R[] | Promise<R[]>
   exec(sql: string): void | Promise<void>
 }
 
@@ -33,6 +24,12 @@ export interface Backend {
   readonly types: DialectTypes
   /** Prepared statements outside any transaction, on the read connection: committed state only. */
   readonly reads: Session
+  /**
+   * Takes transaction-scoped locks on these keys, in a stable order, so that batches touching
+   * the same customers, orders or e-mails commit one after another (PostgreSQL; a no-op on
+   * SQLite, whose writes are serial).
+   */
+  lockKeys(session: Session, keys: readonly string[]): Promise<void>
   /** Runs `work` in one transaction on the write connection and commits it durably. */
   transaction<T>(work: (session: Session) => Promise<T>): Promise<T>
   /** The write path of the server: where and how batches are committed. */
@@ -51,13 +48,4 @@ export interface DialectTypes {
    */
   rowLocks: boolean
   serialPrimaryKey(c: ColumnDefinitionBuilder): ColumnDefinitionBuilder
-}
-
-export function bindParams(statement: Statement, params: Params): unknown[] {
-  const values = new Array(statement.params.length)
-  for (let i = 0; i < statement.params.length; i++) {
-    const value = params[statement.params[i]!]
-    values[i] = value === undefined ? null : value
-  }
-  return values
 }

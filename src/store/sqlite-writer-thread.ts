@@ -2,14 +2,13 @@ import { parentPort, workerData } from 'node:worker_threads'
 import type { Webhook } from '../domain/webhook.ts'
 import { batchApplier } from './apply-batch.ts'
 import { openSqlite } from './dialect-sqlite.ts'
-import { compileStatements } from './statements.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync
 // (synchronous=FULL) blocks this thread, never the event loop that parses
 // the next batch's requests.
 
 const backend = openSqlite(workerData.path as string)
-const apply = batchApplier(backend, compileStatements(backend))
+const apply = batchApplier(backend)
 
 parentPort!.on('message', async (message: { id: number; batch: Webhook[] } | { close: true }) => {
   if ('close' in message) {

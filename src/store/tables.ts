@@ -35,15 +35,21 @@ export interface EventsTable {
   outcome: string
   duplicate_of: string | null
   errors: string | null
+  /** The sender's Idempotency-Key or Webhook-Id (hashed), on the event that claimed it; unique per shop. */
+  idem_key: string | null
 }
 
-export interface DedupKeysTable {
-  shop_id: number
-  key: string
-  event_id: string
+/** Columns that guard and deduplicate writes of a customer or an order. */
+interface Revisioned {
+  /** Field clocks as JSON, {field: [version_us, arrival_us]}; null on rows from before per-field clocks. */
+  clocks: string | null
+  /** Bumped by every write; a write requires the revision it loaded (several processes converge). */
+  rev: number
+  last_hash: string | null
+  last_event_id: string | null
 }
 
-export interface CustomersTable {
+export interface CustomersTable extends Revisioned {
   shop_id: number
   id: number
   first_name: string | null
@@ -59,9 +65,10 @@ export interface CustomersTable {
   arrival_us: number
   /** The version of the newest delete ever received; kept when the customer registers again. */
   erased_us: number | null
+  erased_email_sha: string | null
 }
 
-export interface OrdersTable {
+export interface OrdersTable extends Revisioned {
   shop_id: number
   id: number
   currency: string | null
@@ -85,6 +92,8 @@ export interface OrdersTable {
   updated_at: string | null
   updated_us: number | null
   arrival_us: number
+  processed_us: number | null
+  first_arrival_us: number | null
 }
 
 export interface LedgerTable {
@@ -109,7 +118,6 @@ export interface Tables {
   shops: ShopsTable
   api_keys: ApiKeysTable
   events: EventsTable
-  dedup_keys: DedupKeysTable
   customers: CustomersTable
   orders: OrdersTable
 }

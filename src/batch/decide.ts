@@ -1,0 +1,270 @@
+import { createHash } from 'node:crypto'
+import { mergeCustomer, mergeOrder, type CustomerPatch, type OrderRecord } from '../domain/merge.ts'
+import type { Status, Webhook } from '../domain/webhook.ts'
+import { planOrderEntries, type Holder, type Holding, type Owner } from '../loyalty/ledger-plan.ts'
+import { targetFor } from '../loyalty/points.ts'
+import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
+import { keyOf, type BatchState, type Decision, type EventRow, type LedgerLine, type LedgerRow, type Redaction, type StoredOrder } from './state.ts'
+
+// The decider of the write path: a batch of webhooks and the stored state they
+// touch in, every outcome and every row to write out. Pure: no I/O, no clock.
+// The store loads `state` (src/store/batch-load.ts) and writes the decision
+// (src/store/batch-write.ts); nothing is decided in SQL.
+
+export const REDACTED_BODY = Buffer.from('{"redacted":"personal data erased when the customer was deleted"}')
+export const REDACTED_HEADERS = '{"redacted":"personal data erased when the customer was deleted"}'
+
+/** What a tombstone keeps of the e-mail a delete erased: a hash, so orders sent with it later are erased too. */
+export const emailSha = (shopId: number, emailLower: string) => createHash('sha256').update(`${shopId}\n${emailLower}`).digest('base64url')
+
+const lower = (email: string | null) => email?.toLowerCase() ?? null
+const holderKey = (shopId: number, h: Holder) => (h.customerId !== null ? `${shopId}:c${h.customerId}` : `${shopId}:g${h.guestEmail}`)
+const DEFAULT_VERSIONED: VersionedRule = { rule: DEFAULT_RULE, version: 1 }
+
+/** Groups an order's ledger by holder and availability date; each group keeps the basis of its latest award. */
+export function holdingsOf(lines: readonly LedgerLine[]): Holding[] {
+  const groups = new Map<string, Holding>()
+  for (const line of lines) {
+    const key = `${line.customerId ?? ''}|${line.guestEmail ?? ''}|${line.basis.available_us}`
+    const group = groups.get(key)
+    if (!group) groups.set(key, { customerId: line.customerId, guestEmail: line.guestEmail, points: line.points, basis: line.basis })
+    else {
+      group.points += line.points
+      if (line.points > 0) group.basis = line.basis
+    }
+  }
+  return [...groups.values()]
+}
+
+/**
+ * Folds the batch over `state` in arrival order and settles the points of
+ * every order it touched. `state` is consumed: it ends as the batch's final state.
+ */
+export function decideBatch(batch: readonly Webhook[], state: BatchState, settleAlso: readonly string[] = []): Decision {
+  const changedCustomers = new Set<string>()
+  const changedOrders = new Set<string>()
+  /** Orders whose points must be settled, with the webhook that caused it (none for a rebuild). */
+  const toSettle = new Map<string, string | null>()
+  const claims = new Map<string, { shopId: number; eventId: string }>()
+  const forfeited = new Set<string>()
+  const redactions = new Map<number, { customerIds: Set<number>; orderIds: Set<number>; guestEmails: Set<string> }>()
+  const redactionOf = (shopId: number) => {
+    let r = redactions.get(shopId)
+    if (!r) redactions.set(shopId, (r = { customerIds: new Set(), orderIds: new Set(), guestEmails: new Set() }))
+    return r
+  }
+  const idem = new Map(state.idem)
+
+  function applyCustomer(shopId: number, patch: CustomerPatch, w: Webhook): boolean {
+    const key = keyOf(shopId, patch.id)
+    const stored = state.customers.get(key)
+    const emailBefore = lower(stored?.record.email ?? null)
+    const { applied, next } = mergeCustomer(stored?.record, patch)
+    if (next !== stored?.record) {
+      state.customers.set(key, {
+        shopId, record: next, rev: stored?.rev ?? 0, erasedEmailSha: stored?.erasedEmailSha ?? null,
+        lastHash: applied ? w.bodyHash : (stored?.lastHash ?? null),
+        lastEventId: applied ? w.eventId : (stored?.lastEventId ?? null),
+      })
+      changedCustomers.add(key)
+    }
+    if (patch.deleted) erase(shopId, patch, emailBefore, w)
+    else if (applied && next.email !== null) claims.set(keyOf(shopId, lower(next.email)!), { shopId, eventId: w.eventId })
+    return applied
+  }
+
+  /**
+   * A delete erases what predates it, by the timestamps, not by arrival: orders linked by a
+   * snapshot no newer than the delete, and every order e-mail equal to the erased e-mail (the
+   * one the delete carries, else the one stored) sent no later than the delete. A hash of that
+   * e-mail stays on the tombstone, so orders that arrive later with it are erased too.
+   */
+  function erase(shopId: number, patch: CustomerPatch, emailBefore: string | null, w: Webhook): void {
+    const key = keyOf(shopId, patch.id)
+    const customer = state.customers.get(key)!
+    const d = patch.clock.version_us
+    const erasedEmail = lower(patch.fields.email ?? null) ?? emailBefore
+    if (erasedEmail !== null && customer.record.erased_us === d) {
+      customer.erasedEmailSha = emailSha(shopId, erasedEmail)
+      changedCustomers.add(key)
+    }
+    for (const [orderKey, o] of state.orders) {
+      if (o.shopId !== shopId) continue
+      const r = o.record
+      const linked = r.customer_id === patch.id && r.customer_snapshot_us !== null && r.customer_snapshot_us <= d
+      const byEmail = erasedEmail !== null && lower(r.email) === erasedEmail && emailVersion(r) <= d
+      if (linked || byEmail) toSettle.set(orderKey, w.eventId)
+    }
+    forfeited.add(holderKey(shopId, { customerId: patch.id, guestEmail: null }))
+    if (erasedEmail !== null) forfeited.add(holderKey(shopId, { customerId: null, guestEmail: erasedEmail }))
+    if (customer.record.deleted) {
+      const r = redactionOf(shopId)
+      r.customerIds.add(patch.id)
+      if (erasedEmail !== null) r.guestEmails.add(erasedEmail)
+    }
+  }
+
+  function applyWebhook(w: Webhook): boolean {
+    const change = w.change!
+    if (change.kind === 'customer') return applyCustomer(w.shopId, change.customer, w)
+    if (change.customer) applyCustomer(w.shopId, change.customer, w)
+    const key = keyOf(w.shopId, change.order.id)
+    const stored = state.orders.get(key)
+    const { applied, next } = mergeOrder(stored?.record, change.order)
+    if (!applied) return false
+    state.orders.set(key, { shopId: w.shopId, record: next, rev: stored?.rev ?? 0, lastHash: w.bodyHash, lastEventId: w.eventId })
+    if (!state.ledger.has(key)) state.ledger.set(key, [])
+    changedOrders.add(key)
+    toSettle.set(key, w.eventId)
+    return true
+  }
+
+  const events: EventRow[] = []
+  for (const w of batch) {
+    let outcome: Status = 'rejected'
+    let duplicateOf: string | null = null
+    let idemKey: string | null = null
+    if (w.change) {
+      const resource =
+        w.change.kind === 'customer' ? state.customers.get(keyOf(w.shopId, w.change.customer.id)) : state.orders.get(keyOf(w.shopId, w.change.order.id))
+      const prior = w.idemKey === null ? undefined : idem.get(keyOf(w.shopId, w.idemKey))
+      if (prior !== undefined) {
+        outcome = 'duplicate'
+        duplicateOf = prior
+      } else if (w.idemKey === null && resource?.lastHash === w.bodyHash && resource.lastEventId !== null) {
+        // A copy of the latest webhook that changed this resource: a redelivery.
+        outcome = 'duplicate'
+        duplicateOf = resource.lastEventId
+      } else {
+        if (w.idemKey !== null) {
+          idemKey = w.idemKey
+          idem.set(keyOf(w.shopId, idemKey), w.eventId)
+        }
+        outcome = applyWebhook(w) ? 'applied' : 'stale'
+      }
+    }
+    events.push({
+      id: w.eventId, shopId: w.shopId, topic: w.topic, resourceId: w.resourceId, customerId: w.customerId, receivedUs: w.receivedUs,
+      body: w.body, headers: w.headers, outcome, duplicateOf, errors: w.errors, idemKey,
+    })
+  }
+
+  // Settlement, from the batch's final state.
+  const { ownerOf, emailErased, liveByEmail } = owners(state)
+  for (const key of settleAlso) if (!toSettle.has(key)) toSettle.set(key, null)
+  for (const [emailKey, claim] of claims) {
+    if (!liveByEmail.has(emailKey)) continue
+    for (const orderId of state.guestOrders.get(emailKey) ?? []) {
+      const key = keyOf(claim.shopId, orderId)
+      if (!toSettle.has(key)) toSettle.set(key, claim.eventId)
+    }
+  }
+
+  const ledger: LedgerRow[] = []
+  const erasedOrders = new Set<string>()
+  for (const [key, eventId] of toSettle) {
+    const o = state.orders.get(key)
+    if (!o) continue
+    const owner = ownerOf(o)
+    if (owner.state === 'deleted' || emailErased(o)) {
+      // The order belongs to an erased customer, or carries an erased e-mail: no e-mail, no raw body.
+      erasedOrders.add(key)
+      redactionOf(o.shopId).orderIds.add(o.record.id)
+      if (o.record.email !== null) {
+        o.record = { ...o.record, email: null }
+        changedOrders.add(key)
+      }
+    }
+    const target = targetFor(o.record, state.rules.get(o.shopId) ?? DEFAULT_VERSIONED, owner.state)
+    const forfeits = (h: Holder) => owner.state === 'deleted' || forfeited.has(holderKey(o.shopId, h))
+    for (const entry of planOrderEntries(holdingsOf(state.ledger.get(key) ?? []), owner, target, forfeits)) {
+      ledger.push({ ...entry, shopId: o.shopId, orderId: o.record.id, eventId })
+    }
+  }
+
+  // Bodies about erased data are stored redacted, whichever arrived first.
+  const orderErased = (shopId: number, id: number) => {
+    const key = keyOf(shopId, id)
+    if (erasedOrders.has(key)) return true
+    const o = state.orders.get(key)
+    return o !== undefined && (ownerOf(o).state === 'deleted' || emailErased(o))
+  }
+  for (const e of events) {
+    const customerGone = e.customerId !== null && state.customers.get(keyOf(e.shopId, e.customerId))?.record.deleted === true
+    const orderGone = e.topic === 'order/hook_created' && e.resourceId !== null && orderErased(e.shopId, e.resourceId)
+    if (customerGone || orderGone) {
+      e.body = REDACTED_BODY
+      e.headers = REDACTED_HEADERS
+    }
+  }
+
+  const list: Redaction[] = [...redactions].map(([shopId, r]) => ({
+    shopId, customerIds: [...r.customerIds], orderIds: [...r.orderIds], guestEmails: [...r.guestEmails],
+  }))
+  return {
+    events,
+    customers: [...changedCustomers].map((k) => state.customers.get(k)!),
+    orders: [...changedOrders].map((k) => state.orders.get(k)!),
+    ledger,
+    redactions: list.filter((r) => r.customerIds.length + r.orderIds.length + r.guestEmails.length > 0),
+  }
+}
+
+/**
+ * Who is credited with an order, from a state: its linked customer (deleted if the link's
+ * snapshot predates the customer's newest delete), else the live customer with its e-mail
+ * (unless a delete erased that e-mail after the order sent it), else a guest.
+ */
+export function owners(state: BatchState) {
+  const liveByEmail = new Map<string, number>()
+  const erasedByEmail = new Map<string, { id: number; erasedUs: number }>()
+  for (const c of state.customers.values()) {
+    const email = lower(c.record.email)
+    if (!c.record.deleted && email !== null) {
+      const key = keyOf(c.shopId, email)
+      const other = liveByEmail.get(key)
+      if (other === undefined || c.record.id < other) liveByEmail.set(key, c.record.id)
+    }
+    if (c.erasedEmailSha !== null && c.record.erased_us !== null) {
+      const key = keyOf(c.shopId, c.erasedEmailSha)
+      const other = erasedByEmail.get(key)
+      if (!other || c.record.erased_us > other.erasedUs) erasedByEmail.set(key, { id: c.record.id, erasedUs: c.record.erased_us })
+    }
+  }
+  function ownerOf(o: StoredOrder): Owner {
+    const r = o.record
+    if (r.customer_id !== null) {
+      const c = state.customers.get(keyOf(o.shopId, r.customer_id))
+      if (c) {
+        const erased = c.record.erased_us !== null && r.customer_snapshot_us !== null && r.customer_snapshot_us <= c.record.erased_us
+        return { state: c.record.deleted || erased ? 'deleted' : 'customer', customerId: r.customer_id, guestEmail: null }
+      }
+    }
+    const email = lower(r.email)
+    if (email === null) return { state: 'none', customerId: null, guestEmail: null }
+    const erasedBy = erasedByOf(o)
+    if (erasedBy) return { state: 'deleted', customerId: erasedBy.id, guestEmail: null }
+    const live = liveByEmail.get(keyOf(o.shopId, email))
+    if (live !== undefined) return { state: 'customer', customerId: live, guestEmail: null }
+    return { state: 'guest', customerId: null, guestEmail: email }
+  }
+  /** The deleted customer whose delete erased this order's e-mail, if one did. */
+  function erasedByOf(o: StoredOrder) {
+    const email = lower(o.record.email)
+    if (email === null) return undefined
+    const erasedBy = erasedByEmail.get(keyOf(o.shopId, emailSha(o.shopId, email)))
+    return erasedBy && emailVersion(o.record) <= erasedBy.erasedUs ? erasedBy : undefined
+  }
+  const emailErased = (o: StoredOrder) => erasedByOf(o) !== undefined
+  return { ownerOf, emailErased, liveByEmail }
+}
+
+/** The version of the webhook that set the order's e-mail. */
+function emailVersion(r: OrderRecord): number {
+  return r.clocks.email?.version_us ?? r.first_arrival_us
+}
+
+/** The outcome each webhook is answered with. */
+export function outcomesOf(decision: Decision) {
+  return decision.events.map((e) => ({ status: e.outcome, eventId: e.duplicateOf ?? e.id }))
+}

@@ -1,0 +1,91 @@
+import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
+import type { FieldError, Status, Topic } from '../domain/webhook.ts'
+import type { Holder, Reason } from '../loyalty/ledger-plan.ts'
+import type { Basis } from '../loyalty/points.ts'
+import type { VersionedRule } from '../loyalty/rule.ts'
+
+// What the store loads for a batch and what the decider hands back to be
+// written. Keys of resources are `${shopId}:${id}`.
+
+export const keyOf = (shopId: number, id: number | string) => `${shopId}:${id}`
+
+/** A stored row of a resource: its record, the revision that guards its write, and its latest change. */
+export interface Stored<R> {
+  shopId: number
+  record: R
+  /** 0 for a row not yet in the database; each write stores rev + 1 and requires rev. */
+  rev: number
+  /** The body hash and event of the latest webhook that changed it: a copy of that webhook is a duplicate. */
+  lastHash: string | null
+  lastEventId: string | null
+}
+
+export interface StoredCustomer extends Stored<CustomerRecord> {
+  /** A hash of the e-mail the customer had when a delete erased it (src/batch/erasure.ts). */
+  erasedEmailSha: string | null
+}
+export type StoredOrder = Stored<OrderRecord>
+
+/** One ledger entry as the decider sees it, in the order it was written. */
+export interface LedgerLine extends Holder {
+  points: number
+  basis: Basis
+}
+
+export interface BatchState {
+  customers: Map<string, StoredCustomer>
+  orders: Map<string, StoredOrder>
+  /** The ledger of every loaded order, by order key (empty when it holds nothing). */
+  ledger: Map<string, LedgerLine[]>
+  rules: Map<number, VersionedRule>
+  /** Event ids by `${shopId}:${idemKey}`, for the keys the batch carries. */
+  idem: Map<string, string>
+  /** Orders with points held under a guest e-mail, by `${shopId}:${email}`. */
+  guestOrders: Map<string, number[]>
+}
+
+export function emptyState(): BatchState {
+  return { customers: new Map(), orders: new Map(), ledger: new Map(), rules: new Map(), idem: new Map(), guestOrders: new Map() }
+}
+
+export interface EventRow {
+  id: string
+  shopId: number
+  topic: Topic
+  resourceId: number | null
+  customerId: number | null
+  receivedUs: number
+  body: Uint8Array
+  headers: string
+  outcome: Status
+  duplicateOf: string | null
+  errors: FieldError[] | null
+  /** Set on the event that claims the sender's idempotency key. */
+  idemKey: string | null
+}
+
+export interface LedgerRow extends Holder {
+  shopId: number
+  orderId: number
+  points: number
+  reason: Reason
+  basis: Basis
+  /** The webhook that caused the entry; null for a rebuild. */
+  eventId: string | null
+}
+
+/** Data of erased customers to be redacted in rows written before this batch. */
+export interface Redaction {
+  shopId: number
+  customerIds: number[]
+  orderIds: number[]
+  guestEmails: string[]
+}
+
+export interface Decision {
+  events: EventRow[]
+  customers: StoredCustomer[]
+  orders: StoredOrder[]
+  ledger: LedgerRow[]
+  redactions: Redaction[]
+}

@@ -1,0 +1,225 @@
+import type { Kysely } from 'kysely'
+import { emailSha } from '../batch/decide.ts'
+import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
+import type { Webhook } from '../domain/webhook.ts'
+import { parseStoredRule } from '../loyalty/rule.ts'
+import type { Backend, Session } from './dialect.ts'
+import { storedCustomer, storedOrder } from './rows.ts'
+import type { Tables } from './tables.ts'
+
+// Loads what a batch touches, with a few set-based queries per shop: the
+// customers and orders it names, the customers their owners are found among,
+// the ledger of those orders, and on the rare paths (guest claims, erasure)
+// the further orders they reach. Nothing here decides anything.
+
+interface ShopNeeds {
+  customers: Set<number>
+  orders: Set<number>
+  emails: Set<string>
+  idemKeys: Set<string>
+  /** E-mails customers are registered with in this batch: guest points under them may be claimed. */
+  claimEmails: Set<string>
+  /** Customers deleted in this batch: the orders they reach are erased. */
+  deleted: Set<number>
+  deletedEmails: Set<string>
+}
+
+const lower = (email: string | null | undefined) => (email == null ? null : email.toLowerCase())
+
+const emptyNeeds = (): ShopNeeds => ({
+  customers: new Set(), orders: new Set(), emails: new Set(), idemKeys: new Set(), claimEmails: new Set(), deleted: new Set(), deletedEmails: new Set(),
+})
+
+function needsOf(batch: readonly Webhook[]): Map<number, ShopNeeds> {
+  const shops = new Map<number, ShopNeeds>()
+  for (const w of batch) {
+    let n = shops.get(w.shopId)
+    if (!n) shops.set(w.shopId, (n = emptyNeeds()))
+    // Rejected webhooks name a customer too: their bodies are redacted if that customer is erased.
+    if (w.customerId !== null) n.customers.add(w.customerId)
+    if (w.idemKey !== null) n.idemKeys.add(w.idemKey)
+    const change = w.change
+    if (!change) continue
+    const customers = change.kind === 'customer' ? [change.customer] : change.customer ? [change.customer] : []
+    for (const c of customers) {
+      n.customers.add(c.id)
+      const email = lower(c.fields.email)
+      if (c.deleted) {
+        n.deleted.add(c.id)
+        if (email !== null) n.deletedEmails.add(email)
+      } else if (email !== null) n.claimEmails.add(email)
+    }
+    if (change.kind === 'order') {
+      n.orders.add(change.order.id)
+      const email = lower(change.order.fields.email)
+      if (email !== null) n.emails.add(email)
+    }
+  }
+  return shops
+}
+
+/** Keys a batch locks before it loads (see Backend.lockKeys). */
+export function lockKeysOf(batch: readonly Webhook[]): string[] {
+  const keys: string[] = []
+  for (const [shopId, n] of needsOf(batch)) {
+    for (const id of n.customers) keys.push(`${shopId}:c:${id}`)
+    for (const id of n.orders) keys.push(`${shopId}:o:${id}`)
+    for (const email of [...n.emails, ...n.claimEmails]) keys.push(`${shopId}:e:${email}`)
+  }
+  return keys
+}
+
+const chunks = <T>(values: readonly T[], size = 500): T[][] => {
+  const out: T[][] = []
+  for (let i = 0; i < values.length; i += size) out.push(values.slice(i, i + size))
+  return out
+}
+
+/**
+ * Loads the state a batch touches; `alsoOrders` names further orders (by shop) to load with
+ * everything their points depend on, as a rebuild or an explanation needs.
+ */
+export async function loadBatch(
+  backend: Backend,
+  s: Session,
+  batch: readonly Webhook[],
+  alsoOrders: ReadonlyMap<number, readonly number[]> = new Map(),
+): Promise<BatchState> {
+  const state = emptyState()
+  const shops = needsOf(batch)
+  for (const [shopId, ids] of alsoOrders) {
+    const n = shops.get(shopId) ?? emptyNeeds()
+    ids.forEach((id) => n.orders.add(id))
+    shops.set(shopId, n)
+  }
+  for (const [shopId, n] of shops) await loadShop(backend, backend.db, s, state, shopId, n)
+  return state
+}
+
+async function loadShop(backend: Backend, db: Kysely<Tables>, s: Session, state: BatchState, shopId: number, n: ShopNeeds): Promise<void> {
+  const loadedCustomers = new Set<number>()
+  const loadedOrders = new Set<number>()
+  const queriedEmails = new Set<string>()
+
+  const [rule] = await s.run(db.selectFrom('shops').select(['rule', 'rule_version']).where('id', '=', shopId).compile())
+  state.rules.set(shopId, { rule: parseStoredRule(rule?.rule ?? null), version: Number(rule?.rule_version ?? 1) })
+  for (const part of chunks([...n.idemKeys])) {
+    const rows = await s.run(db.selectFrom('events').select(['id', 'idem_key']).where('shop_id', '=', shopId).where('idem_key', 'in', part).compile())
+    for (const row of rows) state.idem.set(keyOf(shopId, row.idem_key!), row.id)
+  }
+
+  async function loadCustomers(ids: readonly number[]) {
+    const missing = ids.filter((id) => !loadedCustomers.has(id))
+    missing.forEach((id) => loadedCustomers.add(id))
+    for (const part of chunks(missing)) {
+      const rows = await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('id', 'in', part).compile())
+      for (const row of rows) state.customers.set(keyOf(shopId, row.id), storedCustomer(shopId, row))
+    }
+  }
+  const addCustomerRows = (rows: Parameters<typeof storedCustomer>[1][]) => {
+    for (const row of rows) {
+      const id = Number(row.id)
+      if (loadedCustomers.has(id)) continue
+      loadedCustomers.add(id)
+      state.customers.set(keyOf(shopId, id), storedCustomer(shopId, row))
+    }
+  }
+  const addOrderRows = (rows: Parameters<typeof storedOrder>[1][]) => {
+    for (const row of rows) {
+      const id = Number(row.id)
+      if (loadedOrders.has(id)) continue
+      loadedOrders.add(id)
+      state.orders.set(keyOf(shopId, id), storedOrder(shopId, row))
+    }
+  }
+  async function loadOrders(ids: readonly number[]) {
+    const missing = ids.filter((id) => !loadedOrders.has(id))
+    for (const part of chunks(missing)) {
+      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('id', 'in', part).compile()))
+    }
+    // Orders not stored yet count as loaded: the batch creates them.
+    missing.forEach((id) => loadedOrders.add(id))
+  }
+
+  await loadCustomers([...n.customers])
+  await loadOrders([...n.orders])
+
+  // The rare paths. Claims: orders holding points under an e-mail a customer registers with.
+  if (n.claimEmails.size > 0) {
+    for (const part of chunks([...n.claimEmails])) {
+      const rows = await s.run(
+        db.selectFrom('ledger').select(['order_id', 'guest_email', 'points']).where('shop_id', '=', shopId)
+          .where('customer_id', 'is', null).where('guest_email', 'in', part).compile(),
+      )
+      const held = new Map<string, Map<number, number>>()
+      for (const row of rows) {
+        const byOrder = held.get(row.guest_email!) ?? new Map<number, number>()
+        byOrder.set(Number(row.order_id), (byOrder.get(Number(row.order_id)) ?? 0) + Number(row.points))
+        held.set(row.guest_email!, byOrder)
+      }
+      for (const [email, byOrder] of held) {
+        const orders = [...byOrder].filter(([, points]) => points !== 0).map(([id]) => id)
+        if (orders.length > 0) state.guestOrders.set(keyOf(shopId, email), orders)
+      }
+    }
+    await loadOrders([...state.guestOrders].filter(([k]) => k.startsWith(`${shopId}:`)).flatMap(([, ids]) => ids))
+  }
+  // Erasure: orders linked to a deleted customer, or matched by the e-mail it had.
+  if (n.deleted.size > 0) {
+    for (const id of n.deleted) {
+      const email = lower(state.customers.get(keyOf(shopId, id))?.record.email)
+      if (email !== null) n.deletedEmails.add(email)
+    }
+    for (const part of chunks([...n.deleted])) {
+      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('customer_id', 'in', part).compile()))
+    }
+    for (const part of chunks([...n.deletedEmails])) {
+      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('email_lower', 'in', part).compile()))
+    }
+  }
+  const discovered = [...state.orders.values()].filter((o) => o.shopId === shopId && !n.orders.has(o.record.id))
+  if (discovered.length > 0) {
+    await backend.lockKeys(s, discovered.map((o) => `${shopId}:o:${o.record.id}`))
+  }
+
+  // Owners: the customers orders are linked to, and those their e-mails may match.
+  for (let round = 0; round < 3; round++) {
+    const orders = [...state.orders.values()].filter((o) => o.shopId === shopId)
+    const links = orders.map((o) => o.record.customer_id).filter((id): id is number => id !== null && !loadedCustomers.has(id))
+    const emails = [...n.emails, ...n.claimEmails, ...n.deletedEmails, ...orders.map((o) => lower(o.record.email)).filter((e): e is string => e !== null)]
+      .filter((e) => !queriedEmails.has(e))
+    if (links.length === 0 && emails.length === 0) break
+    await loadCustomers(links)
+    const fresh = [...new Set(emails)]
+    fresh.forEach((e) => queriedEmails.add(e))
+    for (const part of chunks(fresh)) {
+      addCustomerRows(await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('email_lower', 'in', part).compile()))
+      const shas = part.map((e) => emailSha(shopId, e))
+      addCustomerRows(await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('erased_email_sha', 'is not', null).where('erased_email_sha', 'in', shas).compile()))
+    }
+  }
+
+  // The ledger of every order in play, in the order it was written.
+  const orderIds = [...loadedOrders]
+  for (const id of orderIds) state.ledger.set(keyOf(shopId, id), [])
+  for (const part of chunks(orderIds)) {
+    const rows = await s.run(
+      db.selectFrom('ledger')
+        .select(['id', 'order_id', 'customer_id', 'guest_email', 'points', 'amount_minor', 'currency', 'rate', 'rule_version', 'available_us'])
+        .where('shop_id', '=', shopId).where('order_id', 'in', part).compile(),
+    )
+    // Sorted here: an ORDER BY id would steer SQLite onto the primary key, a scan of the ledger.
+    rows.sort((a, b) => Number(a.id) - Number(b.id))
+    for (const row of rows) {
+      state.ledger.get(keyOf(shopId, Number(row.order_id)))!.push({
+        customerId: row.customer_id === null ? null : Number(row.customer_id),
+        guestEmail: row.guest_email,
+        points: Number(row.points),
+        basis: {
+          amount_minor: Number(row.amount_minor), currency: row.currency, rate: row.rate,
+          rule_version: Number(row.rule_version), available_us: Number(row.available_us),
+        },
+      })
+    }
+  }
+}

@@ -1,0 +1,118 @@
+import { sql, type Insertable, type Kysely } from 'kysely'
+import { REDACTED_BODY, REDACTED_HEADERS } from '../batch/decide.ts'
+import type { Decision } from '../batch/state.ts'
+import { formatUs } from '../domain/time.ts'
+import type { Session } from './dialect.ts'
+import { customerRow, orderRow } from './rows.ts'
+import type { CustomersTable, EventsTable, LedgerTable, OrdersTable, Tables } from './tables.ts'
+
+// Writes a decision with one multi-row statement per table (more only past a
+// chunk of rows that would exceed the databases' parameter limits), and the
+// rare redactions. The SQL decides nothing: an upsert only checks that the row
+// still has the revision the batch loaded, so a concurrent writer elsewhere
+// makes the batch run again instead of being overwritten.
+
+/** A row changed since the batch loaded it: the batch is retried (PostgreSQL's serialization failure code). */
+export class RevisionConflict extends Error {
+  readonly code = '40001'
+  constructor(table: string) {
+    super(`a ${table} row changed while the batch was decided`)
+  }
+}
+
+const MAX_PARAMS = 30_000
+
+function chunked<T extends object>(rows: readonly T[]): T[][] {
+  if (rows.length === 0) return []
+  const size = Math.max(1, Math.floor(MAX_PARAMS / Object.keys(rows[0]!).length))
+  const out: T[][] = []
+  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size))
+  return out
+}
+
+/** `SET c = excluded.c` for every column but the key. */
+function excludedSet<T extends object>(row: T, key: readonly string[]) {
+  return Object.fromEntries(Object.keys(row).filter((c) => !key.includes(c)).map((c) => [c, sql.ref(`excluded.${c}`)])) as never
+}
+
+async function upsertGuarded<T extends 'customers' | 'orders'>(
+  s: Session,
+  db: Kysely<Tables>,
+  table: T,
+  rows: Insertable<T extends 'customers' ? CustomersTable : OrdersTable>[],
+): Promise<void> {
+  for (const part of chunked(rows)) {
+    const query = db
+      .insertInto(table)
+      .values(part as never)
+      .onConflict((oc) =>
+        oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet(part[0]!, ['shop_id', 'id'])).where(sql<boolean>`${sql.ref(`${table}.rev`)} = excluded.rev - 1`),
+      )
+      .returning('id')
+    const written = await s.run(query.compile())
+    if (written.length !== part.length) throw new RevisionConflict(table)
+  }
+}
+
+export async function writeDecision(s: Session, db: Kysely<Tables>, d: Decision, createdAt: string): Promise<void> {
+  await upsertGuarded(s, db, 'customers', d.customers.map(customerRow))
+  await upsertGuarded(s, db, 'orders', d.orders.map(orderRow))
+
+  const ledger: Insertable<LedgerTable>[] = d.ledger.map((e) => ({
+    shop_id: e.shopId,
+    order_id: e.orderId,
+    customer_id: e.customerId,
+    guest_email: e.guestEmail,
+    points: e.points,
+    reason: e.reason,
+    amount_minor: e.basis.amount_minor,
+    currency: e.basis.currency,
+    rate: e.basis.rate,
+    rule_version: e.basis.rule_version,
+    created_at: createdAt,
+    available_at: formatUs(e.basis.available_us),
+    available_us: e.basis.available_us,
+  }))
+  for (const part of chunked(ledger)) await s.run(db.insertInto('ledger').values(part).compile())
+
+  const events: Insertable<EventsTable>[] = d.events.map((e) => ({
+    id: e.id,
+    shop_id: e.shopId,
+    topic: e.topic,
+    resource_id: e.resourceId,
+    customer_id: e.customerId,
+    received_at: formatUs(e.receivedUs),
+    received_us: e.receivedUs,
+    body: e.body,
+    headers: e.headers,
+    outcome: e.outcome,
+    duplicate_of: e.duplicateOf,
+    errors: e.errors === null ? null : JSON.stringify(e.errors),
+    idem_key: e.idemKey,
+  }))
+  for (const part of chunked(events)) {
+    const query = db
+      .insertInto('events')
+      .values(part)
+      // Another process claimed one of these idempotency keys meanwhile: run the batch again.
+      .onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
+      .returning('id')
+    if ((await s.run(query.compile())).length !== part.length) throw new RevisionConflict('events')
+  }
+
+  for (const r of d.redactions) {
+    const redacted = { body: REDACTED_BODY, headers: REDACTED_HEADERS }
+    if (r.customerIds.length > 0) {
+      await s.run(db.updateTable('events').set(redacted).where('shop_id', '=', r.shopId).where('customer_id', 'in', r.customerIds).compile())
+    }
+    if (r.orderIds.length > 0) {
+      await s.run(
+        db.updateTable('events').set(redacted).where('shop_id', '=', r.shopId).where('resource_id', 'in', r.orderIds)
+          .where('topic', '=', 'order/hook_created').compile(),
+      )
+    }
+    if (r.guestEmails.length > 0) {
+      await s.run(db.updateTable('ledger').set({ guest_email: null }).where('shop_id', '=', r.shopId).where('guest_email', 'in', r.guestEmails).compile())
+    }
+  }
+}

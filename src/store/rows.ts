@@ -1,0 +1,157 @@
+import type { Insertable, Selectable } from 'kysely'
+import { CUSTOMER_FIELDS, ORDER_FIELDS, type Clock, type CustomerRecord, type OrderRecord } from '../domain/merge.ts'
+import type { StoredCustomer, StoredOrder } from '../batch/state.ts'
+import type { CustomersTable, OrdersTable } from './tables.ts'
+
+// Rows to records and back: the one place that knows how a record is laid
+// out in the database. Flags are 0/1, tags JSON text, clocks JSON text.
+
+type Clocks = Partial<Record<string, Clock>>
+
+const flag = (value: boolean | null) => (value === null ? null : value ? 1 : 0)
+const bool = (value: number | null) => (value === null ? null : Number(value) === 1)
+
+function clocksToJson(clocks: Clocks): string {
+  const out: Record<string, [number, number]> = {}
+  for (const [field, clock] of Object.entries(clocks)) if (clock) out[field] = [clock.version_us, clock.arrival_us]
+  return JSON.stringify(out)
+}
+
+/** Field clocks from JSON; rows written before per-field clocks get the row's own clock on every field that is set. */
+function clocksFromJson(json: string | null, fields: readonly string[], row: Record<string, unknown>, fallback: Clock): Clocks {
+  if (json !== null) {
+    const out: Clocks = {}
+    for (const [field, [version_us, arrival_us]] of Object.entries(JSON.parse(json) as Record<string, [number, number]>)) {
+      out[field] = { version_us, arrival_us }
+    }
+    return out
+  }
+  const out: Clocks = {}
+  for (const field of fields) if (row[field] !== null && row[field] !== undefined) out[field] = fallback
+  return out
+}
+
+export function toCustomer(row: Selectable<CustomersTable>): CustomerRecord {
+  const fallback = { version_us: Number(row.version_us), arrival_us: Number(row.arrival_us) }
+  return {
+    id: Number(row.id),
+    first_name: row.first_name,
+    last_name: row.last_name,
+    email: row.email,
+    is_newsletter: bool(row.is_newsletter),
+    tags: row.tags === null ? null : (JSON.parse(row.tags) as string[]),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    deleted: Number(row.deleted) === 1,
+    clocks: clocksFromJson(row.clocks, [...CUSTOMER_FIELDS, 'deleted'], row as unknown as Record<string, unknown>, fallback),
+    erased_us: row.erased_us === null ? null : Number(row.erased_us),
+  }
+}
+
+export function storedCustomer(shopId: number, row: Selectable<CustomersTable>): StoredCustomer {
+  return { shopId, record: toCustomer(row), rev: Number(row.rev), lastHash: row.last_hash, lastEventId: row.last_event_id, erasedEmailSha: row.erased_email_sha }
+}
+
+function newest(clocks: Clocks): Clock {
+  let best: Clock = { version_us: 0, arrival_us: 0 }
+  for (const c of Object.values(clocks)) {
+    if (c && (c.version_us > best.version_us || (c.version_us === best.version_us && c.arrival_us > best.arrival_us))) best = c
+  }
+  return best
+}
+
+export function customerRow(s: StoredCustomer): Insertable<CustomersTable> {
+  const c = s.record
+  const clock = newest(c.clocks)
+  return {
+    shop_id: s.shopId,
+    id: c.id,
+    first_name: c.first_name,
+    last_name: c.last_name,
+    email: c.email,
+    email_lower: c.email?.toLowerCase() ?? null,
+    is_newsletter: flag(c.is_newsletter),
+    tags: c.tags === null ? null : JSON.stringify(c.tags),
+    created_at: c.created_at,
+    updated_at: c.updated_at,
+    deleted: c.deleted ? 1 : 0,
+    version_us: clock.version_us,
+    arrival_us: clock.arrival_us,
+    erased_us: c.erased_us,
+    erased_email_sha: s.erasedEmailSha,
+    clocks: clocksToJson(c.clocks),
+    rev: s.rev + 1,
+    last_hash: s.lastHash,
+    last_event_id: s.lastEventId,
+  }
+}
+
+export function toOrder(row: Selectable<OrdersTable>): OrderRecord {
+  const arrival = Number(row.arrival_us)
+  const fallback = { version_us: row.updated_us === null ? arrival : Number(row.updated_us), arrival_us: arrival }
+  const num = (v: number | null) => (v === null ? null : Number(v))
+  return {
+    id: Number(row.id),
+    currency: row.currency,
+    email: row.email,
+    ref: row.ref,
+    total: num(row.total),
+    subtotal: num(row.subtotal),
+    amount_shipping: num(row.amount_shipping),
+    amount_giftcard: num(row.amount_giftcard),
+    amount_tax: num(row.amount_tax),
+    cancelled_at: row.cancelled_at,
+    cancelled_us: num(row.cancelled_us),
+    processed_at: row.processed_at,
+    processed_us: num(row.processed_us),
+    is_fulfilled: Number(row.is_fulfilled) === 1,
+    is_refunded: Number(row.is_refunded) === 1,
+    is_paid: Number(row.is_paid) === 1,
+    customer_id: num(row.customer_id),
+    customer_link_us: num(row.customer_link_us),
+    customer_snapshot_us: num(row.customer_snapshot_us),
+    updated_at: row.updated_at,
+    clocks: clocksFromJson(row.clocks, ORDER_FIELDS, row as unknown as Record<string, unknown>, fallback),
+    first_arrival_us: row.first_arrival_us === null ? arrival : Number(row.first_arrival_us),
+    arrival_us: arrival,
+  }
+}
+
+export function storedOrder(shopId: number, row: Selectable<OrdersTable>): StoredOrder {
+  return { shopId, record: toOrder(row), rev: Number(row.rev), lastHash: row.last_hash, lastEventId: row.last_event_id }
+}
+
+export function orderRow(s: StoredOrder): Insertable<OrdersTable> {
+  const o = s.record
+  return {
+    shop_id: s.shopId,
+    id: o.id,
+    currency: o.currency,
+    email: o.email,
+    email_lower: o.email?.toLowerCase() ?? null,
+    ref: o.ref,
+    total: o.total,
+    subtotal: o.subtotal,
+    amount_shipping: o.amount_shipping,
+    amount_giftcard: o.amount_giftcard,
+    amount_tax: o.amount_tax,
+    cancelled_at: o.cancelled_at,
+    cancelled_us: o.cancelled_us,
+    processed_at: o.processed_at,
+    processed_us: o.processed_us,
+    is_fulfilled: o.is_fulfilled ? 1 : 0,
+    is_refunded: o.is_refunded ? 1 : 0,
+    is_paid: o.is_paid ? 1 : 0,
+    customer_id: o.customer_id,
+    customer_link_us: o.customer_link_us,
+    customer_snapshot_us: o.customer_snapshot_us,
+    updated_at: o.updated_at,
+    updated_us: o.clocks.updated_at && o.updated_at !== null ? o.clocks.updated_at.version_us : null,
+    arrival_us: o.arrival_us,
+    first_arrival_us: o.first_arrival_us,
+    clocks: clocksToJson(o.clocks),
+    rev: s.rev + 1,
+    last_hash: s.lastHash,
+    last_event_id: s.lastEventId,
+  }
+}
