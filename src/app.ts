@@ -18,12 +18,14 @@ import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
 import type { Backend, BatchWriter } from './store/dialect.ts'
-import { compileStatements, type Statements } from './store/statements.ts'
+import { readStatements } from './store/read-repo.ts'
+import type { Statements } from './store/statements.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
 
 export interface Services {
   config: Config
   backend: Backend
+  /** For the read endpoints: compiled without row locks, so reads never wait behind a write. */
   statements: Statements
   writer: GroupCommitWriter<Webhook, BatchResult>
   /** Where the writer's batches commit; /readyz asks it whether it can. */
@@ -61,7 +63,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await backend.close().catch(() => {})
     throw err
   }
-  const statements = compileStatements(backend)
+  const statements = readStatements(backend)
   const metrics = createMetrics()
   const batchWriter = backend.openWriter()
   const writer = new GroupCommitWriter<Webhook, BatchResult>({

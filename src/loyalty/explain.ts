@@ -11,7 +11,10 @@ export interface OrderPoints {
   why: string
 }
 
-/** What an order holds in the ledger, and why, from committed state. */
+/**
+ * What an order holds in the ledger, and why, from committed state. `st` must be compiled without
+ * row locks (readStatements): a read that locked the owner's row would wait behind any write to it.
+ */
 export async function explainOrderPoints(backend: Backend, st: Statements, shopId: number, order: OrderRecord): Promise<OrderPoints> {
   const ctx = new LedgerContext(backend.reads, st)
   const owner = await ownerOf(ctx, shopId, order)

@@ -1,8 +1,11 @@
 import type { Kysely, Selectable } from 'kysely'
 import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
+import type { DialectTypes } from './dialect.ts'
+import { compileStatements, type Statements } from './statements.ts'
 import type { CustomersTable, OrdersTable, Tables } from './tables.ts'
 
-// Reads for the API, mapped from rows to the domain's records.
+// Reads for the API, mapped from rows to the domain's records. They take no row locks, so they
+// never wait behind a write: each sees the state committed when it runs.
 
 const bool = (value: number | null) => (value === null ? null : value === 1)
 
@@ -57,4 +60,12 @@ export async function findCustomer(db: Kysely<Tables>, shopId: number, id: numbe
 export async function findOrder(db: Kysely<Tables>, shopId: number, id: number): Promise<OrderRecord | undefined> {
   const row = await db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('id', '=', id).executeTakeFirst()
   return row && toOrder(row)
+}
+
+/**
+ * The write path's statements compiled without row locks (FOR SHARE, FOR UPDATE), for the read
+ * path's reuse of its lookups, such as the owner of an order when its points are explained.
+ */
+export function readStatements(backend: { db: Kysely<Tables>; types: DialectTypes }): Statements {
+  return compileStatements({ db: backend.db, types: { ...backend.types, rowLocks: false } })
 }
