@@ -10,7 +10,7 @@ export class QueueFullError extends Error {
   }
 }
 
-/** The database failed recently; webhooks are refused at once until a retry succeeds. */
+/** The database failed recently; webhooks are refused at once for the cool-down, then batches probe it again. */
 export class WriterUnavailableError extends Error {
   constructor(override readonly cause: unknown) {
     super('the database is unavailable')
@@ -119,12 +119,10 @@ export class GroupCommitWriter<T, R> {
     lane.busy = true
     // An apply that throws instead of rejecting must fail its batch, not the process, and must not leave the lane busy.
     new Promise<R[]>((resolve) => resolve(this.options.apply(batch.map((p) => p.item))))
-      .then(
-        (results) => {
-          if (results.length !== batch.length) throw new Error(`apply returned ${results.length} results for a batch of ${batch.length}`)
-          batch.forEach((p, i) => p.resolve(results[i]!))
-        },
-      )
+      .then((results) => {
+        if (results.length !== batch.length) throw new Error(`apply returned ${results.length} results for a batch of ${batch.length}`)
+        batch.forEach((p, i) => p.resolve(results[i]!))
+      })
       .catch((error: unknown) => {
         batch.forEach((p) => p.reject(error))
         if (this.options.isUnavailable(error)) this.trip(error)
