@@ -17,13 +17,15 @@ import { FORMATS } from './schemas/common.ts'
 import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
-import type { Backend } from './store/dialect.ts'
+import type { Backend, BatchWriter } from './store/dialect.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
 
 export interface Services {
   config: Config
   backend: Backend
   writer: GroupCommitWriter<Webhook, BatchResult>
+  /** Where the writer's batches commit; /readyz asks it whether it can. */
+  batchWriter: BatchWriter
   auth: Authenticator
   metrics: Metrics
 }
@@ -72,7 +74,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     cooldownMs: 1000,
   })
   const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
-  const services: Services = { config, backend, writer, auth, metrics }
+  const services: Services = { config, backend, writer, batchWriter, auth, metrics }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({

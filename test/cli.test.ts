@@ -253,7 +253,13 @@ forEachDatabase((kind) => {
       assert.ok(health, `serve did not answer on port ${port}; ${exited ? `it exited ${exited.code}: ${exited.stderr}` : 'it is still starting'}`)
       assert.equal(health.status, 200)
       await health.json()
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`)
+      // Ready once the SQLite writer thread can commit, which may be a little after the first answer.
+      let ready = await fetch(`http://127.0.0.1:${port}/readyz`)
+      while (ready.status === 503 && !exited && Date.now() < deadline) {
+        await ready.arrayBuffer()
+        await new Promise((r) => setTimeout(r, 100))
+        ready = await fetch(`http://127.0.0.1:${port}/readyz`)
+      }
       assert.equal(ready.status, 200)
       // It serves this database: a key created by the CLI is known.
       const res = await fetch(`http://127.0.0.1:${port}${CUSTOMER_CREATED}`, {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import type { OrderRecord } from '../domain/merge.ts'
+import { emptyOrder, type OrderRecord } from '../domain/merge.ts'
 import { availableUs, earningAmount, pointsFor, targetFor } from './points.ts'
 import { DEFAULT_RULE, normalizeRule, type Rule, type VersionedRule } from './rule.ts'
 
@@ -15,27 +15,14 @@ const ARRIVAL_US = Date.UTC(2024, 4, 1) * 1000
 
 function order(fields: Partial<OrderRecord> = {}): OrderRecord {
   return {
-    id: 1,
+    ...emptyOrder(1, ARRIVAL_US),
     currency: 'EUR',
     email: 'a@example.com',
-    ref: null,
-    total: null,
     subtotal: 10_000,
-    amount_shipping: null,
-    amount_giftcard: null,
-    amount_tax: null,
-    cancelled_at: null,
-    cancelled_us: null,
     processed_at: PROCESSED_AT,
-    is_fulfilled: false,
-    is_refunded: false,
+    processed_us: PROCESSED_US,
     is_paid: true,
     customer_id: 7,
-    customer_link_us: null,
-    customer_snapshot_us: null,
-    updated_at: null,
-    updated_us: null,
-    arrival_us: ARRIVAL_US,
     ...fields,
   }
 }
@@ -125,17 +112,31 @@ test('earningAmount: missing parts count as zero, a missing subtotal is null, ne
 })
 
 test('availableUs: processed_at plus the pending window, else the first arrival', () => {
-  assert.equal(availableUs(order(), PROCESSED_US, rule()), PROCESSED_US + 14 * DAY_US)
-  assert.equal(availableUs(order(), PROCESSED_US, rule({ pending_days: 0 })), PROCESSED_US)
-  assert.equal(availableUs(order(), PROCESSED_US, rule({ pending_days: 30 })), PROCESSED_US + 30 * DAY_US)
-  assert.equal(availableUs(order({ processed_at: null }), null, rule()), ARRIVAL_US + 14 * DAY_US)
+  assert.equal(availableUs(order(), rule()), PROCESSED_US + 14 * DAY_US)
+  assert.equal(availableUs(order(), rule({ pending_days: 0 })), PROCESSED_US)
+  assert.equal(availableUs(order(), rule({ pending_days: 30 })), PROCESSED_US + 30 * DAY_US)
+  assert.equal(availableUs(order({ processed_at: null, processed_us: null }), rule()), ARRIVAL_US + 14 * DAY_US)
+})
+
+test('availableUs follows the order as it is now: its current processed_at, its first arrival, not its latest', () => {
+  const later = '2024-03-05T10:00:00+02:00'
+  assert.equal(availableUs(order({ processed_at: later, processed_us: Date.parse(later) * 1000 }), rule()), Date.parse(later) * 1000 + 14 * DAY_US)
+  const unprocessed = order({ processed_at: null, processed_us: null, first_arrival_us: ARRIVAL_US, arrival_us: ARRIVAL_US + 5 * DAY_US })
+  assert.equal(availableUs(unprocessed, rule({ pending_days: 1 })), ARRIVAL_US + DAY_US)
+})
+
+test('targetFor: the basis is dated like availableUs, so a new processed_at or pending window moves it', () => {
+  const o = order({ processed_at: null, processed_us: null })
+  assert.equal(targetFor(o, rule(), 'customer').basis?.available_us, ARRIVAL_US + 14 * DAY_US)
+  assert.equal(targetFor(o, rule({ pending_days: 0 }), 'customer').basis?.available_us, ARRIVAL_US)
+  assert.equal(targetFor(order(), rule({ pending_days: 0 }), 'customer').basis?.available_us, PROCESSED_US)
 })
 
 // ---------------------------------------------------------------------------------------------
 // targetFor
 
 test('targetFor: a paid order earns, with its basis', () => {
-  const target = targetFor(order({ subtotal: 12_345, amount_giftcard: 345 }), PROCESSED_US, rule({}, 3), 'customer')
+  const target = targetFor(order({ subtotal: 12_345, amount_giftcard: 345 }), rule({}, 3), 'customer')
   assert.equal(target.points, 120)
   assert.deepEqual(target.basis, { amount_minor: 12_000, currency: 'EUR', rate: '1', rule_version: 3, available_us: PROCESSED_US + 14 * DAY_US })
   assert.equal(target.reversal, undefined)
@@ -155,90 +156,90 @@ test('targetFor: the default rule is the issue\'s default', () => {
 })
 
 test('targetFor: a guest earns like a customer', () => {
-  assert.equal(targetFor(order({ customer_id: null }), PROCESSED_US, rule(), 'guest').points, 100)
+  assert.equal(targetFor(order({ customer_id: null }), rule(), 'guest').points, 100)
 })
 
 test('targetFor: points per unit and per-currency rates, rounded down exactly', () => {
-  assert.equal(targetFor(order({ subtotal: 999 }), PROCESSED_US, rule({ points_per_unit: 1.1 }), 'customer').points, 10)
-  assert.equal(targetFor(order({ subtotal: 3_000 }), PROCESSED_US, rule({ points_per_unit: 2.3 }), 'customer').points, 69)
+  assert.equal(targetFor(order({ subtotal: 999 }), rule({ points_per_unit: 1.1 }), 'customer').points, 10)
+  assert.equal(targetFor(order({ subtotal: 3_000 }), rule({ points_per_unit: 2.3 }), 'customer').points, 69)
   const rates = rule({ points_per_unit: 5, currency_rates: { EUR: 1.5, USD: 1.1 } })
-  const eur = targetFor(order({ subtotal: 1_990 }), PROCESSED_US, rates, 'customer')
+  const eur = targetFor(order({ subtotal: 1_990 }), rates, 'customer')
   assert.equal(eur.points, 29)
   assert.equal(eur.basis?.rate, '1.5')
-  assert.equal(targetFor(order({ subtotal: 1_000, currency: 'USD' }), PROCESSED_US, rates, 'customer').points, 11)
+  assert.equal(targetFor(order({ subtotal: 1_000, currency: 'USD' }), rates, 'customer').points, 11)
 })
 
 test('targetFor: not paid yet', () => {
-  const target = targetFor(order({ is_paid: false }), PROCESSED_US, rule(), 'customer')
+  const target = targetFor(order({ is_paid: false }), rule(), 'customer')
   assert.deepEqual(target, { points: 0, basis: null, why: 'not paid yet' })
 })
 
 test('targetFor: earn on fulfilled waits for fulfilment, paid or not', () => {
   const fulfilled = rule({ earn_on: 'fulfilled' })
-  assert.deepEqual(targetFor(order({ is_paid: true, is_fulfilled: false }), PROCESSED_US, fulfilled, 'customer'), {
+  assert.deepEqual(targetFor(order({ is_paid: true, is_fulfilled: false }), fulfilled, 'customer'), {
     points: 0,
     basis: null,
     why: 'not fulfilled yet',
   })
-  const done = targetFor(order({ is_paid: true, is_fulfilled: true }), PROCESSED_US, fulfilled, 'customer')
+  const done = targetFor(order({ is_paid: true, is_fulfilled: true }), fulfilled, 'customer')
   assert.equal(done.points, 100)
   assert.match(done.why, /^fulfilled order/)
-  assert.equal(targetFor(order({ is_paid: false, is_fulfilled: true }), PROCESSED_US, fulfilled, 'customer').points, 100)
+  assert.equal(targetFor(order({ is_paid: false, is_fulfilled: true }), fulfilled, 'customer').points, 100)
 })
 
 test('targetFor: refunded and cancelled take everything back, with the reason of the reversal', () => {
-  assert.deepEqual(targetFor(order({ is_refunded: true }), PROCESSED_US, rule(), 'customer'), {
+  assert.deepEqual(targetFor(order({ is_refunded: true }), rule(), 'customer'), {
     points: 0,
     basis: null,
     why: 'refunded',
     reversal: 'reversed_refund',
   })
   const cancelledAt = '2024-03-02T00:00:00Z'
-  assert.deepEqual(targetFor(order({ cancelled_at: cancelledAt, cancelled_us: Date.parse(cancelledAt) * 1000 }), PROCESSED_US, rule(), 'guest'), {
+  assert.deepEqual(targetFor(order({ cancelled_at: cancelledAt, cancelled_us: Date.parse(cancelledAt) * 1000 }), rule(), 'guest'), {
     points: 0,
     basis: null,
     why: 'cancelled',
     reversal: 'reversed_cancel',
   })
   // Unpaid and refunded: still a reversal, so that anything held goes back as a refund.
-  assert.equal(targetFor(order({ is_paid: false, is_refunded: true }), PROCESSED_US, rule(), 'customer').reversal, 'reversed_refund')
+  assert.equal(targetFor(order({ is_paid: false, is_refunded: true }), rule(), 'customer').reversal, 'reversed_refund')
 })
 
 test('targetFor: a currency without a rate, or at rate 0, earns nothing and says why', () => {
   const rates = rule({ currency_rates: { EUR: 1, JPY: 0 } })
-  assert.deepEqual(targetFor(order({ currency: 'USD' }), PROCESSED_US, rates, 'customer'), { points: 0, basis: null, why: 'currency USD has no rate' })
-  const jpy = targetFor(order({ currency: 'JPY' }), PROCESSED_US, rates, 'customer')
+  assert.deepEqual(targetFor(order({ currency: 'USD' }), rates, 'customer'), { points: 0, basis: null, why: 'currency USD has no rate' })
+  const jpy = targetFor(order({ currency: 'JPY' }), rates, 'customer')
   assert.equal(jpy.points, 0)
   assert.equal(jpy.basis, null)
   assert.match(jpy.why, /JPY/)
   assert.match(jpy.why, /rate 0/)
-  const none = targetFor(order({ currency: null }), PROCESSED_US, rates, 'customer')
+  const none = targetFor(order({ currency: null }), rates, 'customer')
   assert.equal(none.points, 0)
   assert.match(none.why, /no currency/)
   // Without currency rates every currency earns at points_per_unit.
-  assert.equal(targetFor(order({ currency: 'USD' }), PROCESSED_US, rule(), 'customer').points, 100)
+  assert.equal(targetFor(order({ currency: 'USD' }), rule(), 'customer').points, 100)
 })
 
 test('targetFor: a gift card that covers the whole order earns 0', () => {
-  const covered = targetFor(order({ subtotal: 5_000, amount_giftcard: 5_000 }), PROCESSED_US, rule(), 'customer')
+  const covered = targetFor(order({ subtotal: 5_000, amount_giftcard: 5_000 }), rule(), 'customer')
   assert.equal(covered.points, 0)
   assert.equal(covered.basis, null)
   assert.equal(covered.reversal, undefined)
-  const over = targetFor(order({ subtotal: 5_000, amount_giftcard: 7_000, amount_shipping: 1_000 }), PROCESSED_US, rule({ include_shipping: true }), 'customer')
+  const over = targetFor(order({ subtotal: 5_000, amount_giftcard: 7_000, amount_shipping: 1_000 }), rule({ include_shipping: true }), 'customer')
   assert.equal(over.points, 0)
   // Unless the gift card earns too.
-  assert.equal(targetFor(order({ subtotal: 5_000, amount_giftcard: 5_000 }), PROCESSED_US, rule({ exclude_giftcard: false }), 'customer').points, 50)
+  assert.equal(targetFor(order({ subtotal: 5_000, amount_giftcard: 5_000 }), rule({ exclude_giftcard: false }), 'customer').points, 50)
 })
 
 test('targetFor: below one point earns 0 and says so', () => {
-  const small = targetFor(order({ subtotal: 99 }), PROCESSED_US, rule(), 'customer')
+  const small = targetFor(order({ subtotal: 99 }), rule(), 'customer')
   assert.equal(small.points, 0)
   assert.equal(small.basis, null)
   assert.match(small.why, /below one point/)
 })
 
 test('targetFor: a deleted owner holds nothing: forfeited', () => {
-  const target = targetFor(order(), PROCESSED_US, rule(), 'deleted')
+  const target = targetFor(order(), rule(), 'deleted')
   assert.equal(target.points, 0)
   assert.equal(target.basis, null)
   assert.equal(target.reversal, 'forfeited')
@@ -246,13 +247,13 @@ test('targetFor: a deleted owner holds nothing: forfeited', () => {
 })
 
 test('targetFor: nobody to credit, or no subtotal, earns 0', () => {
-  assert.equal(targetFor(order({ customer_id: null, email: null }), PROCESSED_US, rule(), 'none').points, 0)
-  const noSubtotal = targetFor(order({ subtotal: null }), PROCESSED_US, rule(), 'customer')
+  assert.equal(targetFor(order({ customer_id: null, email: null }), rule(), 'none').points, 0)
+  const noSubtotal = targetFor(order({ subtotal: null }), rule(), 'customer')
   assert.equal(noSubtotal.points, 0)
   assert.match(noSubtotal.why, /subtotal/)
 })
 
-test('targetFor is pure: the arrival and updated_at of the order do not change its points', () => {
+test('targetFor is pure: once processed, the arrivals, clocks and updated_at of the order do not change its points', () => {
   fc.assert(
     fc.property(
       fc.integer({ min: 0, max: 10_000_000 }),
@@ -261,10 +262,12 @@ test('targetFor is pure: the arrival and updated_at of the order do not change i
       fc.boolean(),
       fc.integer({ min: 0, max: 2 ** 40 }),
       (subtotal, giftcard, paid, refunded, arrival) => {
-        const a = targetFor(order({ subtotal, amount_giftcard: giftcard, is_paid: paid, is_refunded: refunded }), PROCESSED_US, rule(), 'customer')
+        const a = targetFor(order({ subtotal, amount_giftcard: giftcard, is_paid: paid, is_refunded: refunded }), rule(), 'customer')
         const b = targetFor(
-          order({ subtotal, amount_giftcard: giftcard, is_paid: paid, is_refunded: refunded, arrival_us: arrival, updated_at: '2030-01-01T00:00:00Z', updated_us: 1 }),
-          PROCESSED_US,
+          order({
+            subtotal, amount_giftcard: giftcard, is_paid: paid, is_refunded: refunded, arrival_us: arrival, first_arrival_us: arrival,
+            updated_at: '2030-01-01T00:00:00Z', clocks: { updated_at: { version_us: 1, arrival_us: arrival } },
+          }),
           rule(),
           'customer',
         )

@@ -13,6 +13,11 @@ export interface Session {
 /** Commits batches of webhooks; each resolves only once its batch is durable. */
 export interface BatchWriter {
   apply(batch: Webhook[]): Promise<BatchResult[]>
+  /**
+   * Resolves when this writer can commit now; rejects while it is starting or once it has died.
+   * Absent when the writer is ready whenever the database answers (PostgreSQL).
+   */
+  ping?(): Promise<void>
   close(): Promise<void>
 }
 

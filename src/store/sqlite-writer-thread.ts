@@ -7,13 +7,19 @@ import { openSqlite } from './dialect-sqlite.ts'
 // (synchronous=FULL) blocks this thread, never the event loop that parses
 // the next batch's requests.
 
+type Message = { id: number; batch: Webhook[] } | { id: number; ping: true } | { close: true }
+
 const backend = openSqlite(workerData.path as string)
 const apply = batchApplier(backend)
 
-parentPort!.on('message', async (message: { id: number; batch: Webhook[] } | { close: true }) => {
+parentPort!.on('message', async (message: Message) => {
   if ('close' in message) {
     await backend.close()
     parentPort!.postMessage({ closed: true })
+    return
+  }
+  if ('ping' in message) {
+    parentPort!.postMessage({ id: message.id })
     return
   }
   try {
@@ -26,6 +32,8 @@ parentPort!.on('message', async (message: { id: number; batch: Webhook[] } | { c
     parentPort!.postMessage({ id: message.id, error: plainError(err) })
   }
 })
+// Starting takes seconds (tsx compiles the sources first): until now the service cannot commit.
+parentPort!.postMessage({ ready: true })
 
 /** Errors cross threads as plain objects: structured cloning drops properties such as `code`. */
 function plainError(err: unknown) {

@@ -4,9 +4,11 @@ import type { BatchResult } from './apply-batch.ts'
 import type { BatchWriter } from './dialect.ts'
 
 interface Reply {
-  id: number
+  id?: number
   results?: (BatchResult | { status: 'failed'; error: PlainError })[]
   error?: PlainError
+  ready?: true
+  closed?: true
 }
 interface PlainError {
   message: string
@@ -18,41 +20,58 @@ function revive(plain: PlainError): Error {
   return Object.assign(new Error(plain.message), { code: plain.code, stack: plain.stack })
 }
 
+export interface SqliteBatchWriter extends BatchWriter {
+  ping(): Promise<void>
+  /** The writer thread, so that a test can stop it as a crash would. */
+  readonly thread: Worker
+}
+
 /** Applies batches on a writer thread with its own connection to the SQLite file. */
-export function startSqliteWriter(path: string): BatchWriter {
+export function startSqliteWriter(path: string): SqliteBatchWriter {
   const worker = new Worker(new URL('./sqlite-writer-entry.js', import.meta.url), { workerData: { path } })
   const pending = new Map<number, { resolve: (r: BatchResult[]) => void; reject: (e: Error) => void }>()
   let nextId = 0
+  let ready = false
   let failure: Error | undefined
 
-  worker.on('message', (reply: Reply & { closed?: boolean }) => {
-    if (reply.closed) return
+  worker.on('message', (reply: Reply) => {
+    if (reply.ready) ready = true
+    if (reply.id === undefined) return
     const waiter = pending.get(reply.id)
     if (!waiter) return
     pending.delete(reply.id)
     if (reply.error) waiter.reject(revive(reply.error))
-    else waiter.resolve(reply.results!.map((r) => (r.status === 'failed' ? { status: 'failed', error: revive(r.error as PlainError) } : r)) as BatchResult[])
+    else waiter.resolve((reply.results ?? []).map((r) => (r.status === 'failed' ? { status: 'failed', error: revive(r.error as PlainError) } : r)) as BatchResult[])
   })
   const fail = (err: Error) => {
-    failure = Object.assign(new Error(`the SQLite writer thread stopped: ${err.message}`), { code: 'SQLITE_CANTOPEN' })
+    // The first cause is the one worth keeping: an 'error' is followed by an 'exit'.
+    failure ??= Object.assign(new Error(`the SQLite writer thread stopped: ${err.message}`), { code: 'SQLITE_CANTOPEN' })
     for (const waiter of pending.values()) waiter.reject(failure)
     pending.clear()
   }
   worker.on('error', fail)
   worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
 
+  const send = (message: { batch: Webhook[] } | { ping: true }) =>
+    new Promise<BatchResult[]>((resolve, reject) => {
+      if (failure) return reject(failure)
+      const id = nextId++
+      pending.set(id, { resolve, reject })
+      worker.postMessage({ id, ...message })
+    })
+
   return {
-    apply(batch: Webhook[]) {
-      if (failure) return Promise.reject(failure)
-      return new Promise((resolve, reject) => {
-        const id = nextId++
-        pending.set(id, { resolve, reject })
-        worker.postMessage({ id, batch })
-      })
+    thread: worker,
+    apply: (batch) => send({ batch }),
+    // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
+    async ping() {
+      if (failure) throw failure
+      if (!ready) throw new Error('the SQLite writer thread is still starting')
+      await send({ ping: true })
     },
     async close() {
       if (failure) return
-      const closed = new Promise<void>((resolve) => worker.on('message', (m: { closed?: boolean }) => m.closed && resolve()))
+      const closed = new Promise<void>((resolve) => worker.on('message', (m: Reply) => m.closed && resolve()))
       worker.postMessage({ close: true })
       await closed
       worker.removeAllListeners('exit')

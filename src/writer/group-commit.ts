@@ -10,7 +10,7 @@ export class QueueFullError extends Error {
   }
 }
 
-/** The database failed recently; webhooks are refused at once until a retry succeeds. */
+/** The database failed recently; webhooks are refused at once for the cool-down, then batches probe it again. */
 export class WriterUnavailableError extends Error {
   constructor(override readonly cause: unknown) {
     super('the database is unavailable')
@@ -34,7 +34,8 @@ export interface WriterOptions<T, R> {
   isUnavailable: (error: unknown) => boolean
   /**
    * After such a failure, how long new webhooks are refused at once instead of
-   * queueing behind a dead connection; then one batch probes the database.
+   * queueing behind a dead connection; then the next batch of each lane probes
+   * the database, and a failed probe trips the writer again.
    */
   cooldownMs: number
 }
@@ -45,11 +46,13 @@ interface Pending<T, R> {
   reject: (error: unknown) => void
 }
 
+type Lane<T, R> = { queue: Pending<T, R>[]; busy: boolean; scheduled: boolean }
+
 export class GroupCommitWriter<T, R> {
-  private readonly lanes: { queue: Pending<T, R>[]; busy: boolean; scheduled: boolean }[]
+  private readonly lanes: Lane<T, R>[]
   private waiting = 0
-  private inFlight = 0
-  private idleWaiters: (() => void)[] = []
+  /** Every submitted webhook not yet answered, for drain(). */
+  private readonly unsettled = new Set<Promise<R>>()
   private downUntil = 0
   private lastFailure: unknown
 
@@ -60,18 +63,34 @@ export class GroupCommitWriter<T, R> {
   submit(item: T): Promise<R> {
     if (this.downUntil > Date.now()) return Promise.reject(new WriterUnavailableError(this.lastFailure))
     if (this.waiting >= this.options.maxQueue) return Promise.reject(new QueueFullError())
-    const lane = this.lanes[Math.abs(this.options.laneOf(item)) % this.lanes.length]!
-    return new Promise<R>((resolve, reject) => {
-      lane.queue.push({ item, resolve, reject })
-      this.waiting++
-      this.schedule(lane)
-    })
+    let lane: Lane<T, R>
+    try {
+      lane = this.laneFor(item)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    const promise = new Promise<R>((resolve, reject) => lane.queue.push({ item, resolve, reject }))
+    this.waiting++
+    this.unsettled.add(promise)
+    const forget = () => this.unsettled.delete(promise)
+    promise.then(forget, forget)
+    this.schedule(lane)
+    return promise
   }
 
-  /** Resolves once everything submitted so far has been committed or failed. */
+  /**
+   * Resolves once everything submitted so far has been committed or failed.
+   * Webhooks submitted later do not hold it up, so it ends under steady traffic too.
+   */
   drain(): Promise<void> {
-    if (this.waiting === 0 && this.inFlight === 0) return Promise.resolve()
-    return new Promise((resolve) => this.idleWaiters.push(resolve))
+    if (this.unsettled.size === 0) return Promise.resolve()
+    return Promise.allSettled([...this.unsettled]).then(() => {})
+  }
+
+  private laneFor(item: T): Lane<T, R> {
+    const index = Math.abs(Math.trunc(this.options.laneOf(item))) % this.lanes.length
+    // A NaN or infinite lane key must not lose the webhook: it goes to the first lane.
+    return this.lanes[Number.isFinite(index) ? index : 0]!
   }
 
   /** Refuses what waits and what comes for the cool-down, rather than letting it wait out timeouts. */
@@ -82,10 +101,9 @@ export class GroupCommitWriter<T, R> {
       for (const p of lane.queue.splice(0)) p.reject(new WriterUnavailableError(error))
     }
     this.waiting = 0
-    this.wakeIfIdle()
   }
 
-  private schedule(lane: (typeof this.lanes)[number]): void {
+  private schedule(lane: Lane<T, R>): void {
     if (lane.scheduled || lane.busy || lane.queue.length === 0) return
     lane.scheduled = true
     setImmediate(() => {
@@ -94,30 +112,24 @@ export class GroupCommitWriter<T, R> {
     })
   }
 
-  private flush(lane: (typeof this.lanes)[number]): void {
+  private flush(lane: Lane<T, R>): void {
     if (lane.busy || lane.queue.length === 0) return
     const batch = lane.queue.splice(0, this.options.maxBatch)
     this.waiting -= batch.length
     lane.busy = true
-    this.inFlight++
-    this.options
-      .apply(batch.map((p) => p.item))
-      .then(
-        (results) => batch.forEach((p, i) => p.resolve(results[i]!)),
-        (error) => {
-          batch.forEach((p) => p.reject(error))
-          if (this.options.isUnavailable(error)) this.trip(error)
-        },
-      )
+    // An apply that throws instead of rejecting must fail its batch, not the process, and must not leave the lane busy.
+    new Promise<R[]>((resolve) => resolve(this.options.apply(batch.map((p) => p.item))))
+      .then((results) => {
+        if (results.length !== batch.length) throw new Error(`apply returned ${results.length} results for a batch of ${batch.length}`)
+        batch.forEach((p, i) => p.resolve(results[i]!))
+      })
+      .catch((error: unknown) => {
+        batch.forEach((p) => p.reject(error))
+        if (this.options.isUnavailable(error)) this.trip(error)
+      })
       .finally(() => {
         lane.busy = false
-        this.inFlight--
         this.schedule(lane)
-        this.wakeIfIdle()
       })
-  }
-
-  private wakeIfIdle(): void {
-    if (this.waiting === 0 && this.inFlight === 0) this.idleWaiters.splice(0).forEach((wake) => wake())
   }
 }
