@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { mergeCustomer, mergeOrder, type CustomerPatch, type OrderRecord } from '../domain/merge.ts'
+import { isNewer, mergeCustomer, mergeOrder, type Clock, type CustomerPatch, type OrderRecord } from '../domain/merge.ts'
 import type { Status, Webhook } from '../domain/webhook.ts'
 import { planOrderEntries, type Holder, type Holding, type Owner } from '../loyalty/ledger-plan.ts'
 import { targetFor } from '../loyalty/points.ts'
@@ -47,10 +47,10 @@ export function decideBatch(batch: readonly Webhook[], state: BatchState, settle
   const toSettle = new Map<string, string | null>()
   const claims = new Map<string, { shopId: number; eventId: string }>()
   const forfeited = new Set<string>()
-  const redactions = new Map<number, { customerIds: Set<number>; orderIds: Set<number>; guestEmails: Set<string> }>()
+  const redactions = new Map<number, { customerIds: Set<number>; orderIds: Set<number> }>()
   const redactionOf = (shopId: number) => {
     let r = redactions.get(shopId)
-    if (!r) redactions.set(shopId, (r = { customerIds: new Set(), orderIds: new Set(), guestEmails: new Set() }))
+    if (!r) redactions.set(shopId, (r = { customerIds: new Set(), orderIds: new Set() }))
     return r
   }
   const idem = new Map(state.idem)
@@ -58,9 +58,9 @@ export function decideBatch(batch: readonly Webhook[], state: BatchState, settle
   function applyCustomer(shopId: number, patch: CustomerPatch, w: Webhook): boolean {
     const key = keyOf(shopId, patch.id)
     const stored = state.customers.get(key)
-    const emailBefore = lower(stored?.record.email ?? null)
-    const { applied, next } = mergeCustomer(stored?.record, patch)
-    if (next !== stored?.record) {
+    const before = stored?.record
+    const { applied, next } = mergeCustomer(before, patch)
+    if (next !== before) {
       state.customers.set(key, {
         shopId, record: next, rev: stored?.rev ?? 0, erasedEmailSha: stored?.erasedEmailSha ?? null,
         lastHash: applied ? w.bodyHash : (stored?.lastHash ?? null),
@@ -68,40 +68,48 @@ export function decideBatch(batch: readonly Webhook[], state: BatchState, settle
       })
       changedCustomers.add(key)
     }
-    if (patch.deleted) erase(shopId, patch, emailBefore, w)
+    // The e-mail erased is the newest e-mail written no later than the newest delete: the one this
+    // webhook carries, or for a delete the one stored, whichever arrived first.
+    const candidates: { email: string; clock: Clock }[] = []
+    if (patch.fields.email != null) candidates.push({ email: patch.fields.email, clock: patch.clock })
+    if (patch.deleted && before?.email != null && before.clocks.email) candidates.push({ email: before.email, clock: before.clocks.email })
+    for (const candidate of candidates) noteErasedEmail(shopId, key, candidate.email, candidate.clock, w)
+    if (patch.deleted) erase(shopId, patch, w)
     else if (applied && next.email !== null) claims.set(keyOf(shopId, lower(next.email)!), { shopId, eventId: w.eventId })
     return applied
   }
 
+  function noteErasedEmail(shopId: number, key: string, email: string, clock: Clock, w: Webhook): void {
+    const c = state.customers.get(key)!
+    const erasedUs = c.record.erased_us
+    if (erasedUs === null || clock.version_us > erasedUs) return
+    const noted = c.record.clocks.erased_email
+    if (noted && !isNewer(clock, noted)) return
+    c.record = { ...c.record, clocks: { ...c.record.clocks, erased_email: clock } }
+    c.erasedEmailSha = emailSha(shopId, email.toLowerCase())
+    changedCustomers.add(key)
+    settleEmail(shopId, email.toLowerCase(), w)
+  }
+
+  /** Orders sent with this e-mail may change owner or lose it: settle them. */
+  function settleEmail(shopId: number, email: string, w: Webhook): void {
+    for (const [orderKey, o] of state.orders) if (o.shopId === shopId && lower(o.record.email) === email) toSettle.set(orderKey, w.eventId)
+    forfeited.add(holderKey(shopId, { customerId: null, guestEmail: email }))
+  }
+
   /**
    * A delete erases what predates it, by the timestamps, not by arrival: orders linked by a
-   * snapshot no newer than the delete, and every order e-mail equal to the erased e-mail (the
-   * one the delete carries, else the one stored) sent no later than the delete. A hash of that
-   * e-mail stays on the tombstone, so orders that arrive later with it are erased too.
+   * snapshot no newer than the delete, and order e-mails equal to the erased e-mail sent no
+   * later than it (settlement decides which, src/batch/decide.ts owners()). A hash of the
+   * erased e-mail stays on the tombstone, so orders that arrive later with it are erased too.
    */
-  function erase(shopId: number, patch: CustomerPatch, emailBefore: string | null, w: Webhook): void {
-    const key = keyOf(shopId, patch.id)
-    const customer = state.customers.get(key)!
-    const d = patch.clock.version_us
-    const erasedEmail = lower(patch.fields.email ?? null) ?? emailBefore
-    if (erasedEmail !== null && customer.record.erased_us === d) {
-      customer.erasedEmailSha = emailSha(shopId, erasedEmail)
-      changedCustomers.add(key)
-    }
+  function erase(shopId: number, patch: CustomerPatch, w: Webhook): void {
+    const customer = state.customers.get(keyOf(shopId, patch.id))!
     for (const [orderKey, o] of state.orders) {
-      if (o.shopId !== shopId) continue
-      const r = o.record
-      const linked = r.customer_id === patch.id && r.customer_snapshot_us !== null && r.customer_snapshot_us <= d
-      const byEmail = erasedEmail !== null && lower(r.email) === erasedEmail && emailVersion(r) <= d
-      if (linked || byEmail) toSettle.set(orderKey, w.eventId)
+      if (o.shopId === shopId && (o.record.customer_id === patch.id || o.record.snapshots[patch.id] !== undefined)) toSettle.set(orderKey, w.eventId)
     }
     forfeited.add(holderKey(shopId, { customerId: patch.id, guestEmail: null }))
-    if (erasedEmail !== null) forfeited.add(holderKey(shopId, { customerId: null, guestEmail: erasedEmail }))
-    if (customer.record.deleted) {
-      const r = redactionOf(shopId)
-      r.customerIds.add(patch.id)
-      if (erasedEmail !== null) r.guestEmails.add(erasedEmail)
-    }
+    if (customer.record.deleted) redactionOf(shopId).customerIds.add(patch.id)
   }
 
   function applyWebhook(w: Webhook): boolean {
@@ -199,14 +207,14 @@ export function decideBatch(batch: readonly Webhook[], state: BatchState, settle
   }
 
   const list: Redaction[] = [...redactions].map(([shopId, r]) => ({
-    shopId, customerIds: [...r.customerIds], orderIds: [...r.orderIds], guestEmails: [...r.guestEmails],
+    shopId, customerIds: [...r.customerIds], orderIds: [...r.orderIds],
   }))
   return {
     events,
     customers: [...changedCustomers].map((k) => state.customers.get(k)!),
     orders: [...changedOrders].map((k) => state.orders.get(k)!),
     ledger,
-    redactions: list.filter((r) => r.customerIds.length + r.orderIds.length + r.guestEmails.length > 0),
+    redactions: list.filter((r) => r.customerIds.length + r.orderIds.length > 0),
   }
 }
 
@@ -255,7 +263,16 @@ export function owners(state: BatchState) {
     const erasedBy = erasedByEmail.get(keyOf(o.shopId, emailSha(o.shopId, email)))
     return erasedBy && emailVersion(o.record) <= erasedBy.erasedUs ? erasedBy : undefined
   }
-  const emailErased = (o: StoredOrder) => erasedByOf(o) !== undefined
+  /**
+   * An order keeps no e-mail when its e-mail was erased, or when it embedded a snapshot of a
+   * customer no newer than that customer's newest delete (whoever it is linked to now).
+   */
+  const emailErased = (o: StoredOrder) =>
+    erasedByOf(o) !== undefined ||
+    Object.entries(o.record.snapshots).some(([id, snapshotUs]) => {
+      const erasedUs = state.customers.get(keyOf(o.shopId, id))?.record.erased_us
+      return erasedUs != null && snapshotUs <= erasedUs
+    })
   return { ownerOf, emailErased, liveByEmail }
 }
 

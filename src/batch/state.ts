@@ -74,12 +74,14 @@ export interface LedgerRow extends Holder {
   eventId: string | null
 }
 
-/** Data of erased customers to be redacted in rows written before this batch. */
+/**
+ * Personal data to redact in rows already written: the bodies and headers of the customers'
+ * events, and of the orders' events, and the guest e-mail on the orders' ledger entries.
+ */
 export interface Redaction {
   shopId: number
   customerIds: number[]
   orderIds: number[]
-  guestEmails: string[]
 }
 
 export interface Decision {

@@ -35,8 +35,11 @@ export interface CustomerRecord extends CustomerFields {
   id: number
   /** A tombstone: the newest write of `deleted` was a delete. */
   deleted: boolean
-  /** The clock of each field's (and `deleted`'s) last write. */
-  clocks: Partial<Record<CustomerField | 'deleted', Clock>>
+  /**
+   * The clock of each field's (and `deleted`'s) last write; `erased_email` is the clock of the
+   * write the erased e-mail was taken from (src/batch/decide.ts).
+   */
+  clocks: Partial<Record<CustomerField | 'deleted' | 'erased_email', Clock>>
   /** The version of the newest delete ever received; kept when the customer registers again. */
   erased_us: number | null
 }
@@ -77,27 +80,31 @@ export function customerClock(c: CustomerRecord): Clock | undefined {
 export function mergeCustomer(stored: CustomerRecord | undefined, patch: CustomerPatch): Merge<CustomerRecord> {
   const next: CustomerRecord = stored ? { ...stored, clocks: { ...stored.clocks } } : emptyCustomer(patch.id)
   let applied = false
+  let changed = false
   const set = (field: CustomerField, value: unknown) => {
     if (!wins(patch.clock, next.clocks[field])) return
     ;(next as unknown as Record<string, unknown>)[field] = value
     next.clocks[field] = patch.clock
-    applied = true
+    changed = true
   }
   let raised = false
   if (patch.deleted) {
+    // A delete is applied when it sets the tombstone; nulling older fields of a customer who
+    // registered again since is erasure, not news.
     for (const field of CUSTOMER_FIELDS) set(field, null)
     // Stale or not, a delete erases what predates it (see the erasure rules in src/batch/decide.ts).
     raised = next.erased_us === null || patch.clock.version_us > next.erased_us
     if (raised) next.erased_us = patch.clock.version_us
   } else {
     for (const field of CUSTOMER_FIELDS) if (patch.fields[field] !== undefined) set(field, patch.fields[field])
+    applied = changed
   }
   if (wins(patch.clock, next.clocks.deleted)) {
     next.deleted = patch.deleted
     next.clocks.deleted = patch.clock
     applied = true
   }
-  return applied || raised ? { applied, next } : { applied, next: stored! }
+  return applied || changed || raised ? { applied, next } : { applied, next: stored! }
 }
 
 export const ORDER_FIELDS = [
@@ -141,7 +148,10 @@ export interface OrderRecord extends OrderFields {
   processed_us: number | null
   customer_id: number | null
   customer_link_us: number | null
+  /** The newest snapshot of the linked customer: snapshots[customer_id]. */
   customer_snapshot_us: number | null
+  /** The newest snapshot of each customer any webhook of this order embedded, by customer id. */
+  snapshots: Record<string, number>
   clocks: Partial<Record<OrderField, Clock>>
   /** The first and the latest arrival of any webhook of this order. */
   first_arrival_us: number
@@ -178,27 +188,38 @@ export function emptyOrder(id: number, arrivalUs: number): OrderRecord {
     id, currency: null, email: null, ref: null, total: null, subtotal: null, amount_shipping: null, amount_giftcard: null,
     amount_tax: null, processed_at: null, is_fulfilled: false, is_refunded: false, is_paid: false, cancelled_at: null,
     updated_at: null, cancelled_us: null, processed_us: null, customer_id: null, customer_link_us: null, customer_snapshot_us: null,
-    clocks: {}, first_arrival_us: arrivalUs, arrival_us: arrivalUs,
+    snapshots: {}, clocks: {}, first_arrival_us: arrivalUs, arrival_us: arrivalUs,
   }
-}
-
-/** An undated lifecycle write moves the order forward only. */
-function movesForward(field: OrderField, next: OrderRecord, patch: OrderPatch): boolean {
-  if (field === 'cancelled_at') {
-    const at = patch.cancelled_us ?? null
-    return at !== null && (next.cancelled_us === null || at < next.cancelled_us)
-  }
-  return patch.fields[field] === true && next[field] === false
 }
 
 /**
- * The customer link is the customer named by the newest webhook that names one
- * (by link_us), whether or not the rest of that webhook is stale, so it does
- * not depend on which copy arrives first. A webhook that names no customer
- * keeps the link; snapshots of the linked customer only move forward.
+ * An undated lifecycle write moves the order forward only: 'forward' replaces the value and
+ * its clock; 'same' asserts the value already held, and its clock is kept if newer (so that
+ * the clock, and the text of an equal cancelled_at, are the newest asserting write's,
+ * whatever the order of arrival); 'no' changes nothing.
+ */
+function lifecycleMove(field: OrderField, next: OrderRecord, patch: OrderPatch): 'forward' | 'same' | 'no' {
+  if (field === 'cancelled_at') {
+    const at = patch.cancelled_us ?? null
+    if (at === null) return 'no'
+    if (next.cancelled_us === null || at < next.cancelled_us) return 'forward'
+    return at === next.cancelled_us ? 'same' : 'no'
+  }
+  if (patch.fields[field] !== true) return 'no'
+  return next[field] === false ? 'forward' : 'same'
+}
+
+/**
+ * The customer link names the customer of the newest webhook that names one (by link_us, then
+ * the higher customer id on a tie: a total order), whether or not the rest of that webhook is
+ * stale, so it does not depend on which copy arrives first. A webhook that names no customer
+ * keeps the link. The snapshot of each customer named only moves forward, whichever customer
+ * was linked when it arrived, so erasure by snapshot does not depend on arrival either.
  */
 export function linkWins(stored: OrderRecord, link: CustomerLink): boolean {
-  return stored.customer_id === null || link.link_us > stored.customer_link_us!
+  if (stored.customer_id === null) return true
+  if (link.link_us !== stored.customer_link_us) return link.link_us > stored.customer_link_us!
+  return link.customer_id > stored.customer_id
 }
 
 export function mergeOrder(stored: OrderRecord | undefined, patch: OrderPatch): Merge<OrderRecord> {
@@ -208,26 +229,28 @@ export function mergeOrder(stored: OrderRecord | undefined, patch: OrderPatch): 
   for (const field of ORDER_FIELDS) {
     const value = patch.fields[field]
     if (value === undefined) continue
-    const accept =
-      ORDER_RULES[field] === 'latest' || patch.dated ? wins(patch.clock, next.clocks[field]) : movesForward(field, next, patch)
-    if (!accept) continue
+    const lww = ORDER_RULES[field] === 'latest' || patch.dated
+    const move = lww ? (wins(patch.clock, next.clocks[field]) ? 'forward' : 'no') : lifecycleMove(field, next, patch)
+    if (move === 'no' || (move === 'same' && !wins(patch.clock, next.clocks[field]))) continue
     ;(next as unknown as Record<string, unknown>)[field] = value
-    if (wins(patch.clock, next.clocks[field])) next.clocks[field] = patch.clock
+    next.clocks[field] = patch.clock
     if (field === 'cancelled_at') next.cancelled_us = patch.cancelled_us ?? null
     if (field === 'processed_at') next.processed_us = patch.processed_us ?? null
     applied = true
   }
   const link = patch.customer
   if (link) {
-    if (next.customer_id === link.customer_id) {
-      if (link.snapshot_us > next.customer_snapshot_us!) (next.customer_snapshot_us = link.snapshot_us), (applied = true)
-      if (link.link_us > next.customer_link_us!) (next.customer_link_us = link.link_us), (applied = true)
-    } else if (linkWins(next, link)) {
-      next.customer_id = link.customer_id
-      next.customer_link_us = link.link_us
-      next.customer_snapshot_us = link.snapshot_us
+    const known = next.snapshots[link.customer_id]
+    if (known === undefined || link.snapshot_us > known) {
+      next.snapshots = { ...next.snapshots, [link.customer_id]: link.snapshot_us }
       applied = true
     }
+    if (linkWins(next, link)) {
+      next.customer_id = link.customer_id
+      next.customer_link_us = link.link_us
+      applied = true
+    }
+    next.customer_snapshot_us = next.snapshots[next.customer_id!]!
   }
   // An undated webhook is news by its arrival alone: the receive time is its version.
   if (!patch.dated && patch.clock.arrival_us > base.arrival_us) applied = true

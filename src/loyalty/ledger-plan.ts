@@ -64,7 +64,7 @@ export function planOrderEntries(
       }
       // The order's date or the rule's pending period changed: the points follow the new date.
       entries.push({ ...pick(h), points: -h.points, reason: 'adjusted', basis: h.basis })
-    } else if (award) {
+    } else if (award && !forfeits(h)) {
       const reason: Reason = h.customerId === null ? 'claimed' : 'transferred'
       entries.push({ ...pick(h), points: -h.points, reason, basis: h.basis })
       entries.push({ ...pick(owner), points: h.points, reason, basis: { ...h.basis, available_us: award.available_us } })

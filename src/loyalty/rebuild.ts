@@ -39,8 +39,9 @@ export async function rebuildPoints(
       const ids = rows.map((r) => Number(r.id))
       // Loaded again inside the transaction, locked: a webhook may have changed the orders since the page was read.
       const appended = await backend.transaction(async (s) => {
-        await backend.lockKeys(s, ids.map((id) => `${shopId}:o:${id}`))
-        const state = await loadBatch(backend, s, [], new Map([[shopId, ids]]))
+        const keys = ids.map((id) => `${shopId}:o:${id}`)
+        await backend.lockKeys(s, keys)
+        const state = await loadBatch(backend, s, [], new Map([[shopId, ids]]), new Set(keys))
         const decision = decideBatch([], state, ids.map((id) => keyOf(shopId, id)))
         await writeDecision(s, db, decision, new Date().toISOString())
         return decision.ledger.length

@@ -64,7 +64,7 @@ export const PointsView = Type.Object({
   customer_id: Type.Integer(),
   available: Type.Integer(),
   pending: Type.Integer(),
-  lifetime_earned: Type.Integer({ description: 'net of reversals and adjustments; forfeiture does not reduce it' }),
+  lifetime_earned: Type.Integer({ description: 'what the customer\'s orders have earned and still hold: net of reversals, adjustments and forfeitures' }),
   entries: Type.Array(LedgerEntryView, { description: 'newest first' }),
   next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as ?cursor= for the next page; null on the last' }),
 })

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import { decideBatch, outcomesOf } from '../batch/decide.ts'
 import type { Outcome, Webhook } from '../domain/webhook.ts'
-import { loadBatch, lockKeysOf } from './batch-load.ts'
+import { loadBatch, lockKeysOf, LocksBusy } from './batch-load.ts'
 import { writeDecision } from './batch-write.ts'
 import type { Backend, Session } from './dialect.ts'
 import type { Tables } from './tables.ts'
@@ -14,10 +14,11 @@ import { isConflict, isUnavailable } from './unavailable.ts'
 
 export type BatchResult = Outcome | { status: 'failed'; error: Error }
 
-/** Loads, decides and writes one batch inside an open transaction. */
-async function applyIn(backend: Backend, s: Session, batch: readonly Webhook[]): Promise<Outcome[]> {
-  await backend.lockKeys(s, lockKeysOf(batch))
-  const state = await loadBatch(backend, s, batch)
+/** Loads, decides and writes one batch inside an open transaction; `extraKeys` are locked first as well. */
+async function applyIn(backend: Backend, s: Session, batch: readonly Webhook[], extraKeys: ReadonlySet<string>): Promise<Outcome[]> {
+  const locked = new Set([...lockKeysOf(batch), ...extraKeys])
+  await backend.lockKeys(s, [...locked])
+  const state = await loadBatch(backend, s, batch, new Map(), locked)
   const decision = decideBatch(batch, state)
   await writeDecision(s, backend.db, decision, new Date().toISOString())
   return outcomesOf(decision)
@@ -45,15 +46,17 @@ const MAX_ATTEMPTS = 4
 export function batchApplier(backend: Backend): (batch: readonly Webhook[]) => Promise<BatchResult[]> {
   const touched = new Map<number, number>()
   return async (batch) => {
+    const extraKeys = new Set<string>()
     for (let attempt = 1; ; attempt++) {
       try {
         return await backend.transaction(async (s) => {
-          const results = await applyIn(backend, s, batch)
+          const results = await applyIn(backend, s, batch, extraKeys)
           await touchKeys(s, backend.db, batch, touched)
           return results
         })
       } catch (err) {
         if (isUnavailable(err)) throw err
+        if (err instanceof LocksBusy) err.keys.forEach((key) => extraKeys.add(key))
         if (isConflict(err) && attempt < MAX_ATTEMPTS) continue
         break
       }
@@ -63,7 +66,7 @@ export function batchApplier(backend: Backend): (batch: readonly Webhook[]) => P
       for (const w of batch) {
         await s.exec('SAVEPOINT webhook')
         try {
-          results.push(...(await applyIn(backend, s, [w])))
+          results.push(...(await applyIn(backend, s, [w], extraKeys)))
           await s.exec('RELEASE SAVEPOINT webhook')
         } catch (error) {
           if (isUnavailable(error)) throw error

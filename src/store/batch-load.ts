@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
+import type { CustomerPatch } from '../domain/merge.ts'
 import type { Webhook } from '../domain/webhook.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
@@ -19,15 +20,18 @@ interface ShopNeeds {
   idemKeys: Set<string>
   /** E-mails customers are registered with in this batch: guest points under them may be claimed. */
   claimEmails: Set<string>
-  /** Customers deleted in this batch: the orders they reach are erased. */
+  /** Customers deleted in this batch: the orders they reach are settled, and maybe erased. */
   deleted: Set<number>
+  /** E-mails a delete may have erased: orders sent with them are settled. */
   deletedEmails: Set<string>
+  patches: CustomerPatch[]
 }
 
 const lower = (email: string | null | undefined) => (email == null ? null : email.toLowerCase())
 
 const emptyNeeds = (): ShopNeeds => ({
   customers: new Set(), orders: new Set(), emails: new Set(), idemKeys: new Set(), claimEmails: new Set(), deleted: new Set(), deletedEmails: new Set(),
+  patches: [],
 })
 
 function needsOf(batch: readonly Webhook[]): Map<number, ShopNeeds> {
@@ -43,6 +47,7 @@ function needsOf(batch: readonly Webhook[]): Map<number, ShopNeeds> {
     const customers = change.kind === 'customer' ? [change.customer] : change.customer ? [change.customer] : []
     for (const c of customers) {
       n.customers.add(c.id)
+      n.patches.push(c)
       const email = lower(c.fields.email)
       if (c.deleted) {
         n.deleted.add(c.id)
@@ -56,6 +61,14 @@ function needsOf(batch: readonly Webhook[]): Map<number, ShopNeeds> {
     }
   }
   return shops
+}
+
+/** Further orders a batch reached were locked by another transaction: it runs again with them locked first. */
+export class LocksBusy extends Error {
+  readonly code = '40001'
+  constructor(readonly keys: readonly string[]) {
+    super('orders reached by a claim or an erasure are being written by another batch')
+  }
 }
 
 /** Keys a batch locks before it loads (see Backend.lockKeys). */
@@ -84,6 +97,7 @@ export async function loadBatch(
   s: Session,
   batch: readonly Webhook[],
   alsoOrders: ReadonlyMap<number, readonly number[]> = new Map(),
+  locked: ReadonlySet<string> = new Set(),
 ): Promise<BatchState> {
   const state = emptyState()
   const shops = needsOf(batch)
@@ -92,11 +106,19 @@ export async function loadBatch(
     ids.forEach((id) => n.orders.add(id))
     shops.set(shopId, n)
   }
-  for (const [shopId, n] of shops) await loadShop(backend, backend.db, s, state, shopId, n)
+  for (const [shopId, n] of shops) await loadShop(backend, backend.db, s, state, shopId, n, locked)
   return state
 }
 
-async function loadShop(backend: Backend, db: Kysely<Tables>, s: Session, state: BatchState, shopId: number, n: ShopNeeds): Promise<void> {
+async function loadShop(
+  backend: Backend,
+  db: Kysely<Tables>,
+  s: Session,
+  state: BatchState,
+  shopId: number,
+  n: ShopNeeds,
+  locked: ReadonlySet<string>,
+): Promise<void> {
   const loadedCustomers = new Set<number>()
   const loadedOrders = new Set<number>()
   const queriedEmails = new Set<string>()
@@ -164,28 +186,40 @@ async function loadShop(backend: Backend, db: Kysely<Tables>, s: Session, state:
     }
     await loadOrders([...state.guestOrders].filter(([k]) => k.startsWith(`${shopId}:`)).flatMap(([, ids]) => ids))
   }
-  // Erasure: orders linked to a deleted customer, or matched by the e-mail it had.
-  if (n.deleted.size > 0) {
-    for (const id of n.deleted) {
-      const email = lower(state.customers.get(keyOf(shopId, id))?.record.email)
-      if (email !== null) n.deletedEmails.add(email)
-    }
+  // Erasure: orders linked to a deleted customer, or sent with an e-mail it had before a delete.
+  for (const id of n.deleted) {
+    const email = lower(state.customers.get(keyOf(shopId, id))?.record.email)
+    if (email !== null) n.deletedEmails.add(email)
+  }
+  for (const p of n.patches) {
+    const email = lower(p.fields.email)
+    if (email !== null && (n.deleted.has(p.id) || state.customers.get(keyOf(shopId, p.id))?.record.erased_us != null)) n.deletedEmails.add(email)
+  }
+  if (n.deleted.size > 0 || n.deletedEmails.size > 0) {
     for (const part of chunks([...n.deleted])) {
       addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('customer_id', 'in', part).compile()))
+      // Orders that embedded the customer but name another buyer now, found by their events.
+      const embedded = await s.run(
+        db.selectFrom('events').select('resource_id').distinct().where('shop_id', '=', shopId).where('customer_id', 'in', part)
+          .where('topic', '=', 'order/hook_created').where('resource_id', 'is not', null).compile(),
+      )
+      await loadOrders(embedded.map((e) => Number(e.resource_id)).filter((id) => !loadedOrders.has(id)))
     }
     for (const part of chunks([...n.deletedEmails])) {
       addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('email_lower', 'in', part).compile()))
     }
   }
-  const discovered = [...state.orders.values()].filter((o) => o.shopId === shopId && !n.orders.has(o.record.id))
-  if (discovered.length > 0) {
-    await backend.lockKeys(s, discovered.map((o) => `${shopId}:o:${o.record.id}`))
-  }
+  // Orders reached by claims and erasure are settled too, so they must be locked; waiting for them
+  // while holding other locks could deadlock, so the batch runs again with them locked first.
+  const discovered = [...state.orders.values()].filter((o) => o.shopId === shopId).map((o) => `${shopId}:o:${o.record.id}`)
+    .filter((key) => !locked.has(key))
+  if (discovered.length > 0 && !(await backend.tryLockKeys(s, discovered))) throw new LocksBusy(discovered)
 
   // Owners: the customers orders are linked to, and those their e-mails may match.
   for (let round = 0; round < 3; round++) {
     const orders = [...state.orders.values()].filter((o) => o.shopId === shopId)
-    const links = orders.map((o) => o.record.customer_id).filter((id): id is number => id !== null && !loadedCustomers.has(id))
+    const links = orders.flatMap((o) => [o.record.customer_id, ...Object.keys(o.record.snapshots).map(Number)])
+      .filter((id): id is number => id !== null && !loadedCustomers.has(id))
     const emails = [...n.emails, ...n.claimEmails, ...n.deletedEmails, ...orders.map((o) => lower(o.record.email)).filter((e): e is string => e !== null)]
       .filter((e) => !queriedEmails.has(e))
     if (links.length === 0 && emails.length === 0) break

@@ -110,9 +110,10 @@ export async function writeDecision(s: Session, db: Kysely<Tables>, d: Decision,
         db.updateTable('events').set(redacted).where('shop_id', '=', r.shopId).where('resource_id', 'in', r.orderIds)
           .where('topic', '=', 'order/hook_created').compile(),
       )
-    }
-    if (r.guestEmails.length > 0) {
-      await s.run(db.updateTable('ledger').set({ guest_email: null }).where('shop_id', '=', r.shopId).where('guest_email', 'in', r.guestEmails).compile())
+      await s.run(
+        db.updateTable('ledger').set({ guest_email: null }).where('shop_id', '=', r.shopId).where('order_id', 'in', r.orderIds)
+          .where('guest_email', 'is not', null).compile(),
+      )
     }
   }
 }

@@ -60,8 +60,16 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     reads: sessionOn(pool),
     async lockKeys(session, keys) {
       if (keys.length === 0) return
-      const numbers = [...new Set(keys.map(lockNumber))].sort()
+      const numbers = [...new Set(keys.map(lockNumber))]
       await session.run(CompiledQuery.raw('SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS t(k) ORDER BY k', [numbers]))
+    },
+    async tryLockKeys(session, keys) {
+      if (keys.length === 0) return true
+      const numbers = [...new Set(keys.map(lockNumber))]
+      const [row] = await session.run<{ ok: boolean }>(
+        CompiledQuery.raw('SELECT bool_and(ok) AS ok FROM (SELECT pg_try_advisory_xact_lock(k) AS ok FROM unnest($1::bigint[]) AS t(k) ORDER BY k) AS l', [numbers]),
+      )
+      return row?.ok === true
     },
     openWriter() {
       // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).

@@ -55,6 +55,7 @@ export function openSqlite(path: string): Backend {
     types: { serial: 'integer', binary: 'blob', rowLocks: false, serialPrimaryKey: (c) => c.primaryKey().autoIncrement() },
     reads: sessionOn(reader),
     lockKeys: async () => {},
+    tryLockKeys: async () => true,
     // Commits fsync (synchronous=FULL) on a writer thread, not on the event loop.
     openWriter: () => startSqliteWriter(path),
     async transaction(work) {

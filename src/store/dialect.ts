@@ -35,6 +35,8 @@ export interface Backend {
    * SQLite, whose writes are serial).
    */
   lockKeys(session: Session, keys: readonly string[]): Promise<void>
+  /** Takes the locks that are free at once; false when any is held by another transaction. */
+  tryLockKeys(session: Session, keys: readonly string[]): Promise<boolean>
   /** Runs `work` in one transaction on the write connection and commits it durably. */
   transaction<T>(work: (session: Session) => Promise<T>): Promise<T>
   /** The write path of the server: where and how batches are committed. */

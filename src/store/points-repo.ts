@@ -16,7 +16,9 @@ export async function customerBalances(db: Kysely<Tables>, shopId: number, custo
     .select([
       sql<number>`COALESCE(SUM(CASE WHEN available_us <= ${nowUs} THEN points ELSE 0 END), 0)`.as('available'),
       sql<number>`COALESCE(SUM(CASE WHEN available_us > ${nowUs} THEN points ELSE 0 END), 0)`.as('pending'),
-      sql<number>`COALESCE(SUM(CASE WHEN reason <> 'forfeited' THEN points ELSE 0 END), 0)`.as('lifetime_earned'),
+      // Every order entry counts, forfeitures too: a sum that left them out would depend on whether a
+      // delete arrived before or after the orders it forfeits, not only on the final state.
+      sql<number>`COALESCE(SUM(points), 0)`.as('lifetime_earned'),
     ])
     .where('shop_id', '=', shopId)
     .where('customer_id', '=', customerId)

@@ -110,6 +110,9 @@ export function toOrder(row: Selectable<OrdersTable>): OrderRecord {
     customer_id: num(row.customer_id),
     customer_link_us: num(row.customer_link_us),
     customer_snapshot_us: num(row.customer_snapshot_us),
+    snapshots: row.customer_snapshots !== null
+      ? (JSON.parse(row.customer_snapshots) as Record<string, number>)
+      : row.customer_id === null || row.customer_snapshot_us === null ? {} : { [String(row.customer_id)]: Number(row.customer_snapshot_us) },
     updated_at: row.updated_at,
     clocks: clocksFromJson(row.clocks, ORDER_FIELDS, row as unknown as Record<string, unknown>, fallback),
     first_arrival_us: row.first_arrival_us === null ? arrival : Number(row.first_arrival_us),
@@ -145,6 +148,7 @@ export function orderRow(s: StoredOrder): Insertable<OrdersTable> {
     customer_id: o.customer_id,
     customer_link_us: o.customer_link_us,
     customer_snapshot_us: o.customer_snapshot_us,
+    customer_snapshots: JSON.stringify(o.snapshots),
     updated_at: o.updated_at,
     updated_us: o.clocks.updated_at && o.updated_at !== null ? o.clocks.updated_at.version_us : null,
     arrival_us: o.arrival_us,

@@ -94,6 +94,8 @@ export interface OrdersTable extends Revisioned {
   arrival_us: number
   processed_us: number | null
   first_arrival_us: number | null
+  /** JSON {customer id: newest snapshot_us} of every customer the order's webhooks embedded. */
+  customer_snapshots: string | null
 }
 
 export interface LedgerTable {

@@ -59,11 +59,9 @@ export function referenceFold(hooks: readonly ReferenceHook[], rule?: VersionedR
       const key = keyOf(e.shopId, e.orderId)
       state.ledger.set(key, [...(state.ledger.get(key) ?? []), { customerId: e.customerId, guestEmail: e.guestEmail, points: e.points, basis: e.basis }])
     }
-    // Erasure nulls the guest e-mail on the erased customer's entries.
+    // Erasure nulls the guest e-mail on the erased orders' entries.
     for (const r of decision.redactions) {
-      for (const lines of state.ledger.values()) {
-        for (const l of lines) if (l.guestEmail !== null && r.guestEmails.includes(l.guestEmail)) l.guestEmail = null
-      }
+      for (const id of r.orderIds) for (const l of state.ledger.get(keyOf(r.shopId, id)) ?? []) l.guestEmail = null
     }
   })
   return { state, statuses }
