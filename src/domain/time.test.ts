@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { arrivalClockUs, formatUs, isInstant, parseInstantUs } from './time.ts'
+import { arrivalClockUs, daysFromCivil, EARLIEST_INSTANT, END_OF_INSTANTS, formatUs, isInstant, isLeapYear, parseInstantUs, readInstant } from './time.ts'
 
 const us = (iso: string) => {
   const value = parseInstantUs(iso)
@@ -153,6 +153,104 @@ test('formatUs writes UTC with six fraction digits, and parses back to the same 
     }),
     { numRuns: 500 },
   )
+})
+
+// ---------------------------------------------------------------------------------------------
+// The edges (issue 9, item 7): the calendar for any four-digit year, and the accepted span.
+
+/** Days since 1970 by Date, which is right for every year once set with setUTCFullYear (Date.UTC maps 0–99 to 19xx). */
+function dateDays(year: number, month: number, day: number): number {
+  const d = new Date(0)
+  d.setUTCFullYear(year, month - 1, day)
+  return d.getTime() / 86_400_000
+}
+
+test('leap years follow the proleptic Gregorian calendar of ISO 8601, year 0000 included', () => {
+  for (const year of [0, 4, 400, 1600, 2000, 2024, 2400]) assert.equal(isLeapYear(year), true, String(year))
+  for (const year of [1, 100, 200, 1700, 1900, 2023, 2100]) assert.equal(isLeapYear(year), false, String(year))
+})
+
+test('property: daysFromCivil agrees with Date for every day of years 0000 to 9999', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 31 }), (year, month, day) => {
+      const last = dateDays(year, month + 1, 0) - dateDays(year, month, 1) + 1
+      fc.pre(day <= last)
+      assert.equal(daysFromCivil(year, month, day), dateDays(year, month, day))
+    }),
+    { numRuns: 2000 },
+  )
+  assert.equal(daysFromCivil(1970, 1, 1), 0)
+  assert.equal(daysFromCivil(0, 1, 1), -719_528)
+  assert.equal(daysFromCivil(99, 12, 31), dateDays(99, 12, 31))
+})
+
+test('real dates are told apart from instants outside the span, for any year', () => {
+  const reason = (text: string) => {
+    const r = readInstant(text)
+    return r.ok ? 'ok' : r.reason
+  }
+  // Years 0–99 are not read as 1900–1999, and year 0000 is a leap year: these are real dates, out of the span.
+  assert.equal(reason('0000-02-29T00:00:00Z'), 'range')
+  assert.equal(reason('0001-01-01T00:00:00Z'), 'range')
+  assert.equal(reason('0099-12-31T23:59:59Z'), 'range')
+  assert.equal(reason('0100-01-01T00:00:00Z'), 'range')
+  assert.equal(reason('0400-02-29T00:00:00Z'), 'range')
+  assert.equal(reason('9999-12-31T23:59:59.999999Z'), 'range')
+  // Not dates at all, whatever the year.
+  assert.equal(reason('0100-02-29T00:00:00Z'), 'date')
+  assert.equal(reason('1900-02-29T00:00:00Z'), 'date')
+  assert.equal(reason('0001-02-29T00:00:00Z'), 'date')
+  assert.equal(reason('2024-05-01T10:00:00+24:00'), 'date')
+  assert.equal(reason('2024-05-01T10:00:00'), 'format')
+  assert.equal(reason('2000-02-29T12:00:00Z'), 'ok')
+  assert.equal(reason('1900-02-28T23:59:59Z'), 'ok')
+})
+
+test('the span runs from 1700-01-01T00:00:00Z up to but not including 2255-01-01T00:00:00Z, as instants', () => {
+  assert.equal(EARLIEST_INSTANT, '1700-01-01T00:00:00Z')
+  assert.equal(END_OF_INSTANTS, '2255-01-01T00:00:00Z')
+  const first = us('1700-01-01T00:00:00Z')
+  const last = us('2254-12-31T23:59:59.999999Z')
+  assert.equal(first, utcUs(1700, 1, 1))
+  assert.equal(last, utcUs(2255, 1, 1) - 1)
+  // Every accepted instant fits in a double exactly, so neighbours a microsecond apart stay apart.
+  assert.ok(Number.isSafeInteger(first) && Number.isSafeInteger(last))
+  assert.equal(us('1700-01-01T00:00:00.000001Z') - first, 1)
+  assert.equal(last - us('2254-12-31T23:59:59.999998Z'), 1)
+  for (const text of ['1699-12-31T23:59:59.999999Z', '2255-01-01T00:00:00Z', '2255-06-05T23:47:34.740991Z', '2254-12-31T23:59:60Z']) {
+    assert.equal(parseInstantUs(text), undefined, text)
+    assert.equal(isInstant(text), false, text)
+  }
+  // The offset decides: the same wall-clock time is in or out depending on the instant it names.
+  assert.equal(parseInstantUs('1700-01-01T00:30:00+01:00'), undefined)
+  assert.equal(us('1699-12-31T23:30:00-01:00'), utcUs(1700, 1, 1, 0, 30))
+  assert.equal(parseInstantUs('2254-12-31T23:30:00-01:00'), undefined)
+  assert.equal(us('2255-01-01T00:30:00+01:00'), utcUs(2254, 12, 31, 23, 30))
+  assert.equal(us('2255-01-01T13:59:59.999999+14:00'), last)
+  assert.equal(parseInstantUs('2255-01-01T14:00:00+14:00'), undefined)
+})
+
+const spanArb = fc.bigInt({ min: BigInt(utcUs(1700, 1, 1)), max: BigInt(utcUs(2255, 1, 1) - 1) }).map(Number)
+
+test('property: over the whole span, every instant formats and parses back exactly, at any offset, and keeps its order', () => {
+  fc.assert(
+    fc.property(spanArb, spanArb, offsetArb, offsetArb, (x, y, ox, oy) => {
+      assert.equal(parseInstantUs(formatUs(x)), x)
+      const px = parseInstantUs(writeAt(x, ox, true))!
+      const py = parseInstantUs(writeAt(y, oy, false))!
+      assert.equal(px, x)
+      assert.equal(py, y)
+      assert.equal(Math.sign(px - py), Math.sign(x - y))
+    }),
+    { numRuns: 1000 },
+  )
+})
+
+test('formatUs writes instants before 1970 too', () => {
+  assert.equal(formatUs(-500_000), '1969-12-31T23:59:59.500000Z')
+  assert.equal(formatUs(-1), '1969-12-31T23:59:59.999999Z')
+  assert.equal(formatUs(utcUs(1700, 1, 1)), '1700-01-01T00:00:00.000000Z')
+  assert.equal(formatUs(utcUs(2255, 1, 1) - 1), '2254-12-31T23:59:59.999999Z')
 })
 
 test('the arrival clock strictly increases, even within one microsecond', () => {

@@ -1,43 +1,87 @@
-// Timestamps are compared as instants in epoch microseconds: a JS number holds
-// them exactly until the year 2255, and milliseconds would make distinct
-// updates with sub-millisecond stamps look equal.
+// Timestamps are compared as instants in epoch microseconds, held in a JS
+// number: exact only within ±2^53 µs of 1970 (from 1684-07-28 to 2255-06-05).
+// Milliseconds would make distinct updates with sub-millisecond stamps look
+// equal, so instants outside round years within that span are refused rather
+// than compared inexactly (an older update could then win). The calendar is
+// computed here, not by Date.UTC, which reads years 0–99 as 1900–1999.
 
 const ISO_WITH_OFFSET =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/
 
-/** Epoch microseconds of an ISO 8601 timestamp with a UTC offset, or undefined if it is not one. */
-export function parseInstantUs(text: string): number | undefined {
+/** The earliest instant accepted, and the first one refused after the accepted span. */
+export const EARLIEST_INSTANT = '1700-01-01T00:00:00Z'
+export const END_OF_INSTANTS = '2255-01-01T00:00:00Z'
+const EARLIEST_S = daysFromCivil(1700, 1, 1) * 86_400
+const END_S = daysFromCivil(2255, 1, 1) * 86_400
+
+export type InstantReading =
+  | { ok: true; us: number }
+  | { ok: false; reason: 'format' | 'date' | 'range' }
+
+/**
+ * Reads an ISO 8601 timestamp with a UTC offset: its epoch microseconds, or why
+ * it is not one (`format`: not the syntax; `date`: no such date, time or offset;
+ * `range`: a real instant outside [EARLIEST_INSTANT, END_OF_INSTANTS)).
+ */
+export function readInstant(text: string): InstantReading {
   const m = ISO_WITH_OFFSET.exec(text)
-  if (!m) return undefined
+  if (!m) return { ok: false, reason: 'format' }
   const [, y, mo, d, h, mi, s, frac, zulu, sign, oh, om] = m
   const year = Number(y), month = Number(mo), day = Number(d)
   const hour = Number(h), minute = Number(mi), second = Number(s)
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined
-  if (hour > 23 || minute > 59 || second > 60) return undefined
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return { ok: false, reason: 'date' }
+  if (hour > 23 || minute > 59 || second > 60) return { ok: false, reason: 'date' }
   let offsetMinutes = 0
   if (!zulu) {
     const offH = Number(oh), offM = Number(om)
-    if (offH > 23 || offM > 59) return undefined
+    if (offH > 23 || offM > 59) return { ok: false, reason: 'date' }
     offsetMinutes = (sign === '-' ? -1 : 1) * (offH * 60 + offM)
   }
-  // A leap second is folded onto the next second, as most clocks do.
-  const ms = Date.UTC(year, month - 1, day, hour, minute, 0) + second * 1000 - offsetMinutes * 60_000
+  // Whole seconds are exact for any four-digit year; the range is checked on
+  // them, before microseconds could lose precision. A leap second is folded
+  // onto the next second, as most clocks do.
+  const seconds = daysFromCivil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
+  if (seconds < EARLIEST_S || seconds >= END_S) return { ok: false, reason: 'range' }
   const micros = frac ? Number(frac.padEnd(6, '0').slice(0, 6)) : 0
-  return ms * 1000 + micros
+  return { ok: true, us: seconds * 1_000_000 + micros }
 }
 
-/** True when the text is an ISO 8601 timestamp with a UTC offset naming a real date and time. */
+/** Epoch microseconds of an accepted timestamp (see readInstant), or undefined. */
+export function parseInstantUs(text: string): number | undefined {
+  const reading = readInstant(text)
+  return reading.ok ? reading.us : undefined
+}
+
+/** True when the text is an ISO 8601 timestamp with a UTC offset naming a real date and time in the accepted span. */
 export function isInstant(text: string): boolean {
-  return parseInstantUs(text) !== undefined
+  return readInstant(text).ok
 }
 
 export function formatUs(us: number): string {
-  const iso = new Date(Math.floor(us / 1000)).toISOString()
-  return `${iso.slice(0, 19)}.${String(us % 1_000_000).padStart(6, '0')}Z`
+  const micros = ((us % 1_000_000) + 1_000_000) % 1_000_000
+  const iso = new Date((us - micros) / 1000).toISOString()
+  return `${iso.slice(0, 19)}.${String(micros).padStart(6, '0')}Z`
 }
 
+/** ISO 8601's proleptic Gregorian calendar: year 0000 is a leap year, 1900 and 0100 are not. */
+export function isLeapYear(year: number): boolean {
+  return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+}
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
 function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate()
+  return month === 2 && isLeapYear(year) ? 29 : DAYS_IN_MONTH[month - 1]!
+}
+
+/** Days from 1970-01-01 to a date of the proleptic Gregorian calendar (H. Hinnant's days_from_civil). */
+export function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year
+  const era = Math.floor(y / 400)
+  const yearOfEra = y - era * 400
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear
+  return era * 146_097 + dayOfEra - 719_468
 }
 
 let lastUs = 0

@@ -1,33 +1,139 @@
 import type { FieldError } from '../domain/webhook.ts'
 
 // JSON.parse rounds numbers to doubles before validation sees them, so
-// 9007199254740990.9 would pass as the integer 9007199254740991. The raw
-// text of every "id" number is checked here: an id must be written as an
-// exact integer.
+// {"id": 3.00000000000000001} would pass as the integer 3. The raw text of
+// the number JSON.parse put at each id is found here and must be an exact
+// integer. The key is matched as JSON.parse reads it ("\u0069d" is "id"), and
+// a repeated key counts as JSON.parse counts it: the last one wins.
+//
+// The text has already been parsed, so it is valid JSON: the scan only walks
+// the top-level object (and the embedded customer), and skips every other
+// value by its brackets and strings, without recursion, in one pass.
 
-const ID_NUMBER = /"id"\s*:\s*(-?\d[\d.eE+-]*)/g
+/** The ids checked: the body's, and the embedded customer's when the route's body has one. */
+export type IdPointer = '/id' | '/customer/id'
 
-/** True when the JSON number text denotes a mathematical integer. */
+/** True when the JSON number text denotes a mathematical integer (3, 3.0, 30e-1; not 3.00000000000000001). */
 export function isExactInteger(text: string): boolean {
   const m = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(text)
   if (!m) return false
   const digits = m[1]! + (m[2] ?? '')
   if (/^0+$/.test(digits)) return true
+  // The value is digits × 10^(exponent − fraction length): an integer when the
+  // trailing zeros of the digits make up for the negative part.
   const trailingZeros = digits.length - digits.replace(/0+$/, '').length
   return Number(m[3] ?? 0) - (m[2]?.length ?? 0) + trailingZeros >= 0
 }
 
-/** Errors for the body's id and embedded customer id when their raw text is not an exact integer. */
-export function inexactIdErrors(raw: string, body: { id?: unknown; customer?: { id?: unknown } }): FieldError[] {
-  if (!/"id"\s*:\s*-?\d[\d]*[.eE]/.test(raw)) return []
-  const errors: FieldError[] = []
-  for (const [, token] of raw.matchAll(ID_NUMBER)) {
-    if (isExactInteger(token!)) continue
-    const value = Number(token)
-    const pointer = value === body.id ? '/id' : value === body.customer?.id ? '/customer/id' : undefined
-    if (pointer && !errors.some((e) => e.pointer === pointer)) {
-      errors.push({ pointer, detail: `must be an integer written without a fraction; ${token} would be rounded` })
+/**
+ * The raw text of the number at each pointer, as JSON.parse would place it; a
+ * pointer is absent when its value is missing or not a number.
+ */
+export function idNumberTexts(text: string, pointers: readonly IdPointer[]): Partial<Record<IdPointer, string>> {
+  const found: Partial<Record<IdPointer, string>> = {}
+  const start = skipSpace(text, 0)
+  if (text[start] !== '{') return found
+  walkObject(text, start, (key, at) => {
+    if (key === 'id' && pointers.includes('/id')) setOrClear(found, '/id', numberAt(text, at))
+    if (key === 'customer' && pointers.includes('/customer/id')) {
+      let inner: string | undefined
+      const end =
+        text[at] === '{'
+          ? walkObject(text, at, (k, a) => {
+              if (k === 'id') inner = numberAt(text, a)
+              return skipValue(text, a)
+            })
+          : skipValue(text, at)
+      setOrClear(found, '/customer/id', inner)
+      return end
+    }
+    return skipValue(text, at)
+  })
+  return found
+}
+
+/** A 422 error for each id whose raw text is a number but not exactly an integer. */
+export function inexactIdErrors(text: string, pointers: readonly IdPointer[]): FieldError[] {
+  return Object.entries(idNumberTexts(text, pointers))
+    .filter(([, token]) => !isExactInteger(token))
+    .map(([pointer, token]) => ({
+      pointer,
+      detail: `must be an integer written exactly; ${token} is not an integer, and would be read as ${Number(token)}`,
+    }))
+}
+
+function setOrClear(found: Partial<Record<IdPointer, string>>, pointer: IdPointer, token: string | undefined): void {
+  if (token === undefined) delete found[pointer]
+  else found[pointer] = token
+}
+
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
+
+function skipSpace(text: string, i: number): number {
+  while (i < text.length && isSpace(text.charCodeAt(i))) i++
+  return i
+}
+
+/** The index after the string that starts at `i` (an opening quote). */
+function stringEnd(text: string, i: number): number {
+  for (let from = i + 1; ; ) {
+    const quote = text.indexOf('"', from)
+    if (quote === -1) return text.length // not valid JSON; the caller parsed it first
+    // The quote closes the string unless an odd run of backslashes escapes it.
+    let backslashes = 0
+    while (text.charCodeAt(quote - 1 - backslashes) === 0x5c) backslashes++
+    if (backslashes % 2 === 0) return quote + 1
+    from = quote + 1
+  }
+}
+
+const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
+const STRUCTURE = /["{}[\]]/g
+const SCALAR_END = /[\s,\]}]/g
+
+/** The number token at `i`, or undefined when the value there is not a number. */
+function numberAt(text: string, i: number): string | undefined {
+  NUMBER.lastIndex = i
+  return NUMBER.exec(text)?.[0]
+}
+
+/** The index after the value that starts at `i`. */
+function skipValue(text: string, i: number): number {
+  const c = text[i]
+  if (c === '"') return stringEnd(text, i)
+  if (c === '{' || c === '[') {
+    let depth = 0
+    for (let at = i; ; ) {
+      STRUCTURE.lastIndex = at
+      const m = STRUCTURE.exec(text)
+      if (m === null) return text.length // not valid JSON; the caller parsed it first
+      if (m[0] === '"') {
+        at = stringEnd(text, m.index)
+        continue
+      }
+      depth += m[0] === '{' || m[0] === '[' ? 1 : -1
+      at = m.index + 1
+      if (depth === 0) return at
     }
   }
-  return errors
+  SCALAR_END.lastIndex = i
+  return SCALAR_END.exec(text)?.index ?? text.length
+}
+
+/**
+ * Walks the members of the object at `i` (an opening brace): `member` gets each
+ * decoded key and the index of its value, and returns the index after the value.
+ * Returns the index after the closing brace.
+ */
+function walkObject(text: string, i: number, member: (key: string, at: number) => number): number {
+  i = skipSpace(text, i + 1)
+  while (i < text.length && text[i] !== '}') {
+    const keyEnd = stringEnd(text, i)
+    const raw = text.slice(i + 1, keyEnd - 1)
+    const key = raw.includes('\\') ? (JSON.parse(text.slice(i, keyEnd)) as string) : raw
+    i = skipSpace(text, skipSpace(text, keyEnd) + 1) // past the colon
+    i = skipSpace(text, member(key, i))
+    if (text[i] === ',') i = skipSpace(text, i + 1)
+  }
+  return i + 1
 }

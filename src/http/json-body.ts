@@ -1,8 +1,8 @@
 import { isUtf8 } from 'node:buffer'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import type { FieldError } from '../domain/webhook.ts'
-import { inexactIdErrors } from './exact-ids.ts'
+import { inexactIdErrors, type IdPointer } from './exact-ids.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -16,6 +16,12 @@ declare module 'fastify' {
 /** A body that could not be parsed; the webhook route stores it and answers 400. */
 export class MalformedBody {
   constructor(readonly detail: string) {}
+}
+
+/** The ids the route's body schema declares: its own, and the embedded customer's if it has one. */
+function idPointers(request: FastifyRequest): IdPointer[] {
+  const body = request.routeOptions.schema?.body as { properties?: Record<string, unknown> } | undefined
+  return body?.properties?.customer === undefined ? ['/id'] : ['/id', '/customer/id']
 }
 
 /**
@@ -40,7 +46,7 @@ export function installJsonBody(app: FastifyInstance, bodyLimit: number): void {
     } catch (err) {
       return done(null, new MalformedBody(`the body is not valid JSON: ${(err as Error).message}`))
     }
-    if (typeof parsed === 'object' && parsed !== null) request.bodyErrors = inexactIdErrors(text, parsed)
+    if (typeof parsed === 'object' && parsed !== null) request.bodyErrors = inexactIdErrors(text, idPointers(request))
     done(null, parsed)
   })
 }

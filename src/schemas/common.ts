@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 import { MONEY_PATTERN } from '../domain/money.ts'
-import { isInstant } from '../domain/time.ts'
+import { END_OF_INSTANTS, EARLIEST_INSTANT, isInstant } from '../domain/time.ts'
 
 // Every field schema carries a `description` that completes the sentence
 // "must be …": the validation errors quote it, and so does the OpenAPI document.
@@ -20,7 +20,7 @@ export const Id = Type.Integer({
 })
 export const Text = Type.String({ format: 'text', description: 'a string without NUL characters or unpaired surrogates' })
 export const Email = Type.String({ format: 'email', maxLength: 320, description: 'an e-mail address' })
-export const INSTANT_DESCRIPTION = 'an ISO 8601 timestamp with a UTC offset, such as 2024-05-01T10:00:00+02:00'
+export const INSTANT_DESCRIPTION = `an ISO 8601 timestamp with a UTC offset naming a real date and time, such as 2024-05-01T10:00:00+02:00, from ${EARLIEST_INSTANT} up to but not including ${END_OF_INSTANTS}`
 export const Instant = Type.String({ format: 'instant', description: INSTANT_DESCRIPTION })
 export const Money = Type.String({
   pattern: MONEY_PATTERN,

@@ -67,7 +67,7 @@ export async function killAllServers(): Promise<void> {
 }
 
 const CONFIG_NAMES = [
-  'DATABASE_URL', 'PORT', 'HOST', 'LOG_LEVEL', 'BODY_LIMIT', 'WRITER_MAX_BATCH', 'WRITER_MAX_QUEUE', 'RETRY_AFTER_SECONDS',
+  'DATABASE_URL', 'PORT', 'HOST', 'LOG_LEVEL', 'BODY_LIMIT', 'WRITER_MAX_BATCH', 'WRITER_MAX_QUEUE', 'WRITER_LANES', 'RETRY_AFTER_SECONDS',
   'DB_TIMEOUT_MS', 'RATE_LIMIT_RPS', 'HEADERS_TIMEOUT_MS', 'REQUEST_TIMEOUT_MS', 'MAX_CONNECTIONS', 'KEY_CACHE_SECONDS',
 ]
 
@@ -154,6 +154,21 @@ export async function startServerProcess(databaseUrl: string, key: string, env: 
     await server.exited
     if (/EADDRINUSE/.test(server.stderr()) && attempt < 10) continue
     throw new Error(`the server exited before it was ready; stderr:\n${server.stderr()}\nstdout:\n${server.stdout()}`)
+  }
+}
+
+/**
+ * Stops a server with SIGTERM (it finishes what it accepted and exits) and waits
+ * for it; SIGKILLs it if it has not exited after `graceMs`.
+ */
+export async function stopServerProcess(server: ServerProcess, graceMs = 20_000): Promise<Exit> {
+  if (server.hasExited()) return server.exited
+  server.child.kill('SIGTERM')
+  const guard = setTimeout(() => server.child.kill('SIGKILL'), graceMs)
+  try {
+    return await server.exited
+  } finally {
+    clearTimeout(guard)
   }
 }
 
