@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { generateKey } from '../src/keys/api-key.ts'
 import { createTestDatabase, type TestDatabase } from '../test/support/harness.ts'
@@ -15,6 +16,8 @@ export interface Service {
   key: string
   child: ChildProcess
   database?: TestDatabase
+  /** Events per second of the preload, when there was one. */
+  preloadRate?: number
   /** Peak resident memory of the server process so far, in MB. */
   peakRssMb(): number
   rssMb(): number
@@ -26,29 +29,47 @@ function procStatusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   return Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024)
 }
 
+/** A port the OS has just handed out, so that the server does not collide with others on this machine. */
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
 /** Starts the ceiling route, or the real service on a fresh database (optionally preloaded), as its own process. */
 export async function startService(target: Target, options: { preload?: number; env?: Record<string, string> } = {}): Promise<Service> {
-  const port = 20000 + Math.floor(Math.random() * 20000)
   let database: TestDatabase | undefined
   let key = generateKey()
+  let preloadRate: number | undefined
   // The rate limiter runs (its cost is measured) but never limits: one key sends the whole load.
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
-    PORT: String(port), LOG_LEVEL: 'warn', BENCH_KEY: key, RATE_LIMIT_RPS: '1000000000', ...options.env,
+    LOG_LEVEL: 'warn', BENCH_KEY: key, RATE_LIMIT_RPS: '1000000000', ...options.env,
   }
   let args: string[]
   if (target === 'ceiling') {
     args = ['--import', 'tsx', join(root, 'bench/ceiling.ts')]
   } else {
     database = await createTestDatabase(target)
-    key = await prepareDatabase(database.url)
-    if (options.preload) {
-      process.stderr.write(`${target}: preloading ${options.preload} events…\n`)
-      await preload(database.url, options.preload)
+    try {
+      const prepared = await prepareDatabase(database.url)
+      key = prepared.key
+      if (options.preload) {
+        process.stderr.write(`${target}: preloading ${options.preload} events…\n`)
+        preloadRate = await preload(database.url, prepared, options.preload)
+        process.stderr.write(`${target}: preloaded ${options.preload} events at ${preloadRate} events/s\n`)
+      }
+    } catch (err) {
+      await database.drop()
+      throw err
     }
     env.DATABASE_URL = database.url
     args = [join(root, 'bin/shop-intake.js'), 'serve']
   }
+  const port = await freePort()
+  env.PORT = String(port)
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'inherit'] })
   const stop = async () => {
     if (child.exitCode === null) {
@@ -70,7 +91,7 @@ export async function startService(target: Target, options: { preload?: number; 
     throw err
   }
   return {
-    target, port, key, child, database, stop,
+    target, port, key, child, database, preloadRate, stop,
     peakRssMb: () => procStatusMb(child.pid!, 'VmHWM'),
     rssMb: () => procStatusMb(child.pid!, 'VmRSS'),
   }
