@@ -43,7 +43,7 @@ export async function rebuildPoints(
         await backend.lockKeys(s, keys)
         const state = await loadBatch(backend, s, [], new Map([[shopId, ids]]), new Set(keys))
         const decision = decideBatch([], state, ids.map((id) => keyOf(shopId, id)))
-        await writeDecision(s, db, decision, new Date().toISOString())
+        await writeDecision(s, backend, decision, new Date().toISOString())
         return decision.ledger.length
       })
       progress.done += rows.length

@@ -20,7 +20,7 @@ async function applyIn(backend: Backend, s: Session, batch: readonly Webhook[], 
   await backend.lockKeys(s, [...locked])
   const state = await loadBatch(backend, s, batch, new Map(), locked)
   const decision = decideBatch(batch, state)
-  await writeDecision(s, backend.db, decision, new Date().toISOString())
+  await writeDecision(s, backend, decision, new Date().toISOString())
   return outcomesOf(decision)
 }
 

@@ -119,6 +119,7 @@ async function loadShop(
   n: ShopNeeds,
   locked: ReadonlySet<string>,
 ): Promise<void> {
+  const anyOf = backend.types.anyOf
   const loadedCustomers = new Set<number>()
   const loadedOrders = new Set<number>()
   const queriedEmails = new Set<string>()
@@ -126,7 +127,7 @@ async function loadShop(
   const [rule] = await s.run(db.selectFrom('shops').select(['rule', 'rule_version']).where('id', '=', shopId).compile())
   state.rules.set(shopId, { rule: parseStoredRule(rule?.rule ?? null), version: Number(rule?.rule_version ?? 1) })
   for (const part of chunks([...n.idemKeys])) {
-    const rows = await s.run(db.selectFrom('events').select(['id', 'idem_key']).where('shop_id', '=', shopId).where('idem_key', 'in', part).compile())
+    const rows = await s.run(db.selectFrom('events').select(['id', 'idem_key']).where('shop_id', '=', shopId).where(anyOf('idem_key', part)).compile())
     for (const row of rows) state.idem.set(keyOf(shopId, row.idem_key!), row.id)
   }
 
@@ -134,7 +135,7 @@ async function loadShop(
     const missing = ids.filter((id) => !loadedCustomers.has(id))
     missing.forEach((id) => loadedCustomers.add(id))
     for (const part of chunks(missing)) {
-      const rows = await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('id', 'in', part).compile())
+      const rows = await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where(anyOf('id', part)).compile())
       for (const row of rows) state.customers.set(keyOf(shopId, row.id), storedCustomer(shopId, row))
     }
   }
@@ -157,7 +158,7 @@ async function loadShop(
   async function loadOrders(ids: readonly number[]) {
     const missing = ids.filter((id) => !loadedOrders.has(id))
     for (const part of chunks(missing)) {
-      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('id', 'in', part).compile()))
+      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where(anyOf('id', part)).compile()))
     }
     // Orders not stored yet count as loaded: the batch creates them.
     missing.forEach((id) => loadedOrders.add(id))
@@ -171,7 +172,7 @@ async function loadShop(
     for (const part of chunks([...n.claimEmails])) {
       const rows = await s.run(
         db.selectFrom('ledger').select(['order_id', 'guest_email', 'points']).where('shop_id', '=', shopId)
-          .where('customer_id', 'is', null).where('guest_email', 'in', part).compile(),
+          .where('customer_id', 'is', null).where(anyOf('guest_email', part)).compile(),
       )
       const held = new Map<string, Map<number, number>>()
       for (const row of rows) {
@@ -197,16 +198,18 @@ async function loadShop(
   }
   if (n.deleted.size > 0 || n.deletedEmails.size > 0) {
     for (const part of chunks([...n.deleted])) {
-      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('customer_id', 'in', part).compile()))
+      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where(anyOf('customer_id', part)).compile()))
       // Orders that embedded the customer but name another buyer now, found by their events.
+      // No DISTINCT and no test on resource_id: either steers SQLite onto the resource index, a scan of the shop's events.
       const embedded = await s.run(
-        db.selectFrom('events').select('resource_id').distinct().where('shop_id', '=', shopId).where('customer_id', 'in', part)
-          .where('topic', '=', 'order/hook_created').where('resource_id', 'is not', null).compile(),
+        db.selectFrom('events').select('resource_id').where('shop_id', '=', shopId).where(anyOf('customer_id', part))
+          .where('topic', '=', 'order/hook_created').compile(),
       )
-      await loadOrders(embedded.map((e) => Number(e.resource_id)).filter((id) => !loadedOrders.has(id)))
+      const ids = new Set(embedded.map((e) => e.resource_id).filter((id): id is number => id !== null).map(Number))
+      await loadOrders([...ids].filter((id) => !loadedOrders.has(id)))
     }
     for (const part of chunks([...n.deletedEmails])) {
-      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('email_lower', 'in', part).compile()))
+      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where(anyOf('email_lower', part)).compile()))
     }
   }
   // Orders reached by claims and erasure are settled too, so they must be locked; waiting for them
@@ -227,9 +230,9 @@ async function loadShop(
     const fresh = [...new Set(emails)]
     fresh.forEach((e) => queriedEmails.add(e))
     for (const part of chunks(fresh)) {
-      addCustomerRows(await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('email_lower', 'in', part).compile()))
+      addCustomerRows(await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where(anyOf('email_lower', part)).compile()))
       const shas = part.map((e) => emailSha(shopId, e))
-      addCustomerRows(await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('erased_email_sha', 'is not', null).where('erased_email_sha', 'in', shas).compile()))
+      addCustomerRows(await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('erased_email_sha', 'is not', null).where(anyOf('erased_email_sha', shas)).compile()))
     }
   }
 
@@ -240,7 +243,7 @@ async function loadShop(
     const rows = await s.run(
       db.selectFrom('ledger')
         .select(['id', 'order_id', 'customer_id', 'guest_email', 'points', 'amount_minor', 'currency', 'rate', 'rule_version', 'available_us'])
-        .where('shop_id', '=', shopId).where('order_id', 'in', part).compile(),
+        .where('shop_id', '=', shopId).where(anyOf('order_id', part)).compile(),
     )
     // Sorted here: an ORDER BY id would steer SQLite onto the primary key, a scan of the ledger.
     rows.sort((a, b) => Number(a.id) - Number(b.id))

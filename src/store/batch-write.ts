@@ -2,7 +2,7 @@ import { sql, type Insertable, type Kysely } from 'kysely'
 import { REDACTED_BODY, REDACTED_HEADERS } from '../batch/decide.ts'
 import type { Decision } from '../batch/state.ts'
 import { formatUs } from '../domain/time.ts'
-import type { Session } from './dialect.ts'
+import type { Backend, Session } from './dialect.ts'
 import { customerRow, orderRow } from './rows.ts'
 import type { CustomersTable, EventsTable, LedgerTable, OrdersTable, Tables } from './tables.ts'
 
@@ -54,7 +54,9 @@ async function upsertGuarded<T extends 'customers' | 'orders'>(
   }
 }
 
-export async function writeDecision(s: Session, db: Kysely<Tables>, d: Decision, createdAt: string): Promise<void> {
+export async function writeDecision(s: Session, backend: Backend, d: Decision, createdAt: string): Promise<void> {
+  const { db } = backend
+  const anyOf = backend.types.anyOf
   await upsertGuarded(s, db, 'customers', d.customers.map(customerRow))
   await upsertGuarded(s, db, 'orders', d.orders.map(orderRow))
 
@@ -103,15 +105,15 @@ export async function writeDecision(s: Session, db: Kysely<Tables>, d: Decision,
   for (const r of d.redactions) {
     const redacted = { body: REDACTED_BODY, headers: REDACTED_HEADERS }
     if (r.customerIds.length > 0) {
-      await s.run(db.updateTable('events').set(redacted).where('shop_id', '=', r.shopId).where('customer_id', 'in', r.customerIds).compile())
+      await s.run(db.updateTable('events').set(redacted).where('shop_id', '=', r.shopId).where(anyOf('customer_id', r.customerIds)).compile())
     }
     if (r.orderIds.length > 0) {
       await s.run(
-        db.updateTable('events').set(redacted).where('shop_id', '=', r.shopId).where('resource_id', 'in', r.orderIds)
+        db.updateTable('events').set(redacted).where('shop_id', '=', r.shopId).where(anyOf('resource_id', r.orderIds))
           .where('topic', '=', 'order/hook_created').compile(),
       )
       await s.run(
-        db.updateTable('ledger').set({ guest_email: null }).where('shop_id', '=', r.shopId).where('order_id', 'in', r.orderIds)
+        db.updateTable('ledger').set({ guest_email: null }).where('shop_id', '=', r.shopId).where(anyOf('order_id', r.orderIds))
           .where('guest_email', 'is not', null).compile(),
       )
     }

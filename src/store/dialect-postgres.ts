@@ -1,4 +1,4 @@
-import { CompiledQuery, Kysely, PostgresDialect } from 'kysely'
+import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely'
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import type { Backend, Session } from './dialect.ts'
@@ -56,7 +56,10 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
   return {
     kind: 'postgres',
     db,
-    types: { serial: 'serial', binary: 'bytea', rowLocks: true, serialPrimaryKey: (c) => c.primaryKey() },
+    types: {
+      serial: 'serial', binary: 'bytea', rowLocks: true, serialPrimaryKey: (c) => c.primaryKey(),
+      anyOf: (column, values) => sql<boolean>`${sql.ref(column)} = ANY(${values})`,
+    },
     reads: sessionOn(pool),
     async lockKeys(session, keys) {
       if (keys.length === 0) return

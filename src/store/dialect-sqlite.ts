@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { Kysely, SqliteDialect } from 'kysely'
+import { Kysely, SqliteDialect, sql } from 'kysely'
 import type { Backend, Session } from './dialect.ts'
 import { startSqliteWriter } from './sqlite-writer.ts'
 import type { Tables } from './tables.ts'
@@ -52,7 +52,10 @@ export function openSqlite(path: string): Backend {
   return {
     kind: 'sqlite',
     db,
-    types: { serial: 'integer', binary: 'blob', rowLocks: false, serialPrimaryKey: (c) => c.primaryKey().autoIncrement() },
+    types: {
+      serial: 'integer', binary: 'blob', rowLocks: false, serialPrimaryKey: (c) => c.primaryKey().autoIncrement(),
+      anyOf: (column, values) => sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`,
+    },
     reads: sessionOn(reader),
     lockKeys: async () => {},
     tryLockKeys: async () => true,

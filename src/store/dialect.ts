@@ -1,4 +1,4 @@
-import type { ColumnDefinitionBuilder, CompiledQuery, Kysely } from 'kysely'
+import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, RawBuilder } from 'kysely'
 import type { Webhook } from '../domain/webhook.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { Tables } from './tables.ts'
@@ -55,4 +55,9 @@ export interface DialectTypes {
    */
   rowLocks: boolean
   serialPrimaryKey(c: ColumnDefinitionBuilder): ColumnDefinitionBuilder
+  /**
+   * `column IN values` as a condition whose SQL text does not depend on how many values there
+   * are (one array or JSON parameter), so that each query is prepared once, not once per size.
+   */
+  anyOf(column: string, values: readonly (string | number)[]): RawBuilder<boolean>
 }
