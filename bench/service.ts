@@ -66,7 +66,7 @@ export async function startService(target: Target, options: { preload?: number; 
       throw err
     }
     env.DATABASE_URL = database.url
-    args = [join(root, 'bin/shop-intake.js'), 'serve']
+    args = [...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), join(root, 'bin/shop-intake.js'), 'serve']
   }
   const port = await freePort()
   env.PORT = String(port)
