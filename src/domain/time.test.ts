@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { arrivalClockUs, formatUs, isInstant, parseInstantUs } from './time.ts'
+import { arrivalClockUs, formatInstant, formatUs, isInstant, parseInstantUs } from './time.ts'
 
 const us = (iso: string) => {
   const value = parseInstantUs(iso)
@@ -164,4 +164,31 @@ test('the arrival clock strictly increases, even within one microsecond', () => 
   }
   // It is epoch microseconds: close to Date.now().
   assert.ok(Math.abs(previous / 1000 - Date.now()) < 60_000)
+})
+
+test('years 0000 to 0099 are not read as 1900 to 1999', () => {
+  assert.equal(us('0050-01-01T00:00:00Z'), Date.parse('0050-01-01T00:00:00Z') * 1000)
+  assert.equal(us('0000-01-01T00:00:00Z'), Date.parse('0000-01-01T00:00:00Z') * 1000)
+})
+
+test('an instant that UTC would move out of the years 0000 to 9999 is not accepted', () => {
+  assert.equal(isInstant('0000-01-01T00:00:00Z'), true)
+  assert.equal(isInstant('0000-01-01T00:30:00+01:00'), false)
+  assert.equal(isInstant('9999-12-31T23:59:59.999999Z'), true)
+  assert.equal(isInstant('9999-12-31T23:00:00-02:00'), false)
+})
+
+test('formatInstant writes any accepted timestamp in UTC with six fraction digits, the same instant', () => {
+  assert.equal(formatInstant('2024-05-01T10:00:00+02:00'), '2024-05-01T08:00:00.000000Z')
+  assert.equal(formatInstant('2024-05-01T10:00:00.5Z'), '2024-05-01T10:00:00.500000Z')
+  assert.equal(formatInstant('2024-05-01T10:00:00.123456789-00:30'), '2024-05-01T10:30:00.123456Z')
+  assert.equal(formatInstant('2024-05-01T10:00:00.123Z'), '2024-05-01T10:00:00.123000Z')
+  assert.equal(formatInstant('1969-12-31T23:59:59.5Z'), '1969-12-31T23:59:59.500000Z')
+  assert.equal(formatInstant('0001-01-01T00:00:00Z'), '0001-01-01T00:00:00.000000Z')
+  assert.equal(formatInstant(null), null)
+})
+
+test('formatUs is exact before 1970 too', () => {
+  assert.equal(formatUs(-1), '1969-12-31T23:59:59.999999Z')
+  assert.equal(formatUs(-500_000), '1969-12-31T23:59:59.500000Z')
 })

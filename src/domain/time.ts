@@ -20,20 +20,44 @@ export function parseInstantUs(text: string): number | undefined {
     if (offH > 23 || offM > 59) return undefined
     offsetMinutes = (sign === '-' ? -1 : 1) * (offH * 60 + offM)
   }
+  // setUTCFullYear, not Date.UTC, which reads years 0 to 99 as 1900 to 1999.
+  const date = new Date(0)
+  date.setUTCFullYear(year, month - 1, day)
+  date.setUTCHours(hour, minute, 0, 0)
   // A leap second is folded onto the next second, as most clocks do.
-  const ms = Date.UTC(year, month - 1, day, hour, minute, 0) + second * 1000 - offsetMinutes * 60_000
+  const ms = date.getTime() + second * 1000 - offsetMinutes * 60_000
   const micros = frac ? Number(frac.padEnd(6, '0').slice(0, 6)) : 0
   return ms * 1000 + micros
 }
 
-/** True when the text is an ISO 8601 timestamp with a UTC offset naming a real date and time. */
+/** The instants RFC 3339 can write in UTC: years 0000 to 9999. */
+const MIN_US = Date.parse('0000-01-01T00:00:00Z') * 1000
+const MAX_US = Date.parse('9999-12-31T23:59:59.999Z') * 1000 + 999
+
+/**
+ * True when the text is an ISO 8601 timestamp with a UTC offset naming a real
+ * date and time, which falls in the years 0000 to 9999 once moved to UTC (so
+ * that the API can write it back in UTC).
+ */
 export function isInstant(text: string): boolean {
-  return parseInstantUs(text) !== undefined
+  const us = parseInstantUs(text)
+  return us !== undefined && us >= MIN_US && us <= MAX_US
 }
 
+/** RFC 3339 in UTC with six fraction digits: the one format of every timestamp the API returns. */
 export function formatUs(us: number): string {
   const iso = new Date(Math.floor(us / 1000)).toISOString()
-  return `${iso.slice(0, 19)}.${String(us % 1_000_000).padStart(6, '0')}Z`
+  const micros = ((us % 1_000_000) + 1_000_000) % 1_000_000
+  return `${iso.slice(0, 19)}.${String(micros).padStart(6, '0')}Z`
+}
+
+/** A stored timestamp (as the shop sent it, or as the service wrote it) in the API's one format. */
+export function formatInstant(text: string): string
+export function formatInstant(text: string | null): string | null
+export function formatInstant(text: string | null): string | null {
+  if (text === null) return null
+  const us = parseInstantUs(text)
+  return us === undefined ? text : formatUs(us)
 }
 
 function daysInMonth(year: number, month: number): number {
