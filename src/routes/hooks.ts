@@ -63,6 +63,14 @@ function perKeyRateLimit(perSecond: number) {
   }
 }
 
+function methodNotAllowed(request: FastifyRequest, reply: FastifyReply) {
+  return sendProblem(
+    reply,
+    { status: 405, type: 'method-not-allowed', title: 'Method Not Allowed', detail: `${request.method} is not allowed here; webhooks are sent with POST` },
+    { allow: 'POST' },
+  )
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
@@ -152,16 +160,14 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
       },
     )
 
+    // Every other method, answered as soon as the request line is known: no key
+    // is needed and no body is read (installAllMethods makes every method routable).
     app.route({
-      method: ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      method: app.supportedMethods.filter((method) => method !== 'POST'),
       url: hook.path,
       schema: { hide: true },
-      handler: (request, reply) =>
-        sendProblem(
-          reply,
-          { status: 405, type: 'method-not-allowed', title: 'Method Not Allowed', detail: `${request.method} is not allowed here; webhooks are sent with POST` },
-          { allow: 'POST' },
-        ),
+      onRequest: async (request, reply) => methodNotAllowed(request, reply),
+      handler: methodNotAllowed,
     })
   }
 }
