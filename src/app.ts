@@ -6,7 +6,11 @@ import type { DestinationStream } from 'pino'
 import type { Config } from './config.ts'
 import type { Webhook } from './domain/webhook.ts'
 import { createAuthenticator, type Authenticator } from './http/auth.ts'
+import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
+import { installExpectContinue } from './http/expect-continue.ts'
+import { installHostCheck } from './http/host-header.ts'
 import { installJsonBody } from './http/json-body.ts'
+import { installAllMethods } from './http/methods.ts'
 import { createMetrics, type Metrics } from './http/metrics.ts'
 import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -59,7 +63,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await backend.close().catch(() => {})
     throw err
   }
-  const metrics = createMetrics()
+  const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
+  const metrics = createMetrics(() => bodyBudget.inFlight)
   const batchWriter = backend.openWriter()
   const writer = new GroupCommitWriter<Webhook, BatchResult>({
     apply: (batch) => {
@@ -88,7 +93,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     bodyLimit: config.BODY_LIMIT,
     // Slow clients (slowloris) cannot hold a connection: headers and whole requests have deadlines.
     requestTimeout: config.REQUEST_TIMEOUT_MS,
-    http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
+    // requireHostHeader off: a missing Host gets a problem from installHostCheck, not Node's empty 400.
+    http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000, requireHostHeader: false },
     clientErrorHandler,
     // Requests that arrive while shutting down get our own 503 below, with Retry-After.
     return503OnClosing: false,
@@ -106,6 +112,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installJsonBody(app, config.BODY_LIMIT)
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
   await app.register(rateLimit, { global: false })
+  // Global hooks run in the order added: the protocol checks, then the body budget before the
+  // 100 Continue that lets a body in, then the shutdown 503 and the early 404.
+  installHostCheck(app)
+  installBodyBudget(app, bodyBudget, {
+    bodyLimit: config.BODY_LIMIT,
+    retryAfterSeconds: config.RETRY_AFTER_SECONDS,
+    onRefused: () => metrics.unavailable.inc({ reason: 'body-budget' }),
+  })
+  installExpectContinue(app, config.BODY_LIMIT)
+  // Fastify calls this when the connection closes before the request was fully received.
+  app.addHook('onRequestAbort', async (_request) => {
+    metrics.clientAborts.inc()
+  })
   let closing = false
   app.addHook('preClose', async () => {
     closing = true
@@ -116,6 +135,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const problem = unavailable(config.RETRY_AFTER_SECONDS, 'the service is shutting down; retry after the delay in Retry-After')
     return sendProblem(reply, problem.problem, problem.headers)
   })
+  installAllMethods(app)
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',

@@ -21,6 +21,8 @@ export const ConfigSchema = Type.Object({
   }),
   /** Largest request body in bytes, enforced while the body streams in. */
   BODY_LIMIT: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+  /** Most bytes of request bodies held at once; past it, 503 with Retry-After before a body is read. */
+  BODY_BYTES_IN_FLIGHT: Type.Integer({ minimum: 1024, default: 67_108_864 }),
   /** Most webhooks in one transaction. */
   WRITER_MAX_BATCH: Type.Integer({ minimum: 1, default: 512 }),
   /** Most webhooks waiting for the writer before new ones get a 503. */
@@ -74,6 +76,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if ((value.HEADERS_TIMEOUT_MS as number) > (value.REQUEST_TIMEOUT_MS as number)) {
     throw new ConfigError(`HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS (${value.HEADERS_TIMEOUT_MS} > ${value.REQUEST_TIMEOUT_MS})`)
+  }
+  if ((value.BODY_BYTES_IN_FLIGHT as number) < (value.BODY_LIMIT as number)) {
+    throw new ConfigError(`BODY_BYTES_IN_FLIGHT must not be less than BODY_LIMIT (${value.BODY_BYTES_IN_FLIGHT} < ${value.BODY_LIMIT})`)
   }
   return Object.freeze(value) as Config
 }

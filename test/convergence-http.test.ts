@@ -50,7 +50,7 @@ forEachDatabase((kind) => {
     const order = (await t.get('/v3/orders/10')).json()
     assert.equal(order.is_paid, true)
     assert.equal(order.is_fulfilled, true)
-    assert.equal(order.cancelled_at, '2024-05-01T10:00:00Z')
+    assert.equal(order.cancelled_at, '2024-05-01T10:00:00.000000Z')
     assert.equal(order.ref, 'B')
     assert.equal(order.total, '9.00')
   })

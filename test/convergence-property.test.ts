@@ -5,6 +5,7 @@ import type { CustomerRecord, OrderRecord } from '../src/domain/merge.ts'
 import { fromMinor } from '../src/domain/money.ts'
 import type { Status, Topic } from '../src/domain/webhook.ts'
 import { referenceFold } from './support/reference.ts'
+import { formatInstant } from '../src/domain/time.ts'
 import type { CustomerBody, OrderBody } from '../src/schemas/webhooks.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
@@ -262,7 +263,7 @@ const money = (minor: number | null) => (minor === null ? null : fromMinor(minor
 function expectedCustomer(c: CustomerRecord | undefined) {
   if (!c || c.deleted) return { status: 404 }
   const { id, first_name, last_name, email, is_newsletter, tags, created_at, updated_at } = c
-  return { status: 200, body: { id, first_name, last_name, email, is_newsletter, tags, created_at, updated_at } }
+  return { status: 200, body: { id, first_name, last_name, email, is_newsletter, tags, created_at: formatInstant(created_at), updated_at: formatInstant(updated_at) } }
 }
 
 function expectedOrder(o: OrderRecord | undefined) {
@@ -273,9 +274,9 @@ function expectedOrder(o: OrderRecord | undefined) {
       id: o.id, currency: o.currency, email: o.email, ref: o.ref,
       total: money(o.total), subtotal: money(o.subtotal), amount_shipping: money(o.amount_shipping),
       amount_giftcard: money(o.amount_giftcard), amount_tax: money(o.amount_tax),
-      cancelled_at: o.cancelled_at, processed_at: o.processed_at,
+      cancelled_at: formatInstant(o.cancelled_at), processed_at: formatInstant(o.processed_at),
       is_fulfilled: o.is_fulfilled, is_refunded: o.is_refunded, is_paid: o.is_paid,
-      updated_at: o.updated_at, customer_id: o.customer_id,
+      updated_at: formatInstant(o.updated_at), customer_id: o.customer_id,
     },
   }
 }

@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander'
+import { formatInstant } from '../domain/time.ts'
 import { issueKey } from '../keys/issue-key.ts'
 import { findShop, listKeys, revokeKey } from '../store/keys-repo.ts'
 import { withBackend } from './backend.ts'
@@ -43,9 +44,9 @@ export function keysCommand(): Command {
           id: String(r.id),
           hint: r.hint,
           shop: r.shop,
-          created: r.created_at,
-          'last used': r.last_used_at ?? 'never',
-          revoked: r.revoked_at ?? 'no',
+          created: formatInstant(r.created_at),
+          'last used': formatInstant(r.last_used_at) ?? 'never',
+          revoked: formatInstant(r.revoked_at) ?? 'no',
         }))
         printTable(table, ['id', 'hint', 'shop', 'created', 'last used', 'revoked'])
       }),

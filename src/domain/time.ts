@@ -92,3 +92,12 @@ export function arrivalClockUs(): number {
   lastUs = now > lastUs ? now : lastUs + 1
   return lastUs
 }
+
+/** A stored timestamp (as the shop sent it, or as the service wrote it) in the API's one format. */
+export function formatInstant(text: string): string
+export function formatInstant(text: string | null): string | null
+export function formatInstant(text: string | null): string | null {
+  if (text === null) return null
+  const us = parseInstantUs(text)
+  return us === undefined ? text : formatUs(us)
+}

@@ -6,6 +6,7 @@ import { hashKey, isWellFormedKey } from '../keys/api-key.ts'
 import { findActiveKey, type Principal } from '../store/keys-repo.ts'
 import type { Tables } from '../store/tables.ts'
 import { ProblemError } from './problem.ts'
+import { headerCount } from './raw-headers.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -59,6 +60,11 @@ export function createAuthenticator(
 
   return {
     async hook(request) {
+      if (headerCount(request.raw, 'authorization') > 1) {
+        // Node would keep the first; a proxy may have checked the other. Ambiguity is refused.
+        onFailure('malformed')
+        throw new ProblemError({ status: 400, type: 'malformed-request', title: 'Bad Request', detail: 'the request carries more than one Authorization header' })
+      }
       const credentials = basicAuth.parse(request.headers.authorization ?? '')
       if (!credentials) fail(request.headers.authorization ? 'malformed' : 'missing')
       const { name, pass } = credentials

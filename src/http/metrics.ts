@@ -1,7 +1,7 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 
 /** The service's Prometheus metrics; one registry per app, so tests can build several. */
-export function createMetrics() {
+export function createMetrics(bodyBytesInFlight: () => number) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   return {
@@ -23,6 +23,19 @@ export function createMetrics() {
       help: 'Webhooks answered 503 because they could not be stored',
       labelNames: ['reason'] as const,
       registers: [registry],
+    }),
+    clientAborts: new Counter({
+      name: 'shop_intake_client_aborts_total',
+      help: 'Requests whose client closed the connection, or ran out of time, before sending the whole request',
+      registers: [registry],
+    }),
+    bodyBytesInFlight: new Gauge({
+      name: 'shop_intake_body_bytes_in_flight',
+      help: 'Bytes of request bodies held now, counted against BODY_BYTES_IN_FLIGHT',
+      registers: [registry],
+      collect() {
+        this.set(bodyBytesInFlight())
+      },
     }),
     batchSize: new Histogram({
       name: 'shop_intake_batch_size',

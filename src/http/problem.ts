@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { QueueFullError, WriterUnavailableError } from '../writer/group-commit.ts'
 import { isUnavailable } from '../store/unavailable.ts'
 
@@ -70,16 +70,31 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Duplex)
   )
 }
 
+export function noSuchEndpoint(request: FastifyRequest): ProblemInit {
+  return {
+    status: 404, type: 'not-found', title: 'Not Found',
+    detail: `no endpoint ${request.method} ${request.url.split('?')[0]}; webhooks go to /v3/hook/radix/vanilla/{customer|order}/hook_created or /v3/hook/radix/vanilla/customer/hook_deleted`,
+  }
+}
+
+/**
+ * The request stream broke because its client went away, or because Node cut
+ * a client that was too slow (the 408 is already written): not the database's
+ * doing, although the error is an ECONNRESET too.
+ */
+export function isClientAbort(request: FastifyRequest): boolean {
+  return request.raw.readableAborted
+}
+
 export function installProblemHandlers(app: FastifyInstance, retryAfterSeconds: number, bodyLimit: number): void {
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, {
-      status: 404, type: 'not-found', title: 'Not Found',
-      detail: `no endpoint ${request.method} ${request.url.split('?')[0]}; webhooks go to /v3/hook/radix/vanilla/{customer|order}/hook_created or /v3/hook/radix/vanilla/customer/hook_deleted`,
-    }),
-  )
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, noSuchEndpoint(request)))
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof ProblemError) return sendProblem(reply, error.problem, error.headers)
+    if (isClientAbort(request)) {
+      request.log.info({ code: error.code }, 'the client went away before sending the whole request')
+      return sendProblem(reply, { status: 400, type: 'malformed-request', title: 'Bad Request', detail: 'the request was cut off before its end' })
+    }
     if (error instanceof QueueFullError) {
       request.log.warn('write queue full; answering 503')
       return sendProblem(reply, unavailable(retryAfterSeconds, 'the service is at capacity; retry after the delay in Retry-After').problem, {

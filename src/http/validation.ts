@@ -10,28 +10,43 @@ interface AjvError extends FastifySchemaValidationError {
   parentSchema?: { description?: string }
 }
 
+/** Most errors a 422 lists and its event stores; `error_count` gives the total. */
+export const MAX_REPORTED_ERRORS = 100
+
 const escape = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1')
 
-export function fieldErrors(errors: readonly FastifySchemaValidationError[]): FieldError[] {
-  const byPointer = new Map<string, FieldError>()
+/** One error per validator error, in its order; `firstErrors` keeps the first of each field. */
+export function* fieldErrors(errors: readonly FastifySchemaValidationError[]): Generator<FieldError> {
   const unions = new Set<string>()
   for (const raw of errors as AjvError[]) {
     if (raw.keyword === 'anyOf') unions.add(raw.instancePath)
   }
   for (const raw of errors as AjvError[]) {
-    const params = raw.params as Record<string, unknown>
-    let pointer = raw.instancePath
-    let detail: string
     if (raw.keyword === 'required') {
-      pointer = `${pointer}/${escape(String(params.missingProperty))}`
-      detail = 'is required'
-    } else if (unions.has(pointer) && raw.keyword !== 'anyOf') {
-      continue // the union's own error speaks for its branches
-    } else {
+      yield { pointer: `${raw.instancePath}/${escape(String((raw.params as { missingProperty?: unknown }).missingProperty))}`, detail: 'is required' }
+    } else if (!unions.has(raw.instancePath) || raw.keyword === 'anyOf') {
+      // (a union's own error speaks for its branches)
       const description = raw.parentSchema?.description
-      detail = description ? `must be ${description}` : (raw.message ?? 'is invalid')
+      yield { pointer: raw.instancePath, detail: description ? `must be ${description}` : (raw.message ?? 'is invalid') }
     }
-    if (!byPointer.has(pointer)) byPointer.set(pointer, { pointer, detail })
   }
-  return [...byPointer.values()]
+}
+
+/**
+ * One error per field, in the order found (the first list that names a field wins),
+ * and at most `max` of them; `count` is how many fields were invalid in all.
+ * Linear in the number of errors: a body of half a million bad array items
+ * must cost no more than reading it.
+ */
+export function firstErrors(lists: readonly Iterable<FieldError>[], max = MAX_REPORTED_ERRORS): { errors: FieldError[]; count: number } {
+  const seen = new Set<string>()
+  const errors: FieldError[] = []
+  for (const list of lists) {
+    for (const error of list) {
+      if (seen.has(error.pointer)) continue
+      seen.add(error.pointer)
+      if (errors.length < max) errors.push(error)
+    }
+  }
+  return { errors, count: seen.size }
 }

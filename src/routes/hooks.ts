@@ -6,7 +6,7 @@ import { changeFor, type Outcome, type Topic, type Webhook } from '../domain/web
 import type { Services } from '../app.ts'
 import { ProblemError, sendProblem, unavailable } from '../http/problem.ts'
 import { MalformedBody } from '../http/json-body.ts'
-import { fieldErrors } from '../http/validation.ts'
+import { fieldErrors, firstErrors } from '../http/validation.ts'
 import { QueueFullError } from '../writer/group-commit.ts'
 import { Problem } from '../schemas/common.ts'
 import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
@@ -70,6 +70,14 @@ function perKeyRateLimit(perSecond: number) {
   }
 }
 
+function methodNotAllowed(request: FastifyRequest, reply: FastifyReply) {
+  return sendProblem(
+    reply,
+    { status: 405, type: 'method-not-allowed', title: 'Method Not Allowed', detail: `${request.method} is not allowed here; webhooks are sent with POST` },
+    { allow: 'POST' },
+  )
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
@@ -97,13 +105,17 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
           request.body instanceof MalformedBody ? request.body.detail : isObject(request.body) ? null : 'the body must be a JSON object'
         const body = malformed === null ? (request.body as Record<string, unknown>) : {}
         const receivedUs = arrivalClockUs()
-        const found = [
-          ...(malformed === null ? [] : [{ pointer: '', detail: malformed }]),
-          ...(request.validationError && malformed === null ? fieldErrors(request.validationError.validation) : []),
-          ...(request.bodyErrors ?? []),
-        ]
-        // One error per field: the schema's first, then what only the raw text shows.
-        const errors = found.length > 0 ? found.filter((e, i) => found.findIndex((f) => f.pointer === e.pointer) === i) : null
+        // One error per field: the schema's first, then what only the raw text shows; the first
+        // MAX_REPORTED_ERRORS are answered and stored, with the total in error_count.
+        const found = firstErrors([
+          malformed === null ? [] : [{ pointer: '', detail: malformed }],
+          request.validationError && malformed === null ? fieldErrors(request.validationError.validation) : [],
+          request.bodyErrors ?? [],
+        ])
+        // The validator's list can be far larger than the body (an error object per bad array item), and
+        // ajv keeps it on the compiled function until the route's next request: emptied once read.
+        if (request.validationError) request.validationError.validation.length = 0
+        const errors = found.count > 0 ? found.errors : null
         const change = errors ? null : changeFor(hook.topic, body as never, receivedUs)
         const resourceId = Number.isSafeInteger(body.id) ? (body.id as number) : null
         const webhook: Webhook = {
@@ -144,8 +156,11 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
         if (outcome.status === 'rejected') {
           return sendProblem(reply, {
             status: 422, type: 'invalid-body', title: 'Unprocessable Content',
-            detail: `the ${hook.topic.split('/')[0]} has ${errors!.length} invalid field${errors!.length === 1 ? '' : 's'}; the body was stored as event ${outcome.eventId}`,
+            detail:
+              `the ${hook.topic.split('/')[0]} has ${found.count} invalid field${found.count === 1 ? '' : 's'}` +
+              `${found.count > errors!.length ? `, the first ${errors!.length} listed` : ''}; the body was stored as event ${outcome.eventId}`,
             event_id: outcome.eventId,
+            error_count: found.count,
             errors: errors!,
           })
         }
@@ -153,16 +168,14 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
       },
     )
 
+    // Every other method, answered as soon as the request line is known: no key
+    // is needed and no body is read (installAllMethods makes every method routable).
     app.route({
-      method: ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      method: app.supportedMethods.filter((method) => method !== 'POST'),
       url: hook.path,
       schema: { hide: true },
-      handler: (request, reply) =>
-        sendProblem(
-          reply,
-          { status: 405, type: 'method-not-allowed', title: 'Method Not Allowed', detail: `${request.method} is not allowed here; webhooks are sent with POST` },
-          { allow: 'POST' },
-        ),
+      onRequest: async (request, reply) => methodNotAllowed(request, reply),
+      handler: methodNotAllowed,
     })
   }
 }

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Services } from '../app.ts'
 import { fromMinor } from '../domain/money.ts'
+import { formatInstant } from '../domain/time.ts'
+import { noStore } from '../http/no-store.ts'
 import { sendProblem } from '../http/problem.ts'
 import { Problem } from '../schemas/common.ts'
 import { IdParams, PointsQuery, PointsView } from '../schemas/resources.ts'
@@ -15,7 +17,7 @@ export async function pointsRoutes(app: FastifyInstance, services: Services): Pr
   app.get(
     '/v3/customers/:id/points',
     {
-      onRequest: auth.hook,
+      onRequest: [noStore, auth.hook],
       schema: {
         summary: 'A customer\'s points: balances and ledger entries',
         tags: ['read'],
@@ -50,8 +52,8 @@ export async function pointsRoutes(app: FastifyInstance, services: Services): Pr
           points: r.points,
           reason: r.reason,
           basis: { amount: fromMinor(r.amount_minor), currency: r.currency, rate: r.rate, rule_version: r.rule_version },
-          created_at: r.created_at,
-          available_at: r.available_at,
+          created_at: formatInstant(r.created_at),
+          available_at: formatInstant(r.available_at),
         })),
         next_cursor: page.more ? String(page.rows[page.rows.length - 1]!.id) : null,
       }

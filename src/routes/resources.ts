@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Services } from '../app.ts'
 import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
 import { fromMinor } from '../domain/money.ts'
+import { formatInstant } from '../domain/time.ts'
+import { noStore } from '../http/no-store.ts'
 import { sendProblem } from '../http/problem.ts'
 import { Problem } from '../schemas/common.ts'
 import { CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
@@ -22,7 +24,7 @@ const notFound = (reply: FastifyReply, what: string, id: string) =>
 export function customerView(c: CustomerRecord) {
   return {
     id: c.id, first_name: c.first_name, last_name: c.last_name, email: c.email, is_newsletter: c.is_newsletter,
-    tags: c.tags, created_at: c.created_at, updated_at: c.updated_at,
+    tags: c.tags, created_at: formatInstant(c.created_at), updated_at: formatInstant(c.updated_at),
   }
 }
 
@@ -33,15 +35,15 @@ export function orderView(o: OrderRecord) {
     id: o.id, currency: o.currency, email: o.email, ref: o.ref,
     total: amount(o.total), subtotal: amount(o.subtotal), amount_shipping: amount(o.amount_shipping),
     amount_giftcard: amount(o.amount_giftcard), amount_tax: amount(o.amount_tax),
-    cancelled_at: o.cancelled_at, processed_at: o.processed_at,
+    cancelled_at: formatInstant(o.cancelled_at), processed_at: formatInstant(o.processed_at),
     is_fulfilled: o.is_fulfilled, is_refunded: o.is_refunded, is_paid: o.is_paid,
-    updated_at: o.updated_at, customer_id: o.customer_id,
+    updated_at: formatInstant(o.updated_at), customer_id: o.customer_id,
   }
 }
 
 export async function resourceRoutes(app: FastifyInstance, services: Services): Promise<void> {
   const { backend, auth } = services
-  const common = { onRequest: auth.hook }
+  const common = { onRequest: [noStore, auth.hook] }
   const security = [{ basic: [] }]
 
   app.get(

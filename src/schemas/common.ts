@@ -38,9 +38,10 @@ export const Problem = Type.Object(
     detail: Type.String(),
     errors: Type.Optional(
       Type.Array(Type.Object({ pointer: Type.String(), detail: Type.String() }), {
-        description: 'every violation found in the body',
+        description: 'the violations found in the body, one per field, the first 100 of them',
       }),
     ),
+    error_count: Type.Optional(Type.Integer({ description: 'how many fields of the body are invalid in all' })),
   },
   { description: 'An RFC 9457 problem', additionalProperties: true },
 )

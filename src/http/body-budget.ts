@@ -1,0 +1,67 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { unavailable } from './problem.ts'
+
+/**
+ * The bytes of request bodies held at once. A body is counted from before it
+ * is read until its answer is written or its connection closes, whichever
+ * comes first, so aborted and failed requests give their share back too.
+ */
+export class BodyBudget {
+  #inFlight = 0
+
+  constructor(readonly capacity: number) {}
+
+  get inFlight(): number {
+    return this.#inFlight
+  }
+
+  /** Takes `bytes` from the budget; a function that gives them back (once), or undefined when they do not fit. */
+  reserve(bytes: number): (() => void) | undefined {
+    if (this.#inFlight + bytes > this.capacity) return undefined
+    this.#inFlight += bytes
+    let held = true
+    return () => {
+      if (!held) return
+      held = false
+      this.#inFlight -= bytes
+    }
+  }
+}
+
+/**
+ * What a request's body may cost before it is read: its Content-Length, or the
+ * whole BODY_LIMIT when it streams in chunks of unknown total. A declared length
+ * over the limit is refused with a 413 without being read, so it costs nothing.
+ */
+export function declaredBodyBytes(request: FastifyRequest, bodyLimit: number): number {
+  const { 'content-length': length, 'transfer-encoding': encoding } = request.headers
+  if (length !== undefined) {
+    const bytes = Number(length)
+    return Number.isSafeInteger(bytes) && bytes <= bodyLimit ? bytes : 0
+  }
+  return encoding === undefined ? 0 : bodyLimit
+}
+
+/**
+ * Bounds the memory that request bodies take, whoever sends them: a request
+ * whose body does not fit in BODY_BYTES_IN_FLIGHT gets a 503 with Retry-After
+ * before its body is read.
+ */
+export function installBodyBudget(
+  app: FastifyInstance,
+  budget: BodyBudget,
+  options: { bodyLimit: number; retryAfterSeconds: number; onRefused: () => void },
+): void {
+  app.addHook('preParsing', async (request, reply, payload) => {
+    const bytes = declaredBodyBytes(request, options.bodyLimit)
+    if (bytes === 0) return payload
+    const release = budget.reserve(bytes)
+    if (!release) {
+      options.onRefused()
+      throw unavailable(options.retryAfterSeconds, 'too many request bodies are being received at once; retry after the delay in Retry-After')
+    }
+    // 'close' follows the end of the answer and any early end of the connection.
+    reply.raw.once('close', release)
+    return payload
+  })
+}
