@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
+import { formatInstant } from '../src/domain/time.ts'
 
 // Issue 9, item 7: timestamps at the edges of the calendar and of exact comparison, over HTTP.
 // Instants are compared in epoch microseconds, exact only within ±2^53 µs of 1970, so the
@@ -72,15 +73,16 @@ forEachDatabase((kind) => {
   }
 
   for (const value of accepted) {
-    test(`${value} is accepted in every timestamp field and read back as sent`, async () => {
+    test(`${value} is accepted in every timestamp field and read back as the same instant in UTC`, async () => {
       const id = nextId++
+      const utc = formatInstant(value)
       assertApplied(await t.post(CUSTOMER_CREATED, { id, created_at: value, updated_at: value }))
       const customer = (await t.get(`/v3/customers/${id}`)).json()
-      assert.equal(customer.created_at, value)
-      assert.equal(customer.updated_at, value)
+      assert.equal(customer.created_at, utc)
+      assert.equal(customer.updated_at, utc)
       assertApplied(await t.post(ORDER_CREATED, { id, processed_at: value, cancelled_at: value, updated_at: value }))
       const order = (await t.get(`/v3/orders/${id}`)).json()
-      assert.deepEqual([order.processed_at, order.cancelled_at, order.updated_at], [value, value, value])
+      assert.deepEqual([order.processed_at, order.cancelled_at, order.updated_at], [utc, utc, utc])
     })
   }
 
@@ -109,6 +111,6 @@ forEachDatabase((kind) => {
     const id = nextId++
     assertApplied(await t.post(ORDER_CREATED, { id, cancelled_at: '2254-12-31T23:59:59.999999Z' }))
     assertApplied(await t.post(ORDER_CREATED, { id, cancelled_at: '2255-01-01T13:59:59.999998+14:00' }))
-    assert.equal((await t.get(`/v3/orders/${id}`)).json().cancelled_at, '2255-01-01T13:59:59.999998+14:00')
+    assert.equal((await t.get(`/v3/orders/${id}`)).json().cancelled_at, '2254-12-31T23:59:59.999998Z')
   })
 })

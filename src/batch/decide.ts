@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { isNewer, mergeCustomer, mergeOrder, type Clock, type CustomerPatch, type OrderRecord } from '../domain/merge.ts'
+import { isNewer, mergeCustomer, mergeOrder, type CustomerPatch, type CustomerRecord, type OrderRecord } from '../domain/merge.ts'
 import type { Status, Webhook } from '../domain/webhook.ts'
 import { planOrderEntries, type Holder, type Holding, type Owner } from '../loyalty/ledger-plan.ts'
 import { targetFor } from '../loyalty/points.ts'
@@ -68,27 +68,38 @@ export function decideBatch(batch: readonly Webhook[], state: BatchState, settle
       })
       changedCustomers.add(key)
     }
-    // The e-mail erased is the newest e-mail written no later than the newest delete: the one this
-    // webhook carries, or for a delete the one stored, whichever arrived first.
-    const candidates: { email: string; clock: Clock }[] = []
-    if (patch.fields.email != null) candidates.push({ email: patch.fields.email, clock: patch.clock })
-    if (patch.deleted && before?.email != null && before.clocks.email) candidates.push({ email: before.email, clock: before.clocks.email })
-    for (const candidate of candidates) noteErasedEmail(shopId, key, candidate.email, candidate.clock, w)
+    noteEmail(shopId, key, patch, before, w)
     if (patch.deleted) erase(shopId, patch, w)
     else if (applied && next.email !== null) claims.set(keyOf(shopId, lower(next.email)!), { shopId, eventId: w.eventId })
     return applied
   }
 
-  function noteErasedEmail(shopId: number, key: string, email: string, clock: Clock, w: Webhook): void {
+  /**
+   * Which e-mail a delete erased. A customer is expected to keep one e-mail (README): it is
+   * erased when it was first written no later than the customer's newest delete, whichever of
+   * the two arrived first, so the first write's clock is kept (a minimum), and the e-mail text
+   * is taken from whatever webhook tells it.
+   */
+  function noteEmail(shopId: number, key: string, patch: CustomerPatch, before: CustomerRecord | undefined, w: Webhook): void {
     const c = state.customers.get(key)!
-    const erasedUs = c.record.erased_us
-    if (erasedUs === null || clock.version_us > erasedUs) return
-    const noted = c.record.clocks.erased_email
-    if (noted && !isNewer(clock, noted)) return
-    c.record = { ...c.record, clocks: { ...c.record.clocks, erased_email: clock } }
-    c.erasedEmailSha = emailSha(shopId, email.toLowerCase())
-    changedCustomers.add(key)
-    settleEmail(shopId, email.toLowerCase(), w)
+    // Rows from before first_email was kept fall back to the clock of the e-mail they hold.
+    const firstOf = (r: CustomerRecord | undefined) => r?.clocks.first_email ?? (r?.email != null ? r.clocks.email : undefined)
+    const first = firstOf(before)
+    if (patch.fields.email != null && (!first || isNewer(first, patch.clock))) {
+      c.record = { ...c.record, clocks: { ...c.record.clocks, first_email: patch.clock } }
+      changedCustomers.add(key)
+    }
+    const firstUs = firstOf(c.record)?.version_us
+    const email = lower(patch.fields.email ?? before?.email ?? c.record.email)
+    if (c.record.erased_us === null || firstUs === undefined || firstUs > c.record.erased_us || email === null) return
+    const sha = emailSha(shopId, email)
+    // A newer delete reaches orders sent with the e-mail since the last one: settle them again.
+    if (c.erasedEmailSha === sha && !patch.deleted) return
+    if (c.erasedEmailSha !== sha) {
+      c.erasedEmailSha = sha
+      changedCustomers.add(key)
+    }
+    settleEmail(shopId, email, w)
   }
 
   /** Orders sent with this e-mail may change owner or lose it: settle them. */

@@ -164,14 +164,18 @@ describe('mergeCustomer', () => {
     for (const field of [...CUSTOMER_FIELDS, 'deleted'] as const) assert.deepEqual(next.clocks[field], clock(2), field)
   })
 
-  test('given fields older and newer than a delete, when the delete arrives, then only the older ones are nulled', () => {
+  test('given fields older and newer than a delete, when the delete arrives, then only the older ones are nulled, and it answers stale', () => {
     const stored = fold(mergeCustomer, [customer({ first_name: 'Ann', email: 'old@example.com' }, clock(1)), customer({ email: 'new@example.com' }, clock(3))]).state
     const { applied, next } = mergeCustomer(stored, deletion(clock(2)))
-    assert.equal(applied, true)
+    // A delete is applied only when it sets the tombstone; erasing what predates it is not news.
+    assert.equal(applied, false)
+    assert.notEqual(next, stored, 'the state changes all the same')
     assert.equal(next.first_name, null)
+    assert.deepEqual(next.clocks.first_name, clock(2))
     assert.equal(next.email, 'new@example.com')
     // The newest write of the customer was not the delete: it is live again.
     assert.equal(next.deleted, false)
+    assert.deepEqual(next.clocks.deleted, clock(3))
     assert.equal(next.erased_us, 2)
   })
 
@@ -204,11 +208,13 @@ describe('mergeCustomer', () => {
     assert.equal(mergeCustomer(stale.next, deletion(clock(4))).next.erased_us, 4)
   })
 
-  test('given a customer newer than a delete but missing some fields, when the delete arrives, then it claims those fields at its clock', () => {
+  test('given a customer newer than a delete but missing some fields, when the delete arrives, then it claims those fields at its clock, and answers stale', () => {
     const stored = mergeCustomer(undefined, customer({ first_name: 'Live' }, clock(5))).next
     const { applied, next } = mergeCustomer(stored, deletion(clock(3)))
-    // Not stale: an older create carrying a last name must not set it any more.
-    assert.equal(applied, true)
+    // Stale (it sets no tombstone), yet it changes the state: an older create carrying a last name must not set it any more.
+    assert.equal(applied, false)
+    assert.notEqual(next, stored)
+    assert.equal(next.erased_us, 3)
     assert.equal(next.deleted, false)
     assert.equal(next.first_name, 'Live')
     assert.deepEqual(next.clocks.last_name, clock(3))
@@ -382,15 +388,27 @@ describe('mergeOrder', () => {
     })
   })
 
-  test(
-    'undated: two cancels at the same instant written at different offsets keep the same text whichever is applied first',
-    { todo: 'bug: on equal instants the first cancelled_at applied keeps its text' },
-    () => {
-      const a = undated(1, cancel('2024-05-01T10:00:00+02:00').fields, cancel('2024-05-01T10:00:00+02:00').extra)
-      const b = undated(2, cancel('2024-05-01T08:00:00Z').fields, cancel('2024-05-01T08:00:00Z').extra)
-      assert.equal(fold(mergeOrder, [a, b]).state.cancelled_at, fold(mergeOrder, [b, a]).state.cancelled_at)
-    },
-  )
+  test('undated: two cancels at the same instant written at different offsets keep the newest text and clock, whichever is applied first', () => {
+    const a = undated(1, cancel('2024-05-01T10:00:00+02:00').fields, cancel('2024-05-01T10:00:00+02:00').extra)
+    const b = undated(2, cancel('2024-05-01T08:00:00Z').fields, cancel('2024-05-01T08:00:00Z').extra)
+    for (const order of [[a, b], [b, a]]) {
+      const { state } = fold(mergeOrder, order)
+      assert.deepEqual([state.cancelled_at, state.cancelled_us, state.clocks.cancelled_at], ['2024-05-01T08:00:00Z', at('2024-05-01T08:00:00Z'), clock(2)])
+    }
+  })
+
+  test('undated: a flag asserted true again keeps the clock of the newest assertion, whichever is applied first', () => {
+    const first = undated(1, { is_paid: true })
+    const again = undated(3, { is_paid: true })
+    const no = undated(5, { is_paid: false })
+    for (const order of [[first, again, no], [no, again, first], [again, first, no]]) {
+      const { state } = fold(mergeOrder, order)
+      assert.deepEqual([state.is_paid, state.clocks.is_paid], [true, clock(3)])
+    }
+    // An older assertion of the same value changes nothing, and is news only by its arrival.
+    const stored = fold(mergeOrder, [again]).state
+    assert.deepEqual(mergeOrder(stored, undated(2, { is_paid: true })), { applied: false, next: stored })
+  })
 
   describe('customer link', () => {
     test('a webhook that names no customer keeps the link', () => {
@@ -424,15 +442,18 @@ describe('mergeOrder', () => {
       assert.equal(m.next.customer_id, 50)
     })
 
-    test('same customer: the snapshot and the link only move forward, each on its own', () => {
+    test('same customer: the link and the snapshot only move forward, each on its own', () => {
       const a = dated(clock(2), {}, link(50, 2, 9))
       const b = dated(clock(6), {}, link(50, 6, 4))
       for (const order of [[a, b], [b, a]]) {
         const { state } = fold(mergeOrder, order)
-        assert.deepEqual([state.customer_id, state.customer_link_us, state.customer_snapshot_us], [50, 6, 9])
+        assert.deepEqual([state.customer_id, state.customer_link_us, state.customer_snapshot_us, state.snapshots], [50, 6, 9, { 50: 9 }])
       }
       const stored = fold(mergeOrder, [a, b]).state
       assert.deepEqual(mergeOrder(stored, dated(clock(1), {}, link(50, 1, 1))), { applied: false, next: stored })
+      // An older webhook with a newer snapshot applies for the snapshot alone.
+      const m = mergeOrder(stored, dated(clock(1), {}, link(50, 1, 20)))
+      assert.deepEqual([m.applied, m.next.customer_link_us, m.next.customer_snapshot_us], [true, 6, 20])
     })
 
     test('undated: the link follows the latest arrival that names one', () => {
@@ -442,35 +463,28 @@ describe('mergeOrder', () => {
       assert.equal(fold(mergeOrder, [first, undated(3, {})]).state.customer_id, 50)
     })
 
-    test(
-      'on equal link versions (the same updated_at), the later arrival names the customer, whichever is applied first',
-      { todo: 'bug: linkWins compares link_us only, so on a tie the first applied stays' },
-      () => {
-        const a = dated(clock(5, 1), {}, link(50, 5))
-        const b = dated(clock(5, 2), {}, link(51, 5))
-        assert.equal(fold(mergeOrder, [a, b]).state.customer_id, 51)
-        assert.equal(fold(mergeOrder, [b, a]).state.customer_id, 51)
-      },
-    )
+    test('on equal link versions (the same updated_at), the higher customer id is linked, not the later arrival nor the newer snapshot', () => {
+      const a = dated(clock(5, 1), {}, link(51, 5, 3))
+      const b = dated(clock(5, 2), {}, link(50, 5, 4))
+      for (const order of [[a, b], [b, a]]) {
+        const { state } = fold(mergeOrder, order)
+        assert.deepEqual([state.customer_id, state.customer_link_us, state.customer_snapshot_us, state.snapshots], [51, 5, 3, { 50: 4, 51: 3 }])
+      }
+    })
 
-    test(
-      'the snapshot of the linked customer does not depend on whether another customer was linked in between',
-      { todo: 'bug: a same-customer snapshot is dropped when it is applied while another customer is linked' },
-      () => {
-        const x = dated(clock(30), {}, link(2, 30, 1))
-        const y = dated(clock(20), {}, link(1, 20, 50))
-        const z = dated(clock(10), {}, link(2, 10, 60))
-        const states = [[x, y, z], [x, z, y], [y, x, z], [y, z, x], [z, x, y], [z, y, x]].map((order) => {
-          const { state } = fold(mergeOrder, order)
-          return [state.customer_id, state.customer_link_us, state.customer_snapshot_us]
-        })
-        assert.deepEqual(states[0]!.slice(0, 2), [2, 30])
-        for (const s of states) assert.deepEqual(s, states[0])
-      },
-    )
+    test('the snapshot of the linked customer does not depend on whether another customer was linked in between', () => {
+      const x = dated(clock(30), {}, link(2, 30, 1))
+      const y = dated(clock(20), {}, link(1, 20, 50))
+      const z = dated(clock(10), {}, link(2, 10, 60))
+      for (const order of [[x, y, z], [x, z, y], [y, x, z], [y, z, x], [z, x, y], [z, y, x]]) {
+        const { state } = fold(mergeOrder, order)
+        const got = [state.customer_id, state.customer_link_us, state.customer_snapshot_us, state.snapshots]
+        assert.deepEqual(got, [2, 30, 60, { 1: 50, 2: 60 }], JSON.stringify(order.map((p) => p.clock.version_us)))
+      }
+    })
   })
 
-  // Clock ties (equal versions) are left out here: the tests above name them.
+  // Equal versions with distinct arrivals are included: clocks are a total order, and so is (link_us, customer id).
   const orderFieldsArb = fc.record(
     {
       ref: fc.constantFrom('A', 'B'),
@@ -479,14 +493,15 @@ describe('mergeOrder', () => {
       is_paid: fc.boolean(),
       is_fulfilled: fc.boolean(),
       is_refunded: fc.boolean(),
-      cancel: fc.option(fc.integer({ min: 0, max: 4 }), { nil: null }),
+      // A minute, written in UTC or at +02:00: the same instant may come with two texts.
+      cancel: fc.option(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.boolean()), { nil: null }),
     },
     { requiredKeys: [] },
   )
-  const cancelText = (minute: number) => `2024-05-01T10:0${minute}:00Z`
-  const fieldsOf = ({ cancel: minute, ...rest }: typeof orderFieldsArb extends fc.Arbitrary<infer T> ? T : never) => {
-    if (minute === undefined) return { fields: rest as Partial<OrderFields>, extra: {} }
-    const c = cancel(minute === null ? null : cancelText(minute))
+  const cancelText = ([minute, shifted]: [number, boolean]) => (shifted ? `2024-05-01T12:0${minute}:00+02:00` : `2024-05-01T10:0${minute}:00Z`)
+  const fieldsOf = ({ cancel: at, ...rest }: typeof orderFieldsArb extends fc.Arbitrary<infer T> ? T : never) => {
+    if (at === undefined) return { fields: rest as Partial<OrderFields>, extra: {} }
+    const c = cancel(at === null ? null : cancelText(at))
     return { fields: { ...rest, ...c.fields }, extra: c.extra }
   }
   const emptyOrderValue = (field: keyof OrderFields) => emptyOrder(0, 0)[field]
@@ -502,7 +517,7 @@ describe('mergeOrder', () => {
           f: orderFieldsArb,
           customer: fc.option(fc.record({ id: fc.constantFrom(...customers), snapshot: fc.integer({ min: 0, max: 20 }) }), { nil: null }),
         }),
-        { minLength: 1, maxLength: 6, selector: (p) => p.version },
+        { minLength: 1, maxLength: 6, selector: (p) => `${p.version}/${p.arrival}` },
       )
       .map((ps) =>
         ps.map((p) => {
@@ -511,26 +526,45 @@ describe('mergeOrder', () => {
         }),
       )
 
-  test('property: dated order webhooks with distinct versions fold to the same state in every order', { todo: 'bug: the snapshot of the linked customer depends on the order (see "customer link" above)' }, () => {
+  /**
+   * The state the rules define: each field is the newest webhook's that carries it; the link is the greatest
+   * (link_us, customer id); each customer's snapshot is the newest any webhook embedded.
+   */
+  function assertDatedRules(list: readonly OrderPatch[], state: OrderRecord) {
+    const newest = [...list].sort((a, b) => (isNewer(a.clock, b.clock) ? -1 : 1))
+    for (const field of ['ref', 'total', 'email', 'is_paid', 'is_fulfilled', 'is_refunded', 'cancelled_at'] as const) {
+      const writer = newest.find((p) => p.fields[field] !== undefined)
+      assert.equal(state[field], writer ? writer.fields[field] : emptyOrderValue(field), field)
+      assert.deepEqual(state.clocks[field], writer?.clock, field)
+    }
+    const links = list.flatMap((p) => (p.customer ? [p.customer] : []))
+    const snapshots: Record<string, number> = {}
+    for (const l of links) snapshots[l.customer_id] = Math.max(snapshots[l.customer_id] ?? -Infinity, l.snapshot_us)
+    assert.deepEqual(state.snapshots, snapshots)
+    const winner = [...links].sort((a, b) => a.link_us - b.link_us || a.customer_id - b.customer_id).at(-1)
+    assert.deepEqual(
+      [state.customer_id, state.customer_link_us, state.customer_snapshot_us],
+      winner ? [winner.customer_id, winner.link_us, snapshots[winner.customer_id]] : [null, null, null],
+    )
+  }
+
+  test('property: dated order webhooks with distinct clocks fold to the same state in every order, the one the rules define', () => {
     fc.assert(
       fc.property(withPermutation(datedPatches([50, 51])), ([list, permuted]) => {
-        assert.deepEqual(comparable(fold(mergeOrder, permuted).state), comparable(fold(mergeOrder, list).state))
+        const expected = fold(mergeOrder, list).state
+        assert.deepEqual(comparable(fold(mergeOrder, permuted).state), comparable(expected))
+        assertDatedRules(list, expected)
       }),
       { numRuns: 500 },
     )
   })
 
-  test('property: dated order webhooks with distinct versions that name one customer fold to the same state in every order', () => {
+  test('property: dated order webhooks with distinct clocks that name one customer fold to the same state in every order', () => {
     fc.assert(
       fc.property(withPermutation(datedPatches([50])), ([list, permuted]) => {
         const expected = fold(mergeOrder, list).state
         assert.deepEqual(comparable(fold(mergeOrder, permuted).state), comparable(expected))
-        // Each field is the newest webhook's that carries it.
-        const newest = [...list].sort((a, b) => b.clock.version_us - a.clock.version_us)
-        for (const field of ['ref', 'total', 'email', 'is_paid', 'is_fulfilled', 'is_refunded', 'cancelled_at'] as const) {
-          const writer = newest.find((p) => p.fields[field] !== undefined)
-          assert.equal(expected[field], writer ? writer.fields[field] : emptyOrderValue(field), field)
-        }
+        assertDatedRules(list, expected)
       }),
       { numRuns: 500 },
     )
@@ -566,18 +600,22 @@ describe('mergeOrder', () => {
     )
   })
 
-  test(
-    'property: undated order webhooks fold to the same stored state, field clocks included, in every order',
-    { todo: 'bug: an undated lifecycle field keeps the clock of whichever forward move was applied first' },
-    () => {
-      fc.assert(
-        fc.property(withPermutation(undatedPatches), ([list, permuted]) => {
-          assert.deepEqual(comparable(fold(mergeOrder, permuted).state), comparable(fold(mergeOrder, list).state))
-        }),
-        { numRuns: 500 },
-      )
-    },
-  )
+  test('property: undated order webhooks fold to the same stored state, field clocks included, in every order', () => {
+    fc.assert(
+      fc.property(withPermutation(undatedPatches), ([list, permuted]) => {
+        const expected = fold(mergeOrder, list).state
+        assert.deepEqual(comparable(fold(mergeOrder, permuted).state), comparable(expected))
+        // A lifecycle field's clock (and text) is the newest write asserting the value it holds.
+        const latest = (ps: OrderPatch[]) => ps.reduce<OrderPatch | undefined>((a, p) => (a === undefined || isNewer(p.clock, a.clock) ? p : a), undefined)
+        for (const flag of ['is_paid', 'is_fulfilled', 'is_refunded'] as const) {
+          assert.deepEqual(expected.clocks[flag], latest(list.filter((p) => p.fields[flag] === true))?.clock, flag)
+        }
+        const cancelWriter = latest(list.filter((p) => p.cancelled_us != null && p.cancelled_us === expected.cancelled_us))
+        assert.deepEqual([expected.clocks.cancelled_at, expected.cancelled_at], [cancelWriter?.clock, cancelWriter?.fields.cancelled_at ?? null])
+      }),
+      { numRuns: 500 },
+    )
+  })
 
   test('property: arrival_us is the latest arrival of a webhook that applied, first_arrival_us the first, when applied in arrival order', () => {
     const arrivals = fc.uniqueArray(fc.integer({ min: 0, max: 50 }), { minLength: 1, maxLength: 6 }).map((xs) => [...xs].sort((a, b) => a - b))

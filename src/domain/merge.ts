@@ -36,10 +36,10 @@ export interface CustomerRecord extends CustomerFields {
   /** A tombstone: the newest write of `deleted` was a delete. */
   deleted: boolean
   /**
-   * The clock of each field's (and `deleted`'s) last write; `erased_email` is the clock of the
-   * write the erased e-mail was taken from (src/batch/decide.ts).
+   * The clock of each field's (and `deleted`'s) last write; `first_email` is the clock of the
+   * oldest write that carried an e-mail (src/batch/decide.ts, which e-mail a delete erased).
    */
-  clocks: Partial<Record<CustomerField | 'deleted' | 'erased_email', Clock>>
+  clocks: Partial<Record<CustomerField | 'deleted' | 'first_email', Clock>>
   /** The version of the newest delete ever received; kept when the customer registers again. */
   erased_us: number | null
 }

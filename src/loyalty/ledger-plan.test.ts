@@ -140,6 +140,16 @@ test('when the customer is erased, then what they hold is forfeited at its basis
     entry(customer(7), -60, 'forfeited', V1),
     entry(guest('a@example.com'), -10, 'reversed_refund', V1),
   ])
+  // An erased holder forfeits even when the order has a live new owner: nothing is transferred, the owner earns.
+  assert.deepEqual(planOrderEntries([held(customer(7), 100)], customer(8), earns(100, V1), erased), [
+    entry(customer(7), -100, 'forfeited', V1),
+    entry(customer(8), 100, 'earned', V1),
+  ])
+  const erasedGuest = (h: Holder) => h.guestEmail === 'a@example.com'
+  assert.deepEqual(planOrderEntries([held(guest('a@example.com'), 40, on(V1, PENDING)), held(customer(8), 60)], customer(8), earns(100, V2), erasedGuest), [
+    entry(guest('a@example.com'), -40, 'forfeited', on(V1, PENDING)),
+    entry(customer(8), 40, 'adjusted', V2),
+  ])
   // Without the forfeiture, a deleted owner's target still takes everything back.
   assert.deepEqual(planOrderEntries([held(customer(7), 30)], deleted(7), forfeited), [entry(customer(7), -30, 'forfeited', V1)])
   assert.deepEqual(planOrderEntries([held(customer(7), 30)], deleted(7), refunded), [entry(customer(7), -30, 'reversed_refund', V1)])
@@ -202,6 +212,8 @@ test('property: the owner ends holding exactly the target on its date, nobody el
           assert.notEqual(e.points, 0)
           assert.ok(REASONS.includes(e.reason), e.reason)
           if (e.reason === 'forfeited') assert.ok(forfeits(e) || target.reversal === 'forfeited')
+          // An erased holder's points are taken back, never moved to the owner.
+          if (e.points < 0 && forfeits(e) && !(award && sameHolder(e, owner))) assert.equal(e.reason, 'forfeited', JSON.stringify(e))
           if (e.reason === 'earned') assert.deepEqual(e.basis, target.basis)
         }
         // Every entry but the owner's credits on the target date takes a holding away, at its own basis.

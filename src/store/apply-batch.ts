@@ -46,6 +46,12 @@ const MAX_ATTEMPTS = 4
 export function batchApplier(backend: Backend): (batch: readonly Webhook[]) => Promise<BatchResult[]> {
   const touched = new Map<number, number>()
   return async (batch) => {
+    const results = await applyBatch(batch)
+    if (batch.some((w) => w.topic === 'customer/hook_deleted' && w.change !== null)) backend.afterErasure()
+    return results
+  }
+
+  async function applyBatch(batch: readonly Webhook[]): Promise<BatchResult[]> {
     const extraKeys = new Set<string>()
     for (let attempt = 1; ; attempt++) {
       try {

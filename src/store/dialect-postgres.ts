@@ -61,6 +61,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} = ANY(${values})`,
     },
     reads: sessionOn(pool),
+    afterErasure() {},
     async lockKeys(session, keys) {
       if (keys.length === 0) return
       const numbers = [...new Set(keys.map(lockNumber))]

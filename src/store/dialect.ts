@@ -37,6 +37,12 @@ export interface Backend {
   lockKeys(session: Session, keys: readonly string[]): Promise<void>
   /** Takes the locks that are free at once; false when any is held by another transaction. */
   tryLockKeys(session: Session, keys: readonly string[]): Promise<boolean>
+  /**
+   * Called after a batch that erased personal data has committed. SQLite soon checkpoints and
+   * truncates its WAL, which still holds the old page versions; PostgreSQL leaves dead row
+   * versions to autovacuum.
+   */
+  afterErasure(): void
   /** Runs `work` in one transaction on the write connection and commits it durably. */
   transaction<T>(work: (session: Session) => Promise<T>): Promise<T>
   /** The write path of the server: where and how batches are committed. */
