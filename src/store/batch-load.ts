@@ -77,7 +77,7 @@ export function lockKeysOf(batch: readonly Webhook[]): string[] {
   for (const [shopId, n] of needsOf(batch)) {
     for (const id of n.customers) keys.push(`${shopId}:c:${id}`)
     for (const id of n.orders) keys.push(`${shopId}:o:${id}`)
-    for (const email of [...n.emails, ...n.claimEmails]) keys.push(`${shopId}:e:${email}`)
+    for (const email of [...n.emails, ...n.claimEmails, ...n.deletedEmails]) keys.push(`${shopId}:e:${email}`)
   }
   return keys
 }
@@ -214,8 +214,11 @@ async function loadShop(
   }
   // Orders reached by claims and erasure are settled too, so they must be locked; waiting for them
   // while holding other locks could deadlock, so the batch runs again with them locked first.
-  const discovered = [...state.orders.values()].filter((o) => o.shopId === shopId).map((o) => `${shopId}:o:${o.record.id}`)
-    .filter((key) => !locked.has(key))
+  const discovered = [
+    ...[...state.orders.values()].filter((o) => o.shopId === shopId).map((o) => `${shopId}:o:${o.record.id}`),
+    // The e-mails erasure reaches, found only now (a delete's stored e-mail): batches sending orders with them wait.
+    ...[...n.deletedEmails].map((email) => `${shopId}:e:${email}`),
+  ].filter((key) => !locked.has(key))
   if (discovered.length > 0 && !(await backend.tryLockKeys(s, discovered))) throw new LocksBusy(discovered)
 
   // Owners: the customers orders are linked to, and those their e-mails may match.
