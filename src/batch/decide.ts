@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { isNewer, mergeCustomer, mergeOrder, type CustomerPatch, type CustomerRecord, type OrderRecord } from '../domain/merge.ts'
+import { emailHash, isNewer, mergeCustomer, mergeOrder, type CustomerPatch, type CustomerRecord, type OrderRecord } from '../domain/merge.ts'
 import type { Status, Webhook } from '../domain/webhook.ts'
 import { planOrderEntries, type Holder, type Holding, type Owner } from '../loyalty/ledger-plan.ts'
 import { targetFor } from '../loyalty/points.ts'
@@ -190,7 +190,7 @@ export function decideBatch(batch: readonly Webhook[], state: BatchState, settle
       erasedOrders.add(key)
       redactionOf(o.shopId).orderIds.add(o.record.id)
       if (o.record.email !== null) {
-        o.record = { ...o.record, email: null }
+        o.record = { ...o.record, email: null, erased_email_sha: emailHash(o.record.email) }
         changedOrders.add(key)
       }
     }

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto'
+
 // The convergence rules: how a stored record and an incoming webhook combine.
 // Every field is its own register with the clock of the webhook that last set
 // it, so a webhook says something only about the fields it carries: a partial
@@ -153,6 +155,8 @@ export interface OrderRecord extends OrderFields {
   /** The newest snapshot of each customer any webhook of this order embedded, by customer id. */
   snapshots: Record<string, number>
   clocks: Partial<Record<OrderField, Clock>>
+  /** While erasure keeps the e-mail null (src/batch/decide.ts): a hash of the e-mail it removed. */
+  erased_email_sha: string | null
   /** The first and the latest arrival of any webhook of this order. */
   first_arrival_us: number
   arrival_us: number
@@ -188,7 +192,7 @@ export function emptyOrder(id: number, arrivalUs: number): OrderRecord {
     id, currency: null, email: null, ref: null, total: null, subtotal: null, amount_shipping: null, amount_giftcard: null,
     amount_tax: null, processed_at: null, is_fulfilled: false, is_refunded: false, is_paid: false, cancelled_at: null,
     updated_at: null, cancelled_us: null, processed_us: null, customer_id: null, customer_link_us: null, customer_snapshot_us: null,
-    snapshots: {}, clocks: {}, first_arrival_us: arrivalUs, arrival_us: arrivalUs,
+    snapshots: {}, clocks: {}, erased_email_sha: null, first_arrival_us: arrivalUs, arrival_us: arrivalUs,
   }
 }
 
@@ -230,10 +234,22 @@ export function mergeOrder(stored: OrderRecord | undefined, patch: OrderPatch): 
     const value = patch.fields[field]
     if (value === undefined) continue
     const lww = ORDER_RULES[field] === 'latest' || patch.dated
+    if (field === 'email' && next.email === null && next.erased_email_sha === emailHash(value as string)) {
+      // Erasure removed this e-mail and it is sent again: if the state no longer calls for the
+      // erasure (a newer snapshot of the buyer arrived, say), a copy restores it, however old, so
+      // that the result does not depend on which copy came last. Settlement erases it again if
+      // the state still calls for it.
+      next.email = value as string
+      if (wins(patch.clock, next.clocks.email)) next.clocks.email = patch.clock
+      next.erased_email_sha = null
+      applied = true
+      continue
+    }
     const move = lww ? (wins(patch.clock, next.clocks[field]) ? 'forward' : 'no') : lifecycleMove(field, next, patch)
     if (move === 'no' || (move === 'same' && !wins(patch.clock, next.clocks[field]))) continue
     ;(next as unknown as Record<string, unknown>)[field] = value
     next.clocks[field] = patch.clock
+    if (field === 'email') next.erased_email_sha = null
     if (field === 'cancelled_at') next.cancelled_us = patch.cancelled_us ?? null
     if (field === 'processed_at') next.processed_us = patch.processed_us ?? null
     applied = true
@@ -258,4 +274,9 @@ export function mergeOrder(stored: OrderRecord | undefined, patch: OrderPatch): 
   next.arrival_us = Math.max(base.arrival_us, patch.clock.arrival_us)
   next.first_arrival_us = Math.min(base.first_arrival_us, patch.clock.arrival_us)
   return { applied, next }
+}
+
+/** A hash of an e-mail, case-insensitive: what erasure keeps to recognise it, never the e-mail. */
+export function emailHash(email: string): string {
+  return createHash('sha256').update(email.toLowerCase()).digest('base64url')
 }

@@ -115,6 +115,7 @@ export function toOrder(row: Selectable<OrdersTable>): OrderRecord {
       : row.customer_id === null || row.customer_snapshot_us === null ? {} : { [String(row.customer_id)]: Number(row.customer_snapshot_us) },
     updated_at: row.updated_at,
     clocks: clocksFromJson(row.clocks, ORDER_FIELDS, row as unknown as Record<string, unknown>, fallback),
+    erased_email_sha: row.erased_email_sha,
     first_arrival_us: row.first_arrival_us === null ? arrival : Number(row.first_arrival_us),
     arrival_us: arrival,
   }
@@ -154,6 +155,7 @@ export function orderRow(s: StoredOrder): Insertable<OrdersTable> {
     arrival_us: o.arrival_us,
     first_arrival_us: o.first_arrival_us,
     clocks: clocksToJson(o.clocks),
+    erased_email_sha: o.erased_email_sha,
     rev: s.rev + 1,
     last_hash: s.lastHash,
     last_event_id: s.lastEventId,

@@ -96,6 +96,8 @@ export interface OrdersTable extends Revisioned {
   first_arrival_us: number | null
   /** JSON {customer id: newest snapshot_us} of every customer the order's webhooks embedded. */
   customer_snapshots: string | null
+  /** A hash of the e-mail erasure removed, while the e-mail stays erased. */
+  erased_email_sha: string | null
 }
 
 export interface LedgerTable {

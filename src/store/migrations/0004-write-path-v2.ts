@@ -18,6 +18,7 @@ export const writePathV2 = {
     await db.schema.alterTable('orders').addColumn('processed_us', 'bigint').execute()
     await db.schema.alterTable('orders').addColumn('first_arrival_us', 'bigint').execute()
     await db.schema.alterTable('orders').addColumn('customer_snapshots', 'text').execute()
+    await db.schema.alterTable('orders').addColumn('erased_email_sha', 'text').execute()
     await db.schema.createIndex('customers_erased_email').on('customers').columns(['shop_id', 'erased_email_sha'])
       .where(sql.ref('erased_email_sha'), 'is not', null).execute()
 
