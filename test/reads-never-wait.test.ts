@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import pg from 'pg'
+import { lockNumber } from '../src/store/dialect-postgres.ts'
 import { CUSTOMER_CREATED, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
 // Reads never wait for writes: the read endpoints take no row locks, so a transaction holding the
@@ -65,6 +66,13 @@ describe('postgres', () => {
   test('the tables held in EXCLUSIVE mode, which lets plain reads through and nothing that locks a row: reads still answer', async () => {
     await readWhileHeld(async (c) => {
       await c.query('LOCK TABLE orders, customers, ledger, shops IN EXCLUSIVE MODE')
+    })
+  })
+
+  test('the batch locks of the orders, the customer and the e-mail held by another transaction (a writing batch): reads still answer', async () => {
+    const keys = [`${t.shopId}:o:70`, `${t.shopId}:o:71`, `${t.shopId}:c:7`, `${t.shopId}:e:ada@example.com`]
+    await readWhileHeld(async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS t(k)', [keys.map(lockNumber)])
     })
   })
 

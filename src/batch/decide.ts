@@ -130,12 +130,16 @@ export function decideBatch(batch: readonly Webhook[], state: BatchState, settle
     const key = keyOf(w.shopId, change.order.id)
     const stored = state.orders.get(key)
     const { applied, next } = mergeOrder(stored?.record, change.order)
-    if (!applied) return false
-    state.orders.set(key, { shopId: w.shopId, record: next, rev: stored?.rev ?? 0, lastHash: w.bodyHash, lastEventId: w.eventId })
+    if (next === stored?.record) return false
+    state.orders.set(key, {
+      shopId: w.shopId, record: next, rev: stored?.rev ?? 0,
+      lastHash: applied ? w.bodyHash : (stored?.lastHash ?? null),
+      lastEventId: applied ? w.eventId : (stored?.lastEventId ?? null),
+    })
     if (!state.ledger.has(key)) state.ledger.set(key, [])
     changedOrders.add(key)
     toSettle.set(key, w.eventId)
-    return true
+    return applied
   }
 
   const events: EventRow[] = []

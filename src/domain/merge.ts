@@ -20,6 +20,18 @@ export function isNewer(a: Clock, b: Clock): boolean {
 
 const wins = (incoming: Clock, stored: Clock | undefined) => stored === undefined || isNewer(incoming, stored)
 
+const sameValue = (a: unknown, b: unknown) => a === b || (Array.isArray(a) && Array.isArray(b) && JSON.stringify(a) === JSON.stringify(b))
+
+/**
+ * How a write meets a register: 'no' when older; 'copy' when it is the same value at the same
+ * version, arriving later (a redelivery): its clock is kept, so the clock does not depend on
+ * which copy came first, but it is no news, so a retry is never applied twice; else 'news'.
+ */
+function meet(incoming: Clock, stored: Clock | undefined, value: unknown, current: unknown): 'no' | 'copy' | 'news' {
+  if (!wins(incoming, stored)) return 'no'
+  return stored !== undefined && stored.version_us === incoming.version_us && sameValue(value, current) ? 'copy' : 'news'
+}
+
 export const CUSTOMER_FIELDS = ['first_name', 'last_name', 'email', 'is_newsletter', 'tags', 'created_at', 'updated_at'] as const
 export type CustomerField = (typeof CUSTOMER_FIELDS)[number]
 
@@ -83,11 +95,14 @@ export function mergeCustomer(stored: CustomerRecord | undefined, patch: Custome
   const next: CustomerRecord = stored ? { ...stored, clocks: { ...stored.clocks } } : emptyCustomer(patch.id)
   let applied = false
   let changed = false
+  let touched = false
   const set = (field: CustomerField, value: unknown) => {
-    if (!wins(patch.clock, next.clocks[field])) return
+    const how = meet(patch.clock, next.clocks[field], value, next[field])
+    if (how === 'no') return
     ;(next as unknown as Record<string, unknown>)[field] = value
     next.clocks[field] = patch.clock
-    changed = true
+    if (how === 'news') changed = true
+    touched = true
   }
   let raised = false
   if (patch.deleted) {
@@ -101,12 +116,14 @@ export function mergeCustomer(stored: CustomerRecord | undefined, patch: Custome
     for (const field of CUSTOMER_FIELDS) if (patch.fields[field] !== undefined) set(field, patch.fields[field])
     applied = changed
   }
-  if (wins(patch.clock, next.clocks.deleted)) {
+  const how = meet(patch.clock, next.clocks.deleted, patch.deleted, next.clocks.deleted ? next.deleted : undefined)
+  if (how !== 'no') {
     next.deleted = patch.deleted
     next.clocks.deleted = patch.clock
-    applied = true
+    if (how === 'news') applied = true
+    touched = true
   }
-  return applied || changed || raised ? { applied, next } : { applied, next: stored! }
+  return applied || touched || raised ? { applied, next } : { applied, next: stored! }
 }
 
 export const ORDER_FIELDS = [
@@ -230,6 +247,7 @@ export function mergeOrder(stored: OrderRecord | undefined, patch: OrderPatch): 
   const base = stored ?? emptyOrder(patch.id, patch.clock.arrival_us)
   const next: OrderRecord = { ...base, clocks: { ...base.clocks } }
   let applied = stored === undefined
+  let touched = false
   for (const field of ORDER_FIELDS) {
     const value = patch.fields[field]
     if (value === undefined) continue
@@ -242,17 +260,19 @@ export function mergeOrder(stored: OrderRecord | undefined, patch: OrderPatch): 
       next.email = value as string
       if (wins(patch.clock, next.clocks.email)) next.clocks.email = patch.clock
       next.erased_email_sha = null
-      applied = true
+      // Not news from the sender (it said so before): settlement decides whether it stays.
+      touched = true
       continue
     }
-    const move = lww ? (wins(patch.clock, next.clocks[field]) ? 'forward' : 'no') : lifecycleMove(field, next, patch)
-    if (move === 'no' || (move === 'same' && !wins(patch.clock, next.clocks[field]))) continue
+    const how = lww ? meet(patch.clock, next.clocks[field], value, next[field]) : lifecycleMove(field, next, patch)
+    if (how === 'no' || (how === 'same' && !wins(patch.clock, next.clocks[field]))) continue
     ;(next as unknown as Record<string, unknown>)[field] = value
     next.clocks[field] = patch.clock
     if (field === 'email') next.erased_email_sha = null
     if (field === 'cancelled_at') next.cancelled_us = patch.cancelled_us ?? null
     if (field === 'processed_at') next.processed_us = patch.processed_us ?? null
-    applied = true
+    if (how === 'copy') touched = true
+    else applied = true
   }
   const link = patch.customer
   if (link) {
@@ -270,7 +290,7 @@ export function mergeOrder(stored: OrderRecord | undefined, patch: OrderPatch): 
   }
   // An undated webhook is news by its arrival alone: the receive time is its version.
   if (!patch.dated && patch.clock.arrival_us > base.arrival_us) applied = true
-  if (!applied) return { applied, next: base }
+  if (!applied && !touched) return { applied, next: base }
   next.arrival_us = Math.max(base.arrival_us, patch.clock.arrival_us)
   next.first_arrival_us = Math.min(base.first_arrival_us, patch.clock.arrival_us)
   return { applied, next }

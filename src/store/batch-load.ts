@@ -97,7 +97,8 @@ export async function loadBatch(
   s: Session,
   batch: readonly Webhook[],
   alsoOrders: ReadonlyMap<number, readonly number[]> = new Map(),
-  locked: ReadonlySet<string> = new Set(),
+  /** The keys the transaction has locked; null for a read, which locks nothing and waits for nothing. */
+  locked: ReadonlySet<string> | null = null,
 ): Promise<BatchState> {
   const state = emptyState()
   const shops = needsOf(batch)
@@ -117,7 +118,7 @@ async function loadShop(
   state: BatchState,
   shopId: number,
   n: ShopNeeds,
-  locked: ReadonlySet<string>,
+  locked: ReadonlySet<string> | null,
 ): Promise<void> {
   const anyOf = backend.types.anyOf
   const loadedCustomers = new Set<number>()
@@ -218,8 +219,8 @@ async function loadShop(
     ...[...state.orders.values()].filter((o) => o.shopId === shopId).map((o) => `${shopId}:o:${o.record.id}`),
     // The e-mails erasure reaches, found only now (a delete's stored e-mail): batches sending orders with them wait.
     ...[...n.deletedEmails].map((email) => `${shopId}:e:${email}`),
-  ].filter((key) => !locked.has(key))
-  if (discovered.length > 0 && !(await backend.tryLockKeys(s, discovered))) throw new LocksBusy(discovered)
+  ].filter((key) => !locked?.has(key))
+  if (locked !== null && discovered.length > 0 && !(await backend.tryLockKeys(s, discovered))) throw new LocksBusy(discovered)
 
   // Owners: the customers orders are linked to, and those their e-mails may match.
   for (let round = 0; round < 3; round++) {

@@ -31,7 +31,7 @@ function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
 }
 
 /** A key's lock number: 64 bits of its hash. Collisions only make unrelated batches wait for each other. */
-function lockNumber(key: string): string {
+export function lockNumber(key: string): string {
   return createHash('sha1').update(key).digest().readBigInt64BE(0).toString()
 }
 
