@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import type { Kysely, Selectable } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
@@ -6,7 +6,7 @@ import type { Webhook } from '../domain/webhook.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
 import { storedCustomer, storedOrder } from './rows.ts'
-import type { Tables } from './tables.ts'
+import type { CustomersTable, LedgerTable, OrdersTable, Tables } from './tables.ts'
 
 // Loads what a batch touches, with a few set-based queries per shop: the
 // customers and orders it names, the customers their owners are found among,
@@ -82,11 +82,6 @@ export function lockKeysOf(batch: readonly Webhook[]): string[] {
   return keys
 }
 
-const chunks = <T>(values: readonly T[], size = 500): T[][] => {
-  const out: T[][] = []
-  for (let i = 0; i < values.length; i += size) out.push(values.slice(i, i + size))
-  return out
-}
 
 /**
  * Loads the state a batch touches; `alsoOrders` names further orders (by shop) to load with
@@ -124,23 +119,11 @@ async function loadShop(
   const loadedCustomers = new Set<number>()
   const loadedOrders = new Set<number>()
   const queriedEmails = new Set<string>()
-
-  const [rule] = await s.run(db.selectFrom('shops').select(['rule', 'rule_version']).where('id', '=', shopId).compile())
-  state.rules.set(shopId, { rule: parseStoredRule(rule?.rule ?? null), version: Number(rule?.rule_version ?? 1) })
-  for (const part of chunks([...n.idemKeys])) {
-    const rows = await s.run(db.selectFrom('events').select(['id', 'idem_key']).where('shop_id', '=', shopId).where(anyOf('idem_key', part)).compile())
-    for (const row of rows) state.idem.set(keyOf(shopId, row.idem_key!), row.id)
-  }
-
-  async function loadCustomers(ids: readonly number[]) {
-    const missing = ids.filter((id) => !loadedCustomers.has(id))
-    missing.forEach((id) => loadedCustomers.add(id))
-    for (const part of chunks(missing)) {
-      const rows = await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where(anyOf('id', part)).compile())
-      for (const row of rows) state.customers.set(keyOf(shopId, row.id), storedCustomer(shopId, row))
-    }
-  }
-  const addCustomerRows = (rows: Parameters<typeof storedCustomer>[1][]) => {
+  const customersWhere = (column: 'id' | 'email_lower' | 'erased_email_sha', values: readonly (string | number)[]) =>
+    db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where(anyOf(column, values)).compile()
+  const ordersWhere = (column: 'id' | 'customer_id' | 'email_lower', values: readonly (string | number)[]) =>
+    db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where(anyOf(column, values)).compile()
+  const addCustomers = (rows: Selectable<CustomersTable>[]) => {
     for (const row of rows) {
       const id = Number(row.id)
       if (loadedCustomers.has(id)) continue
@@ -148,7 +131,7 @@ async function loadShop(
       state.customers.set(keyOf(shopId, id), storedCustomer(shopId, row))
     }
   }
-  const addOrderRows = (rows: Parameters<typeof storedOrder>[1][]) => {
+  const addOrders = (rows: Selectable<OrdersTable>[]) => {
     for (const row of rows) {
       const id = Number(row.id)
       if (loadedOrders.has(id)) continue
@@ -156,39 +139,25 @@ async function loadShop(
       state.orders.set(keyOf(shopId, id), storedOrder(shopId, row))
     }
   }
-  async function loadOrders(ids: readonly number[]) {
-    const missing = ids.filter((id) => !loadedOrders.has(id))
-    for (const part of chunks(missing)) {
-      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where(anyOf('id', part)).compile()))
-    }
-    // Orders not stored yet count as loaded: the batch creates them.
-    missing.forEach((id) => loadedOrders.add(id))
-  }
 
-  await loadCustomers([...n.customers])
-  await loadOrders([...n.orders])
+  // Round 1: the rule, the idempotency keys, the customers and orders the batch names.
+  const [rules, idem, customers, orders] = await s.runMany([
+    db.selectFrom('shops').select(['rule', 'rule_version']).where('id', '=', shopId).compile(),
+    db.selectFrom('events').select(['id', 'idem_key']).where('shop_id', '=', shopId).where(anyOf('idem_key', [...n.idemKeys])).compile(),
+    customersWhere('id', [...n.customers]),
+    ordersWhere('id', [...n.orders]),
+  ] as const)
+  const rule = rules[0]
+  state.rules.set(shopId, { rule: parseStoredRule(rule?.rule ?? null), version: Number(rule?.rule_version ?? 1) })
+  for (const row of idem) state.idem.set(keyOf(shopId, row.idem_key!), row.id)
+  addCustomers(customers)
+  n.customers.forEach((id) => loadedCustomers.add(id))
+  addOrders(orders)
+  // Orders not stored yet count as loaded: the batch creates them.
+  n.orders.forEach((id) => loadedOrders.add(id))
 
-  // The rare paths. Claims: orders holding points under an e-mail a customer registers with.
-  if (n.claimEmails.size > 0) {
-    for (const part of chunks([...n.claimEmails])) {
-      const rows = await s.run(
-        db.selectFrom('ledger').select(['order_id', 'guest_email', 'points']).where('shop_id', '=', shopId)
-          .where('customer_id', 'is', null).where(anyOf('guest_email', part)).compile(),
-      )
-      const held = new Map<string, Map<number, number>>()
-      for (const row of rows) {
-        const byOrder = held.get(row.guest_email!) ?? new Map<number, number>()
-        byOrder.set(Number(row.order_id), (byOrder.get(Number(row.order_id)) ?? 0) + Number(row.points))
-        held.set(row.guest_email!, byOrder)
-      }
-      for (const [email, byOrder] of held) {
-        const orders = [...byOrder].filter(([, points]) => points !== 0).map(([id]) => id)
-        if (orders.length > 0) state.guestOrders.set(keyOf(shopId, email), orders)
-      }
-    }
-    await loadOrders([...state.guestOrders].filter(([k]) => k.startsWith(`${shopId}:`)).flatMap(([, ids]) => ids))
-  }
-  // Erasure: orders linked to a deleted customer, or sent with an e-mail it had before a delete.
+  // Round 2, the rare paths. Claims: orders holding points under an e-mail a customer registers
+  // with. Erasure: orders linked to a deleted customer, embedding it, or sent with an e-mail it had.
   for (const id of n.deleted) {
     const email = lower(state.customers.get(keyOf(shopId, id))?.record.email)
     if (email !== null) n.deletedEmails.add(email)
@@ -197,22 +166,36 @@ async function loadShop(
     const email = lower(p.fields.email)
     if (email !== null && (n.deleted.has(p.id) || state.customers.get(keyOf(shopId, p.id))?.record.erased_us != null)) n.deletedEmails.add(email)
   }
-  if (n.deleted.size > 0 || n.deletedEmails.size > 0) {
-    for (const part of chunks([...n.deleted])) {
-      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where(anyOf('customer_id', part)).compile()))
-      // Orders that embedded the customer but name another buyer now, found by their events.
-      // No DISTINCT and no test on resource_id: either steers SQLite onto the resource index, a scan of the shop's events.
-      const embedded = await s.run(
-        db.selectFrom('events').select('resource_id').where('shop_id', '=', shopId).where(anyOf('customer_id', part))
-          .where('topic', '=', 'order/hook_created').compile(),
-      )
-      const ids = new Set(embedded.map((e) => e.resource_id).filter((id): id is number => id !== null).map(Number))
-      await loadOrders([...ids].filter((id) => !loadedOrders.has(id)))
+  if (n.claimEmails.size + n.deleted.size + n.deletedEmails.size > 0) {
+    const deleted = [...n.deleted]
+    const [guests, linked, embedded, byEmail] = await s.runMany([
+      db.selectFrom('ledger').select(['order_id', 'guest_email', 'points']).where('shop_id', '=', shopId)
+        .where('customer_id', 'is', null).where(anyOf('guest_email', [...n.claimEmails])).compile(),
+      ordersWhere('customer_id', deleted),
+      // Orders that embedded the customer but name another buyer now, found by their events. No DISTINCT
+      // and no test on resource_id: either steers SQLite onto the resource index, a scan of the shop's events.
+      db.selectFrom('events').select('resource_id').where('shop_id', '=', shopId).where(anyOf('customer_id', deleted))
+        .where('topic', '=', 'order/hook_created').compile(),
+      ordersWhere('email_lower', [...n.deletedEmails]),
+    ] as const)
+    const held = new Map<string, Map<number, number>>()
+    for (const row of guests) {
+      const byOrder = held.get(row.guest_email!) ?? new Map<number, number>()
+      byOrder.set(Number(row.order_id), (byOrder.get(Number(row.order_id)) ?? 0) + Number(row.points))
+      held.set(row.guest_email!, byOrder)
     }
-    for (const part of chunks([...n.deletedEmails])) {
-      addOrderRows(await s.run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where(anyOf('email_lower', part)).compile()))
+    for (const [email, byOrder] of held) {
+      const ids = [...byOrder].filter(([, points]) => points !== 0).map(([id]) => id)
+      if (ids.length > 0) state.guestOrders.set(keyOf(shopId, email), ids)
     }
+    addOrders(linked)
+    addOrders(byEmail)
+    const more = new Set([...held.values()].flatMap((byOrder) => [...byOrder.keys()]))
+    for (const e of embedded) if (e.resource_id !== null) more.add(Number(e.resource_id))
+    const missing = [...more].filter((id) => !loadedOrders.has(id))
+    if (missing.length > 0) addOrders(await s.run(ordersWhere('id', missing)))
   }
+
   // Orders reached by claims and erasure are settled too, so they must be locked; waiting for them
   // while holding other locks could deadlock, so the batch runs again with them locked first.
   const discovered = [
@@ -222,45 +205,48 @@ async function loadShop(
   ].filter((key) => !locked?.has(key))
   if (locked !== null && discovered.length > 0 && !(await backend.tryLockKeys(s, discovered))) throw new LocksBusy(discovered)
 
-  // Owners: the customers orders are linked to, and those their e-mails may match.
-  for (let round = 0; round < 3; round++) {
-    const orders = [...state.orders.values()].filter((o) => o.shopId === shopId)
-    const links = orders.flatMap((o) => [o.record.customer_id, ...Object.keys(o.record.snapshots).map(Number)])
-      .filter((id): id is number => id !== null && !loadedCustomers.has(id))
-    const emails = [...n.emails, ...n.claimEmails, ...n.deletedEmails, ...orders.map((o) => lower(o.record.email)).filter((e): e is string => e !== null)]
-      .filter((e) => !queriedEmails.has(e))
-    if (links.length === 0 && emails.length === 0) break
-    await loadCustomers(links)
-    const fresh = [...new Set(emails)]
-    fresh.forEach((e) => queriedEmails.add(e))
-    for (const part of chunks(fresh)) {
-      addCustomerRows(await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where(anyOf('email_lower', part)).compile()))
-      const shas = part.map((e) => emailSha(shopId, e))
-      addCustomerRows(await s.run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('erased_email_sha', 'is not', null).where(anyOf('erased_email_sha', shas)).compile()))
-    }
-  }
-
-  // The ledger of every order in play, in the order it was written.
+  // Round 3: the ledger of every order in play, and the customers their owners are found among
+  // (linked, embedded, or matched by e-mail, erased e-mails included); again if those name more.
   const orderIds = [...loadedOrders]
-  for (const id of orderIds) state.ledger.set(keyOf(shopId, id), [])
-  for (const part of chunks(orderIds)) {
-    const rows = await s.run(
+  for (let round = 0; round < 3; round++) {
+    const inPlay = [...state.orders.values()].filter((o) => o.shopId === shopId)
+    const links = [...new Set(inPlay.flatMap((o) => [o.record.customer_id, ...Object.keys(o.record.snapshots).map(Number)]))]
+      .filter((id): id is number => id !== null && !loadedCustomers.has(id))
+    const emails = [...new Set([...n.emails, ...n.claimEmails, ...n.deletedEmails, ...inPlay.map((o) => lower(o.record.email)).filter((e): e is string => e !== null)])]
+      .filter((e) => !queriedEmails.has(e))
+    if (round > 0 && links.length === 0 && emails.length === 0) break
+    emails.forEach((e) => queriedEmails.add(e))
+    const [byId, byEmail, byErasedEmail, ledger] = await s.runMany([
+      customersWhere('id', links),
+      customersWhere('email_lower', emails),
+      customersWhere('erased_email_sha', emails.map((e) => emailSha(shopId, e))),
       db.selectFrom('ledger')
         .select(['id', 'order_id', 'customer_id', 'guest_email', 'points', 'amount_minor', 'currency', 'rate', 'rule_version', 'available_us'])
-        .where('shop_id', '=', shopId).where(anyOf('order_id', part)).compile(),
-    )
-    // Sorted here: an ORDER BY id would steer SQLite onto the primary key, a scan of the ledger.
-    rows.sort((a, b) => Number(a.id) - Number(b.id))
-    for (const row of rows) {
-      state.ledger.get(keyOf(shopId, Number(row.order_id)))!.push({
-        customerId: row.customer_id === null ? null : Number(row.customer_id),
-        guestEmail: row.guest_email,
-        points: Number(row.points),
-        basis: {
-          amount_minor: Number(row.amount_minor), currency: row.currency, rate: row.rate,
-          rule_version: Number(row.rule_version), available_us: Number(row.available_us),
-        },
-      })
-    }
+        .where('shop_id', '=', shopId).where(anyOf('order_id', round === 0 ? orderIds : [])).compile(),
+    ] as const)
+    for (const rows of [byId, byEmail, byErasedEmail]) addCustomers(rows)
+    // Asked for, found or not: not asked for again.
+    links.forEach((id) => loadedCustomers.add(id))
+    if (round === 0) addLedger(state, shopId, orderIds, ledger)
   }
 }
+
+/** The ledger of each order, in the order it was written. */
+function addLedger(state: BatchState, shopId: number, orderIds: readonly number[], rows: LedgerRowRead[]): void {
+  for (const id of orderIds) state.ledger.set(keyOf(shopId, id), [])
+  // Sorted here: an ORDER BY id would steer SQLite onto the primary key, a scan of the ledger.
+  rows.sort((a, b) => Number(a.id) - Number(b.id))
+  for (const row of rows) {
+    state.ledger.get(keyOf(shopId, Number(row.order_id)))!.push({
+      customerId: row.customer_id === null ? null : Number(row.customer_id),
+      guestEmail: row.guest_email,
+      points: Number(row.points),
+      basis: {
+        amount_minor: Number(row.amount_minor), currency: row.currency, rate: row.rate,
+        rule_version: Number(row.rule_version), available_us: Number(row.available_us),
+      },
+    })
+  }
+}
+
+type LedgerRowRead = Pick<Selectable<LedgerTable>, 'id' | 'order_id' | 'customer_id' | 'guest_email' | 'points' | 'amount_minor' | 'currency' | 'rate' | 'rule_version' | 'available_us'>

@@ -1,4 +1,4 @@
-import { sql, type Insertable, type Kysely } from 'kysely'
+import { sql, type CompiledQuery, type Insertable, type Kysely } from 'kysely'
 import { REDACTED_BODY, REDACTED_HEADERS } from '../batch/decide.ts'
 import type { Decision } from '../batch/state.ts'
 import { formatUs } from '../domain/time.ts'
@@ -35,31 +35,52 @@ function excludedSet<T extends object>(row: T, key: readonly string[]) {
   return Object.fromEntries(Object.keys(row).filter((c) => !key.includes(c)).map((c) => [c, sql.ref(`excluded.${c}`)])) as never
 }
 
-async function upsertGuarded<T extends 'customers' | 'orders'>(
-  s: Session,
-  db: Kysely<Tables>,
-  table: T,
-  rows: Insertable<T extends 'customers' ? CustomersTable : OrdersTable>[],
-): Promise<void> {
-  for (const part of chunked(rows)) {
-    const query = db
+/** A write and how many rows it must return: fewer means a row changed since it was loaded. */
+interface Write {
+  table: string
+  query: CompiledQuery<{ id: unknown }>
+  expect: number | null
+}
+
+function upserts<T extends 'customers' | 'orders'>(db: Kysely<Tables>, table: T, rows: Insertable<T extends 'customers' ? CustomersTable : OrdersTable>[]): Write[] {
+  return chunked(rows).map((part) => ({
+    table,
+    expect: part.length,
+    query: db
       .insertInto(table)
       .values(part as never)
       .onConflict((oc) =>
         oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet(part[0]!, ['shop_id', 'id'])).where(sql<boolean>`${sql.ref(`${table}.rev`)} = excluded.rev - 1`),
       )
       .returning('id')
-    const written = await s.run(query.compile())
-    if (written.length !== part.length) throw new RevisionConflict(table)
+      .compile(),
+  }))
+}
+
+/** Runs the writes together, in as few statements as the parameter limit allows. */
+async function runWrites(s: Session, writes: readonly Write[]): Promise<void> {
+  let group: Write[] = []
+  let params = 0
+  const flush = async () => {
+    if (group.length === 0) return
+    const results = await s.runMany(group.map((w) => w.query))
+    group.forEach((w, i) => {
+      if (w.expect !== null && results[i]!.length !== w.expect) throw new RevisionConflict(w.table)
+    })
+    group = []
+    params = 0
   }
+  for (const w of writes) {
+    if (params + w.query.parameters.length > MAX_PARAMS) await flush()
+    group.push(w)
+    params += w.query.parameters.length
+  }
+  await flush()
 }
 
 export async function writeDecision(s: Session, backend: Backend, d: Decision, createdAt: string): Promise<void> {
   const { db } = backend
   const anyOf = backend.types.anyOf
-  await upsertGuarded(s, db, 'customers', d.customers.map(customerRow))
-  await upsertGuarded(s, db, 'orders', d.orders.map(orderRow))
-
   const ledger: Insertable<LedgerTable>[] = d.ledger.map((e) => ({
     shop_id: e.shopId,
     order_id: e.orderId,
@@ -75,8 +96,6 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     available_at: formatUs(e.basis.available_us),
     available_us: e.basis.available_us,
   }))
-  for (const part of chunked(ledger)) await s.run(db.insertInto('ledger').values(part).compile())
-
   const events: Insertable<EventsTable>[] = d.events.map((e) => ({
     id: e.id,
     shop_id: e.shopId,
@@ -92,16 +111,21 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     errors: e.errors === null ? null : JSON.stringify(e.errors),
     idem_key: e.idemKey,
   }))
-  for (const part of chunked(events)) {
-    const query = db
-      .insertInto('events')
-      .values(part)
+  // Independent of each other (different tables), so PostgreSQL takes them as one statement.
+  await runWrites(s, [
+    ...upserts(db, 'customers', d.customers.map(customerRow)),
+    ...upserts(db, 'orders', d.orders.map(orderRow)),
+    ...chunked(ledger).map((part) => ({ table: 'ledger', expect: null, query: db.insertInto('ledger').values(part).returning('id').compile() })),
+    ...chunked(events).map((part) => ({
+      table: 'events',
+      expect: part.length,
       // Another process claimed one of these idempotency keys meanwhile: run the batch again.
-      .onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
-      .returning('id')
-    if ((await s.run(query.compile())).length !== part.length) throw new RevisionConflict('events')
-  }
+      query: db.insertInto('events').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
+        .returning('id').compile(),
+    })),
+  ])
 
+  // Redactions run after: they must see what this batch wrote (the ledger's guest e-mails).
   for (const r of d.redactions) {
     const redacted = { body: REDACTED_BODY, headers: REDACTED_HEADERS }
     if (r.customerIds.length > 0) {

@@ -1,7 +1,7 @@
 import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely'
 import { createHash } from 'node:crypto'
 import pg from 'pg'
-import type { Backend, Session } from './dialect.ts'
+import type { Backend, RowsOf, Session } from './dialect.ts'
 import { isUnavailable } from './unavailable.ts'
 import { batchApplier } from './apply-batch.ts'
 import type { Tables } from './tables.ts'
@@ -17,12 +17,28 @@ export interface PostgresOptions {
 }
 
 function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
+  const run = async <R>(query: CompiledQuery<R>): Promise<R[]> => {
+    // Named, so each connection parses and plans a statement text once.
+    const name = `k${createHash('sha1').update(query.sql).digest('base64url').slice(0, 24)}`
+    const result = await queryable.query({ name, text: query.sql, values: query.parameters as unknown[] })
+    return result.rows as R[]
+  }
   return {
-    async run(query) {
-      // Named, so each connection parses and plans a statement text once.
-      const name = `k${createHash('sha1').update(query.sql).digest('base64url').slice(0, 24)}`
-      const result = await queryable.query({ name, text: query.sql, values: query.parameters as unknown[] })
-      return result.rows
+    run,
+    async runMany(queries) {
+      if (queries.length === 1) return [await run(queries[0]!)] as RowsOf<typeof queries>
+      // One statement: each query a CTE (data-modifying ones included), each result a JSON array.
+      // Every CTE sees the same snapshot, which is why the queries must not depend on each other.
+      const ctes: string[] = []
+      const values: unknown[] = []
+      queries.forEach((q, i) => {
+        const offset = values.length
+        ctes.push(`q${i} AS (${q.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`)
+        values.push(...q.parameters)
+      })
+      const results = queries.map((_, i) => `(SELECT coalesce(json_agg(q${i}), '[]'::json) FROM q${i}) AS r${i}`)
+      const [row] = await run(CompiledQuery.raw(`WITH ${ctes.join(', ')} SELECT ${results.join(', ')}`, values) as CompiledQuery<Record<string, unknown[]>>)
+      return queries.map((_, i) => row![`r${i}`]) as RowsOf<typeof queries>
     },
     async exec(sql) {
       await queryable.query(sql)
@@ -50,7 +66,13 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
   // (by a batch or by Kysely) on the client itself. Either way the failing query already rejects,
   // and the pool replaces the client; without these listeners the process would crash.
   pool.on('error', () => {})
-  pool.on('connect', (client) => client.on('error', () => {}))
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+    // Every statement is prepared once and looks rows up by key: the generic plan (an index lookup
+    // per key) is right whatever the statistics say, and spares planning each execution. Custom
+    // plans from stale statistics on a young table took a whole shop's index range per lookup.
+    client.query('SET plan_cache_mode = force_generic_plan').catch(() => {})
+  })
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) })
 
   return {

@@ -2,7 +2,7 @@ import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql } from 'kysely'
-import type { Backend, Session } from './dialect.ts'
+import type { Backend, RowsOf, Session } from './dialect.ts'
 import { startSqliteWriter } from './sqlite-writer.ts'
 import type { Tables } from './tables.ts'
 
@@ -33,7 +33,11 @@ const ERASURE_CHECKPOINT_MS = 1000
 
 function sessionOn(connection: Database.Database): Session {
   const prepared = new Map<string, Database.Statement>()
-  return {
+  const session: Session = {
+    async runMany(queries) {
+      // In-process, a statement costs no round trip: one after another is as good.
+      return queries.map((q) => session.run(q)) as RowsOf<typeof queries>
+    },
     run(query) {
       let st = prepared.get(query.sql)
       if (!st) {
@@ -50,6 +54,7 @@ function sessionOn(connection: Database.Database): Session {
       connection.exec(sql)
     },
   }
+  return session
 }
 
 export function openSqlite(path: string): Backend {

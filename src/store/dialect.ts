@@ -3,10 +3,18 @@ import type { Webhook } from '../domain/webhook.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { Tables } from './tables.ts'
 
+/** The rows of each of several queries. */
+export type RowsOf<Q extends readonly CompiledQuery<unknown>[]> = { -readonly [K in keyof Q]: Q[K] extends CompiledQuery<infer R> ? R[] : never }
+
 /** A transaction on the write connection. */
 export interface Session {
   /** Runs a query compiled by Kysely (prepared once per SQL text); its rows keep their type. */
   run<R>(query: CompiledQuery<R>): R[] | Promise<R[]>
+  /**
+   * Runs queries that do not depend on each other (none reads what another writes) together:
+   * on PostgreSQL as one statement, a single round trip; on SQLite one after another.
+   */
+  runMany<Q extends readonly CompiledQuery<unknown>[]>(queries: Q): Promise<RowsOf<Q>>
   exec(sql: string): void | Promise<void>
 }
 
