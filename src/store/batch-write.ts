@@ -1,4 +1,4 @@
-import { sql, type CompiledQuery, type Insertable, type Kysely } from 'kysely'
+import { sql, type CompiledQuery, type Insertable, type Kysely, type UpdateObject } from 'kysely'
 import { REDACTED_BODY, REDACTED_HEADERS } from '../batch/decide.ts'
 import type { Decision } from '../batch/state.ts'
 import { formatUs } from '../domain/time.ts'
@@ -30,9 +30,34 @@ function chunked<T extends object>(rows: readonly T[]): T[][] {
   return out
 }
 
-/** `SET c = excluded.c` for every column but the key. */
-function excludedSet<T extends object>(row: T, key: readonly string[]) {
-  return Object.fromEntries(Object.keys(row).filter((c) => !key.includes(c)).map((c) => [c, sql.ref(`excluded.${c}`)])) as never
+/** `SET c = excluded.c` for every column of the row but the key. */
+function excludedSet<T extends 'customers' | 'orders'>(row: Insertable<Tables[T]>): UpdateObject<Tables, T> {
+  const set: Record<string, unknown> = {}
+  for (const column of Object.keys(row)) if (column !== 'shop_id' && column !== 'id') set[column] = sql.ref(`excluded.${column}`)
+  return set as UpdateObject<Tables, T>
+}
+
+/** Only a row still at the revision the batch loaded is written (`rev` is the loaded one plus 1). */
+const guard = (table: 'customers' | 'orders') => sql<boolean>`${sql.ref(`${table}.rev`)} = excluded.rev - 1`
+
+function customerUpserts(db: Kysely<Tables>, rows: Insertable<CustomersTable>[]): Write[] {
+  return chunked(rows).map((part) => ({
+    table: 'customers',
+    expect: part.length,
+    query: db.insertInto('customers').values(part)
+      .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet<'customers'>(part[0]!)).where(guard('customers')))
+      .returning('id').compile(),
+  }))
+}
+
+function orderUpserts(db: Kysely<Tables>, rows: Insertable<OrdersTable>[]): Write[] {
+  return chunked(rows).map((part) => ({
+    table: 'orders',
+    expect: part.length,
+    query: db.insertInto('orders').values(part)
+      .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet<'orders'>(part[0]!)).where(guard('orders')))
+      .returning('id').compile(),
+  }))
 }
 
 /** A write and how many rows it must return: fewer means a row changed since it was loaded. */
@@ -40,21 +65,6 @@ interface Write {
   table: string
   query: CompiledQuery<{ id: unknown }>
   expect: number | null
-}
-
-function upserts<T extends 'customers' | 'orders'>(db: Kysely<Tables>, table: T, rows: Insertable<T extends 'customers' ? CustomersTable : OrdersTable>[]): Write[] {
-  return chunked(rows).map((part) => ({
-    table,
-    expect: part.length,
-    query: db
-      .insertInto(table)
-      .values(part as never)
-      .onConflict((oc) =>
-        oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet(part[0]!, ['shop_id', 'id'])).where(sql<boolean>`${sql.ref(`${table}.rev`)} = excluded.rev - 1`),
-      )
-      .returning('id')
-      .compile(),
-  }))
 }
 
 /** Runs the writes together, in as few statements as the parameter limit allows. */
@@ -113,8 +123,8 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
   }))
   // Independent of each other (different tables), so PostgreSQL takes them as one statement.
   await runWrites(s, [
-    ...upserts(db, 'customers', d.customers.map(customerRow)),
-    ...upserts(db, 'orders', d.orders.map(orderRow)),
+    ...customerUpserts(db, d.customers.map(customerRow)),
+    ...orderUpserts(db, d.orders.map(orderRow)),
     ...chunked(ledger).map((part) => ({ table: 'ledger', expect: null, query: db.insertInto('ledger').values(part).returning('id').compile() })),
     ...chunked(events).map((part) => ({
       table: 'events',

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { Kysely, SqliteDialect, sql } from 'kysely'
+import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely'
 import type { Backend, RowsOf, Session } from './dialect.ts'
 import { startSqliteWriter } from './sqlite-writer.ts'
 import type { Tables } from './tables.ts'
@@ -38,7 +38,7 @@ function sessionOn(connection: Database.Database): Session {
       // In-process, a statement costs no round trip: one after another is as good.
       return queries.map((q) => session.run(q)) as RowsOf<typeof queries>
     },
-    run(query) {
+    run<R>(query: CompiledQuery<R>): R[] {
       let st = prepared.get(query.sql)
       if (!st) {
         // Multi-row statements vary with the batch's size: keep the cache bounded.
@@ -46,7 +46,7 @@ function sessionOn(connection: Database.Database): Session {
         st = connection.prepare(query.sql)
         prepared.set(query.sql, st)
       }
-      if (st.reader) return st.all(...query.parameters) as never
+      if (st.reader) return st.all(...query.parameters) as R[]
       st.run(...query.parameters)
       return []
     },
