@@ -4,22 +4,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import type { SqliteBatchWriter } from '../src/store/sqlite-writer.ts'
 import { CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from './support/harness.ts'
+import { assertUnavailable } from './support/problems.ts'
 
 // /readyz is green only when a webhook can be committed now. On SQLite that needs the writer
 // thread, which takes seconds to start (tsx compiles the sources at run time) and could die.
 
 /** Not a timing claim: only how long to keep polling before calling it a hang. */
 const GIVE_UP_MS = 60_000
-
-function assertUnavailable(res: LightMyRequestResponse, what: string): void {
-  assert.equal(res.statusCode, 503, `${what}: ${res.body}`)
-  assert.match(String(res.headers['content-type']), /^application\/problem\+json/, what)
-  assert.match(String(res.headers['retry-after']), /^[1-9]\d*$/, `${what}: Retry-After in seconds`)
-  const body = res.json() as Record<string, unknown>
-  assert.equal(body.type, '/problems/unavailable', what)
-  assert.equal(body.status, 503, what)
-  assert.equal(typeof body.detail, 'string', what)
-}
 
 /** Polls /readyz until it answers 200; returns every answer before it. */
 async function untilReady(t: TestApp): Promise<LightMyRequestResponse[]> {

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { CUSTOMER_CREATED, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
+import { assertUnavailable } from './support/problems.ts'
 
 // A row held by someone else past DB_TIMEOUT_MS is an outage, not a conflict: the webhook that
 // needs it gets a 503 problem with Retry-After within DB_TIMEOUT_MS (the README's promise), rather
@@ -13,15 +14,6 @@ import { CUSTOMER_CREATED, ORDER_CREATED, startTestApp, type TestApp } from './s
 const DB_TIMEOUT_MS = 500
 /** Only how long to keep trying before calling it a hang. */
 const GIVE_UP_MS = 30_000
-
-function assertUnavailable(res: LightMyRequestResponse, what: string): void {
-  assert.equal(res.statusCode, 503, `${what}: ${res.body}`)
-  assert.match(String(res.headers['content-type']), /^application\/problem\+json/, what)
-  assert.match(String(res.headers['retry-after']), /^[1-9]\d*$/, `${what}: Retry-After in seconds`)
-  const body = res.json() as Record<string, unknown>
-  assert.equal(body.type, '/problems/unavailable', what)
-  assert.equal(body.status, 503, what)
-}
 
 /** Posts until a 200, through the writer's cool-down after the outage. */
 async function postUntilAccepted(t: TestApp, path: string, body: unknown): Promise<LightMyRequestResponse> {
