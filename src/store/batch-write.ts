@@ -40,23 +40,19 @@ function excludedSet<T extends 'customers' | 'orders'>(row: Insertable<Tables[T]
 /** Only a row still at the revision the batch loaded is written (`rev` is the loaded one plus 1). */
 const guard = (table: 'customers' | 'orders') => sql<boolean>`${sql.ref(`${table}.rev`)} = excluded.rev - 1`
 
-function customerUpserts(db: Kysely<Tables>, rows: Insertable<CustomersTable>[]): Write[] {
-  return chunked(rows).map((part) => ({
-    table: 'customers',
-    expect: part.length,
-    query: db.insertInto('customers').values(part)
-      .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet<'customers'>(part[0]!)).where(guard('customers')))
-      .returning('id').compile(),
-  }))
-}
-
-function orderUpserts(db: Kysely<Tables>, rows: Insertable<OrdersTable>[]): Write[] {
-  return chunked(rows).map((part) => ({
-    table: 'orders',
-    expect: part.length,
-    query: db.insertInto('orders').values(part)
-      .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet<'orders'>(part[0]!)).where(guard('orders')))
-      .returning('id').compile(),
+/**
+ * The statements that insert `rows` into `table`, each built by `build` from a chunk of rows:
+ * one multi-row VALUES statement per chunk, or where the dialect has a bulk form (PostgreSQL's
+ * unnest of one array per column) one statement whose text does not depend on the row count.
+ */
+function inserts<T extends object>(backend: Backend, table: string, rows: readonly T[], expect: boolean, build: (part: T[]) => CompiledQuery<{ id: unknown }>): Write[] {
+  if (rows.length === 0) return []
+  const bulk = backend.types.bulkInsert
+  const parts = bulk ? [rows.slice()] : chunked(rows)
+  return parts.map((part) => ({
+    table,
+    expect: expect ? part.length : null,
+    query: bulk ? bulk(build(part.slice(0, 1)), table, part) : build(part),
   }))
 }
 
@@ -122,17 +118,21 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     idem_key: e.idemKey,
   }))
   // Independent of each other (different tables), so PostgreSQL takes them as one statement.
+  const { db: k } = backend
   await runWrites(s, [
-    ...customerUpserts(db, d.customers.map(customerRow)),
-    ...orderUpserts(db, d.orders.map(orderRow)),
-    ...chunked(ledger).map((part) => ({ table: 'ledger', expect: null, query: db.insertInto('ledger').values(part).returning('id').compile() })),
-    ...chunked(events).map((part) => ({
-      table: 'events',
-      expect: part.length,
-      // Another process claimed one of these idempotency keys meanwhile: run the batch again.
-      query: db.insertInto('events').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
-        .returning('id').compile(),
-    })),
+    ...inserts(backend, 'customers', d.customers.map(customerRow), true, (part) =>
+      k.insertInto('customers').values(part)
+        .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet<'customers'>(part[0]!)).where(guard('customers')))
+        .returning('id').compile()),
+    ...inserts(backend, 'orders', d.orders.map(orderRow), true, (part) =>
+      k.insertInto('orders').values(part)
+        .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet<'orders'>(part[0]!)).where(guard('orders')))
+        .returning('id').compile()),
+    ...inserts(backend, 'ledger', ledger, false, (part) => k.insertInto('ledger').values(part).returning('id').compile()),
+    // Another process claimed one of these idempotency keys meanwhile: run the batch again.
+    ...inserts(backend, 'events', events, true, (part) =>
+      k.insertInto('events').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
+        .returning('id').compile()),
   ])
 
   // Redactions run after: they must see what this batch wrote (the ledger's guest e-mails).

@@ -46,6 +46,31 @@ function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
   }
 }
 
+/** Column types of the tables written in bulk, for their unnest arrays; text unless listed. */
+const COLUMN_TYPES: Record<string, string> = {
+  shop_id: 'integer', rule_version: 'integer',
+  is_newsletter: 'smallint', deleted: 'smallint', is_fulfilled: 'smallint', is_refunded: 'smallint', is_paid: 'smallint',
+  body: 'bytea',
+  order_id: 'bigint', customer_id: 'bigint', resource_id: 'bigint', points: 'bigint', amount_minor: 'bigint', total: 'bigint',
+  subtotal: 'bigint', amount_shipping: 'bigint', amount_giftcard: 'bigint', amount_tax: 'bigint', rev: 'bigint',
+}
+const columnType = (table: string, column: string) =>
+  column === 'id' ? (table === 'events' ? 'text' : 'bigint') : column.endsWith('_us') ? 'bigint' : (COLUMN_TYPES[column] ?? 'text')
+
+/**
+ * `INSERT … VALUES ($1, …, $k) …` of one row, turned into `INSERT … SELECT * FROM unnest($1::t[],
+ * …, $k::t[]) …` of every row: one array parameter per column, so the text is the same whatever
+ * the number of rows, and the statement is parsed and planned once per connection.
+ */
+function unnestInsert<R>(query: CompiledQuery<R>, table: string, rows: readonly object[]): CompiledQuery<R> {
+  const columns = Object.keys(rows[0]!)
+  const values = `values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`
+  if (!query.sql.includes(values)) throw new Error(`not an insert of one row of ${table}: ${query.sql.slice(0, 80)}`)
+  const unnest = `select * from unnest(${columns.map((c, i) => `$${i + 1}::${columnType(table, c)}[]`).join(', ')})`
+  const arrays = columns.map((c) => rows.map((row) => (row as Record<string, unknown>)[c] ?? null))
+  return { ...query, sql: query.sql.replace(values, unnest), parameters: [...arrays, ...query.parameters.slice(columns.length)] }
+}
+
 /** A key's lock number: 64 bits of its hash. Collisions only make unrelated batches wait for each other. */
 export function lockNumber(key: string): string {
   return createHash('sha1').update(key).digest().readBigInt64BE(0).toString()
@@ -81,6 +106,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     types: {
       serial: 'serial', binary: 'bytea', rowLocks: true, serialPrimaryKey: (c) => c.primaryKey(),
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} = ANY(${values})`,
+      bulkInsert: (query, table, rows) => unnestInsert(query, table, rows),
     },
     reads: sessionOn(pool),
     afterErasure() {},

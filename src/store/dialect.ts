@@ -74,4 +74,9 @@ export interface DialectTypes {
    * are (one array or JSON parameter), so that each query is prepared once, not once per size.
    */
   anyOf(column: string, values: readonly (string | number)[]): RawBuilder<boolean>
+  /**
+   * Where the database has one: `query`, an insert of one row, turned into the insert of all
+   * `rows` with a text that does not depend on how many there are (prepared once).
+   */
+  bulkInsert?<R>(query: CompiledQuery<R>, table: string, rows: readonly object[]): CompiledQuery<R>
 }
