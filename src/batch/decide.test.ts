@@ -543,8 +543,6 @@ const batchArb = (spec: (emails: Emails) => fc.Arbitrary<Spec>) =>
     ),
   )
 
-/** The one order dependence left, with one e-mail per customer: see the todo test of the same cause in 'erasure'. */
-
 describe('property', () => {
   const permutationsAgree = (spec: (emails: Emails) => fc.Arbitrary<Spec>, numRuns = 500) => () => {
     fc.assert(

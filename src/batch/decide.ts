@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { emailHash, isNewer, mergeCustomer, mergeOrder, type CustomerPatch, type CustomerRecord, type OrderRecord } from '../domain/merge.ts'
 import type { Status, Webhook } from '../domain/webhook.ts'
 import { planOrderEntries, type Holder, type Holding, type Owner } from '../loyalty/ledger-plan.ts'
@@ -15,7 +14,7 @@ export const REDACTED_BODY = Buffer.from('{"redacted":"personal data erased when
 export const REDACTED_HEADERS = '{"redacted":"personal data erased when the customer was deleted"}'
 
 /** What a tombstone keeps of the e-mail a delete erased: a hash, so orders sent with it later are erased too. */
-export const emailSha = (shopId: number, emailLower: string) => createHash('sha256').update(`${shopId}\n${emailLower}`).digest('base64url')
+export const emailSha = (shopId: number, emailLower: string) => emailHash(`${shopId}\n${emailLower}`)
 
 const lower = (email: string | null) => email?.toLowerCase() ?? null
 const holderKey = (shopId: number, h: Holder) => (h.customerId !== null ? `${shopId}:c${h.customerId}` : `${shopId}:g${h.guestEmail}`)

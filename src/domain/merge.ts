@@ -252,7 +252,8 @@ export function mergeOrder(stored: OrderRecord | undefined, patch: OrderPatch): 
     const value = patch.fields[field]
     if (value === undefined) continue
     const lww = ORDER_RULES[field] === 'latest' || patch.dated
-    if (field === 'email' && next.email === null && next.erased_email_sha === emailHash(value as string)) {
+    // The hash only when there is an erased e-mail to compare with: every new order has no e-mail.
+    if (field === 'email' && next.email === null && next.erased_email_sha !== null && next.erased_email_sha === emailHash(value as string)) {
       // Erasure removed this e-mail and it is sent again: if the state no longer calls for the
       // erasure (a newer snapshot of the buyer arrived, say), a copy restores it, however old, so
       // that the result does not depend on which copy came last. Settlement erases it again if

@@ -1,14 +1,14 @@
-import { sql, type CompiledQuery, type Insertable, type Kysely, type UpdateObject } from 'kysely'
+import { sql, type CompiledQuery, type Insertable, type UpdateObject } from 'kysely'
 import { REDACTED_BODY, REDACTED_HEADERS } from '../batch/decide.ts'
 import type { Decision } from '../batch/state.ts'
 import { formatUs } from '../domain/time.ts'
 import type { Backend, Session } from './dialect.ts'
 import { customerRow, orderRow } from './rows.ts'
-import type { CustomersTable, EventsTable, LedgerTable, OrdersTable, Tables } from './tables.ts'
+import type { EventsTable, LedgerTable, Tables } from './tables.ts'
 
-// Writes a decision with one multi-row statement per table (more only past a
-// chunk of rows that would exceed the databases' parameter limits), and the
-// rare redactions. The SQL decides nothing: an upsert only checks that the row
+// Writes a decision with one insert or upsert per table (on SQLite more only
+// past a chunk of rows that would exceed its parameter limit; on PostgreSQL all
+// of them as one statement), and the rare redactions. The SQL decides nothing: an upsert only checks that the row
 // still has the revision the batch loaded, so a concurrent writer elsewhere
 // makes the batch run again instead of being overwritten.
 
@@ -118,20 +118,19 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     idem_key: e.idemKey,
   }))
   // Independent of each other (different tables), so PostgreSQL takes them as one statement.
-  const { db: k } = backend
   await runWrites(s, [
     ...inserts(backend, 'customers', d.customers.map(customerRow), true, (part) =>
-      k.insertInto('customers').values(part)
+      db.insertInto('customers').values(part)
         .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet<'customers'>(part[0]!)).where(guard('customers')))
         .returning('id').compile()),
     ...inserts(backend, 'orders', d.orders.map(orderRow), true, (part) =>
-      k.insertInto('orders').values(part)
+      db.insertInto('orders').values(part)
         .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet<'orders'>(part[0]!)).where(guard('orders')))
         .returning('id').compile()),
-    ...inserts(backend, 'ledger', ledger, false, (part) => k.insertInto('ledger').values(part).returning('id').compile()),
+    ...inserts(backend, 'ledger', ledger, false, (part) => db.insertInto('ledger').values(part).returning('id').compile()),
     // Another process claimed one of these idempotency keys meanwhile: run the batch again.
     ...inserts(backend, 'events', events, true, (part) =>
-      k.insertInto('events').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
+      db.insertInto('events').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
         .returning('id').compile()),
   ])
 

@@ -29,8 +29,8 @@ function migrations(backend: Backend): Record<string, Migration> {
   }
 }
 
-/** Applies pending migrations; returns the names applied. */
-export async function migrate(backend: Backend): Promise<string[]> {
+/** Applies pending migrations (up to and including `upTo`, else all); returns the names applied. */
+export async function migrate(backend: Backend, upTo?: string): Promise<string[]> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(backend) }
   // Kysely looks for its own tables in every schema unless told which: name the connection's.
   const schema =
@@ -38,7 +38,7 @@ export async function migrate(backend: Backend): Promise<string[]> {
       ? (await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(backend.db)).rows[0]?.schema
       : undefined
   const migrator = new Migrator({ db: backend.db, provider, ...(schema ? { migrationTableSchema: schema } : {}) })
-  const { error, results } = await migrator.migrateToLatest()
+  const { error, results } = upTo === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(upTo)
   if (error) throw error instanceof Error ? error : new Error(String(error))
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
 }

@@ -104,7 +104,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     kind: 'postgres',
     db,
     types: {
-      serial: 'serial', binary: 'bytea', rowLocks: true, serialPrimaryKey: (c) => c.primaryKey(),
+      serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(),
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} = ANY(${values})`,
       bulkInsert: (query, table, rows) => unnestInsert(query, table, rows),
     },

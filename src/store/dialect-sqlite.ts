@@ -71,7 +71,7 @@ export function openSqlite(path: string): Backend {
     kind: 'sqlite',
     db,
     types: {
-      serial: 'integer', binary: 'blob', rowLocks: false, serialPrimaryKey: (c) => c.primaryKey().autoIncrement(),
+      serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement(),
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`,
     },
     reads: sessionOn(reader),

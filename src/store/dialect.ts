@@ -63,11 +63,6 @@ export interface Backend {
 export interface DialectTypes {
   serial: 'integer' | 'serial'
   binary: 'blob' | 'bytea'
-  /**
-   * Whether reads that decide a write must lock rows (FOR UPDATE / FOR SHARE). PostgreSQL
-   * runs transactions concurrently; SQLite runs one writer at a time and has no such clause.
-   */
-  rowLocks: boolean
   serialPrimaryKey(c: ColumnDefinitionBuilder): ColumnDefinitionBuilder
   /**
    * `column IN values` as a condition whose SQL text does not depend on how many values there

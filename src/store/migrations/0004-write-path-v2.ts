@@ -23,7 +23,8 @@ export const writePathV2 = {
       .where(sql.ref('erased_email_sha'), 'is not', null).execute()
 
     await db.schema.alterTable('events').addColumn('idem_key', 'text').execute()
-    await sql`UPDATE events SET idem_key = (SELECT d.key FROM dedup_keys d WHERE d.shop_id = events.shop_id AND d.event_id = events.id AND d.key LIKE 'h:%')`.execute(db)
+    // Header keys were stored as 'h:' and the hash; the events keep the hash alone, as src/routes/hooks.ts derives it.
+    await sql`UPDATE events SET idem_key = (SELECT substr(d.key, 3) FROM dedup_keys d WHERE d.shop_id = events.shop_id AND d.event_id = events.id AND d.key LIKE 'h:%')`.execute(db)
     await db.schema.createIndex('events_idem').unique().on('events').columns(['shop_id', 'idem_key'])
       .where(sql.ref('idem_key'), 'is not', null).execute()
     await db.schema.dropTable('dedup_keys').execute()
