@@ -13,11 +13,11 @@ import { installJsonBody } from './http/json-body.ts'
 import { installAllMethods } from './http/methods.ts'
 import { createMetrics, type Metrics } from './http/metrics.ts'
 import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
+import { AJV_SETTINGS } from './http/validation.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { resourceRoutes } from './routes/resources.ts'
-import { FORMATS } from './schemas/common.ts'
 import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
@@ -32,17 +32,17 @@ export interface Services {
   batchWriter: BatchWriter
   auth: Authenticator
   metrics: Metrics
+  /**
+   * What webhooks read and parsed hold until their commit, beyond their raw bytes (which the body
+   * budget counts): BODY_BYTES_IN_FLIGHT again, apart, so that bodies being read never starve it.
+   */
+  parsedBudget: BodyBudget
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     services: Services
   }
-}
-
-function addFormats(ajv: { addFormat(name: string, validate: (value: string) => boolean): unknown }) {
-  for (const [name, validate] of Object.entries(FORMATS)) ajv.addFormat(name, validate)
-  return ajv
 }
 
 export interface BuildOptions {
@@ -64,7 +64,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     throw err
   }
   const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
-  const metrics = createMetrics(() => bodyBudget.inFlight)
+  const parsedBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
+  const metrics = createMetrics(() => bodyBudget.inFlight + parsedBudget.inFlight)
   const batchWriter = backend.openWriter()
   const writer = new GroupCommitWriter<Webhook, BatchResult>({
     apply: (batch) => {
@@ -79,7 +80,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     cooldownMs: 1000,
   })
   const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
-  const services: Services = { config, backend, writer, batchWriter, auth, metrics }
+  const services: Services = { config, backend, writer, batchWriter, auth, metrics, parsedBudget }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({
@@ -107,10 +108,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       const shown = errors.slice(0, 10).map((e) => `${dataVar}${e.instancePath || ''} ${e.message}`)
       return new Error(shown.join(', ') + (errors.length > 10 ? `, and ${errors.length - 10} more` : ''))
     },
-    ajv: {
-      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, verbose: true },
-      plugins: [addFormats as never],
-    },
+    ajv: AJV_SETTINGS as never,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = config.MAX_CONNECTIONS
