@@ -73,3 +73,114 @@ forEachDatabase((kind) => {
     assert.equal((await t.get('/v3/orders/13')).json().customer_id, 50)
   })
 })
+
+// The rules of README "How state converges" and "Deleting a customer", through the service on each
+// database: the tests above and below read what the service stored, so that a write that kept what the
+// pure rules erased, or SQL that changed a rule, fails here and not only in the unit tests.
+
+forEachDatabase((kind) => {
+  let t: TestApp
+  before(async () => {
+    t = await startTestApp(kind)
+  })
+  after(() => t.close())
+
+  const customerRow = (id: number) =>
+    t.app.services.backend.db.selectFrom('customers').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+  const eventsOf = (resourceId: number) =>
+    t.app.services.backend.db
+      .selectFrom('events')
+      .select(['id', 'shop_id', 'topic', 'resource_id', 'customer_id', 'received_at', 'received_us', 'outcome', 'duplicate_of', 'body', 'headers'])
+      .where('resource_id', '=', resourceId)
+      .orderBy('received_us')
+      .execute()
+
+  test('deleting a customer erases name, e-mail, newsletter flag, tags and timestamps from the stored row; a tombstone remains', async () => {
+    const full = {
+      id: 200,
+      first_name: 'Ada',
+      last_name: 'Lovelace',
+      email: 'ada@example.com',
+      is_newsletter: true,
+      tags: ['vip'],
+      created_at: '2024-01-01T00:00:00Z',
+      updated_at: '2024-05-01T09:00:00Z',
+    }
+    assert.equal((await t.post(CUSTOMER_CREATED, full)).json().status, 'applied')
+    assert.equal((await t.post(CUSTOMER_DELETED, { id: 200, updated_at: '2024-05-02T00:00:00Z' })).json().status, 'applied')
+    const row = await customerRow(200)
+    assert.deepEqual(
+      { first_name: row.first_name, last_name: row.last_name, email: row.email, email_lower: row.email_lower, is_newsletter: row.is_newsletter, tags: row.tags, created_at: row.created_at },
+      { first_name: null, last_name: null, email: null, email_lower: null, is_newsletter: null, tags: null, created_at: null },
+    )
+    assert.equal(Number(row.deleted), 1, 'the tombstone')
+    assert.notEqual(row.erased_email_sha, null, 'a hash of the erased e-mail stays on the tombstone')
+    assert.ok(!JSON.stringify(row).includes('ada@example.com') && !JSON.stringify(row).includes('Lovelace'), JSON.stringify(row))
+    // A delete that carries the fields erases them too, and keeps none of them.
+    await t.post(CUSTOMER_CREATED, { ...full, id: 201 })
+    await t.post(CUSTOMER_DELETED, { ...full, id: 201, updated_at: '2024-05-02T00:00:00Z' })
+    const carried = await customerRow(201)
+    assert.deepEqual([carried.first_name, carried.last_name, carried.email, carried.is_newsletter, carried.tags, carried.created_at], [null, null, null, null, null, null])
+    // A newer create brings back only what it carries.
+    await t.post(CUSTOMER_CREATED, { id: 200, first_name: 'Back', updated_at: '2024-05-03T00:00:00Z' })
+    const back = (await t.get('/v3/customers/200')).json()
+    assert.equal(back.first_name, 'Back')
+    assert.equal(back.email ?? null, null)
+    assert.equal(back.last_name ?? null, null)
+    assert.deepEqual(back.tags ?? null, null)
+  })
+
+  test("a delete redacts the customer's events but keeps each event's metadata: shop, topic, ids, received time, outcome", async () => {
+    await t.post(CUSTOMER_CREATED, { id: 210, first_name: 'Meta', email: 'meta@example.com', updated_at: '2024-05-01T09:00:00Z' })
+    await t.post(CUSTOMER_CREATED, { id: 210, first_name: 'Old', updated_at: '2024-04-01T09:00:00Z' })
+    const order = { id: 211, email: 'meta@example.com', updated_at: '2024-05-01T10:00:00Z', customer: { id: 210, first_name: 'Meta', updated_at: '2024-05-01T10:00:00Z' } }
+    await t.post(ORDER_CREATED, order)
+    const before = [...(await eventsOf(210)), ...(await eventsOf(211))]
+    assert.deepEqual(before.map((e) => e.outcome), ['applied', 'stale', 'applied'])
+    await t.post(CUSTOMER_DELETED, { id: 210, updated_at: '2024-06-01T00:00:00Z' })
+    const after = [...(await eventsOf(210)), ...(await eventsOf(211))].filter((e) => e.topic !== 'customer/hook_deleted')
+    const metadata = ({ body: _b, headers: _h, ...rest }: (typeof before)[number]) => ({ ...rest, resource_id: Number(rest.resource_id), customer_id: rest.customer_id === null ? null : Number(rest.customer_id), received_us: Number(rest.received_us) })
+    assert.deepEqual(after.map(metadata), before.map(metadata), 'the metadata is unchanged by the redaction')
+    for (const e of after) {
+      assert.ok(!Buffer.from(e.body).toString('utf8').includes('meta@example.com'), 'the body is redacted')
+      assert.notDeepEqual(Buffer.from(e.body), Buffer.from(before.find((b) => b.id === e.id)!.body), 'the body is replaced')
+    }
+  })
+
+  test('the customer link follows the newest webhook that names a customer, even a stale one; a tie goes to the higher id; none keeps it', async () => {
+    const link = async () => (await t.get('/v3/orders/220')).json() as { ref: string; customer_id: number }
+    await t.post(ORDER_CREATED, { id: 220, ref: 'a', updated_at: '2024-05-02T00:00:00Z', customer: { id: 221 } })
+    await t.post(ORDER_CREATED, { id: 220, ref: 'c', updated_at: '2024-05-04T00:00:00Z' })
+    // Older than the order's fields (its ref is stale), but the newest webhook that names a customer.
+    const stale = await t.post(ORDER_CREATED, { id: 220, ref: 'b', updated_at: '2024-05-03T00:00:00Z', customer: { id: 222 } })
+    assert.equal(stale.statusCode, 200)
+    assert.deepEqual(await link(), { ...(await link()), ref: 'c', customer_id: 222 })
+    // An older webhook naming another customer does not take the link.
+    await t.post(ORDER_CREATED, { id: 220, updated_at: '2024-05-01T00:00:00Z', customer: { id: 223 } })
+    assert.equal((await link()).customer_id, 222)
+    // Equal versions: the higher customer id, whichever arrives first.
+    await t.post(ORDER_CREATED, { id: 220, updated_at: '2024-05-05T00:00:00Z', customer: { id: 225 } })
+    await t.post(ORDER_CREATED, { id: 220, updated_at: '2024-05-05T00:00:00Z', customer: { id: 224 } })
+    assert.equal((await link()).customer_id, 225)
+    await t.post(ORDER_CREATED, { id: 226, updated_at: '2024-05-05T00:00:00Z', customer: { id: 224 } })
+    await t.post(ORDER_CREATED, { id: 226, updated_at: '2024-05-05T00:00:00Z', customer: { id: 225 } })
+    assert.equal((await t.get('/v3/orders/226')).json().customer_id, 225)
+    // A newer webhook without a customer keeps the link.
+    await t.post(ORDER_CREATED, { id: 220, ref: 'd', updated_at: '2024-05-06T00:00:00Z' })
+    assert.deepEqual(await link(), { ...(await link()), ref: 'd', customer_id: 225 })
+  })
+
+  test('undated orders: of several cancelled_at values the earliest instant wins, and null never clears it', async () => {
+    await t.post(ORDER_CREATED, { id: 230, cancelled_at: '2024-05-03T00:00:00Z' })
+    await t.post(ORDER_CREATED, { id: 230, cancelled_at: '2024-05-02T01:00:00+02:00' }) // 2024-05-01T23:00Z, the earliest
+    await t.post(ORDER_CREATED, { id: 230, cancelled_at: null })
+    await t.post(ORDER_CREATED, { id: 230, cancelled_at: '2024-05-02T00:00:00Z' })
+    assert.equal((await t.get('/v3/orders/230')).json().cancelled_at, '2024-05-01T23:00:00.000000Z')
+    // The same values in another order end the same.
+    await t.post(ORDER_CREATED, { id: 231, cancelled_at: null })
+    await t.post(ORDER_CREATED, { id: 231, cancelled_at: '2024-05-02T00:00:00Z' })
+    await t.post(ORDER_CREATED, { id: 231, cancelled_at: '2024-05-02T01:00:00+02:00' })
+    await t.post(ORDER_CREATED, { id: 231, cancelled_at: '2024-05-03T00:00:00Z' })
+    assert.equal((await t.get('/v3/orders/231')).json().cancelled_at, '2024-05-01T23:00:00.000000Z')
+  })
+})
