@@ -170,6 +170,76 @@ forEachDatabase((kind) => {
     assert.deepEqual(await link(), { ...(await link()), ref: 'd', customer_id: 225 })
   })
 
+  test('a delete older than a later registration answers stale, and still erases every field that predates it', async () => {
+    await t.post(CUSTOMER_CREATED, { id: 240, first_name: 'Old', last_name: 'Name', email: 'e240@example.com', tags: ['a'], updated_at: '2024-05-01T00:00:00Z' })
+    await t.post(CUSTOMER_CREATED, { id: 240, first_name: 'New', updated_at: '2024-05-03T00:00:00Z' })
+    const del = await t.post(CUSTOMER_DELETED, { id: 240, updated_at: '2024-05-02T00:00:00Z' })
+    assert.equal(del.json().status, 'stale')
+    const row = await customerRow(240)
+    assert.deepEqual([row.first_name, row.last_name, row.email, row.tags, Number(row.deleted)], ['New', null, null, null, 0])
+    const read = (await t.get('/v3/customers/240')).json()
+    assert.equal(read.first_name, 'New')
+    assert.equal(read.email ?? null, null)
+  })
+
+  test("a delete erases its e-mail from orders sent with it no later than the delete (which hold no points unless they embed another customer); later orders keep it", async () => {
+    await t.post(CUSTOMER_CREATED, { id: 250, email: 'Mail250@example.com', updated_at: '2024-05-01T00:00:00Z' })
+    const paid = { currency: 'EUR', subtotal: '20.00', is_paid: true, processed_at: '2024-01-01T00:00:00Z' }
+    await t.post(ORDER_CREATED, { id: 251, email: 'mail250@EXAMPLE.com', updated_at: '2024-05-01T12:00:00Z', ...paid })
+    assert.equal((await t.get('/v3/orders/251')).json().points.held, 20, 'matched to customer 250 by e-mail')
+    await t.post(CUSTOMER_DELETED, { id: 250, updated_at: '2024-05-02T00:00:00Z' })
+    // Sent after the delete was stored, but older than it: judged by timestamps, not arrival.
+    await t.post(ORDER_CREATED, { id: 252, email: 'mail250@example.com', updated_at: '2024-05-01T18:00:00Z', ...paid })
+    await t.post(ORDER_CREATED, { id: 253, email: 'mail250@example.com', updated_at: '2024-05-03T00:00:00Z', ...paid })
+    // An order of another customer sent with the erased e-mail before the delete loses the e-mail
+    // too; its points are that customer's.
+    await t.post(ORDER_CREATED, { id: 254, email: 'mail250@example.com', updated_at: '2024-05-01T18:00:00Z', ...paid, customer: { id: 255 } })
+    const other = (await t.get('/v3/orders/254')).json()
+    assert.equal(other.email ?? null, null, 'order 254 keeps no e-mail')
+    assert.deepEqual([other.points.held, other.points.customer_id], [20, 255])
+    for (const id of [251, 252]) {
+      const order = (await t.get(`/v3/orders/${id}`)).json()
+      assert.equal(order.email ?? null, null, `order ${id} keeps no e-mail`)
+      assert.equal(order.points.held, 0, `order ${id} holds no points`)
+    }
+    assert.equal((await t.get('/v3/orders/253')).json().email, 'mail250@example.com')
+  })
+
+  test('a partial body never erases what a fuller one stored, whichever arrives first', async () => {
+    const full = { first_name: 'Full', last_name: 'Body', is_newsletter: true, tags: ['vip'] }
+    // The fuller body first, then a newer order embedding only id and e-mail.
+    await t.post(CUSTOMER_CREATED, { id: 260, ...full, updated_at: '2024-05-01T00:00:00Z' })
+    await t.post(ORDER_CREATED, { id: 262, customer: { id: 260, email: 'p260@example.com', updated_at: '2024-05-02T00:00:00Z' } })
+    // The partial body first, then an older fuller one.
+    await t.post(ORDER_CREATED, { id: 263, customer: { id: 261, email: 'p261@example.com', updated_at: '2024-05-02T00:00:00Z' } })
+    const older = await t.post(CUSTOMER_CREATED, { id: 261, ...full, email: 'old261@example.com', updated_at: '2024-05-01T00:00:00Z' })
+    assert.equal(older.json().status, 'applied', 'it sets fields the newer body did not carry')
+    for (const id of [260, 261]) {
+      const c = (await t.get(`/v3/customers/${id}`)).json()
+      assert.deepEqual([c.first_name, c.last_name, c.is_newsletter, c.tags, c.email], ['Full', 'Body', true, ['vip'], `p${id}@example.com`])
+    }
+  })
+
+  test('copies: a retry of the latest change is a duplicate; a copy after another change is a new write; a copy that changes nothing is stale', async () => {
+    const flag = (value: boolean) => JSON.stringify({ id: 270, is_newsletter: value })
+    const statuses: string[] = []
+    for (const body of [flag(true), flag(true), flag(false), flag(true)]) statuses.push((await t.post(CUSTOMER_CREATED, body)).json().status)
+    assert.deepEqual(statuses, ['applied', 'duplicate', 'applied', 'applied'])
+    assert.equal((await t.get('/v3/customers/270')).json().is_newsletter, true)
+    // Re-registering a deleted customer with their first body brings them back.
+    const first = JSON.stringify({ id: 271, first_name: 'Again' })
+    await t.post(CUSTOMER_CREATED, first)
+    await t.post(CUSTOMER_DELETED, JSON.stringify({ id: 271 }))
+    assert.equal((await t.get('/v3/customers/271')).statusCode, 404)
+    assert.equal((await t.post(CUSTOMER_CREATED, first)).json().status, 'applied')
+    assert.equal((await t.get('/v3/customers/271')).json().first_name, 'Again')
+    // A dated copy whose values are all still in place, after a change to another field: stale.
+    const dated = JSON.stringify({ id: 272, first_name: 'Same', updated_at: '2024-05-01T00:00:00Z' })
+    await t.post(CUSTOMER_CREATED, dated)
+    await t.post(CUSTOMER_CREATED, { id: 272, last_name: 'Other', updated_at: '2024-05-02T00:00:00Z' })
+    assert.equal((await t.post(CUSTOMER_CREATED, dated)).json().status, 'stale')
+  })
+
   test('undated orders: of several cancelled_at values the earliest instant wins, and null never clears it', async () => {
     await t.post(ORDER_CREATED, { id: 230, cancelled_at: '2024-05-03T00:00:00Z' })
     await t.post(ORDER_CREATED, { id: 230, cancelled_at: '2024-05-02T01:00:00+02:00' }) // 2024-05-01T23:00Z, the earliest
