@@ -240,6 +240,18 @@ forEachDatabase((kind) => {
     assert.equal((await t.post(CUSTOMER_CREATED, dated)).json().status, 'stale')
   })
 
+  test('points of an erased customer are forfeited, not transferred, when their order names another customer', async () => {
+    const paid = { currency: 'EUR', subtotal: '30.00', is_paid: true, processed_at: '2024-01-01T00:00:00Z' }
+    await t.post(ORDER_CREATED, { id: 281, ...paid, updated_at: '2024-05-01T00:00:00Z', customer: { id: 280, updated_at: '2024-05-01T00:00:00Z' } })
+    await t.post(CUSTOMER_DELETED, { id: 280, updated_at: '2024-05-02T00:00:00Z' })
+    await t.post(ORDER_CREATED, { id: 281, ...paid, updated_at: '2024-05-03T00:00:00Z', customer: { id: 282, updated_at: '2024-05-03T00:00:00Z' } })
+    const ledger = await t.app.services.backend.db.selectFrom('ledger').select(['customer_id', 'reason', 'points']).where('order_id', '=', 281).orderBy('id').execute()
+    assert.deepEqual(
+      ledger.map((e) => [Number(e.customer_id), e.reason, Number(e.points)]),
+      [[280, 'earned', 30], [280, 'forfeited', -30], [282, 'earned', 30]],
+    )
+  })
+
   test('undated orders: of several cancelled_at values the earliest instant wins, and null never clears it', async () => {
     await t.post(ORDER_CREATED, { id: 230, cancelled_at: '2024-05-03T00:00:00Z' })
     await t.post(ORDER_CREATED, { id: 230, cancelled_at: '2024-05-02T01:00:00+02:00' }) // 2024-05-01T23:00Z, the earliest
