@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { validateHeaderName, validateHeaderValue } from 'node:http'
 import { after, before, test } from 'node:test'
 import fc from 'fast-check'
+import './support/seed.ts'
 import type { LightMyRequestResponse } from 'fastify'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, test } from 'node:test'
-import { createTestDatabase, DATABASES, type TestDatabase } from './support/harness.ts'
+import { basic, createTestDatabase, DATABASES, type TestDatabase } from './support/harness.ts'
+import { openRaw } from './support/raw-http.ts'
 import {
   createKey,
   gotConnectionError,
@@ -14,6 +15,7 @@ import {
   randomInt,
   readStored,
   record,
+  request,
   startServerProcess,
   summarize,
   webhookHeaders,
@@ -219,6 +221,50 @@ for (const kind of DATABASES) {
           'every stored webhook was answered 2xx: nothing accepted and committed was left unanswered',
         )
       })
+    })
+
+    test('a request on a kept-alive connection after SIGTERM gets 503 with Retry-After and Connection: close, and is not stored', { timeout: TEST_TIMEOUT_MS }, async () => {
+      const url = database!.url
+      const server = await startServerProcess(url, key, { RETRY_AFTER_SECONDS: '7' })
+      const guard = setTimeout(() => server.child.kill('SIGKILL'), GUARD_MS + 60_000)
+      try {
+        const first = factory.make()
+        const second = factory.make()
+        const head = (s: Sent, extra = '') =>
+          `POST ${s.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic(key)}\r\nContent-Type: application/json\r\n` +
+          `Idempotency-Key: ${s.ref}\r\nContent-Length: ${Buffer.byteLength(s.body)}\r\n${extra}\r\n`
+        // The first request is taken on (100 Continue) before the signal; its body is held back,
+        // so the connection is busy, not idle, and the server cannot finish closing.
+        const c = await openRaw(server.port)
+        c.socket.write(head(first, 'Expect: 100-continue\r\n'))
+        const interim = await c.responded(1)
+        assert.equal(interim[0]?.status, 100, c.text())
+        server.child.kill('SIGTERM')
+        // The server is closing once it refuses new connections.
+        for (;;) {
+          const probe = await request(server.port, { method: 'GET', path: '/healthz', agent: false, timeoutMs: 5000 })
+          if (probe.error === 'ECONNREFUSED') break
+          await sleep(10)
+        }
+        // The held body, then a second request on the same kept-alive connection.
+        c.socket.write(first.body + head(second) + second.body)
+        const responses = (await c.responded(3)).filter((r) => r.status >= 200)
+        await within(c.closed, 10_000, undefined)
+        assert.deepEqual(responses.map((r) => r.status), [200, 503], c.text())
+        const refused = responses[1]!
+        assert.equal(refused.headers['retry-after'], '7', 'Retry-After is RETRY_AFTER_SECONDS')
+        assert.equal(refused.headers['connection'], 'close')
+        assert.match(refused.headers['content-type'] ?? '', /^application\/problem\+json/)
+        assert.equal(JSON.parse(refused.body).type, '/problems/unavailable')
+        assert.ok(c.isClosed(), 'the server closes the connection after the 503')
+        const exit = await within(server.exited, SHUTDOWN_BOUND_MS + 5_000, { code: -1, signal: null })
+        assert.deepEqual(exit, { code: 0, signal: null })
+        const stored = await readStored(url, shopId)
+        assert.ok(isStored(first, stored), 'the request taken on before SIGTERM is stored')
+        assert.ok(!isStored(second, stored), 'the request answered 503 is not stored')
+      } finally {
+        clearTimeout(guard)
+      }
     })
   })
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import fc from 'fast-check'
+import './support/seed.ts'
 import { fromMinor } from '../src/domain/money.ts'
 import { issueKey } from '../src/keys/issue-key.ts'
 import { rebuildPoints } from '../src/loyalty/rebuild.ts'
@@ -22,8 +23,9 @@ const DAY_MS = 86_400_000
 const OLD = '2024-01-10T10:00:00Z'
 const RECENT = new Date(Date.now() - DAY_MS).toISOString()
 const CANCELLED_AT = '2024-05-03T00:00:00Z'
+const CANCELLED_ATS = [CANCELLED_AT, '2024-05-02T00:00:00+02:00', '2024-05-04T12:00:00Z'] as const
+const BUYERS = [1, 2] as const
 const ORDER_ID = 500
-const CUSTOMER_ID = 1
 let shops = 0
 const nextShop = (t: TestApp) => issueKey(t.app.services.backend.db, `prop-${++shops}`)
 
@@ -57,6 +59,10 @@ const amountsArb: fc.Arbitrary<Amounts> = fc.record({
 
 interface OrderState {
   amounts: Amounts
+  /** The customer the webhook embeds: dated orders may change buyer from one webhook to the next. */
+  buyer: number
+  /** The cancel time it sends when cancelled: several values, the earliest wins on undated orders. */
+  cancelledAt: string
   paid: boolean
   fulfilled: boolean
   refunded: boolean
@@ -82,12 +88,16 @@ const lifecycleArb: fc.Arbitrary<Lifecycle> = fc
     fulfilled: fc.boolean(),
     editAfterFulfilled: fc.option(amountsArb, { nil: null }),
     end: fc.constantFrom('none', 'none', 'none', 'refunded', 'cancelled', 'refunded and cancelled'),
+    buyers: fc.array(fc.constantFrom(...BUYERS), { minLength: 10, maxLength: 10 }),
+    cancelledAts: fc.array(fc.constantFrom(...CANCELLED_ATS), { minLength: 10, maxLength: 10 }),
   })
-  .map(({ dated, currency, processed, first, editsBeforePaid, editsAfterPaid, fulfilled, editAfterFulfilled, end }) => {
+  .map(({ dated, currency, processed, first, editsBeforePaid, editsAfterPaid, fulfilled, editAfterFulfilled, end, buyers, cancelledAts }) => {
     const states: OrderState[] = []
-    let s: OrderState = { amounts: first, paid: false, fulfilled: false, refunded: false, cancelled: false }
+    let s: OrderState = { amounts: first, buyer: buyers[0]!, cancelledAt: cancelledAts[0]!, paid: false, fulfilled: false, refunded: false, cancelled: false }
     const push = (next: Partial<OrderState>) => {
-      s = { ...s, ...next }
+      const i = states.length
+      // An undated order keeps its buyer: its link would otherwise follow arrival (README).
+      s = { ...s, ...next, buyer: dated ? buyers[i]! : buyers[0]!, cancelledAt: cancelledAts[i]! }
       states.push(s)
     }
     push({})
@@ -119,8 +129,8 @@ function orderBody(l: Lifecycle, i: number): Record<string, unknown> {
     is_paid: s.paid,
     is_fulfilled: s.fulfilled,
     is_refunded: s.refunded,
-    cancelled_at: s.cancelled ? CANCELLED_AT : null,
-    customer: { id: CUSTOMER_ID },
+    cancelled_at: s.cancelled ? s.cancelledAt : null,
+    customer: { id: s.buyer },
     ...(l.dated ? { updated_at: new Date(Date.UTC(2024, 4, 1) + i * 60_000).toISOString() } : {}),
   }
 }
@@ -158,20 +168,34 @@ const scenarioArb = fc
   .tuple(ruleArb, lifecycleArb)
   .chain(([rule, l]) => deliveriesArb(l.states.length).map((deliveries) => ({ rule, l, deliveries })))
 
-interface Observed {
+interface Balances {
   available: number
   pending: number
   lifetime_earned: number
+}
+interface Observed {
+  /** Each buyer's balances. */
+  buyers: Record<number, Balances>
   held: number
+  holder: number | null
 }
 
 async function observe(t: TestApp, key: string): Promise<Observed> {
-  const points = await t.get(`/v3/customers/${CUSTOMER_ID}/points`, key)
-  assert.equal(points.statusCode, 200, points.body)
+  const buyers: Record<number, Balances> = {}
+  for (const id of BUYERS) {
+    const points = await t.get(`/v3/customers/${id}/points`, key)
+    // A buyer no webhook of the run named is unknown: it holds nothing.
+    if (points.statusCode === 404) {
+      buyers[id] = { available: 0, pending: 0, lifetime_earned: 0 }
+      continue
+    }
+    assert.equal(points.statusCode, 200, points.body)
+    const { available, pending, lifetime_earned } = points.json()
+    buyers[id] = { available, pending, lifetime_earned }
+  }
   const order = await t.get(`/v3/orders/${ORDER_ID}`, key)
   assert.equal(order.statusCode, 200, order.body)
-  const { available, pending, lifetime_earned } = points.json()
-  return { available, pending, lifetime_earned, held: order.json().points.held }
+  return { buyers, held: order.json().points.held, holder: order.json().points.customer_id ?? null }
 }
 
 async function post(t: TestApp, key: string, path: string, body: Record<string, unknown>): Promise<void> {
@@ -210,11 +234,15 @@ forEachDatabase((kind) => {
     // And the final state earns what the rule says, all available or all pending.
     const points = expectedPoints(l, rule)
     const pendingNow = l.processed === 'recent' ? rule.pending_days > 0 : l.processed === 'none' ? rule.pending_days > 0 : false
+    const buyer = l.states[l.states.length - 1]!.buyer
+    const zero = { available: 0, pending: 0, lifetime_earned: 0 }
     assert.deepEqual(expected, {
+      buyers: {
+        ...Object.fromEntries(BUYERS.map((id) => [id, zero])),
+        [buyer]: { available: pendingNow ? 0 : points, pending: pendingNow ? points : 0, lifetime_earned: points },
+      },
       held: points,
-      available: pendingNow ? 0 : points,
-      pending: pendingNow ? points : 0,
-      lifetime_earned: points,
+      holder: buyer,
     })
   }
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
+import '../../test/support/seed.ts'
 import {
   CUSTOMER_FIELDS, emptyCustomer, emptyOrder, isNewer, mergeCustomer, mergeOrder,
   type Clock, type CustomerFields, type CustomerPatch, type Merge, type OrderFields, type OrderPatch, type OrderRecord,

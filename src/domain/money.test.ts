@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
+import '../../test/support/seed.ts'
 import { fromMinor, MONEY_PATTERN, toMinor } from './money.ts'
 
 const money = new RegExp(MONEY_PATTERN)

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
+import '../../test/support/seed.ts'
 import { idNumberTexts, inexactIdErrors, isExactInteger } from './exact-ids.ts'
 
 const BOTH = ['/id', '/customer/id'] as const

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
+import '../../test/support/seed.ts'
 import { holdingsOf } from '../batch/decide.ts'
 import type { LedgerLine } from '../batch/state.ts'
 import { planOrderEntries, REASONS, sameHolder, type Holder, type Holding, type Owner, type PlannedEntry, type Reason } from './ledger-plan.ts'
@@ -232,4 +233,25 @@ test('property: the owner ends holding exactly the target on its date, nobody el
     ),
     { numRuns: 1_000 },
   )
+})
+
+test('a customer holder is its id alone: an e-mail beside it does not make another holder', () => {
+  assert.equal(sameHolder({ customerId: 7, guestEmail: 'a@example.com' }, { customerId: 7, guestEmail: null }), true)
+  assert.equal(sameHolder({ customerId: 7, guestEmail: null }, { customerId: 8, guestEmail: null }), false)
+  assert.equal(sameHolder(guest('a@example.com'), guest('b@example.com')), false)
+  assert.equal(sameHolder(guest('a@example.com'), guest('a@example.com')), true)
+})
+
+test('a target of zero points awards nothing, even with a basis: what is held is taken back', () => {
+  const zeroWithBasis: Target = { points: 0, basis: V1, why: 'below one point' }
+  assert.deepEqual(planOrderEntries([held(customer(7), 100)], customer(7), zeroWithBasis), [entry(customer(7), -100, 'adjusted', V1)])
+  assert.deepEqual(planOrderEntries([], customer(7), zeroWithBasis), [])
+})
+
+test('holdings that net to zero are nothing held: a new award after them is earned, not adjusted', () => {
+  assert.deepEqual(planOrderEntries([held(customer(7), 0)], customer(7), earns(100, V1)), [entry(customer(7), 100, 'earned', V1)])
+  assert.deepEqual(planOrderEntries([held(customer(7), 0), held(customer(7), 40, on(V1, PENDING))], customer(7), earns(100, V1)), [
+    entry(customer(7), -40, 'adjusted', on(V1, PENDING)),
+    entry(customer(7), 100, 'adjusted', V1),
+  ])
 })

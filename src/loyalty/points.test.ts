@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
+import '../../test/support/seed.ts'
 import { emptyOrder, type OrderRecord } from '../domain/merge.ts'
 import { availableUs, earningAmount, pointsFor, targetFor } from './points.ts'
 import { DEFAULT_RULE, normalizeRule, type Rule, type VersionedRule } from './rule.ts'
@@ -277,4 +278,17 @@ test('targetFor is pure: once processed, the arrivals, clocks and updated_at of 
     ),
     { numRuns: 300 },
   )
+})
+
+// ---------------------------------------------------------------------------------------------
+// Why: the explanation GET /v3/orders/{id} shows, word for word.
+
+test('targetFor explains itself: who is missing, an amount below one point, and the award with its rule version', () => {
+  assert.equal(targetFor(order({ customer_id: null }), rule(), 'none').why, 'no customer or e-mail to credit')
+  assert.equal(targetFor(order({ subtotal: 50 }), rule(), 'customer').why, '0.50 EUR is below one point at 1 per unit')
+  assert.equal(targetFor(order({ subtotal: 50, currency: null }), rule(), 'customer').why, '0.50 is below one point at 1 per unit')
+  assert.equal(targetFor(order(), rule(), 'customer').why, 'paid order: 100.00 EUR at 1 point per unit (rule v1)')
+  assert.equal(targetFor(order(), rule({ points_per_unit: 2 }, 3), 'guest').why, 'paid order: 100.00 EUR at 2 points per unit (rule v3)')
+  assert.equal(targetFor(order({ currency: null }), rule(), 'customer').why, 'paid order: 100.00 at 1 point per unit (rule v1)')
+  assert.equal(targetFor(order({ is_fulfilled: true }), rule({ earn_on: 'fulfilled', points_per_unit: 0.5 }), 'customer').why, 'fulfilled order: 100.00 EUR at 0.5 points per unit (rule v1)')
 })

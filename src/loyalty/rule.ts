@@ -11,8 +11,9 @@ export const RuleSchema = Type.Object({
   include_shipping: Type.Boolean({ default: false }),
   include_tax: Type.Boolean({ default: false }),
   exclude_giftcard: Type.Boolean({ default: true }),
-  /** When not empty, only these currencies earn, each at its own rate (0 earns nothing). */
-  currency_rates: Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Rate, { default: {} }),
+  /** When not empty, only these currencies earn, each at its own rate (0 earns nothing). Any other
+   *  key is refused: a pattern-keyed record alone would let `eur` through unchecked, and it never matches. */
+  currency_rates: Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Rate, { default: {}, additionalProperties: Type.Never() }),
   earn_on: Type.Enum(['paid', 'fulfilled'], { default: 'paid' }),
   pending_days: Type.Integer({ minimum: 0, maximum: 3650, default: 14 }),
 })

@@ -306,6 +306,8 @@ export interface Sent {
   body: string
   /** Sent after the signal to the server. */
   afterSignal: boolean
+  /** An order's points by the default rule, once applied. */
+  points?: number
   answer?: Answer
   eventId?: string
   outcome?: string
@@ -325,15 +327,20 @@ export class WebhookFactory {
     const id = n * 2
     if (n % 4 === 0) {
       const customerId = n % 8 === 0 ? n * 2 + 1 : null
+      const amount = `${n % 1000}.${String(n % 100).padStart(2, '0')}`
       const body = {
         id,
         currency: 'EUR',
-        total: `${n % 1000}.${String(n % 100).padStart(2, '0')}`,
+        total: amount,
+        // Paid orders with a subtotal earn points (1 a whole euro by the default rule): the
+        // embedded customer holds them, or the order's e-mail as a guest.
+        subtotal: amount,
+        email: `${ref}@example.org`,
         ref,
         is_paid: true,
         ...(customerId === null ? {} : { customer: { id: customerId, first_name: ref, last_name: 'Order' } }),
       }
-      return { ref, kind: 'order', id, customerId, path: ORDER_CREATED, body: JSON.stringify(body), afterSignal: false }
+      return { ref, kind: 'order', id, customerId, path: ORDER_CREATED, body: JSON.stringify(body), afterSignal: false, points: n % 1000 }
     }
     const body = { id, first_name: ref, last_name: 'Customer', email: `${ref}@example.com`, tags: ['reliability'] }
     return { ref, kind: 'customer', id, customerId: null, path: CUSTOMER_CREATED, body: JSON.stringify(body), afterSignal: false }
@@ -383,6 +390,8 @@ export interface Stored {
   eventIds: Set<string>
   customers: Map<number, string | null>
   orders: Map<number, string | null>
+  /** The sum of the ledger's points of each order. */
+  orderPoints: Map<number, number>
 }
 
 /** Everything the shop has stored, read through a backend of its own. */
@@ -392,6 +401,12 @@ export async function readStored(url: string, shopId: number): Promise<Stored> {
     const events = await backend.db.selectFrom('events').select(['id', 'topic', 'resource_id', 'outcome']).where('shop_id', '=', shopId).execute()
     const customers = await backend.db.selectFrom('customers').select(['id', 'first_name']).where('shop_id', '=', shopId).execute()
     const orders = await backend.db.selectFrom('orders').select(['id', 'ref']).where('shop_id', '=', shopId).execute()
+    const ledger = await backend.db
+      .selectFrom('ledger')
+      .select((eb) => ['order_id', eb.fn.sum<number | string>('points').as('points')])
+      .where('shop_id', '=', shopId)
+      .groupBy('order_id')
+      .execute()
     const byResource = new Map<number, StoredEvent[]>()
     for (const e of events) {
       if (e.resource_id === null) continue
@@ -403,6 +418,7 @@ export async function readStored(url: string, shopId: number): Promise<Stored> {
       eventIds: new Set(events.map((e) => e.id)),
       customers: new Map(customers.map((c) => [Number(c.id), c.first_name])),
       orders: new Map(orders.map((o) => [Number(o.id), o.ref])),
+      orderPoints: new Map(ledger.map((l) => [Number(l.order_id), Number(l.points)])),
     }
   } finally {
     await backend.close()
@@ -413,10 +429,12 @@ const TOPIC = { customer: 'customer/hook_created', order: 'order/hook_created' }
 
 /**
  * What is wrong with an acknowledged webhook in the database, or null: its event
- * must exist (with the id the answer named), be applied, and its effect be there.
+ * must exist (with the id the answer named), be applied, and its effect be there,
+ * an order's points included (the ledger is written in the same transaction).
  */
 export function problemWith(sent: Sent, stored: Stored): string | null {
-  const events = (stored.events.get(sent.id) ?? []).filter((e) => e.topic === TOPIC[sent.kind])
+  // A retry answered `duplicate` is stored as an event of its own, with that outcome: it applied nothing.
+  const events = (stored.events.get(sent.id) ?? []).filter((e) => e.topic === TOPIC[sent.kind] && e.outcome !== 'duplicate')
   const what = `${sent.kind} ${sent.id} (${sent.ref}, answered ${sent.answer?.status}${sent.eventId ? ` event ${sent.eventId}` : ''})`
   if (events.length === 0) return `${what}: no event stored`
   if (events.length > 1) return `${what}: ${events.length} events stored`
@@ -425,6 +443,9 @@ export function problemWith(sent: Sent, stored: Stored): string | null {
   if (event.outcome !== 'applied') return `${what}: the stored event's outcome is ${event.outcome}`
   if (sent.kind === 'customer' && stored.customers.get(sent.id) !== sent.ref) return `${what}: customer row ${JSON.stringify(stored.customers.get(sent.id))}`
   if (sent.kind === 'order' && stored.orders.get(sent.id) !== sent.ref) return `${what}: order row ${JSON.stringify(stored.orders.get(sent.id))}`
+  if (sent.points !== undefined && (stored.orderPoints.get(sent.id) ?? 0) !== sent.points) {
+    return `${what}: holds ${stored.orderPoints.get(sent.id) ?? 0} points in the ledger, not ${sent.points}`
+  }
   if (sent.customerId !== null && stored.customers.get(sent.customerId) !== sent.ref) {
     return `${what}: embedded customer ${sent.customerId} row ${JSON.stringify(stored.customers.get(sent.customerId))}`
   }

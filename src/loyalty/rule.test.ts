@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { DEFAULT_RULE, normalizeRule, parseStoredRule, RuleError, RuleSchema } from './rule.ts'
+
+// The rule's schema is the one check on a rule that `rules set` stores and that a stored row
+// brings back, so each bound is tested at its edge, and each refusal names its field.
+
+const DEFAULTS = {
+  points_per_unit: 1,
+  include_shipping: false,
+  include_tax: false,
+  exclude_giftcard: true,
+  currency_rates: {},
+  earn_on: 'paid',
+  pending_days: 14,
+}
+
+function refusal(input: unknown): string {
+  try {
+    normalizeRule(input)
+  } catch (error) {
+    assert.ok(error instanceof RuleError, `a RuleError, not ${String(error)}`)
+    return error.message
+  }
+  assert.fail(`accepted ${JSON.stringify(input)}`)
+}
+
+test('the default rule: 1 point per unit, paid orders, 14 days, gift cards excluded, no currency list', () => {
+  assert.deepEqual(DEFAULT_RULE, DEFAULTS)
+  assert.deepEqual(normalizeRule({}), DEFAULTS)
+  assert.deepEqual(normalizeRule(undefined), DEFAULTS)
+  assert.deepEqual(normalizeRule(null), DEFAULTS)
+})
+
+test('given fields are kept and the rest filled with defaults; the input is not changed', () => {
+  const input = { points_per_unit: 2.5, pending_days: 0, currency_rates: { EUR: 1, JPY: 0 }, earn_on: 'fulfilled' }
+  const copy = structuredClone(input)
+  assert.deepEqual(normalizeRule(input), { ...DEFAULTS, ...input })
+  assert.deepEqual(input, copy)
+})
+
+test('rates: from 0 to 1,000,000, in steps of 0.0001; currencies are three capital letters', () => {
+  assert.equal(normalizeRule({ points_per_unit: 0 }).points_per_unit, 0)
+  assert.equal(normalizeRule({ points_per_unit: 1_000_000 }).points_per_unit, 1_000_000)
+  assert.equal(normalizeRule({ points_per_unit: 0.0001 }).points_per_unit, 0.0001)
+  assert.equal(refusal({ points_per_unit: -0.0001 }), 'rule /points_per_unit must be >= 0')
+  assert.equal(refusal({ points_per_unit: 1_000_000.0001 }), 'rule /points_per_unit must be <= 1000000')
+  assert.equal(refusal({ points_per_unit: 0.00005 }), 'rule /points_per_unit must be multiple of 0.0001')
+  assert.equal(refusal({ points_per_unit: '1' }), 'rule /points_per_unit must be number')
+  assert.deepEqual(normalizeRule({ currency_rates: { EUR: 1_000_000, USD: 0 } }).currency_rates, { EUR: 1_000_000, USD: 0 })
+  assert.equal(refusal({ currency_rates: { EUR: -1 } }), 'rule /currency_rates/EUR must be >= 0')
+  assert.equal(refusal({ currency_rates: { EUR: 1_000_001 } }), 'rule /currency_rates/EUR must be <= 1000000')
+  assert.equal(refusal({ currency_rates: { EUR: 0.00001 } }), 'rule /currency_rates/EUR must be multiple of 0.0001')
+  // A currency that no order can have (they are validated as three capital letters) is refused, not ignored.
+  for (const currency of ['eur', 'EURO', 'EU', '']) assert.match(refusal({ currency_rates: { [currency]: 1 } }), new RegExp(`^rule /currency_rates/${currency} `))
+})
+
+test('flags, earn_on and pending_days are checked by type and range', () => {
+  assert.equal(refusal({ include_shipping: 'yes' }), 'rule /include_shipping must be boolean')
+  assert.equal(refusal({ include_tax: 1 }), 'rule /include_tax must be boolean')
+  assert.equal(refusal({ exclude_giftcard: null }), 'rule /exclude_giftcard must be boolean')
+  assert.equal(refusal({ earn_on: 'refunded' }), 'rule /earn_on must be equal to one of the allowed values')
+  assert.equal(normalizeRule({ pending_days: 3650 }).pending_days, 3650)
+  assert.equal(refusal({ pending_days: 3651 }), 'rule /pending_days must be <= 3650')
+  assert.equal(refusal({ pending_days: -1 }), 'rule /pending_days must be >= 0')
+  assert.equal(refusal({ pending_days: 1.5 }), 'rule /pending_days must be integer')
+})
+
+test('a rule that is not an object is refused with the root as its place', () => {
+  assert.equal(refusal(5), 'rule / must be object')
+  assert.equal(refusal('x'), 'rule / must be object')
+})
+
+test('a stored rule: null is the default rule; stored JSON is normalized and checked like any other', () => {
+  assert.equal(parseStoredRule(null), DEFAULT_RULE)
+  assert.deepEqual(parseStoredRule('{"pending_days":3}'), { ...DEFAULTS, pending_days: 3 })
+  assert.deepEqual(parseStoredRule('{}'), DEFAULTS)
+  assert.throws(() => parseStoredRule('{"pending_days":-3}'), RuleError)
+})
+
+test('the rate says what it counts in the schema', () => {
+  assert.equal((RuleSchema.properties.points_per_unit as { description?: string }).description, 'points per whole currency unit')
+})
