@@ -21,6 +21,8 @@ export interface Session {
 /** Commits batches of webhooks; each resolves only once its batch is durable. */
 export interface BatchWriter {
   apply(batch: Webhook[]): Promise<BatchResult[]>
+  /** Deletes up to `limit` of the oldest events received before `cutoffUs` (src/store/prune.ts); returns how many. */
+  prune(cutoffUs: number, limit: number): Promise<number>
   /**
    * Resolves when this writer can commit now; rejects while it is starting or once it has died.
    * Absent when the writer is ready whenever the database answers (PostgreSQL).
@@ -51,6 +53,19 @@ export interface Backend {
    * versions to autovacuum.
    */
   afterErasure(): void
+  /**
+   * Called after a transaction that pruned events. SQLite returns up to a few megabytes of free
+   * pages to the file system (incremental vacuum, when the file has it); PostgreSQL leaves the
+   * dead rows to autovacuum, which reuses their space.
+   */
+  afterPrune(): Promise<void>
+  /**
+   * SQLite: returns every free page to the file system; a file made before incremental vacuum
+   * is rewritten once (VACUUM) with it on. Says what it did. Absent on PostgreSQL.
+   */
+  vacuumAll?(): Promise<string>
+  /** Bytes the service's data takes: the file and its WAL on SQLite, its tables and indexes on PostgreSQL. */
+  sizeBytes(): Promise<number>
   /** Runs `work` in one transaction on the write connection and commits it durably. */
   transaction<T>(work: (session: Session) => Promise<T>): Promise<T>
   /** The write path of the server: where and how batches are committed. */
