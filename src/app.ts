@@ -172,6 +172,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     retentionDays: config.EVENT_RETENTION_DAYS,
     intervalSeconds: config.PRUNE_INTERVAL_SECONDS,
     prune: (cutoffUs, limit) => batchWriter.prune(cutoffUs, limit),
+    loaded: () => writer.pending > 0,
     onPruned: (count) => metrics.eventsPruned.inc(count),
     log: app.log,
   })

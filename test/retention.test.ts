@@ -158,7 +158,7 @@ forEachDatabase((kind) => {
     let t: TestApp
     let side: Backend
     before(async () => {
-      t = await startTestApp(kind, { EVENT_RETENTION_DAYS: '30', PRUNE_INTERVAL_SECONDS: '1', STORAGE_SAMPLE_SECONDS: '1' })
+      t = await startTestApp(kind, { EVENT_RETENTION_DAYS: '60', PRUNE_INTERVAL_SECONDS: '1', STORAGE_SAMPLE_SECONDS: '1' })
       side = openBackend(t.config.DATABASE_URL)
     })
     after(async () => {
@@ -185,10 +185,13 @@ forEachDatabase((kind) => {
       const ids: string[] = []
       for (let i = 1; i <= 1100; i++) ids.push(applied(await t.post(CUSTOMER_CREATED, { id: i, first_name: `n${i}`, updated_at: '2024-05-01T10:00:00Z' })))
       const stateBefore = await stateOf(side)
-      // More than two transactions' worth past the period.
+      // Within the period: kept, and the gauge shows their age.
       await backdate(side, ids.slice(0, 1050), 45)
       await until('the oldest event age of about 45 days', async () => (await metric('shop_intake_oldest_event_age_seconds')) > 44 * 86_400)
       assert.ok((await metric('shop_intake_database_bytes')) > 0)
+      assert.equal((await eventIds(side)).length, 1100)
+      // Past it: more than two transactions' worth.
+      await backdate(side, ids.slice(0, 1050), 30)
       await until('pruning', async () => (await eventIds(side)).length === 50)
       assert.deepEqual(await eventIds(side), ids.slice(1050).sort())
       assert.deepEqual(await stateOf(side), stateBefore)

@@ -4,7 +4,7 @@ import pg from 'pg'
 import type { Backend, RowsOf, Session } from './dialect.ts'
 import { isUnavailable } from './unavailable.ts'
 import { batchApplier } from './apply-batch.ts'
-import { pruneEvents } from './prune.ts'
+import { pruneEventsTimed } from './prune.ts'
 import type { Tables } from './tables.ts'
 
 // bigint columns hold ids, minor units and epoch microseconds, all within 2^53.
@@ -136,7 +136,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     openWriter() {
       // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
       const apply = batchApplier(this)
-      return { apply, prune: (cutoffUs, limit) => pruneEvents(this, cutoffUs, limit), close: async () => {} }
+      return { apply, prune: (cutoffUs, limit) => pruneEventsTimed(this, cutoffUs, limit), close: async () => {} }
     },
     async transaction(work) {
       const client = await pool.connect()

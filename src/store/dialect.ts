@@ -1,6 +1,7 @@
 import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, RawBuilder } from 'kysely'
 import type { Webhook } from '../domain/webhook.ts'
 import type { BatchResult } from './apply-batch.ts'
+import type { Pruned } from './prune.ts'
 import type { Tables } from './tables.ts'
 
 /** The rows of each of several queries. */
@@ -21,8 +22,8 @@ export interface Session {
 /** Commits batches of webhooks; each resolves only once its batch is durable. */
 export interface BatchWriter {
   apply(batch: Webhook[]): Promise<BatchResult[]>
-  /** Deletes up to `limit` of the oldest events received before `cutoffUs` (src/store/prune.ts); returns how many. */
-  prune(cutoffUs: number, limit: number): Promise<number>
+  /** Deletes up to `limit` of the oldest events received before `cutoffUs` in one transaction (src/store/prune.ts). */
+  prune(cutoffUs: number, limit: number): Promise<Pruned>
   /**
    * Resolves when this writer can commit now; rejects while it is starting or once it has died.
    * Absent when the writer is ready whenever the database answers (PostgreSQL).

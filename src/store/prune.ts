@@ -15,12 +15,25 @@ export function retentionCutoffUs(days: number, nowMs = Date.now()): number {
   return nowMs * 1000 - days * US_PER_DAY
 }
 
+/** What one prune transaction did. */
+export interface Pruned {
+  deleted: number
+  /** Milliseconds the connection was busy: the transaction and the vacuum step after it. */
+  busyMs: number
+}
+
 /**
  * Deletes up to `limit` of the oldest events received before `cutoffUs`, in one transaction;
  * returns how many. An order's event that embedded a customer leaves a link behind, so that
  * erasing that customer still reaches the order (src/store/batch-load.ts).
  */
 export async function pruneEvents(backend: Backend, cutoffUs: number, limit = PRUNE_BATCH): Promise<number> {
+  return (await pruneEventsTimed(backend, cutoffUs, limit)).deleted
+}
+
+/** pruneEvents, also saying how long it kept the connection busy. */
+export async function pruneEventsTimed(backend: Backend, cutoffUs: number, limit = PRUNE_BATCH): Promise<Pruned> {
+  const started = performance.now()
   const db = backend.db
   const deleted = await backend.transaction(async (s) => {
     const rows = await s.run(
@@ -41,7 +54,7 @@ export async function pruneEvents(backend: Backend, cutoffUs: number, limit = PR
     return rows.length
   })
   if (deleted > 0) await backend.afterPrune()
-  return deleted
+  return { deleted, busyMs: performance.now() - started }
 }
 
 /** How many events were received before `cutoffUs`, and the oldest receive time (null when none is stored). */

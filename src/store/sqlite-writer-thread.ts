@@ -2,7 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads'
 import type { Webhook } from '../domain/webhook.ts'
 import { batchApplier } from './apply-batch.ts'
 import { openSqlite } from './dialect-sqlite.ts'
-import { pruneEvents } from './prune.ts'
+import { pruneEventsTimed } from './prune.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync
 // (synchronous=FULL) blocks this thread, never the event loop that parses
@@ -29,7 +29,7 @@ parentPort!.on('message', async (message: Message) => {
   }
   if ('prune' in message) {
     try {
-      parentPort!.postMessage({ id: message.id, pruned: await pruneEvents(backend, message.prune.cutoffUs, message.prune.limit) })
+      parentPort!.postMessage({ id: message.id, pruned: await pruneEventsTimed(backend, message.prune.cutoffUs, message.prune.limit) })
     } catch (err) {
       parentPort!.postMessage({ id: message.id, error: plainError(err) })
     }

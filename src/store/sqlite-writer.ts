@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads'
 import type { Webhook } from '../domain/webhook.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { BatchWriter } from './dialect.ts'
+import type { Pruned } from './prune.ts'
 
 interface Reply {
   id?: number
@@ -9,7 +10,7 @@ interface Reply {
   error?: PlainError
   ready?: true
   closed?: true
-  pruned?: number
+  pruned?: Pruned
 }
 interface PlainError {
   message: string
@@ -66,7 +67,7 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
     thread: worker,
     apply: (batch) => send({ batch }),
     // On this thread, between batches: a prune transaction never waits for the write lock.
-    prune: (cutoffUs, limit) => send<number>({ prune: { cutoffUs, limit } }),
+    prune: (cutoffUs, limit) => send<Pruned>({ prune: { cutoffUs, limit } }),
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {
       if (failure) throw failure

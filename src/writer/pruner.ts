@@ -1,25 +1,28 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { PRUNE_BATCH, retentionCutoffUs } from '../store/prune.ts'
+import { PRUNE_BATCH, retentionCutoffUs, type Pruned } from '../store/prune.ts'
 
 export interface PrunerOptions {
   /** Events older than this are pruned; 0 keeps everything. */
   retentionDays: number
   intervalSeconds: number
   /** One prune transaction (BatchWriter.prune): deletes up to `limit` events before the cutoff. */
-  prune(cutoffUs: number, limit: number): Promise<number>
+  prune(cutoffUs: number, limit: number): Promise<Pruned>
+  /** Whether webhooks are waiting for the writer now: pruning then gives way more. */
+  loaded(): boolean
   /** Called with the number of events each transaction deleted. */
   onPruned(count: number): void
   log: FastifyBaseLogger
 }
 
 /**
- * After each prune transaction the pruner waits this many times as long as the transaction took,
- * so pruning takes at most a tenth of the writer's time however large the backlog.
+ * After each prune transaction the pruner waits this many times as long as the transaction kept
+ * the writer busy (not counting its wait behind batches): while webhooks wait, pruning takes at
+ * most a tenth of the writer's time however large the backlog; while none do, half.
  */
-const PAUSE_FACTOR = 9
+const PAUSE_FACTOR_LOADED = 9
+const PAUSE_FACTOR_IDLE = 1
 const MIN_PAUSE_MS = 10
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref())
 
 /**
  * Prunes events past the retention period while the service runs: a pass at start and every
@@ -30,16 +33,21 @@ export function startPruner(options: PrunerOptions): () => Promise<void> {
   if (options.retentionDays === 0) return async () => {}
   let stopped = false
   let wake: (() => void) | undefined
+  // A wait that stopping cuts short.
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      wake = resolve
+      setTimeout(resolve, ms).unref()
+    })
   const pass = async () => {
     const cutoffUs = retentionCutoffUs(options.retentionDays)
     let total = 0
     while (!stopped) {
-      const started = performance.now()
-      const count = await options.prune(cutoffUs, PRUNE_BATCH)
-      total += count
-      if (count > 0) options.onPruned(count)
-      if (count < PRUNE_BATCH) break
-      await sleep(Math.max(MIN_PAUSE_MS, (performance.now() - started) * PAUSE_FACTOR))
+      const { deleted, busyMs } = await options.prune(cutoffUs, PRUNE_BATCH)
+      total += deleted
+      if (deleted > 0) options.onPruned(deleted)
+      if (deleted < PRUNE_BATCH) break
+      await pause(Math.max(MIN_PAUSE_MS, busyMs * (options.loaded() ? PAUSE_FACTOR_LOADED : PAUSE_FACTOR_IDLE)))
     }
     if (total > 0) options.log.info({ pruned: total, retention_days: options.retentionDays }, 'pruned events past the retention period')
   }
@@ -52,10 +60,7 @@ export function startPruner(options: PrunerOptions): () => Promise<void> {
         options.log.warn({ err }, 'pruning events failed; retrying at the next pass')
       }
       if (stopped) break
-      await new Promise<void>((resolve) => {
-        wake = resolve
-        setTimeout(resolve, options.intervalSeconds * 1000).unref()
-      })
+      await pause(options.intervalSeconds * 1000)
     }
   })()
   return async () => {
