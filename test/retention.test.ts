@@ -4,7 +4,7 @@ import { sql } from 'kysely'
 import { openBackend } from '../src/store/database.ts'
 import type { Backend } from '../src/store/dialect.ts'
 import { runCli } from './support/cli-process.ts'
-import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
+import { createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
 // Event retention: what is pruned, what is kept, and what a late retry gets once its event is gone.
 
@@ -199,5 +199,91 @@ forEachDatabase((kind) => {
       await until('the oldest event age back under a day', async () => (await metric('shop_intake_oldest_event_age_seconds')) < 86_400)
       assert.equal((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200)
     })
+  })
+})
+
+describe('sqlite: space comes back', () => {
+  const pages = async (backend: Backend) => ({
+    autoVacuum: Number((await sql<{ auto_vacuum: number }>`PRAGMA auto_vacuum`.execute(backend.db)).rows[0]!.auto_vacuum),
+    count: Number((await sql<{ page_count: number }>`PRAGMA page_count`.execute(backend.db)).rows[0]!.page_count),
+    free: Number((await sql<{ freelist_count: number }>`PRAGMA freelist_count`.execute(backend.db)).rows[0]!.freelist_count),
+  })
+  const fill = async (t: TestApp) => {
+    const ids: string[] = []
+    const filler = 'x'.repeat(2000)
+    for (let i = 1; i <= 600; i++) ids.push(applied(await t.post(CUSTOMER_CREATED, { id: i, first_name: `n${i}`, note: filler })))
+    return ids
+  }
+
+  test('a new file prunes into fewer pages, with none left free', async () => {
+    const t = await startTestApp('sqlite', { EVENT_RETENTION_DAYS: '0' })
+    const side = openBackend(t.config.DATABASE_URL)
+    try {
+      const ids = await fill(t)
+      const before = await pages(side)
+      assert.equal(before.autoVacuum, 2, 'incremental')
+      await backdate(side, ids, 60)
+      const run = await runCli(['events', 'prune', '--older-than', '30'], { DATABASE_URL: t.config.DATABASE_URL })
+      assert.equal(run.code, 0, run.stderr)
+      const after = await pages(side)
+      assert.equal(after.free, 0)
+      // 600 bodies of 2 KB were about 300 pages.
+      assert.ok(after.count < before.count - 250, `${before.count} pages before, ${after.count} after`)
+    } finally {
+      await side.close()
+      await t.close()
+    }
+  })
+
+  test('a file made before incremental vacuum is rewritten once by `events prune --vacuum`', async () => {
+    const database = await createTestDatabase('sqlite')
+    // As older versions made it: a table exists before the service first opens the file.
+    const path = database.url.slice('sqlite:'.length)
+    const Database = (await import('better-sqlite3')).default
+    const old = new Database(path)
+    old.pragma('auto_vacuum = NONE')
+    old.exec('CREATE TABLE made_before (x)')
+    old.close()
+    const t = await startTestApp('sqlite', { EVENT_RETENTION_DAYS: '0' }, { database })
+    let closed = false
+    try {
+      const side = openBackend(t.config.DATABASE_URL)
+      const ids = await fill(t)
+      assert.equal((await pages(side)).autoVacuum, 0)
+      await backdate(side, ids, 60)
+      const before = await pages(side)
+      // While the service has the file open, the rewrite is refused; the prune itself is done.
+      const busy = await runCli(['events', 'prune', '--older-than', '30', '--vacuum'], { DATABASE_URL: t.config.DATABASE_URL })
+      assert.equal(busy.code, 1)
+      assert.match(busy.stdout, new RegExp(`^deleted ${ids.length} events`))
+      assert.match(busy.stderr, /the database is in use .*stop the service, then run this again/)
+      await side.close()
+      await t.close()
+      closed = true
+
+      const run = await runCli(['events', 'prune', '--older-than', '30', '--vacuum'], { DATABASE_URL: t.config.DATABASE_URL })
+      assert.equal(run.code, 0, run.stderr)
+      assert.match(run.stdout, /the file was rewritten once, with incremental vacuum on from now/)
+      const reopened = openBackend(t.config.DATABASE_URL)
+      const after = await pages(reopened)
+      await reopened.close()
+      assert.equal(after.autoVacuum, 2)
+      assert.equal(after.free, 0)
+      assert.ok(after.count < before.count - 250, `${before.count} pages before, ${after.count} after`)
+    } finally {
+      if (!closed) await t.close()
+      await database.drop()
+    }
+  })
+
+  test('--vacuum on PostgreSQL is refused with the reason', async () => {
+    const t = await startTestApp('postgres', { EVENT_RETENTION_DAYS: '0' })
+    try {
+      const run = await runCli(['events', 'prune', '--older-than', '30', '--vacuum'], { DATABASE_URL: t.config.DATABASE_URL })
+      assert.equal(run.code, 1)
+      assert.match(run.stderr, /--vacuum is for SQLite; on PostgreSQL autovacuum/)
+    } finally {
+      await t.close()
+    }
   })
 })

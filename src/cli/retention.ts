@@ -1,8 +1,9 @@
+import { statSync } from 'node:fs'
 import cliProgress from 'cli-progress'
 import { Command, InvalidArgumentError } from 'commander'
 import { loadConfig } from '../config.ts'
 import { formatUs } from '../domain/time.ts'
-import { backupSqlite } from '../store/backup.ts'
+import { backupSqlite, vacuumSqlite } from '../store/backup.ts'
 import { eventsBefore, oldestEventUs, pruneEvents, PRUNE_BATCH, retentionCutoffUs } from '../store/prune.ts'
 import { withBackend } from './backend.ts'
 
@@ -24,9 +25,11 @@ export function retentionCommands(): Command[] {
     .description('delete events older than the retention period (their body, headers and idempotency key), oldest first, in small transactions')
     .option('--older-than <days>', 'the period in days (default EVENT_RETENTION_DAYS)', days)
     .option('--dry-run', 'only count what would be deleted')
-    .option('--vacuum', 'SQLite: afterwards, return all free pages to the file system (a file created before incremental vacuum is rewritten once; stop the service first)')
-    .action((options: { olderThan?: number; dryRun?: boolean; vacuum?: boolean }) =>
-      withBackend(async (backend) => {
+    .option('--vacuum', 'SQLite: afterwards, give every free page back to the file system (a file made before incremental vacuum is rewritten once, which needs the service stopped)')
+    .action(async (options: { olderThan?: number; dryRun?: boolean; vacuum?: boolean }) => {
+      const url = loadConfig().DATABASE_URL
+      if (options.vacuum && !url.startsWith('sqlite:')) throw new Error('--vacuum is for SQLite; on PostgreSQL autovacuum reuses the space of pruned rows')
+      await withBackend(async (backend) => {
         const period = options.olderThan ?? loadConfig().EVENT_RETENTION_DAYS
         if (options.olderThan === undefined && period === 0) {
           throw new Error('EVENT_RETENTION_DAYS is 0, which keeps every event; pass --older-than DAYS to prune anyway')
@@ -54,14 +57,18 @@ export function retentionCommands(): Command[] {
           await sleep(Math.max(5, performance.now() - started))
         }
         bar.stop()
-        if (options.vacuum && !backend.vacuumAll) throw new Error('--vacuum is for SQLite; on PostgreSQL autovacuum reuses the space of pruned rows')
-        const vacuumed = options.vacuum ? `; ${await backend.vacuumAll!()}` : ''
         console.log(
           `deleted ${deleted} event${deleted === 1 ? '' : 's'} received before ${formatUs(cutoffUs)}; oldest stored now: ${when(await oldestEventUs(backend))}; ` +
-            `database ${mb(sizeBefore)} before, ${mb(await backend.sizeBytes())} now${vacuumed}`,
+            `database ${mb(sizeBefore)} before, ${mb(await backend.sizeBytes())} now`,
         )
-      }),
-    )
+      })
+      // Once the command's own connections are closed: a first VACUUM needs the file to itself.
+      if (options.vacuum && !options.dryRun) {
+        const path = url.slice('sqlite:'.length)
+        const done = vacuumSqlite(path)
+        console.log(`${done}; database ${mb(statSync(path).size)}`)
+      }
+    })
 
   const backup = new Command('backup')
     .description('copy the SQLite database to PATH while the service runs (SQLite online backup), then check the copy; PostgreSQL: use pg_dump')

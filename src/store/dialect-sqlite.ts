@@ -97,17 +97,6 @@ export function openSqlite(path: string): Backend {
       // Between transactions, on the connection that pruned: a bounded step, so the writer is never held long.
       if (writer.pragma('auto_vacuum', { simple: true }) === 2) writer.exec(`PRAGMA incremental_vacuum(${VACUUM_PAGES})`)
     },
-    async vacuumAll() {
-      if (writer.pragma('auto_vacuum', { simple: true }) === 2) {
-        writer.exec('PRAGMA incremental_vacuum')
-        writer.pragma('wal_checkpoint(TRUNCATE)')
-        return 'incremental vacuum was on already; every free page was returned'
-      }
-      writer.exec('PRAGMA auto_vacuum = INCREMENTAL')
-      writer.exec('VACUUM')
-      writer.pragma('wal_checkpoint(TRUNCATE)')
-      return 'the file was rewritten once, with incremental vacuum on from now'
-    },
     async sizeBytes() {
       if (path === ':memory:') return 0
       return [path, `${path}-wal`].reduce((sum, file) => sum + (existsSync(file) ? statSync(file).size : 0), 0)

@@ -60,11 +60,6 @@ export interface Backend {
    * dead rows to autovacuum, which reuses their space.
    */
   afterPrune(): Promise<void>
-  /**
-   * SQLite: returns every free page to the file system; a file made before incremental vacuum
-   * is rewritten once (VACUUM) with it on. Says what it did. Absent on PostgreSQL.
-   */
-  vacuumAll?(): Promise<string>
   /** Bytes the service's data takes: the file and its WAL on SQLite, its tables and indexes on PostgreSQL. */
   sizeBytes(): Promise<number>
   /** Runs `work` in one transaction on the write connection and commits it durably. */
