@@ -10,7 +10,8 @@ import { withBackend } from './backend.ts'
 // `events prune` and `backup`: the event log stays bounded, and the embedded database can be copied.
 
 function days(value: string): number {
-  if (!/^\d+(\.\d+)?$/.test(value)) throw new InvalidArgumentError('a number of days, such as 30 or 0.5')
+  // As EVENT_RETENTION_DAYS: at most a century, so that the cutoff stays a valid instant.
+  if (!/^\d+(\.\d+)?$/.test(value) || Number(value) > 36_500) throw new InvalidArgumentError('a number of days up to 36500, such as 30 or 0.5')
   return Number(value)
 }
 

@@ -1,4 +1,5 @@
 import { closeSync, existsSync, openSync, rmSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 
 export interface BackupResult {
@@ -16,6 +17,7 @@ export interface BackupResult {
 export async function backupSqlite(source: string, target: string, onStart: (totalPages: number) => void = () => {}): Promise<BackupResult> {
   if (!existsSync(source)) throw new Error(`no SQLite database at ${source}`)
   if (existsSync(target)) throw new Error(`${target} exists already; the backup never overwrites a file`)
+  if (!existsSync(dirname(resolve(target)))) throw new Error(`the folder of ${target} does not exist`)
   const db = new Database(source, { fileMustExist: true })
   try {
     db.pragma('busy_timeout = 5000')
