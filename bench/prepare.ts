@@ -31,7 +31,7 @@ export async function prepareDatabase(url: string): Promise<Prepared> {
  * One batch commits at a time: batches committed at once on PostgreSQL, even split by resource
  * as the server's lanes are, preloaded slower (they wait on each other's row locks).
  */
-export async function preload(url: string, shop: Prepared, count: number): Promise<number> {
+export async function preload(url: string, shop: Prepared, count: number, options: { backdated?: number; backdateUs?: number } = {}): Promise<number> {
   const backend = openBackend(url)
   const writer = backend.openWriter()
   const bar = new cliProgress.SingleBar(
@@ -39,8 +39,10 @@ export async function preload(url: string, shop: Prepared, count: number): Promi
     cliProgress.Presets.shades_classic,
   )
   const started = performance.now()
+  // The first `backdated` events arrived `backdateUs` earlier, the rest now.
+  let made = 0
   const makeBatch = (size: number): Webhook[] =>
-    Array.from({ length: size }, () => benchWebhook(shop.shopId, shop.keyId, nextRequest()))
+    Array.from({ length: size }, () => benchWebhook(shop.shopId, shop.keyId, nextRequest(), made++ < (options.backdated ?? 0) ? (options.backdateUs ?? 0) : 0))
   try {
     bar.start(count, 0, { rate: 0 })
     let done = 0

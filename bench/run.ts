@@ -1,4 +1,4 @@
-// npm run bench [-- --duration 10 --preload 0 --connections 64 --threads 2 --only ceiling,sqlite,postgres]
+// npm run bench [-- --duration 10 --preload 0 [--prune PERCENT] --connections 64 --threads 2 --only ceiling,sqlite,postgres]
 //
 // Measures the ceiling route, then the service on SQLite, then on PostgreSQL, then the ceiling
 // again, in this one run, each driven by wrk with the same mix, and reports each database's
@@ -8,7 +8,10 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { requireWrk, RequestPool, runLoad, type LoadResult } from './load.ts'
-import { startService, type Target } from './service.ts'
+import { sql } from 'kysely'
+import { openBackend } from '../src/store/database.ts'
+import { eventsBefore, pruneEvents } from '../src/store/prune.ts'
+import { startService, type Service, type Target } from './service.ts'
 
 const TARGETS: Target[] = ['ceiling', 'sqlite', 'postgres']
 const { values: args } = parseArgs({
@@ -18,16 +21,23 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '64' },
     threads: { type: 'string', default: '2' },
     only: { type: 'string', default: TARGETS.join(',') },
+    prune: { type: 'string', default: '0' },
   },
 })
 const duration = Number(args.duration)
 const preloadCount = Number(args.preload)
 const connections = Number(args.connections)
 const threads = Number(args.threads)
+const prunePercent = Number(args.prune)
 const only = args.only!.split(',') as Target[]
 const unknown = only.filter((t) => !TARGETS.includes(t))
-if (unknown.length > 0 || !(duration > 0) || !(preloadCount >= 0) || !(threads >= 1) || !(connections >= threads)) {
-  process.stderr.write(`usage: npm run bench -- [--duration S] [--preload N] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}]\n`)
+if (
+  unknown.length > 0 || !(duration > 0) || !(preloadCount >= 0) || !(threads >= 1) || !(connections >= threads) ||
+  !(prunePercent >= 0 && prunePercent <= 100) || (prunePercent > 0 && preloadCount === 0)
+) {
+  process.stderr.write(
+    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}]\n`,
+  )
   process.exit(2)
 }
 const wrk = requireWrk()
@@ -38,6 +48,20 @@ interface Result extends LoadResult {
   peak_rss_mb: number
   preload_events_per_s?: number
   ratio_to_ceiling?: number
+  pruning?: PruningReport
+}
+
+interface PruningReport {
+  /** Preloaded events that arrived past the retention period. */
+  backdated: number
+  /** Of those, left when wrk started (the service prunes from its start), and pruned while wrk ran. */
+  left_at_load_start: number
+  pruned_during_load: number
+  /** Throughput of this run over that of the same database without pruning, just before. */
+  ratio_to_without_pruning: number
+  size_before_mb: number
+  /** Once every backdated event is pruned (the rest by `pruneEvents` after the run). */
+  size_after_mb: number
 }
 
 const services = only.filter((t) => t !== 'ceiling')
@@ -79,8 +103,93 @@ async function measure(target: Target, label: string): Promise<Result> {
   }
 }
 
+const DAY_US = 86_400_000_000
+
+async function sizeMb(url: string): Promise<number> {
+  const backend = openBackend(url)
+  try {
+    if (backend.kind === 'sqlite') await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(backend.db)
+    return Math.round((await backend.sizeBytes()) / 10_485.76) / 100
+  } finally {
+    await backend.close()
+  }
+}
+
+async function countBefore(url: string, cutoffUs: number): Promise<number> {
+  const backend = openBackend(url)
+  try {
+    return (await eventsBefore(backend, cutoffUs)).count
+  } finally {
+    await backend.close()
+  }
+}
+
+/**
+ * `--prune P`: the preload's first P% arrived 60 days ago. The same database is driven twice:
+ * by a service that keeps every event, then by one with EVENT_RETENTION_DAYS=30, which prunes
+ * while wrk runs. Then the rest is pruned, and the sizes before and after are reported.
+ */
+async function measurePruning(target: Target, label: string): Promise<Result[]> {
+  const backdated = Math.floor((preloadCount * prunePercent) / 100)
+  const first = await startService(target, { preload: preloadCount, backdated, backdateUs: 60 * DAY_US, keepDatabase: true, env: { EVENT_RETENTION_DAYS: '0' } })
+  const database = first.database!
+  try {
+    const without = await drive(first, label)
+    await first.stop()
+    const sizeBefore = await sizeMb(database.url)
+    const cutoffUs = Date.now() * 1000 - 30 * DAY_US
+    const second = await startService(target, {
+      reuse: { database, key: first.key }, env: { EVENT_RETENTION_DAYS: '30', PRUNE_INTERVAL_SECONDS: '1' },
+    })
+    let during: Result
+    let left: { atStart: number; atEnd: number }
+    try {
+      const atStart = await countBefore(database.url, cutoffUs)
+      during = await drive(second, `${label} pruning`)
+      left = { atStart, atEnd: await countBefore(database.url, cutoffUs) }
+    } finally {
+      await second.stop()
+    }
+    const backend = openBackend(database.url)
+    try {
+      while ((await pruneEvents(backend, cutoffUs)) > 0);
+    } finally {
+      await backend.close()
+    }
+    during.pruning = {
+      backdated,
+      left_at_load_start: left.atStart,
+      pruned_during_load: left.atStart - left.atEnd,
+      ratio_to_without_pruning: Math.round((during.requests_per_second / without.requests_per_second) * 100) / 100,
+      size_before_mb: sizeBefore,
+      size_after_mb: await sizeMb(database.url),
+    }
+    return [without, during]
+  } finally {
+    await first.stop()
+    await database.drop()
+  }
+}
+
+async function drive(service: Service, label: string): Promise<Result> {
+  const size = Math.min(MAX_POOL, Math.ceil(duration * poolRate))
+  const pool = new RequestPool({ size, threads, port: service.port, key: service.key })
+  try {
+    process.stderr.write(`${label}: wrk, ${threads} threads, ${connections} connections for ${duration} s…\n`)
+    const load = await runLoad({ pool, seconds: duration, connections })
+    if (load.pool_wrapped) process.stderr.write(`${label}: warning: the pool ran out and was resent; some webhooks were duplicates\n`)
+    return { target: label, ...load, peak_rss_mb: service.peakRssMb(), ...(service.preloadRate ? { preload_events_per_s: service.preloadRate } : {}) }
+  } finally {
+    pool.remove()
+  }
+}
+
 const results: Result[] = []
 for (const { target, label } of plan) {
+  if (prunePercent > 0 && target !== 'ceiling') {
+    results.push(...(await measurePruning(target, label)))
+    continue
+  }
   const result = await measure(target, label)
   results.push(result)
   if (target === 'ceiling') poolRate = Math.max(poolRate, Math.ceil(result.requests_per_second * 1.2))
@@ -104,6 +213,13 @@ console.table(
     'preload events/s': r.preload_events_per_s ?? '',
   })),
 )
+for (const r of results.filter((r) => r.pruning)) {
+  const p = r.pruning!
+  console.log(
+    `${r.target}: ${p.backdated} events past the period, ${p.left_at_load_start} left when wrk started, ${p.pruned_during_load} pruned while it ran; ` +
+      `throughput ${p.ratio_to_without_pruning} of the run without pruning; database ${p.size_before_mb} MB before, ${p.size_after_mb} MB once all were pruned`,
+  )
+}
 if (ceilingMean && ceilings.length === 2) {
   const [before, after] = ceilings.map((r) => r.requests_per_second) as [number, number]
   console.log(
@@ -120,6 +236,7 @@ writeFileSync(
   JSON.stringify(
     {
       date: new Date().toISOString(), generator: wrk, duration_s: duration, connections, threads, preload: preloadCount,
+      ...(prunePercent > 0 ? { prune_percent: prunePercent } : {}),
       node: process.version, ceiling_mean_rps: ceilingMean, results,
     },
     null,

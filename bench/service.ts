@@ -39,10 +39,24 @@ async function freePort(): Promise<number> {
 }
 
 /** Starts the ceiling route, or the real service on a fresh database (optionally preloaded), as its own process. */
-export async function startService(target: Target, options: { preload?: number; env?: Record<string, string> } = {}): Promise<Service> {
+export async function startService(
+  target: Target,
+  options: {
+    preload?: number
+    /** Of the preload, how many arrived `backdateUs` earlier. */
+    backdated?: number
+    backdateUs?: number
+    env?: Record<string, string>
+    /** Keep the database when the service stops, for another service of the run (`reuse`). */
+    keepDatabase?: boolean
+    reuse?: { database: TestDatabase; key: string }
+  } = {},
+): Promise<Service> {
   let database: TestDatabase | undefined
   let key = generateKey()
   let preloadRate: number | undefined
+  // A database kept from an earlier service of the run: neither prepared again nor dropped at the end.
+  const dropAtStop = options.reuse === undefined && !options.keepDatabase
   // The rate limiter runs (its cost is measured) but never limits: one key sends the whole load.
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
@@ -51,6 +65,11 @@ export async function startService(target: Target, options: { preload?: number; 
   let args: string[]
   if (target === 'ceiling') {
     args = ['--import', 'tsx', join(root, 'bench/ceiling.ts')]
+  } else if (options.reuse) {
+    database = options.reuse.database
+    key = options.reuse.key
+    env.DATABASE_URL = database.url
+    args = [...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), join(root, 'bin/shop-intake.js'), 'serve']
   } else {
     database = await createTestDatabase(target)
     try {
@@ -58,7 +77,7 @@ export async function startService(target: Target, options: { preload?: number; 
       key = prepared.key
       if (options.preload) {
         process.stderr.write(`${target}: preloading ${options.preload} events…\n`)
-        preloadRate = await preload(database.url, prepared, options.preload)
+        preloadRate = await preload(database.url, prepared, options.preload, { backdated: options.backdated, backdateUs: options.backdateUs })
         process.stderr.write(`${target}: preloaded ${options.preload} events at ${preloadRate} events/s\n`)
       }
     } catch (err) {
@@ -76,7 +95,7 @@ export async function startService(target: Target, options: { preload?: number; 
       child.kill('SIGTERM')
       await new Promise((r) => child.once('exit', r))
     }
-    await database?.drop()
+    if (dropAtStop) await database?.drop()
   }
   try {
     for (let i = 0; ; i++) {

@@ -8,11 +8,12 @@ import type { MixRequest } from './mix.ts'
  * A request of the mix as the webhook route would hand it to the writer, for the preload.
  * The one place in bench/ that builds a `Webhook`: keep it in step with src/routes/hooks.ts.
  */
-export function benchWebhook(shopId: number, keyId: number, request: MixRequest): Webhook {
+export function benchWebhook(shopId: number, keyId: number, request: MixRequest, backdateUs = 0): Webhook {
   const topic = request.path.split('/').slice(-2).join('/') as Topic
   const body = JSON.parse(request.body)
   const raw = Buffer.from(request.body)
-  const receivedUs = arrivalClockUs()
+  // Backdated: as if it had arrived that long ago (a preload past the retention period).
+  const receivedUs = arrivalClockUs() - backdateUs
   const change = changeFor(topic, body, receivedUs)
   return {
     eventId: uuidv7(),

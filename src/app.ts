@@ -11,7 +11,7 @@ import { installExpectContinue } from './http/expect-continue.ts'
 import { installHostCheck } from './http/host-header.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { installAllMethods } from './http/methods.ts'
-import { createMetrics, type Metrics } from './http/metrics.ts'
+import { createMetrics, type Metrics, type StorageSample } from './http/metrics.ts'
 import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
 import { AJV_SETTINGS } from './http/validation.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -23,6 +23,8 @@ import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
 import type { Backend, BatchWriter } from './store/dialect.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
+import { startPruner } from './writer/pruner.ts'
+import { oldestEventUs } from './store/prune.ts'
 
 export interface Services {
   config: Config
@@ -65,7 +67,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   }
   const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
   const parsedBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
-  const metrics = createMetrics(() => bodyBudget.inFlight + parsedBudget.inFlight)
+  let storage: StorageSample = { bytes: 0, oldestEventUs: null }
+  const metrics = createMetrics(() => bodyBudget.inFlight + parsedBudget.inFlight, () => storage)
   const batchWriter = backend.openWriter()
   const writer = new GroupCommitWriter<Webhook, BatchResult>({
     apply: (batch) => {
@@ -153,7 +156,29 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(async (scope) => healthRoutes(scope, services))
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
+  // Sampled, not per scrape: a scrape costs no query, and a slow database cannot slow /metrics.
+  const sampleStorage = async () => {
+    try {
+      storage = { bytes: await backend.sizeBytes(), oldestEventUs: await oldestEventUs(backend) }
+    } catch (err) {
+      app.log.warn({ err }, 'sampling the database size failed; /metrics keeps the previous sample')
+    }
+  }
+  let sampling = sampleStorage()
+  const sampler = setInterval(() => (sampling = sampleStorage()), config.STORAGE_SAMPLE_SECONDS * 1000).unref()
+  const stopPruner = startPruner({
+    retentionDays: config.EVENT_RETENTION_DAYS,
+    intervalSeconds: config.PRUNE_INTERVAL_SECONDS,
+    prune: (cutoffUs, limit) => batchWriter.prune(cutoffUs, limit),
+    loaded: () => writer.pending > 0,
+    onPruned: (count) => metrics.eventsPruned.inc(count),
+    log: app.log,
+  })
+
   app.addHook('onClose', async () => {
+    clearInterval(sampler)
+    await stopPruner()
+    await sampling
     await writer.drain()
     await batchWriter.close()
     await backend.close()

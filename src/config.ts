@@ -41,6 +41,12 @@ export const ConfigSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30_000 }),
   /** Most open connections; further ones are refused. */
   MAX_CONNECTIONS: Type.Integer({ minimum: 1, default: 10_000 }),
+  /** Days an event (raw body, headers, idempotency key) is kept; older ones are pruned. 0 keeps everything. */
+  EVENT_RETENTION_DAYS: Type.Integer({ ...Count, maximum: 36_500, default: 30 }),
+  /** Seconds between the service's passes that prune events past EVENT_RETENTION_DAYS. */
+  PRUNE_INTERVAL_SECONDS: Type.Integer({ minimum: 1, maximum: 86_400, default: 300 }),
+  /** Seconds between samples of the database size and the oldest event's age for /metrics. */
+  STORAGE_SAMPLE_SECONDS: Type.Integer({ minimum: 1, maximum: 3_600, default: 30 }),
   /** Seconds an API key lookup is cached; a revoked key stops working within this time. */
   KEY_CACHE_SECONDS: Type.Integer({ ...Count, default: 5 }),
 })

@@ -4,6 +4,7 @@ import { startServer } from '../server.ts'
 import { keysCommand } from './keys.ts'
 import { pointsCommand } from './points.ts'
 import { rulesCommand } from './rules.ts'
+import { retentionCommands } from './retention.ts'
 import { withBackend } from './backend.ts'
 import { migrate } from '../store/database.ts'
 
@@ -35,6 +36,7 @@ program
 program.addCommand(keysCommand())
 program.addCommand(rulesCommand())
 program.addCommand(pointsCommand())
+for (const command of retentionCommands()) program.addCommand(command)
 
 try {
   await program.parseAsync(process.argv)

@@ -168,7 +168,7 @@ async function loadShop(
   }
   if (n.claimEmails.size + n.deleted.size + n.deletedEmails.size > 0) {
     const deleted = [...n.deleted]
-    const [guests, linked, embedded, byEmail] = await s.runMany([
+    const [guests, linked, embedded, embeddedPruned, byEmail] = await s.runMany([
       db.selectFrom('ledger').select(['order_id', 'guest_email', 'points']).where('shop_id', '=', shopId)
         .where('customer_id', 'is', null).where(anyOf('guest_email', [...n.claimEmails])).compile(),
       ordersWhere('customer_id', deleted),
@@ -176,6 +176,9 @@ async function loadShop(
       // and no test on resource_id: either steers SQLite onto the resource index, a scan of the shop's events.
       db.selectFrom('events').select('resource_id').where('shop_id', '=', shopId).where(anyOf('customer_id', deleted))
         .where('topic', '=', 'order/hook_created').compile(),
+      // The same, for orders whose events were pruned (src/store/prune.ts keeps these links).
+      db.selectFrom('order_customer_links').select('order_id as resource_id').where('shop_id', '=', shopId)
+        .where(anyOf('customer_id', deleted)).compile(),
       ordersWhere('email_lower', [...n.deletedEmails]),
     ] as const)
     const held = new Map<string, Map<number, number>>()
@@ -191,7 +194,7 @@ async function loadShop(
     addOrders(linked)
     addOrders(byEmail)
     const more = new Set([...held.values()].flatMap((byOrder) => [...byOrder.keys()]))
-    for (const e of embedded) if (e.resource_id !== null) more.add(Number(e.resource_id))
+    for (const e of [...embedded, ...embeddedPruned]) if (e.resource_id !== null) more.add(Number(e.resource_id))
     const missing = [...more].filter((id) => !loadedOrders.has(id))
     if (missing.length > 0) addOrders(await s.run(ordersWhere('id', missing)))
   }

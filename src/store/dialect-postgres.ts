@@ -4,6 +4,7 @@ import pg from 'pg'
 import type { Backend, RowsOf, Session } from './dialect.ts'
 import { isUnavailable } from './unavailable.ts'
 import { batchApplier } from './apply-batch.ts'
+import { pruneEventsTimed } from './prune.ts'
 import type { Tables } from './tables.ts'
 
 // bigint columns hold ids, minor units and epoch microseconds, all within 2^53.
@@ -110,6 +111,15 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     },
     reads: sessionOn(pool),
     afterErasure() {},
+    // Short transactions leave dead rows that autovacuum reclaims for reuse; no rewrite, no long lock.
+    async afterPrune() {},
+    async sizeBytes() {
+      const { rows } = await sql<{ bytes: number | string | null }>`
+        SELECT sum(pg_total_relation_size(c.oid)) AS bytes FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = current_schema() AND c.relkind = 'r'`.execute(db)
+      return Number(rows[0]?.bytes ?? 0)
+    },
     async lockKeys(session, keys) {
       if (keys.length === 0) return
       const numbers = [...new Set(keys.map(lockNumber))]
@@ -126,7 +136,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     openWriter() {
       // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
       const apply = batchApplier(this)
-      return { apply, close: async () => {} }
+      return { apply, prune: (cutoffUs, limit) => pruneEventsTimed(this, cutoffUs, limit), close: async () => {} }
     },
     async transaction(work) {
       const client = await pool.connect()

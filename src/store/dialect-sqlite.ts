@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely'
@@ -17,6 +17,10 @@ function open(path: string): Database.Database {
     closeSync(openSync(path, 'a', 0o600))
   }
   const db = new Database(path)
+  // Pruned events give their pages back to the file system a few at a time (afterPrune). The mode
+  // can only be chosen before the first table exists, and before the WAL is: new files get it; an
+  // older file keeps its mode until a `shop-intake events prune --vacuum`.
+  db.pragma('auto_vacuum = INCREMENTAL')
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = FULL')
   db.pragma('busy_timeout = 5000')
@@ -30,6 +34,9 @@ function open(path: string): Database.Database {
   db.pragma('secure_delete = ON')
   return db
 }
+
+/** Free pages returned to the file system after each prune transaction: 2 MiB of 4 KiB pages. */
+const VACUUM_PAGES = 512
 
 /** At most one checkpoint for erasure in this long, so that a run of deletes does not checkpoint every batch. */
 const ERASURE_CHECKPOINT_MS = 1000
@@ -85,6 +92,14 @@ export function openSqlite(path: string): Backend {
         if (writer.open) writer.pragma('wal_checkpoint(TRUNCATE)')
       }, ERASURE_CHECKPOINT_MS)
       checkpointTimer.unref()
+    },
+    async afterPrune() {
+      // Between transactions, on the connection that pruned: a bounded step, so the writer is never held long.
+      if (writer.pragma('auto_vacuum', { simple: true }) === 2) writer.exec(`PRAGMA incremental_vacuum(${VACUUM_PAGES})`)
+    },
+    async sizeBytes() {
+      if (path === ':memory:') return 0
+      return [path, `${path}-wal`].reduce((sum, file) => sum + (existsSync(file) ? statSync(file).size : 0), 0)
     },
     tryLockKeys: async () => true,
     // Commits fsync (synchronous=FULL) on a writer thread, not on the event loop.

@@ -1,6 +1,7 @@
 import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, RawBuilder } from 'kysely'
 import type { Webhook } from '../domain/webhook.ts'
 import type { BatchResult } from './apply-batch.ts'
+import type { Pruned } from './prune.ts'
 import type { Tables } from './tables.ts'
 
 /** The rows of each of several queries. */
@@ -21,6 +22,8 @@ export interface Session {
 /** Commits batches of webhooks; each resolves only once its batch is durable. */
 export interface BatchWriter {
   apply(batch: Webhook[]): Promise<BatchResult[]>
+  /** Deletes up to `limit` of the oldest events received before `cutoffUs` in one transaction (src/store/prune.ts). */
+  prune(cutoffUs: number, limit: number): Promise<Pruned>
   /**
    * Resolves when this writer can commit now; rejects while it is starting or once it has died.
    * Absent when the writer is ready whenever the database answers (PostgreSQL).
@@ -51,6 +54,14 @@ export interface Backend {
    * versions to autovacuum.
    */
   afterErasure(): void
+  /**
+   * Called after a transaction that pruned events. SQLite returns up to a few megabytes of free
+   * pages to the file system (incremental vacuum, when the file has it); PostgreSQL leaves the
+   * dead rows to autovacuum, which reuses their space.
+   */
+  afterPrune(): Promise<void>
+  /** Bytes the service's data takes: the file and its WAL on SQLite, its tables and indexes on PostgreSQL. */
+  sizeBytes(): Promise<number>
   /** Runs `work` in one transaction on the write connection and commits it durably. */
   transaction<T>(work: (session: Session) => Promise<T>): Promise<T>
   /** The write path of the server: where and how batches are committed. */

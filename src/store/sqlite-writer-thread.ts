@@ -2,12 +2,17 @@ import { parentPort, workerData } from 'node:worker_threads'
 import type { Webhook } from '../domain/webhook.ts'
 import { batchApplier } from './apply-batch.ts'
 import { openSqlite } from './dialect-sqlite.ts'
+import { pruneEventsTimed } from './prune.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync
 // (synchronous=FULL) blocks this thread, never the event loop that parses
 // the next batch's requests.
 
-type Message = { id: number; batch: Webhook[] } | { id: number; ping: true } | { close: true }
+type Message =
+  | { id: number; batch: Webhook[] }
+  | { id: number; ping: true }
+  | { id: number; prune: { cutoffUs: number; limit: number } }
+  | { close: true }
 
 const backend = openSqlite(workerData.path as string)
 const apply = batchApplier(backend)
@@ -20,6 +25,14 @@ parentPort!.on('message', async (message: Message) => {
   }
   if ('ping' in message) {
     parentPort!.postMessage({ id: message.id })
+    return
+  }
+  if ('prune' in message) {
+    try {
+      parentPort!.postMessage({ id: message.id, pruned: await pruneEventsTimed(backend, message.prune.cutoffUs, message.prune.limit) })
+    } catch (err) {
+      parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    }
     return
   }
   try {

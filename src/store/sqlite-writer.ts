@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads'
 import type { Webhook } from '../domain/webhook.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { BatchWriter } from './dialect.ts'
+import type { Pruned } from './prune.ts'
 
 interface Reply {
   id?: number
@@ -9,6 +10,7 @@ interface Reply {
   error?: PlainError
   ready?: true
   closed?: true
+  pruned?: Pruned
 }
 interface PlainError {
   message: string
@@ -29,7 +31,7 @@ export interface SqliteBatchWriter extends BatchWriter {
 /** Applies batches on a writer thread with its own connection to the SQLite file. */
 export function startSqliteWriter(path: string): SqliteBatchWriter {
   const worker = new Worker(new URL('./sqlite-writer-entry.js', import.meta.url), { workerData: { path } })
-  const pending = new Map<number, { resolve: (r: BatchResult[]) => void; reject: (e: Error) => void }>()
+  const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 0
   let ready = false
   let failure: Error | undefined
@@ -41,6 +43,7 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
     if (!waiter) return
     pending.delete(reply.id)
     if (reply.error) waiter.reject(revive(reply.error))
+    else if (reply.pruned !== undefined) waiter.resolve(reply.pruned)
     else waiter.resolve((reply.results ?? []).map((r) => (r.status === 'failed' ? { status: 'failed', error: revive(r.error as PlainError) } : r)) as BatchResult[])
   })
   const fail = (err: Error) => {
@@ -52,17 +55,19 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
   worker.on('error', fail)
   worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
 
-  const send = (message: { batch: Webhook[] } | { ping: true }) =>
-    new Promise<BatchResult[]>((resolve, reject) => {
+  const send = <R = BatchResult[]>(message: { batch: Webhook[] } | { ping: true } | { prune: { cutoffUs: number; limit: number } }) =>
+    new Promise<R>((resolve, reject) => {
       if (failure) return reject(failure)
       const id = nextId++
-      pending.set(id, { resolve, reject })
+      pending.set(id, { resolve: resolve as (r: unknown) => void, reject })
       worker.postMessage({ id, ...message })
     })
 
   return {
     thread: worker,
     apply: (batch) => send({ batch }),
+    // On this thread, between batches: a prune transaction never waits for the write lock.
+    prune: (cutoffUs, limit) => send<Pruned>({ prune: { cutoffUs, limit } }),
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {
       if (failure) throw failure

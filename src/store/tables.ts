@@ -117,7 +117,15 @@ export interface LedgerTable {
   available_us: number
 }
 
+/** A customer an order embedded, recorded when the order's events that say so are pruned. */
+export interface OrderCustomerLinksTable {
+  shop_id: number
+  customer_id: number
+  order_id: number
+}
+
 export interface Tables {
+  order_customer_links: OrderCustomerLinksTable
   ledger: LedgerTable
   shops: ShopsTable
   api_keys: ApiKeysTable

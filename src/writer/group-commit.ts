@@ -78,6 +78,11 @@ export class GroupCommitWriter<T, R> {
     return promise
   }
 
+  /** Items submitted and not yet settled. */
+  get pending(): number {
+    return this.unsettled.size
+  }
+
   /**
    * Resolves once everything submitted so far has been committed or failed.
    * Webhooks submitted later do not hold it up, so it ends under steady traffic too.
