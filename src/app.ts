@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { DestinationStream } from 'pino'
 import type { Config } from './config.ts'
-import type { Webhook } from './domain/webhook.ts'
+import { isCommand, type BatchItem } from './batch/commands.ts'
 import { createAuthenticator, type Authenticator } from './http/auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
 import { installExpectContinue } from './http/expect-continue.ts'
@@ -27,7 +27,7 @@ import { GroupCommitWriter } from './writer/group-commit.ts'
 export interface Services {
   config: Config
   backend: Backend
-  writer: GroupCommitWriter<Webhook, BatchResult>
+  writer: GroupCommitWriter<BatchItem, BatchResult>
   /** Where the writer's batches commit; /readyz asks it whether it can. */
   batchWriter: BatchWriter
   auth: Authenticator
@@ -66,7 +66,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
   const metrics = createMetrics(() => bodyBudget.inFlight)
   const batchWriter = backend.openWriter()
-  const writer = new GroupCommitWriter<Webhook, BatchResult>({
+  const writer = new GroupCommitWriter<BatchItem, BatchResult>({
     apply: (batch) => {
       metrics.batchSize.observe(batch.length)
       return batchWriter.apply(batch)
@@ -74,7 +74,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     maxBatch: config.WRITER_MAX_BATCH,
     maxQueue: config.WRITER_MAX_QUEUE,
     lanes: backend.kind === 'sqlite' ? 1 : config.WRITER_LANES,
-    laneOf: (w) => w.shopId * 31 + (w.resourceId ?? 0),
+    laneOf: (w) => w.shopId * 31 + ((isCommand(w) ? w.customerId : w.resourceId) ?? 0),
     isUnavailable,
     cooldownMs: 1000,
   })

@@ -1,5 +1,5 @@
 import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, RawBuilder } from 'kysely'
-import type { Webhook } from '../domain/webhook.ts'
+import type { BatchItem } from '../batch/commands.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { Tables } from './tables.ts'
 
@@ -18,9 +18,9 @@ export interface Session {
   exec(sql: string): void | Promise<void>
 }
 
-/** Commits batches of webhooks; each resolves only once its batch is durable. */
+/** Commits batches of webhooks and points commands; each resolves only once its batch is durable. */
 export interface BatchWriter {
-  apply(batch: Webhook[]): Promise<BatchResult[]>
+  apply(batch: BatchItem[]): Promise<BatchResult[]>
   /**
    * Resolves when this writer can commit now; rejects while it is starting or once it has died.
    * Absent when the writer is ready whenever the database answers (PostgreSQL).

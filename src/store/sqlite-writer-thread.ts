@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads'
-import type { Webhook } from '../domain/webhook.ts'
+import type { BatchItem } from '../batch/commands.ts'
 import { batchApplier } from './apply-batch.ts'
 import { openSqlite } from './dialect-sqlite.ts'
 
@@ -7,7 +7,7 @@ import { openSqlite } from './dialect-sqlite.ts'
 // (synchronous=FULL) blocks this thread, never the event loop that parses
 // the next batch's requests.
 
-type Message = { id: number; batch: Webhook[] } | { id: number; ping: true } | { close: true }
+type Message = { id: number; batch: BatchItem[] } | { id: number; ping: true } | { close: true }
 
 const backend = openSqlite(workerData.path as string)
 const apply = batchApplier(backend)

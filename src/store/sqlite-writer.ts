@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads'
-import type { Webhook } from '../domain/webhook.ts'
+import type { BatchItem } from '../batch/commands.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { BatchWriter } from './dialect.ts'
 
@@ -52,7 +52,7 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
   worker.on('error', fail)
   worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
 
-  const send = (message: { batch: Webhook[] } | { ping: true }) =>
+  const send = (message: { batch: BatchItem[] } | { ping: true }) =>
     new Promise<BatchResult[]>((resolve, reject) => {
       if (failure) return reject(failure)
       const id = nextId++
