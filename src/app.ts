@@ -16,6 +16,7 @@ import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } 
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
+import { redemptionRoutes } from './routes/redemptions.ts'
 import { resourceRoutes } from './routes/resources.ts'
 import { FORMATS } from './schemas/common.ts'
 import type { BatchResult } from './store/apply-batch.ts'
@@ -23,6 +24,7 @@ import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
 import type { Backend, BatchWriter } from './store/dialect.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
+import { startExpirySweeper, type ExpirySweeper } from './loyalty/expiry-sweeper.ts'
 
 export interface Services {
   config: Config
@@ -32,6 +34,10 @@ export interface Services {
   batchWriter: BatchWriter
   auth: Authenticator
   metrics: Metrics
+  /** The time in epoch milliseconds, when a test sets it (BuildOptions.clock); else the system clock. */
+  clock?: () => number
+  /** Writes expiry as it falls due. */
+  sweeper: ExpirySweeper
 }
 
 declare module 'fastify' {
@@ -48,6 +54,13 @@ function addFormats(ajv: { addFormat(name: string, validate: (value: string) => 
 export interface BuildOptions {
   /** Where logs go (default stdout); tests pass a stream to read them. */
   logStream?: DestinationStream
+  /**
+   * The time in epoch milliseconds for points (redemptions, balances, expiry); tests set it to
+   * see days pass. Webhooks keep their own arrival clock.
+   */
+  clock?: () => number
+  /** How often the expiry sweeper runs (default 20 s: expiry is written within a minute of its due time); 0 turns it off. */
+  sweepEveryMs?: number
 }
 
 /**
@@ -79,7 +92,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     cooldownMs: 1000,
   })
   const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
-  const services: Services = { config, backend, writer, batchWriter, auth, metrics }
+  const clock = options.clock ?? Date.now
+  const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, (err) =>
+    app.log.warn({ err }, 'the expiry sweep failed; the next one tries again'),
+  )
+  const services: Services = { config, backend, writer, batchWriter, auth, metrics, sweeper, ...(options.clock ? { clock: options.clock } : {}) }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({
@@ -152,10 +169,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(async (scope) => hookRoutes(scope, services))
   await app.register(async (scope) => resourceRoutes(scope, services))
   await app.register(async (scope) => pointsRoutes(scope, services))
+  await app.register(async (scope) => redemptionRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   app.addHook('onClose', async () => {
+    await sweeper.stop()
     await writer.drain()
     await batchWriter.close()
     await backend.close()
