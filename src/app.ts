@@ -79,10 +79,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
   const metrics = createMetrics(() => bodyBudget.inFlight)
   const batchWriter = backend.openWriter()
+  const clock = options.clock ?? Date.now
   const writer = new GroupCommitWriter<BatchItem, BatchResult>({
     apply: (batch) => {
       metrics.batchSize.observe(batch.length)
-      return batchWriter.apply(batch)
+      return batchWriter.apply(batch, clock() * 1000)
     },
     maxBatch: config.WRITER_MAX_BATCH,
     maxQueue: config.WRITER_MAX_QUEUE,
@@ -92,7 +93,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     cooldownMs: 1000,
   })
   const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
-  const clock = options.clock ?? Date.now
   const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, (err) =>
     app.log.warn({ err }, 'the expiry sweep failed; the next one tries again'),
   )

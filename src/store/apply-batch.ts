@@ -18,11 +18,11 @@ export type ItemOutcome = Outcome | CommandOutcome
 export type BatchResult = ItemOutcome | { status: 'failed'; error: Error }
 
 /** Loads, decides and writes one batch inside an open transaction; `extraKeys` are locked first as well. */
-async function applyIn(backend: Backend, s: Session, batch: readonly BatchItem[], extraKeys: ReadonlySet<string>): Promise<ItemOutcome[]> {
+async function applyIn(backend: Backend, s: Session, batch: readonly BatchItem[], extraKeys: ReadonlySet<string>, atUs: number): Promise<ItemOutcome[]> {
   const locked = new Set([...lockKeysOf(batch), ...extraKeys])
   await backend.lockKeys(s, [...locked])
   const state = await loadBatch(backend, s, batch, new Map(), locked)
-  const decision = decideBatch(batch, state)
+  const decision = decideBatch(batch, state, [], atUs)
   await writeDecision(s, backend, decision, new Date().toISOString())
   return outcomesOf(batch, decision)
 }
@@ -78,20 +78,20 @@ const MAX_ATTEMPTS = 4
  * each webhook is retried alone under a savepoint, so that only the webhook
  * at fault fails. A failure to reach the database rejects.
  */
-export function batchApplier(backend: Backend): (batch: readonly BatchItem[]) => Promise<BatchResult[]> {
+export function batchApplier(backend: Backend): (batch: readonly BatchItem[], atUs: number) => Promise<BatchResult[]> {
   const touched = new Map<number, number>()
-  return async (batch) => {
-    const results = await applyBatch(batch)
+  return async (batch, atUs) => {
+    const results = await applyBatch(batch, atUs)
     if (batch.some((w) => !isCommand(w) && w.topic === 'customer/hook_deleted' && w.change !== null)) backend.afterErasure()
     return results
   }
 
-  async function applyBatch(batch: readonly BatchItem[]): Promise<BatchResult[]> {
+  async function applyBatch(batch: readonly BatchItem[], atUs: number): Promise<BatchResult[]> {
     const extraKeys = new Set<string>()
     for (let attempt = 1; ; attempt++) {
       try {
         return await backend.transaction(async (s) => {
-          const results = await applyIn(backend, s, batch, extraKeys)
+          const results = await applyIn(backend, s, batch, extraKeys, atUs)
           await touchKeys(s, backend.db, batch, touched)
           return results
         })
@@ -107,7 +107,7 @@ export function batchApplier(backend: Backend): (batch: readonly BatchItem[]) =>
       for (const w of batch) {
         await s.exec('SAVEPOINT webhook')
         try {
-          results.push(...(await applyIn(backend, s, [w], extraKeys)))
+          results.push(...(await applyIn(backend, s, [w], extraKeys, atUs)))
           await s.exec('RELEASE SAVEPOINT webhook')
         } catch (error) {
           if (isUnavailable(error)) throw error

@@ -20,7 +20,8 @@ export interface Session {
 
 /** Commits batches of webhooks and points commands; each resolves only once its batch is durable. */
 export interface BatchWriter {
-  apply(batch: BatchItem[]): Promise<BatchResult[]>
+  /** `atUs` is the time balances are settled at (src/batch/decide.ts): the service's clock when the batch starts. */
+  apply(batch: BatchItem[], atUs: number): Promise<BatchResult[]>
   /**
    * Resolves when this writer can commit now; rejects while it is starting or once it has died.
    * Absent when the writer is ready whenever the database answers (PostgreSQL).

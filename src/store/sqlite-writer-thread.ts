@@ -7,7 +7,7 @@ import { openSqlite } from './dialect-sqlite.ts'
 // (synchronous=FULL) blocks this thread, never the event loop that parses
 // the next batch's requests.
 
-type Message = { id: number; batch: BatchItem[] } | { id: number; ping: true } | { close: true }
+type Message = { id: number; batch: BatchItem[]; atUs: number } | { id: number; ping: true } | { close: true }
 
 const backend = openSqlite(workerData.path as string)
 const apply = batchApplier(backend)
@@ -23,7 +23,7 @@ parentPort!.on('message', async (message: Message) => {
     return
   }
   try {
-    const results = await apply(message.batch)
+    const results = await apply(message.batch, message.atUs)
     parentPort!.postMessage({
       id: message.id,
       results: results.map((r) => (r.status === 'failed' ? { status: 'failed', error: plainError(r.error) } : r)),

@@ -52,7 +52,7 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
   worker.on('error', fail)
   worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
 
-  const send = (message: { batch: BatchItem[] } | { ping: true }) =>
+  const send = (message: { batch: BatchItem[]; atUs: number } | { ping: true }) =>
     new Promise<BatchResult[]>((resolve, reject) => {
       if (failure) return reject(failure)
       const id = nextId++
@@ -62,7 +62,7 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
 
   return {
     thread: worker,
-    apply: (batch) => send({ batch }),
+    apply: (batch, atUs) => send({ batch, atUs }),
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {
       if (failure) throw failure
