@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import fc from 'fast-check'
 import { issueKey } from '../src/keys/issue-key.ts'
 import { normalizeRule, type Rule } from '../src/loyalty/rule.ts'
 import { writeRule } from '../src/store/points-repo.ts'
@@ -188,6 +189,51 @@ forEachDatabase((kind) => {
     const q = await s.points(1)
     assert.ok(q.available >= 0 && q.available < 5, `available ${q.available}`)
     assert.equal(q.entries.reduce((sum: number, e: { points: number }) => sum + e.points, 0), q.available)
+  })
+})
+
+describe('the OpenAPI document and hostile requests', () => {
+  let t: TestApp
+  before(async () => {
+    t = await startTestApp('sqlite')
+  })
+  after(() => t.close())
+
+  test('the document lists the redemption endpoints with their bodies and answers', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json()
+    const create = doc.paths['/v3/customers/{id}/redemptions'].post
+    assert.deepEqual(Object.keys(create.responses).sort(), ['200', '201', '409', '4XX', '5XX'])
+    assert.deepEqual(Object.keys(create.requestBody.content['application/json'].schema.properties).sort(), ['points', 'reference'])
+    assert.ok(create.responses['409'].content['application/json'].schema.properties.available)
+    assert.ok(doc.paths['/v3/customers/{id}/redemptions'].get.responses['200'])
+    assert.ok(doc.paths['/v3/customers/{id}/redemptions/{redemption_id}/cancel'].post.responses['200'])
+    const points = doc.paths['/v3/customers/{id}/points'].get.responses['200'].content['application/json'].schema
+    assert.ok(points.properties.expiring)
+  })
+
+  const SEED = Number(process.env.REDEMPTION_FUZZ_SEED ?? Date.now() % 1_000_000)
+  test(`arbitrary bodies, paths and headers never get a 5xx (seed ${SEED})`, async () => {
+    await t.post(ORDER_CREATED, { id: 10, currency: 'EUR', subtotal: '100.00', is_paid: true, processed_at: OLD, customer: { id: 1 } })
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.json(), fc.string(), fc.record({ points: fc.anything(), reference: fc.anything() }), fc.record({ points: fc.integer(), reference: fc.string({ maxLength: 300 }) })),
+        fc.constantFrom('1', '2', '0', '-1', '1e3', '9007199254740993', '%00', 'x'),
+        fc.constantFrom('', '/cancel', '/00000000-0000-7000-8000-000000000000/cancel', '/x/cancel'),
+        fc.option(fc.string({ maxLength: 300 }), { nil: undefined }),
+        async (body, id, tail, idem) => {
+          const res = await t.app.inject({
+            method: 'POST', url: `/v3/customers/${id}/redemptions${tail}`, payload: typeof body === 'string' ? body : JSON.stringify(body),
+            headers: { authorization: `Basic ${Buffer.from(`:${t.key}`).toString('base64')}`, 'content-type': 'application/json', ...(idem ? { 'idempotency-key': idem } : {}) },
+          })
+          assert.ok(res.statusCode < 500, `${res.statusCode} ${res.body}`)
+          if (res.statusCode >= 400) assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
+        },
+      ),
+      { numRuns: 300, seed: SEED },
+    )
+    const p = (await t.get('/v3/customers/1/points?limit=500')).json()
+    assert.ok(p.available >= 0)
+    assert.equal(p.entries.reduce((sum: number, e: { points: number }) => sum + e.points, 0), p.available)
   })
 })
 
