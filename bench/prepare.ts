@@ -49,7 +49,7 @@ export async function preload(url: string, shop: Prepared, count: number, option
     let batch = makeBatch(Math.min(PRELOAD_BATCH, count))
     while (batch.length > 0) {
       // The next batch is built while this one commits.
-      const applying = writer.apply(batch)
+      const applying = writer.apply(batch, Date.now() * 1000)
       const size = batch.length
       batch = makeBatch(Math.min(PRELOAD_BATCH, count - done - size))
       const failed = (await applying).find((r) => r.status === 'failed')

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { DestinationStream } from 'pino'
 import type { Config } from './config.ts'
-import type { Webhook } from './domain/webhook.ts'
+import { isCommand, type BatchItem } from './batch/commands.ts'
 import { createAuthenticator, type Authenticator } from './http/auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
 import { installExpectContinue } from './http/expect-continue.ts'
@@ -17,6 +17,7 @@ import { AJV_SETTINGS } from './http/validation.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
+import { redemptionRoutes } from './routes/redemptions.ts'
 import { resourceRoutes } from './routes/resources.ts'
 import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
@@ -25,11 +26,12 @@ import type { Backend, BatchWriter } from './store/dialect.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
 import { startPruner } from './writer/pruner.ts'
 import { oldestEventUs } from './store/prune.ts'
+import { startExpirySweeper, type ExpirySweeper } from './loyalty/expiry-sweeper.ts'
 
 export interface Services {
   config: Config
   backend: Backend
-  writer: GroupCommitWriter<Webhook, BatchResult>
+  writer: GroupCommitWriter<BatchItem, BatchResult>
   /** Where the writer's batches commit; /readyz asks it whether it can. */
   batchWriter: BatchWriter
   auth: Authenticator
@@ -39,6 +41,10 @@ export interface Services {
    * budget counts): BODY_BYTES_IN_FLIGHT again, apart, so that bodies being read never starve it.
    */
   parsedBudget: BodyBudget
+  /** The time in epoch milliseconds, when a test sets it (BuildOptions.clock); else the system clock. */
+  clock?: () => number
+  /** Writes expiry as it falls due. */
+  sweeper: ExpirySweeper
 }
 
 declare module 'fastify' {
@@ -50,6 +56,13 @@ declare module 'fastify' {
 export interface BuildOptions {
   /** Where logs go (default stdout); tests pass a stream to read them. */
   logStream?: DestinationStream
+  /**
+   * The time in epoch milliseconds for points (redemptions, balances, expiry); tests set it to
+   * see days pass. Webhooks keep their own arrival clock.
+   */
+  clock?: () => number
+  /** How often the expiry sweeper runs (default 20 s: expiry is written within a minute of its due time); 0 turns it off. */
+  sweepEveryMs?: number
 }
 
 /**
@@ -70,20 +83,24 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   let storage: StorageSample = { bytes: 0, oldestEventUs: null }
   const metrics = createMetrics(() => bodyBudget.inFlight + parsedBudget.inFlight, () => storage)
   const batchWriter = backend.openWriter()
-  const writer = new GroupCommitWriter<Webhook, BatchResult>({
+  const clock = options.clock ?? Date.now
+  const writer = new GroupCommitWriter<BatchItem, BatchResult>({
     apply: (batch) => {
       metrics.batchSize.observe(batch.length)
-      return batchWriter.apply(batch)
+      return batchWriter.apply(batch, clock() * 1000)
     },
     maxBatch: config.WRITER_MAX_BATCH,
     maxQueue: config.WRITER_MAX_QUEUE,
     lanes: backend.kind === 'sqlite' ? 1 : config.WRITER_LANES,
-    laneOf: (w) => w.shopId * 31 + (w.resourceId ?? 0),
+    laneOf: (w) => w.shopId * 31 + ((isCommand(w) ? w.customerId : w.resourceId) ?? 0),
     isUnavailable,
     cooldownMs: 1000,
   })
   const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
-  const services: Services = { config, backend, writer, batchWriter, auth, metrics, parsedBudget }
+  const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, (err) =>
+    app.log.warn({ err }, 'the expiry sweep failed; the next one tries again'),
+  )
+  const services: Services = { config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, ...(options.clock ? { clock: options.clock } : {}) }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({
@@ -153,6 +170,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(async (scope) => hookRoutes(scope, services))
   await app.register(async (scope) => resourceRoutes(scope, services))
   await app.register(async (scope) => pointsRoutes(scope, services))
+  await app.register(async (scope) => redemptionRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
@@ -176,6 +194,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
 
   app.addHook('onClose', async () => {
+    await sweeper.stop()
     clearInterval(sampler)
     await stopPruner()
     await sampling

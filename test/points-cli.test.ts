@@ -68,7 +68,8 @@ forEachDatabase((kind) => {
 
   before(async () => {
     database = await createTestDatabase(kind)
-    t = await startTestApp(kind, {}, { database })
+    // No sweeper: the expiry test below counts what points rebuild writes.
+    t = await startTestApp(kind, {}, { database, sweepEveryMs: 0 })
     for (const name of ['a', 'b'] as const) {
       const issued = await issueKey(t.app.services.backend.db, `shop-${name}`)
       shops[name] = { key: issued.key, id: issued.shopId }
@@ -138,5 +139,37 @@ forEachDatabase((kind) => {
     assert.equal((await points('b', 1)).available, 300)
     assert.equal((await points('a', 1)).available, 330)
     assert.deepEqual(appended(await cli(['points', 'rebuild'], database.url)), { checked: 4, appended: 0 })
+  })
+  test('rules set --expire-after-days, then points rebuild writes the expiry once, and points show prints balances and entries', async () => {
+    const before = await points('a', 1)
+    assert.equal((await t.post('/v3/customers/1/redemptions', { points: 30, reference: 'CLI-1' }, { key: shops.a.key })).statusCode, 201)
+    const set = await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '400'], database.url)
+    ok(set, 'rules set')
+    assert.equal(JSON.parse(set.stdout).rule.expire_after_days, 400)
+    refused(await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '-1'], database.url), /expire-after-days/)
+    refused(await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '36501'], database.url), /expire-after-days/)
+    // Orders processed on 2024-01-10, available on 01-24: long past 400 days.
+    assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 1 })
+    assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 0 })
+    const after = await points('a', 1)
+    assert.deepEqual([after.available, after.lifetime_earned], [0, before.lifetime_earned])
+    assert.deepEqual([after.entries[0].reason, after.entries[0].points], ['expired', -(before.available - 30)])
+
+    const show = await cli(['points', 'show', '--shop', 'shop-a', '--customer', '1'], database.url)
+    ok(show, 'points show')
+    const out = lines(show.stdout)
+    assert.equal(out[0], 'customer 1 of shop shop-a')
+    assert.match(out[1]!, /^available\s+0$/)
+    assert.match(out[2]!, /^pending\s+0$/)
+    assert.match(out[3]!, new RegExp(`^lifetime earned\\s+${before.lifetime_earned}$`))
+    assert.equal(out[4], 'nothing expires in the next 30 days')
+    assert.equal(out[5], 'latest 6 entries, newest first:')
+    assert.match(out[6]!, /^created_at\s+reason\s+points\s+order\s+redemption\s+available_at\s+debt$/)
+    assert.match(out[7]!, new RegExp(`\\sexpired\\s+-${before.available - 30}\\s+-\\s+-\\s+2024-01-24T10:00:00\\.000000Z$`))
+    assert.match(out[8]!, /\sredeemed\s+-30\s+-\s+[0-9a-f-]{36}\s+2024-01-24T10:00:00\.000000Z$/)
+    assert.equal(lines((await cli(['points', 'show', '--shop', 'shop-a', '--customer', '1', '--limit', '2'], database.url)).stdout).length, 9)
+    refused(await cli(['points', 'show', '--shop', 'shop-a', '--customer', '99'], database.url), /no customer 99 in shop shop-a/)
+    refused(await cli(['points', 'show', '--shop', 'shop-a', '--customer', 'x'], database.url), /customer/)
+    refused(await cli(['points', 'show', '--shop', 'nope', '--customer', '1'], database.url), /no shop named nope/)
   })
 })

@@ -502,7 +502,7 @@ forEachDatabase((kind) => {
     assert.equal((await t.post(CUSTOMER_CREATED, { id: 5, email: 'z@example.com' }, { key })).statusCode, 200)
     const res = await t.get('/v3/customers/5/points', key)
     assert.equal(res.statusCode, 200)
-    assert.deepEqual(res.json(), { customer_id: 5, available: 0, pending: 0, lifetime_earned: 0, entries: [], next_cursor: null })
+    assert.deepEqual(res.json(), { customer_id: 5, available: 0, pending: 0, lifetime_earned: 0, expiring: [], entries: [], next_cursor: null })
   })
 
   test('points endpoint: 404 for an unknown customer and for a customer of another shop', async () => {

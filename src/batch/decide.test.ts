@@ -59,6 +59,7 @@ const paidOrder = (fields: Partial<OrderBody> = {}): OrderBody => ({
 /** What the store does with a decision before the next batch: append the ledger, keep idempotency keys and guest holdings. */
 function commit(state: BatchState, d: Decision): void {
   for (const row of d.ledger) {
+    if (row.orderId === null) continue
     const key = keyOf(row.shopId, row.orderId)
     const lines = state.ledger.get(key) ?? []
     lines.push({ customerId: row.customerId, guestEmail: row.guestEmail, points: row.points, basis: row.basis })
@@ -97,18 +98,18 @@ function balances(rows: readonly (Holder & { points: number })[]): Record<string
   for (const k of Object.keys(out)) if (out[k] === 0) delete out[k]
   return out
 }
-const statuses = (d: Decision) => outcomesOf(d).map((o) => o.status)
+const statuses = (d: Decision) => d.events.map((e) => e.outcome)
 const customerOf = (state: BatchState, id: number) => state.customers.get(keyOf(1, id))?.record
 const state5 = (state: BatchState) => state.customers.get(keyOf(1, 5))!
 const orderOf = (state: BatchState, id: number) => state.orders.get(keyOf(1, id))?.record
-const rowsOf = (d: Decision) => d.ledger.map(({ shopId: _s, eventId: _e, ...row }) => row)
+const rowsOf = (d: Decision) => d.ledger.map(({ shopId: _s, eventId: _e, redemptionId: _r, debt: _d, ...row }) => row)
 const BASIS: Basis = { amount_minor: 10_000, currency: 'EUR', rate: '1', rule_version: 1, available_us: AVAILABLE_US }
 
 describe('outcomes', () => {
   test('given nothing stored, when a customer arrives, then it is applied and written with its idempotency key', () => {
     const w = customerHook({ id: 5, first_name: 'Ann', updated_at: iso(1) }, { idemKey: 'k1' })
     const d = decideBatch([w], emptyState())
-    assert.deepEqual(outcomesOf(d), [{ status: 'applied', eventId: w.eventId }])
+    assert.deepEqual(outcomesOf([w], d), [{ status: 'applied', eventId: w.eventId }])
     assert.equal(d.events[0]!.idemKey, 'k1')
     assert.equal(d.events[0]!.duplicateOf, null)
     assert.equal(d.events[0]!.body, w.body)
@@ -134,7 +135,7 @@ describe('outcomes', () => {
   test('a rejected webhook is written with its errors and changes nothing', () => {
     const w: Webhook = { ...customerHook({ id: 5 }), change: null, errors: [{ pointer: '/email', detail: 'must be an e-mail address' }] }
     const d = decideBatch([w], emptyState())
-    assert.deepEqual(outcomesOf(d), [{ status: 'rejected', eventId: w.eventId }])
+    assert.deepEqual(outcomesOf([w], d), [{ status: 'rejected', eventId: w.eventId }])
     assert.deepEqual(d.events[0]!.errors, w.errors)
     assert.deepEqual([d.customers, d.orders, d.ledger], [[], [], []])
   })
@@ -146,7 +147,7 @@ describe('outcomes', () => {
     const first = customerHook({ id: 6, first_name: 'B', updated_at: iso(1) }, { idemKey: 'k' })
     const again = customerHook({ id: 6, first_name: 'C', updated_at: iso(2) }, { idemKey: 'k' })
     const d = decideBatch([known, first, again], state)
-    assert.deepEqual(outcomesOf(d), [
+    assert.deepEqual(outcomesOf([known, first, again], d), [
       { status: 'duplicate', eventId: 'e-stored' },
       { status: 'applied', eventId: first.eventId },
       { status: 'duplicate', eventId: first.eventId },
@@ -161,7 +162,7 @@ describe('outcomes', () => {
     const [t1, f, t2, retry] = [customerHook(body(true)), customerHook(body(false)), customerHook(body(true)), customerHook(body(true))]
     assert.equal(t1.bodyHash, t2.bodyHash)
     const d = decideBatch([t1, f, t2, retry], emptyState())
-    assert.deepEqual(outcomesOf(d), [
+    assert.deepEqual(outcomesOf([t1, f, t2, retry], d), [
       { status: 'applied', eventId: t1.eventId },
       { status: 'applied', eventId: f.eventId },
       { status: 'applied', eventId: t2.eventId },
@@ -174,8 +175,9 @@ describe('outcomes', () => {
     const o = orderHook(paidOrder())
     const c = customerHook({ id: 5, first_name: 'Ann' })
     const { state } = run([o, c])
-    const d = decideBatch([orderHook(paidOrder()), customerHook({ id: 5, first_name: 'Ann' })], state)
-    assert.deepEqual(outcomesOf(d), [
+    const again = [orderHook(paidOrder()), customerHook({ id: 5, first_name: 'Ann' })]
+    const d = decideBatch(again, state)
+    assert.deepEqual(outcomesOf(again, d), [
       { status: 'duplicate', eventId: o.eventId },
       { status: 'duplicate', eventId: c.eventId },
     ])
@@ -194,7 +196,7 @@ describe('points', () => {
     const c = customerHook({ id: 5, email: 'ann@example.com', updated_at: iso(1) })
     const o = orderHook(paidOrder({ customer: { id: 5, updated_at: iso(1) } }))
     const d = decideBatch([c, o], emptyState())
-    assert.deepEqual(d.ledger, [{ shopId: 1, orderId: 10, customerId: 5, guestEmail: null, points: 100, reason: 'earned', basis: BASIS, eventId: o.eventId }])
+    assert.deepEqual(d.ledger, [{ shopId: 1, orderId: 10, customerId: 5, guestEmail: null, points: 100, reason: 'earned', basis: BASIS, eventId: o.eventId, redemptionId: null, debt: false }])
   })
 
   test('the shop\'s rule decides the amount and the date; a batch settles each order once, from its final state', () => {
@@ -238,10 +240,13 @@ describe('points', () => {
 
   test('a rebuild (settleAlso) adds nothing when nothing changed, and the difference after a rule change, caused by no webhook', () => {
     const { state } = run([orderHook(paidOrder({ email: 'g@example.com' }))])
-    assert.deepEqual(decideBatch([], state, [keyOf(1, 10)]), { events: [], customers: [], orders: [], ledger: [], redactions: [] })
+    assert.deepEqual(decideBatch([], state, [keyOf(1, 10)]), {
+      events: [], customers: [], orders: [], ledger: [], redactions: [], redemptions: [], cancels: [], commands: [],
+    })
     state.rules.set(1, { rule: normalizeRule({ points_per_unit: 1.5 }), version: 2 })
     assert.deepEqual(decideBatch([], state, [keyOf(1, 10)]).ledger, [
-      { shopId: 1, orderId: 10, customerId: null, guestEmail: 'g@example.com', points: 50, reason: 'adjusted', basis: { ...BASIS, rate: '1.5', rule_version: 2 }, eventId: null },
+      { shopId: 1, orderId: 10, customerId: null, guestEmail: 'g@example.com', points: 50, reason: 'adjusted', basis: { ...BASIS, rate: '1.5', rule_version: 2 }, eventId: null,
+        redemptionId: null, debt: false },
     ])
   })
 
@@ -255,8 +260,8 @@ describe('points', () => {
     const register = customerHook({ id: 5, email: 'G@Example.com', updated_at: iso(1) })
     const d = decideBatch([register], state)
     assert.deepEqual(d.ledger, [
-      { shopId: 1, orderId: 10, customerId: null, guestEmail: 'g@example.com', points: -100, reason: 'claimed', basis: BASIS, eventId: register.eventId },
-      { shopId: 1, orderId: 10, customerId: 5, guestEmail: null, points: 100, reason: 'claimed', basis: BASIS, eventId: register.eventId },
+      { shopId: 1, orderId: 10, customerId: null, guestEmail: 'g@example.com', points: -100, reason: 'claimed', basis: BASIS, eventId: register.eventId, redemptionId: null, debt: false },
+      { shopId: 1, orderId: 10, customerId: 5, guestEmail: null, points: 100, reason: 'claimed', basis: BASIS, eventId: register.eventId, redemptionId: null, debt: false },
     ])
     assert.deepEqual(d.orders, [], 'the order itself is unchanged')
 
@@ -286,8 +291,10 @@ describe('erasure', () => {
 
     const del = deleteHook({ id: 5, email: 'ann@example.com', updated_at: iso(5) })
     const d = decideBatch([del], state)
-    assert.deepEqual(outcomesOf(d), [{ status: 'applied', eventId: del.eventId }])
-    assert.deepEqual(d.ledger, [{ shopId: 1, orderId: 10, customerId: 5, guestEmail: null, points: -100, reason: 'forfeited', basis: BASIS, eventId: del.eventId }])
+    assert.deepEqual(outcomesOf([del], d), [{ status: 'applied', eventId: del.eventId }])
+    assert.deepEqual(d.ledger, [
+      { shopId: 1, orderId: 10, redemptionId: null, customerId: 5, guestEmail: null, points: -100, reason: 'forfeited', basis: BASIS, eventId: del.eventId, debt: false },
+    ])
     assert.deepEqual(d.orders.map((o) => [o.record.id, o.record.email]), [[10, null]])
     const c = d.customers[0]!
     assert.deepEqual([c.record.deleted, c.record.email, c.record.first_name, c.record.erased_us], [true, null, null, us(5)])

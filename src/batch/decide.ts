@@ -3,6 +3,8 @@ import type { Status, Webhook } from '../domain/webhook.ts'
 import { planOrderEntries, type Holder, type Holding, type Owner } from '../loyalty/ledger-plan.ts'
 import { targetFor } from '../loyalty/points.ts'
 import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
+import { isCommand, itemTimeUs, type BatchItem, type CommandOutcome, type PointsCommand } from './commands.ts'
+import { decidePoints } from './decide-points.ts'
 import { keyOf, type BatchState, type Decision, type EventRow, type LedgerLine, type LedgerRow, type Redaction, type StoredOrder } from './state.ts'
 
 // The decider of the write path: a batch of webhooks and the stored state they
@@ -36,10 +38,14 @@ export function holdingsOf(lines: readonly LedgerLine[]): Holding[] {
 }
 
 /**
- * Folds the batch over `state` in arrival order and settles the points of
- * every order it touched. `state` is consumed: it ends as the batch's final state.
+ * Folds the batch's webhooks over `state` in arrival order, settles the points of every order
+ * they touched and the balances of the customers holding them, then decides its points commands
+ * in order. `state` is consumed: it ends as the batch's final state. `nowUs` is the time
+ * balances are settled at: by default the latest item's arrival (a rebuild passes its own).
  */
-export function decideBatch(batch: readonly Webhook[], state: BatchState, settleAlso: readonly string[] = []): Decision {
+export function decideBatch(items: readonly BatchItem[], state: BatchState, settleAlso: readonly string[] = [], nowUs?: number): Decision {
+  const batch = items.filter((i): i is Webhook => !isCommand(i))
+  const commands = items.filter(isCommand)
   const changedCustomers = new Set<string>()
   const changedOrders = new Set<string>()
   /** Orders whose points must be settled, with the webhook that caused it (none for a rebuild). */
@@ -200,7 +206,7 @@ export function decideBatch(batch: readonly Webhook[], state: BatchState, settle
     const target = targetFor(o.record, state.rules.get(o.shopId) ?? DEFAULT_VERSIONED, owner.state)
     const forfeits = (h: Holder) => owner.state === 'deleted' || forfeited.has(holderKey(o.shopId, h))
     for (const entry of planOrderEntries(holdingsOf(state.ledger.get(key) ?? []), owner, target, forfeits)) {
-      ledger.push({ ...entry, shopId: o.shopId, orderId: o.record.id, eventId })
+      ledger.push({ ...entry, shopId: o.shopId, orderId: o.record.id, redemptionId: null, eventId, debt: false })
     }
   }
 
@@ -220,6 +226,9 @@ export function decideBatch(batch: readonly Webhook[], state: BatchState, settle
     }
   }
 
+  const points = decidePoints(state, ledger, commands, nowUs ?? Math.max(0, ...items.map(itemTimeUs)))
+  for (const key of points.touched) if (state.customers.has(key)) changedCustomers.add(key)
+
   const list: Redaction[] = [...redactions].map(([shopId, r]) => ({
     shopId, customerIds: [...r.customerIds], orderIds: [...r.orderIds],
   }))
@@ -229,6 +238,9 @@ export function decideBatch(batch: readonly Webhook[], state: BatchState, settle
     orders: [...changedOrders].map((k) => state.orders.get(k)!),
     ledger,
     redactions: list.filter((r) => r.customerIds.length + r.orderIds.length > 0),
+    redemptions: points.redemptions,
+    cancels: points.cancels,
+    commands: points.outcomes,
   }
 }
 
@@ -295,7 +307,15 @@ function emailVersion(r: OrderRecord): number {
   return r.clocks.email?.version_us ?? r.first_arrival_us
 }
 
-/** The outcome each webhook is answered with. */
-export function outcomesOf(decision: Decision) {
-  return decision.events.map((e) => ({ status: e.outcome, eventId: e.duplicateOf ?? e.id }))
+/** The outcome each item of the batch is answered with, in batch order. */
+export function outcomesOf(items: readonly BatchItem[], decision: Decision): ({ status: Status; eventId: string } | CommandOutcome)[] {
+  let event = 0
+  let command = 0
+  return items.map((item) => {
+    if (isCommand(item)) return decision.commands[command++]!
+    const e = decision.events[event++]!
+    return { status: e.outcome, eventId: e.duplicateOf ?? e.id }
+  })
 }
+
+export type { PointsCommand }

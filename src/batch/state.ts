@@ -3,6 +3,8 @@ import type { FieldError, Status, Topic } from '../domain/webhook.ts'
 import type { Holder, Reason } from '../loyalty/ledger-plan.ts'
 import type { Basis } from '../loyalty/points.ts'
 import type { VersionedRule } from '../loyalty/rule.ts'
+import type { Lot, LotEntry } from '../loyalty/wallet.ts'
+import type { CommandOutcome } from './commands.ts'
 
 // What the store loads for a batch and what the decider hands back to be
 // written. Keys of resources are `${shopId}:${id}`.
@@ -42,10 +44,38 @@ export interface BatchState {
   idem: Map<string, string>
   /** Orders with points held under a guest e-mail, by `${shopId}:${email}`. */
   guestOrders: Map<string, number[]>
+  /**
+   * The lots of customers whose balance the batch must know, by customer key: those a command
+   * names and those holding points of the loaded orders (locked, src/store/batch-load.ts).
+   */
+  wallets: Map<string, Lot[]>
+  /** Redemptions the batch's commands name, by `${shopId}:${redemptionId}`. */
+  redemptions: Map<string, StoredRedemption>
+  /** Redemption ids by `${shopId}:${idemKey}`, for the keys the batch's redemptions carry. */
+  redemptionIdem: Map<string, string>
+}
+
+/** A stored redemption and the entries it spent, one per lot. */
+export interface StoredRedemption {
+  shopId: number
+  id: string
+  customerId: number
+  points: number
+  reference: string
+  createdUs: number
+  availableAfter: number
+  idemKey: string | null
+  requestHash: string
+  cancelledUs: number | null
+  cancelAvailableAfter: number | null
+  entries: LotEntry[]
 }
 
 export function emptyState(): BatchState {
-  return { customers: new Map(), orders: new Map(), ledger: new Map(), rules: new Map(), idem: new Map(), guestOrders: new Map() }
+  return {
+    customers: new Map(), orders: new Map(), ledger: new Map(), rules: new Map(), idem: new Map(), guestOrders: new Map(),
+    wallets: new Map(), redemptions: new Map(), redemptionIdem: new Map(),
+  }
 }
 
 export interface EventRow {
@@ -66,12 +96,16 @@ export interface EventRow {
 
 export interface LedgerRow extends Holder {
   shopId: number
-  orderId: number
+  /** Null for the entries of a redemption, its cancel, or expiry. */
+  orderId: number | null
+  redemptionId: string | null
   points: number
   reason: Reason
   basis: Basis
-  /** The webhook that caused the entry; null for a rebuild. */
+  /** The webhook that caused the entry; null for a rebuild or a command. */
   eventId: string | null
+  /** A reversal that took the customer's available points below zero (they were spent). */
+  debt: boolean
 }
 
 /**
@@ -90,4 +124,9 @@ export interface Decision {
   orders: StoredOrder[]
   ledger: LedgerRow[]
   redactions: Redaction[]
+  /** New redemptions, and cancels of stored ones. */
+  redemptions: StoredRedemption[]
+  cancels: StoredRedemption[]
+  /** The outcome of each command of the batch, in batch order. */
+  commands: CommandOutcome[]
 }

@@ -15,6 +15,11 @@ function days(value: string): number {
   return Number(value)
 }
 
+function expiryDays(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 36500) throw new InvalidArgumentError('a whole number of days from 0 (never) to 36500')
+  return Number(value)
+}
+
 function currencyRate(value: string, previous: Record<string, number> = {}): Record<string, number> {
   const m = /^([A-Z]{3})=(\d+(?:\.\d{1,4})?)$/.exec(value)
   if (!m) throw new InvalidArgumentError('CUR=RATE, such as EUR=1 or JPY=0')
@@ -58,6 +63,7 @@ export function rulesCommand(): Command {
     .option('--clear-currency-rates', 'remove all per-currency rates')
     .addOption(new Option('--earn-on <state>', 'when an order earns').choices(['paid', 'fulfilled']))
     .option('--pending-days <n>', 'days from processed_at until points are available', days)
+    .option('--expire-after-days <n>', 'days after they became available that unspent points expire; 0 (the default) means never', expiryDays)
     .action((options: Record<string, unknown> & { shop: string }) =>
       withBackend(async ({ db }) => {
         const shop = await shopOrFail(db, options.shop)
@@ -74,6 +80,7 @@ export function rulesCommand(): Command {
           },
           ...(options.earnOn !== undefined && { earn_on: options.earnOn }),
           ...(options.pendingDays !== undefined && { pending_days: options.pendingDays }),
+          ...(options.expireAfterDays !== undefined && { expire_after_days: options.expireAfterDays }),
         })
         const version = await writeRule(db, shop.id, JSON.stringify(next))
         print(options.shop, version, next)

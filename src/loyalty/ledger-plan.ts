@@ -5,7 +5,10 @@ import type { Basis, OwnerState, Target } from './points.ts'
 // exactly what is held (at the basis it was awarded on), and points held by
 // someone who is no longer the owner move with a pair of entries.
 
-export const REASONS = ['earned', 'adjusted', 'reversed_refund', 'reversed_cancel', 'forfeited', 'claimed', 'transferred'] as const
+export const REASONS = [
+  'earned', 'adjusted', 'reversed_refund', 'reversed_cancel', 'forfeited', 'claimed', 'transferred',
+  'redeemed', 'redemption_cancelled', 'expired',
+] as const
 
 export type Reason = (typeof REASONS)[number]
 

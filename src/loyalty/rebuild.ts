@@ -1,7 +1,5 @@
-import { decideBatch } from '../batch/decide.ts'
-import { keyOf } from '../batch/state.ts'
-import { loadBatch } from '../store/batch-load.ts'
-import { writeDecision } from '../store/batch-write.ts'
+import type { ExpireCommand } from '../batch/commands.ts'
+import { settleUnit } from '../store/apply-batch.ts'
 import type { Backend } from '../store/dialect.ts'
 
 const PAGE = 500
@@ -14,9 +12,10 @@ export interface RebuildProgress {
 
 /**
  * Recomputes every order's target from its stored state and the shop's
- * current rule (amounts and availability dates), and appends only the
- * corrections: the same settlement the write path runs, so a second run
- * appends nothing.
+ * current rule (amounts and availability dates), then every customer's
+ * expiry under the current rule, and appends only the corrections: the same
+ * settlement the write path runs, so a second run appends nothing.
+ * Redemptions are not derived from orders: they stay as they are.
  */
 export async function rebuildPoints(
   backend: Backend,
@@ -38,19 +37,28 @@ export async function rebuildPoints(
       if (rows.length === 0) break
       const ids = rows.map((r) => Number(r.id))
       // Loaded again inside the transaction, locked: a webhook may have changed the orders since the page was read.
-      const appended = await backend.transaction(async (s) => {
-        const keys = ids.map((id) => `${shopId}:o:${id}`)
-        await backend.lockKeys(s, keys)
-        const state = await loadBatch(backend, s, [], new Map([[shopId, ids]]), new Set(keys))
-        const decision = decideBatch([], state, ids.map((id) => keyOf(shopId, id)))
-        await writeDecision(s, backend, decision, new Date().toISOString())
-        return decision.ledger.length
-      })
+      const keys = ids.map((id) => `${shopId}:o:${id}`)
+      const decision = await settleUnit(backend, keys, [], new Map([[shopId, ids]]), nowUs())
       progress.done += rows.length
-      progress.appended += appended
+      progress.appended += decision.ledger.length
       after = ids[ids.length - 1]!
+      onProgress(progress)
+    }
+    // Expiry, customer by customer: what is due under the current rule minus what has expired.
+    let afterCustomer = 0
+    for (;;) {
+      const rows = await db.selectFrom('ledger').select('customer_id').distinct().where('shop_id', '=', shopId)
+        .where('customer_id', 'is not', null).where('customer_id', '>', afterCustomer).orderBy('customer_id').limit(PAGE).execute()
+      if (rows.length === 0) break
+      const at = nowUs()
+      const items: ExpireCommand[] = rows.map((r) => ({ command: 'expire', shopId, customerId: Number(r.customer_id), atUs: at }))
+      const decision = await settleUnit(backend, [], items, new Map(), at)
+      progress.appended += decision.ledger.length
+      afterCustomer = Number(rows[rows.length - 1]!.customer_id)
       onProgress(progress)
     }
   }
   return progress
 }
+
+const nowUs = () => Date.now() * 1000

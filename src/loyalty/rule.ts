@@ -16,6 +16,8 @@ export const RuleSchema = Type.Object({
   currency_rates: Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Rate, { default: {}, additionalProperties: Type.Never() }),
   earn_on: Type.Enum(['paid', 'fulfilled'], { default: 'paid' }),
   pending_days: Type.Integer({ minimum: 0, maximum: 3650, default: 14 }),
+  /** Days after they became available that unspent points expire; 0 means never. */
+  expire_after_days: Type.Integer({ minimum: 0, maximum: 36500, default: 0 }),
 })
 
 export type Rule = Static<typeof RuleSchema>

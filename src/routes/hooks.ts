@@ -157,7 +157,8 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
         reply.raw.once('close', release)
         let outcome: Outcome | { status: 'failed'; error: Error }
         try {
-          outcome = await writer.submit(webhook)
+          // A webhook is answered with a webhook's outcome; commands get theirs.
+          outcome = (await writer.submit(webhook)) as Outcome | { status: 'failed'; error: Error }
         } catch (err) {
           metrics.unavailable.inc({ reason: err instanceof QueueFullError ? 'queue-full' : 'database' })
           throw err

@@ -6,10 +6,15 @@ import { noStore } from '../http/no-store.ts'
 import { sendProblem } from '../http/problem.ts'
 import { Problem } from '../schemas/common.ts'
 import { IdParams, PointsQuery, PointsView } from '../schemas/resources.ts'
-import { customerBalances, customerEntries } from '../store/points-repo.ts'
+import { parseStoredRule } from '../loyalty/rule.ts'
+import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
+import { formatUs } from '../domain/time.ts'
+import { customerBalances, customerEntries, customerLots, readRule } from '../store/points-repo.ts'
 import { findCustomer } from '../store/read-repo.ts'
 
 const MAX_LIMIT = 500
+/** The points endpoint lists what expires this many days ahead. */
+const EXPIRING_DAYS = 30
 
 export async function pointsRoutes(app: FastifyInstance, services: Services): Promise<void> {
   const { backend, auth } = services
@@ -39,19 +44,25 @@ export async function pointsRoutes(app: FastifyInstance, services: Services): Pr
         return sendProblem(reply, { status: 400, type: 'malformed-request', title: 'Bad Request', detail: `limit must be at most ${MAX_LIMIT}` })
       }
       const before = request.query.cursor === undefined ? null : Number(request.query.cursor)
-      const nowUs = Date.now() * 1000
-      const [balances, page] = await Promise.all([
+      const nowUs = (services.clock?.() ?? Date.now()) * 1000
+      const [balances, page, lots, rule] = await Promise.all([
         customerBalances(backend.db, shopId, id, nowUs),
         customerEntries(backend.db, shopId, id, limit, before),
+        customerLots(backend.db, shopId, id),
+        readRule(backend.db, shopId),
       ])
+      const expireAfterDays = parseStoredRule(rule.rule).expire_after_days
       return {
         customer_id: id,
         ...balances,
+        expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expireAfterDays).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
         entries: page.rows.map((r) => ({
           order_id: r.order_id,
+          redemption_id: r.redemption_id,
           points: r.points,
           reason: r.reason,
-          basis: { amount: fromMinor(r.amount_minor), currency: r.currency, rate: r.rate, rule_version: r.rule_version },
+          debt: Number(r.debt) === 1,
+          basis: r.order_id === null ? null : { amount: fromMinor(r.amount_minor), currency: r.currency, rate: r.rate, rule_version: r.rule_version },
           created_at: formatInstant(r.created_at),
           available_at: formatInstant(r.available_at),
         })),

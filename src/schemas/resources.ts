@@ -47,17 +47,24 @@ export const OrderView = Type.Object({
 })
 
 export const LedgerEntryView = Type.Object({
-  order_id: Type.Union([Type.Integer(), Type.Null()]),
+  order_id: Type.Union([Type.Integer(), Type.Null()], { description: 'the order the entry is about; null for redemptions and expiry' }),
+  redemption_id: Type.Union([Type.String(), Type.Null()], { description: 'the redemption a redeemed or redemption_cancelled entry belongs to' }),
   points: Type.Integer(),
-  reason: Type.String({ description: 'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed or transferred' }),
-  basis: Type.Object({
-    amount: Type.String({ description: 'the amount the points were computed on, two decimals' }),
-    currency: Type.Union([Type.String(), Type.Null()]),
-    rate: Type.String({ description: 'points per whole currency unit' }),
-    rule_version: Type.Integer(),
+  reason: Type.String({
+    description: 'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled or expired',
   }),
+  debt: Type.Boolean({ description: 'true on a reversal that took the customer\'s available points below zero: the points it took back were already spent' }),
+  basis: Type.Union([
+    Type.Object({
+      amount: Type.String({ description: 'the amount the points were computed on, two decimals' }),
+      currency: Type.Union([Type.String(), Type.Null()]),
+      rate: Type.String({ description: 'points per whole currency unit' }),
+      rule_version: Type.Integer(),
+    }),
+    Type.Null(),
+  ], { description: 'what an order\'s points were computed on; null for entries that are not an order\'s' }),
   created_at: Type.String(),
-  available_at: Type.String(),
+  available_at: Type.String({ description: 'when the points became (or become) available; for redeemed, cancelled and expired entries, the date of the points they took or gave back' }),
 })
 
 export const PointsView = Type.Object({
@@ -65,6 +72,10 @@ export const PointsView = Type.Object({
   available: Type.Integer(),
   pending: Type.Integer(),
   lifetime_earned: Type.Integer({ description: 'what the customer\'s orders have earned and still hold: net of reversals, adjustments and forfeitures' }),
+  expiring: Type.Array(
+    Type.Object({ points: Type.Integer(), at: Type.String({ description: 'when they expire' }) }),
+    { description: 'points that expire in the next 30 days unless spent first, soonest first (empty when the rule lets points never expire)' },
+  ),
   entries: Type.Array(LedgerEntryView, { description: 'newest first' }),
   next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as ?cursor= for the next page; null on the last' }),
 })

@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely'
+import { isCommand, type BatchItem, type CommandOutcome } from '../batch/commands.ts'
 import { decideBatch, outcomesOf } from '../batch/decide.ts'
-import type { Outcome, Webhook } from '../domain/webhook.ts'
+import type { Decision } from '../batch/state.ts'
+import type { Outcome } from '../domain/webhook.ts'
 import { loadBatch, lockKeysOf, LocksBusy } from './batch-load.ts'
 import { writeDecision } from './batch-write.ts'
 import type { Backend, Session } from './dialect.ts'
@@ -12,24 +14,57 @@ import { isConflict, isUnavailable } from './unavailable.ts'
 // memory (src/batch/decide.ts), and writes them with set-based statements.
 // The caller answers no webhook before this resolves.
 
-export type BatchResult = Outcome | { status: 'failed'; error: Error }
+export type ItemOutcome = Outcome | CommandOutcome
+export type BatchResult = ItemOutcome | { status: 'failed'; error: Error }
 
 /** Loads, decides and writes one batch inside an open transaction; `extraKeys` are locked first as well. */
-async function applyIn(backend: Backend, s: Session, batch: readonly Webhook[], extraKeys: ReadonlySet<string>): Promise<Outcome[]> {
+async function applyIn(backend: Backend, s: Session, batch: readonly BatchItem[], extraKeys: ReadonlySet<string>, atUs: number): Promise<ItemOutcome[]> {
   const locked = new Set([...lockKeysOf(batch), ...extraKeys])
   await backend.lockKeys(s, [...locked])
   const state = await loadBatch(backend, s, batch, new Map(), locked)
-  const decision = decideBatch(batch, state)
+  const decision = decideBatch(batch, state, [], atUs)
   await writeDecision(s, backend, decision, new Date().toISOString())
-  return outcomesOf(decision)
+  return outcomesOf(batch, decision)
+}
+
+/**
+ * Settles stored state outside the writer (points rebuild): the orders named are settled, and
+ * the `items` (expire commands) decided, in one transaction, run again while another batch
+ * holds what it reaches. `keys` are locked first.
+ */
+export async function settleUnit(
+  backend: Backend,
+  keys: readonly string[],
+  items: readonly BatchItem[],
+  orders: ReadonlyMap<number, readonly number[]>,
+  nowUs: number,
+): Promise<Decision> {
+  const extraKeys = new Set(keys)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await backend.transaction(async (s) => {
+        const locked = new Set([...lockKeysOf(items), ...extraKeys])
+        await backend.lockKeys(s, [...locked])
+        const state = await loadBatch(backend, s, items, orders, locked)
+        const settle = [...orders].flatMap(([shopId, ids]) => ids.map((id) => `${shopId}:${id}`))
+        const decision = decideBatch(items, state, settle, nowUs)
+        await writeDecision(s, backend, decision, new Date().toISOString())
+        return decision
+      })
+    } catch (err) {
+      if (err instanceof LocksBusy) err.keys.forEach((key) => extraKeys.add(key))
+      if (isConflict(err) && attempt < 20) continue
+      throw err
+    }
+  }
 }
 
 /** How often a key's last_used_at is written: often enough for operators, rare enough that concurrent batches do not queue on the key's row. */
 const TOUCH_EVERY_MS = 10_000
 
-async function touchKeys(s: Session, db: Kysely<Tables>, batch: readonly Webhook[], touched: Map<number, number>): Promise<void> {
+async function touchKeys(s: Session, db: Kysely<Tables>, batch: readonly BatchItem[], touched: Map<number, number>): Promise<void> {
   const now = Date.now()
-  const due = [...new Set(batch.map((w) => w.keyId))].filter((keyId) => now - (touched.get(keyId) ?? 0) >= TOUCH_EVERY_MS)
+  const due = [...new Set(batch.flatMap((w) => (isCommand(w) ? [] : [w.keyId])))].filter((keyId) => now - (touched.get(keyId) ?? 0) >= TOUCH_EVERY_MS)
   if (due.length === 0) return
   due.forEach((keyId) => touched.set(keyId, now))
   await s.run(db.updateTable('api_keys').set({ last_used_at: new Date(now).toISOString() }).where('id', 'in', due).compile())
@@ -43,20 +78,20 @@ const MAX_ATTEMPTS = 4
  * each webhook is retried alone under a savepoint, so that only the webhook
  * at fault fails. A failure to reach the database rejects.
  */
-export function batchApplier(backend: Backend): (batch: readonly Webhook[]) => Promise<BatchResult[]> {
+export function batchApplier(backend: Backend): (batch: readonly BatchItem[], atUs: number) => Promise<BatchResult[]> {
   const touched = new Map<number, number>()
-  return async (batch) => {
-    const results = await applyBatch(batch)
-    if (batch.some((w) => w.topic === 'customer/hook_deleted' && w.change !== null)) backend.afterErasure()
+  return async (batch, atUs) => {
+    const results = await applyBatch(batch, atUs)
+    if (batch.some((w) => !isCommand(w) && w.topic === 'customer/hook_deleted' && w.change !== null)) backend.afterErasure()
     return results
   }
 
-  async function applyBatch(batch: readonly Webhook[]): Promise<BatchResult[]> {
+  async function applyBatch(batch: readonly BatchItem[], atUs: number): Promise<BatchResult[]> {
     const extraKeys = new Set<string>()
     for (let attempt = 1; ; attempt++) {
       try {
         return await backend.transaction(async (s) => {
-          const results = await applyIn(backend, s, batch, extraKeys)
+          const results = await applyIn(backend, s, batch, extraKeys, atUs)
           await touchKeys(s, backend.db, batch, touched)
           return results
         })
@@ -72,7 +107,7 @@ export function batchApplier(backend: Backend): (batch: readonly Webhook[]) => P
       for (const w of batch) {
         await s.exec('SAVEPOINT webhook')
         try {
-          results.push(...(await applyIn(backend, s, [w], extraKeys)))
+          results.push(...(await applyIn(backend, s, [w], extraKeys, atUs)))
           await s.exec('RELEASE SAVEPOINT webhook')
         } catch (error) {
           if (isUnavailable(error)) throw error

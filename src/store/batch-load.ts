@@ -1,8 +1,9 @@
 import type { Kysely, Selectable } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
+import { isCommand, type BatchItem } from '../batch/commands.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
-import type { Webhook } from '../domain/webhook.ts'
+import { parseStoredEntries } from './redemption-rows.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
 import { storedCustomer, storedOrder } from './rows.ts'
@@ -25,20 +26,32 @@ interface ShopNeeds {
   /** E-mails a delete may have erased: orders sent with them are settled. */
   deletedEmails: Set<string>
   patches: CustomerPatch[]
+  /** Customers a points command names: their lots are loaded. */
+  wallets: Set<number>
+  /** Redemptions named by id (cancels) or by idempotency key (redemptions). */
+  redemptionIds: Set<string>
+  redemptionIdem: Set<string>
 }
 
 const lower = (email: string | null | undefined) => (email == null ? null : email.toLowerCase())
 
 const emptyNeeds = (): ShopNeeds => ({
   customers: new Set(), orders: new Set(), emails: new Set(), idemKeys: new Set(), claimEmails: new Set(), deleted: new Set(), deletedEmails: new Set(),
-  patches: [],
+  patches: [], wallets: new Set(), redemptionIds: new Set(), redemptionIdem: new Set(),
 })
 
-function needsOf(batch: readonly Webhook[]): Map<number, ShopNeeds> {
+function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
   const shops = new Map<number, ShopNeeds>()
   for (const w of batch) {
     let n = shops.get(w.shopId)
     if (!n) shops.set(w.shopId, (n = emptyNeeds()))
+    if (isCommand(w)) {
+      n.customers.add(w.customerId)
+      n.wallets.add(w.customerId)
+      if (w.command === 'cancel') n.redemptionIds.add(w.redemptionId)
+      if (w.command === 'redeem' && w.idemKey !== null) n.redemptionIdem.add(w.idemKey)
+      continue
+    }
     // Rejected webhooks name a customer too: their bodies are redacted if that customer is erased.
     if (w.customerId !== null) n.customers.add(w.customerId)
     if (w.idemKey !== null) n.idemKeys.add(w.idemKey)
@@ -72,7 +85,7 @@ export class LocksBusy extends Error {
 }
 
 /** Keys a batch locks before it loads (see Backend.lockKeys). */
-export function lockKeysOf(batch: readonly Webhook[]): string[] {
+export function lockKeysOf(batch: readonly BatchItem[]): string[] {
   const keys: string[] = []
   for (const [shopId, n] of needsOf(batch)) {
     for (const id of n.customers) keys.push(`${shopId}:c:${id}`)
@@ -90,7 +103,7 @@ export function lockKeysOf(batch: readonly Webhook[]): string[] {
 export async function loadBatch(
   backend: Backend,
   s: Session,
-  batch: readonly Webhook[],
+  batch: readonly BatchItem[],
   alsoOrders: ReadonlyMap<number, readonly number[]> = new Map(),
   /** The keys the transaction has locked; null for a read, which locks nothing and waits for nothing. */
   locked: ReadonlySet<string> | null = null,
@@ -231,6 +244,51 @@ async function loadShop(
     // Asked for, found or not: not asked for again.
     links.forEach((id) => loadedCustomers.add(id))
     if (round === 0) addLedger(state, shopId, orderIds, ledger)
+  }
+
+  // Reads lock nothing and decide nothing: they need no balances.
+  if (locked === null) return
+  await loadPoints(backend, db, s, state, shopId, n, locked)
+}
+
+/**
+ * The lots of the customers whose balance the batch settles: those its commands name (locked
+ * already) and those holding points of its orders, which are try-locked before their lots are
+ * read, as further orders are above. And the redemptions its commands name.
+ */
+async function loadPoints(backend: Backend, db: Kysely<Tables>, s: Session, state: BatchState, shopId: number, n: ShopNeeds, locked: ReadonlySet<string>) {
+  const anyOf = backend.types.anyOf
+  const holders = new Set(n.wallets)
+  for (const [key, lines] of state.ledger) {
+    if (!key.startsWith(`${shopId}:`)) continue
+    for (const line of lines) if (line.customerId !== null) holders.add(line.customerId)
+  }
+  if (holders.size === 0) return
+  const unlocked = [...holders].map((id) => `${shopId}:c:${id}`).filter((key) => !locked.has(key))
+  if (unlocked.length > 0 && !(await backend.tryLockKeys(s, unlocked))) throw new LocksBusy(unlocked)
+  const ids = [...holders]
+  const [lots, byId, byIdem] = await s.runMany([
+    db.selectFrom('ledger')
+      .select(['customer_id', 'available_us'])
+      .select((eb) => [
+        eb.fn.sum<number>('points').as('points'),
+        eb.fn.sum<number>(eb.case().when('reason', '=', 'expired').then(eb.ref('points')).else(0).end()).as('expired'),
+      ])
+      .where('shop_id', '=', shopId).where('customer_id', 'is not', null).where(anyOf('customer_id', ids))
+      .groupBy(['customer_id', 'available_us']).compile(),
+    db.selectFrom('redemptions').selectAll().where('shop_id', '=', shopId).where(anyOf('id', [...n.redemptionIds])).compile(),
+    db.selectFrom('redemptions').selectAll().where('shop_id', '=', shopId).where(anyOf('idem_key', [...n.redemptionIdem])).compile(),
+  ] as const)
+  for (const id of ids) state.wallets.set(keyOf(shopId, id), [])
+  for (const row of lots) {
+    state.wallets.get(keyOf(shopId, Number(row.customer_id)))!.push({
+      available_us: Number(row.available_us), points: Number(row.points), expired: Number(row.expired),
+    })
+  }
+  for (const wallet of state.wallets.values()) wallet.sort((a, b) => a.available_us - b.available_us)
+  for (const row of [...byId, ...byIdem]) {
+    state.redemptions.set(keyOf(shopId, row.id), parseStoredEntries(shopId, row))
+    if (row.idem_key !== null) state.redemptionIdem.set(keyOf(shopId, row.idem_key), row.id)
   }
 }
 

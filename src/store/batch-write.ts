@@ -3,6 +3,7 @@ import { REDACTED_BODY, REDACTED_HEADERS } from '../batch/decide.ts'
 import type { Decision } from '../batch/state.ts'
 import { formatUs } from '../domain/time.ts'
 import type { Backend, Session } from './dialect.ts'
+import { redemptionRow } from './redemption-rows.ts'
 import { customerRow, orderRow } from './rows.ts'
 import type { EventsTable, LedgerTable, Tables } from './tables.ts'
 
@@ -101,6 +102,8 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     created_at: createdAt,
     available_at: formatUs(e.basis.available_us),
     available_us: e.basis.available_us,
+    redemption_id: e.redemptionId,
+    debt: e.debt ? 1 : 0,
   }))
   const events: Insertable<EventsTable>[] = d.events.map((e) => ({
     id: e.id,
@@ -132,6 +135,21 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     ...inserts(backend, 'events', events, true, (part) =>
       db.insertInto('events').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
         .returning('id').compile()),
+    // Another process took one of these idempotency keys meanwhile: run the batch again.
+    ...inserts(backend, 'redemptions', d.redemptions.map(redemptionRow), true, (part) =>
+      db.insertInto('redemptions').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
+        .returning('id').compile()),
+    // A cancel only applies to a redemption still uncancelled; the customer's lock makes that so.
+    ...d.cancels.map((r) => {
+      const row = redemptionRow(r)
+      return {
+        table: 'redemptions',
+        expect: 1,
+        query: db.updateTable('redemptions')
+          .set({ cancelled_at: row.cancelled_at, cancelled_us: row.cancelled_us, cancel_available_after: row.cancel_available_after })
+          .where('shop_id', '=', r.shopId).where('id', '=', r.id).where('cancelled_us', 'is', null).returning('id').compile(),
+      }
+    }),
   ])
 
   // Redactions run after: they must see what this batch wrote (the ledger's guest e-mails).

@@ -6,6 +6,7 @@ import { intake } from './migrations/0001-intake.ts'
 import { points } from './migrations/0002-points.ts'
 import { erasureVersions } from './migrations/0003-erasure-versions.ts'
 import { writePathV2 } from './migrations/0004-write-path-v2.ts'
+import { redemptions } from './migrations/0005-redemptions.ts'
 import { retention } from './migrations/0006-retention.ts'
 
 export class DatabaseUrlError extends Error {}
@@ -27,6 +28,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0002-points': points(backend.types),
     '0003-erasure-versions': erasureVersions,
     '0004-write-path-v2': writePathV2,
+    '0005-redemptions': redemptions,
     '0006-retention': retention,
   }
 }

@@ -54,9 +54,10 @@ const COLUMN_TYPES: Record<string, string> = {
   body: 'bytea',
   order_id: 'bigint', customer_id: 'bigint', resource_id: 'bigint', points: 'bigint', amount_minor: 'bigint', total: 'bigint',
   subtotal: 'bigint', amount_shipping: 'bigint', amount_giftcard: 'bigint', amount_tax: 'bigint', rev: 'bigint',
+  debt: 'smallint', available_after: 'bigint', cancel_available_after: 'bigint',
 }
 const columnType = (table: string, column: string) =>
-  column === 'id' ? (table === 'events' ? 'text' : 'bigint') : column.endsWith('_us') ? 'bigint' : (COLUMN_TYPES[column] ?? 'text')
+  column === 'id' ? (table === 'events' || table === 'redemptions' ? 'text' : 'bigint') : column.endsWith('_us') ? 'bigint' : (COLUMN_TYPES[column] ?? 'text')
 
 /**
  * `INSERT … VALUES ($1, …, $k) …` of one row, turned into `INSERT … SELECT * FROM unnest($1::t[],

@@ -1,5 +1,5 @@
 import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, RawBuilder } from 'kysely'
-import type { Webhook } from '../domain/webhook.ts'
+import type { BatchItem } from '../batch/commands.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { Pruned } from './prune.ts'
 import type { Tables } from './tables.ts'
@@ -19,9 +19,10 @@ export interface Session {
   exec(sql: string): void | Promise<void>
 }
 
-/** Commits batches of webhooks; each resolves only once its batch is durable. */
+/** Commits batches of webhooks and points commands; each resolves only once its batch is durable. */
 export interface BatchWriter {
-  apply(batch: Webhook[]): Promise<BatchResult[]>
+  /** `atUs` is the time balances are settled at (src/batch/decide.ts): the service's clock when the batch starts. */
+  apply(batch: BatchItem[], atUs: number): Promise<BatchResult[]>
   /** Deletes up to `limit` of the oldest events received before `cutoffUs` in one transaction (src/store/prune.ts). */
   prune(cutoffUs: number, limit: number): Promise<Pruned>
   /**

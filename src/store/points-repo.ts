@@ -1,4 +1,8 @@
 import { sql, type Kysely } from 'kysely'
+import { redemptionView } from '../batch/decide-points.ts'
+import { parseStoredRule } from '../loyalty/rule.ts'
+import type { Lot } from '../loyalty/wallet.ts'
+import { parseStoredEntries } from './redemption-rows.ts'
 import type { Tables } from './tables.ts'
 
 // Reads of the points ledger. Balances are computed at read time from each
@@ -18,7 +22,8 @@ export async function customerBalances(db: Kysely<Tables>, shopId: number, custo
       sql<number>`COALESCE(SUM(CASE WHEN available_us > ${nowUs} THEN points ELSE 0 END), 0)`.as('pending'),
       // Every order entry counts, forfeitures too: a sum that left them out would depend on whether a
       // delete arrived before or after the orders it forfeits, not only on the final state.
-      sql<number>`COALESCE(SUM(points), 0)`.as('lifetime_earned'),
+      // Redemptions and expiry are not orders' entries: they do not change what was earned.
+      sql<number>`COALESCE(SUM(CASE WHEN order_id IS NOT NULL THEN points ELSE 0 END), 0)`.as('lifetime_earned'),
     ])
     .where('shop_id', '=', shopId)
     .where('customer_id', '=', customerId)
@@ -30,13 +35,39 @@ export async function customerBalances(db: Kysely<Tables>, shopId: number, custo
 export async function customerEntries(db: Kysely<Tables>, shopId: number, customerId: number, limit: number, before: number | null) {
   let query = db
     .selectFrom('ledger')
-    .select(['id', 'order_id', 'points', 'reason', 'amount_minor', 'currency', 'rate', 'rule_version', 'created_at', 'available_at'])
+    .select(['id', 'order_id', 'redemption_id', 'points', 'reason', 'debt', 'amount_minor', 'currency', 'rate', 'rule_version', 'created_at', 'available_at'])
     .where('shop_id', '=', shopId)
     .where('customer_id', '=', customerId)
     .orderBy('id', 'desc')
     .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
   const rows = await query.execute()
+  return { rows: rows.slice(0, limit), more: rows.length > limit }
+}
+
+/** The customer's lots: the net of their entries on each availability date (src/loyalty/wallet.ts). */
+export async function customerLots(db: Kysely<Tables>, shopId: number, customerId: number): Promise<Lot[]> {
+  const rows = await db
+    .selectFrom('ledger')
+    .select('available_us')
+    .select((eb) => [
+      eb.fn.sum<number>('points').as('points'),
+      eb.fn.sum<number>(eb.case().when('reason', '=', 'expired').then(eb.ref('points')).else(0).end()).as('expired'),
+    ])
+    .where('shop_id', '=', shopId)
+    .where('customer_id', '=', customerId)
+    .groupBy('available_us')
+    .execute()
+  return rows
+    .map((r) => ({ available_us: Number(r.available_us), points: Number(r.points), expired: Number(r.expired) }))
+    .sort((a, b) => a.available_us - b.available_us)
+}
+
+/** A page of the customer's redemptions, newest first; `before` is the id the previous page ended at. */
+export async function customerRedemptions(db: Kysely<Tables>, shopId: number, customerId: number, limit: number, before: string | null) {
+  let query = db.selectFrom('redemptions').selectAll().where('shop_id', '=', shopId).where('customer_id', '=', customerId).orderBy('id', 'desc').limit(limit + 1)
+  if (before !== null) query = query.where('id', '<', before)
+  const rows = (await query.execute()).map((row) => redemptionView(parseStoredEntries(shopId, row)))
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }
 
@@ -63,4 +94,46 @@ export async function writeRule(db: Kysely<Tables>, shopId: number, ruleJson: st
     .returning('rule_version')
     .executeTakeFirstOrThrow()
   return row.rule_version
+}
+
+/** Shops whose rule lets points expire, with the days. */
+export async function expiryRules(db: Kysely<Tables>): Promise<{ shopId: number; expireAfterDays: number }[]> {
+  const rows = await db.selectFrom('shops').select(['id', 'rule']).where('rule', 'is not', null).execute()
+  return rows
+    .map((r) => ({ shopId: r.id, expireAfterDays: parseStoredRule(r.rule).expire_after_days }))
+    .filter((r) => r.expireAfterDays > 0)
+}
+
+export async function maxLedgerId(db: Kysely<Tables>): Promise<number> {
+  const row = await db.selectFrom('ledger').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst()
+  return Number(row?.id ?? 0)
+}
+
+/**
+ * Customers that may have points due to expire: a lot dated no later than `cutoffUs` that still
+ * holds points. After a first pass only lots that fell due since, or got entries since, are
+ * looked at. The decider settles exactly; this only finds whom to ask.
+ */
+export async function dueCandidates(db: Kysely<Tables>, shopId: number, cutoffUs: number, since: { cutoffUs: number; afterId: number } | null): Promise<number[]> {
+  const due = () =>
+    db.selectFrom('ledger').select('customer_id').distinct().where('shop_id', '=', shopId).where('customer_id', 'is not', null).where('available_us', '<=', cutoffUs)
+  const found = since === null
+    ? await due().execute()
+    : [...(await due().where('available_us', '>', since.cutoffUs).execute()), ...(await due().where('id', '>', since.afterId).execute())]
+  const ids = [...new Set(found.map((r) => Number(r.customer_id)))]
+  const out: number[] = []
+  // Of those, the ones with a lot that still holds points.
+  for (let i = 0; i < ids.length; i += 1000) {
+    const holding = await db
+      .selectFrom('ledger')
+      .select('customer_id')
+      .where('shop_id', '=', shopId)
+      .where('customer_id', 'in', ids.slice(i, i + 1000))
+      .where('available_us', '<=', cutoffUs)
+      .groupBy(['customer_id', 'available_us'])
+      .having(sql`SUM(points)`, '>', 0)
+      .execute()
+    out.push(...new Set(holding.map((r) => Number(r.customer_id))))
+  }
+  return [...new Set(out)].sort((a, b) => a - b)
 }

@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads'
-import type { Webhook } from '../domain/webhook.ts'
+import type { BatchItem } from '../batch/commands.ts'
 import { batchApplier } from './apply-batch.ts'
 import { openSqlite } from './dialect-sqlite.ts'
 import { pruneEventsTimed } from './prune.ts'
@@ -9,7 +9,7 @@ import { pruneEventsTimed } from './prune.ts'
 // the next batch's requests.
 
 type Message =
-  | { id: number; batch: Webhook[] }
+  | { id: number; batch: BatchItem[]; atUs: number }
   | { id: number; ping: true }
   | { id: number; prune: { cutoffUs: number; limit: number } }
   | { close: true }
@@ -36,7 +36,7 @@ parentPort!.on('message', async (message: Message) => {
     return
   }
   try {
-    const results = await apply(message.batch)
+    const results = await apply(message.batch, message.atUs)
     parentPort!.postMessage({
       id: message.id,
       results: results.map((r) => (r.status === 'failed' ? { status: 'failed', error: plainError(r.error) } : r)),

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads'
-import type { Webhook } from '../domain/webhook.ts'
+import type { BatchItem } from '../batch/commands.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { BatchWriter } from './dialect.ts'
 import type { Pruned } from './prune.ts'
@@ -55,7 +55,7 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
   worker.on('error', fail)
   worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
 
-  const send = <R = BatchResult[]>(message: { batch: Webhook[] } | { ping: true } | { prune: { cutoffUs: number; limit: number } }) =>
+  const send = <R = BatchResult[]>(message: { batch: BatchItem[]; atUs: number } | { ping: true } | { prune: { cutoffUs: number; limit: number } }) =>
     new Promise<R>((resolve, reject) => {
       if (failure) return reject(failure)
       const id = nextId++
@@ -65,7 +65,7 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
 
   return {
     thread: worker,
-    apply: (batch) => send({ batch }),
+    apply: (batch, atUs) => send({ batch, atUs }),
     // On this thread, between batches: a prune transaction never waits for the write lock.
     prune: (cutoffUs, limit) => send<Pruned>({ prune: { cutoffUs, limit } }),
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.

@@ -115,6 +115,30 @@ export interface LedgerTable {
   created_at: string
   available_at: string
   available_us: number
+  /** The redemption an entry spends or gives back. */
+  redemption_id: string | null
+  /** 1 on a reversal that took the customer's available points below zero. */
+  debt: number
+}
+
+export interface RedemptionsTable {
+  shop_id: number
+  /** A UUIDv7: ordered by creation. */
+  id: string
+  customer_id: number
+  points: number
+  reference: string
+  created_at: string
+  created_us: number
+  available_after: number
+  /** The Idempotency-Key, hashed; unique per shop. */
+  idem_key: string | null
+  request_hash: string
+  /** JSON [[available_us, points], …]: the lots it spent. */
+  entries: string
+  cancelled_at: string | null
+  cancelled_us: number | null
+  cancel_available_after: number | null
 }
 
 /** A customer an order embedded, recorded when the order's events that say so are pruned. */
@@ -132,4 +156,5 @@ export interface Tables {
   events: EventsTable
   customers: CustomersTable
   orders: OrdersTable
+  redemptions: RedemptionsTable
 }

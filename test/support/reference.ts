@@ -56,6 +56,7 @@ export function referenceFold(hooks: readonly ReferenceHook[], rule?: VersionedR
     const decision = decideBatch([webhookOf(hook, firstArrivalUs + i, `e${i}`)], state)
     statuses.push(decision.events[0]!.outcome)
     for (const e of decision.ledger) {
+      if (e.orderId === null) continue
       const key = keyOf(e.shopId, e.orderId)
       state.ledger.set(key, [...(state.ledger.get(key) ?? []), { customerId: e.customerId, guestEmail: e.guestEmail, points: e.points, basis: e.basis }])
     }

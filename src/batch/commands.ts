@@ -1,0 +1,65 @@
+import type { Webhook } from '../domain/webhook.ts'
+
+// Points commands: the items of a batch besides webhooks. They go through the
+// same writer, locks and decider as webhooks, so a redemption is decided from
+// the balance the ledger holds under the customer's lock, and answered only
+// after its commit. Plain data: they cross to the SQLite writer thread.
+
+/** Spend points; `redemptionId` is the id the new redemption gets. */
+export interface RedeemCommand {
+  command: 'redeem'
+  shopId: number
+  customerId: number
+  redemptionId: string
+  points: number
+  reference: string
+  atUs: number
+  /** The Idempotency-Key, hashed; null without one. */
+  idemKey: string | null
+  /** A hash of the customer and the body: the same key with another request is refused. */
+  requestHash: string
+}
+
+/** Give a redemption's points back. */
+export interface CancelCommand {
+  command: 'cancel'
+  shopId: number
+  customerId: number
+  redemptionId: string
+  atUs: number
+}
+
+/** Write the expiry due by `atUs` for a customer (the sweeper's item). */
+export interface ExpireCommand {
+  command: 'expire'
+  shopId: number
+  customerId: number
+  atUs: number
+}
+
+export type PointsCommand = RedeemCommand | CancelCommand | ExpireCommand
+export type BatchItem = Webhook | PointsCommand
+
+export const isCommand = (item: BatchItem): item is PointsCommand => 'command' in item
+
+/** The time a batch item was received: webhooks by their arrival clock, commands by theirs. */
+export const itemTimeUs = (item: BatchItem) => (isCommand(item) ? item.atUs : item.receivedUs)
+
+export interface RedemptionView {
+  redemption_id: string
+  customer_id: number
+  points: number
+  reference: string
+  created_at: string
+  /** The customer's available points right after the redemption (or after its cancel). */
+  available_after: number
+  cancelled_at: string | null
+}
+
+export type CommandOutcome =
+  | { status: 'redeemed'; redemption: RedemptionView; replayed: boolean }
+  | { status: 'cancelled'; redemption: RedemptionView }
+  | { status: 'insufficient-points'; available: number }
+  | { status: 'not-found'; detail: string }
+  | { status: 'idempotency-conflict' }
+  | { status: 'settled'; expired: number }

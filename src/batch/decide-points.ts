@@ -1,0 +1,141 @@
+import { formatUs } from '../domain/time.ts'
+import type { Reason } from '../loyalty/ledger-plan.ts'
+import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
+import { addToLots, availableAt, expiryCorrections, spend, type Lot, type LotEntry } from '../loyalty/wallet.ts'
+import type { CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
+import { keyOf, type BatchState, type LedgerRow, type StoredRedemption } from './state.ts'
+
+// The points half of the decider: after a batch's orders are settled, the
+// balances of the customers whose lots are loaded are settled too (expiry
+// due, debt), then each command is decided in order from those balances.
+// Pure: the time is the batch's, handed in.
+
+const DEFAULT_VERSIONED: VersionedRule = { rule: DEFAULT_RULE, version: 1 }
+
+export interface PointsDecision {
+  redemptions: StoredRedemption[]
+  cancels: StoredRedemption[]
+  outcomes: CommandOutcome[]
+  /** Customers whose row is written again (its revision bumped), so concurrent writers of it conflict. */
+  touched: string[]
+}
+
+/** The view of a redemption an answer carries. */
+export function redemptionView(r: StoredRedemption): RedemptionView {
+  return {
+    redemption_id: r.id, customer_id: r.customerId, points: r.points, reference: r.reference, created_at: formatUs(r.createdUs),
+    available_after: r.cancelledUs === null ? r.availableAfter : r.cancelAvailableAfter!,
+    cancelled_at: r.cancelledUs === null ? null : formatUs(r.cancelledUs),
+  }
+}
+
+/**
+ * Settles the balances the batch touched and decides its commands. `ledger` holds the rows the
+ * batch's orders appended; rows for debt, expiry and commands are added to it.
+ */
+export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: readonly PointsCommand[], nowUs: number): PointsDecision {
+  const ruleOf = (shopId: number) => state.rules.get(shopId) ?? DEFAULT_VERSIONED
+  const out: PointsDecision = { redemptions: [], cancels: [], outcomes: [], touched: [] }
+
+  const row = (shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow => ({
+    shopId, orderId: null, redemptionId, customerId, guestEmail: null, points: entry.points, reason, eventId: null, debt: false,
+    basis: { amount_minor: 0, currency: null, rate: '0', rule_version: ruleOf(shopId).version, available_us: entry.available_us },
+  })
+  /** Appends the expiry due by `atUs`; returns the points it took (negative when it gave back). */
+  const settleExpiry = (shopId: number, customerId: number, lots: Lot[], atUs: number) => {
+    let taken = 0
+    for (const entry of expiryCorrections(lots, atUs, ruleOf(shopId).rule.expire_after_days)) {
+      addToLots(lots, entry, true)
+      ledger.push(row(shopId, customerId, entry, 'expired', null))
+      taken -= entry.points
+    }
+    return taken
+  }
+
+  // The orders' entries first: expiry they make due or undo, and reversals that leave debt.
+  const touchedByOrders = new Map<string, LedgerRow[]>()
+  for (const r of [...ledger]) {
+    if (r.customerId === null) continue
+    const key = keyOf(r.shopId, r.customerId)
+    const lots = state.wallets.get(key)
+    if (!lots) continue
+    addToLots(lots, { available_us: r.basis.available_us, points: r.points })
+    touchedByOrders.set(key, [...(touchedByOrders.get(key) ?? []), r])
+  }
+  for (const [key, rows] of touchedByOrders) {
+    const { shopId, customerId } = rows[0]! as { shopId: number; customerId: number }
+    const lots = state.wallets.get(key)!
+    settleExpiry(shopId, customerId, lots, nowUs)
+    if (availableAt(lots, nowUs) < 0) for (const r of rows) if (r.points < 0) r.debt = true
+  }
+
+  const redemptionIdem = new Map(state.redemptionIdem)
+  for (const c of commands) {
+    const customerKey = keyOf(c.shopId, c.customerId)
+    const customer = state.customers.get(customerKey)
+    const lots = state.wallets.get(customerKey) ?? []
+    state.wallets.set(customerKey, lots)
+    if (c.command === 'expire') {
+      const expired = settleExpiry(c.shopId, c.customerId, lots, c.atUs)
+      if (expired !== 0 && customer) out.touched.push(customerKey)
+      out.outcomes.push({ status: 'settled', expired })
+      continue
+    }
+    if (c.command === 'redeem' && c.idemKey !== null) {
+      const prior = redemptionIdem.get(keyOf(c.shopId, c.idemKey))
+      const stored = prior === undefined ? undefined : state.redemptions.get(keyOf(c.shopId, prior))
+      if (stored) {
+        out.outcomes.push(stored.requestHash === c.requestHash ? { status: 'redeemed', redemption: redemptionView(stored), replayed: true } : { status: 'idempotency-conflict' })
+        continue
+      }
+    }
+    if (!customer || customer.record.deleted) {
+      out.outcomes.push({ status: 'not-found', detail: `no customer ${c.customerId} in this shop` })
+      continue
+    }
+    if (c.command === 'redeem') out.outcomes.push(redeem(c, lots))
+    else out.outcomes.push(cancel(c, lots))
+  }
+  return out
+
+  function redeem(c: RedeemCommand, lots: Lot[]): CommandOutcome {
+    const customerKey = keyOf(c.shopId, c.customerId)
+    const expired = settleExpiry(c.shopId, c.customerId, lots, c.atUs)
+    if (expired !== 0) out.touched.push(customerKey)
+    const entries = spend(lots, c.atUs, c.points)
+    if (!entries) return { status: 'insufficient-points', available: availableAt(lots, c.atUs) }
+    for (const entry of entries) {
+      addToLots(lots, entry)
+      ledger.push(row(c.shopId, c.customerId, entry, 'redeemed', c.redemptionId))
+    }
+    const stored: StoredRedemption = {
+      shopId: c.shopId, id: c.redemptionId, customerId: c.customerId, points: c.points, reference: c.reference, createdUs: c.atUs,
+      availableAfter: availableAt(lots, c.atUs), idemKey: c.idemKey, requestHash: c.requestHash, cancelledUs: null, cancelAvailableAfter: null,
+      entries,
+    }
+    state.redemptions.set(keyOf(c.shopId, c.redemptionId), stored)
+    if (c.idemKey !== null) redemptionIdem.set(keyOf(c.shopId, c.idemKey), c.redemptionId)
+    out.redemptions.push(stored)
+    out.touched.push(customerKey)
+    return { status: 'redeemed', redemption: redemptionView(stored), replayed: false }
+  }
+
+  function cancel(c: CancelCommand, lots: Lot[]): CommandOutcome {
+    const stored = state.redemptions.get(keyOf(c.shopId, c.redemptionId))
+    if (!stored || stored.customerId !== c.customerId) return { status: 'not-found', detail: `no redemption ${c.redemptionId} of customer ${c.customerId}` }
+    if (stored.cancelledUs !== null) return { status: 'cancelled', redemption: redemptionView(stored) }
+    // The points go back to the lots they were taken from: if one has expired meanwhile, they lapse again.
+    for (const entry of stored.entries) {
+      const back = { available_us: entry.available_us, points: -entry.points }
+      addToLots(lots, back)
+      ledger.push(row(c.shopId, c.customerId, back, 'redemption_cancelled', stored.id))
+    }
+    settleExpiry(c.shopId, c.customerId, lots, c.atUs)
+    stored.cancelledUs = c.atUs
+    stored.cancelAvailableAfter = availableAt(lots, c.atUs)
+    // Created and cancelled in one batch: the insert carries the cancel.
+    if (!out.redemptions.includes(stored)) out.cancels.push(stored)
+    out.touched.push(keyOf(c.shopId, c.customerId))
+    return { status: 'cancelled', redemption: redemptionView(stored) }
+  }
+}

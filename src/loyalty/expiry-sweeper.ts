@@ -1,0 +1,79 @@
+import type { BatchItem, ExpireCommand } from '../batch/commands.ts'
+import type { BatchResult } from '../store/apply-batch.ts'
+import { dueCandidates, expiryRules, maxLedgerId } from '../store/points-repo.ts'
+import type { Backend } from '../store/dialect.ts'
+import { DAY_US } from './wallet.ts'
+
+// Writes expiry when it falls due: every few seconds it finds customers with a
+// lot whose expiry date has passed and sends an expire command for each
+// through the writer. The decider writes what is due minus what has expired
+// already, under the customer's lock, so several processes (or a restart, or
+// a customer found twice) never expire the same points twice.
+
+/** Customers sent to the writer at once: the rest wait, so a backlog never fills the write queue. */
+const CHUNK = 500
+
+export interface ExpirySweeper {
+  /** One pass now; resolves when every command it sent is committed. Returns how many customers it settled. */
+  sweep(): Promise<number>
+  stop(): Promise<void>
+}
+
+export function startExpirySweeper(
+  backend: Backend,
+  submit: (item: BatchItem) => Promise<BatchResult>,
+  clockMs: () => number,
+  everyMs: number,
+  onError: (error: unknown) => void,
+): ExpirySweeper {
+  /** Per shop and rule: the cutoff already swept, and the ledger id entries after which may have made old lots due again. */
+  const swept = new Map<string, { cutoffUs: number; afterId: number }>()
+  let lastMaxId = 0
+  let running: Promise<number> | undefined
+  let timer: NodeJS.Timeout | undefined
+  let stopped = false
+
+  async function pass(): Promise<number> {
+    const nowUs = clockMs() * 1000
+    // Entries committed after this read have larger ids than the previous pass's read: the next pass looks at those.
+    const maxId = await maxLedgerId(backend.db)
+    let settled = 0
+    for (const { shopId, expireAfterDays } of await expiryRules(backend.db)) {
+      const key = `${shopId}:${expireAfterDays}`
+      const cutoffUs = nowUs - expireAfterDays * DAY_US
+      const since = swept.get(key)
+      const customers = await dueCandidates(backend.db, shopId, cutoffUs, since ?? null)
+      for (let i = 0; i < customers.length; i += CHUNK) {
+        const items: ExpireCommand[] = customers.slice(i, i + CHUNK).map((customerId) => ({ command: 'expire', shopId, customerId, atUs: nowUs }))
+        const results = await Promise.all(items.map(submit))
+        const failed = results.find((r) => r.status === 'failed')
+        if (failed) throw (failed as { error: Error }).error
+      }
+      settled += customers.length
+      swept.set(key, { cutoffUs, afterId: lastMaxId })
+    }
+    lastMaxId = maxId
+    return settled
+  }
+
+  const sweep = () => {
+    running ??= pass().finally(() => (running = undefined))
+    return running
+  }
+  const tick = () => {
+    if (stopped) return
+    sweep().catch(onError).finally(() => {
+      if (!stopped) timer = setTimeout(tick, everyMs).unref()
+    })
+  }
+  if (everyMs > 0) timer = setTimeout(tick, Math.min(everyMs, 1000)).unref()
+
+  return {
+    sweep,
+    async stop() {
+      stopped = true
+      clearTimeout(timer)
+      await running?.catch(() => {})
+    },
+  }
+}

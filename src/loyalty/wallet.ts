@@ -1,0 +1,104 @@
+// A customer's points as lots: the net of every ledger entry that shares one
+// availability date. Spending takes from the oldest lot first and writes its
+// entries on the dates it took from, and expiry writes its entries on the
+// lot's date too, so that what each lot still holds is a sum of the ledger,
+// and what is due to expire is a pure function of the ledger, the rule and
+// the time: settling twice appends nothing the second time.
+
+export const DAY_US = 86_400_000_000
+
+/** What a customer holds on one availability date. */
+export interface Lot {
+  available_us: number
+  /** The net of every entry on this date, expiry included. */
+  points: number
+  /** The net of the `expired` entries on this date (≤ 0 unless a correction restored more). */
+  expired: number
+}
+
+/** A change to one lot: an entry to append. */
+export interface LotEntry {
+  available_us: number
+  points: number
+}
+
+/** Adds an entry to the lots (in place), keeping them sorted by date. */
+export function addToLots(lots: Lot[], entry: LotEntry, expired = false): void {
+  let lot = lots.find((l) => l.available_us === entry.available_us)
+  if (!lot) {
+    lot = { available_us: entry.available_us, points: 0, expired: 0 }
+    lots.push(lot)
+    lots.sort((a, b) => a.available_us - b.available_us)
+  }
+  lot.points += entry.points
+  if (expired) lot.expired += entry.points
+}
+
+/** Points available at `nowUs`: every entry whose date has come. */
+export function availableAt(lots: readonly Lot[], nowUs: number): number {
+  return lots.reduce((sum, l) => (l.available_us <= nowUs ? sum + l.points : sum), 0)
+}
+
+/** Points not available yet. */
+export function pendingAt(lots: readonly Lot[], nowUs: number): number {
+  return lots.reduce((sum, l) => (l.available_us > nowUs ? sum + l.points : sum), 0)
+}
+
+const due = (lot: Lot, nowUs: number, expireAfterDays: number) =>
+  expireAfterDays > 0 && lot.available_us + expireAfterDays * DAY_US <= nowUs
+
+/**
+ * The `expired` entries that bring each available lot to what the rule says it has lost by
+ * `nowUs`. A lot's points before expiry are its entries but the expired ones, less any debt
+ * carried from older lots (a reversal of points already spent takes from the next lots). A due
+ * lot loses what it still has; a lot not due (the rule was relaxed) loses nothing. The target
+ * depends on no `expired` entry, so applying the result and asking again returns nothing.
+ */
+export function expiryCorrections(lots: readonly Lot[], nowUs: number, expireAfterDays: number): LotEntry[] {
+  const out: LotEntry[] = []
+  let carry = 0
+  for (const lot of lots) {
+    if (lot.available_us > nowUs) break
+    const before = lot.points - lot.expired + carry
+    const target = due(lot, nowUs, expireAfterDays) ? -Math.max(0, before) : 0
+    if (target !== lot.expired) out.push({ available_us: lot.available_us, points: target - lot.expired })
+    carry = Math.min(0, before + target)
+  }
+  return out
+}
+
+/**
+ * The entries that spend `points` from the oldest available lots first, or null when fewer are
+ * available. Expiry due by `nowUs` must be settled first.
+ */
+export function spend(lots: readonly Lot[], nowUs: number, points: number): LotEntry[] | null {
+  if (points <= 0 || availableAt(lots, nowUs) < points) return null
+  const out: LotEntry[] = []
+  let need = points
+  let carry = 0
+  for (const lot of lots) {
+    if (lot.available_us > nowUs || need === 0) break
+    const has = lot.points + carry
+    carry = Math.min(0, has)
+    if (has <= 0) continue
+    const take = Math.min(has, need)
+    out.push({ available_us: lot.available_us, points: -take })
+    need -= take
+  }
+  return need === 0 ? out : null
+}
+
+/** What will expire between `nowUs` and `untilUs`, by due date, if nothing is spent first. */
+export function expiringBetween(lots: readonly Lot[], nowUs: number, untilUs: number, expireAfterDays: number): { points: number; at_us: number }[] {
+  if (expireAfterDays <= 0) return []
+  const out: { points: number; at_us: number }[] = []
+  let carry = 0
+  for (const lot of lots) {
+    const atUs = lot.available_us + expireAfterDays * DAY_US
+    if (atUs > untilUs) break
+    const has = lot.points + carry
+    carry = Math.min(0, has)
+    if (has > 0 && atUs > nowUs) out.push({ points: has, at_us: atUs })
+  }
+  return out
+}
