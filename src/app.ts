@@ -5,43 +5,37 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { DestinationStream } from 'pino'
 import type { Config } from './config.ts'
 import type { Webhook } from './domain/webhook.ts'
-import { createAuthenticator, type Authenticator } from './http/auth.ts'
+import { createAuthenticator } from './http/auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
 import { installExpectContinue } from './http/expect-continue.ts'
 import { installHostCheck } from './http/host-header.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { installAllMethods } from './http/methods.ts'
-import { createMetrics, type Metrics } from './http/metrics.ts'
+import { createMetrics } from './http/metrics.ts'
+import { completeDocument } from './http/openapi.ts'
 import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { resourceRoutes } from './routes/resources.ts'
-import { FORMATS } from './schemas/common.ts'
+import { KEYWORDS } from './schemas/common.ts'
+import { problemResponses } from './schemas/problems.ts'
 import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
-import type { Backend, BatchWriter } from './store/dialect.ts'
+import type { Services } from './services.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
 
-export interface Services {
-  config: Config
-  backend: Backend
-  writer: GroupCommitWriter<Webhook, BatchResult>
-  /** Where the writer's batches commit; /readyz asks it whether it can. */
-  batchWriter: BatchWriter
-  auth: Authenticator
-  metrics: Metrics
+export type { Services } from './services.ts'
+
+interface KeywordHost {
+  addKeyword(definition: { keyword: string; type: 'string'; schemaType: 'boolean'; errors: false; validate: (schema: boolean, data: string) => boolean }): unknown
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    services: Services
+function addKeywords(ajv: KeywordHost) {
+  for (const [keyword, check] of Object.entries(KEYWORDS)) {
+    ajv.addKeyword({ keyword, type: 'string', schemaType: 'boolean', errors: false, validate: (on, data) => !on || check(data) })
   }
-}
-
-function addFormats(ajv: { addFormat(name: string, validate: (value: string) => boolean): unknown }) {
-  for (const [name, validate] of Object.entries(FORMATS)) ajv.addFormat(name, validate)
   return ajv
 }
 
@@ -109,7 +103,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     ajv: {
       customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, verbose: true },
-      plugins: [addFormats as never],
+      plugins: [addKeywords as never],
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
@@ -144,16 +138,43 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installAllMethods(app)
   await app.register(swagger, {
     openapi: {
-      openapi: '3.0.3',
-      info: { title: 'shop-intake', version: '3', description: 'Webhook intake for shop customer and order events' },
+      openapi: '3.1.0',
+      info: {
+        title: 'shop-intake',
+        version: '3',
+        description:
+          'Webhook intake for shop customer and order events, with a loyalty points ledger. Every answer but a 2xx is an ' +
+          'RFC 9457 problem (application/problem+json) whose `type` names the problem; the README lists them.',
+        license: { name: 'Proprietary', url: 'https://example.invalid/shop-intake/license' },
+      },
+      servers: [{ url: `http://${config.HOST}:${config.PORT}`, description: 'this service, as configured (HOST, PORT)' }],
+      tags: [
+        { name: 'webhooks', description: 'What shops send: customers and orders' },
+        { name: 'read', description: 'The current state of the shop\'s customers, orders and points' },
+        { name: 'operations', description: 'Health, readiness, metrics and this document' },
+      ],
       components: { securitySchemes: { basic: { type: 'http', scheme: 'basic', description: 'empty user name, the API key as the password' } } },
     },
+    convertConstToEnum: false,
+    transformObject: (documents) => completeDocument(('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as never) as never,
   })
   await app.register(async (scope) => hookRoutes(scope, services))
   await app.register(async (scope) => resourceRoutes(scope, services))
   await app.register(async (scope) => pointsRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  app.get(
+    '/openapi.json',
+    {
+      schema: {
+        tags: ['operations'], security: [], summary: 'This OpenAPI document', operationId: 'getOpenApiDocument',
+        response: {
+          200: { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
+          ...problemResponses(400, 408, 431, 503),
+        },
+      },
+    },
+    async () => app.swagger() as unknown as Record<string, unknown>,
+  )
 
   app.addHook('onClose', async () => {
     await writer.drain()

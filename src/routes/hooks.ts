@@ -3,23 +3,37 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
 import { arrivalClockUs } from '../domain/time.ts'
 import { changeFor, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
-import type { Services } from '../app.ts'
+import type { Services } from '../services.ts'
 import { ProblemError, sendProblem, unavailable } from '../http/problem.ts'
 import { MalformedBody } from '../http/json-body.ts'
 import { fieldErrors, firstErrors } from '../http/validation.ts'
 import { QueueFullError } from '../writer/group-commit.ts'
-import { Problem } from '../schemas/common.ts'
-import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
+import { problemResponses } from '../schemas/problems.ts'
+import { Accepted, CustomerBody, MAX_IDEMPOTENCY_KEY, OrderBody } from '../schemas/webhooks.ts'
 
-const HOOKS: { topic: Topic; path: string; body: typeof CustomerBody | typeof OrderBody; summary: string }[] = [
-  { topic: 'customer/hook_created', path: '/v3/hook/radix/vanilla/customer/hook_created', body: CustomerBody, summary: 'Create or update a customer' },
-  { topic: 'customer/hook_deleted', path: '/v3/hook/radix/vanilla/customer/hook_deleted', body: CustomerBody, summary: 'Delete a customer' },
-  { topic: 'order/hook_created', path: '/v3/hook/radix/vanilla/order/hook_created', body: OrderBody, summary: 'Create or update an order' },
+const HOOKS: { topic: Topic; path: string; body: typeof CustomerBody | typeof OrderBody; summary: string; operationId: string }[] = [
+  {
+    topic: 'customer/hook_created', path: '/v3/hook/radix/vanilla/customer/hook_created', body: CustomerBody,
+    summary: 'Create or update a customer', operationId: 'customerCreated',
+  },
+  {
+    topic: 'customer/hook_deleted', path: '/v3/hook/radix/vanilla/customer/hook_deleted', body: CustomerBody,
+    summary: 'Delete a customer', operationId: 'customerDeleted',
+  },
+  {
+    topic: 'order/hook_created', path: '/v3/hook/radix/vanilla/order/hook_created', body: OrderBody,
+    summary: 'Create or update an order', operationId: 'orderCreated',
+  },
 ]
+
+const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': { type: 'string', pattern: '^[0-9]+$', description: 'webhooks this key may send per second (RATE_LIMIT_RPS; absent when it is 0)' },
+  'X-RateLimit-Remaining': { type: 'string', pattern: '^[0-9]+$', description: 'webhooks left in the current second' },
+  'X-RateLimit-Reset': { type: 'string', pattern: '^[0-9]+$', description: 'seconds until the count starts again' },
+}
 
 /** Request headers kept with each event, for inspection and replay. */
 const KEPT_HEADERS = ['content-type', 'user-agent', 'idempotency-key', 'webhook-id', 'webhook-timestamp', 'x-request-id']
-const MAX_IDEMPOTENCY_KEY = 255
 
 function keptHeaders(request: FastifyRequest): string {
   const kept: Record<string, string> = {}
@@ -93,10 +107,18 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
         config: perKeyRateLimit(config.RATE_LIMIT_RPS),
         schema: {
           summary: hook.summary,
+          operationId: hook.operationId,
           tags: ['webhooks'],
           security: [{ basic: [] }],
           body: hook.body,
-          response: { 200: Accepted, '4xx': Problem, '5xx': Problem },
+          response: {
+            200: {
+              description: 'Stored: applied, an exact redelivery (duplicate), or older than what is stored (stale)',
+              headers: RATE_LIMIT_HEADERS,
+              content: { 'application/json': { schema: Accepted } },
+            },
+            ...problemResponses(400, 401, 408, 413, 415, 417, 422, 429, 431, 503),
+          },
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
