@@ -11,8 +11,9 @@ import { installExpectContinue } from './http/expect-continue.ts'
 import { installHostCheck } from './http/host-header.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { installAllMethods } from './http/methods.ts'
-import { createMetrics } from './http/metrics.ts'
+import { createMetrics, statusClass } from './http/metrics.ts'
 import { completeDocument } from './http/openapi.ts'
+import { installRequestIdEcho, requestId } from './http/request-id.ts'
 import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
@@ -22,8 +23,9 @@ import { KEYWORDS } from './schemas/common.ts'
 import { problemResponses } from './schemas/problems.ts'
 import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
-import { migrate, openBackend } from './store/database.ts'
+import { backendOptions, migrate, openBackend } from './store/database.ts'
 import type { Services } from './services.ts'
+import type { BatchWriter } from './store/dialect.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
 
 export type { Services } from './services.ts'
@@ -44,13 +46,29 @@ export interface BuildOptions {
   logStream?: DestinationStream
 }
 
+/** How often a key's last use is written: often enough for keys list, rare enough to cost nothing. */
+const TOUCH_EVERY_MS = 10_000
+
+/** Records each key's last use (any request, reads included), at most once per TOUCH_EVERY_MS; never delays the request. */
+function keyUseRecorder(batchWriter: BatchWriter) {
+  const touched = new Map<number, number>()
+  return ({ keyId }: { keyId: number }) => {
+    const now = Date.now()
+    if (now - (touched.get(keyId) ?? 0) < TOUCH_EVERY_MS) return
+    if (touched.size > 100_000) touched.clear()
+    touched.set(keyId, now)
+    // A failure only leaves last used older: the database's trouble shows in the requests themselves.
+    batchWriter.touchKeys([keyId], new Date(now).toISOString()).catch(() => touched.delete(keyId))
+  }
+}
+
 /**
  * The whole service as a Fastify instance that has not started listening:
  * the server, the CLI and every test build it here, with the same options.
  * Opens the database and applies pending migrations.
  */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
-  const backend = openBackend(config.DATABASE_URL, { connectTimeoutMs: config.DB_TIMEOUT_MS, queryTimeoutMs: config.DB_TIMEOUT_MS })
+  const backend = openBackend(config.DATABASE_URL, backendOptions(config))
   try {
     await migrate(backend)
   } catch (err) {
@@ -58,12 +76,24 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     throw err
   }
   const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
-  const metrics = createMetrics(() => bodyBudget.inFlight)
+  const metrics = createMetrics({
+    bodyBytesInFlight: () => bodyBudget.inFlight,
+    queueDepth: () => writer.queued,
+    ...(backend.poolStats ? { pool: () => backend.poolStats!() } : {}),
+  })
   const batchWriter = backend.openWriter()
-  const writer = new GroupCommitWriter<Webhook, BatchResult>({
-    apply: (batch) => {
+  const writer: GroupCommitWriter<Webhook, BatchResult> = new GroupCommitWriter<Webhook, BatchResult>({
+    apply: async (batch) => {
       metrics.batchSize.observe(batch.length)
-      return batchWriter.apply(batch)
+      const end = metrics.commitDuration.startTimer()
+      try {
+        const results = await batchWriter.apply(batch)
+        end({ result: 'committed' })
+        return results
+      } catch (err) {
+        end({ result: 'failed' })
+        throw err
+      }
     },
     maxBatch: config.WRITER_MAX_BATCH,
     maxQueue: config.WRITER_MAX_QUEUE,
@@ -72,7 +102,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     isUnavailable,
     cooldownMs: 1000,
   })
-  const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
+  const auth = createAuthenticator(
+    backend.db,
+    config.KEY_CACHE_SECONDS,
+    (reason) => metrics.unauthenticated.inc({ reason }),
+    keyUseRecorder(batchWriter),
+  )
   const services: Services = { config, backend, writer, batchWriter, auth, metrics }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
@@ -85,11 +120,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Access lines cost as much as the webhook itself at full load; LOG_LEVEL=debug turns them on.
     logController: new LogController({ disableRequestLogging: !verbose }),
     bodyLimit: config.BODY_LIMIT,
+    genReqId: requestId,
+    requestIdHeader: false,
     // Slow clients (slowloris) cannot hold a connection: headers and whole requests have deadlines.
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     // requireHostHeader off: a missing Host gets a problem from installHostCheck, not Node's empty 400.
     http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000, requireHostHeader: false },
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler((status, type) => metrics.problems.inc({ status: String(status), type })),
     // Requests that arrive while shutting down get our own 503 below, with Retry-After.
     return503OnClosing: false,
     // Errors Fastify meets before routing (an undecodable URL, say) are problems too.
@@ -109,6 +146,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   app.server.maxConnections = config.MAX_CONNECTIONS
   app.decorate('services', services)
+  installRequestIdEcho(app)
   installJsonBody(app, config.BODY_LIMIT)
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
   await app.register(rateLimit, { global: false })
@@ -124,6 +162,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Fastify calls this when the connection closes before the request was fully received.
   app.addHook('onRequestAbort', async (_request) => {
     metrics.clientAborts.inc()
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url
+    metrics.requestDuration.observe(
+      { route: route === undefined || route === '*' || request.is404 ? 'unmatched' : route, status_class: statusClass(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    )
   })
   let closing = false
   app.addHook('preClose', async () => {

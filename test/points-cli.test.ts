@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { after, before, test } from 'node:test'
+import { ConfigSchema } from '../src/config.ts'
 import { issueKey } from '../src/keys/issue-key.ts'
 import { DEFAULT_RULE } from '../src/loyalty/rule.ts'
 import { readRule, writeRule } from '../src/store/points-repo.ts'
@@ -20,8 +21,9 @@ interface Run {
 }
 
 function cli(args: string[], databaseUrl: string): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl }
-  for (const name of ['NODE_TEST_CONTEXT', 'LOG_LEVEL']) delete env[name]
+  const env: NodeJS.ProcessEnv = { ...process.env }
+  for (const name of ['NODE_TEST_CONTEXT', ...Object.keys(ConfigSchema.properties)]) delete env[name]
+  env.DATABASE_URL = databaseUrl
   const child = spawn(process.execPath, ['bin/shop-intake.js', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''

@@ -1,15 +1,18 @@
+import { createRequire } from 'node:module'
 import { Command, CommanderError } from 'commander'
 import { loadConfig } from '../config.ts'
 import { startServer } from '../server.ts'
 import { keysCommand } from './keys.ts'
 import { pointsCommand } from './points.ts'
 import { rulesCommand } from './rules.ts'
+import { sendCommand } from './send.ts'
 import { withBackend } from './backend.ts'
 import { migrate } from '../store/database.ts'
 
 const program = new Command()
   .name('shop-intake')
   .description('Webhook intake for shop customer and order events, with a loyalty points ledger.')
+  .version((createRequire(import.meta.url)('../../package.json') as { version: string }).version)
   .exitOverride()
 
 program
@@ -35,6 +38,7 @@ program
 program.addCommand(keysCommand())
 program.addCommand(rulesCommand())
 program.addCommand(pointsCommand())
+program.addCommand(sendCommand())
 
 try {
   await program.parseAsync(process.argv)

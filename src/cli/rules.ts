@@ -1,25 +1,45 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { normalizeRule, parseStoredRule, type Rule } from '../loyalty/rule.ts'
+import { normalizeRule, parseStoredRule, RuleSchema, type Rule } from '../loyalty/rule.ts'
 import { findShop } from '../store/keys-repo.ts'
 import { readRule, writeRule } from '../store/points-repo.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
 
+// The ranges come from the rule's schema, so the messages say what it accepts.
+const bounds = (schema: unknown) => schema as { minimum: number; maximum: number }
+const RATE = bounds(RuleSchema.properties.points_per_unit)
+const DAYS = bounds(RuleSchema.properties.pending_days)
+const RATE_RANGE = `from ${RATE.minimum} to ${RATE.maximum}, with at most 4 decimals`
+const DAYS_RANGE = `from ${DAYS.minimum} to ${DAYS.maximum}`
+
+function rate(text: string): number | undefined {
+  if (!/^\d+(\.\d{1,4})?$/.test(text)) return undefined
+  const value = Number(text)
+  return value <= RATE.maximum ? value : undefined
+}
+
 function number(value: string): number {
-  if (!/^\d+(\.\d{1,4})?$/.test(value)) throw new InvalidArgumentError('a number with at most 4 decimals, such as 1 or 1.5')
-  return Number(value)
+  const n = rate(value)
+  if (n === undefined) throw new InvalidArgumentError(`a number ${RATE_RANGE}, such as 1 or 1.5`)
+  return n
 }
 
 function days(value: string): number {
-  if (!/^\d{1,4}$/.test(value)) throw new InvalidArgumentError('a whole number of days')
+  if (!/^\d{1,4}$/.test(value) || Number(value) > DAYS.maximum) {
+    throw new InvalidArgumentError(`a whole number of days ${DAYS_RANGE}`)
+  }
   return Number(value)
 }
 
 function currencyRate(value: string, previous: Record<string, number> = {}): Record<string, number> {
-  const m = /^([A-Z]{3})=(\d+(?:\.\d{1,4})?)$/.exec(value)
-  if (!m) throw new InvalidArgumentError('CUR=RATE, such as EUR=1 or JPY=0')
-  return { ...previous, [m[1]!]: Number(m[2]) }
+  const m = /^([A-Z]{3})=(.*)$/.exec(value)
+  const n = m ? rate(m[2]!) : undefined
+  if (!m || n === undefined) throw new InvalidArgumentError(`CUR=RATE, a three-letter currency code and a rate ${RATE_RANGE}, such as EUR=1 or JPY=0`)
+  return { ...previous, [m[1]!]: n }
 }
+
+/** The options of `rules set` that change the rule (all but --shop). */
+const CHANGES = ['pointsPerUnit', 'includeShipping', 'includeTax', 'excludeGiftcard', 'currencyRate', 'clearCurrencyRates', 'earnOn', 'pendingDays']
 
 async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
   const shop = await findShop(db, name)
@@ -35,6 +55,7 @@ export function rulesCommand(): Command {
   const rules = new Command('rules').description('show or change a shop\'s points rule')
   rules
     .command('show')
+    .description('print the shop\'s points rule and its version, as JSON')
     .requiredOption('--shop <name>', 'the shop', shopName)
     .action((options: { shop: string }) =>
       withBackend(async ({ db }) => {
@@ -61,6 +82,9 @@ export function rulesCommand(): Command {
     .action((options: Record<string, unknown> & { shop: string }) =>
       withBackend(async ({ db }) => {
         const shop = await shopOrFail(db, options.shop)
+        // Commander sets the defaults of --no-… options; only options given on the command line count.
+        const given = CHANGES.filter((name) => rules.commands.find((c) => c.name() === 'set')!.getOptionValueSource(name) === 'cli')
+        if (given.length === 0) throw new Error('nothing changed: give at least one option to change (rules set --help lists them)')
         const current = parseStoredRule((await readRule(db, shop.id)).rule)
         const next: Rule = normalizeRule({
           ...current,

@@ -56,11 +56,30 @@ const header = (name: string, schema: TSchema): Json => {
 
 const WEBHOOK_PATH = /^\/v3\/hook\//
 
+/**
+ * A route declares a header the answer always carries with `required: true` beside its type;
+ * @fastify/swagger copies it into the header's schema, where OpenAPI puts it on the header.
+ */
+function requiredHeaders(responses: JsonObject): void {
+  for (const response of Object.values(responses)) {
+    if (!isObject(response) || !isObject(response.headers)) continue
+    for (const header of Object.values(response.headers)) {
+      if (!isObject(header) || !isObject(header.schema) || header.schema.required !== true) continue
+      const { required: _, ...schema } = header.schema
+      header.schema = schema
+      header.required = true
+    }
+  }
+}
+
 export function completeDocument(document: JsonObject): JsonObject {
   const { schemas, names } = components()
   const paths = nameSubtrees(document.paths ?? {}, names, true) as JsonObject
   for (const [path, item] of Object.entries(paths)) {
     if (!isObject(item)) continue
+    for (const operation of Object.values(item)) {
+      if (isObject(operation) && isObject(operation.responses)) requiredHeaders(operation.responses)
+    }
     if (WEBHOOK_PATH.test(path) && isObject(item.post)) {
       const params = Array.isArray(item.post.parameters) ? item.post.parameters : []
       item.post.parameters = [

@@ -67,7 +67,7 @@ function customerIdOf(topic: Topic, body: Record<string, unknown>): number | nul
 }
 
 /** The per-key limit, counted after authentication so that it is keyed by the key, not the address. */
-function perKeyRateLimit(perSecond: number) {
+function perKeyRateLimit(perSecond: number, onLimited: (request: FastifyRequest) => void) {
   if (perSecond === 0) return {}
   return {
     rateLimit: {
@@ -75,11 +75,13 @@ function perKeyRateLimit(perSecond: number) {
       timeWindow: 1000,
       hook: 'preHandler' as const,
       keyGenerator: (request: FastifyRequest) => request.principal.keyId,
-      errorResponseBuilder: (_request: FastifyRequest, context: { ttl: number }) =>
-        new ProblemError(
+      errorResponseBuilder: (request: FastifyRequest, context: { ttl: number }) => {
+        onLimited(request)
+        return new ProblemError(
           { status: 429, type: 'rate-limited', title: 'Too Many Requests', detail: `this key may send ${perSecond} webhooks per second; retry after the delay in Retry-After` },
           { 'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))) },
-        ),
+        )
+      },
     },
   }
 }
@@ -90,6 +92,34 @@ function methodNotAllowed(request: FastifyRequest, reply: FastifyReply) {
     { status: 405, type: 'method-not-allowed', title: 'Method Not Allowed', detail: `${request.method} is not allowed here; webhooks are sent with POST` },
     { allow: 'POST' },
   )
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** What the webhook became, for its log line. */
+    webhook?: { eventId: string; resourceId: number | null; outcome: string }
+  }
+}
+
+/** The webhook's one log line at info, written once it is answered, whatever the answer. */
+function logWebhook(topic: Topic) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const problem = reply.problem
+    request.log.info(
+      {
+        shop: (request.principal as typeof request.principal | undefined)?.shopId ?? null,
+        topic,
+        resource_id: request.webhook?.resourceId ?? null,
+        event_id: request.webhook?.eventId ?? null,
+        outcome: request.webhook?.outcome ?? 'refused',
+        status: reply.statusCode,
+        duration_ms: Math.round(reply.elapsedTime * 1000) / 1000,
+        ...(problem && reply.statusCode < 500 ? { problem_type: problem.type } : {}),
+        ...(problem?.pointers ? { error_pointers: problem.pointers } : {}),
+      },
+      'webhook',
+    )
+  }
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -103,8 +133,9 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
       hook.path,
       {
         onRequest: auth.hook,
+        onResponse: logWebhook(hook.topic),
         attachValidation: true,
-        config: perKeyRateLimit(config.RATE_LIMIT_RPS),
+        config: perKeyRateLimit(config.RATE_LIMIT_RPS, (request) => metrics.rateLimited.inc({ shop: String(request.principal.shopId) })),
         schema: {
           summary: hook.summary,
           operationId: hook.operationId,
@@ -162,7 +193,8 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
           metrics.unavailable.inc({ reason: err instanceof QueueFullError ? 'queue-full' : 'database' })
           throw err
         }
-        metrics.webhooks.inc({ topic: hook.topic, status: outcome.status })
+        metrics.webhooks.inc({ shop: String(webhook.shopId), topic: hook.topic, outcome: outcome.status })
+        request.webhook = { eventId: outcome.status === 'failed' ? webhook.eventId : outcome.eventId, resourceId, outcome: outcome.status }
         if (outcome.status === 'failed') {
           request.log.error({ err: outcome.error, event_id: webhook.eventId }, 'webhook could not be stored')
           const problem = unavailable(config.RETRY_AFTER_SECONDS, 'the webhook could not be stored; retry after the delay in Retry-After')

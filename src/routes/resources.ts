@@ -46,7 +46,7 @@ export function orderView(o: OrderRecord) {
 export function readAnswer(description: string, schema: object) {
   return {
     description,
-    headers: { 'Cache-Control': { type: 'string', const: 'no-store', description: 'the answer carries personal data: no cache keeps it' } },
+    headers: { 'Cache-Control': { type: 'string', const: 'no-store', required: true, description: 'the answer carries personal data: no cache keeps it' } },
     content: { 'application/json': { schema } },
   }
 }

@@ -95,12 +95,12 @@ export const NAMED_PROBLEMS = Object.fromEntries(
 
 const seconds = { type: 'string', pattern: '^[1-9][0-9]*$' }
 
-/** Response headers of the problems that carry one. */
+/** Response headers of the problems that carry one (`required`: always; see src/http/openapi.ts). */
 const PROBLEM_HEADERS: Partial<Record<ProblemStatus, Record<string, object>>> = {
-  401: { 'WWW-Authenticate': { type: 'string', const: 'Basic realm="shop-intake"', description: 'how to authenticate' } },
-  405: { Allow: { type: 'string', const: 'POST', description: 'the one method a webhook path takes' } },
-  429: { 'Retry-After': { ...seconds, description: 'seconds to wait before retrying' } },
-  503: { 'Retry-After': { ...seconds, description: 'seconds to wait before retrying (RETRY_AFTER_SECONDS)' } },
+  401: { 'WWW-Authenticate': { type: 'string', const: 'Basic realm="shop-intake"', required: true, description: 'how to authenticate' } },
+  405: { Allow: { type: 'string', const: 'POST', required: true, description: 'the one method a webhook path takes' } },
+  429: { 'Retry-After': { ...seconds, required: true, description: 'seconds to wait before retrying' } },
+  503: { 'Retry-After': { ...seconds, required: true, description: 'seconds to wait before retrying (RETRY_AFTER_SECONDS)' } },
 }
 
 /**

@@ -10,6 +10,11 @@ import { writePathV2 } from './migrations/0004-write-path-v2.ts'
 export class DatabaseUrlError extends Error {}
 
 /** Opens `sqlite:PATH` or `postgres://…`. */
+/** The database options of the configuration, for the server and the CLI alike. */
+export function backendOptions(config: { DB_TIMEOUT_MS: number; DB_POOL_SIZE: number }): PostgresOptions {
+  return { connectTimeoutMs: config.DB_TIMEOUT_MS, queryTimeoutMs: config.DB_TIMEOUT_MS, poolSize: config.DB_POOL_SIZE }
+}
+
 export function openBackend(url: string, options: PostgresOptions = { connectTimeoutMs: 2000, queryTimeoutMs: 5000 }): Backend {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length)

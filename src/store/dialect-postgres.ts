@@ -2,6 +2,7 @@ import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely'
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import type { Backend, RowsOf, Session } from './dialect.ts'
+import { touchKeysQuery } from './keys-repo.ts'
 import { isUnavailable } from './unavailable.ts'
 import { batchApplier } from './apply-batch.ts'
 import type { Tables } from './tables.ts'
@@ -14,6 +15,8 @@ export interface PostgresOptions {
   connectTimeoutMs: number
   /** How long one statement may run before the batch fails with a 503. */
   queryTimeoutMs: number
+  /** Most connections of the pool (DB_POOL_SIZE). */
+  poolSize?: number
 }
 
 function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
@@ -80,7 +83,7 @@ export function lockNumber(key: string): string {
 export function openPostgres(url: string, options: PostgresOptions): Backend {
   const pool = new pg.Pool({
     connectionString: url,
-    max: 10,
+    max: options.poolSize ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs,
     // The server cancels a stuck statement first, so its transaction rolls back and frees its
     // locks; the client's own deadline only catches a network that has gone silent.
@@ -126,7 +129,13 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     openWriter() {
       // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
       const apply = batchApplier(this)
-      return { apply, close: async () => {} }
+      return {
+        apply,
+        touchKeys: async (keyIds, at) => {
+          await db.executeQuery(touchKeysQuery(db, keyIds, at))
+        },
+        close: async () => {},
+      }
     },
     async transaction(work) {
       const client = await pool.connect()
@@ -155,6 +164,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     async ping() {
       await pool.query('SELECT 1')
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.poolSize ?? 10 }),
     async close() {
       await db.destroy()
     },

@@ -26,6 +26,8 @@ export interface BatchWriter {
    * Absent when the writer is ready whenever the database answers (PostgreSQL).
    */
   ping?(): Promise<void>
+  /** Records that these keys were used at `at` (ISO 8601), for keys list; on SQLite, on the writer's connection. */
+  touchKeys(keyIds: readonly number[], at: string): Promise<void>
   close(): Promise<void>
 }
 
@@ -57,6 +59,8 @@ export interface Backend {
   openWriter(): BatchWriter
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>
+  /** PostgreSQL: the connection pool's use now (SQLite has no pool). */
+  poolStats?(): { total: number; idle: number; waiting: number; max: number }
   close(): Promise<void>
 }
 

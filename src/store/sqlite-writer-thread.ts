@@ -2,12 +2,17 @@ import { parentPort, workerData } from 'node:worker_threads'
 import type { Webhook } from '../domain/webhook.ts'
 import { batchApplier } from './apply-batch.ts'
 import { openSqlite } from './dialect-sqlite.ts'
+import { touchKeysQuery } from './keys-repo.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync
 // (synchronous=FULL) blocks this thread, never the event loop that parses
 // the next batch's requests.
 
-type Message = { id: number; batch: Webhook[] } | { id: number; ping: true } | { close: true }
+type Message =
+  | { id: number; batch: Webhook[] }
+  | { id: number; ping: true }
+  | { id: number; touch: { keyIds: number[]; at: string } }
+  | { close: true }
 
 const backend = openSqlite(workerData.path as string)
 const apply = batchApplier(backend)
@@ -20,6 +25,16 @@ parentPort!.on('message', async (message: Message) => {
   }
   if ('ping' in message) {
     parentPort!.postMessage({ id: message.id })
+    return
+  }
+  if ('touch' in message) {
+    try {
+      const { keyIds, at } = message.touch
+      await backend.transaction(async (s) => s.run(touchKeysQuery(backend.db, keyIds, at)))
+      parentPort!.postMessage({ id: message.id, results: [] })
+    } catch (err) {
+      parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    }
     return
   }
   try {

@@ -52,7 +52,7 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
   worker.on('error', fail)
   worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
 
-  const send = (message: { batch: Webhook[] } | { ping: true }) =>
+  const send = (message: { batch: Webhook[] } | { ping: true } | { touch: { keyIds: readonly number[]; at: string } }) =>
     new Promise<BatchResult[]>((resolve, reject) => {
       if (failure) return reject(failure)
       const id = nextId++
@@ -63,6 +63,9 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
   return {
     thread: worker,
     apply: (batch) => send({ batch }),
+    touchKeys: async (keyIds, at) => {
+      await send({ touch: { keyIds, at } })
+    },
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {
       if (failure) throw failure
