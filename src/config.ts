@@ -13,6 +13,8 @@ export const ConfigSchema = Type.Object({
     pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
     description: 'sqlite:PATH or postgres://…',
   }),
+  /** PostgreSQL: the schema of the service's tables, created by the first migration (a URL whose options set search_path wins). */
+  DATABASE_SCHEMA: Type.String({ default: 'shop_intake', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'a schema name of lowercase letters, digits and underscores, such as shop_intake' }),
   PORT: Type.Integer({ ...Port, default: 8080 }),
   HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {

@@ -17,6 +17,14 @@ export interface PostgresOptions {
   queryTimeoutMs: number
   /** Most connections of the pool (DB_POOL_SIZE). */
   poolSize?: number
+  /** The schema of the service's tables (DATABASE_SCHEMA), unless the URL's `options` set a search_path. */
+  schema?: string
+}
+
+/** The schema a URL's `options=-c search_path=…` names, if it names one. */
+export function searchPathOf(url: string): string | undefined {
+  const options = new URL(url).searchParams.get('options') ?? ''
+  return /(?:^|\s)-c\s*search_path=([A-Za-z_][A-Za-z0-9_]*)/.exec(options)?.[1]
 }
 
 function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
@@ -94,8 +102,13 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
   // (by a batch or by Kysely) on the client itself. Either way the failing query already rejects,
   // and the pool replaces the client; without these listeners the process would crash.
   pool.on('error', () => {})
+  // The tables live in their own schema, so they never meet other tables of the database.
+  const fromUrl = searchPathOf(url)
+  const schema = fromUrl ?? options.schema ?? 'shop_intake'
   pool.on('connect', (client) => {
     client.on('error', () => {})
+    // Queued before any query of whoever checked the client out.
+    if (!fromUrl) client.query(`SET search_path TO "${schema}"`).catch(() => {})
     // Every statement is prepared once and looks rows up by key: the generic plan (an index lookup
     // per key) is right whatever the statistics say, and spares planning each execution. Custom
     // plans from stale statistics on a young table took a whole shop's index range per lookup.
@@ -105,6 +118,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
 
   return {
     kind: 'postgres',
+    schema,
     db,
     types: {
       serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(),

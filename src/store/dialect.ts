@@ -34,6 +34,8 @@ export interface BatchWriter {
 /** What differs between the databases, kept in one file per dialect. */
 export interface Backend {
   readonly kind: 'sqlite' | 'postgres'
+  /** PostgreSQL: the schema the tables live in. */
+  readonly schema: string
   /** For reads, migrations and the CLI. */
   readonly db: Kysely<Tables>
   readonly types: DialectTypes
