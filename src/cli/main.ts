@@ -1,13 +1,13 @@
 import { createRequire } from 'node:module'
 import { Command, CommanderError } from 'commander'
-import { loadConfig } from '../config.ts'
-import { startServer } from '../server.ts'
 import { keysCommand } from './keys.ts'
 import { pointsCommand } from './points.ts'
 import { rulesCommand } from './rules.ts'
 import { sendCommand } from './send.ts'
 import { withBackend } from './backend.ts'
-import { migrate } from '../store/database.ts'
+
+// The server and the database drivers are imported when a command needs them, so that --help,
+// --version and a bad argument answer at once.
 
 const program = new Command()
   .name('shop-intake')
@@ -19,6 +19,7 @@ program
   .command('serve')
   .description('apply pending migrations, then serve HTTP (DATABASE_URL, PORT, HOST; see README)')
   .action(async () => {
+    const [{ loadConfig }, { startServer }] = await Promise.all([import('../config.ts'), import('../server.ts')])
     await startServer(loadConfig())
   })
 
@@ -28,6 +29,7 @@ program
   .action(() =>
     withBackend(
       async (backend) => {
+        const { migrate } = await import('../store/database.ts')
         const applied = await migrate(backend)
         console.log(applied.length ? `applied ${applied.join(', ')}` : 'the database is up to date')
       },

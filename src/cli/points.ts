@@ -1,6 +1,4 @@
-import cliProgress from 'cli-progress'
 import { Command } from 'commander'
-import { rebuildPoints } from '../loyalty/rebuild.ts'
 import { findShop } from '../store/keys-repo.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
@@ -13,6 +11,7 @@ export function pointsCommand(): Command {
     .option('--shop <name>', 'only this shop', shopName)
     .action((options: { shop?: string }) =>
       withBackend(async (backend) => {
+        const [{ default: cliProgress }, { rebuildPoints }] = await Promise.all([import('cli-progress'), import('../loyalty/rebuild.ts')])
         let shopIds: number[]
         if (options.shop !== undefined) {
           const shop = await findShop(backend.db, options.shop)

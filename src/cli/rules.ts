@@ -1,14 +1,13 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { normalizeRule, parseStoredRule, RuleSchema, type Rule } from '../loyalty/rule.ts'
+import type { Rule } from '../loyalty/rule.ts'
+import { PENDING_DAYS_MAX, PENDING_DAYS_MIN, RATE_MAX, RATE_MIN } from '../loyalty/rule-limits.ts'
 import { findShop } from '../store/keys-repo.ts'
-import { readRule, writeRule } from '../store/points-repo.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
 
-// The ranges come from the rule's schema, so the messages say what it accepts.
-const bounds = (schema: unknown) => schema as { minimum: number; maximum: number }
-const RATE = bounds(RuleSchema.properties.points_per_unit)
-const DAYS = bounds(RuleSchema.properties.pending_days)
+// The ranges are the rule schema's, so the messages say what it accepts.
+const RATE = { minimum: RATE_MIN, maximum: RATE_MAX }
+const DAYS = { minimum: PENDING_DAYS_MIN, maximum: PENDING_DAYS_MAX }
 const RATE_RANGE = `from ${RATE.minimum} to ${RATE.maximum}, with at most 4 decimals`
 const DAYS_RANGE = `from ${DAYS.minimum} to ${DAYS.maximum}`
 
@@ -59,6 +58,7 @@ export function rulesCommand(): Command {
     .requiredOption('--shop <name>', 'the shop', shopName)
     .action((options: { shop: string }) =>
       withBackend(async ({ db }) => {
+        const [{ parseStoredRule }, { readRule }] = await Promise.all([import('../loyalty/rule.ts'), import('../store/points-repo.ts')])
         const shop = await shopOrFail(db, options.shop)
         const stored = await readRule(db, shop.id)
         print(options.shop, stored.rule_version, parseStoredRule(stored.rule))
@@ -85,6 +85,7 @@ export function rulesCommand(): Command {
         // Commander sets the defaults of --no-… options; only options given on the command line count.
         const given = CHANGES.filter((name) => rules.commands.find((c) => c.name() === 'set')!.getOptionValueSource(name) === 'cli')
         if (given.length === 0) throw new Error('nothing changed: give at least one option to change (rules set --help lists them)')
+        const [{ normalizeRule, parseStoredRule }, { readRule, writeRule }] = await Promise.all([import('../loyalty/rule.ts'), import('../store/points-repo.ts')])
         const current = parseStoredRule((await readRule(db, shop.id)).rule)
         const next: Rule = normalizeRule({
           ...current,

@@ -28,7 +28,9 @@ export interface SqliteBatchWriter extends BatchWriter {
 
 /** Applies batches on a writer thread with its own connection to the SQLite file. */
 export function startSqliteWriter(path: string): SqliteBatchWriter {
-  const worker = new Worker(new URL('./sqlite-writer-entry.js', import.meta.url), { workerData: { path } })
+  // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry registers tsx first.
+  const entry = import.meta.url.endsWith('.ts') ? './sqlite-writer-entry.js' : './sqlite-writer-thread.js'
+  const worker = new Worker(new URL(entry, import.meta.url), { workerData: { path } })
   const pending = new Map<number, { resolve: (r: BatchResult[]) => void; reject: (e: Error) => void }>()
   let nextId = 0
   let ready = false
