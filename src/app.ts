@@ -135,7 +135,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Fastify's own formatter writes every error into one message; a body of half a million bad
     // items made that a string of megabytes nobody reads. The same text, for the first ten.
     schemaErrorFormatter: (errors, dataVar) => {
-      const shown = errors.slice(0, 10).map((e) => `${dataVar}${e.instancePath || ''} ${e.message}`)
+      // A field's description completes "must be …" (src/schemas/common.ts): it says the rule in words.
+      const said = (e: (typeof errors)[number]) => {
+        const description = (e as { parentSchema?: { description?: string } }).parentSchema?.description
+        return e.keyword !== 'required' && description ? `must be ${description}` : e.message
+      }
+      const shown = errors.slice(0, 10).map((e) => `${dataVar}${e.instancePath || ''} ${said(e)}`)
       return new Error(shown.join(', ') + (errors.length > 10 ? `, and ${errors.length - 10} more` : ''))
     },
     ajv: {
