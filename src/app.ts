@@ -5,13 +5,15 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { DestinationStream } from 'pino'
 import type { Config } from './config.ts'
 import { isCommand, type BatchItem } from './batch/commands.ts'
-import { createAuthenticator, type Authenticator } from './http/auth.ts'
+import { createAuthenticator } from './http/auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
 import { installExpectContinue } from './http/expect-continue.ts'
 import { installHostCheck } from './http/host-header.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { installAllMethods } from './http/methods.ts'
-import { createMetrics, type Metrics, type StorageSample } from './http/metrics.ts'
+import { createMetrics, statusClass, type StorageSample } from './http/metrics.ts'
+import { completeDocument } from './http/openapi.ts'
+import { installRequestIdEcho, requestId } from './http/request-id.ts'
 import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
 import { AJV_SETTINGS } from './http/validation.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -19,39 +21,18 @@ import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { redemptionRoutes } from './routes/redemptions.ts'
 import { resourceRoutes } from './routes/resources.ts'
+import { problemResponses } from './schemas/problems.ts'
 import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
-import { migrate, openBackend } from './store/database.ts'
-import type { Backend, BatchWriter } from './store/dialect.ts'
+import { backendOptions, migrate, openBackend } from './store/database.ts'
+import type { Services } from './services.ts'
+import type { BatchWriter } from './store/dialect.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
 import { startPruner } from './writer/pruner.ts'
 import { oldestEventUs } from './store/prune.ts'
-import { startExpirySweeper, type ExpirySweeper } from './loyalty/expiry-sweeper.ts'
+import { startExpirySweeper } from './loyalty/expiry-sweeper.ts'
 
-export interface Services {
-  config: Config
-  backend: Backend
-  writer: GroupCommitWriter<BatchItem, BatchResult>
-  /** Where the writer's batches commit; /readyz asks it whether it can. */
-  batchWriter: BatchWriter
-  auth: Authenticator
-  metrics: Metrics
-  /**
-   * What webhooks read and parsed hold until their commit, beyond their raw bytes (which the body
-   * budget counts): BODY_BYTES_IN_FLIGHT again, apart, so that bodies being read never starve it.
-   */
-  parsedBudget: BodyBudget
-  /** The time in epoch milliseconds, when a test sets it (BuildOptions.clock); else the system clock. */
-  clock?: () => number
-  /** Writes expiry as it falls due. */
-  sweeper: ExpirySweeper
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    services: Services
-  }
-}
+export type { Services } from './services.ts'
 
 export interface BuildOptions {
   /** Where logs go (default stdout); tests pass a stream to read them. */
@@ -65,13 +46,29 @@ export interface BuildOptions {
   sweepEveryMs?: number
 }
 
+/** How often a key's last use is written: often enough for keys list, rare enough to cost nothing. */
+const TOUCH_EVERY_MS = 10_000
+
+/** Records each key's last use (any request, reads included), at most once per TOUCH_EVERY_MS; never delays the request. */
+function keyUseRecorder(batchWriter: BatchWriter) {
+  const touched = new Map<number, number>()
+  return ({ keyId }: { keyId: number }) => {
+    const now = Date.now()
+    if (now - (touched.get(keyId) ?? 0) < TOUCH_EVERY_MS) return
+    if (touched.size > 100_000) touched.clear()
+    touched.set(keyId, now)
+    // A failure only leaves last used older: the database's trouble shows in the requests themselves.
+    batchWriter.touchKeys([keyId], new Date(now).toISOString()).catch(() => touched.delete(keyId))
+  }
+}
+
 /**
  * The whole service as a Fastify instance that has not started listening:
  * the server, the CLI and every test build it here, with the same options.
  * Opens the database and applies pending migrations.
  */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
-  const backend = openBackend(config.DATABASE_URL, { connectTimeoutMs: config.DB_TIMEOUT_MS, queryTimeoutMs: config.DB_TIMEOUT_MS })
+  const backend = openBackend(config.DATABASE_URL, backendOptions(config))
   try {
     await migrate(backend)
   } catch (err) {
@@ -81,13 +78,26 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
   const parsedBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
   let storage: StorageSample = { bytes: 0, oldestEventUs: null }
-  const metrics = createMetrics(() => bodyBudget.inFlight + parsedBudget.inFlight, () => storage)
+  const metrics = createMetrics({
+    bodyBytesInFlight: () => bodyBudget.inFlight + parsedBudget.inFlight,
+    queueDepth: () => writer.queued,
+    ...(backend.poolStats ? { pool: () => backend.poolStats!() } : {}),
+    storage: () => storage,
+  })
   const batchWriter = backend.openWriter()
   const clock = options.clock ?? Date.now
-  const writer = new GroupCommitWriter<BatchItem, BatchResult>({
-    apply: (batch) => {
+  const writer: GroupCommitWriter<BatchItem, BatchResult> = new GroupCommitWriter<BatchItem, BatchResult>({
+    apply: async (batch) => {
       metrics.batchSize.observe(batch.length)
-      return batchWriter.apply(batch, clock() * 1000)
+      const end = metrics.commitDuration.startTimer()
+      try {
+        const results = await batchWriter.apply(batch, clock() * 1000)
+        end({ result: 'committed' })
+        return results
+      } catch (err) {
+        end({ result: 'failed' })
+        throw err
+      }
     },
     maxBatch: config.WRITER_MAX_BATCH,
     maxQueue: config.WRITER_MAX_QUEUE,
@@ -96,7 +106,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     isUnavailable,
     cooldownMs: 1000,
   })
-  const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }))
+  const auth = createAuthenticator(
+    backend.db,
+    config.KEY_CACHE_SECONDS,
+    (reason) => metrics.unauthenticated.inc({ reason }),
+    keyUseRecorder(batchWriter),
+  )
   const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, (err) =>
     app.log.warn({ err }, 'the expiry sweep failed; the next one tries again'),
   )
@@ -112,11 +127,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Access lines cost as much as the webhook itself at full load; LOG_LEVEL=debug turns them on.
     logController: new LogController({ disableRequestLogging: !verbose }),
     bodyLimit: config.BODY_LIMIT,
+    genReqId: requestId,
+    requestIdHeader: false,
     // Slow clients (slowloris) cannot hold a connection: headers and whole requests have deadlines.
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     // requireHostHeader off: a missing Host gets a problem from installHostCheck, not Node's empty 400.
     http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000, requireHostHeader: false },
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler((status, type) => metrics.problems.inc({ status: String(status), type })),
     // Requests that arrive while shutting down get our own 503 below, with Retry-After.
     return503OnClosing: false,
     // Errors Fastify meets before routing (an undecodable URL, say) are problems too.
@@ -125,7 +142,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Fastify's own formatter writes every error into one message; a body of half a million bad
     // items made that a string of megabytes nobody reads. The same text, for the first ten.
     schemaErrorFormatter: (errors, dataVar) => {
-      const shown = errors.slice(0, 10).map((e) => `${dataVar}${e.instancePath || ''} ${e.message}`)
+      // A field's description completes "must be …" (src/schemas/common.ts): it says the rule in words.
+      const said = (e: (typeof errors)[number]) => {
+        const description = (e as { parentSchema?: { description?: string } }).parentSchema?.description
+        return e.keyword !== 'required' && description ? `must be ${description}` : e.message
+      }
+      const shown = errors.slice(0, 10).map((e) => `${dataVar}${e.instancePath || ''} ${said(e)}`)
       return new Error(shown.join(', ') + (errors.length > 10 ? `, and ${errors.length - 10} more` : ''))
     },
     ajv: AJV_SETTINGS as never,
@@ -133,6 +155,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   app.server.maxConnections = config.MAX_CONNECTIONS
   app.decorate('services', services)
+  installRequestIdEcho(app)
   installJsonBody(app, config.BODY_LIMIT)
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
   await app.register(rateLimit, { global: false })
@@ -149,6 +172,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onRequestAbort', async (_request) => {
     metrics.clientAborts.inc()
   })
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url
+    metrics.requestDuration.observe(
+      { route: route === undefined || route === '*' || request.is404 ? 'unmatched' : route, status_class: statusClass(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    )
+  })
   let closing = false
   app.addHook('preClose', async () => {
     closing = true
@@ -162,17 +192,44 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installAllMethods(app)
   await app.register(swagger, {
     openapi: {
-      openapi: '3.0.3',
-      info: { title: 'shop-intake', version: '3', description: 'Webhook intake for shop customer and order events' },
+      openapi: '3.1.0',
+      info: {
+        title: 'shop-intake',
+        version: '3',
+        description:
+          'Webhook intake for shop customer and order events, with a loyalty points ledger. Every answer but a 2xx is an ' +
+          'RFC 9457 problem (application/problem+json) whose `type` names the problem; the README lists them.',
+        license: { name: 'Proprietary', url: 'https://example.invalid/shop-intake/license' },
+      },
+      servers: [{ url: `http://${config.HOST}:${config.PORT}`, description: 'this service, as configured (HOST, PORT)' }],
+      tags: [
+        { name: 'webhooks', description: 'What shops send: customers and orders' },
+        { name: 'read', description: 'The current state of the shop\'s customers, orders and points' },
+        { name: 'operations', description: 'Health, readiness, metrics and this document' },
+      ],
       components: { securitySchemes: { basic: { type: 'http', scheme: 'basic', description: 'empty user name, the API key as the password' } } },
     },
+    convertConstToEnum: false,
+    transformObject: (documents) => completeDocument(('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as never) as never,
   })
   await app.register(async (scope) => hookRoutes(scope, services))
   await app.register(async (scope) => resourceRoutes(scope, services))
   await app.register(async (scope) => pointsRoutes(scope, services))
   await app.register(async (scope) => redemptionRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  app.get(
+    '/openapi.json',
+    {
+      schema: {
+        tags: ['operations'], security: [], summary: 'This OpenAPI document', operationId: 'getOpenApiDocument',
+        response: {
+          200: { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
+          ...problemResponses(400, 408, 431, 503),
+        },
+      },
+    },
+    async () => app.swagger() as unknown as Record<string, unknown>,
+  )
 
   // Sampled, not per scrape: a scrape costs no query, and a slow database cannot slow /metrics.
   const sampleStorage = async () => {

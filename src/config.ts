@@ -13,6 +13,8 @@ export const ConfigSchema = Type.Object({
     pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
     description: 'sqlite:PATH or postgres://…',
   }),
+  /** PostgreSQL: the schema of the service's tables, created by the first migration (a URL whose options set search_path wins). */
+  DATABASE_SCHEMA: Type.String({ default: 'shop_intake', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'a schema name of lowercase letters, digits and underscores, such as shop_intake' }),
   PORT: Type.Integer({ ...Port, default: 8080 }),
   HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
@@ -33,6 +35,10 @@ export const ConfigSchema = Type.Object({
   RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, default: 5 }),
   /** Milliseconds to wait for a PostgreSQL connection or statement before answering 503. */
   DB_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 1500 }),
+  /** PostgreSQL: most connections the service opens (the writer lanes and the reads share them). */
+  DB_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  /** Seconds SIGTERM waits for in-flight webhooks to commit before the process exits anyway. */
+  SHUTDOWN_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, default: 10 }),
   /** Webhooks a key may send per second; over it, 429 with Retry-After. 0 turns the limit off. */
   RATE_LIMIT_RPS: Type.Integer({ ...Count, default: 2000 }),
   /** Milliseconds a client may take to send the request headers. */
@@ -82,6 +88,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if ((value.HEADERS_TIMEOUT_MS as number) > (value.REQUEST_TIMEOUT_MS as number)) {
     throw new ConfigError(`HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS (${value.HEADERS_TIMEOUT_MS} > ${value.REQUEST_TIMEOUT_MS})`)
+  }
+  if ((value.DB_POOL_SIZE as number) <= (value.WRITER_LANES as number)) {
+    throw new ConfigError(`DB_POOL_SIZE must be larger than WRITER_LANES, which each hold a connection while they commit (${value.DB_POOL_SIZE} <= ${value.WRITER_LANES})`)
   }
   if ((value.BODY_BYTES_IN_FLIGHT as number) < (value.BODY_LIMIT as number)) {
     throw new ConfigError(`BODY_BYTES_IN_FLIGHT must not be less than BODY_LIMIT (${value.BODY_BYTES_IN_FLIGHT} < ${value.BODY_LIMIT})`)

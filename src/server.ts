@@ -9,10 +9,11 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   const address = await app.listen({ port: config.PORT, host: config.HOST })
   app.log.info({ address, database: redactUrl(config.DATABASE_URL) }, `shop-intake listening on ${address}`)
   if ((await countShops(app.services.backend.db)) === 0) {
-    // Printed, not logged, and without a key: keys are shown once, to whoever creates them.
-    process.stdout.write(
-      `\nNo shop exists yet. Create one and its API key with:\n  npx shop-intake keys create --shop default\n` +
-        `Then send webhooks to ${address}/v3/hook/radix/vanilla/… with Basic auth (empty user name, the key as password).\n\n`,
+    // A log line like any other (no key in it: keys are shown once, to whoever creates them).
+    app.log.info(
+      { hint: 'npx shop-intake keys create --shop default' },
+      `no shop exists yet: create one and its API key with "npx shop-intake keys create --shop default", then send webhooks ` +
+        `to ${address}/v3/hook/radix/vanilla/… with Basic auth (empty user name, the key as password)`,
     )
   }
 
@@ -22,12 +23,15 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     closing = true
     app.log.info({ signal }, 'shutting down: finishing in-flight webhooks')
     const deadline = setTimeout(() => {
-      app.log.error('shutdown took longer than 10 s; exiting')
+      app.log.error(`shutdown took longer than ${config.SHUTDOWN_TIMEOUT_SECONDS} s (SHUTDOWN_TIMEOUT_SECONDS); exiting`)
       process.exit(1)
-    }, 10_000)
+    }, config.SHUTDOWN_TIMEOUT_SECONDS * 1000)
     deadline.unref()
     app.close().then(
-      () => process.exit(0),
+      () => {
+        app.log.info({ signal }, 'shutdown complete: every accepted webhook is committed and answered')
+        process.exit(0)
+      },
       (err) => {
         app.log.error({ err }, 'shutdown failed')
         process.exit(1)

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { after, before, describe, test } from 'node:test'
+import { ConfigSchema } from '../src/config.ts'
 import { hashKey } from '../src/keys/api-key.ts'
 import { openBackend } from '../src/store/database.ts'
 import {
@@ -30,7 +31,7 @@ interface Run {
 function cliEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env }
   // Nothing of the test runner or of the developer's shell leaks into the child.
-  for (const name of ['NODE_TEST_CONTEXT', 'PORT', 'HOST', 'DATABASE_URL', 'LOG_LEVEL', 'KEY_CACHE_SECONDS']) delete base[name]
+  for (const name of ['NODE_TEST_CONTEXT', ...Object.keys(ConfigSchema.properties)]) delete base[name]
   return { ...base, ...env }
 }
 

@@ -222,9 +222,11 @@ forEachDatabase((kind) => {
         assert.ok(doc.paths[path], `paths has ${path}`)
         assert.ok(doc.paths[path]!.get, `${path} has get`)
       }
-      // The order hook's request body documents the spec's fields.
-      const post = doc.paths[ORDER_CREATED]!.post as { requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> } }
-      const properties = post.requestBody?.content?.['application/json']?.schema?.properties ?? {}
+      // The order hook's request body documents the spec's fields, in the named schema it refers to.
+      const post = doc.paths[ORDER_CREATED]!.post as { requestBody?: { content?: Record<string, { schema?: { $ref?: string } }> } }
+      assert.equal(post.requestBody?.content?.['application/json']?.schema?.$ref, '#/components/schemas/OrderBody')
+      const components = (doc as unknown as { components: { schemas: Record<string, { properties: Record<string, unknown> }> } }).components
+      const properties = components.schemas.OrderBody!.properties
       for (const field of ['id', 'currency', 'total', 'cancelled_at', 'customer']) assert.ok(field in properties, `order schema has ${field}`)
     })
   })

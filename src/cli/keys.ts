@@ -12,7 +12,7 @@ export function shopName(value: string): string {
 }
 
 function keyId(value: string): number {
-  if (!/^[1-9]\d{0,9}$/.test(value)) throw new InvalidArgumentError('a key id is a positive whole number, as keys list shows it')
+  if (!/^[1-9]\d{0,9}$/.test(value)) throw new InvalidArgumentError('a key id is a whole number from 1 to 9999999999, as keys list shows it')
   return Number(value)
 }
 
@@ -34,7 +34,7 @@ export function keysCommand(): Command {
 
   keys
     .command('list')
-    .description('list keys: id, masked hint, shop, created, last used, revoked')
+    .description('list keys: id, masked hint, shop, created, last used (by any request, reads included; to within 10 s), revoked')
     .option('--shop <name>', 'only this shop\'s keys', shopName)
     .action((options: { shop?: string }) =>
       withBackend(async ({ db }) => {
@@ -58,7 +58,9 @@ export function keysCommand(): Command {
     .argument('<id>', 'the key id, as keys list shows it', keyId)
     .action((id: number) =>
       withBackend(async ({ db }) => {
-        if (!(await revokeKey(db, id))) throw new Error(`no key with id ${id}`)
+        const done = await revokeKey(db, id)
+        if (done.result === 'unknown') throw new Error(`no key with id ${id}; keys list shows the ids`)
+        if (done.result === 'already') throw new Error(`key ${id} was already revoked, at ${formatInstant(done.revokedAt)}`)
         console.log(`revoked key ${id}`)
       }),
     )

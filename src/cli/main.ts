@@ -1,22 +1,26 @@
+import { createRequire } from 'node:module'
 import { Command, CommanderError } from 'commander'
-import { loadConfig } from '../config.ts'
-import { startServer } from '../server.ts'
 import { keysCommand } from './keys.ts'
 import { pointsCommand } from './points.ts'
 import { rulesCommand } from './rules.ts'
 import { retentionCommands } from './retention.ts'
+import { sendCommand } from './send.ts'
 import { withBackend } from './backend.ts'
-import { migrate } from '../store/database.ts'
+
+// The server and the database drivers are imported when a command needs them, so that --help,
+// --version and a bad argument answer at once.
 
 const program = new Command()
   .name('shop-intake')
   .description('Webhook intake for shop customer and order events, with a loyalty points ledger.')
+  .version((createRequire(import.meta.url)('../../package.json') as { version: string }).version)
   .exitOverride()
 
 program
   .command('serve')
   .description('apply pending migrations, then serve HTTP (DATABASE_URL, PORT, HOST; see README)')
   .action(async () => {
+    const [{ loadConfig }, { startServer }] = await Promise.all([import('../config.ts'), import('../server.ts')])
     await startServer(loadConfig())
   })
 
@@ -26,6 +30,7 @@ program
   .action(() =>
     withBackend(
       async (backend) => {
+        const { migrate } = await import('../store/database.ts')
         const applied = await migrate(backend)
         console.log(applied.length ? `applied ${applied.join(', ')}` : 'the database is up to date')
       },
@@ -37,6 +42,7 @@ program.addCommand(keysCommand())
 program.addCommand(rulesCommand())
 program.addCommand(pointsCommand())
 for (const command of retentionCommands()) program.addCommand(command)
+program.addCommand(sendCommand())
 
 try {
   await program.parseAsync(process.argv)

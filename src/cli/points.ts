@@ -1,7 +1,5 @@
-import cliProgress from 'cli-progress'
 import { Command, InvalidArgumentError } from 'commander'
 import { formatInstant, formatUs } from '../domain/time.ts'
-import { rebuildPoints } from '../loyalty/rebuild.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
 import { findShop } from '../store/keys-repo.ts'
@@ -80,6 +78,7 @@ export function pointsCommand(): Command {
     .option('--shop <name>', 'only this shop', shopName)
     .action((options: { shop?: string }) =>
       withBackend(async (backend) => {
+        const [{ default: cliProgress }, { rebuildPoints }] = await Promise.all([import('cli-progress'), import('../loyalty/rebuild.ts')])
         let shopIds: number[]
         if (options.shop !== undefined) {
           const shop = await findShop(backend.db, options.shop)

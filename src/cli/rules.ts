@@ -1,17 +1,32 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { normalizeRule, parseStoredRule, type Rule } from '../loyalty/rule.ts'
+import type { Rule } from '../loyalty/rule.ts'
+import { PENDING_DAYS_MAX, PENDING_DAYS_MIN, RATE_MAX, RATE_MIN } from '../loyalty/rule-limits.ts'
 import { findShop } from '../store/keys-repo.ts'
-import { readRule, writeRule } from '../store/points-repo.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
 
+// The ranges are the rule schema's, so the messages say what it accepts.
+const RATE = { minimum: RATE_MIN, maximum: RATE_MAX }
+const DAYS = { minimum: PENDING_DAYS_MIN, maximum: PENDING_DAYS_MAX }
+const RATE_RANGE = `from ${RATE.minimum} to ${RATE.maximum}, with at most 4 decimals`
+const DAYS_RANGE = `from ${DAYS.minimum} to ${DAYS.maximum}`
+
+function rate(text: string): number | undefined {
+  if (!/^\d+(\.\d{1,4})?$/.test(text)) return undefined
+  const value = Number(text)
+  return value <= RATE.maximum ? value : undefined
+}
+
 function number(value: string): number {
-  if (!/^\d+(\.\d{1,4})?$/.test(value)) throw new InvalidArgumentError('a number with at most 4 decimals, such as 1 or 1.5')
-  return Number(value)
+  const n = rate(value)
+  if (n === undefined) throw new InvalidArgumentError(`a number ${RATE_RANGE}, such as 1 or 1.5`)
+  return n
 }
 
 function days(value: string): number {
-  if (!/^\d{1,4}$/.test(value)) throw new InvalidArgumentError('a whole number of days')
+  if (!/^\d{1,4}$/.test(value) || Number(value) > DAYS.maximum) {
+    throw new InvalidArgumentError(`a whole number of days ${DAYS_RANGE}`)
+  }
   return Number(value)
 }
 
@@ -21,10 +36,14 @@ function expiryDays(value: string): number {
 }
 
 function currencyRate(value: string, previous: Record<string, number> = {}): Record<string, number> {
-  const m = /^([A-Z]{3})=(\d+(?:\.\d{1,4})?)$/.exec(value)
-  if (!m) throw new InvalidArgumentError('CUR=RATE, such as EUR=1 or JPY=0')
-  return { ...previous, [m[1]!]: Number(m[2]) }
+  const m = /^([A-Z]{3})=(.*)$/.exec(value)
+  const n = m ? rate(m[2]!) : undefined
+  if (!m || n === undefined) throw new InvalidArgumentError(`CUR=RATE, a three-letter currency code and a rate ${RATE_RANGE}, such as EUR=1 or JPY=0`)
+  return { ...previous, [m[1]!]: n }
 }
+
+/** The options of `rules set` that change the rule (all but --shop). */
+const CHANGES = ['pointsPerUnit', 'includeShipping', 'includeTax', 'excludeGiftcard', 'currencyRate', 'clearCurrencyRates', 'earnOn', 'pendingDays']
 
 async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
   const shop = await findShop(db, name)
@@ -40,9 +59,11 @@ export function rulesCommand(): Command {
   const rules = new Command('rules').description('show or change a shop\'s points rule')
   rules
     .command('show')
+    .description('print the shop\'s points rule and its version, as JSON')
     .requiredOption('--shop <name>', 'the shop', shopName)
     .action((options: { shop: string }) =>
       withBackend(async ({ db }) => {
+        const [{ parseStoredRule }, { readRule }] = await Promise.all([import('../loyalty/rule.ts'), import('../store/points-repo.ts')])
         const shop = await shopOrFail(db, options.shop)
         const stored = await readRule(db, shop.id)
         print(options.shop, stored.rule_version, parseStoredRule(stored.rule))
@@ -67,6 +88,10 @@ export function rulesCommand(): Command {
     .action((options: Record<string, unknown> & { shop: string }) =>
       withBackend(async ({ db }) => {
         const shop = await shopOrFail(db, options.shop)
+        // Commander sets the defaults of --no-… options; only options given on the command line count.
+        const given = CHANGES.filter((name) => rules.commands.find((c) => c.name() === 'set')!.getOptionValueSource(name) === 'cli')
+        if (given.length === 0) throw new Error('nothing changed: give at least one option to change (rules set --help lists them)')
+        const [{ normalizeRule, parseStoredRule }, { readRule, writeRule }] = await Promise.all([import('../loyalty/rule.ts'), import('../store/points-repo.ts')])
         const current = parseStoredRule((await readRule(db, shop.id)).rule)
         const next: Rule = normalizeRule({
           ...current,

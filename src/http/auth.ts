@@ -37,6 +37,7 @@ export function createAuthenticator(
   db: Kysely<Tables>,
   ttlSeconds: number,
   onFailure: (reason: AuthFailure) => void,
+  onSuccess: (principal: Principal) => void = () => {},
 ): Authenticator {
   const cache = new LRUCache<string, Principal | false>({ max: 100_000, ttl: Math.max(ttlSeconds, 0) * 1000 || 1 })
 
@@ -73,6 +74,7 @@ export function createAuthenticator(
       const principal = await lookup(pass)
       if (!principal) fail('unknown')
       request.principal = principal
+      onSuccess(principal)
     },
   }
 }

@@ -7,41 +7,84 @@ export interface StorageSample {
   oldestEventUs: number | null
 }
 
+/** What the metrics read when scraped. */
+export interface MetricSources {
+  bodyBytesInFlight(): number
+  /** Webhooks waiting for a commit. */
+  queueDepth(): number
+  /** PostgreSQL: the connection pool; undefined on SQLite, which has no pool. */
+  pool?(): { total: number; idle: number; waiting: number; max: number }
+  /** The latest sample of the database's size and oldest event; absent: nothing sampled. */
+  storage?(): StorageSample
+}
+
+// Every label has a bounded set of values: routes are the route templates (or "unmatched"),
+// statuses are classes, topics and outcomes are fixed lists, problem types are the README's list,
+// and shops are as many as the operator creates.
+
 /** The service's Prometheus metrics; one registry per app, so tests can build several. */
-export function createMetrics(bodyBytesInFlight: () => number, storage: () => StorageSample = () => ({ bytes: 0, oldestEventUs: null })) {
+export function createMetrics(sources: MetricSources) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
+  const registers = [registry]
   return {
     registry,
+    requestDuration: new Histogram({
+      name: 'shop_intake_http_request_duration_seconds',
+      help: 'Time from the request\'s arrival to its answer being written, by route template and status class',
+      labelNames: ['route', 'status_class'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
     webhooks: new Counter({
       name: 'shop_intake_webhooks_total',
-      help: 'Authenticated webhooks by topic and outcome',
-      labelNames: ['topic', 'status'] as const,
-      registers: [registry],
+      help: 'Authenticated webhooks by shop id, topic and outcome (applied, duplicate, stale, rejected, failed)',
+      labelNames: ['shop', 'topic', 'outcome'] as const,
+      registers,
+    }),
+    problems: new Counter({
+      name: 'shop_intake_problems_total',
+      help: 'Answers that were problems (every non-2xx), by status and problem type',
+      labelNames: ['status', 'type'] as const,
+      registers,
+    }),
+    rateLimited: new Counter({
+      name: 'shop_intake_rate_limited_total',
+      help: 'Webhooks answered 429 because their key sent more than RATE_LIMIT_RPS in a second, by shop id',
+      labelNames: ['shop'] as const,
+      registers,
     }),
     unauthenticated: new Counter({
       name: 'shop_intake_unauthenticated_total',
       help: 'Requests refused for missing, malformed or unknown keys; they are counted, never stored',
       labelNames: ['reason'] as const,
-      registers: [registry],
+      registers,
     }),
     unavailable: new Counter({
       name: 'shop_intake_unavailable_total',
-      help: 'Webhooks answered 503 because they could not be stored',
+      help: 'Webhooks answered 503 because they could not be stored, by reason (database, queue-full, body-budget)',
       labelNames: ['reason'] as const,
-      registers: [registry],
+      registers,
     }),
     clientAborts: new Counter({
       name: 'shop_intake_client_aborts_total',
       help: 'Requests whose client closed the connection, or ran out of time, before sending the whole request',
-      registers: [registry],
+      registers,
     }),
     bodyBytesInFlight: new Gauge({
       name: 'shop_intake_body_bytes_in_flight',
       help: 'Bytes of request bodies held now, raw and parsed, each counted against BODY_BYTES_IN_FLIGHT',
-      registers: [registry],
+      registers,
       collect() {
-        this.set(bodyBytesInFlight())
+        this.set(sources.bodyBytesInFlight())
+      },
+    }),
+    queueDepth: new Gauge({
+      name: 'shop_intake_write_queue_depth',
+      help: 'Webhooks waiting for a commit now; at WRITER_MAX_QUEUE new ones get 503',
+      registers,
+      collect() {
+        this.set(sources.queueDepth())
       },
     }),
     databaseBytes: new Gauge({
@@ -49,7 +92,7 @@ export function createMetrics(bodyBytesInFlight: () => number, storage: () => St
       help: 'Size of the database: the SQLite file and its WAL, or the PostgreSQL tables with their indexes and TOAST; sampled every STORAGE_SAMPLE_SECONDS',
       registers: [registry],
       collect() {
-        this.set(storage().bytes)
+        this.set(sources.storage?.().bytes ?? 0)
       },
     }),
     oldestEventAge: new Gauge({
@@ -57,7 +100,7 @@ export function createMetrics(bodyBytesInFlight: () => number, storage: () => St
       help: 'Age of the oldest stored event (0 when none is stored); its receive time is sampled every STORAGE_SAMPLE_SECONDS',
       registers: [registry],
       collect() {
-        const oldest = storage().oldestEventUs
+        const oldest = sources.storage?.().oldestEventUs ?? null
         this.set(oldest === null ? 0 : Math.max(0, Date.now() / 1000 - oldest / 1e6))
       },
     }),
@@ -70,9 +113,41 @@ export function createMetrics(bodyBytesInFlight: () => number, storage: () => St
       name: 'shop_intake_batch_size',
       help: 'Webhooks per committed transaction',
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
-      registers: [registry],
+      registers,
+    }),
+    commitDuration: new Histogram({
+      name: 'shop_intake_batch_commit_duration_seconds',
+      help: 'Time to apply and commit one batch (load, decide, write, commit), by result (committed, failed)',
+      labelNames: ['result'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    }),
+    poolConnections: new Gauge({
+      name: 'shop_intake_db_pool_connections',
+      help: 'PostgreSQL: connections of the pool by state (in_use, idle), and its size (max); absent on SQLite',
+      labelNames: ['state'] as const,
+      registers,
+      collect() {
+        const pool = sources.pool?.()
+        if (!pool) return
+        this.set({ state: 'in_use' }, pool.total - pool.idle)
+        this.set({ state: 'idle' }, pool.idle)
+        this.set({ state: 'max' }, pool.max)
+      },
+    }),
+    poolWaiting: new Gauge({
+      name: 'shop_intake_db_pool_waiting',
+      help: 'PostgreSQL: queries waiting for a free connection of the pool (0 on SQLite, which has no pool)',
+      registers,
+      collect() {
+        const pool = sources.pool?.()
+        if (pool) this.set(pool.waiting)
+      },
     }),
   }
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
+
+/** `2xx`, `4xx`, …: the status label of the duration histogram. */
+export const statusClass = (status: number): string => `${Math.floor(status / 100)}xx`

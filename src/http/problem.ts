@@ -25,7 +25,17 @@ export class ProblemError extends Error {
   }
 }
 
+declare module 'fastify' {
+  interface FastifyReply {
+    /** The problem this reply answers with, for the request's log line. */
+    problem?: { type: string; pointers?: string[] }
+  }
+}
+
 export function sendProblem(reply: FastifyReply, problem: ProblemInit, headers: Record<string, string> = {}): FastifyReply {
+  reply.server.services?.metrics.problems.inc({ status: String(problem.status), type: problem.type })
+  const errors = problem.errors as { pointer: string }[] | undefined
+  reply.problem = { type: problem.type, ...(errors ? { pointers: errors.slice(0, 5).map((e) => e.pointer) } : {}) }
   return reply
     .code(problem.status)
     .headers(headers)
@@ -60,9 +70,16 @@ const CLIENT_ERRORS: Record<string, [number, string, string]> = {
  * Errors Node raises before a request reaches Fastify (a slow client, an
  * unparsable request line): answered on the raw socket, as problems too.
  */
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) return
-  const [status, type, detail] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'malformed-request', 'the request is not valid HTTP']
+export function clientErrorHandler(onProblem: (status: number, type: string) => void) {
+  return (error: NodeJS.ErrnoException, socket: Duplex): void => {
+    if (error.code === 'ECONNRESET' || !socket.writable) return
+    const [status, type, detail] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'malformed-request', 'the request is not valid HTTP']
+    onProblem(status, type)
+    answerRaw(socket, status, type, detail)
+  }
+}
+
+function answerRaw(socket: Duplex, status: number, type: string, detail: string): void {
   const body = JSON.stringify({ type: `/problems/${type}`, title: STATUS_CODES[status], status, detail })
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +

@@ -1,6 +1,6 @@
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js'
 import type { FieldError } from '../domain/webhook.ts'
-import { FORMATS } from '../schemas/common.ts'
+import { KEYWORDS } from '../schemas/common.ts'
 
 // Turns the validator's errors into one precise line per offending field.
 // Field schemas carry a `description` that completes "must be …" (see
@@ -11,15 +11,22 @@ interface AjvError extends FastifySchemaValidationError {
   parentSchema?: { description?: string }
 }
 
-function addFormats(ajv: { addFormat(name: string, validate: (value: string) => boolean): unknown }) {
-  for (const [name, validate] of Object.entries(FORMATS)) ajv.addFormat(name, validate)
+interface KeywordHost {
+  addKeyword(definition: { keyword: string; type: 'string'; schemaType: 'boolean'; errors: false; validate: (schema: boolean, data: string) => boolean }): unknown
+}
+
+/** Our keywords beyond the standard ones (src/schemas/common.ts). */
+function addKeywords(ajv: KeywordHost) {
+  for (const [keyword, check] of Object.entries(KEYWORDS)) {
+    ajv.addKeyword({ keyword, type: 'string', schemaType: 'boolean', errors: false, validate: (on, data) => !on || check(data) })
+  }
   return ajv
 }
 
 /** The validator's settings: the app's, and the webhook bodies' bounded validator (bounded-validator.ts). */
 export const AJV_SETTINGS = {
   customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, verbose: true },
-  plugins: [addFormats],
+  plugins: [addKeywords],
 }
 
 /** Most errors a 422 lists and its event stores; `error_count` gives the total. */

@@ -1,10 +1,11 @@
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
+import { PENDING_DAYS_MAX, PENDING_DAYS_MIN, RATE_MAX, RATE_MIN } from './rule-limits.ts'
 
 // A shop's points rule. Stored as JSON on the shop with a version that every
 // change bumps; each ledger entry records the version and rate it was made with.
 
-const Rate = Type.Number({ minimum: 0, maximum: 1_000_000, multipleOf: 0.0001, description: 'points per whole currency unit' })
+const Rate = Type.Number({ minimum: RATE_MIN, maximum: RATE_MAX, multipleOf: 0.0001, description: 'points per whole currency unit' })
 
 export const RuleSchema = Type.Object({
   points_per_unit: Type.Number({ ...Rate, default: 1 }),
@@ -15,7 +16,7 @@ export const RuleSchema = Type.Object({
    *  key is refused: a pattern-keyed record alone would let `eur` through unchecked, and it never matches. */
   currency_rates: Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Rate, { default: {}, additionalProperties: Type.Never() }),
   earn_on: Type.Enum(['paid', 'fulfilled'], { default: 'paid' }),
-  pending_days: Type.Integer({ minimum: 0, maximum: 3650, default: 14 }),
+  pending_days: Type.Integer({ minimum: PENDING_DAYS_MIN, maximum: PENDING_DAYS_MAX, default: 14 }),
   /** Days after they became available that unspent points expire; 0 means never. */
   expire_after_days: Type.Integer({ minimum: 0, maximum: 36500, default: 0 }),
 })

@@ -1,40 +1,75 @@
 import type { FastifyInstance } from 'fastify'
-import type { Services } from '../app.ts'
+import type { Services } from '../services.ts'
 import { sendProblem } from '../http/problem.ts'
+import { Health, Readiness } from '../schemas/health.ts'
+import { problemResponses } from '../schemas/problems.ts'
 
 export async function healthRoutes(app: FastifyInstance, services: Services): Promise<void> {
   const { backend, batchWriter, metrics, config } = services
-  const hidden = { schema: { hide: true } }
+  const operations = { tags: ['operations'], security: [] }
 
-  app.get('/healthz', hidden, async () => ({ status: 'ok' }))
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        ...operations, summary: 'Liveness: 200 while the process is alive', operationId: 'getHealth',
+        response: { 200: { description: 'The process is alive', content: { 'application/json': { schema: Health } } }, ...problemResponses(400, 408, 431, 503) },
+      },
+    },
+    async () => ({ status: 'ok' }),
+  )
 
   // Ready means a webhook can be committed now: the database answers, and the writer (on SQLite,
   // a thread that takes seconds to start and could die) can commit.
-  app.get('/readyz', hidden, async (request, reply) => {
-    let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timeout')), config.DB_TIMEOUT_MS).unref()
-    })
-    try {
-      await Promise.race([Promise.all([backend.ping(), batchWriter.ping?.()]), timeout])
-      return { status: 'ready', database: backend.kind }
-    } catch (err) {
-      request.log.warn({ err }, 'readiness check failed')
-      return sendProblem(
-        reply,
-        {
-          status: 503, type: 'unavailable', title: 'Service Unavailable',
-          detail: 'the database cannot be reached, or the writer cannot commit yet; retry after the delay in Retry-After',
-        },
-        { 'retry-after': String(config.RETRY_AFTER_SECONDS) },
-      )
-    } finally {
-      clearTimeout(timer)
-    }
-  })
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        ...operations, summary: 'Readiness: 200 when a webhook can be committed now', operationId: 'getReadiness',
+        response: { 200: { description: 'Ready', content: { 'application/json': { schema: Readiness } } }, ...problemResponses(400, 408, 431, 503) },
+      },
+    },
+    async (request, reply) => {
+      let timer: NodeJS.Timeout | undefined
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), config.DB_TIMEOUT_MS).unref()
+      })
+      try {
+        await Promise.race([Promise.all([backend.ping(), batchWriter.ping?.()]), timeout])
+        return { status: 'ready', database: backend.kind }
+      } catch (err) {
+        request.log.warn({ err }, 'readiness check failed')
+        return sendProblem(
+          reply,
+          {
+            status: 503, type: 'unavailable', title: 'Service Unavailable',
+            detail: 'the database cannot be reached, or the writer cannot commit yet; retry after the delay in Retry-After',
+          },
+          { 'retry-after': String(config.RETRY_AFTER_SECONDS) },
+        )
+      } finally {
+        clearTimeout(timer)
+      }
+    },
+  )
 
-  app.get('/metrics', hidden, async (_request, reply) => {
-    reply.type(metrics.registry.contentType)
-    return metrics.registry.metrics()
-  })
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        ...operations, summary: 'Prometheus metrics (the README lists the series)', operationId: 'getMetrics',
+        response: {
+          200: {
+            description: 'The Prometheus text exposition format, version 0.0.4',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
+          ...problemResponses(400, 408, 431, 503),
+        },
+      },
+    },
+    async (_request, reply) => {
+      reply.type(metrics.registry.contentType)
+      return metrics.registry.metrics()
+    },
+  )
 }

@@ -3,25 +3,39 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
 import { arrivalClockUs } from '../domain/time.ts'
 import { changeFor, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
-import type { Services } from '../app.ts'
+import type { Services } from '../services.ts'
 import { ProblemError, sendProblem, unavailable } from '../http/problem.ts'
 import { approximateBytes } from '../http/body-budget.ts'
 import { MalformedBody } from '../http/json-body.ts'
 import { boundedValidatorCompiler, type BoundedErrors } from '../http/bounded-validator.ts'
 import { AJV_SETTINGS, fieldErrors, firstErrors, MAX_REPORTED_ERRORS } from '../http/validation.ts'
 import { QueueFullError } from '../writer/group-commit.ts'
-import { Problem } from '../schemas/common.ts'
-import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
+import { problemResponses } from '../schemas/problems.ts'
+import { Accepted, CustomerBody, MAX_IDEMPOTENCY_KEY, OrderBody } from '../schemas/webhooks.ts'
 
-const HOOKS: { topic: Topic; path: string; body: typeof CustomerBody | typeof OrderBody; summary: string }[] = [
-  { topic: 'customer/hook_created', path: '/v3/hook/radix/vanilla/customer/hook_created', body: CustomerBody, summary: 'Create or update a customer' },
-  { topic: 'customer/hook_deleted', path: '/v3/hook/radix/vanilla/customer/hook_deleted', body: CustomerBody, summary: 'Delete a customer' },
-  { topic: 'order/hook_created', path: '/v3/hook/radix/vanilla/order/hook_created', body: OrderBody, summary: 'Create or update an order' },
+const HOOKS: { topic: Topic; path: string; body: typeof CustomerBody | typeof OrderBody; summary: string; operationId: string }[] = [
+  {
+    topic: 'customer/hook_created', path: '/v3/hook/radix/vanilla/customer/hook_created', body: CustomerBody,
+    summary: 'Create or update a customer', operationId: 'customerCreated',
+  },
+  {
+    topic: 'customer/hook_deleted', path: '/v3/hook/radix/vanilla/customer/hook_deleted', body: CustomerBody,
+    summary: 'Delete a customer', operationId: 'customerDeleted',
+  },
+  {
+    topic: 'order/hook_created', path: '/v3/hook/radix/vanilla/order/hook_created', body: OrderBody,
+    summary: 'Create or update an order', operationId: 'orderCreated',
+  },
 ]
+
+const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': { type: 'string', pattern: '^[0-9]+$', description: 'webhooks this key may send per second (RATE_LIMIT_RPS; absent when it is 0)' },
+  'X-RateLimit-Remaining': { type: 'string', pattern: '^[0-9]+$', description: 'webhooks left in the current second' },
+  'X-RateLimit-Reset': { type: 'string', pattern: '^[0-9]+$', description: 'seconds until the count starts again' },
+}
 
 /** Request headers kept with each event, for inspection and replay. */
 const KEPT_HEADERS = ['content-type', 'user-agent', 'idempotency-key', 'webhook-id', 'webhook-timestamp', 'x-request-id']
-const MAX_IDEMPOTENCY_KEY = 255
 
 function keptHeaders(request: FastifyRequest): string {
   const kept: Record<string, string> = {}
@@ -55,7 +69,7 @@ function customerIdOf(topic: Topic, body: Record<string, unknown>): number | nul
 }
 
 /** The per-key limit, counted after authentication so that it is keyed by the key, not the address. */
-function perKeyRateLimit(perSecond: number) {
+function perKeyRateLimit(perSecond: number, onLimited: (request: FastifyRequest) => void) {
   if (perSecond === 0) return {}
   return {
     rateLimit: {
@@ -63,11 +77,13 @@ function perKeyRateLimit(perSecond: number) {
       timeWindow: 1000,
       hook: 'preHandler' as const,
       keyGenerator: (request: FastifyRequest) => request.principal.keyId,
-      errorResponseBuilder: (_request: FastifyRequest, context: { ttl: number }) =>
-        new ProblemError(
+      errorResponseBuilder: (request: FastifyRequest, context: { ttl: number }) => {
+        onLimited(request)
+        return new ProblemError(
           { status: 429, type: 'rate-limited', title: 'Too Many Requests', detail: `this key may send ${perSecond} webhooks per second; retry after the delay in Retry-After` },
           { 'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))) },
-        ),
+        )
+      },
     },
   }
 }
@@ -78,6 +94,34 @@ function methodNotAllowed(request: FastifyRequest, reply: FastifyReply) {
     { status: 405, type: 'method-not-allowed', title: 'Method Not Allowed', detail: `${request.method} is not allowed here; webhooks are sent with POST` },
     { allow: 'POST' },
   )
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** What the webhook became, for its log line. */
+    webhook?: { eventId: string; resourceId: number | null; outcome: string }
+  }
+}
+
+/** The webhook's one log line at info, written once it is answered, whatever the answer. */
+function logWebhook(topic: Topic) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const problem = reply.problem
+    request.log.info(
+      {
+        shop: (request.principal as typeof request.principal | undefined)?.shopId ?? null,
+        topic,
+        resource_id: request.webhook?.resourceId ?? null,
+        event_id: request.webhook?.eventId ?? null,
+        outcome: request.webhook?.outcome ?? 'refused',
+        status: reply.statusCode,
+        duration_ms: Math.round(reply.elapsedTime * 1000) / 1000,
+        ...(problem && reply.statusCode < 500 ? { problem_type: problem.type } : {}),
+        ...(problem?.pointers ? { error_pointers: problem.pointers } : {}),
+      },
+      'webhook',
+    )
+  }
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -93,15 +137,24 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
       hook.path,
       {
         onRequest: auth.hook,
+        onResponse: logWebhook(hook.topic),
         attachValidation: true,
         validatorCompiler,
-        config: perKeyRateLimit(config.RATE_LIMIT_RPS),
+        config: perKeyRateLimit(config.RATE_LIMIT_RPS, (request) => metrics.rateLimited.inc({ shop: String(request.principal.shopId) })),
         schema: {
           summary: hook.summary,
+          operationId: hook.operationId,
           tags: ['webhooks'],
           security: [{ basic: [] }],
           body: hook.body,
-          response: { 200: Accepted, '4xx': Problem, '5xx': Problem },
+          response: {
+            200: {
+              description: 'Stored: applied, an exact redelivery (duplicate), or older than what is stored (stale)',
+              headers: RATE_LIMIT_HEADERS,
+              content: { 'application/json': { schema: Accepted } },
+            },
+            ...problemResponses(400, 401, 408, 413, 415, 417, 422, 429, 431, 503),
+          },
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
@@ -163,7 +216,8 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
           metrics.unavailable.inc({ reason: err instanceof QueueFullError ? 'queue-full' : 'database' })
           throw err
         }
-        metrics.webhooks.inc({ topic: hook.topic, status: outcome.status })
+        metrics.webhooks.inc({ shop: String(webhook.shopId), topic: hook.topic, outcome: outcome.status })
+        request.webhook = { eventId: outcome.status === 'failed' ? webhook.eventId : outcome.eventId, resourceId, outcome: outcome.status }
         if (outcome.status === 'failed') {
           request.log.error({ err: outcome.error, event_id: webhook.eventId }, 'webhook could not be stored')
           const problem = unavailable(config.RETRY_AFTER_SECONDS, 'the webhook could not be stored; retry after the delay in Retry-After')

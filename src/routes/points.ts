@@ -1,22 +1,23 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Services } from '../app.ts'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Services } from '../services.ts'
 import { fromMinor } from '../domain/money.ts'
 import { formatInstant } from '../domain/time.ts'
 import { noStore } from '../http/no-store.ts'
 import { sendProblem } from '../http/problem.ts'
-import { Problem } from '../schemas/common.ts'
 import { IdParams, PointsQuery, PointsView } from '../schemas/resources.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
 import { formatUs } from '../domain/time.ts'
 import { customerBalances, customerEntries, customerLots, readRule } from '../store/points-repo.ts'
 import { findCustomer } from '../store/read-repo.ts'
+import { READ_PROBLEMS, readAnswer } from './resources.ts'
 
-const MAX_LIMIT = 500
 /** The points endpoint lists what expires this many days ahead. */
 const EXPIRING_DAYS = 30
 
-export async function pointsRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function pointsRoutes(scope: FastifyInstance, services: Services): Promise<void> {
+  const app = scope.withTypeProvider<TypeBoxTypeProvider>()
   const { backend, auth } = services
 
   app.get(
@@ -25,24 +26,23 @@ export async function pointsRoutes(app: FastifyInstance, services: Services): Pr
       onRequest: [noStore, auth.hook],
       schema: {
         summary: 'A customer\'s points: balances and ledger entries',
+        operationId: 'getCustomerPoints',
         tags: ['read'],
         security: [{ basic: [] }],
         params: IdParams,
         querystring: PointsQuery,
-        response: { 200: PointsView, '4xx': Problem },
+        response: { 200: readAnswer('Balances and a page of ledger entries, newest first', PointsView), ...READ_PROBLEMS() },
       },
     },
-    async (request: FastifyRequest<{ Params: { id: string }; Querystring: { limit?: string; cursor?: string } }>, reply) => {
+    async (request, reply) => {
       const shopId = request.principal.shopId
       const id = /^[1-9]\d{0,15}$/.test(request.params.id) ? Number(request.params.id) : NaN
       const customer = Number.isSafeInteger(id) ? await findCustomer(backend.db, shopId, id) : undefined
       if (!customer || customer.deleted) {
         return sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail: `no customer ${request.params.id} in this shop` })
       }
+      // 1 to 500: the schema's pattern.
       const limit = Number(request.query.limit ?? 50)
-      if (limit > MAX_LIMIT) {
-        return sendProblem(reply, { status: 400, type: 'malformed-request', title: 'Bad Request', detail: `limit must be at most ${MAX_LIMIT}` })
-      }
       const before = request.query.cursor === undefined ? null : Number(request.query.cursor)
       const nowUs = (services.clock?.() ?? Date.now()) * 1000
       const [balances, page, lots, rule] = await Promise.all([

@@ -1,11 +1,12 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Services } from '../app.ts'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { Services } from '../services.ts'
 import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
 import { fromMinor } from '../domain/money.ts'
 import { formatInstant } from '../domain/time.ts'
 import { noStore } from '../http/no-store.ts'
 import { sendProblem } from '../http/problem.ts'
-import { Problem } from '../schemas/common.ts'
+import { problemResponses } from '../schemas/problems.ts'
 import { CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
 import { explainOrderPoints } from '../loyalty/explain.ts'
 import { findCustomer, findOrder } from '../store/read-repo.ts'
@@ -41,15 +42,34 @@ export function orderView(o: OrderRecord) {
   }
 }
 
-export async function resourceRoutes(app: FastifyInstance, services: Services): Promise<void> {
+/** The 200 of a read: the body, and the header that keeps it out of caches. */
+export function readAnswer(description: string, schema: object) {
+  return {
+    description,
+    headers: { 'Cache-Control': { type: 'string', const: 'no-store', required: true, description: 'the answer carries personal data: no cache keeps it' } },
+    content: { 'application/json': { schema } },
+  }
+}
+
+/** What a read may answer besides its 200. */
+export const READ_PROBLEMS = () => problemResponses(400, 401, 404, 408, 431, 503)
+
+export async function resourceRoutes(scope: FastifyInstance, services: Services): Promise<void> {
+  const app = scope.withTypeProvider<TypeBoxTypeProvider>()
   const { backend, auth } = services
   const common = { onRequest: [noStore, auth.hook] }
   const security = [{ basic: [] }]
 
   app.get(
     '/v3/customers/:id',
-    { ...common, schema: { summary: 'The current state of a customer', tags: ['read'], security, params: IdParams, response: { 200: CustomerView, '4xx': Problem } } },
-    async (request: FastifyRequest<{ Params: { id: string } }>, reply) => {
+    {
+      ...common,
+      schema: {
+        summary: 'The current state of a customer', operationId: 'getCustomer', tags: ['read'], security, params: IdParams,
+        response: { 200: readAnswer('The customer; a field the shop never sent is null', CustomerView), ...READ_PROBLEMS() },
+      },
+    },
+    async (request, reply) => {
       const id = parseId(request.params.id)
       const customer = id === undefined ? undefined : await findCustomer(backend.db, request.principal.shopId, id)
       if (!customer || customer.deleted) return notFound(reply, 'customer', request.params.id)
@@ -59,8 +79,14 @@ export async function resourceRoutes(app: FastifyInstance, services: Services): 
 
   app.get(
     '/v3/orders/:id',
-    { ...common, schema: { summary: 'The current state of an order', tags: ['read'], security, params: IdParams, response: { 200: OrderView, '4xx': Problem } } },
-    async (request: FastifyRequest<{ Params: { id: string } }>, reply) => {
+    {
+      ...common,
+      schema: {
+        summary: 'The current state of an order', operationId: 'getOrder', tags: ['read'], security, params: IdParams,
+        response: { 200: readAnswer('The order and the points it holds, with why', OrderView), ...READ_PROBLEMS() },
+      },
+    },
+    async (request, reply) => {
       const id = parseId(request.params.id)
       const order = id === undefined ? undefined : await findOrder(backend.db, request.principal.shopId, id)
       if (!order) return notFound(reply, 'order', request.params.id)

@@ -81,6 +81,6 @@ export const PointsView = Type.Object({
 })
 
 export const PointsQuery = Type.Object({
-  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'entries per page, 1 to 500 (default 50)' })),
-  cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,16}$', maxLength: 16, description: 'next_cursor of the previous page' })),
+  limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'a whole number of entries per page from 1 to 500 (default 50)' })),
+  cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,16}$', maxLength: 16, description: 'the next_cursor of the previous page' })),
 })

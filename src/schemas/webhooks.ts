@@ -46,3 +46,22 @@ export const Accepted = Type.Object({
   event_id: Type.String({ description: 'the stored event; for a duplicate, the event it repeats' }),
   status: Type.Union([Type.Literal('applied'), Type.Literal('duplicate'), Type.Literal('stale')]),
 })
+
+/** The longest Idempotency-Key or Webhook-Id accepted; a longer one is a 400. */
+export const MAX_IDEMPOTENCY_KEY = 255
+
+export const IdempotencyKeyHeader = Type.String({
+  minLength: 1,
+  maxLength: MAX_IDEMPOTENCY_KEY,
+  description: 'the sender\'s key for this delivery: a later webhook of the shop with the same key is answered `duplicate` (255 characters at most)',
+})
+export const WebhookIdHeader = Type.String({
+  minLength: 1,
+  maxLength: MAX_IDEMPOTENCY_KEY,
+  description: 'the same as Idempotency-Key (Standard Webhooks), used when Idempotency-Key is absent (255 characters at most)',
+})
+export const RequestIdHeader = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: 'an id for this request, echoed back in the answer\'s X-Request-Id and written on every log line of the request',
+})

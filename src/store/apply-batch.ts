@@ -1,4 +1,3 @@
-import type { Kysely } from 'kysely'
 import { isCommand, type BatchItem, type CommandOutcome } from '../batch/commands.ts'
 import { decideBatch, outcomesOf } from '../batch/decide.ts'
 import type { Decision } from '../batch/state.ts'
@@ -6,7 +5,6 @@ import type { Outcome } from '../domain/webhook.ts'
 import { loadBatch, lockKeysOf, LocksBusy } from './batch-load.ts'
 import { writeDecision } from './batch-write.ts'
 import type { Backend, Session } from './dialect.ts'
-import type { Tables } from './tables.ts'
 import { isConflict, isUnavailable } from './unavailable.ts'
 
 // The write path: a batch is the unit of work. In one transaction it locks
@@ -59,17 +57,6 @@ export async function settleUnit(
   }
 }
 
-/** How often a key's last_used_at is written: often enough for operators, rare enough that concurrent batches do not queue on the key's row. */
-const TOUCH_EVERY_MS = 10_000
-
-async function touchKeys(s: Session, db: Kysely<Tables>, batch: readonly BatchItem[], touched: Map<number, number>): Promise<void> {
-  const now = Date.now()
-  const due = [...new Set(batch.flatMap((w) => (isCommand(w) ? [] : [w.keyId])))].filter((keyId) => now - (touched.get(keyId) ?? 0) >= TOUCH_EVERY_MS)
-  if (due.length === 0) return
-  due.forEach((keyId) => touched.set(keyId, now))
-  await s.run(db.updateTable('api_keys').set({ last_used_at: new Date(now).toISOString() }).where('id', 'in', due).compile())
-}
-
 const MAX_ATTEMPTS = 4
 
 /**
@@ -79,7 +66,6 @@ const MAX_ATTEMPTS = 4
  * at fault fails. A failure to reach the database rejects.
  */
 export function batchApplier(backend: Backend): (batch: readonly BatchItem[], atUs: number) => Promise<BatchResult[]> {
-  const touched = new Map<number, number>()
   return async (batch, atUs) => {
     const results = await applyBatch(batch, atUs)
     if (batch.some((w) => !isCommand(w) && w.topic === 'customer/hook_deleted' && w.change !== null)) backend.afterErasure()
@@ -90,11 +76,7 @@ export function batchApplier(backend: Backend): (batch: readonly BatchItem[], at
     const extraKeys = new Set<string>()
     for (let attempt = 1; ; attempt++) {
       try {
-        return await backend.transaction(async (s) => {
-          const results = await applyIn(backend, s, batch, extraKeys, atUs)
-          await touchKeys(s, backend.db, batch, touched)
-          return results
-        })
+        return await backend.transaction(async (s) => applyIn(backend, s, batch, extraKeys, atUs))
       } catch (err) {
         if (isUnavailable(err)) throw err
         if (err instanceof LocksBusy) err.keys.forEach((key) => extraKeys.add(key))
@@ -115,7 +97,6 @@ export function batchApplier(backend: Backend): (batch: readonly BatchItem[], at
           results.push({ status: 'failed', error: error as Error })
         }
       }
-      await touchKeys(s, backend.db, batch, touched)
       return results
     })
   }

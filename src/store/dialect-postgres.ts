@@ -2,6 +2,7 @@ import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely'
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import type { Backend, RowsOf, Session } from './dialect.ts'
+import { touchKeysQuery } from './keys-repo.ts'
 import { isUnavailable } from './unavailable.ts'
 import { batchApplier } from './apply-batch.ts'
 import { pruneEventsTimed } from './prune.ts'
@@ -15,6 +16,16 @@ export interface PostgresOptions {
   connectTimeoutMs: number
   /** How long one statement may run before the batch fails with a 503. */
   queryTimeoutMs: number
+  /** Most connections of the pool (DB_POOL_SIZE). */
+  poolSize?: number
+  /** The schema of the service's tables (DATABASE_SCHEMA), unless the URL's `options` set a search_path. */
+  schema?: string
+}
+
+/** The schema a URL's `options=-c search_path=…` names, if it names one. */
+export function searchPathOf(url: string): string | undefined {
+  const options = new URL(url).searchParams.get('options') ?? ''
+  return /(?:^|\s)-c\s*search_path=([A-Za-z_][A-Za-z0-9_]*)/.exec(options)?.[1]
 }
 
 function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
@@ -82,7 +93,7 @@ export function lockNumber(key: string): string {
 export function openPostgres(url: string, options: PostgresOptions): Backend {
   const pool = new pg.Pool({
     connectionString: url,
-    max: 10,
+    max: options.poolSize ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs,
     // The server cancels a stuck statement first, so its transaction rolls back and frees its
     // locks; the client's own deadline only catches a network that has gone silent.
@@ -93,8 +104,13 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
   // (by a batch or by Kysely) on the client itself. Either way the failing query already rejects,
   // and the pool replaces the client; without these listeners the process would crash.
   pool.on('error', () => {})
+  // The tables live in their own schema, so they never meet other tables of the database.
+  const fromUrl = searchPathOf(url)
+  const schema = fromUrl ?? options.schema ?? 'shop_intake'
   pool.on('connect', (client) => {
     client.on('error', () => {})
+    // Queued before any query of whoever checked the client out.
+    if (!fromUrl) client.query(`SET search_path TO "${schema}"`).catch(() => {})
     // Every statement is prepared once and looks rows up by key: the generic plan (an index lookup
     // per key) is right whatever the statistics say, and spares planning each execution. Custom
     // plans from stale statistics on a young table took a whole shop's index range per lookup.
@@ -104,6 +120,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
 
   return {
     kind: 'postgres',
+    schema,
     db,
     types: {
       serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(),
@@ -137,7 +154,14 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     openWriter() {
       // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
       const apply = batchApplier(this)
-      return { apply, prune: (cutoffUs, limit) => pruneEventsTimed(this, cutoffUs, limit), close: async () => {} }
+      return {
+        apply,
+        prune: (cutoffUs, limit) => pruneEventsTimed(this, cutoffUs, limit),
+        touchKeys: async (keyIds, at) => {
+          await db.executeQuery(touchKeysQuery(db, keyIds, at))
+        },
+        close: async () => {},
+      }
     },
     async transaction(work) {
       const client = await pool.connect()
@@ -166,6 +190,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     async ping() {
       await pool.query('SELECT 1')
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.poolSize ?? 10 }),
     async close() {
       await db.destroy()
     },

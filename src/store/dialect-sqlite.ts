@@ -1,5 +1,5 @@
 import { closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely'
 import type { Backend, RowsOf, Session } from './dialect.ts'
@@ -10,10 +10,20 @@ import type { Tables } from './tables.ts'
 // transaction, and Kysely's for reads, which in WAL mode sees only committed
 // state even while a batch is open.
 
+/** The folder of the default DATABASE_URL, sqlite:data/shop-intake.db (under the working directory): the one folder created when missing. */
+const DEFAULT_FOLDER = 'data'
+
+export class SqliteFolderError extends Error {}
+
 function open(path: string): Database.Database {
   if (path !== ':memory:' && !existsSync(path)) {
+    // A typo in a path must not quietly start an empty database somewhere else.
+    const folder = resolve(dirname(path))
+    if (!existsSync(folder) && folder !== resolve(DEFAULT_FOLDER)) {
+      throw new SqliteFolderError(`DATABASE_URL sqlite:${path}: the folder ${folder} does not exist; create it first`)
+    }
     // Personal data: the file (and the -wal and -shm files SQLite creates with its mode) is the owner's only.
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+    mkdirSync(folder, { recursive: true, mode: 0o700 })
     closeSync(openSync(path, 'a', 0o600))
   }
   const db = new Database(path)
@@ -76,6 +86,7 @@ export function openSqlite(path: string): Backend {
 
   return {
     kind: 'sqlite',
+    schema: 'main',
     db,
     types: {
       serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement(),

@@ -30,12 +30,16 @@ export interface BatchWriter {
    * Absent when the writer is ready whenever the database answers (PostgreSQL).
    */
   ping?(): Promise<void>
+  /** Records that these keys were used at `at` (ISO 8601), for keys list; on SQLite, on the writer's connection. */
+  touchKeys(keyIds: readonly number[], at: string): Promise<void>
   close(): Promise<void>
 }
 
 /** What differs between the databases, kept in one file per dialect. */
 export interface Backend {
   readonly kind: 'sqlite' | 'postgres'
+  /** PostgreSQL: the schema the tables live in. */
+  readonly schema: string
   /** For reads, migrations and the CLI. */
   readonly db: Kysely<Tables>
   readonly types: DialectTypes
@@ -69,6 +73,8 @@ export interface Backend {
   openWriter(): BatchWriter
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>
+  /** PostgreSQL: the connection pool's use now (SQLite has no pool). */
+  poolStats?(): { total: number; idle: number; waiting: number; max: number }
   close(): Promise<void>
 }
 

@@ -49,6 +49,11 @@ export async function insertKey(db: Kysely<Tables>, shopId: number, keyHash: str
   return row.id
 }
 
+/** The UPDATE that records when keys were last used. */
+export function touchKeysQuery(db: Kysely<Tables>, keyIds: readonly number[], at: string) {
+  return db.updateTable('api_keys').set({ last_used_at: at }).where('id', 'in', [...keyIds]).compile()
+}
+
 export async function listKeys(db: Kysely<Tables>, shopName?: string) {
   let query = db
     .selectFrom('api_keys')
@@ -59,10 +64,15 @@ export async function listKeys(db: Kysely<Tables>, shopName?: string) {
   return query.execute()
 }
 
-/** Revokes a key; false when there is no such key. A key already revoked keeps its first revocation time. */
-export async function revokeKey(db: Kysely<Tables>, keyId: number): Promise<boolean> {
-  const exists = await db.selectFrom('api_keys').select('id').where('id', '=', keyId).executeTakeFirst()
-  if (!exists) return false
-  await db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', keyId).where('revoked_at', 'is', null).execute()
-  return true
+/** Revokes a key: `revoked`, or why not (`unknown`, or `already` revoked, at `revokedAt`, which stays the first revocation time). */
+export async function revokeKey(
+  db: Kysely<Tables>,
+  keyId: number,
+): Promise<{ result: 'revoked' } | { result: 'unknown' } | { result: 'already'; revokedAt: string }> {
+  const found = await db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', keyId).executeTakeFirst()
+  if (!found) return { result: 'unknown' }
+  if (found.revoked_at !== null) return { result: 'already', revokedAt: found.revoked_at }
+  const done = await db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', keyId).where('revoked_at', 'is', null).executeTakeFirst()
+  // (Another revoke in between got there first.)
+  return done.numUpdatedRows > 0n ? { result: 'revoked' } : { result: 'already', revokedAt: (await db.selectFrom('api_keys').select('revoked_at').where('id', '=', keyId).executeTakeFirstOrThrow()).revoked_at! }
 }

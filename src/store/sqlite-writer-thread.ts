@@ -3,6 +3,7 @@ import type { BatchItem } from '../batch/commands.ts'
 import { batchApplier } from './apply-batch.ts'
 import { openSqlite } from './dialect-sqlite.ts'
 import { pruneEventsTimed } from './prune.ts'
+import { touchKeysQuery } from './keys-repo.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync
 // (synchronous=FULL) blocks this thread, never the event loop that parses
@@ -12,6 +13,7 @@ type Message =
   | { id: number; batch: BatchItem[]; atUs: number }
   | { id: number; ping: true }
   | { id: number; prune: { cutoffUs: number; limit: number } }
+  | { id: number; touch: { keyIds: number[]; at: string } }
   | { close: true }
 
 const backend = openSqlite(workerData.path as string)
@@ -35,6 +37,16 @@ parentPort!.on('message', async (message: Message) => {
     }
     return
   }
+  if ('touch' in message) {
+    try {
+      const { keyIds, at } = message.touch
+      await backend.transaction(async (s) => s.run(touchKeysQuery(backend.db, keyIds, at)))
+      parentPort!.postMessage({ id: message.id, results: [] })
+    } catch (err) {
+      parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    }
+    return
+  }
   try {
     const results = await apply(message.batch, message.atUs)
     parentPort!.postMessage({
@@ -45,7 +57,7 @@ parentPort!.on('message', async (message: Message) => {
     parentPort!.postMessage({ id: message.id, error: plainError(err) })
   }
 })
-// Starting takes seconds (tsx compiles the sources first): until now the service cannot commit.
+// Until now the service cannot commit (from the sources, tsx compiles them first: seconds; from dist/, milliseconds).
 parentPort!.postMessage({ ready: true })
 
 /** Errors cross threads as plain objects: structured cloning drops properties such as `code`. */

@@ -30,7 +30,9 @@ export interface SqliteBatchWriter extends BatchWriter {
 
 /** Applies batches on a writer thread with its own connection to the SQLite file. */
 export function startSqliteWriter(path: string): SqliteBatchWriter {
-  const worker = new Worker(new URL('./sqlite-writer-entry.js', import.meta.url), { workerData: { path } })
+  // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry registers tsx first.
+  const entry = import.meta.url.endsWith('.ts') ? './sqlite-writer-entry.js' : './sqlite-writer-thread.js'
+  const worker = new Worker(new URL(entry, import.meta.url), { workerData: { path } })
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 0
   let ready = false
@@ -55,7 +57,9 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
   worker.on('error', fail)
   worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
 
-  const send = <R = BatchResult[]>(message: { batch: BatchItem[]; atUs: number } | { ping: true } | { prune: { cutoffUs: number; limit: number } }) =>
+  const send = <R = BatchResult[]>(
+    message: { batch: BatchItem[]; atUs: number } | { ping: true } | { prune: { cutoffUs: number; limit: number } } | { touch: { keyIds: readonly number[]; at: string } },
+  ) =>
     new Promise<R>((resolve, reject) => {
       if (failure) return reject(failure)
       const id = nextId++
@@ -68,6 +72,9 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
     apply: (batch, atUs) => send({ batch, atUs }),
     // On this thread, between batches: a prune transaction never waits for the write lock.
     prune: (cutoffUs, limit) => send<Pruned>({ prune: { cutoffUs, limit } }),
+    touchKeys: async (keyIds, at) => {
+      await send({ touch: { keyIds, at } })
+    },
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {
       if (failure) throw failure

@@ -60,6 +60,11 @@ export class GroupCommitWriter<T, R> {
     this.lanes = Array.from({ length: options.lanes }, () => ({ queue: [], busy: false, scheduled: false }))
   }
 
+  /** Items waiting for a batch now. */
+  get queued(): number {
+    return this.waiting
+  }
+
   submit(item: T): Promise<R> {
     if (this.downUntil > Date.now()) return Promise.reject(new WriterUnavailableError(this.lastFailure))
     if (this.waiting >= this.options.maxQueue) return Promise.reject(new QueueFullError())

@@ -7,6 +7,7 @@ import pg from 'pg'
 import { buildApp, type BuildOptions } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
+import { installContractCheck } from './contract.ts'
 
 // Every HTTP suite runs once per database: a fresh SQLite file, or a fresh
 // PostgreSQL schema, per app. TEST_POSTGRES_URL names the server.
@@ -82,6 +83,24 @@ export async function startTestApp(
     if (!options.database) await database.drop()
     throw err
   })
+  // Every answer is held to the OpenAPI document (test/support/contract.ts). An answer to
+  // app.inject fails the call that got it; any other (over a socket) fails close().
+  const violations: string[] = []
+  installContractCheck(app, violations)
+  const failOnViolations = () => {
+    if (violations.length === 0) return
+    const found = violations.splice(0)
+    throw new Error(`answers that break the OpenAPI document:\n${found.join('\n')}`)
+  }
+  const inject = app.inject.bind(app) as (...args: unknown[]) => unknown
+  app.inject = ((...args: unknown[]) => {
+    const result = inject(...args)
+    if (args.length !== 1 || !(result instanceof Promise)) return result
+    return result.then((res) => {
+      failOnViolations()
+      return res
+    })
+  }) as typeof app.inject
   const issued = await issueKey(app.services.backend.db, 'test')
   const t: TestApp = {
     app,
@@ -106,6 +125,7 @@ export async function startTestApp(
     async close() {
       await app.close()
       if (!options.database) await database.drop()
+      failOnViolations()
     },
   }
   return t

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import http from 'node:http'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import { ConfigSchema } from '../../src/config.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { migrate, openBackend } from '../../src/store/database.ts'
 import { basic, CUSTOMER_CREATED, ORDER_CREATED } from './harness.ts'
@@ -66,10 +67,8 @@ export async function killAllServers(): Promise<void> {
   await Promise.all(waits)
 }
 
-const CONFIG_NAMES = [
-  'DATABASE_URL', 'PORT', 'HOST', 'LOG_LEVEL', 'BODY_LIMIT', 'BODY_BYTES_IN_FLIGHT', 'WRITER_MAX_BATCH', 'WRITER_MAX_QUEUE', 'WRITER_LANES', 'RETRY_AFTER_SECONDS',
-  'DB_TIMEOUT_MS', 'RATE_LIMIT_RPS', 'HEADERS_TIMEOUT_MS', 'REQUEST_TIMEOUT_MS', 'MAX_CONNECTIONS', 'KEY_CACHE_SECONDS',
-]
+/** Every setting the service reads: the configuration schema is the one list. */
+const CONFIG_NAMES = Object.keys(ConfigSchema.properties)
 
 function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env }

@@ -1,0 +1,121 @@
+import { Type, type TSchema } from 'typebox'
+
+// Every problem the service answers, by status: the one list the handlers, the OpenAPI document
+// and the README's Problems table agree on. `type` is a relative URI under /problems/.
+
+export const PROBLEMS = {
+  400: { title: 'Bad Request', types: ['malformed-json', 'malformed-request'] },
+  401: { title: 'Unauthorized', types: ['unauthorized'] },
+  404: { title: 'Not Found', types: ['not-found'] },
+  405: { title: 'Method Not Allowed', types: ['method-not-allowed'] },
+  408: { title: 'Request Timeout', types: ['request-timeout'] },
+  413: { title: 'Content Too Large', types: ['body-too-large'] },
+  415: { title: 'Unsupported Media Type', types: ['unsupported-media-type'] },
+  417: { title: 'Expectation Failed', types: ['expectation-failed'] },
+  422: { title: 'Unprocessable Content', types: ['invalid-body'] },
+  429: { title: 'Too Many Requests', types: ['rate-limited'] },
+  431: { title: 'Request Header Fields Too Large', types: ['headers-too-large'] },
+  503: { title: 'Service Unavailable', types: ['unavailable'] },
+} as const
+
+export type ProblemStatus = keyof typeof PROBLEMS
+
+const NAMES: Record<ProblemStatus, string> = {
+  400: 'BadRequestProblem',
+  401: 'UnauthorizedProblem',
+  404: 'NotFoundProblem',
+  405: 'MethodNotAllowedProblem',
+  408: 'RequestTimeoutProblem',
+  413: 'BodyTooLargeProblem',
+  415: 'UnsupportedMediaTypeProblem',
+  417: 'ExpectationFailedProblem',
+  422: 'InvalidBodyProblem',
+  429: 'RateLimitedProblem',
+  431: 'HeadersTooLargeProblem',
+  503: 'UnavailableProblem',
+}
+
+const WHEN: Record<ProblemStatus, string> = {
+  400: 'The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`).',
+  401: 'The key is missing, malformed, unknown or revoked.',
+  404: 'No such endpoint, or no such resource in this shop.',
+  405: 'A method other than POST on a webhook path.',
+  408: 'The headers or the whole request took too long; the connection is closed.',
+  413: 'The body is larger than BODY_LIMIT.',
+  415: 'The body is not sent as application/json.',
+  417: 'An Expect header other than 100-continue; the connection is closed.',
+  422: 'The body breaks the validation rules; it is stored as a rejected event named by `event_id`.',
+  429: 'The key sent more webhooks per second than RATE_LIMIT_RPS.',
+  431: 'The request headers are larger than 16 KiB.',
+  503: 'The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After.',
+}
+
+const FieldError = Type.Object(
+  {
+    pointer: Type.String({ description: 'a JSON Pointer (RFC 6901) to the field in the body; empty for the whole body' }),
+    detail: Type.String({ description: 'what the field must be' }),
+  },
+  { additionalProperties: false },
+)
+
+/** The problem of one status: its `type` values listed, the 400's and 422's extensions declared. */
+function problemOf(status: ProblemStatus): TSchema {
+  const { title, types } = PROBLEMS[status]
+  const extensions: Record<string, TSchema> =
+    status === 422
+      ? {
+          event_id: Type.String({ description: 'the stored (rejected) event' }),
+          error_count: Type.Integer({ minimum: 1, description: 'how many fields of the body are invalid in all' }),
+          errors: Type.Array(FieldError, { maxItems: 100, description: 'the violations, one per field, the first 100 of them' }),
+        }
+      : status === 400
+        ? { event_id: Type.Optional(Type.String({ description: 'for malformed-json: the stored (rejected) event' })) }
+        : {}
+  return Type.Object(
+    {
+      type: Type.Unsafe<string>({ type: 'string', enum: types.map((t) => `/problems/${t}`), description: 'the kind of problem, a URI relative to the service' }),
+      title: Type.String({ description: `the status text, "${title}"` }),
+      status: Type.Literal(status),
+      detail: Type.String({ description: 'what went wrong in this request, in words' }),
+      ...extensions,
+    },
+    { description: `An RFC 9457 problem: ${WHEN[status]}`, additionalProperties: true },
+  )
+}
+
+/** The problem schemas by status, and by the name the OpenAPI document gives them. */
+export const PROBLEM_SCHEMAS = Object.fromEntries(
+  (Object.keys(PROBLEMS) as unknown as ProblemStatus[]).map((status) => [status, problemOf(Number(status) as ProblemStatus)]),
+) as Record<ProblemStatus, TSchema>
+// (The 405 has no operation to answer: OpenAPI names an operation by its method, and it is the
+// answer to every method a path does not take. The webhook paths describe it in words.)
+export const NAMED_PROBLEMS = Object.fromEntries(
+  (Object.keys(PROBLEMS) as unknown as ProblemStatus[]).filter((status) => Number(status) !== 405).map((status) => [NAMES[status], PROBLEM_SCHEMAS[status]]),
+) as Record<string, TSchema>
+
+const seconds = { type: 'string', pattern: '^[1-9][0-9]*$' }
+
+/** Response headers of the problems that carry one (`required`: always; see src/http/openapi.ts). */
+const PROBLEM_HEADERS: Partial<Record<ProblemStatus, Record<string, object>>> = {
+  401: { 'WWW-Authenticate': { type: 'string', const: 'Basic realm="shop-intake"', required: true, description: 'how to authenticate' } },
+  405: { Allow: { type: 'string', const: 'POST', required: true, description: 'the one method a webhook path takes' } },
+  429: { 'Retry-After': { ...seconds, required: true, description: 'seconds to wait before retrying' } },
+  503: { 'Retry-After': { ...seconds, required: true, description: 'seconds to wait before retrying (RETRY_AFTER_SECONDS)' } },
+}
+
+/**
+ * Route `response` entries for the given statuses: each an `application/problem+json` body of its
+ * named schema, with its headers. Fastify serializes with them; @fastify/swagger documents them.
+ */
+export function problemResponses(...statuses: ProblemStatus[]): Record<number, object> {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      {
+        description: WHEN[status],
+        ...(PROBLEM_HEADERS[status] ? { headers: { ...PROBLEM_HEADERS[status] } } : {}),
+        content: { 'application/problem+json': { schema: PROBLEM_SCHEMAS[status] } },
+      },
+    ]),
+  )
+}

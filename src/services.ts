@@ -1,0 +1,37 @@
+import type { Config } from './config.ts'
+import type { BatchItem } from './batch/commands.ts'
+import type { Authenticator } from './http/auth.ts'
+import type { BodyBudget } from './http/body-budget.ts'
+import type { ExpirySweeper } from './loyalty/expiry-sweeper.ts'
+import type { Metrics } from './http/metrics.ts'
+import type { BatchResult } from './store/apply-batch.ts'
+import type { Backend, BatchWriter } from './store/dialect.ts'
+import type { GroupCommitWriter } from './writer/group-commit.ts'
+
+// What the routes are given; here rather than in app.ts, so that the routes, which app.ts
+// imports, import nothing from it.
+
+export interface Services {
+  config: Config
+  backend: Backend
+  writer: GroupCommitWriter<BatchItem, BatchResult>
+  /** Where the writer's batches commit; /readyz asks it whether it can. */
+  batchWriter: BatchWriter
+  auth: Authenticator
+  metrics: Metrics
+  /**
+   * What webhooks read and parsed hold until their commit, beyond their raw bytes (which the body
+   * budget counts): BODY_BYTES_IN_FLIGHT again, apart, so that bodies being read never starve it.
+   */
+  parsedBudget: BodyBudget
+  /** The time in epoch milliseconds, when a test sets it (BuildOptions.clock); else the system clock. */
+  clock?: () => number
+  /** Writes expiry as it falls due. */
+  sweeper: ExpirySweeper
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services
+  }
+}
