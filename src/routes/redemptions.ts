@@ -1,18 +1,19 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
-import type { Services } from '../app.ts'
+import type { Services } from '../services.ts'
 import type { CommandOutcome, PointsCommand } from '../batch/commands.ts'
 import { arrivalClockUs } from '../domain/time.ts'
 import { MalformedBody } from '../http/json-body.ts'
 import { noStore } from '../http/no-store.ts'
 import { ProblemError, sendProblem, unavailable } from '../http/problem.ts'
 import { fieldErrors, firstErrors } from '../http/validation.ts'
-import { Problem } from '../schemas/common.ts'
-import { RedemptionBody, RedemptionConflict, RedemptionList, RedemptionParams, RedemptionsQuery, RedemptionView } from '../schemas/redemptions.ts'
+import { problemResponses } from '../schemas/problems.ts'
+import { RedemptionBody, RedemptionList, RedemptionParams, RedemptionsQuery, RedemptionView } from '../schemas/redemptions.ts'
 import { IdParams } from '../schemas/resources.ts'
 import { customerRedemptions } from '../store/points-repo.ts'
 import { findCustomer } from '../store/read-repo.ts'
+import { READ_PROBLEMS, readAnswer } from './resources.ts'
 import { QueueFullError } from '../writer/group-commit.ts'
 
 // Redemptions spend a customer's points; a cancel gives them back. Both are
@@ -68,6 +69,7 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
       attachValidation: true,
       schema: {
         summary: 'Spend a customer\'s points on a reward',
+        operationId: 'createRedemption',
         description:
           'Takes the points from the oldest available points first. Never takes `available` below zero, whatever runs at once. ' +
           'With an Idempotency-Key, the same key and body answer the first result again (200); the same key with another request is a 409.',
@@ -75,7 +77,11 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
         security,
         params: IdParams,
         body: RedemptionBody,
-        response: { 200: RedemptionView, 201: RedemptionView, 409: RedemptionConflict, '4xx': Problem, '5xx': Problem },
+        response: {
+          200: readAnswer('The redemption this Idempotency-Key made, answered again', RedemptionView),
+          201: readAnswer('The redemption, made', RedemptionView),
+          ...problemResponses(400, 401, 404, 408, 409, 413, 415, 422, 431, 503),
+        },
       },
     },
     async (request: FastifyRequest<{ Params: { id: string } }>, reply) => {
@@ -129,11 +135,12 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
       onRequest: [noStore, auth.hook],
       schema: {
         summary: 'Give a redemption\'s points back (the reward was not used)',
+        operationId: 'cancelRedemption',
         description: 'Idempotent: cancelling again answers what the first cancel answered. Points whose expiry passed meanwhile lapse again.',
         tags: ['points'],
         security,
         params: RedemptionParams,
-        response: { 200: RedemptionView, '4xx': Problem, '5xx': Problem },
+        response: { 200: readAnswer('The redemption, cancelled (now or before)', RedemptionView), ...READ_PROBLEMS() },
       },
     },
     async (request: FastifyRequest<{ Params: { id: string; redemption_id: string } }>, reply) => {
@@ -155,11 +162,12 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
       onRequest: [noStore, auth.hook],
       schema: {
         summary: 'A customer\'s redemptions, newest first',
+        operationId: 'listRedemptions',
         tags: ['points'],
         security,
         params: IdParams,
         querystring: RedemptionsQuery,
-        response: { 200: RedemptionList, '4xx': Problem },
+        response: { 200: readAnswer('A page of redemptions, newest first', RedemptionList), ...READ_PROBLEMS() },
       },
     },
     async (request: FastifyRequest<{ Params: { id: string }; Querystring: { limit?: string; cursor?: string } }>, reply) => {

@@ -1,5 +1,6 @@
 import type { TSchema } from 'typebox'
 import { NAMED_PROBLEMS } from './problems.ts'
+import { RedemptionBody, RedemptionList, RedemptionView } from './redemptions.ts'
 import { CustomerView, LedgerEntryView, OrderView, PointsView } from './resources.ts'
 import { Accepted, CustomerBody, OrderBody } from './webhooks.ts'
 import { Health, Readiness } from './health.ts'
@@ -13,6 +14,9 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   OrderView,
   LedgerEntryView,
   PointsView,
+  RedemptionBody,
+  RedemptionView,
+  RedemptionList,
   Health,
   Readiness,
   ...NAMED_PROBLEMS,

@@ -9,6 +9,7 @@ export const PROBLEMS = {
   404: { title: 'Not Found', types: ['not-found'] },
   405: { title: 'Method Not Allowed', types: ['method-not-allowed'] },
   408: { title: 'Request Timeout', types: ['request-timeout'] },
+  409: { title: 'Conflict', types: ['insufficient-points', 'idempotency-key-reused'] },
   413: { title: 'Content Too Large', types: ['body-too-large'] },
   415: { title: 'Unsupported Media Type', types: ['unsupported-media-type'] },
   417: { title: 'Expectation Failed', types: ['expectation-failed'] },
@@ -26,6 +27,7 @@ const NAMES: Record<ProblemStatus, string> = {
   404: 'NotFoundProblem',
   405: 'MethodNotAllowedProblem',
   408: 'RequestTimeoutProblem',
+  409: 'ConflictProblem',
   413: 'BodyTooLargeProblem',
   415: 'UnsupportedMediaTypeProblem',
   417: 'ExpectationFailedProblem',
@@ -41,6 +43,7 @@ const WHEN: Record<ProblemStatus, string> = {
   404: 'No such endpoint, or no such resource in this shop.',
   405: 'A method other than POST on a webhook path.',
   408: 'The headers or the whole request took too long; the connection is closed.',
+  409: 'A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`).',
   413: 'The body is larger than BODY_LIMIT.',
   415: 'The body is not sent as application/json.',
   417: 'An Expect header other than 100-continue; the connection is closed.',
@@ -64,13 +67,15 @@ function problemOf(status: ProblemStatus): TSchema {
   const extensions: Record<string, TSchema> =
     status === 422
       ? {
-          event_id: Type.String({ description: 'the stored (rejected) event' }),
+          event_id: Type.Optional(Type.String({ description: 'for a webhook: the stored (rejected) event' })),
           error_count: Type.Integer({ minimum: 1, description: 'how many fields of the body are invalid in all' }),
           errors: Type.Array(FieldError, { maxItems: 100, description: 'the violations, one per field, the first 100 of them' }),
         }
       : status === 400
         ? { event_id: Type.Optional(Type.String({ description: 'for malformed-json: the stored (rejected) event' })) }
-        : {}
+        : status === 409
+          ? { available: Type.Optional(Type.Integer({ description: 'for insufficient-points: the customer\'s available points when the redemption was decided' })) }
+          : {}
   return Type.Object(
     {
       type: Type.Unsafe<string>({ type: 'string', enum: types.map((t) => `/problems/${t}`), description: 'the kind of problem, a URI relative to the service' }),

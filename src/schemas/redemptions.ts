@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { Problem, Text } from './common.ts'
+import { Text } from './common.ts'
 
 // Redemptions: what a shop sends to spend a customer's points, and what it gets back.
 
@@ -39,14 +39,3 @@ export const RedemptionsQuery = Type.Object({
   cursor: Type.Optional(Type.String({ pattern: '^[0-9a-f-]{36}$', description: 'next_cursor of the previous page' })),
 })
 
-/** 409: /problems/insufficient-points (with `available`), or /problems/idempotency-key-reused. */
-export const RedemptionConflict = Type.Object(
-  {
-    ...Problem.properties,
-    available: Type.Optional(Type.Integer({ description: 'the customer\'s available points when the redemption was decided (insufficient-points)' })),
-  },
-  {
-    description: 'An RFC 9457 problem: the customer has fewer available points than asked (/problems/insufficient-points), or the Idempotency-Key was used with another request (/problems/idempotency-key-reused)',
-    additionalProperties: true,
-  },
-)
