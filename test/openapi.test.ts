@@ -32,8 +32,8 @@ describe('the OpenAPI document', () => {
     assert.ok(doc.servers.length >= 1 && /^http:\/\//.test(doc.servers[0].url))
     const ids = operations().map((o) => o.op.operationId)
     assert.deepEqual(ids.sort(), [
-      'customerCreated', 'customerDeleted', 'getCustomer', 'getCustomerPoints', 'getHealth', 'getMetrics',
-      'getOpenApiDocument', 'getOrder', 'getReadiness', 'orderCreated',
+      'cancelRedemption', 'createRedemption', 'customerCreated', 'customerDeleted', 'getCustomer', 'getCustomerPoints',
+      'getHealth', 'getMetrics', 'getOpenApiDocument', 'getOrder', 'getReadiness', 'listRedemptions', 'orderCreated',
     ])
   })
 

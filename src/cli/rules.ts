@@ -43,7 +43,7 @@ function currencyRate(value: string, previous: Record<string, number> = {}): Rec
 }
 
 /** The options of `rules set` that change the rule (all but --shop). */
-const CHANGES = ['pointsPerUnit', 'includeShipping', 'includeTax', 'excludeGiftcard', 'currencyRate', 'clearCurrencyRates', 'earnOn', 'pendingDays']
+const CHANGES = ['pointsPerUnit', 'includeShipping', 'includeTax', 'excludeGiftcard', 'currencyRate', 'clearCurrencyRates', 'earnOn', 'pendingDays', 'expireAfterDays']
 
 async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
   const shop = await findShop(db, name)
