@@ -76,7 +76,9 @@ for (const kind of DATABASES) {
     before(async () => {
       database = await createTestDatabase(kind)
       key = (await createKey(database.url)).key
-      server = await startServerProcess(database.url, key, { BODY_BYTES_IN_FLIGHT: String(BUDGET), LOG_LEVEL: 'error' })
+      // A generous database timeout: under a loaded machine, commits of megabytes of bodies must not
+      // turn the flood into 503s for want of time; memory is what this measures.
+      server = await startServerProcess(database.url, key, { BODY_BYTES_IN_FLIGHT: String(BUDGET), DB_TIMEOUT_MS: '20000', LOG_LEVEL: 'error' })
       agent = new http.Agent({ keepAlive: true, maxSockets: AT_ONCE })
       // Warm up every path once, so the peak below is the flood's, not the first compile's.
       for (const flood of FLOODS) await post(server.port, agent, key, flood.body(nextId++))
