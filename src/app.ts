@@ -13,12 +13,12 @@ import { installJsonBody } from './http/json-body.ts'
 import { installAllMethods } from './http/methods.ts'
 import { createMetrics, type Metrics } from './http/metrics.ts'
 import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
+import { AJV_SETTINGS } from './http/validation.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { redemptionRoutes } from './routes/redemptions.ts'
 import { resourceRoutes } from './routes/resources.ts'
-import { FORMATS } from './schemas/common.ts'
 import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
 import { migrate, openBackend } from './store/database.ts'
@@ -34,6 +34,11 @@ export interface Services {
   batchWriter: BatchWriter
   auth: Authenticator
   metrics: Metrics
+  /**
+   * What webhooks read and parsed hold until their commit, beyond their raw bytes (which the body
+   * budget counts): BODY_BYTES_IN_FLIGHT again, apart, so that bodies being read never starve it.
+   */
+  parsedBudget: BodyBudget
   /** The time in epoch milliseconds, when a test sets it (BuildOptions.clock); else the system clock. */
   clock?: () => number
   /** Writes expiry as it falls due. */
@@ -44,11 +49,6 @@ declare module 'fastify' {
   interface FastifyInstance {
     services: Services
   }
-}
-
-function addFormats(ajv: { addFormat(name: string, validate: (value: string) => boolean): unknown }) {
-  for (const [name, validate] of Object.entries(FORMATS)) ajv.addFormat(name, validate)
-  return ajv
 }
 
 export interface BuildOptions {
@@ -77,7 +77,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     throw err
   }
   const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
-  const metrics = createMetrics(() => bodyBudget.inFlight)
+  const parsedBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
+  const metrics = createMetrics(() => bodyBudget.inFlight + parsedBudget.inFlight)
   const batchWriter = backend.openWriter()
   const clock = options.clock ?? Date.now
   const writer = new GroupCommitWriter<BatchItem, BatchResult>({
@@ -96,7 +97,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, (err) =>
     app.log.warn({ err }, 'the expiry sweep failed; the next one tries again'),
   )
-  const services: Services = { config, backend, writer, batchWriter, auth, metrics, sweeper, ...(options.clock ? { clock: options.clock } : {}) }
+  const services: Services = {
+    config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, ...(options.clock ? { clock: options.clock } : {}),
+  }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({
@@ -124,10 +127,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       const shown = errors.slice(0, 10).map((e) => `${dataVar}${e.instancePath || ''} ${e.message}`)
       return new Error(shown.join(', ') + (errors.length > 10 ? `, and ${errors.length - 10} more` : ''))
     },
-    ajv: {
-      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, verbose: true },
-      plugins: [addFormats as never],
-    },
+    ajv: AJV_SETTINGS as never,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = config.MAX_CONNECTIONS

@@ -129,6 +129,14 @@ forEachDatabase((kind) => {
       assert.equal(await eventually(() => metric(t, 'shop_intake_body_bytes_in_flight'), 0), 0)
     })
 
+    test('a body whose parsed tags take more than the budget is still taken when it is alone, and gives its share back', async () => {
+      // 12,000 one-letter tags: 48 KB of text, about 312 KB once parsed (estimated), past the 256 KB budget.
+      const tags = Array.from({ length: 12_000 }, () => 'a')
+      const res = await t.post(CUSTOMER_CREATED, { id: nextId++, tags })
+      assert.equal(res.statusCode, 200, res.body)
+      assert.equal(await eventually(() => metric(t, 'shop_intake_body_bytes_in_flight'), 0), 0)
+    })
+
     test('a chunked body, of unknown length, counts as BODY_LIMIT while it is read', async () => {
       const c = await connect()
       const body = customerOfSize(nextId++, 1000)

@@ -15,9 +15,13 @@ export class BodyBudget {
     return this.#inFlight
   }
 
-  /** Takes `bytes` from the budget; a function that gives them back (once), or undefined when they do not fit. */
-  reserve(bytes: number): (() => void) | undefined {
-    if (this.#inFlight + bytes > this.capacity) return undefined
+  /**
+   * Takes `bytes` from the budget; a function that gives them back (once), or undefined when they
+   * do not fit. `alone`: whatever the size, it fits an empty budget (so that it is slow, never
+   * refused for ever).
+   */
+  reserve(bytes: number, alone = false): (() => void) | undefined {
+    if (this.#inFlight + bytes > this.capacity && !(alone && this.#inFlight === 0)) return undefined
     this.#inFlight += bytes
     let held = true
     return () => {
@@ -25,6 +29,33 @@ export class BodyBudget {
       held = false
       this.#inFlight -= bytes
     }
+  }
+}
+
+/**
+ * About how many bytes of heap a parsed JSON value takes (V8, 64-bit): what a body costs once
+ * parsed, beyond its bytes. Generous on purpose; linear in the value.
+ */
+export function approximateBytes(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return 16 + 2 * value.length
+    case 'number':
+    case 'bigint':
+      return 16
+    case 'object': {
+      if (value === null) return 0
+      if (Array.isArray(value)) {
+        let bytes = 16 + 8 * value.length
+        for (const item of value) bytes += approximateBytes(item)
+        return bytes
+      }
+      let bytes = 24
+      for (const [key, item] of Object.entries(value)) bytes += 8 + approximateBytes(key) + approximateBytes(item)
+      return bytes
+    }
+    default:
+      return 0
   }
 }
 

@@ -31,7 +31,7 @@ export function createMetrics(bodyBytesInFlight: () => number) {
     }),
     bodyBytesInFlight: new Gauge({
       name: 'shop_intake_body_bytes_in_flight',
-      help: 'Bytes of request bodies held now, counted against BODY_BYTES_IN_FLIGHT',
+      help: 'Bytes of request bodies held now, raw and parsed, each counted against BODY_BYTES_IN_FLIGHT',
       registers: [registry],
       collect() {
         this.set(bodyBytesInFlight())

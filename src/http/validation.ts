@@ -1,5 +1,6 @@
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js'
 import type { FieldError } from '../domain/webhook.ts'
+import { FORMATS } from '../schemas/common.ts'
 
 // Turns the validator's errors into one precise line per offending field.
 // Field schemas carry a `description` that completes "must be …" (see
@@ -8,6 +9,17 @@ import type { FieldError } from '../domain/webhook.ts'
 interface AjvError extends FastifySchemaValidationError {
   instancePath: string
   parentSchema?: { description?: string }
+}
+
+function addFormats(ajv: { addFormat(name: string, validate: (value: string) => boolean): unknown }) {
+  for (const [name, validate] of Object.entries(FORMATS)) ajv.addFormat(name, validate)
+  return ajv
+}
+
+/** The validator's settings: the app's, and the webhook bodies' bounded validator (bounded-validator.ts). */
+export const AJV_SETTINGS = {
+  customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, verbose: true },
+  plugins: [addFormats],
 }
 
 /** Most errors a 422 lists and its event stores; `error_count` gives the total. */
@@ -34,11 +46,12 @@ export function* fieldErrors(errors: readonly FastifySchemaValidationError[]): G
 
 /**
  * One error per field, in the order found (the first list that names a field wins),
- * and at most `max` of them; `count` is how many fields were invalid in all.
+ * and at most `max` of them; `count` is how many fields were invalid in all, with `uncounted`
+ * fields known only by number (the bounded validator's unlisted ones, which no other list names).
  * Linear in the number of errors: a body of half a million bad array items
  * must cost no more than reading it.
  */
-export function firstErrors(lists: readonly Iterable<FieldError>[], max = MAX_REPORTED_ERRORS): { errors: FieldError[]; count: number } {
+export function firstErrors(lists: readonly Iterable<FieldError>[], max = MAX_REPORTED_ERRORS, uncounted = 0): { errors: FieldError[]; count: number } {
   const seen = new Set<string>()
   const errors: FieldError[] = []
   for (const list of lists) {
@@ -48,5 +61,5 @@ export function firstErrors(lists: readonly Iterable<FieldError>[], max = MAX_RE
       if (errors.length < max) errors.push(error)
     }
   }
-  return { errors, count: seen.size }
+  return { errors, count: seen.size + uncounted }
 }

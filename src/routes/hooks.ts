@@ -5,8 +5,10 @@ import { arrivalClockUs } from '../domain/time.ts'
 import { changeFor, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
 import type { Services } from '../app.ts'
 import { ProblemError, sendProblem, unavailable } from '../http/problem.ts'
+import { approximateBytes } from '../http/body-budget.ts'
 import { MalformedBody } from '../http/json-body.ts'
-import { fieldErrors, firstErrors } from '../http/validation.ts'
+import { boundedValidatorCompiler, type BoundedErrors } from '../http/bounded-validator.ts'
+import { AJV_SETTINGS, fieldErrors, firstErrors, MAX_REPORTED_ERRORS } from '../http/validation.ts'
 import { QueueFullError } from '../writer/group-commit.ts'
 import { Problem } from '../schemas/common.ts'
 import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
@@ -82,7 +84,9 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
 export async function hookRoutes(app: FastifyInstance, services: Services): Promise<void> {
-  const { writer, auth, metrics, config } = services
+  const { writer, auth, metrics, config, parsedBudget } = services
+  // One per app: its compiled validators are kept by schema.
+  const validatorCompiler = boundedValidatorCompiler(AJV_SETTINGS, MAX_REPORTED_ERRORS)
 
   for (const hook of HOOKS) {
     app.post(
@@ -90,6 +94,7 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
       {
         onRequest: auth.hook,
         attachValidation: true,
+        validatorCompiler,
         config: perKeyRateLimit(config.RATE_LIMIT_RPS),
         schema: {
           summary: hook.summary,
@@ -107,14 +112,18 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
         const receivedUs = arrivalClockUs()
         // One error per field: the schema's first, then what only the raw text shows; the first
         // MAX_REPORTED_ERRORS are answered and stored, with the total in error_count.
-        const found = firstErrors([
-          malformed === null ? [] : [{ pointer: '', detail: malformed }],
-          request.validationError && malformed === null ? fieldErrors(request.validationError.validation) : [],
-          request.bodyErrors ?? [],
-        ])
-        // The validator's list can be far larger than the body (an error object per bad array item), and
-        // ajv keeps it on the compiled function until the route's next request: emptied once read.
-        if (request.validationError) request.validationError.validation.length = 0
+        // The validator describes the first invalid fields and counts the rest (bounded-validator.ts).
+        // The raw scan's (ids) are among the first: a body's ids come before any array in the schema.
+        const validation = malformed === null ? (request.validationError?.validation as BoundedErrors | undefined) : undefined
+        const found = firstErrors(
+          [
+            malformed === null ? [] : [{ pointer: '', detail: malformed }],
+            validation ? fieldErrors(validation) : [],
+            request.bodyErrors ?? [],
+          ],
+          MAX_REPORTED_ERRORS,
+          validation?.unlisted ?? 0,
+        )
         const errors = found.count > 0 ? found.errors : null
         const change = errors ? null : changeFor(hook.topic, body as never, receivedUs)
         const resourceId = Number.isSafeInteger(body.id) ? (body.id as number) : null
@@ -133,6 +142,19 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
           change,
           errors,
         }
+        // The webhook holds what the writer needs. The parsed body, many times its bytes in objects
+        // and not counted by the body budget, need not wait for the commit; nor the validator's list.
+        ;(request as { body: unknown }).body = undefined
+        request.validationError = undefined
+        // What the change holds until the commit (tags can take many times their bytes) has its own
+        // budget, beside the raw bytes' (counted before the body was read).
+        const release = parsedBudget.reserve(change ? approximateBytes(change) : 0, true)
+        if (!release) {
+          metrics.unavailable.inc({ reason: 'body-budget' })
+          const problem = unavailable(config.RETRY_AFTER_SECONDS, 'too many request bodies are being received at once; retry after the delay in Retry-After')
+          return sendProblem(reply, problem.problem, problem.headers)
+        }
+        reply.raw.once('close', release)
         let outcome: Outcome | { status: 'failed'; error: Error }
         try {
           // A webhook is answered with a webhook's outcome; commands get theirs.
