@@ -4,7 +4,9 @@ import fc from 'fast-check'
 import { issueKey } from '../src/keys/issue-key.ts'
 import { normalizeRule, type Rule } from '../src/loyalty/rule.ts'
 import { writeRule } from '../src/store/points-repo.ts'
+import type { SqliteBatchWriter } from '../src/store/sqlite-writer.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
+import { assertUnavailable } from './support/problems.ts'
 
 // Issue 12, redemptions over HTTP: spending, the problems, idempotency, cancels, oldest points
 // first, debt, and many redemptions at once that never overspend. Each test has a shop of its own.
@@ -235,6 +237,25 @@ describe('the OpenAPI document and hostile requests', () => {
     const p = (await t.get('/v3/customers/1/points?limit=500')).json()
     assert.ok(p.available >= 0)
     assert.equal(p.entries.reduce((sum: number, e: { points: number }) => sum + e.points, 0), p.available)
+  })
+})
+
+describe('a redemption that cannot be committed', () => {
+  test('the writer thread dead: redemptions and cancels get 503 with Retry-After, nothing is spent, reads still served', async () => {
+    const t = await startTestApp('sqlite', {}, { sweepEveryMs: 0 })
+    try {
+      await t.post(ORDER_CREATED, { id: 10, currency: 'EUR', subtotal: '100.00', is_paid: true, processed_at: OLD, customer: { id: 1 } })
+      const r = (await t.post('/v3/customers/1/redemptions', { points: 10, reference: 'before' })).json()
+      // As a crash of the thread would: it stops without closing anything.
+      await (t.app.services.batchWriter as SqliteBatchWriter).thread.terminate()
+      assertUnavailable(await t.post('/v3/customers/1/redemptions', { points: 10, reference: 'after' }), 'a redemption')
+      assertUnavailable(await t.post(`/v3/customers/1/redemptions/${r.redemption_id}/cancel`, {}), 'a cancel')
+      const p = (await t.get('/v3/customers/1/points')).json()
+      assert.equal(p.available, 90)
+      assert.equal((await t.get('/v3/customers/1/redemptions')).json().redemptions[0].cancelled_at, null)
+    } finally {
+      await t.close()
+    }
   })
 })
 

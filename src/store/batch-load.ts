@@ -267,18 +267,22 @@ async function loadPoints(backend: Backend, db: Kysely<Tables>, s: Session, stat
   const unlocked = [...holders].map((id) => `${shopId}:c:${id}`).filter((key) => !locked.has(key))
   if (unlocked.length > 0 && !(await backend.tryLockKeys(s, unlocked))) throw new LocksBusy(unlocked)
   const ids = [...holders]
-  const [lots, byId, byIdem] = await s.runMany([
-    db.selectFrom('ledger')
-      .select(['customer_id', 'available_us'])
-      .select((eb) => [
-        eb.fn.sum<number>('points').as('points'),
-        eb.fn.sum<number>(eb.case().when('reason', '=', 'expired').then(eb.ref('points')).else(0).end()).as('expired'),
-      ])
-      .where('shop_id', '=', shopId).where('customer_id', 'is not', null).where(anyOf('customer_id', ids))
-      .groupBy(['customer_id', 'available_us']).compile(),
-    db.selectFrom('redemptions').selectAll().where('shop_id', '=', shopId).where(anyOf('id', [...n.redemptionIds])).compile(),
-    db.selectFrom('redemptions').selectAll().where('shop_id', '=', shopId).where(anyOf('idem_key', [...n.redemptionIdem])).compile(),
-  ] as const)
+  const lotsQuery = db.selectFrom('ledger')
+    .select(['customer_id', 'available_us'])
+    .select((eb) => [
+      eb.fn.sum<number>('points').as('points'),
+      eb.fn.sum<number>(eb.case().when('reason', '=', 'expired').then(eb.ref('points')).else(0).end()).as('expired'),
+    ])
+    .where('shop_id', '=', shopId).where('customer_id', 'is not', null).where(anyOf('customer_id', ids))
+    .groupBy(['customer_id', 'available_us']).compile()
+  // Webhook batches need only the lots; the redemptions commands name come in the same round trip.
+  const [lots, byId, byIdem] = n.redemptionIds.size + n.redemptionIdem.size === 0
+    ? [await s.run(lotsQuery), [], []]
+    : await s.runMany([
+      lotsQuery,
+      db.selectFrom('redemptions').selectAll().where('shop_id', '=', shopId).where(anyOf('id', [...n.redemptionIds])).compile(),
+      db.selectFrom('redemptions').selectAll().where('shop_id', '=', shopId).where(anyOf('idem_key', [...n.redemptionIdem])).compile(),
+    ] as const)
   for (const id of ids) state.wallets.set(keyOf(shopId, id), [])
   for (const row of lots) {
     state.wallets.get(keyOf(shopId, Number(row.customer_id)))!.push({
