@@ -93,3 +93,13 @@ forEachDatabase((kind) => {
     })
   })
 })
+
+test('the README documents every setting of the configuration schema, with its default', async () => {
+  const { readFileSync } = await import('node:fs')
+  const { ConfigSchema, loadConfig } = await import('../src/config.ts')
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+  const defaults = loadConfig({}) as unknown as Record<string, unknown>
+  for (const name of Object.keys(ConfigSchema.properties)) {
+    assert.ok(readme.includes(`| \`${name}\` | \`${String(defaults[name])}\` |`), `README Configuration lists ${name} with its default ${String(defaults[name])}`)
+  }
+})

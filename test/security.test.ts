@@ -298,7 +298,7 @@ forEachDatabase((kind) => {
         before(async () => {
           t = await startTestApp(kind, { KEY_CACHE_SECONDS: cacheSeconds })
           const issued = await issueKey(t.app.services.backend.db, 'revoked-shop')
-          assert.ok(await revokeKey(t.app.services.backend.db, issued.keyId))
+          assert.equal((await revokeKey(t.app.services.backend.db, issued.keyId)).result, 'revoked')
           revoked = issued.key
           await t.app.ready()
           const executor = t.app.services.backend.db.getExecutor() as unknown as Record<string, unknown>

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
 import { arrivalClockUs } from '../domain/time.ts'
@@ -127,7 +128,8 @@ function logWebhook(topic: Topic) {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
-export async function hookRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function hookRoutes(scope: FastifyInstance, services: Services): Promise<void> {
+  const app = scope.withTypeProvider<TypeBoxTypeProvider>()
   const { writer, auth, metrics, config, parsedBudget } = services
   // One per app: its compiled validators are kept by schema.
   const validatorCompiler = boundedValidatorCompiler(AJV_SETTINGS, MAX_REPORTED_ERRORS)
@@ -157,7 +159,7 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
           },
         },
       },
-      async (request: FastifyRequest, reply: FastifyReply) => {
+      async (request, reply) => {
         const raw = request.rawBody ?? Buffer.alloc(0)
         const malformed =
           request.body instanceof MalformedBody ? request.body.detail : isObject(request.body) ? null : 'the body must be a JSON object'
@@ -178,7 +180,8 @@ export async function hookRoutes(app: FastifyInstance, services: Services): Prom
           validation?.unlisted ?? 0,
         )
         const errors = found.count > 0 ? found.errors : null
-        const change = errors ? null : changeFor(hook.topic, body as never, receivedUs)
+        // Without errors the body is what the schema says (the type provider's type of request.body).
+        const change = errors ? null : changeFor(hook.topic, request.body, receivedUs)
         const resourceId = Number.isSafeInteger(body.id) ? (body.id as number) : null
         const webhook: Webhook = {
           eventId: uuidv7(),

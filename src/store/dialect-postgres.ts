@@ -154,11 +154,13 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     openWriter() {
       // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
       const apply = batchApplier(this)
+      const backend = this
       return {
         apply,
         prune: (cutoffUs, limit) => pruneEventsTimed(this, cutoffUs, limit),
+        // On the write path's connections, as SQLite's writer thread does: apart from the reads and the key lookups.
         touchKeys: async (keyIds, at) => {
-          await db.executeQuery(touchKeysQuery(db, keyIds, at))
+          await backend.transaction(async (s) => s.run(touchKeysQuery(db, keyIds, at)))
         },
         close: async () => {},
       }

@@ -40,7 +40,8 @@ export class Contract {
     this.ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: true, formats: { email: true } })
     this.ajv.addSchema(doc, 'openapi')
     for (const [path, item] of Object.entries(doc.paths as Json)) {
-      const pattern = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}|\{[^}]+\}/g, '[^/]+')}$`)
+      // (A parameter may be empty: Fastify routes /v3/customers/ to /v3/customers/:id with id ''.)
+      const pattern = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}|\{[^}]+\}/g, '[^/]*')}$`)
       for (const [method, op] of Object.entries(item as Json)) {
         if (METHODS.has(method)) this.routes.push({ method, pattern, path, op })
       }

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { ConfigSchema } from '../../src/config.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { migrate, openBackend } from '../../src/store/database.ts'
+import { Contract } from './contract.ts'
 import { basic, CUSTOMER_CREATED, ORDER_CREATED } from './harness.ts'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -54,6 +55,17 @@ process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL')
 })
 
+// Every complete answer a server process gives is held to the OpenAPI document it serves (as the
+// harness does in process); what breaks it fails killAllServers or stopServerProcess.
+let contract: Contract | undefined
+const violations: string[] = []
+
+function failOnViolations(): void {
+  if (violations.length === 0) return
+  const found = violations.splice(0)
+  throw new Error(`answers of the server process that break the OpenAPI document:\n${found.slice(0, 20).join('\n')}`)
+}
+
 /** Sends SIGKILL to every server still running and waits for each to exit. */
 export async function killAllServers(): Promise<void> {
   const waits = [...running].map(
@@ -65,6 +77,7 @@ export async function killAllServers(): Promise<void> {
       }),
   )
   await Promise.all(waits)
+  failOnViolations()
 }
 
 /** Every setting the service reads: the configuration schema is the one list. */
@@ -144,7 +157,14 @@ export async function startServerProcess(databaseUrl: string, key: string, env: 
       }
       await sleep(50)
     }
-    if (ready) return server
+    if (ready) {
+      if (!contract) {
+        const doc = await request(server.port, { method: 'GET', path: '/openapi.json', agent: false, timeoutMs: 30_000 })
+        if (doc.status !== 200 || doc.body === undefined) throw new Error(`GET /openapi.json answered ${doc.status ?? doc.error}`)
+        contract = new Contract(JSON.parse(doc.body))
+      }
+      return server
+    }
     if (!server.hasExited()) {
       server.child.kill('SIGKILL')
       await server.exited
@@ -161,13 +181,18 @@ export async function startServerProcess(databaseUrl: string, key: string, env: 
  * for it; SIGKILLs it if it has not exited after `graceMs`.
  */
 export async function stopServerProcess(server: ServerProcess, graceMs = 20_000): Promise<Exit> {
-  if (server.hasExited()) return server.exited
+  if (server.hasExited()) {
+    const exit = await server.exited
+    failOnViolations()
+    return exit
+  }
   server.child.kill('SIGTERM')
   const guard = setTimeout(() => server.child.kill('SIGKILL'), graceMs)
   try {
     return await server.exited
   } finally {
     clearTimeout(guard)
+    failOnViolations()
   }
 }
 
@@ -214,6 +239,9 @@ export function request(port: number, options: RequestOptions): Promise<Answer> 
         res.on('data', (chunk: Buffer) => chunks.push(chunk))
         res.on('end', () => {
           answer.body = Buffer.concat(chunks).toString('utf8')
+          if (contract && res.statusCode !== undefined) {
+            violations.push(...contract.check({ method: options.method, url: options.path, status: res.statusCode, headers: res.headers, body: answer.body }))
+          }
           finish()
         })
         res.on('error', (err: NodeJS.ErrnoException) => finish(err.code ?? err.message))
