@@ -153,6 +153,7 @@ test('targetFor: the default rule is the issue\'s default', () => {
     currency_rates: {},
     earn_on: 'paid',
     pending_days: 14,
+    expire_after_days: 0,
   })
 })
 

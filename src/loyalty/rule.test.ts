@@ -13,6 +13,7 @@ const DEFAULTS = {
   currency_rates: {},
   earn_on: 'paid',
   pending_days: 14,
+  expire_after_days: 0,
 }
 
 function refusal(input: unknown): string {

@@ -1,4 +1,4 @@
-import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely'
+import { CompiledQuery, Kysely, PostgresDialect, sql, type DatabaseIntrospector, type SchemaMetadata, type TableMetadata } from 'kysely'
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import type { Backend, RowsOf, Session } from './dialect.ts'
@@ -20,6 +20,49 @@ export interface PostgresOptions {
   poolSize?: number
   /** The schema of the service's tables (DATABASE_SCHEMA), unless the URL's `options` set a search_path. */
   schema?: string
+}
+
+/**
+ * Kysely's introspector, narrowed to the service's schema. Kysely's own reads every schema of the
+ * database (with functions that fail when another client drops a schema meanwhile: "schema
+ * t_… does not exist" when tests, or other applications, drop theirs), and the migrator only asks
+ * it whether its own tables and schema exist.
+ */
+class ScopedIntrospector implements DatabaseIntrospector {
+  constructor(
+    private readonly db: Kysely<any>,
+    private readonly schema: string,
+  ) {}
+
+  async getSchemas(): Promise<SchemaMetadata[]> {
+    const { rows } = await sql<{ name: string }>`SELECT nspname AS name FROM pg_catalog.pg_namespace WHERE nspname = ${this.schema}`.execute(this.db)
+    return rows
+  }
+
+  async getTables(): Promise<TableMetadata[]> {
+    const { rows } = await sql<{ name: string; kind: string }>`
+      SELECT c.relname AS name, c.relkind AS kind FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = ${this.schema} AND c.relkind IN ('r', 'v', 'p')`.execute(this.db)
+    return rows.map((r) => ({ name: r.name, schema: this.schema, isView: r.kind === 'v', columns: [] }))
+  }
+
+  async getMetadata() {
+    return { tables: await this.getTables() }
+  }
+}
+
+class ScopedPostgresDialect extends PostgresDialect {
+  constructor(
+    config: ConstructorParameters<typeof PostgresDialect>[0],
+    private readonly schema: string,
+  ) {
+    super(config)
+  }
+
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    return new ScopedIntrospector(db, this.schema)
+  }
 }
 
 /** The schema a URL's `options=-c search_path=…` names, if it names one. */
@@ -116,7 +159,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     // plans from stale statistics on a young table took a whole shop's index range per lookup.
     client.query('SET plan_cache_mode = force_generic_plan').catch(() => {})
   })
-  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<Tables>({ dialect: new ScopedPostgresDialect({ pool }, schema) })
 
   return {
     kind: 'postgres',
