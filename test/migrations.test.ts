@@ -52,6 +52,31 @@ describe('migrations', () => {
     }
   })
 
+  test('PostgreSQL: a database whose tables an earlier version kept in public is refused with what to set, not started empty', async () => {
+    // Its own database: the test puts tables in public.
+    const name = `mig_public_${process.pid}_${Math.random().toString(36).slice(2, 8)}`
+    await pgQuery(`CREATE DATABASE ${name}`)
+    const url = POSTGRES_URL.replace(/\/[^/?]*(\?|$)/, `/${name}$1`)
+    try {
+      const old = openBackend(url, { connectTimeoutMs: 2000, queryTimeoutMs: 5000, schema: 'public' })
+      try {
+        await migrate(old)
+      } finally {
+        await old.close()
+      }
+      const upgraded = openBackend(url, { connectTimeoutMs: 2000, queryTimeoutMs: 5000, schema: 'shop_intake' })
+      try {
+        await assert.rejects(migrate(upgraded), /schema "public".*set DATABASE_SCHEMA=public/)
+        const left = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = 'shop_intake'`.execute(upgraded.db)
+        assert.equal(left.rows[0]!.n, 0, 'no empty schema was made')
+      } finally {
+        await upgraded.close()
+      }
+    } finally {
+      await pgQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    }
+  })
+
   test('SQLite: a failed migration leaves no table', async () => {
     const database = await createTestDatabase('sqlite')
     const backend = openBackend(database.url)

@@ -1,4 +1,4 @@
-import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely'
+import { Migrator, type Kysely, sql, type Migration, type MigrationProvider } from 'kysely'
 import type { Backend } from './dialect.ts'
 import { openPostgres, type PostgresOptions } from './dialect-postgres.ts'
 import { openSqlite } from './dialect-sqlite.ts'
@@ -39,6 +39,23 @@ function migrations(backend: Backend): Record<string, Migration> {
 }
 
 /**
+ * Versions before DATABASE_SCHEMA kept the tables in `public`. Starting such a database on a new
+ * empty schema would look like losing every customer: say what to set instead.
+ */
+async function refuseTablesLeftInPublic(db: Kysely<any>, schema: string): Promise<void> {
+  if (schema === 'public') return
+  const { rows } = await sql<{ ours: string | null; old: string | null }>`
+    SELECT to_regclass(${`${schema}.kysely_migration`}) AS ours, to_regclass('public.kysely_migration') AS old`.execute(db)
+  if (rows[0]?.ours || !rows[0]?.old) return
+  const { rows: applied } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM public.kysely_migration WHERE name = '0001-intake'`.execute(db)
+  if ((applied[0]?.n ?? 0) === 0) return
+  throw new Error(
+    `this database keeps the service's tables in schema "public" (set up before DATABASE_SCHEMA existed), not in "${schema}": ` +
+      'set DATABASE_SCHEMA=public to use them, or move them to the schema first',
+  )
+}
+
+/**
  * Applies pending migrations (up to and including `upTo`, else all); returns the names applied.
  * All of it is one transaction, the schema and Kysely's own tables included: a migration that
  * fails leaves the database as it was. (`more` adds migrations after the service's, for tests.)
@@ -51,6 +68,7 @@ export async function migrate(backend: Backend, upTo?: string, more: Record<stri
       let schema: string | undefined
       if (backend.kind === 'postgres') {
         schema = backend.schema
+        if (!backend.schemaFromUrl) await refuseTablesLeftInPublic(db, schema)
         await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(schema)}`.execute(db)
       }
       // Kysely looks for its own tables in every schema unless told which: name the service's.

@@ -164,6 +164,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
   return {
     kind: 'postgres',
     schema,
+    schemaFromUrl: fromUrl !== undefined,
     db,
     types: {
       serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(),

@@ -40,6 +40,8 @@ export interface Backend {
   readonly kind: 'sqlite' | 'postgres'
   /** PostgreSQL: the schema the tables live in. */
   readonly schema: string
+  /** PostgreSQL: whether the URL named it (its search_path) rather than DATABASE_SCHEMA. */
+  readonly schemaFromUrl?: boolean
   /** For reads, migrations and the CLI. */
   readonly db: Kysely<Tables>
   readonly types: DialectTypes
