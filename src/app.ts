@@ -224,7 +224,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         tags: ['operations'], security: [], summary: 'This OpenAPI document', operationId: 'getOpenApiDocument',
         response: {
           200: { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
-          ...problemResponses(400, 408, 431, 503),
+          ...problemResponses(400, 408, 417, 431, 503),
         },
       },
     },

@@ -205,7 +205,7 @@ describe('the OpenAPI document and hostile requests', () => {
     const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json()
     const create = doc.paths['/v3/customers/{id}/redemptions'].post
     const named = (schema: { $ref?: string }) => (schema.$ref ? doc.components.schemas[schema.$ref.split('/').at(-1)!] : schema)
-    assert.deepEqual(Object.keys(create.responses).sort(), ['200', '201', '400', '401', '404', '408', '409', '413', '415', '422', '431', '503'])
+    assert.deepEqual(Object.keys(create.responses).sort(), ['200', '201', '400', '401', '404', '408', '409', '413', '415', '417', '422', '431', '503'])
     assert.deepEqual(Object.keys(named(create.requestBody.content['application/json'].schema).properties).sort(), ['points', 'reference'])
     assert.ok(named(create.responses['409'].content['application/problem+json'].schema).properties.available)
     assert.ok(doc.paths['/v3/customers/{id}/redemptions'].get.responses['200'])

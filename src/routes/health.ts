@@ -13,7 +13,7 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
     {
       schema: {
         ...operations, summary: 'Liveness: 200 while the process is alive', operationId: 'getHealth',
-        response: { 200: { description: 'The process is alive', content: { 'application/json': { schema: Health } } }, ...problemResponses(400, 408, 431, 503) },
+        response: { 200: { description: 'The process is alive', content: { 'application/json': { schema: Health } } }, ...problemResponses(400, 408, 417, 431, 503) },
       },
     },
     async () => ({ status: 'ok' }),
@@ -26,7 +26,7 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
     {
       schema: {
         ...operations, summary: 'Readiness: 200 when a webhook can be committed now', operationId: 'getReadiness',
-        response: { 200: { description: 'Ready', content: { 'application/json': { schema: Readiness } } }, ...problemResponses(400, 408, 431, 503) },
+        response: { 200: { description: 'Ready', content: { 'application/json': { schema: Readiness } } }, ...problemResponses(400, 408, 417, 431, 503) },
       },
     },
     async (request, reply) => {
@@ -63,7 +63,7 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
             description: 'The Prometheus text exposition format, version 0.0.4',
             content: { 'text/plain': { schema: { type: 'string' } } },
           },
-          ...problemResponses(400, 408, 431, 503),
+          ...problemResponses(400, 408, 417, 431, 503),
         },
       },
     },

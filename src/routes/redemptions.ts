@@ -80,7 +80,7 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
         response: {
           200: readAnswer('The redemption this Idempotency-Key made, answered again', RedemptionView),
           201: readAnswer('The redemption, made', RedemptionView),
-          ...problemResponses(400, 401, 404, 408, 409, 413, 415, 422, 431, 503),
+          ...problemResponses(400, 401, 404, 408, 409, 413, 415, 417, 422, 431, 503),
         },
       },
     },

@@ -52,7 +52,7 @@ export function readAnswer(description: string, schema: object) {
 }
 
 /** What a read may answer besides its 200. */
-export const READ_PROBLEMS = () => problemResponses(400, 401, 404, 408, 431, 503)
+export const READ_PROBLEMS = () => problemResponses(400, 401, 404, 408, 417, 431, 503)
 
 export async function resourceRoutes(scope: FastifyInstance, services: Services): Promise<void> {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>()
