@@ -11,7 +11,7 @@
 export const TARGETS = {
   'src/domain/money.ts': ['src/domain/money.test.ts'],
   'src/domain/time.ts': ['src/domain/time.test.ts'],
-  'src/domain/merge.ts': ['src/domain/merge.test.ts'],
+  'src/domain/merge.ts': ['src/domain/merge.test.ts', 'src/domain/merge-rules.test.ts'],
   'src/loyalty/rule.ts': ['src/loyalty/rule.test.ts'],
   'src/loyalty/points.ts': ['src/loyalty/points.test.ts'],
   'src/loyalty/ledger-plan.ts': ['src/loyalty/ledger-plan.test.ts'],
