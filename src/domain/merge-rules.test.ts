@@ -44,6 +44,15 @@ describe('copies: the same value at the same version is no news', () => {
     assert.deepEqual(back.next.tags, ['a'])
   })
 
+  test('given a field a delete set to null, when a list comes at the delete\'s version after the customer is back, then it is news', () => {
+    let stored = mergeCustomer(mergeCustomer(undefined, customer({ tags: ['a'] }, clock(1))).next, deletion(clock(5, 2))).next
+    stored = mergeCustomer(stored, customer({ first_name: 'Back' }, clock(5, 3))).next
+    assert.equal(stored.deleted, false)
+    const tags = mergeCustomer(stored, customer({ tags: ['a'] }, clock(5, 4)))
+    assert.equal(tags.applied, true)
+    assert.deepEqual(tags.next.tags, ['a'])
+  })
+
   test('given a customer, when the same value comes with a newer version, then it is applied', () => {
     const stored = mergeCustomer(undefined, customer({ first_name: 'Ann' }, clock(5, 1))).next
     assert.equal(mergeCustomer(stored, customer({ first_name: 'Ann' }, clock(6, 2))).applied, true)
