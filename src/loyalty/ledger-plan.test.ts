@@ -246,6 +246,8 @@ test('a target of zero points awards nothing, even with a basis: what is held is
   const zeroWithBasis: Target = { points: 0, basis: V1, why: 'below one point' }
   assert.deepEqual(planOrderEntries([held(customer(7), 100)], customer(7), zeroWithBasis), [entry(customer(7), -100, 'adjusted', V1)])
   assert.deepEqual(planOrderEntries([], customer(7), zeroWithBasis), [])
+  // Held by someone else: taken back from them, not moved to the owner.
+  assert.deepEqual(planOrderEntries([held(guest('a@example.com'), 100)], customer(7), zeroWithBasis), [entry(guest('a@example.com'), -100, 'adjusted', V1)])
 })
 
 test('holdings that net to zero are nothing held: a new award after them is earned, not adjusted', () => {
