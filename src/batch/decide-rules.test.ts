@@ -140,7 +140,7 @@ describe('the decision', () => {
     const state = emptyState()
     const w = customerHook({ id: 3, email: 'a@x.com' }, { rejected: true, idemKey: 'k1' })
     const d = decideBatch([w], state)
-    assert.deepEqual(outcomesOf(d), [{ status: 'rejected', eventId: w.eventId }])
+    assert.deepEqual(outcomesOf([w], d), [{ status: 'rejected', eventId: w.eventId }])
     assert.deepEqual(d.events[0]!.errors, [{ pointer: '/email', detail: 'bad' }])
     assert.equal(d.events[0]!.idemKey, null, 'a rejected webhook claims no idempotency key')
     assert.deepEqual([d.customers, d.orders, d.ledger, d.redactions], [[], [], [], []])
@@ -154,12 +154,12 @@ describe('the decision', () => {
     const stale = customerHook({ id: 3, first_name: 'Old', updated_at: '2024-05-01T00:00:00Z' })
     const copy = customerHook({ id: 3, first_name: 'New', updated_at: '2024-05-02T00:00:00Z' })
     const d = decideBatch([stale, copy], state)
-    assert.deepEqual(outcomesOf(d), [{ status: 'stale', eventId: stale.eventId }, { status: 'duplicate', eventId: latest.eventId }])
+    assert.deepEqual(outcomesOf([stale, copy], d), [{ status: 'stale', eventId: stale.eventId }, { status: 'duplicate', eventId: latest.eventId }])
     const orderLatest = orderHook({ id: 20, ref: 'B', updated_at: '2024-05-02T00:00:00Z' })
     decideBatch([orderLatest], state)
     const orderStale = orderHook({ id: 20, ref: 'A', updated_at: '2024-05-01T00:00:00Z' })
     const orderCopy = orderHook({ id: 20, ref: 'B', updated_at: '2024-05-02T00:00:00Z' })
-    assert.deepEqual(outcomesOf(decideBatch([orderStale, orderCopy], state)), [{ status: 'stale', eventId: orderStale.eventId }, { status: 'duplicate', eventId: orderLatest.eventId }])
+    assert.deepEqual(outcomesOf([orderStale, orderCopy], decideBatch([orderStale, orderCopy], state)), [{ status: 'stale', eventId: orderStale.eventId }, { status: 'duplicate', eventId: orderLatest.eventId }])
   })
 
   test('a decision lists each changed row once, new rows at revision 0, and no redaction when nothing was erased', () => {

@@ -29,6 +29,7 @@ const paid = (id: number, fields: Partial<OrderBody> = {}): OrderBody => ({ id, 
 
 function commit(state: BatchState, d: Decision): void {
   for (const row of d.ledger) {
+    if (row.orderId === null) continue // (points commands' entries: none here)
     const key = keyOf(row.shopId, row.orderId)
     state.ledger.set(key, [...(state.ledger.get(key) ?? []), { customerId: row.customerId, guestEmail: row.guestEmail, points: row.points, basis: row.basis }])
   }
