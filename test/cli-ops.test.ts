@@ -1,49 +1,22 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { after, before, describe, test } from 'node:test'
-import { ConfigSchema } from '../src/config.ts'
 import { listKeys } from '../src/store/keys-repo.ts'
 import { createTestDatabase, forEachDatabase, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
 import { listen } from './support/raw-http.ts'
+import { runCli, type CliRun } from './support/cli-process.ts'
 
 // The command line as a user meets it: --version, descriptions, ranges, revoke and rules set
 // that change nothing, keys list's last use, and `send`, the sender's side of the contract.
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
+const cli = runCli
 
-/** The variables the service reads (the configuration schema's list) never leak in from the test's environment. */
-function cli(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<Run> {
-  const base: NodeJS.ProcessEnv = { ...process.env }
-  for (const name of [...Object.keys(ConfigSchema.properties), 'NODE_TEST_CONTEXT', 'SHOP_INTAKE_URL', 'SHOP_INTAKE_KEY']) delete base[name]
-  const child = spawn(process.execPath, ['bin/shop-intake.js', ...args], { cwd: ROOT, env: { ...base, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
-  child.stdin.end(stdin ?? '')
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c))
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c))
-  const guard = setTimeout(() => child.kill('SIGKILL'), 60_000)
-  return new Promise((resolve, reject) => {
-    child.on('error', reject)
-    child.on('close', (code) => {
-      clearTimeout(guard)
-      resolve({ code, stdout, stderr })
-    })
-  })
-}
-
-const fails = (run: Run, pattern: RegExp) => {
+const fails = (run: CliRun, pattern: RegExp) => {
   assert.equal(run.code, 1, `exit 1: ${run.stdout}${run.stderr}`)
   assert.match(run.stderr, pattern)
 }
@@ -60,7 +33,7 @@ describe('the command line (SQLite)', () => {
   test('--version prints the package version', async () => {
     const run = await cli(['--version'])
     assert.equal(run.code, 0)
-    assert.equal(run.stdout.trim(), JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version)
+    assert.equal(run.stdout.trim(), JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version)
   })
 
   test('every command and subcommand has a description in --help', async () => {

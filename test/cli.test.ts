@@ -1,9 +1,6 @@
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
-import { fileURLToPath } from 'node:url'
 import { after, before, describe, test } from 'node:test'
-import { ConfigSchema } from '../src/config.ts'
 import { hashKey } from '../src/keys/api-key.ts'
 import { openBackend } from '../src/store/database.ts'
 import {
@@ -15,10 +12,10 @@ import {
   type TestApp,
   type TestDatabase,
 } from './support/harness.ts'
+import { runCli, startCli } from './support/cli-process.ts'
 
 // The real CLI, as operators and scripts run it: `node bin/shop-intake.js …` in a child process.
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const KEY = /^sk_[0-9A-Za-z]{32,}$/
 
 interface Run {
@@ -28,36 +25,8 @@ interface Run {
   stderr: string
 }
 
-function cliEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base: NodeJS.ProcessEnv = { ...process.env }
-  // Nothing of the test runner or of the developer's shell leaks into the child.
-  for (const name of ['NODE_TEST_CONTEXT', ...Object.keys(ConfigSchema.properties)]) delete base[name]
-  return { ...base, ...env }
-}
-
-function start(args: string[], env: Record<string, string>): { child: ChildProcess; done: Promise<Run> } {
-  const child = spawn(process.execPath, ['bin/shop-intake.js', ...args], { cwd: ROOT, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-  const done = new Promise<Run>((resolve, reject) => {
-    child.on('error', reject)
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
-  })
-  return { child, done }
-}
-
-/** Runs a CLI command to completion (killed after 60 s, which then fails the test). */
-async function cli(args: string[], env: Record<string, string>): Promise<Run> {
-  const { child, done } = start(args, env)
-  const guard = setTimeout(() => child.kill('SIGKILL'), 60_000)
-  try {
-    return await done
-  } finally {
-    clearTimeout(guard)
-  }
-}
+const start = startCli
+const cli = runCli
 
 const lines = (text: string) => text.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '')
 

@@ -1,52 +1,26 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { after, before, test } from 'node:test'
-import { ConfigSchema } from '../src/config.ts'
 import { issueKey } from '../src/keys/issue-key.ts'
 import { DEFAULT_RULE } from '../src/loyalty/rule.ts'
 import { readRule, writeRule } from '../src/store/points-repo.ts'
 import { createTestDatabase, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
+import { runCli, type CliRun } from './support/cli-process.ts'
 
 // The points CLI as operators run it: `node bin/shop-intake.js rules …|points rebuild …` in a
 // child process, against the database the service (here, the test app) writes.
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const OLD = '2024-01-10T10:00:00Z'
 
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function cli(args: string[], databaseUrl: string): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { ...process.env }
-  for (const name of ['NODE_TEST_CONTEXT', ...Object.keys(ConfigSchema.properties)]) delete env[name]
-  env.DATABASE_URL = databaseUrl
-  const child = spawn(process.execPath, ['bin/shop-intake.js', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-  const guard = setTimeout(() => child.kill('SIGKILL'), 60_000)
-  return new Promise((resolve, reject) => {
-    child.on('error', reject)
-    child.on('close', (code) => {
-      clearTimeout(guard)
-      resolve({ code, stdout, stderr })
-    })
-  })
-}
+const cli = (args: string[], databaseUrl: string) => runCli(args, { DATABASE_URL: databaseUrl })
 
 const lines = (text: string) => text.split('\n').map((l) => l.trim()).filter((l) => l !== '')
 
-function ok(run: Run, what: string): void {
+function ok(run: CliRun, what: string): void {
   assert.equal(run.code, 0, `${what} exited ${run.code}; stderr: ${run.stderr}`)
 }
 
 /** A refused command: non-zero exit, its reason in one line on stderr, no stack trace. */
-function refused(run: Run, reason: RegExp): void {
+function refused(run: CliRun, reason: RegExp): void {
   assert.notEqual(run.code, 0, `expected a non-zero exit; stdout: ${run.stdout}`)
   assert.notEqual(run.code, null)
   const errorLines = lines(run.stderr)
@@ -55,7 +29,7 @@ function refused(run: Run, reason: RegExp): void {
 }
 
 /** The count of `points rebuild`'s last stdout line. */
-function appended(run: Run): { checked: number; appended: number } {
+function appended(run: CliRun): { checked: number; appended: number } {
   ok(run, 'points rebuild')
   const last = lines(run.stdout).at(-1) ?? ''
   const m = /^checked (\d+) orders?; appended (\d+) ledger entr(?:y|ies)$/.exec(last)

@@ -1,16 +1,13 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { after, before, describe, test } from 'node:test'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
+import { runCli } from './support/cli-process.ts'
 
 // Issue 9, item 15: answers that carry personal data are never cached, and every
 // timestamp the service returns is written one way: RFC 3339 in UTC with six fraction
 // digits (the microseconds the service keeps and compares instants in).
 
 const ONE_FORMAT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
-
 /** Every value under a key ending in `_at`, with its path, in a JSON value. */
 function timestamps(value: unknown, path = ''): [string, unknown][] {
   if (Array.isArray(value)) return value.flatMap((v, i) => timestamps(v, `${path}/${i}`))
@@ -18,17 +15,10 @@ function timestamps(value: unknown, path = ''): [string, unknown][] {
   return Object.entries(value).flatMap(([k, v]) => (k.endsWith('_at') && typeof v !== 'object' ? [[`${path}/${k}`, v] as [string, unknown]] : timestamps(v, `${path}/${k}`)))
 }
 
-function keysList(databaseUrl: string): Promise<string> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl }
-  delete env.NODE_TEST_CONTEXT
-  const child = spawn(process.execPath, ['bin/shop-intake.js', 'keys', 'list'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  let err = ''
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c))
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (err += c))
-  return new Promise((resolve, reject) =>
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`keys list exited ${code}: ${err}`)))),
-  )
+async function keysList(databaseUrl: string): Promise<string> {
+  const run = await runCli(['keys', 'list'], { DATABASE_URL: databaseUrl })
+  if (run.code !== 0) throw new Error(`keys list exited ${run.code}: ${run.stderr}`)
+  return run.stdout
 }
 
 forEachDatabase((kind) => {

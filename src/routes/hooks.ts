@@ -133,13 +133,15 @@ export async function hookRoutes(scope: FastifyInstance, services: Services): Pr
   const { writer, auth, metrics, config, parsedBudget } = services
   // One per app: its compiled validators are kept by schema.
   const validatorCompiler = boundedValidatorCompiler(AJV_SETTINGS, MAX_REPORTED_ERRORS)
+  // The level is fixed for the process: below info, no webhook pays for building its line.
+  const logsWebhooks = ['info', 'debug', 'trace'].includes(config.LOG_LEVEL)
 
   for (const hook of HOOKS) {
     app.post(
       hook.path,
       {
         onRequest: auth.hook,
-        onResponse: logWebhook(hook.topic),
+        ...(logsWebhooks ? { onResponse: logWebhook(hook.topic) } : {}),
         attachValidation: true,
         validatorCompiler,
         config: perKeyRateLimit(config.RATE_LIMIT_RPS, (request) => metrics.rateLimited.inc({ shop: String(request.principal.shopId) })),

@@ -1,9 +1,23 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { ConfigSchema } from '../../src/config.ts'
 
 // The real CLI in a child process, as an operator runs it.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+/** Every setting the service reads: the configuration schema is the one list. */
+export const CONFIG_NAMES = Object.keys(ConfigSchema.properties)
+
+/**
+ * A child's environment: the test's, without the test runner's context, any setting (or `send`
+ * target) of the developer's shell, then `env`.
+ */
+export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = { ...process.env }
+  for (const name of ['NODE_TEST_CONTEXT', 'SHOP_INTAKE_URL', 'SHOP_INTAKE_KEY', ...CONFIG_NAMES]) delete base[name]
+  return { ...base, ...env }
+}
 
 export interface CliRun {
   code: number | null
@@ -12,11 +26,10 @@ export interface CliRun {
   stderr: string
 }
 
-/** Starts `shop-intake ARGS` with only `env` of the service's settings. */
-export function startCli(args: string[], env: Record<string, string>): { child: ChildProcess; done: Promise<CliRun>; stderr(): string } {
-  const base: NodeJS.ProcessEnv = { ...process.env }
-  for (const name of Object.keys(base)) if (name === 'NODE_TEST_CONTEXT' || /^[A-Z_]+$/.test(name) && name.match(/^(DATABASE_URL|PORT|HOST|LOG_LEVEL|EVENT_RETENTION_DAYS|PRUNE_INTERVAL_SECONDS|STORAGE_SAMPLE_SECONDS)$/)) delete base[name]
-  const child = spawn(process.execPath, ['bin/shop-intake.js', ...args], { cwd: ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+/** Starts `shop-intake ARGS` with `env` as its only settings and `stdin` as its input. */
+export function startCli(args: string[], env: Record<string, string> = {}, stdin = ''): { child: ChildProcess; done: Promise<CliRun>; stderr(): string } {
+  const child = spawn(process.execPath, ['bin/shop-intake.js', ...args], { cwd: ROOT, env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] })
+  child.stdin!.end(stdin)
   let stdout = ''
   let stderr = ''
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
@@ -29,8 +42,8 @@ export function startCli(args: string[], env: Record<string, string>): { child: 
 }
 
 /** Runs a CLI command to completion (SIGKILLed after `limitMs`, which then fails the caller's test). */
-export async function runCli(args: string[], env: Record<string, string>, limitMs = 120_000): Promise<CliRun> {
-  const { child, done } = startCli(args, env)
+export async function runCli(args: string[], env: Record<string, string> = {}, stdin = '', limitMs = 120_000): Promise<CliRun> {
+  const { child, done } = startCli(args, env, stdin)
   const guard = setTimeout(() => child.kill('SIGKILL'), limitMs)
   try {
     return await done

@@ -6,10 +6,10 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import http from 'node:http'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { ConfigSchema } from '../../src/config.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { migrate, openBackend } from '../../src/store/database.ts'
 import { Contract } from './contract.ts'
+import { childEnv } from './cli-process.ts'
 import { basic, CUSTOMER_CREATED, ORDER_CREATED } from './harness.ts'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -80,15 +80,6 @@ export async function killAllServers(): Promise<void> {
   failOnViolations()
 }
 
-/** Every setting the service reads: the configuration schema is the one list. */
-const CONFIG_NAMES = Object.keys(ConfigSchema.properties)
-
-function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base: NodeJS.ProcessEnv = { ...process.env }
-  // Nothing of the test runner or of the developer's configuration leaks into the server.
-  for (const name of ['NODE_TEST_CONTEXT', ...CONFIG_NAMES]) delete base[name]
-  return { ...base, ...env }
-}
 
 async function portIsFree(port: number): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
@@ -110,7 +101,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 function spawnServer(port: number, env: Record<string, string>): ServerProcess {
   const child = spawn(process.execPath, ['bin/shop-intake.js', 'serve'], {
     cwd: ROOT,
-    env: serverEnv({ HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env, PORT: String(port) }),
+    env: childEnv({ HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env, PORT: String(port) }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   running.add(child)
