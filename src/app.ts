@@ -31,6 +31,8 @@ import { GroupCommitWriter } from './writer/group-commit.ts'
 import { startPruner } from './writer/pruner.ts'
 import { oldestEventUs } from './store/prune.ts'
 import { startExpirySweeper } from './loyalty/expiry-sweeper.ts'
+import { startChangeFeed } from './feed/change-feed.ts'
+import { changeRoutes } from './routes/changes.ts'
 
 export type { Services } from './services.ts'
 
@@ -93,6 +95,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       try {
         const results = await batchWriter.apply(batch, clock() * 1000)
         end({ result: 'committed' })
+        feed.committed()
         return results
       } catch (err) {
         end({ result: 'failed' })
@@ -115,7 +118,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, (err) =>
     app.log.warn({ err }, 'the expiry sweep failed; the next one tries again'),
   )
-  const services: Services = { config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, ...(options.clock ? { clock: options.clock } : {}) }
+  // The change feed: positions for committed entries, the readers' long poll, the NATS relay.
+  const feed = startChangeFeed(config, backend, batchWriter, metrics, () => app.log)
+  const services: Services = { config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, feed, ...(options.clock ? { clock: options.clock } : {}) }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({
@@ -182,6 +187,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   let closing = false
   app.addHook('preClose', async () => {
     closing = true
+    // Long polls of the change feed answer now rather than hold the shutdown.
+    feed.closing()
   })
   app.addHook('onRequest', async (_request, reply) => {
     if (!closing) return
@@ -216,6 +223,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(async (scope) => resourceRoutes(scope, services))
   await app.register(async (scope) => pointsRoutes(scope, services))
   await app.register(async (scope) => redemptionRoutes(scope, services))
+  await app.register(async (scope) => changeRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
   app.get(
     '/openapi.json',
@@ -256,6 +264,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await stopPruner()
     await sampling
     await writer.drain()
+    await feed.stop()
     await batchWriter.close()
     await backend.close()
   })

@@ -6,6 +6,7 @@ import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
 import { isCommand, itemTimeUs, type BatchItem, type CommandOutcome, type PointsCommand } from './commands.ts'
 import { decidePoints } from './decide-points.ts'
 import { keyOf, type BatchState, type Decision, type EventRow, type LedgerLine, type LedgerRow, type Redaction, type StoredOrder } from './state.ts'
+import { feedOf } from './feed.ts'
 
 // The decider of the write path: a batch of webhooks and the stored state they
 // touch in, every outcome and every row to write out. Pure: no I/O, no clock.
@@ -232,7 +233,7 @@ export function decideBatch(items: readonly BatchItem[], state: BatchState, sett
   const list: Redaction[] = [...redactions].map(([shopId, r]) => ({
     shopId, customerIds: [...r.customerIds], orderIds: [...r.orderIds],
   }))
-  return {
+  const decision = {
     events,
     customers: [...changedCustomers].map((k) => state.customers.get(k)!),
     orders: [...changedOrders].map((k) => state.orders.get(k)!),
@@ -242,6 +243,7 @@ export function decideBatch(items: readonly BatchItem[], state: BatchState, sett
     cancels: points.cancels,
     commands: points.outcomes,
   }
+  return { ...decision, feed: feedOf(decision) }
 }
 
 /**

@@ -5,6 +5,9 @@ import type { Basis } from '../loyalty/points.ts'
 import type { VersionedRule } from '../loyalty/rule.ts'
 import type { Lot, LotEntry } from '../loyalty/wallet.ts'
 import type { CommandOutcome } from './commands.ts'
+import type { FeedEntry } from '../schemas/changes.ts'
+
+export type { FeedEntry }
 
 // What the store loads for a batch and what the decider hands back to be
 // written. Keys of resources are `${shopId}:${id}`.
@@ -129,4 +132,6 @@ export interface Decision {
   cancels: StoredRedemption[]
   /** The outcome of each command of the batch, in batch order. */
   commands: CommandOutcome[]
+  /** The change feed's entries of what this decision writes (src/batch/feed.ts), written in the same transaction. */
+  feed: FeedEntry[]
 }

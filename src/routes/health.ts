@@ -36,7 +36,8 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
       })
       try {
         await Promise.race([Promise.all([backend.ping(), batchWriter.ping?.()]), timeout])
-        return { status: 'ready', database: backend.kind }
+        const relay = services.feed.relay?.status()
+        return { status: 'ready', database: backend.kind, ...(relay ? { nats: { connected: relay.connected, relay_lag_seconds: relay.lagSeconds } } : {}) }
       } catch (err) {
         request.log.warn({ err }, 'readiness check failed')
         return sendProblem(

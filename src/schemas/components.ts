@@ -4,6 +4,7 @@ import { RedemptionBody, RedemptionList, RedemptionView } from './redemptions.ts
 import { CustomerView, LedgerEntryView, OrderView, PointsView } from './resources.ts'
 import { Accepted, CustomerBody, OrderBody } from './webhooks.ts'
 import { Health, Readiness } from './health.ts'
+import { ChangeList } from './changes.ts'
 
 /** The schemas the OpenAPI document names (components/schemas), so generated clients get named types. */
 export const NAMED_SCHEMAS: Record<string, TSchema> = {
@@ -19,5 +20,6 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   RedemptionList,
   Health,
   Readiness,
+  ChangeList,
   ...NAMED_PROBLEMS,
 }

@@ -5,7 +5,7 @@ import { formatUs } from '../domain/time.ts'
 import type { Backend, Session } from './dialect.ts'
 import { redemptionRow } from './redemption-rows.ts'
 import { customerRow, orderRow } from './rows.ts'
-import type { EventsTable, LedgerTable, Tables } from './tables.ts'
+import type { ChangesTable, EventsTable, LedgerTable, Tables } from './tables.ts'
 
 // Writes a decision with one insert or upsert per table (on SQLite more only
 // past a chunk of rows that would exceed its parameter limit; on PostgreSQL all
@@ -120,6 +120,9 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     errors: e.errors === null ? null : JSON.stringify(e.errors),
     idem_key: e.idemKey,
   }))
+  // The change feed, without positions: those are given after the commit, in commit order (src/feed/sequencer.ts).
+  const createdUs = Date.parse(createdAt) * 1000
+  const changes: Insertable<ChangesTable>[] = d.feed.map((f) => ({ shop_id: f.shopId, type: f.type, created_us: createdUs, data: JSON.stringify(f.data) }))
   // Independent of each other (different tables), so PostgreSQL takes them as one statement.
   await runWrites(s, [
     ...inserts(backend, 'customers', d.customers.map(customerRow), true, (part) =>
@@ -139,6 +142,7 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     ...inserts(backend, 'redemptions', d.redemptions.map(redemptionRow), true, (part) =>
       db.insertInto('redemptions').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
         .returning('id').compile()),
+    ...inserts(backend, 'changes', changes, false, (part) => db.insertInto('changes').values(part).returning('id').compile()),
     // A cancel only applies to a redemption still uncancelled; the customer's lock makes that so.
     ...d.cancels.map((r) => {
       const row = redemptionRow(r)
@@ -151,6 +155,11 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
       }
     }),
   ])
+
+  // Where commits are serial, id order is commit order: the entries take their positions now.
+  if (backend.types.serialCommits && changes.length > 0) {
+    await s.run(db.updateTable('changes').set({ position: sql.ref('id') }).where('position', 'is', null).compile())
+  }
 
   // Redactions run after: they must see what this batch wrote (the ledger's guest e-mails).
   for (const r of d.redactions) {

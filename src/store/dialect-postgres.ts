@@ -167,7 +167,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     schemaFromUrl: fromUrl !== undefined,
     db,
     types: {
-      serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(),
+      serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(), serialCommits: false,
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} = ANY(${values})`,
       bulkInsert: (query, table, rows) => unnestInsert(query, table, rows),
     },
@@ -205,6 +205,9 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
         // On the write path's connections, as SQLite's writer thread does: apart from the reads and the key lookups.
         touchKeys: async (keyIds, at) => {
           await backend.transaction(async (s) => s.run(touchKeysQuery(db, keyIds, at)))
+        },
+        write: async (query) => {
+          await backend.transaction(async (s) => s.run(CompiledQuery.raw(query.sql, [...query.parameters])))
         },
         close: async () => {},
       }

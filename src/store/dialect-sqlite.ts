@@ -89,7 +89,7 @@ export function openSqlite(path: string): Backend {
     schema: 'main',
     db,
     types: {
-      serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement(),
+      serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement(), serialCommits: true,
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`,
     },
     reads: sessionOn(reader),

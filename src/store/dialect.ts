@@ -32,6 +32,8 @@ export interface BatchWriter {
   ping?(): Promise<void>
   /** Records that these keys were used at `at` (ISO 8601), for keys list; on SQLite, on the writer's connection. */
   touchKeys(keyIds: readonly number[], at: string): Promise<void>
+  /** Runs one write statement in a transaction of its own on the write connection (on SQLite, the writer thread's). */
+  write(query: { sql: string; parameters: readonly unknown[] }): Promise<void>
   close(): Promise<void>
 }
 
@@ -84,6 +86,12 @@ export interface DialectTypes {
   serial: 'integer' | 'serial'
   binary: 'blob' | 'bytea'
   serialPrimaryKey(c: ColumnDefinitionBuilder): ColumnDefinitionBuilder
+  /**
+   * Write transactions commit one at a time (SQLite), so serial ids commit in order and a change
+   * feed entry takes its position in its own transaction; else a sequencer gives positions after
+   * the commit (src/feed/sequencer.ts).
+   */
+  serialCommits: boolean
   /**
    * `column IN values` as a condition whose SQL text does not depend on how many values there
    * are (one array or JSON parameter), so that each query is prepared once, not once per size.

@@ -1,4 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads'
+import { CompiledQuery } from 'kysely'
 import type { BatchItem } from '../batch/commands.ts'
 import { batchApplier } from './apply-batch.ts'
 import { openSqlite } from './dialect-sqlite.ts'
@@ -14,6 +15,7 @@ type Message =
   | { id: number; ping: true }
   | { id: number; prune: { cutoffUs: number; limit: number } }
   | { id: number; touch: { keyIds: number[]; at: string } }
+  | { id: number; write: { sql: string; parameters: unknown[] } }
   | { close: true }
 
 const backend = openSqlite(workerData.path as string)
@@ -41,6 +43,16 @@ parentPort!.on('message', async (message: Message) => {
     try {
       const { keyIds, at } = message.touch
       await backend.transaction(async (s) => s.run(touchKeysQuery(backend.db, keyIds, at)))
+      parentPort!.postMessage({ id: message.id, results: [] })
+    } catch (err) {
+      parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    }
+    return
+  }
+  if ('write' in message) {
+    try {
+      const { sql, parameters } = message.write
+      await backend.transaction(async (s) => s.run(CompiledQuery.raw(sql, parameters)))
       parentPort!.postMessage({ id: message.id, results: [] })
     } catch (err) {
       parentPort!.postMessage({ id: message.id, error: plainError(err) })

@@ -58,7 +58,7 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
   worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
 
   const send = <R = BatchResult[]>(
-    message: { batch: BatchItem[]; atUs: number } | { ping: true } | { prune: { cutoffUs: number; limit: number } } | { touch: { keyIds: readonly number[]; at: string } },
+    message: { batch: BatchItem[]; atUs: number } | { ping: true } | { prune: { cutoffUs: number; limit: number } } | { touch: { keyIds: readonly number[]; at: string } } | { write: { sql: string; parameters: readonly unknown[] } },
   ) =>
     new Promise<R>((resolve, reject) => {
       if (failure) return reject(failure)
@@ -74,6 +74,9 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
     prune: (cutoffUs, limit) => send<Pruned>({ prune: { cutoffUs, limit } }),
     touchKeys: async (keyIds, at) => {
       await send({ touch: { keyIds, at } })
+    },
+    write: async (query) => {
+      await send({ write: { sql: query.sql, parameters: query.parameters } })
     },
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {

@@ -148,6 +148,24 @@ export interface OrderCustomerLinksTable {
   order_id: number
 }
 
+/** A change feed entry: `position` is null until the sequencer gives it one, after its commit. */
+export interface ChangesTable {
+  id: Generated<number>
+  shop_id: number
+  position: number | null
+  type: string
+  created_us: number
+  /** The entry's data as JSON (src/schemas/changes.ts). */
+  data: string
+}
+
+/** How far the NATS relay has published, per stream: every position up to this one. */
+export interface ChangeRelayTable {
+  stream: string
+  position: number
+  updated_us: number
+}
+
 export interface Tables {
   order_customer_links: OrderCustomerLinksTable
   ledger: LedgerTable
@@ -157,4 +175,6 @@ export interface Tables {
   customers: CustomersTable
   orders: OrdersTable
   redemptions: RedemptionsTable
+  changes: ChangesTable
+  change_relay: ChangeRelayTable
 }

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { test } from 'node:test'
+import { changeFor, type Topic, type Webhook } from '../domain/webhook.ts'
+import type { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
+import { decideBatch } from './decide.ts'
+import { feedOf } from './feed.ts'
+import { emptyState, keyOf, type BatchState, type Decision, type LedgerRow } from './state.ts'
+
+// The change feed's entries as given/when/then: given a stored state, when a batch is decided,
+// then the decision carries one entry per customer row, order row and ledger entry it writes,
+// thin (no name, e-mail or tag), credited to the webhook that caused it.
+
+let seq = 0
+let clockUs = Date.UTC(2024, 4, 1, 10) * 1000
+
+function webhook(topic: Topic, body: CustomerBody | OrderBody): Webhook {
+  const raw = Buffer.from(JSON.stringify(body))
+  const receivedUs = ++clockUs
+  return {
+    eventId: `e${++seq}`, shopId: 1, keyId: 1, topic, receivedUs, body: raw, headers: '{}', idemKey: null,
+    bodyHash: createHash('sha256').update(topic).update('\n').update(raw).digest('base64url'),
+    resourceId: body.id,
+    customerId: topic === 'order/hook_created' ? ((body as OrderBody).customer?.id ?? null) : body.id,
+    change: changeFor(topic, body, receivedUs),
+    errors: null,
+  }
+}
+
+/** What the store does between batches, as far as the feed needs: revisions, and the ledger the next batch settles against. */
+function commit(state: BatchState, d: Decision): void {
+  for (const c of d.customers) c.rev++
+  for (const o of d.orders) o.rev++
+  for (const row of d.ledger) {
+    if (row.orderId === null) continue
+    const key = keyOf(row.shopId, row.orderId)
+    state.ledger.set(key, [...(state.ledger.get(key) ?? []), { customerId: row.customerId, guestEmail: row.guestEmail, points: row.points, basis: row.basis }])
+  }
+}
+
+const PERSONAL = ['Ada', 'Lovelace', 'ada@example.com', 'vip']
+const ada = { id: 7, first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', tags: ['vip'], is_newsletter: true, updated_at: '2024-05-01T10:00:00Z' }
+
+test('a new customer: one customer.updated with its revision, flag and webhook, and nothing personal', () => {
+  const w = webhook('customer/hook_created', ada)
+  const d = decideBatch([w], emptyState())
+  assert.deepEqual(d.feed, [
+    { shopId: 1, type: 'customer.updated', data: { customer_id: 7, rev: 1, is_newsletter: true, event_id: w.eventId, outcome: 'applied' } },
+  ])
+  for (const word of PERSONAL) assert.ok(!JSON.stringify(d.feed).includes(word), `the feed carries no "${word}"`)
+})
+
+test('a paid order with an embedded customer: the customer, the order with its flags and amount, and the points earned', () => {
+  const w = webhook('order/hook_created', {
+    id: 10, currency: 'EUR', subtotal: '100.00', total: '119.00', is_paid: true, processed_at: '2024-05-01T09:00:00Z', email: 'ada@example.com',
+    customer: ada,
+  })
+  const d = decideBatch([w], emptyState())
+  assert.deepEqual(d.feed.map((f) => f.type), ['customer.updated', 'order.updated', 'points.changed'])
+  assert.deepEqual(d.feed[1], {
+    shopId: 1, type: 'order.updated',
+    data: {
+      order_id: 10, rev: 1, customer_id: 7, currency: 'EUR', total: '119.00', is_paid: true, is_fulfilled: false, is_refunded: false,
+      is_cancelled: false, event_id: w.eventId, outcome: 'applied',
+    },
+  })
+  assert.deepEqual(d.feed[2], {
+    shopId: 1, type: 'points.changed',
+    data: { customer_id: 7, guest: false, order_id: 10, redemption_id: null, points: 100, reason: 'earned', debt: false, event_id: w.eventId },
+  })
+  for (const word of PERSONAL) assert.ok(!JSON.stringify(d.feed).includes(word), `the feed carries no "${word}"`)
+})
+
+test('a guest order: the points are a guest\'s, without the e-mail they are held under', () => {
+  const w = webhook('order/hook_created', { id: 11, currency: 'EUR', subtotal: '20.00', is_paid: true, processed_at: '2024-05-01T09:00:00Z', email: 'guest@example.com' })
+  const d = decideBatch([w], emptyState())
+  const points = d.feed.find((f) => f.type === 'points.changed')!
+  assert.deepEqual(points.data, { customer_id: null, guest: true, order_id: 11, redemption_id: null, points: 20, reason: 'earned', debt: false, event_id: w.eventId })
+  assert.ok(!JSON.stringify(d.feed).includes('guest@example.com'))
+})
+
+test('a refund after the award: order.updated at revision 2, and the points taken back credited to the refund', () => {
+  const state = emptyState()
+  const order = { id: 10, currency: 'EUR', subtotal: '50.00', is_paid: true, processed_at: '2024-05-01T09:00:00Z', customer: { id: 7, updated_at: '2024-05-01T08:00:00Z' } }
+  commit(state, decideBatch([webhook('order/hook_created', order)], state))
+  const refund = webhook('order/hook_created', { ...order, is_refunded: true, updated_at: '2024-05-02T09:00:00Z' })
+  const d = decideBatch([refund], state)
+  const byType = Object.fromEntries(d.feed.map((f) => [f.type, f.data]))
+  assert.equal(byType['order.updated']!.rev, 2)
+  assert.equal((byType['order.updated'] as { is_refunded: boolean }).is_refunded, true)
+  assert.deepEqual(byType['points.changed'], { customer_id: 7, guest: false, order_id: 10, redemption_id: null, points: -50, reason: 'reversed_refund', debt: false, event_id: refund.eventId })
+})
+
+test('a delete: customer.deleted, and the order it erases is changed and credited to the delete', () => {
+  const state = emptyState()
+  const order = { id: 10, currency: 'EUR', subtotal: '50.00', is_paid: true, processed_at: '2024-05-01T09:00:00Z', email: 'ada@example.com', customer: { ...ada, updated_at: '2024-05-01T08:00:00Z' } }
+  commit(state, decideBatch([webhook('order/hook_created', order)], state))
+  const del = webhook('customer/hook_deleted', { ...ada, updated_at: '2024-05-03T10:00:00Z' })
+  const d = decideBatch([del], state)
+  const deleted = d.feed.find((f) => f.type === 'customer.deleted')!
+  assert.deepEqual(deleted.data, { customer_id: 7, rev: 2, event_id: del.eventId, outcome: 'applied' })
+  const orderEntry = d.feed.find((f) => f.type === 'order.updated')
+  assert.ok(orderEntry, 'the erased order (its e-mail removed) is a change')
+  assert.equal(orderEntry.data.event_id, del.eventId, 'credited to the delete, as its ledger entries are')
+  assert.equal(orderEntry.data.outcome, null, 'the order\'s own webhook did not cause it')
+  assert.ok(d.feed.some((f) => f.type === 'points.changed' && f.data.points === -50 && f.data.reason === 'forfeited'))
+  for (const word of PERSONAL) assert.ok(!JSON.stringify(d.feed).includes(word))
+})
+
+test('a duplicate or a rejected webhook writes no row and has no entry', () => {
+  const state = emptyState()
+  const first = webhook('customer/hook_created', ada)
+  commit(state, decideBatch([first], state))
+  const copy = { ...first, eventId: 'copy' }
+  const rejected = { ...webhook('customer/hook_created', ada), change: null }
+  assert.deepEqual(decideBatch([copy, rejected], state).feed, [])
+})
+
+test('several webhooks on one customer in a batch: one entry, for the row written, credited to the latest that changed it', () => {
+  const a = webhook('customer/hook_created', { id: 3, is_newsletter: false, updated_at: '2024-05-01T10:00:00Z' })
+  const b = webhook('customer/hook_created', { id: 3, is_newsletter: true, updated_at: '2024-05-01T11:00:00Z' })
+  const stale = webhook('customer/hook_created', { id: 3, is_newsletter: false, updated_at: '2024-05-01T09:00:00Z' })
+  const d = decideBatch([a, b, stale], emptyState())
+  assert.deepEqual(d.feed, [{ shopId: 1, type: 'customer.updated', data: { customer_id: 3, rev: 1, is_newsletter: true, event_id: b.eventId, outcome: 'applied' } }])
+})
+
+test('every ledger entry gets one entry whatever its reason or cause, commands\' included (generic, not per command)', () => {
+  const base: Omit<LedgerRow, 'points' | 'reason' | 'redemptionId' | 'eventId'> = {
+    shopId: 2, orderId: null, customerId: 5, guestEmail: null, debt: false,
+    basis: { amount_minor: 0, currency: null, rate: '0', rule_version: 1, available_us: 0 },
+  }
+  const ledger: LedgerRow[] = [
+    { ...base, points: -30, reason: 'redeemed', redemptionId: 'r1', eventId: null },
+    { ...base, points: 12, reason: 'adjusted_manually' as LedgerRow['reason'], redemptionId: null, eventId: null },
+    { ...base, points: -4, reason: 'expired', redemptionId: null, eventId: null, debt: true },
+  ]
+  const feed = feedOf({ events: [], customers: [], orders: [], ledger })
+  assert.deepEqual(feed.map((f) => [f.shopId, f.type, f.data]), [
+    [2, 'points.changed', { customer_id: 5, guest: false, order_id: null, redemption_id: 'r1', points: -30, reason: 'redeemed', debt: false, event_id: null }],
+    [2, 'points.changed', { customer_id: 5, guest: false, order_id: null, redemption_id: null, points: 12, reason: 'adjusted_manually', debt: false, event_id: null }],
+    [2, 'points.changed', { customer_id: 5, guest: false, order_id: null, redemption_id: null, points: -4, reason: 'expired', debt: true, event_id: null }],
+  ])
+})

@@ -1,0 +1,65 @@
+import { fromMinor } from '../domain/money.ts'
+import type { Decision, FeedEntry, StoredCustomer, StoredOrder } from './state.ts'
+
+// The change feed's entries of a batch (the transactional outbox), derived from what the
+// decision writes and nothing else: one entry per customer row and per order row it writes,
+// and one per ledger entry, whatever command or webhook produced them. So a new kind of
+// batch item that writes rows has its entries without code here. Entries are thin: ids,
+// outcomes, flags, amounts and points, never a name, an e-mail or a tag, so that an
+// erasure has nothing to chase in consumers' copies.
+
+type FeedDecision = Pick<Decision, 'events' | 'customers' | 'orders' | 'ledger'>
+
+/** The feed entries of a decision: customers, then orders, then ledger entries, each in the order the decision writes them. */
+export function feedOf(d: FeedDecision): FeedEntry[] {
+  const inBatch = new Map(d.events.map((e) => [e.id, e]))
+  /** The webhook of this batch that caused a row: the one it records as its latest change, else the latest naming it. */
+  const causeOf = (lastEventId: string | null, names: (e: FeedDecision['events'][number]) => boolean) => {
+    if (lastEventId !== null && inBatch.has(lastEventId)) return inBatch.get(lastEventId)!
+    for (let i = d.events.length - 1; i >= 0; i--) {
+      const e = d.events[i]!
+      if (names(e) && (e.outcome === 'applied' || e.outcome === 'stale')) return e
+    }
+    return undefined
+  }
+  const entries: FeedEntry[] = []
+  for (const c of d.customers) entries.push(customerEntry(c, causeOf(c.lastEventId, (e) => e.customerId === c.record.id && e.shopId === c.shopId)))
+  for (const o of d.orders) {
+    const cause = causeOf(o.lastEventId, (e) => e.topic === 'order/hook_created' && e.resourceId === o.record.id && e.shopId === o.shopId)
+    // An order changed by settlement alone (erased by a customer's delete) is credited as its ledger entries are.
+    const settledBy = d.ledger.find((l) => l.shopId === o.shopId && l.orderId === o.record.id && l.eventId !== null)?.eventId ?? null
+    entries.push(orderEntry(o, cause?.id ?? settledBy, cause?.outcome ?? null))
+  }
+  for (const l of d.ledger) {
+    entries.push({
+      shopId: l.shopId,
+      type: 'points.changed',
+      data: {
+        customer_id: l.customerId, guest: l.customerId === null, order_id: l.orderId, redemption_id: l.redemptionId,
+        points: l.points, reason: l.reason, debt: l.debt, event_id: l.eventId,
+      },
+    })
+  }
+  return entries
+}
+
+function customerEntry(c: StoredCustomer, cause: { id: string; outcome: string } | undefined): FeedEntry {
+  const base = { customer_id: c.record.id, rev: c.rev + 1, event_id: cause?.id ?? null, outcome: outcomeOf(cause?.outcome) }
+  if (c.record.deleted) return { shopId: c.shopId, type: 'customer.deleted', data: base }
+  return { shopId: c.shopId, type: 'customer.updated', data: { ...base, is_newsletter: c.record.is_newsletter } }
+}
+
+function orderEntry(o: StoredOrder, eventId: string | null, outcome: string | null): FeedEntry {
+  const r = o.record
+  return {
+    shopId: o.shopId,
+    type: 'order.updated',
+    data: {
+      order_id: r.id, rev: o.rev + 1, customer_id: r.customer_id, currency: r.currency, total: r.total === null ? null : fromMinor(r.total),
+      is_paid: r.is_paid, is_fulfilled: r.is_fulfilled, is_refunded: r.is_refunded, is_cancelled: r.cancelled_at !== null,
+      event_id: eventId, outcome: outcomeOf(outcome ?? undefined),
+    },
+  }
+}
+
+const outcomeOf = (outcome: string | undefined): 'applied' | 'stale' | null => (outcome === 'applied' || outcome === 'stale' ? outcome : null)

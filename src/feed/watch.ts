@@ -1,0 +1,75 @@
+import type { Kysely } from 'kysely'
+import { lastPosition } from '../store/changes-repo.ts'
+import type { Tables } from '../store/tables.ts'
+
+// Readers of GET /v3/changes?wait= sleep here. They wake when this process gave positions
+// (its sequencer ran, or on SQLite its batch committed), and, for the positions other
+// processes give, when a light poll of the highest position sees it grow: one query per
+// interval for the whole process, and only while someone waits.
+
+export class FeedWatch {
+  private waiters = new Set<() => void>()
+  private timer: NodeJS.Timeout | undefined
+  private seen = -1
+  private closed = false
+
+  constructor(
+    private readonly db: Kysely<Tables>,
+    private readonly pollMs = 200,
+  ) {}
+
+  /** New entries may be readable: wake every waiter. */
+  notify(): void {
+    const woken = [...this.waiters]
+    this.waiters.clear()
+    for (const wake of woken) wake()
+    if (this.waiters.size === 0) this.stopPolling()
+  }
+
+  /** Resolves on the next notify, or after `ms`, whichever comes first. */
+  next(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.closed || signal?.aborted) return resolve()
+      let timeout: NodeJS.Timeout | undefined
+      const wake = () => {
+        clearTimeout(timeout)
+        signal?.removeEventListener('abort', wake)
+        this.waiters.delete(wake)
+        resolve()
+      }
+      timeout = setTimeout(wake, ms)
+      signal?.addEventListener('abort', wake)
+      this.waiters.add(wake)
+      this.startPolling()
+    })
+  }
+
+  /** Wakes every waiter, and from now on waits end at once (the service is shutting down). */
+  close(): void {
+    this.closed = true
+    this.notify()
+    this.stopPolling()
+  }
+
+  private startPolling() {
+    if (this.timer) return
+    this.timer = setInterval(() => {
+      lastPosition(this.db).then(
+        (p) => {
+          if (p !== this.seen) {
+            this.seen = p
+            this.notify()
+          }
+        },
+        () => {},
+      )
+      if (this.waiters.size === 0) this.stopPolling()
+    }, this.pollMs)
+    this.timer.unref()
+  }
+
+  private stopPolling() {
+    clearInterval(this.timer)
+    this.timer = undefined
+  }
+}

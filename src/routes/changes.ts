@@ -1,0 +1,58 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Services } from '../services.ts'
+import { noStore } from '../http/no-store.ts'
+import { sendProblem } from '../http/problem.ts'
+import { ChangeList, ChangesQuery } from '../schemas/changes.ts'
+import { changesAfter, type ChangeView } from '../store/changes-repo.ts'
+import { READ_PROBLEMS, readAnswer } from './resources.ts'
+
+const MAX_LIMIT = 500
+const MAX_WAIT_SECONDS = 30
+
+/** GET /v3/changes: the shop's change feed after a position, in commit order, with an optional long poll. */
+export async function changeRoutes(scope: FastifyInstance, services: Services): Promise<void> {
+  const app = scope.withTypeProvider<TypeBoxTypeProvider>()
+  const { backend, auth, feed } = services
+
+  app.get(
+    '/v3/changes',
+    {
+      onRequest: [noStore, auth.hook],
+      schema: {
+        summary: 'The shop\'s change feed after a position, in commit order',
+        operationId: 'listChanges',
+        description:
+          'Entries of every change the service committed for the shop: `customer.updated`, `customer.deleted`, `order.updated` and ' +
+          '`points.changed` (one per ledger entry). Pass the last `position` seen (or `next_after`) as `after`: pages never skip an ' +
+          'entry nor repeat one, however many processes commit at once. With `wait`, an empty page is answered only after that many ' +
+          'seconds pass with no new entry.',
+        tags: ['read'],
+        security: [{ basic: [] }],
+        querystring: ChangesQuery,
+        response: { 200: readAnswer('A page of changes, oldest first', ChangeList), ...READ_PROBLEMS() },
+      },
+    },
+    async (request, reply) => {
+      const shopId = request.principal.shopId
+      const after = Number(request.query.after ?? 0)
+      const limit = Number(request.query.limit ?? 100)
+      const wait = Number(request.query.wait ?? 0)
+      if (limit > MAX_LIMIT) return badRequest(reply, `limit must be at most ${MAX_LIMIT}`)
+      if (wait > MAX_WAIT_SECONDS) return badRequest(reply, `wait must be at most ${MAX_WAIT_SECONDS} seconds`)
+      if (!Number.isSafeInteger(after)) return badRequest(reply, 'after must be a position returned by this endpoint')
+      const deadline = Date.now() + wait * 1000
+      const gone = new AbortController()
+      reply.raw.once('close', () => gone.abort())
+      let changes: ChangeView[] = await changesAfter(backend.db, shopId, after, limit)
+      while (changes.length === 0 && !gone.signal.aborted && Date.now() < deadline) {
+        await feed.watch.next(deadline - Date.now(), gone.signal)
+        changes = await changesAfter(backend.db, shopId, after, limit)
+      }
+      return { changes, next_after: changes.length === 0 ? after : changes[changes.length - 1]!.position } as never
+    },
+  )
+}
+
+const badRequest = (reply: Parameters<typeof sendProblem>[0], detail: string) =>
+  sendProblem(reply, { status: 400, type: 'malformed-request', title: 'Bad Request', detail })
