@@ -1,0 +1,272 @@
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import pg from 'pg'
+import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, ORDER_CREATED, startTestApp, type TestDatabase } from './support/harness.ts'
+import { readStream, startNats, streamCount, type TestNats } from './support/nats.ts'
+import { createKey, killAllServers, request, startServerProcess, stopServerProcess, type ServerProcess } from './support/server-process.ts'
+
+// The change feed relayed to NATS JetStream, against a real nats-server this suite starts and
+// stops, and real server processes on one PostgreSQL: every entry reaches the stream once, in
+// the feed's order, through concurrent processes, a NATS outage, and processes killed while
+// they publish. Each check reads the feed over HTTP and the stream over NATS and holds both to
+// the database: every revision of every customer and order has exactly one entry, in order,
+// and every ledger entry one points.changed.
+
+const STREAM = 'FEED_TEST'
+const TIMEOUT = 300_000
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+interface Entry { id: string; position: number; type: string; created_at: string; data: Record<string, any> }
+interface Hook { path: string; body: Record<string, unknown> }
+
+/** Conflicting webhooks: few customers and orders, each written many times, with deletes and refunds. */
+function conflicting(count: number, startMinute = 0): Hook[] {
+  const hooks: Hook[] = []
+  for (let i = 0; i < count; i++) {
+    const at = new Date(Date.UTC(2024, 4, 1, 10) + (startMinute + i) * 60_000).toISOString()
+    const customer = 1 + Math.floor(Math.random() * 4)
+    const r = Math.random()
+    if (r < 0.35) hooks.push({ path: CUSTOMER_CREATED, body: { id: customer, is_newsletter: Math.random() < 0.5, updated_at: at } })
+    else if (r < 0.42) hooks.push({ path: CUSTOMER_DELETED, body: { id: customer, updated_at: at } })
+    else {
+      hooks.push({
+        path: ORDER_CREATED,
+        body: {
+          id: 100 + Math.floor(Math.random() * 6), currency: 'EUR', subtotal: `${10 + Math.floor(Math.random() * 90)}.00`, is_paid: Math.random() < 0.8,
+          is_refunded: Math.random() < 0.15, processed_at: '2024-03-01T09:00:00Z', updated_at: at, customer: { id: customer, updated_at: at },
+        },
+      })
+    }
+  }
+  return hooks
+}
+
+/** Sends each hook to one of the live servers, `inFlight` at a time, again on a 503 or a lost connection (to another one). */
+async function send(hooks: Hook[], servers: () => ServerProcess[], key: string, inFlight = 8): Promise<void> {
+  let next = 0
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    while (next < hooks.length) {
+      const hook = hooks[next++]!
+      for (let attempt = 1; ; attempt++) {
+        const live = servers().filter((s) => !s.hasExited())
+        const server = live[Math.floor(Math.random() * live.length)]!
+        const res = await request(server.port, {
+          method: 'POST', path: hook.path, agent: false, body: JSON.stringify(hook.body), timeoutMs: 20_000,
+          headers: { authorization: basic(key), 'content-type': 'application/json', 'idempotency-key': createHash('sha1').update(hook.path + JSON.stringify(hook.body)).digest('hex') },
+        })
+        if (res.status === 200) break
+        if (attempt > 40) throw new Error(`a webhook was not taken: ${res.status ?? res.error} ${res.body}`)
+        await sleep(100)
+      }
+    }
+  }))
+}
+
+async function readFeed(port: number, key: string): Promise<Entry[]> {
+  const out: Entry[] = []
+  let after = 0
+  for (;;) {
+    const res = await request(port, { method: 'GET', path: `/v3/changes?after=${after}&limit=500`, agent: false, headers: { authorization: basic(key) } })
+    assert.equal(res.status, 200, res.body)
+    const page = JSON.parse(res.body!) as { changes: Entry[]; next_after: number }
+    if (page.changes.length === 0) return out
+    out.push(...page.changes)
+    after = page.next_after
+  }
+}
+
+async function query<R extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  try {
+    return (await c.query<R>(text, values)).rows
+  } finally {
+    await c.end()
+  }
+}
+
+/** Waits until every entry has a position and the relay's progress has reached the last. */
+async function settled(url: string, natsUrl: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const [row] = await query<{ total: number; unpositioned: number; last: number | null; relayed: number | null }>(url, `
+      SELECT count(*)::int AS total, count(*) FILTER (WHERE position IS NULL)::int AS unpositioned, max(position)::int AS last,
+             (SELECT position::int FROM change_relay WHERE stream = $1) AS relayed FROM changes`, [STREAM])
+    if (row!.unpositioned === 0 && row!.total > 0 && row!.relayed === row!.last && (await streamCount(natsUrl, STREAM)) >= row!.total) return
+    if (Date.now() > deadline) throw new Error(`the relay did not catch up: ${JSON.stringify(row)}, stream ${await streamCount(natsUrl, STREAM)}`)
+    await sleep(200)
+  }
+}
+
+/** The feed (over HTTP) and the stream each hold every change once, in one order, consistent with each resource's history. */
+async function verify(url: string, natsUrl: string, port: number, key: string, shopId: number): Promise<{ entries: number }> {
+  await settled(url, natsUrl)
+  const feed = await readFeed(port, key)
+  const ids = feed.map((e) => e.id)
+  assert.equal(new Set(ids).size, ids.length, 'no entry twice in the feed')
+  const stored = await query<{ id: number }>(url, 'SELECT id FROM changes WHERE shop_id = $1 ORDER BY position', [shopId])
+  assert.deepEqual(ids, stored.map((r) => String(r.id)), 'the feed holds every stored entry, in position order')
+
+  const stream = await readStream(natsUrl, STREAM)
+  assert.equal(new Set(stream.map((m) => m.msgId)).size, stream.length, 'no entry twice in the stream')
+  assert.deepEqual(stream.map((m) => m.msgId), ids, 'the stream holds every entry once, in the feed\'s order')
+  for (const [i, m] of stream.entries()) {
+    assert.equal(m.subject, `shop-intake.${shopId}.${feed[i]!.type}`)
+    assert.deepEqual(m.data, feed[i], 'the message is the entry the feed answers')
+  }
+
+  // Every revision of every customer and order has one entry, in order.
+  for (const [table, types, idField] of [['customers', ['customer.updated', 'customer.deleted'], 'customer_id'], ['orders', ['order.updated'], 'order_id']] as const) {
+    const rows = await query<{ id: number; rev: number }>(url, `SELECT id, rev FROM ${table} WHERE shop_id = $1`, [shopId])
+    for (const row of rows) {
+      const revs = feed.filter((e) => (types as readonly string[]).includes(e.type) && e.data[idField] === row.id).map((e) => e.data.rev)
+      assert.deepEqual(revs, Array.from({ length: row.rev }, (_, i) => i + 1), `${table} ${row.id}: revisions 1 to ${row.rev}, once each, in order`)
+    }
+  }
+  const ledger = await query<{ customer_id: number | null; order_id: number | null; points: number; reason: string }>(
+    url, 'SELECT customer_id, order_id, points, reason FROM ledger WHERE shop_id = $1 ORDER BY id', [shopId])
+  const points = feed.filter((e) => e.type === 'points.changed')
+  assert.equal(points.length, ledger.length, 'one points.changed per ledger entry')
+  const key2 = (r: { customer_id: number | null; order_id: number | null; points: number; reason: string }) => `${r.customer_id}|${r.order_id}|${r.points}|${r.reason}`
+  assert.deepEqual(points.map((e) => key2(e.data as never)).sort(), ledger.map(key2).sort())
+  return { entries: feed.length }
+}
+
+describe('postgres', () => {
+  let db: TestDatabase
+  let nats: TestNats
+  let key: string
+  let shopId: number
+  const servers: ServerProcess[] = []
+  const env = () => ({ NATS_URL: nats.url, NATS_STREAM: STREAM, LOG_LEVEL: 'error' })
+
+  before(async () => {
+    nats = await startNats()
+  })
+  after(async () => {
+    await killAllServers()
+    await nats.dispose()
+  })
+
+  async function fresh() {
+    await killAllServers()
+    servers.length = 0
+    await nats.stop()
+    await nats.dispose()
+    nats = await startNats()
+    db = await createTestDatabase('postgres')
+    ;({ key, shopId } = await createKey(db.url, 'relay'))
+  }
+
+  test('three processes, conflicting webhooks to all: the feed and the stream each hold every change once, in order', { timeout: TIMEOUT }, async () => {
+    await fresh()
+    try {
+      for (let i = 0; i < 3; i++) servers.push(await startServerProcess(db.url, key, env()))
+      await send(conflicting(400), () => servers, key, 12)
+      const { entries } = await verify(db.url, nats.url, servers[1]!.port, key, shopId)
+      assert.ok(entries > 400)
+      for (const s of servers) {
+        const ready = await request(s.port, { method: 'GET', path: '/readyz', agent: false })
+        assert.equal(ready.status, 200)
+        const body = JSON.parse(ready.body!)
+        assert.equal(body.nats.connected, true)
+        assert.ok(body.nats.relay_lag_seconds < 5, ready.body)
+      }
+      for (const s of servers) await stopServerProcess(s)
+    } finally {
+      await killAllServers()
+      await db.drop()
+    }
+  })
+
+  test('NATS stopped while webhooks flow, then started again: nothing missing, nothing twice; /readyz stays 200 and shows it', { timeout: TIMEOUT }, async () => {
+    await fresh()
+    try {
+      for (let i = 0; i < 2; i++) servers.push(await startServerProcess(db.url, key, env()))
+      await send(conflicting(100), () => servers, key)
+      await settled(db.url, nats.url)
+      const flowing = send(conflicting(300, 1000), () => servers, key, 4)
+      await sleep(300)
+      await nats.stop()
+      await sleep(2500)
+      const ready = await request(servers[0]!.port, { method: 'GET', path: '/readyz', agent: false })
+      assert.equal(ready.status, 200, 'NATS down does not make the service unready')
+      const body = JSON.parse(ready.body!)
+      assert.equal(body.nats.connected, false)
+      assert.ok(body.nats.relay_lag_seconds > 0.5, `the lag shows: ${ready.body}`)
+      const metrics = await request(servers[0]!.port, { method: 'GET', path: '/metrics', agent: false })
+      const lag = Number(/^shop_intake_feed_relay_lag_seconds (\S+)$/m.exec(metrics.body!)?.[1])
+      assert.ok(lag > 0.5, `the lag gauge shows it: ${lag}`)
+      await flowing
+      await nats.start()
+      await verify(db.url, nats.url, servers[0]!.port, key, shopId)
+      for (const s of servers) await stopServerProcess(s)
+    } finally {
+      await killAllServers()
+      await db.drop()
+    }
+  })
+
+  test('processes SIGKILLed while the relay publishes: a new process resumes; nothing missing, nothing twice in the stream', { timeout: TIMEOUT }, async () => {
+    await fresh()
+    try {
+      for (let i = 0; i < 2; i++) servers.push(await startServerProcess(db.url, key, env()))
+      // A backlog while NATS is down, so that the relay is publishing a lot when the processes die.
+      await nats.stop()
+      await send(conflicting(1200), () => servers, key, 12)
+      const [{ n: total }] = (await query<{ n: number }>(db.url, 'SELECT count(*)::int AS n FROM changes')) as [{ n: number }]
+      await nats.start()
+      const deadline = Date.now() + 60_000
+      let seen = 0
+      while ((seen = await streamCount(nats.url, STREAM)) === 0 && Date.now() < deadline) await sleep(5)
+      for (const s of servers) s.child.kill('SIGKILL')
+      await Promise.all(servers.map((s) => s.exited))
+      const [progress] = await query<{ position: number | null }>(db.url, 'SELECT max(position)::int AS position FROM change_relay')
+      const inStream = await streamCount(nats.url, STREAM)
+      console.log(`# killed with ${seen}+ of ${total} entries in the stream (${inStream} after), progress stored up to ${progress?.position ?? 0}`)
+      assert.ok(inStream < total, 'the processes died before the relay was done')
+      servers.length = 0
+      servers.push(await startServerProcess(db.url, key, env()))
+      await send(conflicting(50, 5000), () => servers, key)
+      await verify(db.url, nats.url, servers[0]!.port, key, shopId)
+      await stopServerProcess(servers[0]!)
+    } finally {
+      await killAllServers()
+      await db.drop()
+    }
+  })
+})
+
+describe('sqlite', () => {
+  test('the relay publishes every entry once and resumes after a restart of the service', { timeout: TIMEOUT }, async () => {
+    const nats = await startNats()
+    const database = await createTestDatabase('sqlite')
+    try {
+      const overrides = { NATS_URL: nats.url, NATS_STREAM: STREAM }
+      let t = await startTestApp('sqlite', overrides, { database })
+      const post = (body: Record<string, unknown>) => t.post(CUSTOMER_CREATED, body)
+      for (let i = 1; i <= 20; i++) assert.equal((await post({ id: i, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
+      const deadline = Date.now() + 30_000
+      while ((await streamCount(nats.url, STREAM)) < 20 && Date.now() < deadline) await sleep(100)
+      assert.equal(await streamCount(nats.url, STREAM), 20)
+      await t.app.close()
+      await nats.stop()
+      t = await startTestApp('sqlite', overrides, { database })
+      for (let i = 21; i <= 30; i++) assert.equal((await t.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
+      const ready = await t.app.inject({ method: 'GET', url: '/readyz' })
+      assert.equal(ready.statusCode, 200)
+      assert.equal(ready.json().nats.connected, false)
+      await nats.start()
+      while ((await streamCount(nats.url, STREAM)) < 30 && Date.now() < deadline + 30_000) await sleep(100)
+      const stream = await readStream(nats.url, STREAM)
+      const feed = (await t.get('/v3/changes?limit=500')).json().changes as Entry[]
+      assert.deepEqual(stream.map((m) => m.msgId), feed.map((e) => e.id))
+      assert.deepEqual(feed.map((e) => e.data.customer_id), Array.from({ length: 30 }, (_, i) => i + 1))
+      assert.deepEqual(stream.map((m) => m.data), feed)
+      await t.close()
+    } finally {
+      await nats.dispose()
+    }
+  })
+})
