@@ -33,7 +33,7 @@ describe('the OpenAPI document', () => {
     const ids = operations().map((o) => o.op.operationId)
     assert.deepEqual(ids.sort(), [
       'cancelRedemption', 'createRedemption', 'customerCreated', 'customerDeleted', 'getCustomer', 'getCustomerPoints',
-      'getHealth', 'getMetrics', 'getOpenApiDocument', 'getOrder', 'getReadiness', 'listRedemptions', 'orderCreated',
+      'getHealth', 'getMetrics', 'getOpenApiDocument', 'getOrder', 'getReadiness', 'listChanges', 'listRedemptions', 'orderCreated',
     ])
   })
 

@@ -241,7 +241,7 @@ describe('points', () => {
   test('a rebuild (settleAlso) adds nothing when nothing changed, and the difference after a rule change, caused by no webhook', () => {
     const { state } = run([orderHook(paidOrder({ email: 'g@example.com' }))])
     assert.deepEqual(decideBatch([], state, [keyOf(1, 10)]), {
-      events: [], customers: [], orders: [], ledger: [], redactions: [], redemptions: [], cancels: [], commands: [],
+      events: [], customers: [], orders: [], ledger: [], redactions: [], redemptions: [], cancels: [], commands: [], feed: [],
     })
     state.rules.set(1, { rule: normalizeRule({ points_per_unit: 1.5 }), version: 2 })
     assert.deepEqual(decideBatch([], state, [keyOf(1, 10)]).ledger, [
