@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
+import { AckPolicy, connect } from 'nats'
 import pg from 'pg'
 import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, ORDER_CREATED, startTestApp, type TestDatabase } from './support/harness.ts'
 import { readStream, startNats, streamCount, type TestNats } from './support/nats.ts'
@@ -264,6 +265,30 @@ describe('sqlite', () => {
       assert.deepEqual(stream.map((m) => m.msgId), feed.map((e) => e.id))
       assert.deepEqual(feed.map((e) => e.data.customer_id), Array.from({ length: 30 }, (_, i) => i + 1))
       assert.deepEqual(stream.map((m) => m.data), feed)
+
+      // The README's consumer: a durable consumer reads them all, and after acking, a new run of it gets only what is new.
+      const durable = async (take: number) => {
+        const nc = await connect({ servers: nats.url })
+        try {
+          await (await nc.jetstreamManager()).consumers.add(STREAM, {
+            durable_name: 'mailer', ack_policy: AckPolicy.Explicit, filter_subject: 'shop-intake.*.customer.updated',
+          })
+          const consumer = await nc.jetstream().consumers.get(STREAM, 'mailer')
+          const got: number[] = []
+          const messages = await consumer.consume({ expires: 2000 })
+          for await (const m of messages) {
+            got.push(m.json<{ data: { customer_id: number } }>().data.customer_id)
+            m.ack()
+            if (got.length === take) break
+          }
+          return got
+        } finally {
+          await nc.close()
+        }
+      }
+      assert.deepEqual(await durable(30), Array.from({ length: 30 }, (_, i) => i + 1))
+      assert.equal((await t.post(CUSTOMER_CREATED, { id: 31, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
+      assert.deepEqual(await durable(1), [31], 'the durable consumer resumes after what it acknowledged')
       await t.close()
     } finally {
       await nats.dispose()
