@@ -164,8 +164,25 @@ describe('postgres', () => {
     await fresh()
     try {
       for (let i = 0; i < 3; i++) servers.push(await startServerProcess(db.url, key, env()))
+      // A reader long-polling one process while all three commit: it must see the final feed, no entry skipped or repeated.
+      let flowing = true
+      const seen: Entry[] = []
+      const reader = (async () => {
+        let after = 0
+        for (;;) {
+          const res = await request(servers[2]!.port, { method: 'GET', path: `/v3/changes?after=${after}&limit=13&wait=1`, agent: false, headers: { authorization: basic(key) } })
+          assert.equal(res.status, 200, res.body)
+          const page = JSON.parse(res.body!) as { changes: Entry[]; next_after: number }
+          seen.push(...page.changes)
+          after = page.next_after
+          if (!flowing && page.changes.length === 0) return
+        }
+      })()
       await send(conflicting(400), () => servers, key, 12)
       const { entries } = await verify(db.url, nats.url, servers[1]!.port, key, shopId)
+      flowing = false
+      await reader
+      assert.deepEqual(seen.map((e) => e.id), (await readFeed(servers[0]!.port, key)).map((e) => e.id), 'a reader during the flow saw every entry once, in order')
       assert.ok(entries > 400)
       for (const s of servers) {
         const ready = await request(s.port, { method: 'GET', path: '/readyz', agent: false })

@@ -65,6 +65,7 @@ export function startRelay(options: RelayOptions): Relay {
   const encoder = new TextEncoder()
 
   async function open(): Promise<void> {
+    let attempts = 0
     while (!stopped && !nc) {
       try {
         const c = await connect({ servers: url.split(','), name: 'shop-intake relay', maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 2000 })
@@ -78,7 +79,8 @@ export function startRelay(options: RelayOptions): Relay {
         void watchStatus(c)
         kick()
       } catch (err) {
-        onError(err, 'connecting to NATS')
+        // Once per outage, not every attempt: /readyz and the lag gauge show the rest.
+        if (attempts++ === 0) onError(err, 'connecting to NATS')
         await new Promise((r) => setTimeout(r, 500))
       }
     }
