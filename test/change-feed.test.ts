@@ -133,6 +133,19 @@ forEachDatabase((kind) => {
     assert.ok(Date.now() - started >= 950, 'it waited the second')
   })
 
+  test('wait: a shutdown answers a long poll at once, with what there is', async () => {
+    const own = await startTestApp(kind)
+    const started = Date.now()
+    const waiting = own.get('/v3/changes?wait=25')
+    await new Promise((r) => setTimeout(r, 300))
+    const closing = own.close()
+    const res = await waiting
+    await closing
+    assert.equal(res.statusCode, 200, res.body)
+    assert.deepEqual(res.json(), { changes: [], next_after: 0 })
+    assert.ok(Date.now() - started < 10_000, `answered when the service began to shut down (${Date.now() - started} ms)`)
+  })
+
   test('problems: a bad after, limit or wait is a 400; no key is a 401', async () => {
     const s = await shop('problems')
     for (const [query, says] of [

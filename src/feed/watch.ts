@@ -44,6 +44,11 @@ export class FeedWatch {
     })
   }
 
+  /** Whether the service is shutting down: waits end at once. */
+  get isClosed(): boolean {
+    return this.closed
+  }
+
   /** Wakes every waiter, and from now on waits end at once (the service is shutting down). */
   close(): void {
     this.closed = true

@@ -45,7 +45,7 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
       const gone = new AbortController()
       reply.raw.once('close', () => gone.abort())
       let changes: ChangeView[] = await changesAfter(backend.db, shopId, after, limit)
-      while (changes.length === 0 && !gone.signal.aborted && Date.now() < deadline) {
+      while (changes.length === 0 && !gone.signal.aborted && !feed.watch.isClosed && Date.now() < deadline) {
         await feed.watch.next(deadline - Date.now(), gone.signal)
         changes = await changesAfter(backend.db, shopId, after, limit)
       }
