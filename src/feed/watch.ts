@@ -18,18 +18,22 @@ export class FeedWatch {
     private readonly pollMs = 200,
   ) {}
 
+  /** Counts notifies: a reader takes it before it reads, so that one that came while it read wakes it at once. */
+  generation = 0
+
   /** New entries may be readable: wake every waiter. */
   notify(): void {
+    this.generation++
     const woken = [...this.waiters]
     this.waiters.clear()
     for (const wake of woken) wake()
     if (this.waiters.size === 0) this.stopPolling()
   }
 
-  /** Resolves on the next notify, or after `ms`, whichever comes first. */
-  next(ms: number, signal?: AbortSignal): Promise<void> {
+  /** Resolves on the next notify after generation `since`, or after `ms`, whichever comes first. */
+  next(ms: number, since: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
-      if (this.closed || signal?.aborted) return resolve()
+      if (this.closed || signal?.aborted || this.generation !== since) return resolve()
       let timeout: NodeJS.Timeout | undefined
       const wake = () => {
         clearTimeout(timeout)

@@ -44,9 +44,11 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
       const deadline = Date.now() + wait * 1000
       const gone = new AbortController()
       reply.raw.once('close', () => gone.abort())
+      let seen = feed.watch.generation
       let changes: ChangeView[] = await changesAfter(backend.db, shopId, after, limit)
       while (changes.length === 0 && !gone.signal.aborted && !feed.watch.isClosed && Date.now() < deadline) {
-        await feed.watch.next(deadline - Date.now(), gone.signal)
+        await feed.watch.next(deadline - Date.now(), seen, gone.signal)
+        seen = feed.watch.generation
         changes = await changesAfter(backend.db, shopId, after, limit)
       }
       return { changes, next_after: changes.length === 0 ? after : changes[changes.length - 1]!.position } as never
