@@ -32,9 +32,15 @@ export function startChangeFeed(config: Config, backend: Backend, batchWriter: B
     (err) => log().warn({ err }, 'giving change feed entries their positions failed; the next run tries again'),
   )
   if (config.NATS_URL) {
+    // A relay that keeps failing (NATS without JetStream, say) retries every round: one line per cause per half minute.
+    const logged = new Map<string, number>()
     relay = startRelay({
       backend, batchWriter, url: config.NATS_URL, stream: config.NATS_STREAM,
-      onError: (err, what) => log().warn({ err }, `${what} failed; the relay tries again`),
+      onError: (err, what) => {
+        if (Date.now() - (logged.get(what) ?? 0) < 30_000) return
+        logged.set(what, Date.now())
+        log().warn({ err }, `${what} failed; the relay tries again`)
+      },
       onPublished: (n) => counters.published.inc(n),
     })
   }
