@@ -20,6 +20,14 @@ export interface ChangeFeed {
 }
 
 export function startChangeFeed(config: Config, backend: Backend, batchWriter: BatchWriter, metrics: Metrics, log: () => FastifyBaseLogger): ChangeFeed {
+  // What keeps failing (a database or a NATS that is down, NATS without JetStream) is retried
+  // every few hundred milliseconds: one line per cause per half minute.
+  const logged = new Map<string, number>()
+  const warn = (cause: string, err: unknown, message: string) => {
+    if (Date.now() - (logged.get(cause) ?? 0) < 30_000) return
+    logged.set(cause, Date.now())
+    log().warn({ err }, message)
+  }
   const watch = new FeedWatch(backend.db)
   let relay: Relay | undefined
   const counters = feedMetrics(metrics.registry, () => relay)
@@ -29,18 +37,12 @@ export function startChangeFeed(config: Config, backend: Backend, batchWriter: B
       watch.notify()
       relay?.kick()
     },
-    (err) => log().warn({ err }, 'giving change feed entries their positions failed; the next run tries again'),
+    (err) => warn('sequencing', err, 'giving change feed entries their positions failed; the next run tries again'),
   )
   if (config.NATS_URL) {
-    // A relay that keeps failing (NATS without JetStream, say) retries every round: one line per cause per half minute.
-    const logged = new Map<string, number>()
     relay = startRelay({
       backend, batchWriter, url: config.NATS_URL, stream: config.NATS_STREAM,
-      onError: (err, what) => {
-        if (Date.now() - (logged.get(what) ?? 0) < 30_000) return
-        logged.set(what, Date.now())
-        log().warn({ err }, `${what} failed; the relay tries again`)
-      },
+      onError: (err, what) => warn(what, err, `${what} failed; the relay tries again`),
       onPublished: (n) => counters.published.inc(n),
     })
   }
