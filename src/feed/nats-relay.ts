@@ -1,8 +1,9 @@
 import { CompiledQuery } from 'kysely'
 import { connect, Events, nanos, StorageType, type JetStreamClient, type NatsConnection } from 'nats'
-import { changesAfterQuery, changeView, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../store/changes-repo.ts'
+import { changesAfterQuery, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../store/changes-repo.ts'
 import type { Backend, BatchWriter, Session } from '../store/dialect.ts'
 import { lockNumber } from '../store/dialect-postgres.ts'
+import { changeView } from './entry.ts'
 
 // Publishes the change feed to NATS JetStream, in position order, each entry once: its id is
 // the message's Nats-Msg-Id, so the stream drops a copy sent again within its duplicate

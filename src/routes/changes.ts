@@ -4,7 +4,8 @@ import type { Services } from '../services.ts'
 import { noStore } from '../http/no-store.ts'
 import { sendProblem } from '../http/problem.ts'
 import { ChangeList, ChangesQuery } from '../schemas/changes.ts'
-import { changesAfter, type ChangeView } from '../store/changes-repo.ts'
+import { changeView } from '../feed/entry.ts'
+import { changesAfter } from '../store/changes-repo.ts'
 import { READ_PROBLEMS, readAnswer } from './resources.ts'
 
 const MAX_LIMIT = 500
@@ -45,13 +46,13 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
       const gone = new AbortController()
       reply.raw.once('close', () => gone.abort())
       let seen = feed.watch.generation
-      let changes: ChangeView[] = await changesAfter(backend.db, shopId, after, limit)
+      let changes = await changesAfter(backend.db, shopId, after, limit)
       while (changes.length === 0 && !gone.signal.aborted && !feed.watch.isClosed && Date.now() < deadline) {
         await feed.watch.next(deadline - Date.now(), seen, gone.signal)
         seen = feed.watch.generation
         changes = await changesAfter(backend.db, shopId, after, limit)
       }
-      return { changes, next_after: changes.length === 0 ? after : changes[changes.length - 1]!.position } as never
+      return { changes: changes.map(changeView), next_after: changes.length === 0 ? after : Number(changes[changes.length - 1]!.position) }
     },
   )
 }

@@ -1,18 +1,8 @@
 import { CompiledQuery, type Kysely } from 'kysely'
-import { formatUs } from '../domain/time.ts'
 import type { Tables } from './tables.ts'
 
 // The change feed's queries: pages by position for readers and the relay, the sequencer's
 // statement (PostgreSQL), and the relay's progress.
-
-/** A feed entry as GET /v3/changes answers it and the relay publishes it. */
-export interface ChangeView {
-  id: string
-  position: number
-  type: string
-  created_at: string
-  data: Record<string, unknown>
-}
 
 export interface ChangeRow {
   id: number
@@ -23,10 +13,6 @@ export interface ChangeRow {
   data: string
 }
 
-export const changeView = (r: ChangeRow): ChangeView => ({
-  id: String(r.id), position: Number(r.position), type: r.type, created_at: formatUs(Number(r.created_us)), data: JSON.parse(r.data) as Record<string, unknown>,
-})
-
 /** The entries after `after` in position order: one shop's, or with `shopId` null every shop's (the relay). */
 export function changesAfterQuery(db: Kysely<Tables>, shopId: number | null, after: number, limit: number): CompiledQuery<ChangeRow> {
   let q = db.selectFrom('changes').select(['id', 'shop_id', 'position', 'type', 'created_us', 'data']).where('position', '>', after)
@@ -34,9 +20,8 @@ export function changesAfterQuery(db: Kysely<Tables>, shopId: number | null, aft
   return q.orderBy('position').limit(limit).compile() as CompiledQuery<ChangeRow>
 }
 
-export async function changesAfter(db: Kysely<Tables>, shopId: number, after: number, limit: number): Promise<ChangeView[]> {
-  const rows = await db.executeQuery(changesAfterQuery(db, shopId, after, limit))
-  return rows.rows.map(changeView)
+export async function changesAfter(db: Kysely<Tables>, shopId: number, after: number, limit: number): Promise<ChangeRow[]> {
+  return (await db.executeQuery(changesAfterQuery(db, shopId, after, limit))).rows
 }
 
 /** The highest position given so far (0 for none): readers waiting for an entry watch it grow. */
