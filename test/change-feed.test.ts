@@ -42,7 +42,7 @@ forEachDatabase((kind) => {
           cursor = page.next_after
         }
         const enough = expected === undefined || (typeof expected === 'number' ? out.length >= expected : expected(out))
-        if (enough || attempt > 50) return out
+        if (enough || attempt > 150) return out
         await new Promise((r) => setTimeout(r, 100))
       }
     }
