@@ -55,6 +55,11 @@ export const ConfigSchema = Type.Object({
   STORAGE_SAMPLE_SECONDS: Type.Integer({ minimum: 1, maximum: 3_600, default: 30 }),
   /** Seconds an API key lookup is cached; a revoked key stops working within this time. */
   KEY_CACHE_SECONDS: Type.Integer({ ...Count, default: 5 }),
+  // Running several processes (README, "Running several processes").
+  /** Server processes `serve` starts (Node's cluster module); more than 1 needs PostgreSQL. */
+  WORKERS: Type.Integer({ minimum: 1, maximum: 256, default: 1 }),
+  /** Optional: redis://… where the per-key rate limit is counted, shared by every process; empty: each process counts alone. */
+  REDIS_URL: Type.String({ default: '', pattern: '^(|rediss?://.+)$', description: 'empty, or redis://host:port (rediss:// for TLS)' }),
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>
