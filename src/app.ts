@@ -31,6 +31,8 @@ import { GroupCommitWriter } from './writer/group-commit.ts'
 import { startPruner } from './writer/pruner.ts'
 import { oldestEventUs } from './store/prune.ts'
 import { startExpirySweeper } from './loyalty/expiry-sweeper.ts'
+import { createRateLimitStore } from './http/rate-limit-store.ts'
+import { followKeyRevocations } from './http/key-revocations.ts'
 
 export type { Services } from './services.ts'
 
@@ -115,7 +117,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, (err) =>
     app.log.warn({ err }, 'the expiry sweep failed; the next one tries again'),
   )
-  const services: Services = { config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, ...(options.clock ? { clock: options.clock } : {}) }
+  // Several processes (README, "Running several processes"): the rate limit counted in Redis when
+  // REDIS_URL is set, and key revocations heard from PostgreSQL.
+  const rateStore = createRateLimitStore(config.REDIS_URL, `shop-intake:${backend.schema}:rate:`, metrics.registry, (err) =>
+    app.log.warn({ err: { message: err.message } }, 'Redis (REDIS_URL) cannot be reached: the rate limit lets webhooks through uncounted until it is back'),
+  )
+  const services: Services = {
+    config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, ...(options.clock ? { clock: options.clock } : {}),
+    redisUp: rateStore.redisUp,
+  }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({
@@ -158,7 +168,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installRequestIdEcho(app)
   installJsonBody(app, config.BODY_LIMIT)
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
-  await app.register(rateLimit, { global: false })
+  // skipOnError: a count that fails (Redis unreachable) lets the webhook through (rate-limit-store.ts).
+  await app.register(rateLimit, { global: false, store: rateStore.Store as never, skipOnError: true })
+  const revocations = backend.kind === 'postgres' ? followKeyRevocations(config.DATABASE_URL, backend.schema, auth, app.log, config.DB_TIMEOUT_MS) : undefined
   // Global hooks run in the order added: the protocol checks, then the body budget before the
   // 100 Continue that lets a body in, then the shutdown 503 and the early 404.
   installHostCheck(app)
@@ -251,6 +263,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
 
   app.addHook('onClose', async () => {
+    await revocations?.stop()
+    await rateStore.close()
     await sweeper.stop()
     clearInterval(sampler)
     await stopPruner()

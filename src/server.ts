@@ -1,3 +1,4 @@
+import cluster from 'node:cluster'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
 import type { Config } from './config.ts'
@@ -8,7 +9,8 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   const app = await buildApp(config)
   const address = await app.listen({ port: config.PORT, host: config.HOST })
   app.log.info({ address, database: redactUrl(config.DATABASE_URL) }, `shop-intake listening on ${address}`)
-  if ((await countShops(app.services.backend.db)) === 0) {
+  // A cluster's primary gives the hint once, not each worker.
+  if (!cluster.isWorker && (await countShops(app.services.backend.db)) === 0) {
     // A log line like any other (no key in it: keys are shown once, to whoever creates them).
     app.log.info(
       { hint: 'npx shop-intake keys create --shop default' },

@@ -28,6 +28,8 @@ export interface Services {
   clock?: () => number
   /** Writes expiry as it falls due. */
   sweeper: ExpirySweeper
+  /** REDIS_URL: whether Redis, where the rate limit is counted, answers now; undefined without it. */
+  redisUp(): boolean | undefined
 }
 
 declare module 'fastify' {

@@ -36,7 +36,8 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
       })
       try {
         await Promise.race([Promise.all([backend.ping(), batchWriter.ping?.()]), timeout])
-        return { status: 'ready', database: backend.kind }
+        const redis = services.redisUp()
+        return { status: 'ready' as const, database: backend.kind, ...(redis === undefined ? {} : { redis: redis ? ('up' as const) : ('down' as const) }) }
       } catch (err) {
         request.log.warn({ err }, 'readiness check failed')
         return sendProblem(

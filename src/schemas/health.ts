@@ -6,6 +6,11 @@ export const Readiness = Type.Object(
   {
     status: Type.Literal('ready'),
     database: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres')], { description: 'the database the service writes to' }),
+    redis: Type.Optional(
+      Type.Union([Type.Literal('up'), Type.Literal('down')], {
+        description: 'with REDIS_URL: whether Redis, where the rate limit is counted, answers; while it is down the limit lets webhooks through (the service stays ready)',
+      }),
+    ),
   },
   { additionalProperties: false, description: 'a webhook can be committed now' },
 )
