@@ -10,6 +10,7 @@ import type { Authenticator } from './auth.ts'
 // the whole cache is dropped, since a revoke may have been missed meanwhile.
 
 export const KEY_CHANNEL = 'shop_intake_keys'
+export const LISTENER_NAME = 'shop-intake key revocations'
 const FIRST_RETRY_MS = 250
 const MOST_RETRY_MS = 10_000
 /** How often the idle connection is checked: a silently dead one is noticed within this time. */
@@ -51,7 +52,11 @@ export function followKeyRevocations(
 
   function connect() {
     if (stopped) return
-    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, keepAlive: true })
+    const c = new pg.Client({
+      connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, keepAlive: true,
+      // So that an operator (or a test) can tell it from the pool's connections in pg_stat_activity.
+      application_name: LISTENER_NAME,
+    })
     client = c
     c.on('error', (err) => lost(c, err))
     c.on('end', () => lost(c))
