@@ -55,7 +55,7 @@ export function followKeyRevocations(
     const c = new pg.Client({
       connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, keepAlive: true,
       // So that an operator (or a test) can tell it from the pool's connections in pg_stat_activity.
-      application_name: LISTENER_NAME,
+      application_name: `${LISTENER_NAME} ${schema}`.slice(0, 63),
     })
     client = c
     c.on('error', (err) => lost(c, err))
