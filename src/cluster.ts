@@ -4,6 +4,7 @@ import type { Config } from './config.ts'
 import { redactUrl, startServer } from './server.ts'
 import { backendOptions, migrate, openBackend } from './store/database.ts'
 import { countShops } from './store/keys-repo.ts'
+import { serveClusterMetrics } from './cluster-metrics.ts'
 
 // WORKERS=N: N server processes on one PostgreSQL, forked by a primary that serves nothing itself.
 // The primary applies the migrations once, restarts a worker that dies unexpectedly (backing off
@@ -110,6 +111,7 @@ async function runPrimary(config: Config): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'))
   process.on('SIGINT', () => shutdown('SIGINT'))
 
+  serveClusterMetrics()
   for (let i = 0; i < config.WORKERS; i++) fork()
   log.info({ workers: config.WORKERS, port: config.PORT, database: redactUrl(config.DATABASE_URL) }, `shop-intake primary started ${config.WORKERS} workers`)
 }

@@ -30,6 +30,8 @@ export interface Services {
   sweeper: ExpirySweeper
   /** REDIS_URL: whether Redis, where the rate limit is counted, answers now; undefined without it. */
   redisUp(): boolean | undefined
+  /** What /metrics answers when it is not this process's registry alone: a cluster's worker answers for all workers. */
+  metricsText?: () => Promise<string>
 }
 
 declare module 'fastify' {

@@ -12,6 +12,7 @@ import {
   post,
   problemWith,
   readStored,
+  request,
   startServerProcess,
   summarize,
   WebhookFactory,
@@ -100,6 +101,15 @@ describe('postgres: WORKERS=2', () => {
     const stored = await readStored(database.url, shopId)
     const problems = sent.map((s) => problemWith(s, stored)).filter((p) => p !== null)
     assert.deepEqual(problems, [], summarize(problems, 'acknowledged webhooks not stored as answered'))
+    // /metrics, whichever worker answers it, counts the webhooks of both.
+    for (let i = 0; i < 6; i++) {
+      const metrics = await request(server.port, { method: 'GET', path: '/metrics', agent: false })
+      assert.equal(metrics.status, 200, metrics.body)
+      const applied = metrics.body!.split('\n').filter((l) => l.startsWith(`shop_intake_webhooks_total{shop="${shopId}",`) && l.includes('outcome="applied"'))
+      assert.equal(applied.reduce((n, l) => n + Number(l.split(' ').at(-1)), 0), sent.length, `answer ${i}: every worker's webhooks counted:\n${applied.join('\n')}`)
+      const sizes = metrics.body!.split('\n').filter((l) => l.startsWith('shop_intake_database_bytes '))
+      assert.equal(sizes.length, 1, 'one database size')
+    }
   })
 
   test('a worker that dies is replaced, and the new one serves webhooks', { timeout: TEST_TIMEOUT_MS }, async () => {

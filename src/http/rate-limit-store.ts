@@ -81,14 +81,22 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
   })
   let up = false
   let skipUntil = 0
+  // ioredis reconnects by itself (retryStrategy); trouble is reported once per outage (and at
+  // start, if Redis cannot be reached from the first).
+  let reported = false
+  const report = (err: Error) => {
+    if (reported) return
+    reported = true
+    onDown(err)
+  }
   redis.on('ready', () => {
     up = true
     skipUntil = 0
+    reported = false
   })
-  // ioredis reconnects by itself (retryStrategy); errors are only reported, once per outage.
   redis.on('error', (err: Error) => {
-    if (up) onDown(err)
     up = false
+    report(err)
   })
   redis.on('close', () => (up = false))
   redis.defineCommand('shopIntakeRate', { numberOfKeys: 1, lua: INCR })
@@ -96,6 +104,8 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
     name: 'shop_intake_redis_up',
     help: 'Whether Redis (REDIS_URL), where the rate limit is counted, answered the last time it was asked (1) or not (0)',
     registers: [registry],
+    // WORKERS: 0 when any worker cannot reach it.
+    aggregator: 'min',
     collect() {
       this.set(up ? 1 : 0)
     },
@@ -111,11 +121,14 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
       ;(redis as unknown as { shopIntakeRate(key: string, ms: number): Promise<[number, number]> })
         .shopIntakeRate(prefix + key, timeWindow)
         .then(
-          ([current, ttl]) => cb(null, { current, ttl }),
+          ([current, ttl]) => {
+            reported = false
+            cb(null, { current, ttl })
+          },
           (err: Error) => {
             // A timeout leaves the connection up: skip it a while rather than wait on every webhook.
             skipUntil = Date.now() + OPEN_CIRCUIT_MS
-            if (up) onDown(err)
+            report(err)
             failOpen(cb, err)
           },
         )

@@ -68,9 +68,19 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
         },
       },
     },
-    async (_request, reply) => {
+    async (request, reply) => {
       reply.type(metrics.registry.contentType)
-      return metrics.registry.metrics()
+      if (!services.metricsText) return metrics.registry.metrics()
+      try {
+        return await services.metricsText()
+      } catch (err) {
+        request.log.warn({ err }, 'the metrics of all workers could not be collected')
+        return sendProblem(
+          reply,
+          { status: 503, type: 'unavailable', title: 'Service Unavailable', detail: 'the metrics of every worker could not be collected; retry after the delay in Retry-After' },
+          { 'retry-after': String(config.RETRY_AFTER_SECONDS) },
+        )
+      }
     },
   )
 }
