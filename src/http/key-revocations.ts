@@ -17,8 +17,6 @@ const MOST_RETRY_MS = 10_000
 const PING_MS = 10_000
 
 export interface KeyRevocations {
-  /** Whether the listening connection is up now. */
-  listening(): boolean
   stop(): Promise<void>
 }
 
@@ -53,7 +51,9 @@ export function followKeyRevocations(
   function connect() {
     if (stopped) return
     const c = new pg.Client({
-      connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, keepAlive: true,
+      connectionString: url, connectionTimeoutMillis: timeoutMs, keepAlive: true,
+      // A generous deadline for the pings: a reconnect drops the whole cache, which a busy moment should not cost.
+      query_timeout: Math.max(PING_MS, timeoutMs),
       // So that an operator (or a test) can tell it from the pool's connections in pg_stat_activity.
       application_name: `${LISTENER_NAME} ${schema}`.slice(0, 63),
     })
@@ -82,7 +82,6 @@ export function followKeyRevocations(
   connect()
 
   return {
-    listening: () => up,
     async stop() {
       stopped = true
       clearTimeout(retry)
