@@ -80,6 +80,11 @@ async function runPrimary(config: Config): Promise<void> {
     process.exit(unclean ? 1 : 0)
   }
 
+  // Until a first worker listens, a worker that exits is a failure to start (the port is taken, say):
+  // the primary stops, as one process would, rather than restart workers that cannot start.
+  let anyListened = false
+  cluster.on('listening', () => (anyListened = true))
+
   cluster.on('exit', (worker, code, signal) => {
     const since = started.get(worker) ?? Date.now()
     started.delete(worker)
@@ -87,6 +92,11 @@ async function runPrimary(config: Config): Promise<void> {
       if (code !== 0) unclean = true
       finishIfDone()
       return
+    }
+    if (!anyListened) {
+      log.fatal({ worker_pid: worker.process.pid, code, signal }, 'a worker exited before any could listen (its error is above); stopping')
+      for (const other of started.keys()) other.process.kill('SIGKILL')
+      process.exit(1)
     }
     failures = Date.now() - since >= STABLE_MS ? 1 : failures + 1
     log.error({ worker_pid: worker.process.pid, code, signal, failures }, 'a worker exited unexpectedly; starting another')
