@@ -119,7 +119,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   )
   // Several processes (README, "Running several processes"): the rate limit counted in Redis when
   // REDIS_URL is set, and key revocations heard from PostgreSQL.
-  const rateStore = createRateLimitStore(config.REDIS_URL, `shop-intake:${backend.schema}:rate:`, metrics.registry, (err) =>
+  const rateStore = createRateLimitStore(config.RATE_LIMIT_RPS === 0 ? '' : config.REDIS_URL, `shop-intake:${backend.schema}:rate:`, metrics.registry, (err) =>
     app.log.warn({ err: { message: err.message } }, 'Redis (REDIS_URL) cannot be reached: the rate limit lets webhooks through uncounted until it is back'),
   )
   const services: Services = {
