@@ -61,10 +61,14 @@ export async function startRedis(): Promise<RedisServer> {
   const port = await freePort()
   let child: ChildProcess | undefined
   const launch = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-    running.add(child)
-    child.once('exit', () => running.delete(child!))
-    await answers(port)
+    const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+    child = c
+    running.add(c)
+    c.once('exit', () => running.delete(c))
+    const missing = new Promise<never>((_, reject) =>
+      c.once('error', (err) => reject(new Error(`redis-server could not be started (${err.message}): the tests need it on the PATH (apt-get install -y redis-server)`))),
+    )
+    await Promise.race([answers(port), missing])
   }
   await launch()
   return {
