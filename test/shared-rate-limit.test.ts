@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, test } from 'node:test'
-import { basic, createTestDatabase, CUSTOMER_CREATED, type TestDatabase } from './support/harness.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestDatabase } from './support/harness.ts'
 import { startRedis, type RedisServer } from './support/redis-server.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from './support/server-process.ts'
 
@@ -9,6 +9,7 @@ import { createKey, request, startServerProcess, stopServerProcess, type Answer,
 // allow RATE_LIMIT_RPS, not that many each; with Redis stopped or frozen, webhooks are still taken
 // (the limit fails open), shop_intake_rate_limit_unchecked_total counts them, and /readyz stays
 // 200, saying redis is down. Real server processes, a real redis-server of the test's own.
+// Either way the count is one per key for the three webhook paths together.
 
 const LIMIT = 10
 let nextId = 1
@@ -192,5 +193,29 @@ describe('sqlite: one process, REDIS_URL', () => {
     assert.ok(count(answers[0]!, 429) > 0, `limited: ${statuses(answers[0]!).join(' ')}`)
     assert.equal((await readiness(targets[0]!)).body.redis, 'up')
     await failsOpen(redis, targets, db.url, 'lite')
+  })
+})
+
+forEachDatabase((kind) => {
+  test('without REDIS_URL, one count per key for the three webhook paths together (not one per path)', async () => {
+    const t = await startTestApp(kind, { RATE_LIMIT_RPS: '5' })
+    try {
+      await t.post(CUSTOMER_CREATED, { id: 1 }, { key: await t.newKey('warm-up') })
+      for (let attempt = 1; ; attempt++) {
+        // 3 webhooks of one new key on each of the three paths, at once: 5 taken, 4 limited.
+        const key = await t.newKey(`paths-${attempt}`)
+        const started = performance.now()
+        const answers = await Promise.all(
+          [CUSTOMER_CREATED, ORDER_CREATED, CUSTOMER_DELETED].flatMap((path, p) => [1, 2, 3].map((i) => t.post(path, { id: 10 * p + i }, { key }))),
+        )
+        const codes = answers.map((a) => a.statusCode)
+        if (performance.now() - started > 900 && attempt < 5) continue
+        assert.equal(codes.filter((c) => c === 200).length, 5, `5 taken in all: ${codes.join(' ')}`)
+        assert.equal(codes.filter((c) => c === 429).length, 4, `the rest limited: ${codes.join(' ')}`)
+        return
+      }
+    } finally {
+      await t.close()
+    }
   })
 })
