@@ -1,4 +1,6 @@
-// npm run bench [-- --duration 10 --preload 0 [--prune PERCENT] --connections 64 --threads 2 --only ceiling,sqlite,postgres]
+// npm run bench [-- --duration 10 --preload 0 [--prune PERCENT] --connections 64 --threads 2 --only ceiling,sqlite,postgres] [--workers N]
+//
+// --workers N runs the PostgreSQL service as N processes (WORKERS=N); SQLite, which runs one, is then left out.
 //
 // Measures the ceiling route, then the service on SQLite, then on PostgreSQL, then the ceiling
 // again, in this one run, each driven by wrk with the same mix, and reports each database's
@@ -22,29 +24,40 @@ const { values: args } = parseArgs({
     threads: { type: 'string', default: '2' },
     only: { type: 'string', default: TARGETS.join(',') },
     prune: { type: 'string', default: '0' },
+    workers: { type: 'string', default: '1' },
   },
 })
+const workerCount = Number(args.workers)
 const duration = Number(args.duration)
 const preloadCount = Number(args.preload)
 const connections = Number(args.connections)
 const threads = Number(args.threads)
 const prunePercent = Number(args.prune)
-const only = args.only!.split(',') as Target[]
+let only = args.only!.split(',') as Target[]
 const unknown = only.filter((t) => !TARGETS.includes(t))
 if (
   unknown.length > 0 || !(duration > 0) || !(preloadCount >= 0) || !(threads >= 1) || !(connections >= threads) ||
-  !(prunePercent >= 0 && prunePercent <= 100) || (prunePercent > 0 && preloadCount === 0)
+  !(prunePercent >= 0 && prunePercent <= 100) || (prunePercent > 0 && preloadCount === 0) ||
+  !(Number.isInteger(workerCount) && workerCount >= 1 && workerCount <= 256)
 ) {
   process.stderr.write(
-    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}]\n`,
+    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}] [--workers N]\n`,
   )
   process.exit(2)
 }
+if (workerCount > 1 && only.includes('sqlite')) {
+  process.stderr.write(`--workers ${workerCount}: SQLite runs one server process (WORKERS needs PostgreSQL); it is left out of this run\n`)
+  only = only.filter((t) => t !== 'sqlite')
+}
+/** The environment of the service under test: WORKERS for PostgreSQL. */
+const serviceEnv = (target: Target): Record<string, string> => (target === 'postgres' && workerCount > 1 ? { WORKERS: String(workerCount) } : {})
 const wrk = requireWrk()
 const root = join(import.meta.dirname, '..')
 
 interface Result extends LoadResult {
   target: string
+  /** Server processes of the service (WORKERS); their peak RSS is summed. */
+  workers?: number
   peak_rss_mb: number
   preload_events_per_s?: number
   ratio_to_ceiling?: number
@@ -84,7 +97,7 @@ const MAX_POOL = 1_000_000
 let poolRate = 25_000
 
 async function measure(target: Target, label: string): Promise<Result> {
-  const service = await startService(target, { preload: target === 'ceiling' ? 0 : preloadCount })
+  const service = await startService(target, { preload: target === 'ceiling' ? 0 : preloadCount, env: serviceEnv(target) })
   const size = target === 'ceiling' ? CEILING_POOL : Math.min(MAX_POOL, Math.ceil(duration * poolRate))
   const pool = new RequestPool({ size, threads, port: service.port, key: service.key })
   try {
@@ -93,6 +106,7 @@ async function measure(target: Target, label: string): Promise<Result> {
     if (load.pool_wrapped && target !== 'ceiling') process.stderr.write(`${label}: warning: the pool ran out and was resent; some webhooks were duplicates\n`)
     return {
       target: label,
+      ...(serviceEnv(target).WORKERS ? { workers: workerCount } : {}),
       ...load,
       peak_rss_mb: service.peakRssMb(),
       ...(service.preloadRate ? { preload_events_per_s: service.preloadRate } : {}),
@@ -131,7 +145,7 @@ async function countBefore(url: string, cutoffUs: number): Promise<number> {
  */
 async function measurePruning(target: Target, label: string): Promise<Result[]> {
   const backdated = Math.floor((preloadCount * prunePercent) / 100)
-  const first = await startService(target, { preload: preloadCount, backdated, backdateUs: 60 * DAY_US, keepDatabase: true, env: { EVENT_RETENTION_DAYS: '0' } })
+  const first = await startService(target, { preload: preloadCount, backdated, backdateUs: 60 * DAY_US, keepDatabase: true, env: { EVENT_RETENTION_DAYS: '0', ...serviceEnv(target) } })
   const database = first.database!
   try {
     const without = await drive(first, label)
@@ -139,7 +153,7 @@ async function measurePruning(target: Target, label: string): Promise<Result[]> 
     const sizeBefore = await sizeMb(database.url)
     const cutoffUs = Date.now() * 1000 - 30 * DAY_US
     const second = await startService(target, {
-      reuse: { database, key: first.key }, env: { EVENT_RETENTION_DAYS: '30', PRUNE_INTERVAL_SECONDS: '1' },
+      reuse: { database, key: first.key }, env: { EVENT_RETENTION_DAYS: '30', PRUNE_INTERVAL_SECONDS: '1', ...serviceEnv(target) },
     })
     let during: Result
     let left: { atStart: number; atEnd: number }
@@ -203,7 +217,7 @@ if (ceilingMean) {
 
 console.table(
   results.map((r) => ({
-    target: r.target,
+    target: r.target + (r.workers ? ` (${r.workers} workers)` : ''),
     'req/s': r.requests_per_second,
     ratio: r.ratio_to_ceiling ?? '',
     'p50 ms': r.p50_ms,
@@ -235,7 +249,7 @@ writeFileSync(
   file,
   JSON.stringify(
     {
-      date: new Date().toISOString(), generator: wrk, duration_s: duration, connections, threads, preload: preloadCount,
+      date: new Date().toISOString(), generator: wrk, duration_s: duration, connections, threads, preload: preloadCount, workers: workerCount,
       ...(prunePercent > 0 ? { prune_percent: prunePercent } : {}),
       node: process.version, ceiling_mean_rps: ceilingMean, results,
     },

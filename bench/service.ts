@@ -29,6 +29,28 @@ function procStatusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   return Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024)
 }
 
+/** The process's children (a cluster's workers), from /proc. */
+function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** The process and its children (WORKERS > 1), each's figure summed: for peaks, an upper bound of the peak together. */
+function treeMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  let total = procStatusMb(pid, field)
+  for (const child of childPids(pid)) {
+    try {
+      total += procStatusMb(child, field)
+    } catch {
+      // (A worker that has just exited.)
+    }
+  }
+  return total
+}
+
 /** A port the OS has just handed out, so that the server does not collide with others on this machine. */
 async function freePort(): Promise<number> {
   const server = createServer()
@@ -102,7 +124,9 @@ export async function startService(
       if (child.exitCode !== null) throw new Error(`${target} server exited with ${child.exitCode}`)
       if (i > 300) throw new Error(`${target} server did not become healthy`)
       const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)
-      if (ok) break
+      // WORKERS > 1: every worker forked too (each listens a moment after its fork, before the load starts).
+      const forks = Number(env.WORKERS ?? 1) > 1 ? Number(env.WORKERS) : 0
+      if (ok && childPids(child.pid!).length >= forks) break
       await new Promise((r) => setTimeout(r, 100))
     }
   } catch (err) {
@@ -111,7 +135,7 @@ export async function startService(
   }
   return {
     target, port, key, child, database, preloadRate, stop,
-    peakRssMb: () => procStatusMb(child.pid!, 'VmHWM'),
-    rssMb: () => procStatusMb(child.pid!, 'VmRSS'),
+    peakRssMb: () => treeMb(child.pid!, 'VmHWM'),
+    rssMb: () => treeMb(child.pid!, 'VmRSS'),
   }
 }

@@ -33,6 +33,8 @@ import { oldestEventUs } from './store/prune.ts'
 import { startExpirySweeper } from './loyalty/expiry-sweeper.ts'
 import { startChangeFeed } from './feed/change-feed.ts'
 import { changeRoutes } from './routes/changes.ts'
+import { createRateLimitStore } from './http/rate-limit-store.ts'
+import { followKeyRevocations } from './http/key-revocations.ts'
 
 export type { Services } from './services.ts'
 
@@ -120,7 +122,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   )
   // The change feed: positions for committed entries, the readers' long poll, the NATS relay.
   const feed = startChangeFeed(config, backend, batchWriter, metrics, () => app.log)
-  const services: Services = { config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, feed, ...(options.clock ? { clock: options.clock } : {}) }
+  // Several processes (README, "Running several processes"): the rate limit counted in Redis when
+  // REDIS_URL is set, and key revocations heard from PostgreSQL.
+  const rateStore = createRateLimitStore(config.RATE_LIMIT_RPS === 0 ? '' : config.REDIS_URL, `shop-intake:${backend.schema}:rate:`, metrics.registry, (err) =>
+    app.log.warn({ err: { message: err.message } }, 'Redis (REDIS_URL) cannot be reached: the rate limit lets webhooks through uncounted until it is back'),
+  )
+  const services: Services = {
+    config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, feed, ...(options.clock ? { clock: options.clock } : {}),
+    redisUp: rateStore.redisUp,
+  }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({
@@ -163,7 +173,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installRequestIdEcho(app)
   installJsonBody(app, config.BODY_LIMIT)
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
-  await app.register(rateLimit, { global: false })
+  // skipOnError: a count that fails (Redis unreachable) lets the webhook through (rate-limit-store.ts).
+  await app.register(rateLimit, { global: false, store: rateStore.Store as never, skipOnError: true })
+  const revocations = backend.kind === 'postgres' ? followKeyRevocations(config.DATABASE_URL, backend.schema, auth, app.log, config.DB_TIMEOUT_MS) : undefined
   // Global hooks run in the order added: the protocol checks, then the body budget before the
   // 100 Continue that lets a body in, then the shutdown 503 and the early 404.
   installHostCheck(app)
@@ -259,6 +271,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
 
   app.addHook('onClose', async () => {
+    await revocations?.stop()
+    await rateStore.close()
     await sweeper.stop()
     clearInterval(sampler)
     await stopPruner()

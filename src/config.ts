@@ -60,6 +60,11 @@ export const ConfigSchema = Type.Object({
   NATS_URL: Type.Optional(Type.String({ pattern: '^(nats|tls|ws|wss)://[^,\\s]+(,(nats|tls|ws|wss)://[^,\\s]+)*$', description: 'one or more nats://host:port URLs separated by commas' })),
   /** The JetStream stream the relay publishes to, created when missing. */
   NATS_STREAM: Type.String({ default: 'SHOP_INTAKE', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'a stream name of 1 to 64 letters, digits, - and _' }),
+  // Running several processes (README, "Running several processes").
+  /** Server processes `serve` starts (Node's cluster module); more than 1 needs PostgreSQL. */
+  WORKERS: Type.Integer({ minimum: 1, maximum: 256, default: 1 }),
+  /** Optional: redis://… where the per-key rate limit is counted, shared by every process; empty: each process counts alone. */
+  REDIS_URL: Type.String({ default: '', pattern: '^(|rediss?://.+)$', description: 'empty, or redis://host:port (rediss:// for TLS)' }),
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>

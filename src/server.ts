@@ -1,14 +1,19 @@
+import cluster from 'node:cluster'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
 import type { Config } from './config.ts'
 import { countShops } from './store/keys-repo.ts'
+import { clusterMetricsOf } from './cluster-metrics.ts'
 
 /** Starts the service: migrations, then the listener; SIGTERM and SIGINT shut it down gracefully. */
 export async function startServer(config: Config): Promise<FastifyInstance> {
   const app = await buildApp(config)
+  // A cluster's worker answers /metrics for all workers (src/cluster-metrics.ts).
+  if (cluster.isWorker) app.services.metricsText = clusterMetricsOf(app.services.metrics.registry)
   const address = await app.listen({ port: config.PORT, host: config.HOST })
   app.log.info({ address, database: redactUrl(config.DATABASE_URL) }, `shop-intake listening on ${address}`)
-  if ((await countShops(app.services.backend.db)) === 0) {
+  // A cluster's primary gives the hint once, not each worker.
+  if (!cluster.isWorker && (await countShops(app.services.backend.db)) === 0) {
     // A log line like any other (no key in it: keys are shown once, to whoever creates them).
     app.log.info(
       { hint: 'npx shop-intake keys create --shop default' },

@@ -31,6 +31,10 @@ export interface Services {
   sweeper: ExpirySweeper
   /** The change feed: its sequencer, the readers' long poll, and the NATS relay when NATS_URL is set. */
   feed: ChangeFeed
+  /** REDIS_URL: whether Redis, where the rate limit is counted, answers now; undefined without it. */
+  redisUp(): boolean | undefined
+  /** What /metrics answers when it is not this process's registry alone: a cluster's worker answers for all workers. */
+  metricsText?: () => Promise<string>
 }
 
 declare module 'fastify' {

@@ -18,10 +18,10 @@ const program = new Command()
 
 program
   .command('serve')
-  .description('apply pending migrations, then serve HTTP (DATABASE_URL, PORT, HOST; see README)')
+  .description('apply pending migrations, then serve HTTP (DATABASE_URL, PORT, HOST, WORKERS; see README)')
   .action(async () => {
-    const [{ loadConfig }, { startServer }] = await Promise.all([import('../config.ts'), import('../server.ts')])
-    await startServer(loadConfig())
+    const [{ loadConfig }, { serve }] = await Promise.all([import('../config.ts'), import('../cluster.ts')])
+    await serve(loadConfig())
   })
 
 program

@@ -8,6 +8,8 @@ export function feedMetrics(registry: Registry, relay: () => Relay | undefined) 
     name: 'shop_intake_feed_relay_lag_seconds',
     help: 'NATS_URL set: age of the oldest change feed entry not yet published to JetStream (0 when none), sampled every second',
     registers,
+    // With WORKERS, the primary answers for all workers: the oldest lag of any.
+    aggregator: 'max',
     collect() {
       const r = relay()
       if (r) this.set(r.status().lagSeconds)
@@ -17,6 +19,8 @@ export function feedMetrics(registry: Registry, relay: () => Relay | undefined) 
     name: 'shop_intake_feed_relay_connected',
     help: 'NATS_URL set: 1 while this process is connected to NATS, else 0',
     registers,
+    // With WORKERS: 1 only while every worker is connected.
+    aggregator: 'min',
     collect() {
       const r = relay()
       if (r) this.set(r.status().connected ? 1 : 0)

@@ -25,6 +25,12 @@ const DETAILS: Record<AuthFailure, string> = {
 
 export interface Authenticator {
   hook(request: FastifyRequest, reply: FastifyReply): Promise<void>
+  /**
+   * Drops cached lookups at once: of one key (by its hash or its id), or of every key. Call it
+   * after revoking a key in this process; other processes hear of it through PostgreSQL
+   * (src/http/key-revocations.ts).
+   */
+  invalidate(which?: { keyHash: string } | { keyId: number }): void
 }
 
 /**
@@ -60,6 +66,14 @@ export function createAuthenticator(
   }
 
   return {
+    invalidate(which) {
+      if (which === undefined) return cache.clear()
+      if ('keyHash' in which) {
+        cache.delete(which.keyHash)
+        return
+      }
+      for (const [hash, principal] of cache.entries()) if (principal && principal.keyId === which.keyId) cache.delete(hash)
+    },
     async hook(request) {
       if (headerCount(request.raw, 'authorization') > 1) {
         // Node would keep the first; a proxy may have checked the other. Ambiguity is refused.

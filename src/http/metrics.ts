@@ -91,6 +91,8 @@ export function createMetrics(sources: MetricSources) {
       name: 'shop_intake_database_bytes',
       help: 'Size of the database: the SQLite file and its WAL, or the PostgreSQL tables with their indexes and TOAST; sampled every STORAGE_SAMPLE_SECONDS',
       registers: [registry],
+      // WORKERS: every process samples the same database; summed, it would count it N times.
+      aggregator: 'max',
       collect() {
         this.set(sources.storage?.().bytes ?? 0)
       },
@@ -99,6 +101,7 @@ export function createMetrics(sources: MetricSources) {
       name: 'shop_intake_oldest_event_age_seconds',
       help: 'Age of the oldest stored event (0 when none is stored); its receive time is sampled every STORAGE_SAMPLE_SECONDS',
       registers: [registry],
+      aggregator: 'max',
       collect() {
         const oldest = sources.storage?.().oldestEventUs ?? null
         this.set(oldest === null ? 0 : Math.max(0, Date.now() / 1000 - oldest / 1e6))

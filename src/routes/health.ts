@@ -37,7 +37,13 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
       try {
         await Promise.race([Promise.all([backend.ping(), batchWriter.ping?.()]), timeout])
         const relay = services.feed.relay?.status()
-        return { status: 'ready', database: backend.kind, ...(relay ? { nats: { connected: relay.connected, relay_lag_seconds: relay.lagSeconds } } : {}) }
+        const redis = services.redisUp()
+        return {
+          status: 'ready' as const,
+          database: backend.kind,
+          ...(relay ? { nats: { connected: relay.connected, relay_lag_seconds: relay.lagSeconds } } : {}),
+          ...(redis === undefined ? {} : { redis: redis ? ('up' as const) : ('down' as const) }),
+        }
       } catch (err) {
         request.log.warn({ err }, 'readiness check failed')
         return sendProblem(
@@ -68,9 +74,19 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
         },
       },
     },
-    async (_request, reply) => {
+    async (request, reply) => {
       reply.type(metrics.registry.contentType)
-      return metrics.registry.metrics()
+      if (!services.metricsText) return metrics.registry.metrics()
+      try {
+        return await services.metricsText()
+      } catch (err) {
+        request.log.warn({ err }, 'the metrics of all workers could not be collected')
+        return sendProblem(
+          reply,
+          { status: 503, type: 'unavailable', title: 'Service Unavailable', detail: 'the metrics of every worker could not be collected; retry after the delay in Retry-After' },
+          { 'retry-after': String(config.RETRY_AFTER_SECONDS) },
+        )
+      }
     },
   )
 }

@@ -15,6 +15,11 @@ export const Readiness = Type.Object(
         { additionalProperties: false, description: 'with NATS_URL set: the change feed relay. NATS being down does not make the service unready: entries wait in the database' },
       ),
     ),
+    redis: Type.Optional(
+      Type.Union([Type.Literal('up'), Type.Literal('down')], {
+        description: 'with REDIS_URL: whether Redis, where the rate limit is counted, answers; while it is down the limit lets webhooks through (the service stays ready)',
+      }),
+    ),
   },
   { additionalProperties: false, description: 'a webhook can be committed now' },
 )

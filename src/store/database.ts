@@ -9,6 +9,7 @@ import { writePathV2 } from './migrations/0004-write-path-v2.ts'
 import { redemptions } from './migrations/0005-redemptions.ts'
 import { retention } from './migrations/0006-retention.ts'
 import { changeFeed } from './migrations/0008-change-feed.ts'
+import { keyNotify } from './migrations/0009-key-notify.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -37,6 +38,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0005-redemptions': redemptions,
     '0006-retention': retention,
     '0008-change-feed': changeFeed(backend.types),
+    '0009-key-notify': keyNotify(backend.kind),
   }
 }
 

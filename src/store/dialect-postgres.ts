@@ -170,6 +170,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(), serialCommits: false,
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} = ANY(${values})`,
       bulkInsert: (query, table, rows) => unnestInsert(query, table, rows),
+      skipLocked: true,
     },
     reads: sessionOn(pool),
     afterErasure() {},

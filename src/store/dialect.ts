@@ -102,4 +102,9 @@ export interface DialectTypes {
    * `rows` with a text that does not depend on how many there are (prepared once).
    */
   bulkInsert?<R>(query: CompiledQuery<R>, table: string, rows: readonly object[]): CompiledQuery<R>
+  /**
+   * Whether a select may lock its rows and skip those another transaction holds (`FOR UPDATE SKIP
+   * LOCKED`, PostgreSQL): several processes pruning at once then take different events.
+   */
+  skipLocked?: boolean
 }

@@ -38,7 +38,10 @@ export async function pruneEventsTimed(backend: Backend, cutoffUs: number, limit
   const deleted = await backend.transaction(async (s) => {
     const rows = await s.run(
       db.selectFrom('events').select(['id', 'shop_id', 'topic', 'resource_id', 'customer_id'])
-        .where('received_us', '<', cutoffUs).orderBy('received_us').limit(limit).compile(),
+        .where('received_us', '<', cutoffUs).orderBy('received_us').limit(limit)
+        // Processes pruning at once (WORKERS, several hosts) take different events, each counted once.
+        .$if(backend.types.skipLocked === true, (q) => q.forUpdate().skipLocked())
+        .compile(),
     )
     if (rows.length === 0) return 0
     const links = new Map<string, { shop_id: number; customer_id: number; order_id: number }>()

@@ -1,0 +1,145 @@
+import { Redis } from 'ioredis'
+import { Counter, Gauge, type Registry } from 'prom-client'
+
+// Where @fastify/rate-limit counts each key's webhooks (RATE_LIMIT_RPS). One count per key for all
+// three webhook routes (the plugin's own stores keep one per route). Without REDIS_URL each process
+// counts alone; with it, every process counts in Redis, so N processes together allow
+// RATE_LIMIT_RPS, not N times it. A Redis that cannot be reached lets webhooks through uncounted
+// (the limit fails open): each is counted in shop_intake_rate_limit_unchecked_total, and a Redis
+// that answers slowly or not at all is skipped for a second at a time, so that it costs requests
+// at most REDIS_TIMEOUT_MS now and then, never on every request.
+
+type Callback = (err: Error | null, result?: { current: number; ttl: number }) => void
+
+/** The store interface @fastify/rate-limit calls (`store` option: a class it instantiates). */
+interface Store {
+  incr(key: string, cb: Callback, timeWindow: number, max: number): void
+  child(routeOptions: unknown): Store
+}
+
+/** Longest a Redis command may take before the webhook goes through uncounted. */
+const REDIS_TIMEOUT_MS = 100
+/** After a timeout, how long Redis is left alone before it is asked again. */
+const OPEN_CIRCUIT_MS = 1000
+
+// Fixed one-window counting, as the plugin's own stores do: the first webhook of a window sets its expiry.
+const INCR = `
+local current = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if current == 1 or ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {current, ttl}`
+
+export interface RateLimitStore {
+  /** The class to give @fastify/rate-limit as `store`. */
+  Store: new () => Store
+  /** Without REDIS_URL, undefined; else whether Redis answered the last time it was asked. */
+  redisUp(): boolean | undefined
+  close(): Promise<void>
+}
+
+function localStore(): RateLimitStore {
+  const windows = new Map<string, { count: number; endsAt: number }>()
+  const store: Store = {
+    incr(key, cb, timeWindow) {
+      const now = Date.now()
+      let window = windows.get(key)
+      if (!window || window.endsAt <= now) {
+        if (windows.size > 100_000) for (const [k, w] of windows) if (w.endsAt <= now) windows.delete(k)
+        window = { count: 0, endsAt: now + timeWindow }
+        windows.set(key, window)
+      }
+      window.count++
+      cb(null, { current: window.count, ttl: window.endsAt - now })
+    },
+    child: () => store,
+  }
+  return { Store: class { constructor() { return store } } as unknown as new () => Store, redisUp: () => undefined, close: async () => {} }
+}
+
+/**
+ * The rate limit's store: in this process, or in Redis at `redisUrl` (keys under `prefix`, so that
+ * services on other databases can share one Redis). Its metrics go to `registry`.
+ */
+export function createRateLimitStore(redisUrl: string, prefix: string, registry: Registry, onDown: (err: Error) => void): RateLimitStore {
+  if (!redisUrl) return localStore()
+  const unchecked = new Counter({
+    name: 'shop_intake_rate_limit_unchecked_total',
+    help: 'Webhooks let through without counting them against RATE_LIMIT_RPS because Redis (REDIS_URL) could not be reached: the limit fails open',
+    registers: [registry],
+  })
+  const redis = new Redis(redisUrl, {
+    // Nothing waits for a connection: a command on a connection that is down fails at once.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: REDIS_TIMEOUT_MS,
+    connectTimeout: 1000,
+    retryStrategy: (times) => Math.min(100 * times, 2000),
+    lazyConnect: false,
+  })
+  let up = false
+  let skipUntil = 0
+  // ioredis reconnects by itself (retryStrategy); trouble is reported once per outage (and at
+  // start, if Redis cannot be reached from the first).
+  let reported = false
+  const report = (err: Error) => {
+    if (reported) return
+    reported = true
+    onDown(err)
+  }
+  redis.on('ready', () => {
+    up = true
+    skipUntil = 0
+    reported = false
+  })
+  redis.on('error', (err: Error) => {
+    up = false
+    report(err)
+  })
+  redis.on('close', () => (up = false))
+  redis.defineCommand('shopIntakeRate', { numberOfKeys: 1, lua: INCR })
+  new Gauge({
+    name: 'shop_intake_redis_up',
+    help: 'Whether Redis (REDIS_URL), where the rate limit is counted, answered the last time it was asked (1) or not (0)',
+    registers: [registry],
+    // WORKERS: 0 when any worker cannot reach it.
+    aggregator: 'min',
+    collect() {
+      this.set(up ? 1 : 0)
+    },
+  })
+
+  const failOpen = (cb: Callback, err: Error) => {
+    unchecked.inc()
+    cb(err)
+  }
+  const store: Store = {
+    incr(key, cb, timeWindow) {
+      if (!up || Date.now() < skipUntil) return failOpen(cb, new Error('Redis is unreachable; the webhook is let through uncounted'))
+      ;(redis as unknown as { shopIntakeRate(key: string, ms: number): Promise<[number, number]> })
+        .shopIntakeRate(prefix + key, timeWindow)
+        .then(
+          ([current, ttl]) => {
+            reported = false
+            cb(null, { current, ttl })
+          },
+          (err: Error) => {
+            // A timeout leaves the connection up: skip it a while rather than wait on every webhook.
+            skipUntil = Date.now() + OPEN_CIRCUIT_MS
+            report(err)
+            failOpen(cb, err)
+          },
+        )
+    },
+    child: () => store,
+  }
+  return {
+    Store: class { constructor() { return store } } as unknown as new () => Store,
+    redisUp: () => up && Date.now() >= skipUntil,
+    async close() {
+      redis.disconnect()
+    },
+  }
+}
