@@ -57,7 +57,7 @@ export const ConfigSchema = Type.Object({
   KEY_CACHE_SECONDS: Type.Integer({ ...Count, default: 5 }),
   // The change feed's relay (src/feed/nats-relay.ts); unset, the feed is only read over HTTP.
   /** NATS server(s) whose JetStream receives the change feed, such as nats://127.0.0.1:4222; unset: no relay. */
-  NATS_URL: Type.Optional(Type.String({ pattern: '^(nats|tls|ws|wss)://[^,\\s]+(,(nats|tls|ws|wss)://[^,\\s]+)*$', description: 'one or more nats://host:port URLs separated by commas' })),
+  NATS_URL: Type.String({ default: '', pattern: '^((nats|tls|ws|wss)://[^,\\s]+(,(nats|tls|ws|wss)://[^,\\s]+)*)?$', description: 'empty, or one or more nats://host:port URLs separated by commas' }),
   /** The JetStream stream the relay publishes to, created when missing. */
   NATS_STREAM: Type.String({ default: 'SHOP_INTAKE', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'a stream name of 1 to 64 letters, digits, - and _' }),
   // Running several processes (README, "Running several processes").
