@@ -8,6 +8,7 @@ import { issueKey } from '../src/keys/issue-key.ts'
 import { adminClient, newOperator, type AdminClient } from './support/admin.ts'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 import { listen } from './support/raw-http.ts'
+import { eventPageQuery } from '../src/store/admin-events-repo.ts'
 
 // Issue 11, the console's events: the filtered list and its pages, one event with its headers
 // and body, replay (of a rejected, an applied and a redacted event) and the live stream (SSE).
@@ -139,6 +140,16 @@ forEachDatabase((kind) => {
 
       const across = (await admin.get('/v3/admin/events?limit=500')).json().items.map((e: { shop: string }) => e.shop)
       assert.ok(across.includes(s.name) && across.includes(other.name), 'without shop: every shop')
+    })
+
+    test('a shop\'s page is read on the one (shop_id, received_us, id) index, in its order, filters checked on the rows', async () => {
+      const db = t.app.services.backend.db
+      for (const filter of [{ outcome: 'rejected' }, { topic: 'order/hook_created', before: { us: 5, id: 'x' } }]) {
+        const q = eventPageQuery(db, { shopId: 1, ...filter }, 50).compile()
+        const plan = JSON.stringify((await db.executeQuery({ ...q, sql: `${kind === 'sqlite' ? 'EXPLAIN QUERY PLAN' : 'EXPLAIN'} ${q.sql}` } as never)).rows)
+        assert.match(plan, /events_shop_received/, plan)
+        assert.doesNotMatch(plan, /TEMP B-TREE|Sort Key/, `no sort: ${plan}`)
+      }
     })
 
     test('bad filters are 400 problems, an unknown shop a 404', async () => {
