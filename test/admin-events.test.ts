@@ -72,6 +72,9 @@ function openStream(port: number, key: string, query = ''): Promise<{ messages: 
 forEachDatabase((kind) => {
   let t: TestApp
   let admin: AdminClient
+  let port: number | undefined
+  /** The app's port, listening from the first stream test on. */
+  const portOf = async () => (port ??= await listen(t.app))
 
   before(async () => {
     t = await startTestApp(kind)
@@ -252,7 +255,7 @@ forEachDatabase((kind) => {
     test('each stored webhook is one event message, within a second of its answer; ?shop= keeps to one shop', async () => {
       const s = await shop('stream')
       const other = await shop('stream-other')
-      const port = await listen(t.app)
+      const port = await portOf()
       const key = (await newOperator(t, 'Stream Watcher')).key
       const all = await openStream(port, key)
       const mine = await openStream(port, key, `?shop=${s.name}`)
@@ -275,6 +278,21 @@ forEachDatabase((kind) => {
       assert.equal(all.messages.filter((m) => m.data.event_id === eventId).length, 1, 'once each')
       all.close()
       mine.close()
+    })
+
+    test('webhooks another process stores on the same database show on the stream too', async () => {
+      const s = await shop('stream-elsewhere')
+      const second = await startTestApp(kind, {}, { database: t.database })
+      try {
+        const stream = await openStream(await portOf(), (await newOperator(t, 'Stream Elsewhere')).key, `?shop=${s.name}`)
+        const res = await second.post(CUSTOMER_CREATED, { id: 11 }, { key: s.key })
+        const answered = Date.now()
+        const m = await stream.next((x) => x.data.event_id === eventIdOf(res), 5000)
+        assert.ok(m.at - answered <= 1000, `arrived ${m.at - answered} ms after the answer`)
+        stream.close()
+      } finally {
+        await second.close()
+      }
     })
 
     test('the stream needs an operator', async () => {
