@@ -18,6 +18,8 @@ import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } 
 import { AJV_SETTINGS } from './http/validation.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
+import { createHookIngestion } from './routes/hook-ingest.ts'
+import { adminRoutes } from './routes/admin/index.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { redemptionRoutes } from './routes/redemptions.ts'
 import { resourceRoutes } from './routes/resources.ts'
@@ -127,8 +129,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const rateStore = createRateLimitStore(config.RATE_LIMIT_RPS === 0 ? '' : config.REDIS_URL, `shop-intake:${backend.schema}:rate:`, metrics.registry, (err) =>
     app.log.warn({ err: { message: err.message } }, 'Redis (REDIS_URL) cannot be reached: the rate limit lets webhooks through uncounted until it is back'),
   )
+  const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget })
   const services: Services = {
-    config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, feed, ...(options.clock ? { clock: options.clock } : {}),
+    config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, feed, hookIngestion, ...(options.clock ? { clock: options.clock } : {}),
     redisUp: rateStore.redisUp,
   }
 
@@ -225,8 +228,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         { name: 'webhooks', description: 'What shops send: customers and orders' },
         { name: 'read', description: 'The current state of the shop\'s customers, orders and points' },
         { name: 'operations', description: 'Health, readiness, metrics and this document' },
+        { name: 'admin', description: 'The operator console\'s API: events, replay, customers, adjustments, keys, audit (admin keys or the console session)' },
       ],
-      components: { securitySchemes: { basic: { type: 'http', scheme: 'basic', description: 'empty user name, the API key as the password' } } },
+      components: {
+        securitySchemes: {
+          basic: { type: 'http', scheme: 'basic', description: 'empty user name, the API key as the password' },
+          adminBasic: { type: 'http', scheme: 'basic', description: 'admin API: empty user name, an admin key (ak_…) as the password' },
+          adminSession: { type: 'apiKey', in: 'cookie', name: 'si_admin', description: 'admin API: the console session (POST /v3/admin/session); changes need an Origin header naming this service' },
+        },
+      },
     },
     convertConstToEnum: false,
     transformObject: (documents) => completeDocument(('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as never) as never,
@@ -237,6 +247,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(async (scope) => redemptionRoutes(scope, services))
   await app.register(async (scope) => changeRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
+  await app.register(async (scope) => adminRoutes(scope, services))
   app.get(
     '/openapi.json',
     {

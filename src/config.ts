@@ -65,6 +65,11 @@ export const ConfigSchema = Type.Object({
   WORKERS: Type.Integer({ minimum: 1, maximum: 256, default: 1 }),
   /** Optional: redis://… where the per-key rate limit is counted, shared by every process; empty: each process counts alone. */
   REDIS_URL: Type.String({ default: '', pattern: '^(|rediss?://.+)$', description: 'empty, or redis://host:port (rediss:// for TLS)' }),
+  // The operator console (README, Operator console).
+  /** Minutes an operator's console session (the si_admin cookie) lasts after signing in. */
+  ADMIN_SESSION_MINUTES: Type.Integer({ minimum: 1, maximum: 43_200, default: 720 }),
+  /** Milliseconds between the event stream's looks at the events table (GET /v3/admin/events/stream). */
+  ADMIN_STREAM_POLL_MS: Type.Integer({ minimum: 50, maximum: 5_000, default: 250 }),
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>

@@ -8,6 +8,7 @@ import type { BatchResult } from './store/apply-batch.ts'
 import type { Backend, BatchWriter } from './store/dialect.ts'
 import type { GroupCommitWriter } from './writer/group-commit.ts'
 import type { ChangeFeed } from './feed/change-feed.ts'
+import type { HookIngestion } from './routes/hook-ingest.ts'
 
 // What the routes are given; here rather than in app.ts, so that the routes, which app.ts
 // imports, import nothing from it.
@@ -35,6 +36,8 @@ export interface Services {
   redisUp(): boolean | undefined
   /** What /metrics answers when it is not this process's registry alone: a cluster's worker answers for all workers. */
   metricsText?: () => Promise<string>
+  /** A webhook body's way to its answer: the webhook routes and the console's replay share it. */
+  hookIngestion: HookIngestion
 }
 
 declare module 'fastify' {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import pg from 'pg'
 import { issueKey } from '../src/keys/issue-key.ts'
+import { adminClient, newOperator } from './support/admin.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, POSTGRES_URL, startTestApp, type TestApp } from './support/harness.ts'
 
 // GET /v3/changes over HTTP on both databases: what each change writes, paging without gaps or
@@ -49,6 +50,21 @@ forEachDatabase((kind) => {
     return { key, shopId, post, changes, all }
   }
 
+  test('an operator\'s manual adjustment is one points.changed entry naming the adjustment', async () => {
+    const s = await shop('adjusted')
+    await s.post(CUSTOMER_CREATED, { id: 5, email: 'five@example.com', updated_at: '2024-05-01T10:00:00Z' })
+    const operator = await newOperator(t, `${kind}-feed-operator`)
+    const res = await adminClient(t, operator.key).post(`/v3/admin/shops/${kind}-adjusted/customers/5/adjustments`, { points: 25, reason: 'goodwill for a late parcel' })
+    assert.equal(res.statusCode, 201, res.body)
+    const adjustment = res.json() as { adjustment_id: string }
+    const entries = await s.all(500, 2)
+    const points = entries.filter((e) => e.type === 'points.changed')
+    assert.deepEqual(points.map((e) => e.data), [
+      { customer_id: 5, guest: false, order_id: null, redemption_id: null, adjustment_id: adjustment.adjustment_id, points: 25, reason: 'adjusted_manually', debt: false, event_id: null },
+    ])
+    assert.ok(!JSON.stringify(entries).includes('goodwill'), 'the reason text stays out of the feed')
+  })
+
   test('each change has its entry: customer, order with flags and amount, points, delete; thin and in commit order', async () => {
     const s = await shop('kinds')
     const c = await s.post(CUSTOMER_CREATED, { id: 1, first_name: 'Ada', email: 'ada@example.com', tags: ['vip'], is_newsletter: true, updated_at: '2024-05-01T10:00:00Z' })
@@ -68,7 +84,7 @@ forEachDatabase((kind) => {
       order_id: 10, rev: 1, customer_id: 1, currency: 'EUR', total: '47.60', is_paid: true, is_fulfilled: false, is_refunded: false, is_cancelled: false,
       event_id: o.event_id, outcome: 'applied',
     })
-    assert.deepEqual(entries[2]!.data, { customer_id: 1, guest: false, order_id: 10, redemption_id: null, points: 40, reason: 'earned', debt: false, event_id: o.event_id })
+    assert.deepEqual(entries[2]!.data, { customer_id: 1, guest: false, order_id: 10, redemption_id: null, adjustment_id: null, points: 40, reason: 'earned', debt: false, event_id: o.event_id })
     assert.deepEqual(entries[5]!.data.points, -40)
     const text = JSON.stringify(entries)
     for (const word of ['Ada', 'ada@example.com', 'vip']) assert.ok(!text.includes(word), `no "${word}" in the feed`)
@@ -194,7 +210,7 @@ forEachDatabase((kind) => {
         await client.query('BEGIN')
         const held = await client.query<{ id: number }>(
           `INSERT INTO changes (shop_id, type, created_us, data) VALUES ($1, 'points.changed', $2, $3) RETURNING id`,
-          [s.shopId, Date.now() * 1000, JSON.stringify({ customer_id: 99, guest: false, order_id: null, redemption_id: null, points: 5, reason: 'adjusted', debt: false, event_id: null })],
+          [s.shopId, Date.now() * 1000, JSON.stringify({ customer_id: 99, guest: false, order_id: null, redemption_id: null, adjustment_id: null, points: 5, reason: 'adjusted', debt: false, event_id: null })],
         )
         const later = await s.post(CUSTOMER_CREATED, { id: 1, updated_at: '2024-05-01T10:00:00Z' })
         const [entry] = await s.all(500, 1)

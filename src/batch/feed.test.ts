@@ -66,7 +66,7 @@ test('a paid order with an embedded customer: the customer, the order with its f
   })
   assert.deepEqual(d.feed[2], {
     shopId: 1, type: 'points.changed',
-    data: { customer_id: 7, guest: false, order_id: 10, redemption_id: null, points: 100, reason: 'earned', debt: false, event_id: w.eventId },
+    data: { customer_id: 7, guest: false, order_id: 10, redemption_id: null, adjustment_id: null, points: 100, reason: 'earned', debt: false, event_id: w.eventId },
   })
   for (const word of PERSONAL) assert.ok(!JSON.stringify(d.feed).includes(word), `the feed carries no "${word}"`)
 })
@@ -75,7 +75,7 @@ test('a guest order: the points are a guest\'s, without the e-mail they are held
   const w = webhook('order/hook_created', { id: 11, currency: 'EUR', subtotal: '20.00', is_paid: true, processed_at: '2024-05-01T09:00:00Z', email: 'guest@example.com' })
   const d = decideBatch([w], emptyState())
   const points = d.feed.find((f) => f.type === 'points.changed')!
-  assert.deepEqual(points.data, { customer_id: null, guest: true, order_id: 11, redemption_id: null, points: 20, reason: 'earned', debt: false, event_id: w.eventId })
+  assert.deepEqual(points.data, { customer_id: null, guest: true, order_id: 11, redemption_id: null, adjustment_id: null, points: 20, reason: 'earned', debt: false, event_id: w.eventId })
   assert.ok(!JSON.stringify(d.feed).includes('guest@example.com'))
 })
 
@@ -89,7 +89,7 @@ test('a refund after the award: order.updated at revision 2, and the points take
   assert.ok(order2 && order2.type === 'order.updated')
   assert.equal(order2.data.rev, 2)
   assert.equal(order2.data.is_refunded, true)
-  assert.deepEqual(d.feed.find((f) => f.type === 'points.changed')?.data, { customer_id: 7, guest: false, order_id: 10, redemption_id: null, points: -50, reason: 'reversed_refund', debt: false, event_id: refund.eventId })
+  assert.deepEqual(d.feed.find((f) => f.type === 'points.changed')?.data, { customer_id: 7, guest: false, order_id: 10, redemption_id: null, adjustment_id: null, points: -50, reason: 'reversed_refund', debt: false, event_id: refund.eventId })
 })
 
 test('a delete: customer.deleted, and the order it erases is changed and credited to the delete', () => {
@@ -132,13 +132,13 @@ test('every ledger entry gets one entry whatever its reason or cause, commands\'
   }
   const ledger: LedgerRow[] = [
     { ...base, points: -30, reason: 'redeemed', redemptionId: 'r1', eventId: null },
-    { ...base, points: 12, reason: 'adjusted_manually' as LedgerRow['reason'], redemptionId: null, eventId: null },
+    { ...base, points: 12, reason: 'adjusted_manually', redemptionId: null, eventId: null, adjustmentId: 'a1' },
     { ...base, points: -4, reason: 'expired', redemptionId: null, eventId: null, debt: true },
   ]
   const feed = feedOf({ events: [], customers: [], orders: [], ledger })
   assert.deepEqual(feed.map((f) => [f.shopId, f.type, f.data]), [
-    [2, 'points.changed', { customer_id: 5, guest: false, order_id: null, redemption_id: 'r1', points: -30, reason: 'redeemed', debt: false, event_id: null }],
-    [2, 'points.changed', { customer_id: 5, guest: false, order_id: null, redemption_id: null, points: 12, reason: 'adjusted_manually', debt: false, event_id: null }],
-    [2, 'points.changed', { customer_id: 5, guest: false, order_id: null, redemption_id: null, points: -4, reason: 'expired', debt: true, event_id: null }],
+    [2, 'points.changed', { customer_id: 5, guest: false, order_id: null, redemption_id: 'r1', adjustment_id: null, points: -30, reason: 'redeemed', debt: false, event_id: null }],
+    [2, 'points.changed', { customer_id: 5, guest: false, order_id: null, redemption_id: null, adjustment_id: 'a1', points: 12, reason: 'adjusted_manually', debt: false, event_id: null }],
+    [2, 'points.changed', { customer_id: 5, guest: false, order_id: null, redemption_id: null, adjustment_id: null, points: -4, reason: 'expired', debt: true, event_id: null }],
   ])
 })

@@ -35,7 +35,7 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
       shopId: l.shopId,
       type: 'points.changed',
       data: {
-        customer_id: l.customerId, guest: l.customerId === null, order_id: l.orderId, redemption_id: l.redemptionId,
+        customer_id: l.customerId, guest: l.customerId === null, order_id: l.orderId, redemption_id: l.redemptionId, adjustment_id: l.adjustmentId ?? null,
         points: l.points, reason: l.reason, debt: l.debt, event_id: l.eventId,
       },
     })

@@ -40,6 +40,7 @@ export const PointsChange = Type.Object(
     guest: Type.Boolean(),
     order_id: Type.Union([Type.Integer(), Type.Null()]),
     redemption_id: Type.Union([Type.String(), Type.Null()]),
+    adjustment_id: Type.Union([Type.String(), Type.Null()], { description: 'the operator\'s manual adjustment (reason adjusted_manually), else null' }),
     points: Type.Integer({ description: 'positive when credited, negative when taken' }),
     reason: Type.String({ description: `why: ${REASONS.join(', ')}, or a reason added later` }),
     debt: Type.Boolean(),
