@@ -49,6 +49,8 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
       let changes = await changesAfter(backend.db, shopId, after, limit)
       while (changes.length === 0 && !gone.signal.aborted && !feed.watch.isClosed && Date.now() < deadline) {
         await feed.watch.next(deadline - Date.now(), seen, gone.signal)
+        // Shutting down: answer with what was read, rather than query a database being closed.
+        if (feed.watch.isClosed) break
         seen = feed.watch.generation
         changes = await changesAfter(backend.db, shopId, after, limit)
       }
