@@ -16,6 +16,7 @@ import { completeDocument } from './http/openapi.ts'
 import { installRequestIdEcho, requestId } from './http/request-id.ts'
 import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
 import { AJV_SETTINGS } from './http/validation.ts'
+import { adminUiRoutes } from './routes/admin-ui.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
 import { pointsRoutes } from './routes/points.ts'
@@ -217,6 +218,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(async (scope) => pointsRoutes(scope, services))
   await app.register(async (scope) => redemptionRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
+  await app.register(async (scope) => adminUiRoutes(scope))
   app.get(
     '/openapi.json',
     {
