@@ -19,6 +19,8 @@ import { AJV_SETTINGS } from './http/validation.ts'
 import { adminUiRoutes } from './routes/admin-ui.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
+import { createHookIngestion } from './routes/hook-ingest.ts'
+import { adminRoutes } from './routes/admin/index.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { redemptionRoutes } from './routes/redemptions.ts'
 import { resourceRoutes } from './routes/resources.ts'
@@ -116,7 +118,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, (err) =>
     app.log.warn({ err }, 'the expiry sweep failed; the next one tries again'),
   )
-  const services: Services = { config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, ...(options.clock ? { clock: options.clock } : {}) }
+  const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget })
+  const services: Services = {
+    config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, hookIngestion, ...(options.clock ? { clock: options.clock } : {}),
+  }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({
@@ -207,8 +212,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         { name: 'webhooks', description: 'What shops send: customers and orders' },
         { name: 'read', description: 'The current state of the shop\'s customers, orders and points' },
         { name: 'operations', description: 'Health, readiness, metrics and this document' },
+        { name: 'admin', description: 'The operator console\'s API: events, replay, customers, adjustments, keys, audit (admin keys or the console session)' },
       ],
-      components: { securitySchemes: { basic: { type: 'http', scheme: 'basic', description: 'empty user name, the API key as the password' } } },
+      components: {
+        securitySchemes: {
+          basic: { type: 'http', scheme: 'basic', description: 'empty user name, the API key as the password' },
+          adminBasic: { type: 'http', scheme: 'basic', description: 'admin API: empty user name, an admin key (ak_…) as the password' },
+          adminSession: { type: 'apiKey', in: 'cookie', name: 'si_admin', description: 'admin API: the console session (POST /v3/admin/session); changes need an Origin header naming this service' },
+        },
+      },
     },
     convertConstToEnum: false,
     transformObject: (documents) => completeDocument(('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as never) as never,
@@ -218,6 +230,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(async (scope) => pointsRoutes(scope, services))
   await app.register(async (scope) => redemptionRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
+  await app.register(async (scope) => adminRoutes(scope, services))
   await app.register(async (scope) => adminUiRoutes(scope))
   app.get(
     '/openapi.json',

@@ -55,6 +55,11 @@ export const ConfigSchema = Type.Object({
   STORAGE_SAMPLE_SECONDS: Type.Integer({ minimum: 1, maximum: 3_600, default: 30 }),
   /** Seconds an API key lookup is cached; a revoked key stops working within this time. */
   KEY_CACHE_SECONDS: Type.Integer({ ...Count, default: 5 }),
+  // The operator console (README, Operator console).
+  /** Minutes an operator's console session (the si_admin cookie) lasts after signing in. */
+  ADMIN_SESSION_MINUTES: Type.Integer({ minimum: 1, maximum: 43_200, default: 720 }),
+  /** Milliseconds between the event stream's looks at the events table (GET /v3/admin/events/stream). */
+  ADMIN_STREAM_POLL_MS: Type.Integer({ minimum: 50, maximum: 5_000, default: 250 }),
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>

@@ -7,6 +7,7 @@ import type { Metrics } from './http/metrics.ts'
 import type { BatchResult } from './store/apply-batch.ts'
 import type { Backend, BatchWriter } from './store/dialect.ts'
 import type { GroupCommitWriter } from './writer/group-commit.ts'
+import type { HookIngestion } from './routes/hook-ingest.ts'
 
 // What the routes are given; here rather than in app.ts, so that the routes, which app.ts
 // imports, import nothing from it.
@@ -28,6 +29,8 @@ export interface Services {
   clock?: () => number
   /** Writes expiry as it falls due. */
   sweeper: ExpirySweeper
+  /** A webhook body's way to its answer: the webhook routes and the console's replay share it. */
+  hookIngestion: HookIngestion
 }
 
 declare module 'fastify' {

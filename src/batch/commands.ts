@@ -37,7 +37,23 @@ export interface ExpireCommand {
   atUs: number
 }
 
-export type PointsCommand = RedeemCommand | CancelCommand | ExpireCommand
+/** An operator's manual ledger entry (the console); `adjustmentId` is the id the adjustment gets. */
+export interface AdjustCommand {
+  command: 'adjust'
+  shopId: number
+  customerId: number
+  adjustmentId: string
+  /** Non-zero: added when positive, taken (oldest points first) when negative. */
+  points: number
+  reason: string
+  operator: string
+  atUs: number
+  /** The Idempotency-Key, hashed; null without one. */
+  idemKey: string | null
+  requestHash: string
+}
+
+export type PointsCommand = RedeemCommand | CancelCommand | ExpireCommand | AdjustCommand
 export type BatchItem = Webhook | PointsCommand
 
 export const isCommand = (item: BatchItem): item is PointsCommand => 'command' in item
@@ -56,6 +72,17 @@ export interface RedemptionView {
   cancelled_at: string | null
 }
 
+export interface AdjustmentView {
+  adjustment_id: string
+  customer_id: number
+  points: number
+  reason: string
+  operator: string
+  created_at: string
+  /** The customer's available points right after the adjustment. */
+  available_after: number
+}
+
 export type CommandOutcome =
   | { status: 'redeemed'; redemption: RedemptionView; replayed: boolean }
   | { status: 'cancelled'; redemption: RedemptionView }
@@ -63,3 +90,4 @@ export type CommandOutcome =
   | { status: 'not-found'; detail: string }
   | { status: 'idempotency-conflict' }
   | { status: 'settled'; expired: number }
+  | { status: 'adjusted'; adjustment: AdjustmentView; replayed: boolean }

@@ -1,9 +1,9 @@
 import { formatUs } from '../domain/time.ts'
 import type { Reason } from '../loyalty/ledger-plan.ts'
 import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
-import { addToLots, availableAt, expiryCorrections, spend, type Lot, type LotEntry } from '../loyalty/wallet.ts'
-import type { CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
-import { keyOf, type BatchState, type LedgerRow, type StoredRedemption } from './state.ts'
+import { addToLots, adjustmentEntries, availableAt, expiryCorrections, spend, type Lot, type LotEntry } from '../loyalty/wallet.ts'
+import type { AdjustCommand, AdjustmentView, CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
+import { keyOf, type BatchState, type LedgerRow, type StoredAdjustment, type StoredRedemption } from './state.ts'
 
 // The points half of the decider: after a batch's orders are settled, the
 // balances of the customers whose lots are loaded are settled too (expiry
@@ -15,6 +15,7 @@ const DEFAULT_VERSIONED: VersionedRule = { rule: DEFAULT_RULE, version: 1 }
 export interface PointsDecision {
   redemptions: StoredRedemption[]
   cancels: StoredRedemption[]
+  adjustments: StoredAdjustment[]
   outcomes: CommandOutcome[]
   /** Customers whose row is written again (its revision bumped), so concurrent writers of it conflict. */
   touched: string[]
@@ -29,13 +30,21 @@ export function redemptionView(r: StoredRedemption): RedemptionView {
   }
 }
 
+/** The view of an adjustment an answer carries. */
+export function adjustmentView(a: StoredAdjustment): AdjustmentView {
+  return {
+    adjustment_id: a.id, customer_id: a.customerId, points: a.points, reason: a.reason, operator: a.operator,
+    created_at: formatUs(a.createdUs), available_after: a.availableAfter,
+  }
+}
+
 /**
  * Settles the balances the batch touched and decides its commands. `ledger` holds the rows the
  * batch's orders appended; rows for debt, expiry and commands are added to it.
  */
 export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: readonly PointsCommand[], nowUs: number): PointsDecision {
   const ruleOf = (shopId: number) => state.rules.get(shopId) ?? DEFAULT_VERSIONED
-  const out: PointsDecision = { redemptions: [], cancels: [], outcomes: [], touched: [] }
+  const out: PointsDecision = { redemptions: [], cancels: [], adjustments: [], outcomes: [], touched: [] }
 
   const row = (shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow => ({
     shopId, orderId: null, redemptionId, customerId, guestEmail: null, points: entry.points, reason, eventId: null, debt: false,
@@ -70,6 +79,7 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
   }
 
   const redemptionIdem = new Map(state.redemptionIdem)
+  const adjustmentIdem = new Map(state.adjustmentIdem)
   for (const c of commands) {
     const customerKey = keyOf(c.shopId, c.customerId)
     const customer = state.customers.get(customerKey)
@@ -89,11 +99,19 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
         continue
       }
     }
+    if (c.command === 'adjust' && c.idemKey !== null) {
+      const stored = adjustmentIdem.get(keyOf(c.shopId, c.idemKey))
+      if (stored) {
+        out.outcomes.push(stored.requestHash === c.requestHash ? { status: 'adjusted', adjustment: adjustmentView(stored), replayed: true } : { status: 'idempotency-conflict' })
+        continue
+      }
+    }
     if (!customer || customer.record.deleted) {
       out.outcomes.push({ status: 'not-found', detail: `no customer ${c.customerId} in this shop` })
       continue
     }
-    if (c.command === 'redeem') out.outcomes.push(redeem(c, lots))
+    if (c.command === 'adjust') out.outcomes.push(adjust(c, lots))
+    else if (c.command === 'redeem') out.outcomes.push(redeem(c, lots))
     else out.outcomes.push(cancel(c, lots))
   }
   return out
@@ -118,6 +136,26 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     out.redemptions.push(stored)
     out.touched.push(customerKey)
     return { status: 'redeemed', redemption: redemptionView(stored), replayed: false }
+  }
+
+  function adjust(c: AdjustCommand, lots: Lot[]): CommandOutcome {
+    const customerKey = keyOf(c.shopId, c.customerId)
+    const expired = settleExpiry(c.shopId, c.customerId, lots, c.atUs)
+    if (expired !== 0) out.touched.push(customerKey)
+    const entries = adjustmentEntries(lots, c.atUs, c.points)
+    if (!entries) return { status: 'insufficient-points', available: availableAt(lots, c.atUs) }
+    for (const entry of entries) {
+      addToLots(lots, entry)
+      ledger.push({ ...row(c.shopId, c.customerId, entry, 'adjusted_manually', null), adjustmentId: c.adjustmentId })
+    }
+    const stored: StoredAdjustment = {
+      shopId: c.shopId, id: c.adjustmentId, customerId: c.customerId, points: c.points, reason: c.reason, operator: c.operator,
+      createdUs: c.atUs, availableAfter: availableAt(lots, c.atUs), idemKey: c.idemKey, requestHash: c.requestHash,
+    }
+    if (c.idemKey !== null) adjustmentIdem.set(keyOf(c.shopId, c.idemKey), stored)
+    out.adjustments.push(stored)
+    out.touched.push(customerKey)
+    return { status: 'adjusted', adjustment: adjustmentView(stored), replayed: false }
   }
 
   function cancel(c: CancelCommand, lots: Lot[]): CommandOutcome {

@@ -174,6 +174,7 @@ export function decideBatch(items: readonly BatchItem[], state: BatchState, sett
     events.push({
       id: w.eventId, shopId: w.shopId, topic: w.topic, resourceId: w.resourceId, customerId: w.customerId, receivedUs: w.receivedUs,
       body: w.body, headers: w.headers, outcome, duplicateOf, errors: w.errors, idemKey,
+      ...(w.replayOf === undefined ? {} : { replayOf: w.replayOf }),
     })
   }
 
@@ -240,6 +241,7 @@ export function decideBatch(items: readonly BatchItem[], state: BatchState, sett
     redactions: list.filter((r) => r.customerIds.length + r.orderIds.length > 0),
     redemptions: points.redemptions,
     cancels: points.cancels,
+    ...(points.adjustments.length > 0 ? { adjustments: points.adjustments } : {}),
     commands: points.outcomes,
   }
 }

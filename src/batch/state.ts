@@ -53,6 +53,22 @@ export interface BatchState {
   redemptions: Map<string, StoredRedemption>
   /** Redemption ids by `${shopId}:${idemKey}`, for the keys the batch's redemptions carry. */
   redemptionIdem: Map<string, string>
+  /** Stored adjustments by `${shopId}:${idemKey}`, for the keys the batch's adjustments carry. */
+  adjustmentIdem: Map<string, StoredAdjustment>
+}
+
+/** A stored manual adjustment (the console). */
+export interface StoredAdjustment {
+  shopId: number
+  id: string
+  customerId: number
+  points: number
+  reason: string
+  operator: string
+  createdUs: number
+  availableAfter: number
+  idemKey: string | null
+  requestHash: string
 }
 
 /** A stored redemption and the entries it spent, one per lot. */
@@ -74,7 +90,7 @@ export interface StoredRedemption {
 export function emptyState(): BatchState {
   return {
     customers: new Map(), orders: new Map(), ledger: new Map(), rules: new Map(), idem: new Map(), guestOrders: new Map(),
-    wallets: new Map(), redemptions: new Map(), redemptionIdem: new Map(),
+    wallets: new Map(), redemptions: new Map(), redemptionIdem: new Map(), adjustmentIdem: new Map(),
   }
 }
 
@@ -92,6 +108,8 @@ export interface EventRow {
   errors: FieldError[] | null
   /** Set on the event that claims the sender's idempotency key. */
   idemKey: string | null
+  /** The event a console replay ran again. */
+  replayOf?: string
 }
 
 export interface LedgerRow extends Holder {
@@ -106,6 +124,8 @@ export interface LedgerRow extends Holder {
   eventId: string | null
   /** A reversal that took the customer's available points below zero (they were spent). */
   debt: boolean
+  /** The manual adjustment an adjusted_manually entry belongs to. */
+  adjustmentId?: string
 }
 
 /**
@@ -127,6 +147,8 @@ export interface Decision {
   /** New redemptions, and cancels of stored ones. */
   redemptions: StoredRedemption[]
   cancels: StoredRedemption[]
+  /** New manual adjustments. */
+  adjustments?: StoredAdjustment[]
   /** The outcome of each command of the batch, in batch order. */
   commands: CommandOutcome[]
 }

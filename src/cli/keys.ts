@@ -67,7 +67,7 @@ export function keysCommand(): Command {
   return keys
 }
 
-function printTable(rows: Record<string, string>[], columns: string[]): void {
+export function printTable(rows: Record<string, string>[], columns: string[]): void {
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => r[c]!.length)))
   const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()
   console.log(line(columns))

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import { Command, CommanderError } from 'commander'
 import { keysCommand } from './keys.ts'
+import { adminsCommand } from './admins.ts'
 import { pointsCommand } from './points.ts'
 import { rulesCommand } from './rules.ts'
 import { retentionCommands } from './retention.ts'
@@ -39,6 +40,7 @@ program
   )
 
 program.addCommand(keysCommand())
+program.addCommand(adminsCommand())
 program.addCommand(rulesCommand())
 program.addCommand(pointsCommand())
 for (const command of retentionCommands()) program.addCommand(command)

@@ -33,6 +33,8 @@ export interface Webhook {
   /** Null when the body was rejected. */
   change: Change | null
   errors: FieldError[] | null
+  /** The stored event a console replay runs again. */
+  replayOf?: string
 }
 
 export type Status = 'applied' | 'duplicate' | 'stale' | 'rejected'

@@ -25,6 +25,8 @@ const DETAILS: Record<AuthFailure, string> = {
 
 export interface Authenticator {
   hook(request: FastifyRequest, reply: FastifyReply): Promise<void>
+  /** Drops a key's cached lookup, so that a revoke made by this process holds at once. */
+  forget(keyHash: string): void
 }
 
 /**
@@ -60,6 +62,9 @@ export function createAuthenticator(
   }
 
   return {
+    forget(keyHash) {
+      cache.delete(keyHash)
+    },
     async hook(request) {
       if (headerCount(request.raw, 'authorization') > 1) {
         // Node would keep the first; a proxy may have checked the other. Ambiguity is refused.

@@ -37,16 +37,26 @@ export function installJsonBody(app: FastifyInstance, bodyLimit: number): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
     const raw = body as Buffer
     request.rawBody = raw
-    if (raw.length === 0) return done(null, new MalformedBody('the body is empty; send a JSON object'))
-    if (!isUtf8(raw)) return done(null, new MalformedBody('the body is not valid UTF-8'))
-    const text = raw.toString('utf8')
-    let parsed: unknown
-    try {
-      parsed = sjson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' })
-    } catch (err) {
-      return done(null, new MalformedBody(`the body is not valid JSON: ${(err as Error).message}`))
-    }
-    if (typeof parsed === 'object' && parsed !== null) request.bodyErrors = inexactIdErrors(text, idPointers(request))
+    const { parsed, bodyErrors } = parseJsonBody(raw, idPointers(request))
+    if (bodyErrors) request.bodyErrors = bodyErrors
     done(null, parsed)
   })
+}
+
+/**
+ * A body's bytes as the JSON parser reads them: the value (or a MalformedBody), and for an
+ * object the violations only the raw text shows (ids). Stored bodies are replayed through it too.
+ */
+export function parseJsonBody(raw: Buffer, pointers: IdPointer[]): { parsed: unknown; bodyErrors?: FieldError[] } {
+  if (raw.length === 0) return { parsed: new MalformedBody('the body is empty; send a JSON object') }
+  if (!isUtf8(raw)) return { parsed: new MalformedBody('the body is not valid UTF-8') }
+  const text = raw.toString('utf8')
+  let parsed: unknown
+  try {
+    parsed = sjson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' })
+  } catch (err) {
+    return { parsed: new MalformedBody(`the body is not valid JSON: ${(err as Error).message}`) }
+  }
+  if (typeof parsed === 'object' && parsed !== null) return { parsed, bodyErrors: inexactIdErrors(text, pointers) }
+  return { parsed }
 }

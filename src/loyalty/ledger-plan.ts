@@ -7,7 +7,7 @@ import type { Basis, OwnerState, Target } from './points.ts'
 
 export const REASONS = [
   'earned', 'adjusted', 'reversed_refund', 'reversed_cancel', 'forfeited', 'claimed', 'transferred',
-  'redeemed', 'redemption_cancelled', 'expired',
+  'redeemed', 'redemption_cancelled', 'expired', 'adjusted_manually',
 ] as const
 
 export type Reason = (typeof REASONS)[number]

@@ -102,3 +102,15 @@ export function expiringBetween(lots: readonly Lot[], nowUs: number, untilUs: nu
   }
   return out
 }
+
+/**
+ * The entries of a manual adjustment at `nowUs`: points added are available at once (a lot of
+ * that date); points taken are taken as a redemption takes them, oldest available first, and
+ * never below zero: null when fewer than that are available. Zero adjusts nothing (null).
+ * Expiry due by `nowUs` must be settled first.
+ */
+export function adjustmentEntries(lots: readonly Lot[], nowUs: number, points: number): LotEntry[] | null {
+  if (!Number.isSafeInteger(points) || points === 0) return null
+  if (points > 0) return [{ available_us: nowUs, points }]
+  return spend(lots, nowUs, -points)
+}

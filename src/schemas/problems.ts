@@ -6,10 +6,11 @@ import { Type, type TSchema } from 'typebox'
 export const PROBLEMS = {
   400: { title: 'Bad Request', types: ['malformed-json', 'malformed-request'] },
   401: { title: 'Unauthorized', types: ['unauthorized'] },
+  403: { title: 'Forbidden', types: ['forbidden', 'cross-origin'] },
   404: { title: 'Not Found', types: ['not-found'] },
   405: { title: 'Method Not Allowed', types: ['method-not-allowed'] },
   408: { title: 'Request Timeout', types: ['request-timeout'] },
-  409: { title: 'Conflict', types: ['insufficient-points', 'idempotency-key-reused'] },
+  409: { title: 'Conflict', types: ['insufficient-points', 'idempotency-key-reused', 'event-redacted'] },
   413: { title: 'Content Too Large', types: ['body-too-large'] },
   415: { title: 'Unsupported Media Type', types: ['unsupported-media-type'] },
   417: { title: 'Expectation Failed', types: ['expectation-failed'] },
@@ -24,6 +25,7 @@ export type ProblemStatus = keyof typeof PROBLEMS
 const NAMES: Record<ProblemStatus, string> = {
   400: 'BadRequestProblem',
   401: 'UnauthorizedProblem',
+  403: 'ForbiddenProblem',
   404: 'NotFoundProblem',
   405: 'MethodNotAllowedProblem',
   408: 'RequestTimeoutProblem',
@@ -40,10 +42,11 @@ const NAMES: Record<ProblemStatus, string> = {
 const WHEN: Record<ProblemStatus, string> = {
   400: 'The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`).',
   401: 'The key is missing, malformed, unknown or revoked.',
+  403: 'Admin API: a shop key was sent (`forbidden`), or a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`).',
   404: 'No such endpoint, or no such resource in this shop.',
   405: 'A method other than POST on a webhook path.',
   408: 'The headers or the whole request took too long; the connection is closed.',
-  409: 'A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`).',
+  409: 'A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`).',
   413: 'The body is larger than BODY_LIMIT.',
   415: 'The body is not sent as application/json.',
   417: 'An Expect header other than 100-continue; the connection is closed.',
@@ -74,7 +77,7 @@ function problemOf(status: ProblemStatus): TSchema {
       : status === 400
         ? { event_id: Type.Optional(Type.String({ description: 'for malformed-json: the stored (rejected) event' })) }
         : status === 409
-          ? { available: Type.Optional(Type.Integer({ description: 'for insufficient-points: the customer\'s available points when the redemption was decided' })) }
+          ? { available: Type.Optional(Type.Integer({ description: 'for insufficient-points: the customer\'s available points when the redemption or adjustment was decided' })) }
           : {}
   return Type.Object(
     {

@@ -3,7 +3,7 @@ import { emailSha } from '../batch/decide.ts'
 import { isCommand, type BatchItem } from '../batch/commands.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
-import { parseStoredEntries } from './redemption-rows.ts'
+import { parseStoredEntries, storedAdjustment } from './redemption-rows.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
 import { storedCustomer, storedOrder } from './rows.ts'
@@ -31,13 +31,15 @@ interface ShopNeeds {
   /** Redemptions named by id (cancels) or by idempotency key (redemptions). */
   redemptionIds: Set<string>
   redemptionIdem: Set<string>
+  /** Adjustments named by idempotency key. */
+  adjustmentIdem: Set<string>
 }
 
 const lower = (email: string | null | undefined) => (email == null ? null : email.toLowerCase())
 
 const emptyNeeds = (): ShopNeeds => ({
   customers: new Set(), orders: new Set(), emails: new Set(), idemKeys: new Set(), claimEmails: new Set(), deleted: new Set(), deletedEmails: new Set(),
-  patches: [], wallets: new Set(), redemptionIds: new Set(), redemptionIdem: new Set(),
+  patches: [], wallets: new Set(), redemptionIds: new Set(), redemptionIdem: new Set(), adjustmentIdem: new Set(),
 })
 
 function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
@@ -50,6 +52,7 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
       n.wallets.add(w.customerId)
       if (w.command === 'cancel') n.redemptionIds.add(w.redemptionId)
       if (w.command === 'redeem' && w.idemKey !== null) n.redemptionIdem.add(w.idemKey)
+      if (w.command === 'adjust' && w.idemKey !== null) n.adjustmentIdem.add(w.idemKey)
       continue
     }
     // Rejected webhooks name a customer too: their bodies are redacted if that customer is erased.
@@ -293,6 +296,11 @@ async function loadPoints(backend: Backend, db: Kysely<Tables>, s: Session, stat
   for (const row of [...byId, ...byIdem]) {
     state.redemptions.set(keyOf(shopId, row.id), parseStoredEntries(shopId, row))
     if (row.idem_key !== null) state.redemptionIdem.set(keyOf(shopId, row.idem_key), row.id)
+  }
+  // Adjustments come from the console, a few at a time: their own round trip.
+  if (n.adjustmentIdem.size > 0) {
+    const rows = await s.run(db.selectFrom('adjustments').selectAll().where('shop_id', '=', shopId).where(anyOf('idem_key', [...n.adjustmentIdem])).compile())
+    for (const row of rows) state.adjustmentIdem.set(keyOf(shopId, row.idem_key!), storedAdjustment(shopId, row))
   }
 }
 

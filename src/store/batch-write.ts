@@ -3,7 +3,7 @@ import { REDACTED_BODY, REDACTED_HEADERS } from '../batch/decide.ts'
 import type { Decision } from '../batch/state.ts'
 import { formatUs } from '../domain/time.ts'
 import type { Backend, Session } from './dialect.ts'
-import { redemptionRow } from './redemption-rows.ts'
+import { adjustmentRow, redemptionRow } from './redemption-rows.ts'
 import { customerRow, orderRow } from './rows.ts'
 import type { EventsTable, LedgerTable, Tables } from './tables.ts'
 
@@ -104,6 +104,7 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     available_us: e.basis.available_us,
     redemption_id: e.redemptionId,
     debt: e.debt ? 1 : 0,
+    adjustment_id: e.adjustmentId ?? null,
   }))
   const events: Insertable<EventsTable>[] = d.events.map((e) => ({
     id: e.id,
@@ -119,6 +120,7 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     duplicate_of: e.duplicateOf,
     errors: e.errors === null ? null : JSON.stringify(e.errors),
     idem_key: e.idemKey,
+    replay_of: e.replayOf ?? null,
   }))
   // Independent of each other (different tables), so PostgreSQL takes them as one statement.
   await runWrites(s, [
@@ -139,6 +141,13 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     ...inserts(backend, 'redemptions', d.redemptions.map(redemptionRow), true, (part) =>
       db.insertInto('redemptions').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
         .returning('id').compile()),
+    // Another process took one of these idempotency keys meanwhile: run the batch again. (Few: one statement each.)
+    ...(d.adjustments ?? []).map((a) => ({
+      table: 'adjustments',
+      expect: 1,
+      query: db.insertInto('adjustments').values(adjustmentRow(a)).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
+        .returning('id').compile() as CompiledQuery<{ id: unknown }>,
+    })),
     // A cancel only applies to a redemption still uncancelled; the customer's lock makes that so.
     ...d.cancels.map((r) => {
       const row = redemptionRow(r)

@@ -8,6 +8,7 @@ import { erasureVersions } from './migrations/0003-erasure-versions.ts'
 import { writePathV2 } from './migrations/0004-write-path-v2.ts'
 import { redemptions } from './migrations/0005-redemptions.ts'
 import { retention } from './migrations/0006-retention.ts'
+import { console_ } from './migrations/0007-console.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -35,6 +36,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0004-write-path-v2': writePathV2,
     '0005-redemptions': redemptions,
     '0006-retention': retention,
+    '0007-console': console_(backend.types),
   }
 }
 

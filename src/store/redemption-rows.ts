@@ -1,7 +1,7 @@
 import type { Insertable, Selectable } from 'kysely'
-import type { StoredRedemption } from '../batch/state.ts'
+import type { StoredAdjustment, StoredRedemption } from '../batch/state.ts'
 import { formatUs } from '../domain/time.ts'
-import type { RedemptionsTable } from './tables.ts'
+import type { AdjustmentsTable, RedemptionsTable } from './tables.ts'
 
 // Redemptions to rows and back. The lots a redemption spent are kept on it as
 // JSON [[available_us, points], …], so that a cancel gives back exactly those.
@@ -39,5 +39,19 @@ export function redemptionRow(r: StoredRedemption): Insertable<RedemptionsTable>
     cancelled_at: r.cancelledUs === null ? null : formatUs(r.cancelledUs),
     cancelled_us: r.cancelledUs,
     cancel_available_after: r.cancelAvailableAfter,
+  }
+}
+
+export function storedAdjustment(shopId: number, row: Selectable<AdjustmentsTable>): StoredAdjustment {
+  return {
+    shopId, id: row.id, customerId: Number(row.customer_id), points: Number(row.points), reason: row.reason, operator: row.operator,
+    createdUs: Number(row.created_us), availableAfter: Number(row.available_after), idemKey: row.idem_key, requestHash: row.request_hash,
+  }
+}
+
+export function adjustmentRow(a: StoredAdjustment): Insertable<AdjustmentsTable> {
+  return {
+    shop_id: a.shopId, id: a.id, customer_id: a.customerId, points: a.points, reason: a.reason, operator: a.operator,
+    created_at: formatUs(a.createdUs), created_us: a.createdUs, available_after: a.availableAfter, idem_key: a.idemKey, request_hash: a.requestHash,
   }
 }

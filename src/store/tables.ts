@@ -37,6 +37,8 @@ export interface EventsTable {
   errors: string | null
   /** The sender's Idempotency-Key or Webhook-Id (hashed), on the event that claimed it; unique per shop. */
   idem_key: string | null
+  /** The event a console replay repeats (src/routes/admin/replay.ts). */
+  replay_of?: string | null
 }
 
 /** Columns that guard and deduplicate writes of a customer or an order. */
@@ -119,6 +121,8 @@ export interface LedgerTable {
   redemption_id: string | null
   /** 1 on a reversal that took the customer's available points below zero. */
   debt: number
+  /** The manual adjustment an adjusted_manually entry belongs to. */
+  adjustment_id?: string | null
 }
 
 export interface RedemptionsTable {
@@ -148,7 +152,58 @@ export interface OrderCustomerLinksTable {
   order_id: number
 }
 
+// The operator console (migration 0007).
+
+export interface AdminsTable {
+  id: Generated<number>
+  name: string
+  key_hash: string
+  hint: string
+  created_at: string
+  last_used_at: string | null
+  revoked_at: string | null
+}
+
+export interface AdminSessionsTable {
+  /** SHA-256 of the cookie's token: the token itself is never stored. */
+  token_hash: string
+  admin_id: number
+  created_at: string
+  expires_us: number
+}
+
+export interface AuditLogTable {
+  id: Generated<number>
+  admin_id: number
+  operator: string
+  action: string
+  shop_id: number | null
+  target: string | null
+  /** JSON of what changed. */
+  detail: string | null
+  created_at: string
+}
+
+export interface AdjustmentsTable {
+  shop_id: number
+  /** A UUIDv7: ordered by creation. */
+  id: string
+  customer_id: number
+  points: number
+  reason: string
+  operator: string
+  created_at: string
+  created_us: number
+  available_after: number
+  idem_key: string | null
+  request_hash: string
+}
+
 export interface Tables {
+  admins: AdminsTable
+  admin_sessions: AdminSessionsTable
+  audit_log: AuditLogTable
+  adjustments: AdjustmentsTable
   order_customer_links: OrderCustomerLinksTable
   ledger: LedgerTable
   shops: ShopsTable

@@ -1,0 +1,66 @@
+import { Command, InvalidArgumentError } from 'commander'
+import { formatInstant } from '../domain/time.ts'
+import { generateAdminKey } from '../keys/admin-key.ts'
+import { hashKey, keyHint } from '../keys/api-key.ts'
+import { insertAdmin, listAdmins, revokeAdmin } from '../store/admin-repo.ts'
+import { withBackend } from './backend.ts'
+import { printTable } from './keys.ts'
+
+// Operators of the console (README, Operator console): each has a name, recorded with every
+// change they make, and an admin key, shown once.
+
+function operatorName(value: string): string {
+  if (!/^[^\u0000-\u001f\u007f]{1,100}$/u.test(value) || value.trim() !== value) {
+    throw new InvalidArgumentError('a name is 1 to 100 printable characters, without leading or trailing spaces')
+  }
+  return value
+}
+
+function adminId(value: string): number {
+  if (!/^[1-9]\d{0,9}$/.test(value)) throw new InvalidArgumentError('an operator id is a whole number from 1 to 9999999999, as admins list shows it')
+  return Number(value)
+}
+
+export function adminsCommand(): Command {
+  const admins = new Command('admins').description('create, list and revoke the console\'s operators and their admin keys')
+
+  admins
+    .command('create')
+    .description('create an operator and an admin key; the key is printed once, on the last line')
+    .requiredOption('--name <name>', 'the operator\'s name, recorded with every change they make', operatorName)
+    .action((options: { name: string }) =>
+      withBackend(async ({ db }) => {
+        const key = generateAdminKey()
+        const id = await insertAdmin(db, options.name, hashKey(key), keyHint(key))
+        console.log(`created operator ${id} (${options.name}); store the admin key now, it is not shown again:`)
+        console.log(key)
+      }),
+    )
+
+  admins
+    .command('list')
+    .description('list operators: id, name, masked key hint, created, revoked')
+    .action(() =>
+      withBackend(async ({ db }) => {
+        const rows = await listAdmins(db)
+        printTable(
+          rows.map((r) => ({ id: String(r.id), name: r.name, hint: r.hint, created: formatInstant(r.created_at) ?? '', revoked: formatInstant(r.revoked_at) ?? 'no' })),
+          ['id', 'name', 'hint', 'created', 'revoked'],
+        )
+      }),
+    )
+
+  admins
+    .command('revoke')
+    .description('revoke an operator\'s key and end their sessions, at once')
+    .argument('<id>', 'the operator id, as admins list shows it', adminId)
+    .action((id: number) =>
+      withBackend(async ({ db }) => {
+        const done = await revokeAdmin(db, id)
+        if (done.result === 'unknown') throw new Error(`no operator with id ${id}; admins list shows the ids`)
+        if (done.result === 'already') throw new Error(`operator ${id} was already revoked, at ${formatInstant(done.revokedAt)}`)
+        console.log(`revoked operator ${id}`)
+      }),
+    )
+  return admins
+}

@@ -1,0 +1,91 @@
+import basicAuth from 'basic-auth'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Kysely } from 'kysely'
+import { isAdminKey } from '../keys/admin-key.ts'
+import { hashKey, isWellFormedKey } from '../keys/api-key.ts'
+import { findActiveAdmin, findSession, type Operator } from '../store/admin-repo.ts'
+import { findActiveKey } from '../store/keys-repo.ts'
+import type { Tables } from '../store/tables.ts'
+import { ProblemError } from './problem.ts'
+import { headerCount } from './raw-headers.ts'
+
+// Who may use the admin API: an operator, by HTTP Basic with an admin key as the password, or by
+// the session cookie the console signs in with. A shop key is known but not allowed (403). A
+// request signed in by the cookie that changes something must come from this service's own page
+// (its Origin), so that another site cannot make the browser send it.
+
+export const SESSION_COOKIE = 'si_admin'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    operator: Operator & { via: 'basic' | 'session'; sessionHash?: string }
+  }
+}
+
+/** The 401's challenge: Basic for a request that tried Basic; otherwise a scheme no browser prompts for, so the console shows its own sign-in. */
+export const ADMIN_CHALLENGES = { basic: 'Basic realm="shop-intake-admin"', session: 'Session realm="shop-intake-admin", cookie="si_admin"' }
+
+function unauthorized(detail: string, basic: boolean): ProblemError {
+  return new ProblemError({ status: 401, type: 'unauthorized', title: 'Unauthorized', detail }, { 'www-authenticate': basic ? ADMIN_CHALLENGES.basic : ADMIN_CHALLENGES.session })
+}
+
+/** The value of one cookie of the request, or undefined. */
+export function cookieOf(request: FastifyRequest, name: string): string | undefined {
+  const header = request.headers.cookie
+  if (typeof header !== 'string') return undefined
+  for (const part of header.split(';')) {
+    const at = part.indexOf('=')
+    if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim()
+  }
+  return undefined
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD'])
+
+export interface AdminAuth {
+  hook(request: FastifyRequest, reply: FastifyReply): Promise<void>
+}
+
+export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number): AdminAuth {
+  return {
+    async hook(request) {
+      if (headerCount(request.raw, 'authorization') > 1) {
+        throw new ProblemError({ status: 400, type: 'malformed-request', title: 'Bad Request', detail: 'the request carries more than one Authorization header' })
+      }
+      const authorization = request.headers.authorization
+      if (authorization) {
+        const credentials = basicAuth.parse(authorization)
+        if (!credentials) throw unauthorized('send HTTP Basic authentication with an empty user name and an admin key as the password', true)
+        const { pass } = credentials
+        if (isAdminKey(pass)) {
+          const operator = await findActiveAdmin(db, hashKey(pass))
+          if (!operator) throw unauthorized('the admin key is not known or has been revoked', true)
+          request.operator = { ...operator, via: 'basic' }
+          return
+        }
+        if (isWellFormedKey(pass) && (await findActiveKey(db, hashKey(pass)))) {
+          throw new ProblemError({ status: 403, type: 'forbidden', title: 'Forbidden', detail: 'a shop key cannot use the admin API; use an admin key (admins create)' })
+        }
+        throw unauthorized('the password is not a known admin key: ak_ and at least 32 letters or digits', true)
+      }
+      const token = cookieOf(request, SESSION_COOKIE)
+      if (token === undefined || token === '') {
+        throw unauthorized('sign in (POST /v3/admin/session) or send HTTP Basic authentication with an empty user name and an admin key as the password', false)
+      }
+      const sessionHash = hashKey(token)
+      const session = await findSession(db, sessionHash, nowUs())
+      if (!session) throw unauthorized('the session has expired or ended; sign in again', false)
+      if (!SAFE_METHODS.has(request.method)) {
+        const origin = request.headers.origin
+        const own = `http://${request.headers.host ?? ''}`
+        if (origin !== own) {
+          throw new ProblemError({
+            status: 403, type: 'cross-origin', title: 'Forbidden',
+            detail: `a change made with the session cookie must carry an Origin header equal to ${own}`,
+          })
+        }
+      }
+      request.operator = { id: session.id, name: session.name, via: 'session', sessionHash }
+    },
+  }
+}

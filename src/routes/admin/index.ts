@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify'
+import { createAdminAuth } from '../../http/admin-auth.ts'
+import type { Services } from '../../services.ts'
+import { adjustmentRoutes } from './adjustments.ts'
+import { auditRoutes } from './audit.ts'
+import { adminContext } from './common.ts'
+import { customerRoutes } from './customers.ts'
+import { eventRoutes } from './events.ts'
+import { keyRoutes } from './keys.ts'
+import { replayRoutes } from './replay.ts'
+import { sessionRoutes } from './session.ts'
+import { shopRoutes } from './shops.ts'
+import { streamRoutes } from './stream.ts'
+
+/** The admin API under /v3/admin (README, Operator console). */
+export async function adminRoutes(app: FastifyInstance, services: Services): Promise<void> {
+  const ctx = adminContext(services, createAdminAuth(services.backend.db, () => Date.now() * 1000))
+  await sessionRoutes(app, ctx)
+  await eventRoutes(app, ctx)
+  await streamRoutes(app, ctx)
+  await replayRoutes(app, ctx)
+  await shopRoutes(app, ctx)
+  await customerRoutes(app, ctx)
+  await adjustmentRoutes(app, ctx)
+  await keyRoutes(app, ctx)
+  await auditRoutes(app, ctx)
+}

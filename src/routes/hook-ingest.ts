@@ -1,0 +1,199 @@
+import { createHash } from 'node:crypto'
+import { v7 as uuidv7 } from 'uuid'
+import { arrivalClockUs } from '../domain/time.ts'
+import { changeFor, type FieldError, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
+import type { Services } from '../services.ts'
+import { ProblemError, unavailable, type ProblemInit } from '../http/problem.ts'
+import { approximateBytes } from '../http/body-budget.ts'
+import { MalformedBody, parseJsonBody } from '../http/json-body.ts'
+import { boundedValidatorCompiler, type BoundedErrors } from '../http/bounded-validator.ts'
+import { AJV_SETTINGS, fieldErrors, firstErrors, MAX_REPORTED_ERRORS } from '../http/validation.ts'
+import { QueueFullError } from '../writer/group-commit.ts'
+import { CustomerBody, MAX_IDEMPOTENCY_KEY, OrderBody } from '../schemas/webhooks.ts'
+
+// One webhook's way from its bytes to its answer: validation, the change it asks for, the writer,
+// and the answer a sender gets. The webhook routes call it with what Fastify parsed and validated;
+// the console's replay (src/routes/admin/replay.ts) with a stored body, parsed and validated the
+// same way here.
+
+/** Request headers kept with each event, for inspection and replay. */
+const KEPT_HEADERS = ['content-type', 'user-agent', 'idempotency-key', 'webhook-id', 'webhook-timestamp', 'x-request-id']
+
+export type HeaderBag = Record<string, string | string[] | undefined>
+
+function keptHeaders(headers: HeaderBag): string {
+  const kept: Record<string, string> = {}
+  for (const name of KEPT_HEADERS) {
+    const value = headers[name]
+    if (typeof value === 'string') kept[name] = value
+  }
+  return JSON.stringify(kept)
+}
+
+/** The sender's Idempotency-Key or Webhook-Id, hashed (a header may hold bytes, such as NUL, that a text column cannot). */
+function idemKey(headers: HeaderBag): string | null {
+  const header = [headers['idempotency-key'], headers['webhook-id']].find((h) => typeof h === 'string' && h !== '')
+  if (typeof header !== 'string') return null
+  if (header.length > MAX_IDEMPOTENCY_KEY) {
+    throw new ProblemError({
+      status: 400, type: 'malformed-request', title: 'Bad Request',
+      detail: `the Idempotency-Key or Webhook-Id header is longer than ${MAX_IDEMPOTENCY_KEY} characters`,
+    })
+  }
+  return createHash('sha256').update(header).digest('base64url')
+}
+
+const bodyHash = (topic: Topic, raw: Buffer) => createHash('sha256').update(topic).update('\n').update(raw).digest('base64url')
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** The customer a body is about, valid or not, so that erasure finds rejected bodies too. */
+function customerIdOf(topic: Topic, body: Record<string, unknown>): number | null {
+  const subject = topic === 'order/hook_created' ? body.customer : body
+  const id = isObject(subject) ? subject.id : undefined
+  return Number.isSafeInteger(id) && (id as number) > 0 ? (id as number) : null
+}
+
+export const bodySchemaOf = (topic: Topic) => (topic === 'order/hook_created' ? OrderBody : CustomerBody)
+
+export interface IngestInput {
+  shopId: number
+  keyId: number
+  topic: Topic
+  raw: Buffer
+  /** The parsed body, or a MalformedBody. */
+  parsed: unknown
+  /** The schema's errors (bounded-validator.ts), when the body did not validate. */
+  validation?: BoundedErrors | undefined
+  /** What only the raw text shows (ids). */
+  bodyErrors?: FieldError[] | undefined
+  headers: HeaderBag
+  /** The stored event a console replay runs again. */
+  replayOf?: string
+}
+
+/** The answer: the 200's body, or a problem; with what the webhook became, for its log line. */
+export type IngestAnswer = (
+  | { ok: true; body: { event_id: string; status: Exclude<Outcome['status'], 'rejected'> } }
+  | { ok: false; problem: ProblemInit; headers?: Record<string, string> }
+) & { webhook?: { eventId: string; resourceId: number | null; outcome: string }; failure?: Error }
+
+export interface HookIngestion {
+  /** The body validator the webhook routes compile their schemas with. */
+  validatorCompiler: ReturnType<typeof boundedValidatorCompiler>
+  ingest(input: IngestInput): Promise<IngestAnswer>
+  /** A stored body, parsed and validated as the webhook route would today, then ingested. */
+  ingestStored(input: Omit<IngestInput, 'parsed' | 'validation' | 'bodyErrors'>): Promise<IngestAnswer>
+}
+
+export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics' | 'config' | 'parsedBudget'>): HookIngestion {
+  const { writer, metrics, config, parsedBudget } = services
+  // One per app: its compiled validators are kept by schema.
+  const validatorCompiler = boundedValidatorCompiler(AJV_SETTINGS, MAX_REPORTED_ERRORS)
+  const validators = new Map<Topic, (data: unknown) => unknown>()
+  const validatorOf = (topic: Topic) => {
+    let v = validators.get(topic)
+    if (!v) {
+      v = validatorCompiler({ schema: bodySchemaOf(topic), method: 'POST', url: topic, httpPart: 'body' }) as (data: unknown) => unknown
+      validators.set(topic, v)
+    }
+    return v
+  }
+
+  async function ingest(input: IngestInput): Promise<IngestAnswer> {
+    const { topic, raw } = input
+    const malformed = input.parsed instanceof MalformedBody ? input.parsed.detail : isObject(input.parsed) ? null : 'the body must be a JSON object'
+    const body = malformed === null ? (input.parsed as Record<string, unknown>) : {}
+    const receivedUs = arrivalClockUs()
+    // One error per field: the schema's first, then what only the raw text shows; the first
+    // MAX_REPORTED_ERRORS are answered and stored, with the total in error_count.
+    // The validator describes the first invalid fields and counts the rest (bounded-validator.ts).
+    // The raw scan's (ids) are among the first: a body's ids come before any array in the schema.
+    const validation = malformed === null ? input.validation : undefined
+    const found = firstErrors(
+      [malformed === null ? [] : [{ pointer: '', detail: malformed }], validation ? fieldErrors(validation) : [], input.bodyErrors ?? []],
+      MAX_REPORTED_ERRORS,
+      validation?.unlisted ?? 0,
+    )
+    const errors = found.count > 0 ? found.errors : null
+    // Without errors the body is what the schema says.
+    const change = errors ? null : changeFor(topic, input.parsed as never, receivedUs)
+    const resourceId = Number.isSafeInteger(body.id) ? (body.id as number) : null
+    const webhook: Webhook = {
+      eventId: uuidv7(),
+      shopId: input.shopId,
+      keyId: input.keyId,
+      topic,
+      receivedUs,
+      body: raw,
+      headers: keptHeaders(input.headers),
+      idemKey: idemKey(input.headers),
+      bodyHash: bodyHash(topic, raw),
+      resourceId,
+      customerId: customerIdOf(topic, body),
+      change,
+      errors,
+      ...(input.replayOf === undefined ? {} : { replayOf: input.replayOf }),
+    }
+    // What the change holds until the commit (tags can take many times their bytes) has its own
+    // budget, beside the raw bytes' (counted before the body was read).
+    const release = parsedBudget.reserve(change ? approximateBytes(change) : 0, true)
+    if (!release) {
+      metrics.unavailable.inc({ reason: 'body-budget' })
+      const problem = unavailable(config.RETRY_AFTER_SECONDS, 'too many request bodies are being received at once; retry after the delay in Retry-After')
+      return { ok: false, problem: problem.problem, headers: problem.headers }
+    }
+    let outcome: Outcome | { status: 'failed'; error: Error }
+    try {
+      // A webhook is answered with a webhook's outcome; commands get theirs.
+      outcome = (await writer.submit(webhook)) as Outcome | { status: 'failed'; error: Error }
+    } catch (err) {
+      metrics.unavailable.inc({ reason: err instanceof QueueFullError ? 'queue-full' : 'database' })
+      throw err
+    } finally {
+      release()
+    }
+    metrics.webhooks.inc({ shop: String(webhook.shopId), topic, outcome: outcome.status })
+    const logged = { eventId: outcome.status === 'failed' ? webhook.eventId : outcome.eventId, resourceId, outcome: outcome.status }
+    if (outcome.status === 'failed') {
+      const problem = unavailable(config.RETRY_AFTER_SECONDS, 'the webhook could not be stored; retry after the delay in Retry-After')
+      return { ok: false, problem: problem.problem, headers: problem.headers, webhook: logged, failure: outcome.error }
+    }
+    if (outcome.status === 'rejected' && malformed !== null) {
+      return {
+        ok: false, webhook: logged,
+        problem: { status: 400, type: 'malformed-json', title: 'Bad Request', detail: `${malformed}; the body was stored as event ${outcome.eventId}`, event_id: outcome.eventId },
+      }
+    }
+    if (outcome.status === 'rejected') {
+      return {
+        ok: false, webhook: logged,
+        problem: {
+          status: 422, type: 'invalid-body', title: 'Unprocessable Content',
+          detail:
+            `the ${topic.split('/')[0]} has ${found.count} invalid field${found.count === 1 ? '' : 's'}` +
+            `${found.count > errors!.length ? `, the first ${errors!.length} listed` : ''}; the body was stored as event ${outcome.eventId}`,
+          event_id: outcome.eventId,
+          error_count: found.count,
+          errors: errors!,
+        },
+      }
+    }
+    return { ok: true, body: { event_id: outcome.eventId, status: outcome.status }, webhook: logged }
+  }
+
+  return {
+    validatorCompiler,
+    ingest,
+    async ingestStored(input) {
+      const { parsed, bodyErrors } = parseJsonBody(input.raw, input.topic === 'order/hook_created' ? ['/id', '/customer/id'] : ['/id'])
+      let validation: BoundedErrors | undefined
+      if (!(parsed instanceof MalformedBody) && isObject(parsed)) {
+        const result = validatorOf(input.topic)(parsed)
+        if (result !== true) validation = (result as { error: BoundedErrors }).error
+      }
+      return ingest({ ...input, parsed, validation, bodyErrors })
+    },
+  }
+}

@@ -1,0 +1,187 @@
+import { Type, type TSchema } from 'typebox'
+import { Text } from './common.ts'
+import { problemResponses, type ProblemStatus } from './problems.ts'
+import { CustomerView, LedgerEntryView, OrderView } from './resources.ts'
+
+// The admin API's schemas (README, Operator console). Lists are {items, next_cursor}, newest first.
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+const NextCursor = Nullable(Type.String({ description: 'pass as ?cursor= for the next page; null on the last' }))
+const list = <T extends TSchema>(item: T, description: string) =>
+  Type.Object({ items: Type.Array(item, { description }), next_cursor: NextCursor }, { additionalProperties: false })
+
+export const OUTCOMES = ['applied', 'duplicate', 'stale', 'rejected'] as const
+export const Outcome = Type.Unsafe<(typeof OUTCOMES)[number]>({ type: 'string', enum: [...OUTCOMES], description: 'one of applied, duplicate, stale, rejected' })
+const TopicName = Type.Unsafe<string>({ type: 'string', enum: ['customer/hook_created', 'customer/hook_deleted', 'order/hook_created'], description: 'one of customer/hook_created, customer/hook_deleted, order/hook_created' })
+
+const Limit = Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'a whole number of items per page from 1 to 500 (default 50)' }))
+const Cursor = Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$', description: 'the next_cursor of the previous page' }))
+const ShopName = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$', description: 'a shop name, as keys create made it' })
+const InstantQuery = Type.String({ minLength: 1, maxLength: 64, description: 'an ISO 8601 timestamp with a UTC offset' })
+
+export const PageQuery = Type.Object({ limit: Limit, cursor: Cursor })
+export const ShopParams = Type.Object({ shop: Type.String({ description: 'the shop\'s name' }) })
+export const ShopCustomerParams = Type.Object({ shop: Type.String({ description: 'the shop\'s name' }), id: Type.String({ description: 'the shop\'s id of the customer' }) })
+export const ShopKeyParams = Type.Object({ shop: Type.String({ description: 'the shop\'s name' }), id: Type.String({ description: 'the key id' }) })
+export const EventParams = Type.Object({ event_id: Type.String({ description: 'the event id a webhook was answered with' }) })
+
+export const SessionBody = Type.Object({ key: Type.String({ maxLength: 256, description: 'an admin key (ak_…)' }) }, { additionalProperties: false })
+export const SessionView = Type.Object({
+  name: Type.String({ description: 'the operator\'s name' }),
+  expires_at: Type.String({ description: 'when the session ends' }),
+}, { additionalProperties: false })
+
+const FieldErrorView = Type.Object({ pointer: Type.String(), detail: Type.String() }, { additionalProperties: false })
+
+const eventFields = {
+  event_id: Type.String(),
+  shop: Type.String({ description: 'the shop\'s name' }),
+  topic: Type.String(),
+  resource_id: Nullable(Type.Integer()),
+  received_at: Type.String(),
+  outcome: Outcome,
+  duplicate_of: Nullable(Type.String({ description: 'for a duplicate: the event it repeats' })),
+  replay_of: Nullable(Type.String({ description: 'for a replay: the event whose body it ran again' })),
+  errors: Nullable(Type.Array(FieldErrorView, { description: 'for a rejected event: its violations as its 422 listed them (the first 100)' })),
+}
+export const AdminEvent = Type.Object(eventFields, { additionalProperties: false })
+export const AdminEventDetail = Type.Object({
+  ...eventFields,
+  headers: Type.Record(Type.String(), Type.String(), { description: 'the request headers kept with the event' }),
+  body: Nullable(Type.String({ description: 'the body as received' })),
+  redacted: Type.Boolean({ description: 'true when the body and headers were erased with a deleted customer\'s data' }),
+}, { additionalProperties: false })
+export const AdminEventList = list(AdminEvent, 'newest first')
+export const EventsQuery = Type.Object({
+  shop: Type.Optional(ShopName),
+  outcome: Type.Optional(Outcome),
+  topic: Type.Optional(TopicName),
+  resource_id: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,15}$', description: 'a positive integer' })),
+  since: Type.Optional(InstantQuery),
+  until: Type.Optional(InstantQuery),
+  limit: Limit,
+  cursor: Cursor,
+})
+export const StreamQuery = Type.Object({ shop: Type.Optional(ShopName) })
+
+const ByOutcome = Type.Object(Object.fromEntries(OUTCOMES.map((o) => [o, Type.Integer({ minimum: 0 })])), { additionalProperties: false })
+export const AdminShop = Type.Object({
+  name: Type.String(),
+  created_at: Type.String(),
+  customers: Type.Integer({ description: 'customers stored, tombstones excluded' }),
+  orders: Type.Integer(),
+  last_24h: ByOutcome,
+}, { additionalProperties: false })
+export const AdminShopList = list(AdminShop, 'newest first')
+
+export const StatsQuery = Type.Object({
+  shop: Type.Optional(ShopName),
+  minutes: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1[0-3][0-9]{2}|14[0-3][0-9]|1440)$', description: 'minutes back from now, 1 to 1440 (default 60)' })),
+})
+export const Stats = Type.Object({
+  minutes: Type.Array(
+    Type.Object({ minute: Type.String({ description: 'the start of the minute (UTC)' }), ...Object.fromEntries(OUTCOMES.map((o) => [o, Type.Integer({ minimum: 0 })])) }, { additionalProperties: false }),
+    { description: 'oldest first, one per minute, the current minute last' },
+  ),
+  outcomes: Type.Array(Outcome),
+  queue: Type.Object({
+    depth: Type.Integer({ minimum: 0, description: 'webhooks and commands waiting for the group-commit writer of this process now' }),
+    max: Type.Integer({ description: 'WRITER_MAX_QUEUE' }),
+  }, { additionalProperties: false }),
+}, { additionalProperties: false })
+
+export const AdminLedgerEntry = Type.Object({
+  ...LedgerEntryView.properties,
+  adjustment: Nullable(Type.Object({
+    adjustment_id: Type.String(), reason: Type.String(), operator: Type.String(),
+  }, { additionalProperties: false, description: 'for adjusted_manually: the adjustment, its reason and the operator who made it' })),
+})
+export const AdminPoints = Type.Object({
+  available: Type.Integer(),
+  pending: Type.Integer(),
+  lifetime_earned: Type.Integer(),
+  expiring: Type.Array(Type.Object({ points: Type.Integer(), at: Type.String() })),
+  entries: Type.Array(AdminLedgerEntry, { description: 'newest first, the latest 500' }),
+  more_entries: Type.Boolean({ description: 'true when there are older entries than those listed' }),
+})
+export const AdminOrder = Type.Object({ ...OrderView.properties })
+export const AdminCustomerSummary = Type.Object({
+  ...CustomerView.properties,
+  deleted: Type.Boolean({ description: 'true for a tombstone: the customer was deleted; the ledger is kept' }),
+})
+export const AdminCustomer = Type.Object({
+  customer: AdminCustomerSummary,
+  points: AdminPoints,
+  orders: Type.Array(AdminOrder, { description: 'the orders linked to the customer, newest id first, the latest 100' }),
+})
+export const AdminCustomerList = list(AdminCustomerSummary, 'newest id first')
+export const CustomersQuery = Type.Object({
+  email: Type.Optional(Type.String({ minLength: 1, maxLength: 320, description: 'an e-mail address (case-insensitive); a deleted customer is found by the e-mail erased with them' })),
+  limit: Limit,
+  cursor: Cursor,
+})
+export const GuestQuery = Type.Object({ email: Type.String({ minLength: 1, maxLength: 320, description: 'the guest\'s e-mail address (case-insensitive)' }) })
+export const AdminGuest = Type.Object({
+  email: Type.String({ description: 'as asked, lower-cased' }),
+  points: Type.Object({
+    held: Type.Integer({ description: 'the points held under this e-mail until a customer registers with it' }),
+    entries: Type.Array(AdminLedgerEntry, { description: 'newest first, the latest 500' }),
+  }),
+  orders: Type.Array(AdminOrder, { description: 'the orders sent with this e-mail, newest id first, the latest 100' }),
+})
+
+export const AdjustmentBody = Type.Object({
+  points: Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER, not: { const: 0 }, description: 'a non-zero integer: points to add (positive) or take (negative)' }),
+  reason: Type.String({ ...Text, minLength: 1, maxLength: 500, description: 'why, 1 to 500 characters without NUL characters or unpaired surrogates' }),
+}, { additionalProperties: true })
+export const AdjustmentView = Type.Object({
+  adjustment_id: Type.String(),
+  customer_id: Type.Integer(),
+  points: Type.Integer(),
+  reason: Type.String(),
+  operator: Type.String(),
+  created_at: Type.String(),
+  available_after: Type.Integer({ description: 'the customer\'s available points right after the adjustment' }),
+}, { additionalProperties: false })
+
+export const AdminKey = Type.Object({
+  id: Type.Integer(), hint: Type.String(), created_at: Type.String(), last_used_at: Nullable(Type.String()), revoked_at: Nullable(Type.String()),
+}, { additionalProperties: false })
+export const AdminKeyList = list(AdminKey, 'newest first')
+export const NewKey = Type.Object({ ...AdminKey.properties, key: Type.String({ description: 'the key itself: shown this once' }) }, { additionalProperties: false })
+
+export const AuditEntryView = Type.Object({
+  id: Type.Integer(),
+  operator: Type.String(),
+  action: Type.String({ description: 'key.create, key.revoke, points.adjust or event.replay' }),
+  shop: Nullable(Type.String()),
+  target: Nullable(Type.String({ description: 'what was changed: a key id, a customer id or an event id' })),
+  detail: Nullable(Type.Record(Type.String(), Type.Unknown())),
+  created_at: Type.String(),
+}, { additionalProperties: false })
+export const AuditList = list(AuditEntryView, 'newest first')
+
+export const ReplayAnswer = Type.Object({
+  event_id: Type.String({ description: 'the new event' }),
+  status: Outcome,
+}, { additionalProperties: false })
+
+/** The problems of an admin route: as problemResponses, with the 401's challenge as the admin API sends it. */
+export function adminProblems(...statuses: ProblemStatus[]): Record<number, object> {
+  const out = problemResponses(...statuses) as Record<number, { headers?: Record<string, object> }>
+  if (out[401]) {
+    out[401] = {
+      ...out[401],
+      headers: {
+        'WWW-Authenticate': {
+          type: 'string', pattern: '^(Basic|Session) realm="shop-intake-admin"', required: true,
+          description: 'Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for',
+        },
+      },
+    }
+  }
+  return out
+}
+
+/** What every admin route may answer besides its 2xx. */
+export const ADMIN_PROBLEMS = (...more: ProblemStatus[]) => adminProblems(400, 401, 403, 408, 417, 431, 503, ...more)
