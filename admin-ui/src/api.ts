@@ -1,101 +1,31 @@
+import type { Static } from 'typebox'
+import type * as S from '../../src/schemas/admin.ts'
+
 // The admin API as the dashboard uses it (/v3/admin/*, authenticated by the session cookie).
-// The shapes are those of the API's OpenAPI document (GET /openapi.json).
+// Its types are the API's own schemas (src/schemas/admin.ts), imported as types only: nothing of
+// the service is bundled, and a change of a schema that breaks a page fails the type-check.
+
+export type Session = Static<typeof S.SessionView>
+export type ShopSummary = Static<typeof S.AdminShop>
+export type EventSummary = Static<typeof S.AdminEvent>
+export type EventDetail = Static<typeof S.AdminEventDetail>
+export type FieldError = NonNullable<EventSummary['errors']>[number]
+export type Outcome = Static<typeof S.Outcome>
+export type Stats = Static<typeof S.Stats>
+export type CustomerView = Static<typeof S.AdminCustomer>
+export type CustomerSummary = Static<typeof S.AdminCustomerSummary>
+export type LedgerEntry = Static<typeof S.AdminLedgerEntry>
+export type OrderView = Static<typeof S.AdminOrder>
+export type Guest = Static<typeof S.AdminGuest>
+export type Adjustment = Static<typeof S.AdjustmentView>
+export type KeyView = Static<typeof S.AdminKey>
+export type NewKey = Static<typeof S.NewKey>
+export type AuditEntry = Static<typeof S.AuditEntryView>
+export type Replayed = Static<typeof S.ReplayAnswer>
 
 export interface Page<T> {
   items: T[]
   next_cursor: string | null
-}
-
-export interface Session {
-  name: string
-  expires_at: string
-}
-
-export interface ShopSummary {
-  shop: string
-  created_at: string
-  customers: number
-  orders: number
-  last_24h: Record<string, number>
-}
-
-export interface FieldError {
-  pointer: string
-  detail: string
-}
-
-export interface EventSummary {
-  event_id: string
-  shop: string
-  topic: string
-  resource_id: number | null
-  received_at: string
-  outcome: string
-  duplicate_of: string | null
-  errors: FieldError[] | null
-  replay_of?: string | null
-}
-
-export interface EventDetail extends EventSummary {
-  headers: Record<string, string> | null
-  body: string | null
-  redacted?: boolean
-}
-
-export interface Stats {
-  minutes: ({ minute: string } & Record<string, number | string>)[]
-  outcomes: string[]
-  queue: { depth: number; max: number }
-}
-
-export interface Balances {
-  available: number
-  pending: number
-  lifetime_earned: number
-  [more: string]: unknown
-}
-
-export interface LedgerEntry {
-  points: number
-  reason: string
-  order_id?: number | null
-  created_at: string
-  available_at?: string
-  basis?: { amount: number; currency: string; rate: number | string; rule_version: number } | null
-  note?: string | null
-  operator?: string | null
-  debt?: boolean
-  [more: string]: unknown
-}
-
-export interface OrderPoints {
-  id: number
-  ref?: string | null
-  total?: string | null
-  currency?: string | null
-  points?: { held?: number; points?: number; why?: string; reason?: string; [more: string]: unknown } | null
-  [more: string]: unknown
-}
-
-export interface CustomerView {
-  customer: { id: number; email?: string | null; first_name?: string | null; last_name?: string | null; deleted?: boolean; deleted_at?: string | null; [more: string]: unknown }
-  points: { balances?: Balances; entries?: LedgerEntry[]; [more: string]: unknown } & Partial<Balances>
-  orders: OrderPoints[]
-}
-
-export interface KeyView {
-  id: number
-  hint: string
-  created_at: string
-  last_used_at: string | null
-  revoked_at: string | null
-}
-
-export interface AuditEntry {
-  at: string
-  operator: string
-  action: string
-  [more: string]: unknown
 }
 
 export interface Problem {
@@ -154,3 +84,8 @@ export function query(params: Record<string, string | number | undefined | null>
 }
 
 export const enc = encodeURIComponent
+
+/** The webhooks of `outcome` in one minute of the stats (the schema lists the outcomes as keys). */
+export function countOf(minute: Stats['minutes'][number], outcome: string): number {
+  return Number((minute as Record<string, unknown>)[outcome] ?? 0)
+}

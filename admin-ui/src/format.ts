@@ -1,3 +1,5 @@
+import type { Outcome } from './api.ts'
+
 /** An instant as "2026-11-23 04:50:12Z": exact, sortable and the same for every operator. */
 export function time(iso: string | null | undefined): string {
   if (!iso) return '—'
@@ -9,7 +11,7 @@ export function percent(part: number, whole: number): string {
   return whole === 0 ? '—' : `${((100 * part) / whole).toFixed(part === 0 || part === whole ? 0 : 1)}%`
 }
 
-export const OUTCOMES = ['applied', 'duplicate', 'stale', 'rejected', 'failed'] as const
+export const OUTCOMES: readonly Outcome[] = ['applied', 'duplicate', 'stale', 'rejected']
 export const TOPICS = ['customer/hook_created', 'customer/hook_deleted', 'order/hook_created'] as const
 
 /** The colour of an outcome, in the chart and the badges (also in style.css). */

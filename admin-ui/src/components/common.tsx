@@ -52,7 +52,7 @@ export function ShopPicker({ value, onChange, allowAll = false }: { value: strin
       <select name="shop" value={value} onChange={(e) => onChange((e.currentTarget as HTMLSelectElement).value)}>
         {allowAll && <option value="">all shops</option>}
         {list.map((s) => (
-          <option value={s.shop}>{s.shop}</option>
+          <option value={s.name}>{s.name}</option>
         ))}
       </select>
     </label>

@@ -3,7 +3,6 @@ import { api, query, type AuditEntry, type Page } from '../api.ts'
 import { ErrorBox } from '../components/common.tsx'
 import { time } from '../format.ts'
 
-const SHOWN = new Set(['at', 'operator', 'action'])
 
 export function Audit() {
   const [items, setItems] = useState<AuditEntry[]>([])
@@ -37,18 +36,20 @@ export function Audit() {
             <th>when</th>
             <th>operator</th>
             <th>action</th>
+            <th>shop</th>
+            <th>target</th>
             <th>details</th>
           </tr>
         </thead>
         <tbody>
           {items.map((a) => (
             <tr>
-              <td>{time(a.at)}</td>
+              <td>{time(a.created_at)}</td>
               <td>{a.operator}</td>
               <td>{a.action}</td>
-              <td>
-                <code>{JSON.stringify(Object.fromEntries(Object.entries(a).filter(([k]) => !SHOWN.has(k))))}</code>
-              </td>
+              <td>{a.shop ?? ''}</td>
+              <td>{a.target ?? ''}</td>
+              <td>{a.detail && <code>{JSON.stringify(a.detail)}</code>}</td>
             </tr>
           ))}
         </tbody>

@@ -1,18 +1,13 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type Balances, type CustomerView, type LedgerEntry, type OrderPoints, type Page } from '../api.ts'
+import { api, enc, type CustomerSummary, type CustomerView, type Guest, type LedgerEntry, type OrderView, type Page } from '../api.ts'
 import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
 
-function balancesOf(view: CustomerView): Balances {
-  const p = view.points
-  return (p.balances ?? p) as Balances
-}
-
 function basis(entry: LedgerEntry): string {
   const b = entry.basis
   if (!b) return ''
-  return `${(b.amount / 100).toFixed(2)} ${b.currency} × ${b.rate} (rule v${b.rule_version})`
+  return `${b.amount}${b.currency ? ` ${b.currency}` : ''} × ${b.rate} (rule v${b.rule_version})`
 }
 
 function Ledger({ entries }: { entries: LedgerEntry[] }) {
@@ -42,7 +37,7 @@ function Ledger({ entries }: { entries: LedgerEntry[] }) {
             <td>{e.order_id ?? ''}</td>
             <td>{basis(e)}</td>
             <td>{time(e.available_at)}</td>
-            <td>{[e.note, e.operator ? `by ${e.operator}` : ''].filter(Boolean).join(' ')}</td>
+            <td>{e.adjustment ? `${e.adjustment.reason} (by ${e.adjustment.operator})` : ''}</td>
           </tr>
         ))}
       </tbody>
@@ -50,7 +45,7 @@ function Ledger({ entries }: { entries: LedgerEntry[] }) {
   )
 }
 
-function Orders({ orders }: { orders: OrderPoints[] }) {
+function Orders({ orders }: { orders: OrderView[] }) {
   if (orders.length === 0) return <p class="muted">No orders.</p>
   return (
     <table class="orders">
@@ -69,8 +64,8 @@ function Orders({ orders }: { orders: OrderPoints[] }) {
             <td>{o.id}</td>
             <td>{o.ref ?? ''}</td>
             <td>{o.total ? `${o.total} ${o.currency ?? ''}` : ''}</td>
-            <td class="num">{o.points?.held ?? o.points?.points ?? 0}</td>
-            <td>{o.points?.why ?? o.points?.reason ?? ''}</td>
+            <td class="num">{o.points.held}</td>
+            <td>{o.points.why}</td>
           </tr>
         ))}
       </tbody>
@@ -137,9 +132,9 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
   if (error) return <ErrorBox error={error} />
   if (!view) return <p class="muted">Loading…</p>
   const c = view.customer
-  const b = balancesOf(view)
-  const entries = (view.points.entries ?? []) as LedgerEntry[]
-  const deleted = c.deleted === true || Boolean(c.deleted_at)
+  const b = view.points
+  const entries = b.entries
+  const deleted = c.deleted
   return (
     <section class="card customer" data-customer={c.id}>
       <header>
@@ -147,7 +142,7 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
           Customer {c.id} {[c.first_name, c.last_name].filter(Boolean).join(' ')}
         </h2>
         <span class="muted">{c.email ?? ''}</span>
-        {deleted && <span class="badge o-rejected">deleted {time(c.deleted_at ?? null)}</span>}
+        {deleted && <span class="badge o-rejected">deleted</span>}
       </header>
       <div class="figures balances">
         <div>
@@ -166,20 +161,15 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
       {!deleted && <AdjustForm shop={shop} id={c.id} onDone={() => setTick((t) => t + 1)} />}
       <h2>Ledger</h2>
       <Ledger entries={entries} />
+      {b.more_entries && <p class="muted">Only the latest {entries.length} entries are listed.</p>}
       <h2>Orders</h2>
-      <Orders orders={view.orders ?? []} />
+      <Orders orders={view.orders} />
     </section>
   )
 }
 
-interface Guest {
-  email: string
-  points: { balances?: Balances } & Partial<Balances>
-  orders: OrderPoints[]
-}
-
 function ByEmail({ shop, email }: { shop: string; email: string }) {
-  const [found, setFound] = useState<CustomerView[] | null>(null)
+  const [found, setFound] = useState<CustomerSummary[] | null>(null)
   const [guest, setGuest] = useState<Guest | null>(null)
   const [error, setError] = useState<unknown>(null)
   useEffect(() => {
@@ -187,7 +177,7 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
     setFound(null)
     setGuest(null)
     Promise.all([
-      api<Page<CustomerView>>('GET', `/v3/admin/shops/${enc(shop)}/customers?email=${enc(email)}`),
+      api<Page<CustomerSummary>>('GET', `/v3/admin/shops/${enc(shop)}/customers?email=${enc(email)}`),
       api<Guest>('GET', `/v3/admin/shops/${enc(shop)}/guests?email=${enc(email)}`),
     ]).then(
       ([customers, g]) => live && (setFound(customers.items), setGuest(g), setError(null)),
@@ -204,16 +194,17 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
     <>
       {found.length === 0 && <p class="muted">No customer with the e-mail {email}.</p>}
       {found.map((v) => (
-        <CustomerCard key={v.customer.id} shop={shop} id={v.customer.id} />
+        <CustomerCard key={v.id} shop={shop} id={v.id} />
       ))}
-      {guestOrders.length > 0 && guest && (
+      {guest && (guestOrders.length > 0 || guest.points.entries.length > 0) && (
         <section class="card guest">
-          <h2>Guest orders of {email}</h2>
+          <h2>Guest orders of {guest.email}</h2>
           <p>
-            {(guest.points.balances ?? guest.points).available ?? 0} available, {(guest.points.balances ?? guest.points).pending ?? 0} pending: held until a
-            customer registers with this e-mail.
+            <strong>{guest.points.held}</strong> points held under this e-mail until a customer registers with it.
           </p>
           <Orders orders={guestOrders} />
+          <h2>Ledger</h2>
+          <Ledger entries={guest.points.entries} />
         </section>
       )}
     </>
@@ -222,7 +213,7 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
 
 export function Customer() {
   const params = route.value.params
-  const shop = params.get('shop') ?? shops.value?.[0]?.shop ?? ''
+  const shop = params.get('shop') ?? shops.value?.[0]?.name ?? ''
   const q = params.get('q') ?? ''
   const [draft, setDraft] = useState(q)
   const [draftShop, setDraftShop] = useState(shop)

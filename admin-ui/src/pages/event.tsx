@@ -1,14 +1,10 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type EventDetail } from '../api.ts'
+import { api, enc, type EventDetail, type Replayed } from '../api.ts'
 import { ErrorBox, Outcome } from '../components/common.tsx'
 import { JsonView } from '../components/json-view.tsx'
 import { time } from '../format.ts'
 import { link } from '../router.ts'
 
-interface Replayed {
-  event_id: string
-  status: string
-}
 
 export function EventInspector({ id }: { id: string }) {
   const [event, setEvent] = useState<EventDetail | null>(null)
@@ -57,7 +53,10 @@ export function EventInspector({ id }: { id: string }) {
       </div>
       {replayed && (
         <div class="notice" role="status" data-replay={replayed.status}>
-          Replayed as <a {...link(`events/${enc(replayed.event_id)}`)}>{replayed.event_id}</a>: <Outcome outcome={replayed.status} />
+          Replayed: <Outcome outcome={replayed.status} />{' '}
+          {replayed.status === 'duplicate' ? 'a redelivery of ' : 'as '}
+          <a {...link(`events/${enc(replayed.event_id)}`)}>{replayed.event_id}</a>
+          {replayed.status === 'duplicate' && ' (the replay is stored as an event of its own, marked replay, in Events)'}
         </div>
       )}
       {replayError !== null && (

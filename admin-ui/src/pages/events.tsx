@@ -21,7 +21,7 @@ function matches(e: EventSummary, f: Filters): boolean {
 }
 
 /** datetime-local ("2026-11-23T04:50") read as UTC, to the ISO instant the API takes. */
-const toInstant = (local: string) => (local ? `${local}:00Z`.replace(/:00:00Z$/, ':00Z') : '')
+const toInstant = (local: string) => (local === '' ? '' : local.length === 16 ? `${local}:00Z` : `${local}Z`)
 const toLocal = (iso: string) => (iso ? iso.slice(0, 16) : '')
 
 export function Events() {
@@ -150,6 +150,7 @@ export function Events() {
               <td>
                 <Outcome outcome={e.outcome} />
                 {e.duplicate_of && <span class="muted"> of {e.duplicate_of.slice(0, 8)}…</span>}
+                {e.replay_of && <span class="muted replay"> replay</span>}
               </td>
               <td>{e.errors && e.errors.length > 0 ? e.errors.map((x) => x.pointer || '(body)').join(', ') : ''}</td>
               <td>

@@ -1,12 +1,10 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type KeyView, type Page } from '../api.ts'
+import { api, enc, type KeyView, type NewKey, type Page } from '../api.ts'
 import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
 
-interface Created extends KeyView {
-  key: string
-}
+type Created = NewKey
 
 function NewKey({ created, onClose }: { created: Created; onClose: () => void }) {
   const [copied, setCopied] = useState<'no' | 'yes' | 'failed'>('no')
@@ -38,7 +36,7 @@ function NewKey({ created, onClose }: { created: Created; onClose: () => void })
 }
 
 export function Keys() {
-  const shop = route.value.params.get('shop') ?? shops.value?.[0]?.shop ?? ''
+  const shop = route.value.params.get('shop') ?? shops.value?.[0]?.name ?? ''
   const [keys, setKeys] = useState<KeyView[] | null>(null)
   const [created, setCreated] = useState<Created | null>(null)
   const [confirming, setConfirming] = useState<number | null>(null)

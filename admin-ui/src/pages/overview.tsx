@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type ShopSummary, type Stats } from '../api.ts'
+import { api, countOf, enc, type ShopSummary, type Stats } from '../api.ts'
 import { OutcomeChart } from '../components/chart.tsx'
 import { ErrorBox, loadShops, Outcome } from '../components/common.tsx'
 import { percent } from '../format.ts'
@@ -11,7 +11,7 @@ const REFRESH_MS = 15_000
 function sum(stats: Stats, outcome?: string): number {
   let total = 0
   for (const m of stats.minutes) {
-    for (const o of stats.outcomes) if (outcome === undefined || o === outcome) total += Number(m[o] ?? 0)
+    for (const o of stats.outcomes) if (outcome === undefined || o === outcome) total += countOf(m, o)
   }
   return total
 }
@@ -21,25 +21,25 @@ function ShopCard({ shop, minutes, tick }: { shop: ShopSummary; minutes: number;
   const [error, setError] = useState<unknown>(null)
   useEffect(() => {
     let live = true
-    api<Stats>('GET', `/v3/admin/stats?shop=${enc(shop.shop)}&minutes=${minutes}`).then(
+    api<Stats>('GET', `/v3/admin/stats?shop=${enc(shop.name)}&minutes=${minutes}`).then(
       (s) => live && (setStats(s), setError(null)),
       (err) => live && setError(err),
     )
     return () => {
       live = false
     }
-  }, [shop.shop, minutes, tick])
+  }, [shop.name, minutes, tick])
   const day = Object.values(shop.last_24h ?? {}).reduce((a, b) => a + b, 0)
   const total = stats ? sum(stats) : 0
   const rejected = stats ? sum(stats, 'rejected') : 0
   return (
-    <section class="card shop" data-shop={shop.shop}>
+    <section class="card shop" data-shop={shop.name}>
       <header>
-        <h2>{shop.shop}</h2>
+        <h2>{shop.name}</h2>
         <span class="muted">
           {shop.customers} customers · {shop.orders} orders
         </span>
-        <a class="right" {...link(`events?shop=${enc(shop.shop)}`)}>
+        <a class="right" {...link(`events?shop=${enc(shop.name)}`)}>
           events →
         </a>
       </header>
@@ -116,7 +116,7 @@ export function Overview() {
       </div>
       <ErrorBox error={error} />
       {list && list.length === 0 && <p class="muted">No shop yet: <code>npx shop-intake keys create --shop NAME</code> creates one.</p>}
-      {list?.map((shop) => <ShopCard key={shop.shop} shop={shop} minutes={minutes} tick={tick} />)}
+      {list?.map((shop) => <ShopCard key={shop.name} shop={shop} minutes={minutes} tick={tick} />)}
     </main>
   )
 }
