@@ -51,7 +51,7 @@ forEachDatabase((kind) => {
       for (let i = 0; i < 3; i++) assert.equal((await hook(CUSTOMER_CREATED, { id: 100 + i, email: `c${i}@example.com` })).status, 200)
       assert.equal((await hook(ORDER_CREATED, { id: 502, currency: 'EUR', total: '12.5' })).status, 422)
       browser = await launchBrowser()
-      watch = new PageWatch(browser.page)
+      watch = new PageWatch(browser.page, base)
     })
 
     after(async () => {

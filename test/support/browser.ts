@@ -73,8 +73,8 @@ interface Expected {
 }
 
 /**
- * Everything that goes wrong on the page: console errors, uncaught errors, requests that fail,
- * answers of 400 or more. A test declares the refusals it provokes with `expect` (the browser
+ * Everything that goes wrong on the page: console errors, uncaught errors, requests that fail or
+ * leave the service's origin (no CDN: nothing may leave the machine), answers of 400 or more. A test declares the refusals it provokes with `expect` (the browser
  * logs each as a console error too); `check` throws if anything else happened, or an expected
  * refusal did not.
  */
@@ -84,7 +84,10 @@ export class PageWatch {
   /** Requests the app closes on purpose (the live tail's stream when the page changes). */
   private readonly mayAbort: RegExp[] = [/\/v3\/admin\/events\/stream/]
 
-  constructor(page: Page) {
+  constructor(page: Page, origin: string) {
+    page.on('request', (request) => {
+      if (new URL(request.url()).origin !== origin) this.problems.push(`request to another origin: ${request.method()} ${request.url()}`)
+    })
     page.on('pageerror', (err) => this.problems.push(`page error: ${err.message}`))
     page.on('console', (msg) => {
       if (msg.type() !== 'error') return
