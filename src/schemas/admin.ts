@@ -47,7 +47,7 @@ const eventFields = {
 export const AdminEvent = Type.Object(eventFields, { additionalProperties: false })
 export const AdminEventDetail = Type.Object({
   ...eventFields,
-  headers: Type.Record(Type.String(), Type.String(), { description: 'the request headers kept with the event' }),
+  headers: Type.Object({}, { additionalProperties: Type.String(), description: 'the request headers kept with the event' }),
   body: Nullable(Type.String({ description: 'the body as received' })),
   redacted: Type.Boolean({ description: 'true when the body and headers were erased with a deleted customer\'s data' }),
 }, { additionalProperties: false })
@@ -156,7 +156,7 @@ export const AuditEntryView = Type.Object({
   action: Type.String({ description: 'key.create, key.revoke, points.adjust or event.replay' }),
   shop: Nullable(Type.String()),
   target: Nullable(Type.String({ description: 'what was changed: a key id, a customer id or an event id' })),
-  detail: Nullable(Type.Record(Type.String(), Type.Unknown())),
+  detail: Nullable(Type.Object({}, { additionalProperties: true, description: 'what changed, as JSON' })),
   created_at: Type.String(),
 }, { additionalProperties: false })
 export const AuditList = list(AuditEntryView, 'newest first')

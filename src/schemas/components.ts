@@ -4,6 +4,7 @@ import { RedemptionBody, RedemptionList, RedemptionView } from './redemptions.ts
 import { CustomerView, LedgerEntryView, OrderView, PointsView } from './resources.ts'
 import { Accepted, CustomerBody, OrderBody } from './webhooks.ts'
 import { Health, Readiness } from './health.ts'
+import * as Admin from './admin.ts'
 
 /** The schemas the OpenAPI document names (components/schemas), so generated clients get named types. */
 export const NAMED_SCHEMAS: Record<string, TSchema> = {
@@ -20,4 +21,26 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   Health,
   Readiness,
   ...NAMED_PROBLEMS,
+  // The admin API (README, Operator console).
+  AdminEvent: Admin.AdminEvent,
+  AdminEventDetail: Admin.AdminEventDetail,
+  AdminEventList: Admin.AdminEventList,
+  AdminShop: Admin.AdminShop,
+  AdminShopList: Admin.AdminShopList,
+  AdminStats: Admin.Stats,
+  AdminCustomerSummary: Admin.AdminCustomerSummary,
+  AdminCustomer: Admin.AdminCustomer,
+  AdminCustomerList: Admin.AdminCustomerList,
+  AdminLedgerEntry: Admin.AdminLedgerEntry,
+  AdminGuest: Admin.AdminGuest,
+  AdjustmentBody: Admin.AdjustmentBody,
+  AdjustmentView: Admin.AdjustmentView,
+  AdminKey: Admin.AdminKey,
+  AdminKeyList: Admin.AdminKeyList,
+  AdminNewKey: Admin.NewKey,
+  AuditEntry: Admin.AuditEntryView,
+  AuditList: Admin.AuditList,
+  ReplayAnswer: Admin.ReplayAnswer,
+  SessionBody: Admin.SessionBody,
+  SessionView: Admin.SessionView,
 }

@@ -65,11 +65,11 @@ export async function sessionRoutes(scope: FastifyInstance, ctx: AdminContext): 
     onRequest: ctx.onRequest,
     schema: {
       summary: 'Sign out: end the session and clear its cookie', operationId: 'adminSignOut', tags: TAGS, security: ADMIN_SECURITY,
-      response: { 204: { description: 'Signed out', headers: SET_COOKIE }, ...ADMIN_PROBLEMS() },
+      response: { 204: { type: 'null', description: 'Signed out', headers: SET_COOKIE }, ...ADMIN_PROBLEMS() },
     },
   }, async (request, reply) => {
     if (request.operator.sessionHash) await deleteSession(db, request.operator.sessionHash)
     reply.header('set-cookie', Cookie('', 0))
-    return reply.code(204).send()
+    return reply.code(204).send(null)
   })
 }

@@ -1,0 +1,33 @@
+import type { LightMyRequestResponse } from 'fastify'
+import { generateAdminKey } from '../../src/keys/admin-key.ts'
+import { hashKey, keyHint } from '../../src/keys/api-key.ts'
+import { insertAdmin } from '../../src/store/admin-repo.ts'
+import { basic, type TestApp } from './harness.ts'
+
+// Operators and admin requests for the console's suites.
+
+export async function newOperator(t: TestApp, name: string): Promise<{ id: number; key: string }> {
+  const key = generateAdminKey()
+  const id = await insertAdmin(t.app.services.backend.db, name, hashKey(key), keyHint(key))
+  return { id, key }
+}
+
+export interface AdminClient {
+  get(url: string): Promise<LightMyRequestResponse>
+  post(url: string, body?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>
+  delete(url: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>
+}
+
+/** Requests with HTTP Basic and an admin key. */
+export function adminClient(t: TestApp, key: string): AdminClient {
+  const authorization = basic(key)
+  return {
+    get: (url) => t.app.inject({ method: 'GET', url, headers: { authorization } }),
+    post: (url, body, headers = {}) =>
+      t.app.inject({
+        method: 'POST', url, headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        ...(body === undefined ? {} : { payload: typeof body === 'string' ? body : JSON.stringify(body) }),
+      }),
+    delete: (url, headers = {}) => t.app.inject({ method: 'DELETE', url, headers: { authorization, ...headers } }),
+  }
+}
