@@ -112,6 +112,8 @@ forEachDatabase((kind) => {
       // The rest of the body is there, not highlighted.
       assert.match(await page.locator('pre.json').innerText(), /"first_name": "Bad"/)
       assert.equal(await page.locator('mark.j-error').count(), 2)
+      await page.click('ul.field-errors a:has-text("/tags")')
+      await page.locator('mark.j-error.flash[data-pointer="/tags"]').waitFor()
       await shot('rejected-event')
       watch.check()
     })
@@ -175,6 +177,13 @@ forEachDatabase((kind) => {
       await page.click('form.filters button[type=submit]')
       await page.waitForURL(/q=9$/)
       await card.waitFor()
+      // More than is available is refused, and says so; nothing changes.
+      watch.expect('POST', /\/v3\/admin\/shops\/demo\/customers\/9\/adjustments$/, 409)
+      await card.locator('input[name=points]').fill('-1000')
+      await card.locator('input[name=reason]').fill('too much')
+      await card.locator('form.adjust button[type=submit]').click()
+      await card.locator('form.adjust [role=alert]', { hasText: '409' }).waitFor()
+      assert.equal(await card.locator('[data-balance=available]').innerText(), '120')
       await card.locator('input[name=points]').fill('-20')
       await card.locator('input[name=reason]').fill('goodwill gesture reversed')
       await card.locator('form.adjust button[type=submit]').click()

@@ -1,36 +1,9 @@
 import type { ComponentChildren } from 'preact'
 import type { FieldError } from '../api.ts'
+import { escapeToken, marksOf } from '../json-pointer.ts'
 
-// A JSON body pretty-printed, with the values the errors point at highlighted. An error whose
-// pointer names nothing in the body (a required field that is missing) marks the nearest value
-// that is there: the object the field is missing from.
-
-const escapeToken = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1')
-const unescapeToken = (s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~')
-
-/** The pointer of the deepest value of `root` on the way to `pointer` ("" for the whole body). */
-export function existingPointer(root: unknown, pointer: string): string {
-  if (pointer === '' || !pointer.startsWith('/')) return ''
-  let node: unknown = root
-  let found = ''
-  for (const raw of pointer.slice(1).split('/')) {
-    const token = unescapeToken(raw)
-    if (node === null || typeof node !== 'object' || !Object.prototype.hasOwnProperty.call(node, token)) break
-    node = (node as Record<string, unknown>)[token]
-    found += `/${escapeToken(token)}`
-  }
-  return found
-}
-
-/** Marks by the pointer they sit on: each error at the value it names, or its nearest ancestor. */
-export function marksOf(root: unknown, errors: FieldError[]): Map<string, FieldError[]> {
-  const marks = new Map<string, FieldError[]>()
-  for (const e of errors) {
-    const at = existingPointer(root, e.pointer)
-    marks.set(at, [...(marks.get(at) ?? []), e])
-  }
-  return marks
-}
+// A JSON body pretty-printed, with the values the errors point at highlighted (json-pointer.ts
+// says where an error that names a missing field is shown).
 
 const pad = (depth: number) => '  '.repeat(depth)
 

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { api, enc, type EventDetail, type Replayed } from '../api.ts'
 import { ErrorBox, Outcome } from '../components/common.tsx'
 import { JsonView } from '../components/json-view.tsx'
+import { existingPointer } from '../json-pointer.ts'
 import { time } from '../format.ts'
 import { link } from '../router.ts'
 
@@ -42,6 +43,19 @@ export function EventInspector({ id }: { id: string }) {
   if (error) return <main><ErrorBox error={error} /></main>
   if (!event) return <main class="muted">Loading…</main>
   const errors = event.errors ?? []
+  let parsed: unknown
+  try {
+    parsed = event.body === null ? undefined : JSON.parse(event.body)
+  } catch {
+    parsed = undefined
+  }
+  const show = (at: string) => {
+    const mark = document.querySelector(`mark.j-error[data-pointer="${CSS.escape(at)}"]`)
+    mark?.scrollIntoView({ block: 'center' })
+    mark?.classList.remove('flash')
+    void (mark as HTMLElement | null)?.offsetWidth
+    mark?.classList.add('flash')
+  }
   return (
     <main class="inspector">
       <div class="toolbar">
@@ -99,11 +113,18 @@ export function EventInspector({ id }: { id: string }) {
         <section>
           <h2>Errors</h2>
           <ul class="field-errors">
-            {errors.map((e) => (
-              <li>
-                <code class="pointer">{e.pointer || '(body)'}</code> {e.detail}
-              </li>
-            ))}
+            {errors.map((e) => {
+              const at = parsed === undefined ? '' : existingPointer(parsed, e.pointer)
+              return (
+                <li>
+                  <a href={`#${e.pointer}`} onClick={(click) => (click.preventDefault(), show(at))}>
+                    <code class="pointer">{e.pointer || '(body)'}</code>
+                  </a>{' '}
+                  {e.detail}
+                  {at !== e.pointer && <span class="muted"> (not in the body: {at === '' ? 'the body' : <code>{at}</code>} is marked)</span>}
+                </li>
+              )
+            })}
           </ul>
         </section>
       )}
