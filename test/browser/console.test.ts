@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { buildDashboard, launchBrowser, PageWatch, screenshot, type Browser } from '../support/browser.ts'
+import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, type TestDatabase } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
@@ -34,6 +34,7 @@ forEachDatabase((kind) => {
     const shot = (name: string) => screenshot(browser.page, `${kind}-${name}`)
 
     before(async () => {
+      requireChromium()
       buildDashboard()
       database = await createTestDatabase(kind)
       shopKey = (await createKey(database.url, SHOP)).key

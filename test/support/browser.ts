@@ -37,14 +37,16 @@ export interface Browser {
   close(): Promise<void>
 }
 
-/**
- * Chromium, headless, with a fresh profile. Fails (never skips) when Chromium is not installed:
- * a dashboard nobody tested is not a pass.
- */
-export async function launchBrowser(): Promise<Browser> {
+/** Throws (a test that needs a browser fails, never skips) when Chromium is not installed. */
+export function requireChromium(): void {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`Chromium is not installed at ${CHROMIUM}: the browser tests need it. Install Debian's package (apt-get install -y chromium; .ci/run does), or set CHROMIUM_PATH`)
   }
+}
+
+/** Chromium, headless, with a fresh profile. */
+export async function launchBrowser(): Promise<Browser> {
+  requireChromium()
   const profile = mkdtempSync(join(tmpdir(), 'shop-intake-chromium-'))
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
