@@ -31,7 +31,9 @@ export async function prepareDatabase(url: string): Promise<Prepared> {
  * One batch commits at a time: batches committed at once on PostgreSQL, even split by resource
  * as the server's lanes are, preloaded slower (they wait on each other's row locks).
  */
-export async function preload(url: string, shop: Prepared, count: number, options: { backdated?: number; backdateUs?: number } = {}): Promise<number> {
+export async function preload(
+  url: string, shop: Prepared, count: number, options: { backdated?: number; backdateUs?: number; /** Share of rejected webhooks, 0 to 1. */ rejected?: number } = {},
+): Promise<number> {
   const backend = openBackend(url)
   const writer = backend.openWriter()
   const bar = new cliProgress.SingleBar(
@@ -42,7 +44,8 @@ export async function preload(url: string, shop: Prepared, count: number, option
   // The first `backdated` events arrived `backdateUs` earlier, the rest now.
   let made = 0
   const makeBatch = (size: number): Webhook[] =>
-    Array.from({ length: size }, () => benchWebhook(shop.shopId, shop.keyId, nextRequest(), made++ < (options.backdated ?? 0) ? (options.backdateUs ?? 0) : 0))
+    Array.from({ length: size }, () =>
+      benchWebhook(shop.shopId, shop.keyId, nextRequest(), made++ < (options.backdated ?? 0) ? (options.backdateUs ?? 0) : 0, Math.random() < (options.rejected ?? 0)))
   try {
     bar.start(count, 0, { rate: 0 })
     let done = 0

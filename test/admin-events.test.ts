@@ -126,7 +126,7 @@ forEachDatabase((kind) => {
       const paged: string[] = []
       let cursor: string | null = null
       do {
-        const page = (await admin.get(`/v3/admin/events?shop=${s.name}&limit=3${cursor ? `&cursor=${cursor}` : ''}`)).json()
+        const page: { items: { event_id: string }[]; next_cursor: string | null } = (await admin.get(`/v3/admin/events?shop=${s.name}&limit=3${cursor ? `&cursor=${cursor}` : ''}`)).json()
         assert.ok(page.items.length <= 3)
         paged.push(...page.items.map((e: { event_id: string }) => e.event_id))
         cursor = page.next_cursor

@@ -51,7 +51,7 @@ export const LedgerEntryView = Type.Object({
   redemption_id: Type.Union([Type.String(), Type.Null()], { description: 'the redemption a redeemed or redemption_cancelled entry belongs to' }),
   points: Type.Integer(),
   reason: Type.String({
-    description: 'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled or expired',
+    description: 'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired or adjusted_manually',
   }),
   debt: Type.Boolean({ description: 'true on a reversal that took the customer\'s available points below zero: the points it took back were already spent' }),
   basis: Type.Union([
