@@ -127,6 +127,10 @@ forEachDatabase((kind) => {
       await refused.waitFor()
       assert.match(await refused.innerText(), /422[\s\S]*\/email/)
       await shot('replay-refused')
+      // The refused replay is an event of its own, rejected again, linked to the one it replayed.
+      await refused.locator('a').click()
+      await page.locator('dt:text("replay of") + dd', { hasText: rejectedId }).waitFor()
+      assert.equal(await page.locator('mark.j-error').count(), 2)
       watch.check()
 
       // A duplicate, found with the filters, links to its original; replaying the original delivers it again.

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { api, query, type AuditEntry, type Page } from '../api.ts'
 import { ErrorBox } from '../components/common.tsx'
 import { time } from '../format.ts'
+import { link } from '../router.ts'
 
 
 export function Audit() {
@@ -48,7 +49,7 @@ export function Audit() {
               <td>{a.operator}</td>
               <td>{a.action}</td>
               <td>{a.shop ?? ''}</td>
-              <td>{a.target ?? ''}</td>
+              <td>{a.action === 'event.replay' && a.target ? <a {...link(`events/${encodeURIComponent(a.target)}`)}>{a.target}</a> : (a.target ?? '')}</td>
               <td>{a.detail && <code>{JSON.stringify(a.detail)}</code>}</td>
             </tr>
           ))}

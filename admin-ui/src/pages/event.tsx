@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type EventDetail, type Replayed } from '../api.ts'
+import { api, ApiError, enc, type EventDetail, type Replayed } from '../api.ts'
 import { ErrorBox, Outcome } from '../components/common.tsx'
 import { JsonView } from '../components/json-view.tsx'
 import { existingPointer } from '../json-pointer.ts'
@@ -77,6 +77,11 @@ export function EventInspector({ id }: { id: string }) {
         <div data-replay="refused">
           <p>The replay was refused, as this webhook would be today:</p>
           <ErrorBox error={replayError} />
+          {replayError instanceof ApiError && typeof replayError.problem.event_id === 'string' && (
+            <p>
+              The refused replay is stored as <a {...link(`events/${enc(replayError.problem.event_id)}`)}>{replayError.problem.event_id}</a>.
+            </p>
+          )}
         </div>
       )}
       <dl class="facts">
