@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
-import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, type TestDatabase } from '../support/harness.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, type TestDatabase } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
 
 // The operator console in a real browser (Debian's Chromium, headless) against a real server
@@ -12,6 +12,8 @@ import { createKey, request, startServerProcess, stopServerProcess, type ServerP
 
 const SHOP = 'demo'
 const DAY_MS = 86_400_000
+/** Processed a month ago: its points are available now. */
+const processed = () => new Date(Date.now() - 30 * DAY_MS).toISOString()
 
 forEachDatabase((kind) => {
   describe('the operator console', { timeout: 240_000 }, () => {
@@ -46,8 +48,7 @@ forEachDatabase((kind) => {
       base = `http://127.0.0.1:${server.port}`
       // Some traffic for the chart: a customer, an order of theirs whose points are available, a refusal.
       assert.equal((await hook(CUSTOMER_CREATED, { id: 9, first_name: 'Grace', last_name: 'Hopper', email: 'grace@example.com' })).status, 200)
-      const processed = new Date(Date.now() - 30 * DAY_MS).toISOString()
-      const order = { id: 501, currency: 'EUR', email: 'grace@example.com', ref: 'R-501', total: '129.90', subtotal: '120.00', is_paid: true, processed_at: processed, customer: { id: 9 } }
+      const order = { id: 501, currency: 'EUR', email: 'grace@example.com', ref: 'R-501', total: '129.90', subtotal: '120.00', is_paid: true, processed_at: processed(), customer: { id: 9 } }
       assert.equal((await hook(ORDER_CREATED, order)).status, 200)
       for (let i = 0; i < 3; i++) assert.equal((await hook(CUSTOMER_CREATED, { id: 100 + i, email: `c${i}@example.com` })).status, 200)
       assert.equal((await hook(ORDER_CREATED, { id: 502, currency: 'EUR', total: '12.5' })).status, 422)
@@ -195,6 +196,24 @@ forEachDatabase((kind) => {
       await card.locator('[data-balance=available]', { hasText: /^100$/ }).waitFor()
       assert.match(await card.locator('table.ledger').innerText(), /-20[\s\S]*adjusted_manually[\s\S]*goodwill gesture reversed/)
       await shot('customer')
+
+      // A guest's points, found by the e-mail they are held under.
+      const guestOrder = { id: 503, currency: 'EUR', email: 'Guest@Example.com', ref: 'R-503', total: '40.00', subtotal: '40.00', is_paid: true, processed_at: processed() }
+      assert.equal((await hook(ORDER_CREATED, guestOrder)).status, 200)
+      await page.fill('input[name=q]', 'guest@example.com')
+      await page.click('form.filters button[type=submit]')
+      const guest = page.locator('section.guest')
+      await guest.waitFor()
+      assert.match(await guest.innerText(), /40\s+points held under this e-mail[\s\S]*503[\s\S]*R-503/)
+      assert.equal(await page.locator('section.customer').count(), 0)
+
+      // A deleted customer is found too: the tombstone, with no adjustment form.
+      assert.equal((await hook(CUSTOMER_DELETED, { id: 100 })).status, 200)
+      await page.fill('input[name=q]', '100')
+      await page.click('form.filters button[type=submit]')
+      const tombstone = page.locator('section.customer[data-customer="100"]')
+      await tombstone.locator('.badge', { hasText: 'deleted' }).waitFor()
+      assert.equal(await tombstone.locator('form.adjust').count(), 0)
       watch.check()
     })
 
