@@ -38,23 +38,31 @@ export function Events() {
   const filtersRef = useRef(filters)
   filtersRef.current = filters
 
+  // Only the latest load's answer is shown: an earlier, slower one (other filters) is dropped.
+  const loads = useRef(0)
   const load = async (after: string | null) => {
+    const mine = ++loads.current
     setLoading(true)
     try {
       const page = await api<Page<EventSummary>>('GET', `/v3/admin/events${query({ ...filters, limit: 50, cursor: after })}`)
-      setItems((old) => (after ? [...old, ...page.items] : page.items))
+      if (mine !== loads.current) return
+      // A first page keeps what the live tail added while it loaded (the list was emptied first).
+      setItems((old) => (after ? [...old, ...page.items] : [...old.filter((e) => !page.items.some((p) => p.event_id === e.event_id)), ...page.items]))
       setCursor(page.next_cursor)
       setError(null)
     } catch (err) {
-      setError(err)
+      if (mine === loads.current) setError(err)
     } finally {
-      setLoading(false)
+      if (mine === loads.current) setLoading(false)
     }
   }
 
   useEffect(() => {
+    // New filters: nothing of the old list stays on screen while the new one loads.
     setDraft(filters)
     setFresh(new Set())
+    setItems([])
+    setCursor(null)
     void load(null)
   }, [key])
 
