@@ -25,7 +25,8 @@ function Page() {
     case '':
       return <Overview />
     case 'events':
-      return rest.length > 0 ? <EventInspector id={decodeURIComponent(rest.join('/'))} /> : <Events />
+      // Keyed by the event: another event is a new inspector, with nothing left of the last one's replay.
+      return rest.length > 0 ? <EventInspector key={rest.join('/')} id={decodeURIComponent(rest.join('/'))} /> : <Events />
     case 'customer':
       return <Customer />
     case 'keys':

@@ -227,7 +227,7 @@ export function Customer() {
   }
   const id = /^[0-9]+$/.test(q) ? Number(q) : null
   return (
-    <main>
+    <main data-query={q}>
       <div class="toolbar">
         <h1>Customer</h1>
       </div>
