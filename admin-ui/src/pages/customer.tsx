@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type CustomerSummary, type CustomerView, type Guest, type LedgerEntry, type OrderView, type Page } from '../api.ts'
+import { api, enc, type Adjustment, type CustomerSummary, type CustomerView, type Guest, type LedgerEntry, type OrderView, type Page } from '../api.ts'
 import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
@@ -85,7 +85,7 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
     setBusy(true)
     setError(null)
     try {
-      await api('POST', `/v3/admin/shops/${enc(shop)}/customers/${id}/adjustments`, { points: Number(points), reason }, { 'idempotency-key': idempotencyKey })
+      await api<Adjustment>('POST', `/v3/admin/shops/${enc(shop)}/customers/${id}/adjustments`, { points: Number(points), reason }, { 'idempotency-key': idempotencyKey })
       setPoints('')
       setReason('')
       setIdempotencyKey(crypto.randomUUID())
