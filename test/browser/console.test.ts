@@ -114,9 +114,9 @@ forEachDatabase((kind) => {
       // The rest of the body is there, not highlighted.
       assert.match(await page.locator('pre.json').innerText(), /"first_name": "Bad"/)
       assert.equal(await page.locator('mark.j-error').count(), 2)
+      await shot('rejected-event')
       await page.click('ul.field-errors a:has-text("/tags")')
       await page.locator('mark.j-error.flash[data-pointer="/tags"]').waitFor()
-      await shot('rejected-event')
       watch.check()
     })
 
