@@ -29,6 +29,7 @@ export function SignIn() {
             name="key"
             autocomplete="off"
             placeholder="ak_…"
+            autoFocus
             required
             value={key}
             onInput={(e) => setKey((e.currentTarget as HTMLInputElement).value)}
