@@ -101,7 +101,8 @@ export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics
     return v
   }
 
-  async function ingest(input: IngestInput): Promise<IngestAnswer> {
+  /** What a body becomes before the writer: synchronous, so that nothing of the parsed body waits for the commit. */
+  function prepare(input: IngestInput) {
     const { topic, raw } = input
     const malformed = input.parsed instanceof MalformedBody ? input.parsed.detail : isObject(input.parsed) ? null : 'the body must be a JSON object'
     const body = malformed === null ? (input.parsed as Record<string, unknown>) : {}
@@ -136,9 +137,14 @@ export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics
       errors,
       ...(input.replayOf === undefined ? {} : { replayOf: input.replayOf }),
     }
+    return { webhook, topic, malformed, found, errors, resourceId }
+  }
+
+  /** The webhook through the writer, and its answer. */
+  async function commit({ webhook, topic, malformed, found, errors, resourceId }: ReturnType<typeof prepare>): Promise<IngestAnswer> {
     // What the change holds until the commit (tags can take many times their bytes) has its own
     // budget, beside the raw bytes' (counted before the body was read).
-    const release = parsedBudget.reserve(change ? approximateBytes(change) : 0, true)
+    const release = parsedBudget.reserve(webhook.change ? approximateBytes(webhook.change) : 0, true)
     if (!release) {
       metrics.unavailable.inc({ reason: 'body-budget' })
       const problem = unavailable(config.RETRY_AFTER_SECONDS, 'too many request bodies are being received at once; retry after the delay in Retry-After')
@@ -182,6 +188,9 @@ export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics
     }
     return { ok: true, body: { event_id: outcome.eventId, status: outcome.status }, webhook: logged }
   }
+
+  // Not async: the input (the parsed body) is let go once prepared, before the commit is awaited.
+  const ingest = (input: IngestInput): Promise<IngestAnswer> => commit(prepare(input))
 
   return {
     validatorCompiler,

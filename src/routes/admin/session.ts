@@ -70,6 +70,6 @@ export async function sessionRoutes(scope: FastifyInstance, ctx: AdminContext): 
   }, async (request, reply) => {
     if (request.operator.sessionHash) await deleteSession(db, request.operator.sessionHash)
     reply.header('set-cookie', Cookie('', 0))
-    return reply.code(204).send(null)
+    return reply.code(204).send(undefined as never)
   })
 }
