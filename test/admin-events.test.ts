@@ -8,6 +8,7 @@ import { issueKey } from '../src/keys/issue-key.ts'
 import { adminClient, newOperator, type AdminClient } from './support/admin.ts'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 import { listen } from './support/raw-http.ts'
+import { eventPageQuery } from '../src/store/admin-events-repo.ts'
 
 // Issue 11, the console's events: the filtered list and its pages, one event with its headers
 // and body, replay (of a rejected, an applied and a redacted event) and the live stream (SSE).
@@ -71,6 +72,9 @@ function openStream(port: number, key: string, query = ''): Promise<{ messages: 
 forEachDatabase((kind) => {
   let t: TestApp
   let admin: AdminClient
+  let port: number | undefined
+  /** The app's port, listening from the first stream test on. */
+  const portOf = async () => (port ??= await listen(t.app))
 
   before(async () => {
     t = await startTestApp(kind)
@@ -139,6 +143,16 @@ forEachDatabase((kind) => {
 
       const across = (await admin.get('/v3/admin/events?limit=500')).json().items.map((e: { shop: string }) => e.shop)
       assert.ok(across.includes(s.name) && across.includes(other.name), 'without shop: every shop')
+    })
+
+    test('a shop\'s page is read on the one (shop_id, received_us, id) index, in its order, filters checked on the rows', async () => {
+      const db = t.app.services.backend.db
+      for (const filter of [{ outcome: 'rejected' }, { topic: 'order/hook_created', before: { us: 5, id: 'x' } }]) {
+        const q = eventPageQuery(db, { shopId: 1, ...filter }, 50).compile()
+        const plan = JSON.stringify((await db.executeQuery({ ...q, sql: `${kind === 'sqlite' ? 'EXPLAIN QUERY PLAN' : 'EXPLAIN'} ${q.sql}` } as never)).rows)
+        assert.match(plan, /events_shop_received/, plan)
+        assert.doesNotMatch(plan, /TEMP B-TREE|Sort Key/, `no sort: ${plan}`)
+      }
     })
 
     test('bad filters are 400 problems, an unknown shop a 404', async () => {
@@ -241,7 +255,7 @@ forEachDatabase((kind) => {
     test('each stored webhook is one event message, within a second of its answer; ?shop= keeps to one shop', async () => {
       const s = await shop('stream')
       const other = await shop('stream-other')
-      const port = await listen(t.app)
+      const port = await portOf()
       const key = (await newOperator(t, 'Stream Watcher')).key
       const all = await openStream(port, key)
       const mine = await openStream(port, key, `?shop=${s.name}`)
@@ -264,6 +278,21 @@ forEachDatabase((kind) => {
       assert.equal(all.messages.filter((m) => m.data.event_id === eventId).length, 1, 'once each')
       all.close()
       mine.close()
+    })
+
+    test('webhooks another process stores on the same database show on the stream too', async () => {
+      const s = await shop('stream-elsewhere')
+      const second = await startTestApp(kind, {}, { database: t.database })
+      try {
+        const stream = await openStream(await portOf(), (await newOperator(t, 'Stream Elsewhere')).key, `?shop=${s.name}`)
+        const res = await second.post(CUSTOMER_CREATED, { id: 11 }, { key: s.key })
+        const answered = Date.now()
+        const m = await stream.next((x) => x.data.event_id === eventIdOf(res), 5000)
+        assert.ok(m.at - answered <= 1000, `arrived ${m.at - answered} ms after the answer`)
+        stream.close()
+      } finally {
+        await second.close()
+      }
     })
 
     test('the stream needs an operator', async () => {

@@ -37,7 +37,7 @@ describe('the command line (SQLite)', () => {
   })
 
   test('every command and subcommand has a description in --help', async () => {
-    const runs = await Promise.all([[], ['keys'], ['rules'], ['points']].map((path) => cli([...path, '--help'])))
+    const runs = await Promise.all([[], ['keys'], ['admins'], ['rules'], ['points']].map((path) => cli([...path, '--help'])))
     for (const run of runs) {
       assert.equal(run.code, 0)
       const commands = run.stdout.split('Commands:\n')[1]!.split('\n').filter((l) => /^ {2}\S/.test(l))

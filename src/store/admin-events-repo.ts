@@ -41,7 +41,8 @@ function toListRow(r: Record<string, unknown>): EventListRow {
   }
 }
 
-export async function eventPage(db: Kysely<Tables>, f: EventFilter, limit: number): Promise<{ rows: EventListRow[]; more: boolean }> {
+/** The query of a page (one more row than `limit`: whether there is a next page). */
+export function eventPageQuery(db: Kysely<Tables>, f: EventFilter, limit: number) {
   let query = db.selectFrom('events').select([...LIST_COLUMNS]).orderBy('received_us', 'desc').orderBy('id', 'desc').limit(limit + 1)
   if (f.shopId !== undefined) query = query.where('shop_id', '=', f.shopId)
   if (f.sinceUs !== undefined) query = query.where('received_us', '>=', f.sinceUs)
@@ -50,7 +51,11 @@ export async function eventPage(db: Kysely<Tables>, f: EventFilter, limit: numbe
   if (f.outcome !== undefined) query = query.where('outcome', '=', f.outcome)
   if (f.topic !== undefined) query = query.where('topic', '=', f.topic)
   if (f.resourceId !== undefined) query = query.where('resource_id', '=', f.resourceId)
-  const rows = (await query.execute()).map(toListRow)
+  return query
+}
+
+export async function eventPage(db: Kysely<Tables>, f: EventFilter, limit: number): Promise<{ rows: EventListRow[]; more: boolean }> {
+  const rows = (await eventPageQuery(db, f, limit).execute()).map(toListRow)
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }
 

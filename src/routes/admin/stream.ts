@@ -90,6 +90,8 @@ export async function streamRoutes(scope: FastifyInstance, ctx: AdminContext): P
   })
 
   app.get('/v3/admin/events/stream', {
+    // A HEAD would hold an endless answer with no body open: the stream is GET only.
+    exposeHeadRoute: false,
     onRequest: ctx.onRequest,
     schema: {
       summary: 'Stored webhooks as they are committed (Server-Sent Events)', operationId: 'adminEventStream', tags: TAGS, security: ADMIN_SECURITY,
