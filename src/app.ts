@@ -16,6 +16,7 @@ import { completeDocument } from './http/openapi.ts'
 import { installRequestIdEcho, requestId } from './http/request-id.ts'
 import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
 import { AJV_SETTINGS } from './http/validation.ts'
+import { adminUiRoutes } from './routes/admin-ui.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
 import { createHookIngestion } from './routes/hook-ingest.ts'
@@ -248,6 +249,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(async (scope) => changeRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
   await app.register(async (scope) => adminRoutes(scope, services))
+  await app.register(async (scope) => adminUiRoutes(scope))
   app.get(
     '/openapi.json',
     {

@@ -1,0 +1,65 @@
+import { useEffect, useState } from 'preact/hooks'
+import { api, query, type AuditEntry, type Page } from '../api.ts'
+import { ErrorBox } from '../components/common.tsx'
+import { time } from '../format.ts'
+import { link } from '../router.ts'
+
+
+export function Audit() {
+  const [items, setItems] = useState<AuditEntry[]>([])
+  const [cursor, setCursor] = useState<string | null>(null)
+  const [error, setError] = useState<unknown>(null)
+  const load = async (after: string | null) => {
+    try {
+      const page = await api<Page<AuditEntry>>('GET', `/v3/admin/audit${query({ limit: 100, cursor: after })}`)
+      setItems((old) => (after ? [...old, ...page.items] : page.items))
+      setCursor(page.next_cursor)
+      setError(null)
+    } catch (err) {
+      setError(err)
+    }
+  }
+  useEffect(() => {
+    void load(null)
+  }, [])
+  return (
+    <main>
+      <div class="toolbar">
+        <h1>Audit</h1>
+        <button type="button" onClick={() => load(null)}>
+          Refresh
+        </button>
+      </div>
+      <ErrorBox error={error} />
+      <table class="audit">
+        <thead>
+          <tr>
+            <th>when</th>
+            <th>operator</th>
+            <th>action</th>
+            <th>shop</th>
+            <th>target</th>
+            <th>details</th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((a) => (
+            <tr>
+              <td>{time(a.created_at)}</td>
+              <td>{a.operator}</td>
+              <td>{a.action}</td>
+              <td>{a.shop ?? ''}</td>
+              <td>{a.action === 'event.replay' && a.target ? <a {...link(`events/${encodeURIComponent(a.target)}`)}>{a.target}</a> : (a.target ?? '')}</td>
+              <td>{a.detail && <code>{JSON.stringify(a.detail)}</code>}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {cursor && (
+        <button type="button" onClick={() => load(cursor)}>
+          Load more
+        </button>
+      )}
+    </main>
+  )
+}

@@ -1,0 +1,246 @@
+import { useEffect, useState } from 'preact/hooks'
+import { api, enc, type Adjustment, type CustomerSummary, type CustomerView, type Guest, type LedgerEntry, type OrderView, type Page } from '../api.ts'
+import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
+import { time } from '../format.ts'
+import { navigate, route } from '../router.ts'
+
+function basis(entry: LedgerEntry): string {
+  const b = entry.basis
+  if (!b) return ''
+  return `${b.amount}${b.currency ? ` ${b.currency}` : ''} × ${b.rate} (rule v${b.rule_version})`
+}
+
+function Ledger({ entries }: { entries: LedgerEntry[] }) {
+  if (entries.length === 0) return <p class="muted">No ledger entries.</p>
+  return (
+    <table class="ledger">
+      <thead>
+        <tr>
+          <th>created</th>
+          <th>points</th>
+          <th>reason</th>
+          <th>order</th>
+          <th>basis</th>
+          <th>available</th>
+          <th>note</th>
+        </tr>
+      </thead>
+      <tbody>
+        {entries.map((e) => (
+          <tr>
+            <td>{time(e.created_at)}</td>
+            <td class={`num ${e.points < 0 ? 'neg' : ''}`}>{e.points > 0 ? `+${e.points}` : e.points}</td>
+            <td>
+              {e.reason}
+              {e.debt ? ' (debt)' : ''}
+            </td>
+            <td>{e.order_id ?? ''}</td>
+            <td>{basis(e)}</td>
+            <td>{time(e.available_at)}</td>
+            <td>{e.adjustment ? `${e.adjustment.reason} (by ${e.adjustment.operator})` : ''}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  )
+}
+
+function Orders({ orders }: { orders: OrderView[] }) {
+  if (orders.length === 0) return <p class="muted">No orders.</p>
+  return (
+    <table class="orders">
+      <thead>
+        <tr>
+          <th>order</th>
+          <th>ref</th>
+          <th>total</th>
+          <th>points held</th>
+          <th>why</th>
+        </tr>
+      </thead>
+      <tbody>
+        {orders.map((o) => (
+          <tr>
+            <td>{o.id}</td>
+            <td>{o.ref ?? ''}</td>
+            <td>{o.total ? `${o.total} ${o.currency ?? ''}` : ''}</td>
+            <td class="num">{o.points.held}</td>
+            <td>{o.points.why}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  )
+}
+
+function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: () => void }) {
+  const [points, setPoints] = useState('')
+  const [reason, setReason] = useState('')
+  const [error, setError] = useState<unknown>(null)
+  const [busy, setBusy] = useState(false)
+  // One key per adjustment: a retry of the same submission (a lost answer) is not applied twice.
+  const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID())
+  const submit = async (e: Event) => {
+    e.preventDefault()
+    setBusy(true)
+    setError(null)
+    try {
+      await api<Adjustment>('POST', `/v3/admin/shops/${enc(shop)}/customers/${id}/adjustments`, { points: Number(points), reason }, { 'idempotency-key': idempotencyKey })
+      setPoints('')
+      setReason('')
+      setIdempotencyKey(crypto.randomUUID())
+      onDone()
+    } catch (err) {
+      setError(err)
+    } finally {
+      setBusy(false)
+    }
+  }
+  const valid = /^-?[1-9][0-9]*$/.test(points.trim()) && reason.trim().length > 0 && reason.length <= 500
+  return (
+    <form class="adjust" onSubmit={submit}>
+      <h2>Adjust the balance</h2>
+      <label>
+        Points <input name="points" inputMode="numeric" size={8} placeholder="+50 or -20" value={points} onInput={(e) => setPoints((e.currentTarget as HTMLInputElement).value)} />
+      </label>
+      <label class="grow">
+        Reason{' '}
+        <input name="reason" maxLength={500} placeholder="why (kept in the ledger and the audit log)" value={reason} onInput={(e) => setReason((e.currentTarget as HTMLInputElement).value)} />
+      </label>
+      <button type="submit" disabled={busy || !valid}>
+        Adjust
+      </button>
+      <ErrorBox error={error} />
+    </form>
+  )
+}
+
+function CustomerCard({ shop, id }: { shop: string; id: number }) {
+  const [view, setView] = useState<CustomerView | null>(null)
+  const [error, setError] = useState<unknown>(null)
+  const [tick, setTick] = useState(0)
+  useEffect(() => {
+    let live = true
+    api<CustomerView>('GET', `/v3/admin/shops/${enc(shop)}/customers/${id}`).then(
+      (v) => live && (setView(v), setError(null)),
+      (err) => live && setError(err),
+    )
+    return () => {
+      live = false
+    }
+  }, [shop, id, tick])
+  if (error) return <ErrorBox error={error} />
+  if (!view) return <p class="muted">Loading…</p>
+  const c = view.customer
+  const b = view.points
+  const entries = b.entries
+  const deleted = c.deleted
+  return (
+    <section class="card customer" data-customer={c.id}>
+      <header>
+        <h2>
+          Customer {c.id} {[c.first_name, c.last_name].filter(Boolean).join(' ')}
+        </h2>
+        <span class="muted">{c.email ?? ''}</span>
+        {deleted && <span class="badge o-rejected">deleted</span>}
+      </header>
+      <div class="figures balances">
+        <div>
+          <span class="figure" data-balance="available">{b.available}</span>
+          <span class="muted">available</span>
+        </div>
+        <div>
+          <span class="figure" data-balance="pending">{b.pending}</span>
+          <span class="muted">pending</span>
+        </div>
+        <div>
+          <span class="figure" data-balance="lifetime">{b.lifetime_earned}</span>
+          <span class="muted">lifetime earned</span>
+        </div>
+      </div>
+      {!deleted && <AdjustForm shop={shop} id={c.id} onDone={() => setTick((t) => t + 1)} />}
+      <h2>Ledger</h2>
+      <Ledger entries={entries} />
+      {b.more_entries && <p class="muted">Only the latest {entries.length} entries are listed.</p>}
+      <h2>Orders</h2>
+      <Orders orders={view.orders} />
+    </section>
+  )
+}
+
+function ByEmail({ shop, email }: { shop: string; email: string }) {
+  const [found, setFound] = useState<CustomerSummary[] | null>(null)
+  const [guest, setGuest] = useState<Guest | null>(null)
+  const [error, setError] = useState<unknown>(null)
+  useEffect(() => {
+    let live = true
+    setFound(null)
+    setGuest(null)
+    Promise.all([
+      api<Page<CustomerSummary>>('GET', `/v3/admin/shops/${enc(shop)}/customers?email=${enc(email)}`),
+      api<Guest>('GET', `/v3/admin/shops/${enc(shop)}/guests?email=${enc(email)}`),
+    ]).then(
+      ([customers, g]) => live && (setFound(customers.items), setGuest(g), setError(null)),
+      (err) => live && setError(err),
+    )
+    return () => {
+      live = false
+    }
+  }, [shop, email])
+  if (error) return <ErrorBox error={error} />
+  if (!found) return <p class="muted">Searching…</p>
+  const guestOrders = guest?.orders ?? []
+  return (
+    <>
+      {found.length === 0 && <p class="muted">No customer with the e-mail {email}.</p>}
+      {found.map((v) => (
+        <CustomerCard key={v.id} shop={shop} id={v.id} />
+      ))}
+      {guest && (guestOrders.length > 0 || guest.points.entries.length > 0) && (
+        <section class="card guest">
+          <h2>Guest orders of {guest.email}</h2>
+          <p>
+            <strong>{guest.points.held}</strong> points held under this e-mail until a customer registers with it.
+          </p>
+          <Orders orders={guestOrders} />
+          <h2>Ledger</h2>
+          <Ledger entries={guest.points.entries} />
+        </section>
+      )}
+    </>
+  )
+}
+
+export function Customer() {
+  const params = route.value.params
+  const shop = params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const q = params.get('q') ?? ''
+  const [draft, setDraft] = useState(q)
+  const [draftShop, setDraftShop] = useState(shop)
+  useEffect(() => {
+    setDraft(q)
+    setDraftShop(shop)
+  }, [q, shop])
+  const submit = (e: Event) => {
+    e.preventDefault()
+    navigate(`customer?shop=${enc(draftShop)}&q=${enc(draft.trim())}`)
+  }
+  const id = /^[0-9]+$/.test(q) ? Number(q) : null
+  return (
+    <main data-query={q}>
+      <div class="toolbar">
+        <h1>Customer</h1>
+      </div>
+      <form class="filters" onSubmit={submit}>
+        <ShopPicker value={draftShop} onChange={setDraftShop} />
+        <label class="grow">
+          Id or e-mail <input name="q" value={draft} placeholder="42 or ada@example.com" onInput={(e) => setDraft((e.currentTarget as HTMLInputElement).value)} />
+        </label>
+        <button type="submit" disabled={draft.trim() === '' || draftShop === ''}>
+          Find
+        </button>
+      </form>
+      {q && shop && (id !== null ? <CustomerCard key={`${shop}/${id}`} shop={shop} id={id} /> : <ByEmail key={`${shop}/${q}`} shop={shop} email={q} />)}
+    </main>
+  )
+}

@@ -1,0 +1,45 @@
+import { signal } from '@preact/signals'
+import { api, ApiError, setUnauthorizedHandler, type Session } from './api.ts'
+
+// The session is an HttpOnly cookie the page cannot read. What the page keeps (localStorage) is
+// only a hint that it signed in, so that a fresh visit shows the sign-in form without first
+// asking the API a question whose answer would be a 401.
+
+const HINT = 'shop-intake.signed-in'
+
+/** The signed-in operator; null when signed out; undefined while checking. */
+export const session = signal<Session | null | undefined>(undefined)
+
+function forget(): void {
+  localStorage.removeItem(HINT)
+  session.value = null
+}
+
+setUnauthorizedHandler(forget)
+
+export async function checkSession(): Promise<void> {
+  if (localStorage.getItem(HINT) === null) {
+    session.value = null
+    return
+  }
+  try {
+    session.value = await api<Session>('GET', '/v3/admin/session')
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return forget()
+    throw err
+  }
+}
+
+export async function signIn(key: string): Promise<void> {
+  const s = await api<Session>('POST', '/v3/admin/session', { key })
+  localStorage.setItem(HINT, '1')
+  session.value = s
+}
+
+export async function signOut(): Promise<void> {
+  try {
+    await api<void>('DELETE', '/v3/admin/session')
+  } finally {
+    forget()
+  }
+}

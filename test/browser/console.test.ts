@@ -1,0 +1,283 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
+import { runCli } from '../support/cli-process.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, type TestDatabase } from '../support/harness.ts'
+import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
+
+// The operator console in a real browser (Debian's Chromium, headless) against a real server
+// process: what an operator does, page by page, with a screenshot of each step in
+// test-screenshots/. Any console error, page error, failed request or refusal the test did not
+// provoke fails the test that was running.
+
+const SHOP = 'demo'
+const DAY_MS = 86_400_000
+/** Processed a month ago: its points are available now. */
+const processed = () => new Date(Date.now() - 30 * DAY_MS).toISOString()
+
+forEachDatabase((kind) => {
+  describe('the operator console', { timeout: 240_000 }, () => {
+    let database: TestDatabase
+    let server: ServerProcess
+    let browser: Browser
+    let watch: PageWatch
+    let shopKey: string
+    let adminKey: string
+    let base: string
+    let rejectedId: string
+
+    const hook = async (path: string, body: unknown, headers: Record<string, string> = {}, key = shopKey) => {
+      const answer = await request(server.port, {
+        method: 'POST', path, agent: false, body: JSON.stringify(body),
+        headers: { authorization: basic(key), 'content-type': 'application/json', ...headers },
+      })
+      return { status: answer.status, body: answer.body === undefined ? undefined : (JSON.parse(answer.body) as Record<string, any>) }
+    }
+    const shot = (name: string) => screenshot(browser.page, `${kind}-${name}`)
+
+    before(async () => {
+      requireChromium()
+      buildDashboard()
+      database = await createTestDatabase(kind)
+      shopKey = (await createKey(database.url, SHOP)).key
+      const created = await runCli(['admins', 'create', '--name', 'Ada Operator'], { DATABASE_URL: database.url })
+      assert.equal(created.code, 0, created.stderr)
+      adminKey = created.stdout.trim().split('\n').at(-1)!
+      assert.match(adminKey, /^ak_[A-Za-z0-9]{32,}$/)
+      server = await startServerProcess(database.url, shopKey)
+      base = `http://127.0.0.1:${server.port}`
+      // Some traffic for the chart: a customer, an order of theirs whose points are available, a refusal.
+      assert.equal((await hook(CUSTOMER_CREATED, { id: 9, first_name: 'Grace', last_name: 'Hopper', email: 'grace@example.com' })).status, 200)
+      const order = { id: 501, currency: 'EUR', email: 'grace@example.com', ref: 'R-501', total: '129.90', subtotal: '120.00', is_paid: true, processed_at: processed(), customer: { id: 9 } }
+      assert.equal((await hook(ORDER_CREATED, order)).status, 200)
+      for (let i = 0; i < 3; i++) assert.equal((await hook(CUSTOMER_CREATED, { id: 100 + i, email: `c${i}@example.com` })).status, 200)
+      assert.equal((await hook(ORDER_CREATED, { id: 502, currency: 'EUR', total: '12.5' })).status, 422)
+      browser = await launchBrowser()
+      watch = new PageWatch(browser.page, base)
+    })
+
+    after(async () => {
+      await browser?.close()
+      if (server) await stopServerProcess(server)
+      await database?.drop()
+    })
+
+    test('sign in with an admin key: the overview shows the shop, its chart and the write queue', async () => {
+      const { page } = browser
+      await page.goto(`${base}/admin`)
+      assert.equal(new URL(page.url()).pathname, '/admin/')
+      await page.fill('input[name=key]', adminKey)
+      await page.click('button[type=submit]')
+      await page.locator('[data-operator]', { hasText: 'Ada Operator' }).waitFor()
+      const card = page.locator(`section.shop[data-shop="${SHOP}"]`)
+      await card.locator('.uplot').waitFor()
+      await page.locator('[data-figure=queue-depth]').waitFor()
+      const text = await card.innerText()
+      assert.match(text, /4 customers · 1 orders/)
+      assert.match(text, /16\.7%\s+rejected, last 3 h \(1 of 6\)/)
+      const cookies = await browser.context.cookies(base)
+      const cookie = cookies.find((c) => c.name === 'si_admin')
+      assert.ok(cookie, 'the session cookie is set')
+      assert.equal(cookie.httpOnly, true)
+      assert.equal(cookie.sameSite, 'Strict')
+      await shot('overview')
+      watch.check()
+    })
+
+    test('a webhook posted now appears in the live tail', async () => {
+      const { page } = browser
+      await page.click('nav.top a:text("Events")')
+      await page.locator('[data-tail=live]').waitFor()
+      const sent = await hook(CUSTOMER_CREATED, { id: 77, first_name: 'Live', email: 'live@example.com' })
+      assert.equal(sent.status, 200)
+      const row = page.locator(`tr[data-event="${sent.body!.event_id}"]`)
+      await row.waitFor({ timeout: 10_000 })
+      assert.match(await row.innerText(), /customer\/hook_created[\s\S]*77[\s\S]*applied/)
+      await shot('live-tail')
+      watch.check()
+    })
+
+    test('a rejected event: its errors listed with their pointers and highlighted in the body', async () => {
+      const { page } = browser
+      const sent = await hook(CUSTOMER_CREATED, { id: 10, first_name: 'Bad', email: 'not an e-mail', tags: 'vip' })
+      assert.equal(sent.status, 422)
+      rejectedId = sent.body!.event_id
+      const row = page.locator(`tr[data-event="${rejectedId}"]`)
+      await row.waitFor({ timeout: 10_000 })
+      await row.locator('a').click()
+      await page.locator('h1', { hasText: rejectedId }).waitFor()
+      const errors = await page.locator('ul.field-errors li').allInnerTexts()
+      assert.ok(errors.some((e) => e.startsWith('/email')), errors.join('; '))
+      assert.ok(errors.some((e) => e.startsWith('/tags')), errors.join('; '))
+      assert.equal(await page.locator('mark.j-error[data-pointer="/email"]').innerText(), '"not an e-mail"')
+      assert.equal(await page.locator('mark.j-error[data-pointer="/tags"]').innerText(), '"vip"')
+      // The rest of the body is there, not highlighted.
+      assert.match(await page.locator('pre.json').innerText(), /"first_name": "Bad"/)
+      assert.equal(await page.locator('mark.j-error').count(), 2)
+      await shot('rejected-event')
+      await page.click('ul.field-errors a:has-text("/tags")')
+      await page.locator('mark.j-error.flash[data-pointer="/tags"]').waitFor()
+      watch.check()
+    })
+
+    test('replay: a rejected event is refused as it would be today; an applied one is answered as a redelivery', async () => {
+      const { page } = browser
+      watch.expect('POST', new RegExp(`/v3/admin/events/${rejectedId}/replay$`), 422)
+      await page.click('button[name=replay]')
+      const refused = page.locator('[data-replay=refused]')
+      await refused.waitFor()
+      assert.match(await refused.innerText(), /422[\s\S]*\/email/)
+      await shot('replay-refused')
+      // The refused replay is an event of its own, rejected again, linked to the one it replayed.
+      await refused.locator('a').click()
+      await page.locator('dt:text("replay of") + dd', { hasText: rejectedId }).waitFor()
+      assert.equal(await page.locator('mark.j-error').count(), 2)
+      watch.check()
+
+      // A duplicate, found with the filters, links to its original; replaying the original delivers it again.
+      const body = { id: 11, first_name: 'Twice', email: 'twice@example.com' }
+      const first = await hook(CUSTOMER_CREATED, body, { 'idempotency-key': 'k-twice' })
+      const second = await hook(CUSTOMER_CREATED, body, { 'idempotency-key': 'k-twice' })
+      assert.equal(second.body!.status, 'duplicate')
+      await page.click('nav.top a:text("Events")')
+      await page.selectOption('select[name=outcome]', 'duplicate')
+      await page.fill('input[name=resource_id]', '11')
+      await page.click('form.filters button[type=submit]')
+      await page.waitForURL(/outcome=duplicate/)
+      const rows = page.locator('table.events tbody tr')
+      await rows.first().locator('td', { hasText: 'duplicate' }).waitFor()
+      assert.equal(await rows.count(), 1)
+      await rows.first().locator('a').click()
+      await page.locator('dt', { hasText: 'duplicate of' }).waitFor()
+      await page.click('a.original')
+      await page.locator('h1', { hasText: first.body!.event_id }).waitFor()
+      await page.click('button[name=replay]')
+      const replayed = page.locator('[data-replay]')
+      await replayed.waitFor()
+      const status = await replayed.getAttribute('data-replay')
+      // Sent again with its Idempotency-Key, it is a redelivery: answered with the original's id.
+      assert.equal(status, 'duplicate', `a replay of an applied webhook is answered ${status}`)
+      assert.equal(await replayed.locator('a').innerText(), first.body!.event_id)
+      // The replay is an event of its own, newest, linked to what it replayed.
+      await page.goto(`${base}/admin/events?resource_id=11`)
+      await rows.first().locator('.replay').waitFor()
+      await rows.first().locator('a').click()
+      await page.locator('dt', { hasText: 'replay of' }).waitFor()
+      assert.equal(await page.locator('dt:text("replay of") + dd').innerText(), first.body!.event_id)
+      await shot('replay-applied')
+      watch.check()
+    })
+
+    test('find a customer by e-mail and by id, and adjust their balance', async () => {
+      const { page } = browser
+      await page.click('nav.top a:text("Customer")')
+      await page.fill('input[name=q]', 'grace@example.com')
+      await page.click('form.filters button[type=submit]')
+      // (Each search renders its own view, marked with what it searched: no step reads the one before.)
+      let card = page.locator('main[data-query="grace@example.com"] section.customer[data-customer="9"]')
+      await card.waitFor()
+      assert.equal(await card.locator('[data-balance=available]').innerText(), '120')
+      assert.match(await card.locator('table.ledger').innerText(), /earned/)
+      assert.match(await card.locator('table.orders').innerText(), /501[\s\S]*R-501[\s\S]*120/)
+
+      await page.fill('input[name=q]', '9')
+      await page.click('form.filters button[type=submit]')
+      await page.waitForURL(/q=9$/)
+      card = page.locator('main[data-query="9"] section.customer[data-customer="9"]')
+      await card.waitFor()
+      // More than is available is refused, and says so; nothing changes.
+      watch.expect('POST', /\/v3\/admin\/shops\/demo\/customers\/9\/adjustments$/, 409)
+      await card.locator('input[name=points]').fill('-1000')
+      await card.locator('input[name=reason]').fill('too much')
+      await card.locator('form.adjust button[type=submit]').click()
+      await card.locator('form.adjust [role=alert]', { hasText: '409' }).waitFor()
+      assert.equal(await card.locator('[data-balance=available]').innerText(), '120')
+      await card.locator('input[name=points]').fill('-20')
+      await card.locator('input[name=reason]').fill('goodwill gesture reversed')
+      await card.locator('form.adjust button[type=submit]').click()
+      await card.locator('[data-balance=available]', { hasText: /^100$/ }).waitFor()
+      assert.match(await card.locator('table.ledger').innerText(), /-20[\s\S]*adjusted_manually[\s\S]*goodwill gesture reversed/)
+      await shot('customer')
+
+      // A guest's points, found by the e-mail they are held under.
+      const guestOrder = { id: 503, currency: 'EUR', email: 'Guest@Example.com', ref: 'R-503', total: '40.00', subtotal: '40.00', is_paid: true, processed_at: processed() }
+      assert.equal((await hook(ORDER_CREATED, guestOrder)).status, 200)
+      await page.fill('input[name=q]', 'guest@example.com')
+      await page.click('form.filters button[type=submit]')
+      const guest = page.locator('main[data-query="guest@example.com"] section.guest')
+      await guest.waitFor()
+      assert.match(await guest.innerText(), /40\s+points held under this e-mail[\s\S]*503[\s\S]*R-503/)
+      assert.equal(await page.locator('section.customer').count(), 0)
+
+      // A deleted customer is found too: the tombstone, with no adjustment form.
+      assert.equal((await hook(CUSTOMER_DELETED, { id: 100 })).status, 200)
+      await page.fill('input[name=q]', '100')
+      await page.click('form.filters button[type=submit]')
+      const tombstone = page.locator('section.customer[data-customer="100"]')
+      await tombstone.locator('.badge', { hasText: 'deleted' }).waitFor()
+      assert.equal(await tombstone.locator('form.adjust').count(), 0)
+      watch.check()
+    })
+
+    test('create a key (shown once, copied), then revoke it', async () => {
+      const { page, context } = browser
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base })
+      await page.click('nav.top a:text("Keys")')
+      await page.locator('table.keys tbody tr').first().waitFor()
+      const before = await page.locator('table.keys tbody tr').count()
+      await page.click('button[name=create-key]')
+      const shown = page.locator('input[name=new-key]')
+      await shown.waitFor()
+      const key = await shown.inputValue()
+      assert.match(key, /^sk_/)
+      await page.click('.new-key button:text("Copy")')
+      await page.locator('.new-key button:text("Copied")').waitFor()
+      assert.equal(await page.evaluate('navigator.clipboard.readText()'), key)
+      await page.locator('table.keys tbody tr').nth(before).waitFor()
+      assert.equal((await hook(CUSTOMER_CREATED, { id: 12, email: 'k@example.com' }, {}, key)).status, 200)
+      await shot('key-created')
+
+      await page.click('.new-key button:text("Done")')
+      assert.equal(await shown.count(), 0, 'the key is not shown again')
+      const row = page.locator('table.keys tbody tr:not(.revoked)').filter({ has: page.locator('button[name=revoke]') }).first()
+      const id = await row.getAttribute('data-key-id')
+      // The newest key is the one just created (the list is newest first).
+      assert.equal(id, await page.locator('table.keys tbody tr').first().getAttribute('data-key-id'))
+      await row.locator('button[name=revoke]').click()
+      await page.click('button[name=confirm-revoke]')
+      await page.locator(`table.keys tr.revoked[data-key-id="${id}"]`).waitFor()
+      await new Promise((resolve) => setTimeout(resolve, 1200))
+      assert.equal((await hook(CUSTOMER_CREATED, { id: 13, email: 'k2@example.com' }, {}, key)).status, 401)
+      await shot('key-revoked')
+      watch.check()
+    })
+
+    test('the audit log lists what the operator changed', async () => {
+      const { page } = browser
+      await page.click('nav.top a:text("Audit")')
+      const table = page.locator('table.audit tbody')
+      await table.locator('tr').first().waitFor()
+      const text = await table.innerText()
+      assert.match(text, /Ada Operator/)
+      for (const what of [/adjust/i, /revoke/i, /replay/i]) assert.match(text, what)
+      await shot('audit')
+      watch.check()
+    })
+
+    test('sign out: the session ends and the console asks for a key again', async () => {
+      const { page, context } = browser
+      const session = (await context.cookies(base)).find((c) => c.name === 'si_admin')
+      assert.ok(session)
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
+      assert.equal((await context.cookies(base)).some((c) => c.name === 'si_admin'), false, 'the cookie is cleared')
+      await page.reload()
+      await page.locator('input[name=key]').waitFor()
+      // The session is gone on the server too: the old cookie, sent again, is refused.
+      const again = await request(server.port, { method: 'GET', path: '/v3/admin/session', agent: false, headers: { cookie: `si_admin=${session.value}` } })
+      assert.equal(again.status, 401)
+      await shot('signed-out')
+      watch.check()
+    })
+  })
+})
