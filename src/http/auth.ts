@@ -2,6 +2,7 @@ import basicAuth from 'basic-auth'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
 import { LRUCache } from 'lru-cache'
+import { isAdminKey } from '../keys/admin-key.ts'
 import { hashKey, isWellFormedKey } from '../keys/api-key.ts'
 import { findActiveKey, type Principal } from '../store/keys-repo.ts'
 import type { Tables } from '../store/tables.ts'
@@ -22,6 +23,9 @@ const DETAILS: Record<AuthFailure, string> = {
   'key-as-user': 'the API key was sent as the user name; send it as the password, with an empty user name',
   unknown: 'the API key is not known or has been revoked',
 }
+
+/** An operator's key sent where a shop's key belongs: counted as unknown, told apart in the detail. */
+const ADMIN_KEY_HERE = 'this is an admin key (ak_…), which opens only the admin API (/v3/admin/…); the webhook and shop endpoints take a key of the shop (keys create)'
 
 export interface Authenticator {
   hook(request: FastifyRequest, reply: FastifyReply): Promise<void>
@@ -57,10 +61,10 @@ export function createAuthenticator(
     return found || undefined
   }
 
-  function fail(reason: AuthFailure): never {
+  function fail(reason: AuthFailure, detail = DETAILS[reason]): never {
     onFailure(reason)
     throw new ProblemError(
-      { status: 401, type: 'unauthorized', title: 'Unauthorized', detail: DETAILS[reason] },
+      { status: 401, type: 'unauthorized', title: 'Unauthorized', detail },
       { 'www-authenticate': 'Basic realm="shop-intake"' },
     )
   }
@@ -86,7 +90,7 @@ export function createAuthenticator(
       if (!pass && isWellFormedKey(name)) fail('key-as-user')
       if (!isWellFormedKey(pass)) fail(pass ? 'malformed' : 'missing')
       const principal = await lookup(pass)
-      if (!principal) fail('unknown')
+      if (!principal) fail('unknown', isAdminKey(pass) ? ADMIN_KEY_HERE : undefined)
       request.principal = principal
       onSuccess(principal)
     },
