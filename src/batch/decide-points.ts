@@ -116,16 +116,25 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
   }
   return out
 
+  /**
+   * What a redemption and an adjustment share: the expiry due is settled first, then `take`
+   * decides the entries from the lots (null: more than is available), which go into the lots
+   * and, as `toRow` makes them, into the ledger.
+   */
+  function book(c: RedeemCommand | AdjustCommand, lots: Lot[], take: typeof spend, toRow: (entry: LotEntry) => LedgerRow): LotEntry[] | null {
+    if (settleExpiry(c.shopId, c.customerId, lots, c.atUs) !== 0) out.touched.push(keyOf(c.shopId, c.customerId))
+    const entries = take(lots, c.atUs, c.points)
+    for (const entry of entries ?? []) {
+      addToLots(lots, entry)
+      ledger.push(toRow(entry))
+    }
+    return entries
+  }
+
   function redeem(c: RedeemCommand, lots: Lot[]): CommandOutcome {
     const customerKey = keyOf(c.shopId, c.customerId)
-    const expired = settleExpiry(c.shopId, c.customerId, lots, c.atUs)
-    if (expired !== 0) out.touched.push(customerKey)
-    const entries = spend(lots, c.atUs, c.points)
+    const entries = book(c, lots, spend, (entry) => row(c.shopId, c.customerId, entry, 'redeemed', c.redemptionId))
     if (!entries) return { status: 'insufficient-points', available: availableAt(lots, c.atUs) }
-    for (const entry of entries) {
-      addToLots(lots, entry)
-      ledger.push(row(c.shopId, c.customerId, entry, 'redeemed', c.redemptionId))
-    }
     const stored: StoredRedemption = {
       shopId: c.shopId, id: c.redemptionId, customerId: c.customerId, points: c.points, reference: c.reference, createdUs: c.atUs,
       availableAfter: availableAt(lots, c.atUs), idemKey: c.idemKey, requestHash: c.requestHash, cancelledUs: null, cancelAvailableAfter: null,
@@ -140,14 +149,8 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
 
   function adjust(c: AdjustCommand, lots: Lot[]): CommandOutcome {
     const customerKey = keyOf(c.shopId, c.customerId)
-    const expired = settleExpiry(c.shopId, c.customerId, lots, c.atUs)
-    if (expired !== 0) out.touched.push(customerKey)
-    const entries = adjustmentEntries(lots, c.atUs, c.points)
+    const entries = book(c, lots, adjustmentEntries, (entry) => ({ ...row(c.shopId, c.customerId, entry, 'adjusted_manually', null), adjustmentId: c.adjustmentId }))
     if (!entries) return { status: 'insufficient-points', available: availableAt(lots, c.atUs) }
-    for (const entry of entries) {
-      addToLots(lots, entry)
-      ledger.push({ ...row(c.shopId, c.customerId, entry, 'adjusted_manually', null), adjustmentId: c.adjustmentId })
-    }
     const stored: StoredAdjustment = {
       shopId: c.shopId, id: c.adjustmentId, customerId: c.customerId, points: c.points, reason: c.reason, operator: c.operator,
       createdUs: c.atUs, availableAfter: availableAt(lots, c.atUs), idemKey: c.idemKey, requestHash: c.requestHash,

@@ -25,6 +25,9 @@ export class ProblemError extends Error {
   }
 }
 
+/** A 400 `malformed-request` for a query or header the schema cannot check alone; thrown from a route or hook. */
+export const badRequest = (detail: string) => new ProblemError({ status: 400, type: 'malformed-request', title: 'Bad Request', detail })
+
 declare module 'fastify' {
   interface FastifyReply {
     /** The problem this reply answers with, for the request's log line. */

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Services } from '../services.ts'
 import { noStore } from '../http/no-store.ts'
-import { sendProblem } from '../http/problem.ts'
+import { badRequest } from '../http/problem.ts'
 import { ChangeList, ChangesQuery } from '../schemas/changes.ts'
 import { changeView } from '../feed/entry.ts'
 import { changesAfter } from '../store/changes-repo.ts'
@@ -39,9 +39,9 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
       const after = Number(request.query.after ?? 0)
       const limit = Number(request.query.limit ?? 100)
       const wait = Number(request.query.wait ?? 0)
-      if (limit > MAX_LIMIT) return badRequest(reply, `limit must be at most ${MAX_LIMIT}`)
-      if (wait > MAX_WAIT_SECONDS) return badRequest(reply, `wait must be at most ${MAX_WAIT_SECONDS} seconds`)
-      if (!Number.isSafeInteger(after)) return badRequest(reply, 'after must be a position returned by this endpoint')
+      if (limit > MAX_LIMIT) throw badRequest(`limit must be at most ${MAX_LIMIT}`)
+      if (wait > MAX_WAIT_SECONDS) throw badRequest(`wait must be at most ${MAX_WAIT_SECONDS} seconds`)
+      if (!Number.isSafeInteger(after)) throw badRequest('after must be a position returned by this endpoint')
       const deadline = Date.now() + wait * 1000
       const gone = new AbortController()
       reply.raw.once('close', () => gone.abort())
@@ -58,6 +58,3 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
     },
   )
 }
-
-const badRequest = (reply: Parameters<typeof sendProblem>[0], detail: string) =>
-  sendProblem(reply, { status: 400, type: 'malformed-request', title: 'Bad Request', detail })

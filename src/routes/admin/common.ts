@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify'
 import { arrivalClockUs } from '../../domain/time.ts'
-import { ProblemError, sendProblem } from '../../http/problem.ts'
+import { badRequest, ProblemError, sendProblem } from '../../http/problem.ts'
 import type { AdminAuth } from '../../http/admin-auth.ts'
 import { noStore } from '../../http/no-store.ts'
 import type { Services } from '../../services.ts'
@@ -27,7 +27,6 @@ export function adminContext(services: Services, auth: AdminAuth): AdminContext 
 }
 
 export const notFound = (detail: string) => new ProblemError({ status: 404, type: 'not-found', title: 'Not Found', detail })
-export const badRequest = (detail: string) => new ProblemError({ status: 400, type: 'malformed-request', title: 'Bad Request', detail })
 export const sendNotFound = (reply: FastifyReply, detail: string) => sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail })
 
 /** The shop of that name, or a 404. */

@@ -6,7 +6,8 @@ import { AdminEventDetail, AdminEventList, ADMIN_PROBLEMS, EventParams, EventsQu
 import { eventPage, findEvent, type EventListRow } from '../../store/admin-events-repo.ts'
 import { shopNames } from '../../store/admin-read-repo.ts'
 import { readAnswer } from '../resources.ts'
-import { ADMIN_SECURITY, badRequest, decodeCursor, limitOf, listOf, notFound, shopByName, TAGS, type AdminContext } from './common.ts'
+import { badRequest } from '../../http/problem.ts'
+import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, notFound, shopByName, TAGS, type AdminContext } from './common.ts'
 
 // The events: a filtered list, newest first, and one event with its headers and body.
 
