@@ -146,6 +146,8 @@ forEachDatabase((kind) => {
       await page.waitForURL(/outcome=duplicate/)
       const rows = page.locator('table.events tbody tr')
       await rows.first().locator('td', { hasText: 'duplicate' }).waitFor()
+      // New filters replace the list: the row found may still be the unfiltered list's, about to go.
+      for (let i = 0; i < 100 && (await rows.count()) !== 1; i++) await new Promise((r) => setTimeout(r, 100))
       assert.equal(await rows.count(), 1)
       await rows.first().locator('a').click()
       await page.locator('dt', { hasText: 'duplicate of' }).waitFor()
