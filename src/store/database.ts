@@ -11,6 +11,7 @@ import { retention } from './migrations/0006-retention.ts'
 import { changeFeed } from './migrations/0008-change-feed.ts'
 import { keyNotify } from './migrations/0009-key-notify.ts'
 import { console_ } from './migrations/0007-console.ts'
+import { writePathV3 } from './migrations/0010-write-path-v3.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -41,6 +42,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0008-change-feed': changeFeed(backend.types),
     '0009-key-notify': keyNotify(backend.kind),
     '0007-console': console_(backend.types),
+    '0010-write-path-v3': writePathV3(backend.kind),
   }
 }
 

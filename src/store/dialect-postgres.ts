@@ -5,6 +5,8 @@ import type { Backend, RowsOf, Session } from './dialect.ts'
 import { touchKeysQuery } from './keys-repo.ts'
 import { isUnavailable } from './unavailable.ts'
 import { batchApplier } from './apply-batch.ts'
+import { postgresStatements } from './batch-sql-postgres.ts'
+import { batchStatements } from './batch-statements.ts'
 import { pruneEventsTimed } from './prune.ts'
 import type { Tables } from './tables.ts'
 
@@ -95,36 +97,25 @@ function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
       const [row] = await run(CompiledQuery.raw(`WITH ${ctes.join(', ')} SELECT ${results.join(', ')}`, values) as CompiledQuery<Record<string, unknown[]>>)
       return queries.map((_, i) => row![`r${i}`]) as RowsOf<typeof queries>
     },
+    async counts(queries) {
+      if (queries.length === 0) return []
+      if (queries.length === 1) return [(await run(queries[0]!)).length]
+      // One statement: each write a CTE; data-modifying CTEs all run, whether or not they are read.
+      const ctes: string[] = []
+      const values: unknown[] = []
+      queries.forEach((q, i) => {
+        const offset = values.length
+        ctes.push(`q${i} AS (${q.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`)
+        values.push(...q.parameters)
+      })
+      const counted = queries.map((_, i) => `(SELECT count(*) FROM q${i})::int AS c${i}`)
+      const [row] = await run(CompiledQuery.raw(`WITH ${ctes.join(', ')} SELECT ${counted.join(', ')}`, values) as CompiledQuery<Record<string, number>>)
+      return queries.map((_, i) => Number(row![`c${i}`]))
+    },
     async exec(sql) {
       await queryable.query(sql)
     },
   }
-}
-
-/** Column types of the tables written in bulk, for their unnest arrays; text unless listed. */
-const COLUMN_TYPES: Record<string, string> = {
-  shop_id: 'integer', rule_version: 'integer',
-  is_newsletter: 'smallint', deleted: 'smallint', is_fulfilled: 'smallint', is_refunded: 'smallint', is_paid: 'smallint',
-  body: 'bytea',
-  order_id: 'bigint', customer_id: 'bigint', resource_id: 'bigint', points: 'bigint', amount_minor: 'bigint', total: 'bigint',
-  subtotal: 'bigint', amount_shipping: 'bigint', amount_giftcard: 'bigint', amount_tax: 'bigint', rev: 'bigint',
-  debt: 'smallint', available_after: 'bigint', cancel_available_after: 'bigint',
-}
-const columnType = (table: string, column: string) =>
-  column === 'id' ? (table === 'events' || table === 'redemptions' ? 'text' : 'bigint') : column.endsWith('_us') ? 'bigint' : (COLUMN_TYPES[column] ?? 'text')
-
-/**
- * `INSERT … VALUES ($1, …, $k) …` of one row, turned into `INSERT … SELECT * FROM unnest($1::t[],
- * …, $k::t[]) …` of every row: one array parameter per column, so the text is the same whatever
- * the number of rows, and the statement is parsed and planned once per connection.
- */
-function unnestInsert<R>(query: CompiledQuery<R>, table: string, rows: readonly object[]): CompiledQuery<R> {
-  const columns = Object.keys(rows[0]!)
-  const values = `values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`
-  if (!query.sql.includes(values)) throw new Error(`not an insert of one row of ${table}: ${query.sql.slice(0, 80)}`)
-  const unnest = `select * from unnest(${columns.map((c, i) => `$${i + 1}::${columnType(table, c)}[]`).join(', ')})`
-  const arrays = columns.map((c) => rows.map((row) => (row as Record<string, unknown>)[c] ?? null))
-  return { ...query, sql: query.sql.replace(values, unnest), parameters: [...arrays, ...query.parameters.slice(columns.length)] }
 }
 
 /** A key's lock number: 64 bits of its hash. Collisions only make unrelated batches wait for each other. */
@@ -167,11 +158,11 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     schemaFromUrl: fromUrl !== undefined,
     db,
     types: {
-      serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(), serialCommits: false,
+      serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(),
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} = ANY(${values})`,
-      bulkInsert: (query, table, rows) => unnestInsert(query, table, rows),
       skipLocked: true,
     },
+    statements: batchStatements(postgresStatements),
     reads: sessionOn(pool),
     afterErasure() {},
     // Short transactions leave dead rows that autovacuum reclaims for reuse; no rewrite, no long lock.

@@ -4,6 +4,8 @@ import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely'
 import type { Backend, RowsOf, Session } from './dialect.ts'
 import { startSqliteWriter } from './sqlite-writer.ts'
+import { sqliteStatements } from './batch-sql-sqlite.ts'
+import { batchStatements } from './batch-statements.ts'
 import type { Tables } from './tables.ts'
 
 // Two connections to one file: the writer's, which holds every write
@@ -70,6 +72,9 @@ function sessionOn(connection: Database.Database): Session {
       st.run(...query.parameters)
       return []
     },
+    async counts(queries) {
+      return queries.map((q) => (session.run(q) as unknown[]).length)
+    },
     exec(sql) {
       connection.exec(sql)
     },
@@ -89,9 +94,10 @@ export function openSqlite(path: string): Backend {
     schema: 'main',
     db,
     types: {
-      serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement(), serialCommits: true,
+      serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement(),
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`,
     },
+    statements: batchStatements(sqliteStatements),
     reads: sessionOn(reader),
     lockKeys: async () => {},
     afterErasure() {

@@ -2,6 +2,7 @@ import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, RawBuilder } from 
 import type { BatchItem } from '../batch/commands.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { Pruned } from './prune.ts'
+import type { BatchStatements } from './batch-statements.ts'
 import type { Tables } from './tables.ts'
 
 /** The rows of each of several queries. */
@@ -16,6 +17,11 @@ export interface Session {
    * on PostgreSQL as one statement, a single round trip; on SQLite one after another.
    */
   runMany<Q extends readonly CompiledQuery<unknown>[]>(queries: Q): Promise<RowsOf<Q>>
+  /**
+   * Runs write statements that do not depend on each other, each with a RETURNING clause, and
+   * returns how many rows each returned: on PostgreSQL as one statement, on SQLite one after another.
+   */
+  counts(queries: readonly CompiledQuery<unknown>[]): Promise<number[]>
   exec(sql: string): void | Promise<void>
 }
 
@@ -47,6 +53,8 @@ export interface Backend {
   /** For reads, migrations and the CLI. */
   readonly db: Kysely<Tables>
   readonly types: DialectTypes
+  /** The write path's statements in this database's form, built once (src/store/batch-statements.ts). */
+  readonly statements: BatchStatements
   /** Prepared statements outside any transaction, on the read connection: committed state only. */
   readonly reads: Session
   /**
@@ -87,21 +95,10 @@ export interface DialectTypes {
   binary: 'blob' | 'bytea'
   serialPrimaryKey(c: ColumnDefinitionBuilder): ColumnDefinitionBuilder
   /**
-   * Write transactions commit one at a time (SQLite), so serial ids commit in order and a change
-   * feed entry takes its position in its own transaction; else a sequencer gives positions after
-   * the commit (src/feed/sequencer.ts).
-   */
-  serialCommits: boolean
-  /**
    * `column IN values` as a condition whose SQL text does not depend on how many values there
    * are (one array or JSON parameter), so that each query is prepared once, not once per size.
    */
   anyOf(column: string, values: readonly (string | number)[]): RawBuilder<boolean>
-  /**
-   * Where the database has one: `query`, an insert of one row, turned into the insert of all
-   * `rows` with a text that does not depend on how many there are (prepared once).
-   */
-  bulkInsert?<R>(query: CompiledQuery<R>, table: string, rows: readonly object[]): CompiledQuery<R>
   /**
    * Whether a select may lock its rows and skip those another transaction holds (`FOR UPDATE SKIP
    * LOCKED`, PostgreSQL): several processes pruning at once then take different events.
