@@ -18,7 +18,7 @@ import { requireWrk, RequestPool, runLoad, type LoadResult } from './load.ts'
 import { sql } from 'kysely'
 import { openBackend } from '../src/store/database.ts'
 import { eventsBefore, pruneEvents } from '../src/store/prune.ts'
-import { startService, type Service, type Target } from './service.ts'
+import { startService, stopAllServices, type Service, type Target } from './service.ts'
 import { startCosts, type CostTarget, type Costs } from './costs.ts'
 import { printCosts, printStatements, printWalPages } from './costs-report.ts'
 import { startOwnPostgres, type OwnPostgres, type StatementStats } from './own-postgres.ts'
@@ -256,13 +256,14 @@ async function drive(service: Service, target: Target, label: string): Promise<R
 }
 
 const results: Result[] = []
-// The bench's own PostgreSQL goes with the run, however it ends.
+// The bench's own PostgreSQL goes with the run, however it ends; so do the services, on a signal.
 const stopOwnPostgres = () => {
   ownPostgres?.stop()
   ownPostgres = undefined
 }
 for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
   process.once(signal, () => {
+    stopAllServices()
     stopOwnPostgres()
     process.exit(code)
   })

@@ -54,6 +54,14 @@ function treeMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   return total
 }
 
+/** Services running now, so that an interrupted run can stop them (`stopAllServices`). */
+const running = new Set<ChildProcess>()
+
+/** Sends SIGTERM to every service still running: for a run that is interrupted and cannot wait. */
+export function stopAllServices(): void {
+  for (const child of running) child.kill('SIGTERM')
+}
+
 /** A port the OS has just handed out, so that the server does not collide with others on this machine. */
 async function freePort(): Promise<number> {
   const server = createServer()
@@ -119,6 +127,8 @@ export async function startService(
   const port = await freePort()
   env.PORT = String(port)
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'inherit'] })
+  running.add(child)
+  child.once('exit', () => running.delete(child))
   const stop = async () => {
     if (child.exitCode === null) {
       child.kill('SIGTERM')
