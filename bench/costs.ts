@@ -98,7 +98,7 @@ export async function startCosts(target: CostTarget): Promise<{ stop(requests: n
     }
     if (writers.size === 0) process.stderr.write('warning: no writer thread found in the service: its CPU is counted with the other threads\n')
   }
-  const hasWriter = target.writerThread
+  const hasWriter = writers.size > 0
   const postgres = target.postgres ? await startPostgresCpu(target.postgres.monitorUrl, target.postgres.applicationName) : undefined
   const metricsBefore = target.writePath ? await scrapeWritePath(target.port) : undefined
   const before = sampleService(target.pid, writers)
