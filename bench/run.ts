@@ -1,6 +1,11 @@
-// npm run bench [-- --duration 10 --preload 0 [--prune PERCENT] --connections 64 --threads 2 --only ceiling,sqlite,postgres] [--workers N]
+// npm run bench [-- --duration 10 --preload 0 [--prune PERCENT] --connections 64 --threads 2 --only ceiling,sqlite,postgres] [--workers N] [--wal-seconds 5] [--pg-stats]
 //
 // --workers N runs the PostgreSQL service as N processes (WORKERS=N); SQLite, which runs one, is then left out.
+// Each target also gets costs per webhook (bench/costs.ts): CPU of the service and of PostgreSQL,
+// bytes written, batch size, statements and round trips per batch. --wal-seconds S (0: none) adds
+// a phase after SQLite's timed run that counts the pages written per table and index
+// (bench/wal-phase.ts); --pg-stats runs PostgreSQL on a cluster of the bench's own with
+// pg_stat_statements (bench/own-postgres.ts) and keeps its top statements.
 //
 // Measures the ceiling route, then the service on SQLite, then on PostgreSQL, then the ceiling
 // again, in this one run, each driven by wrk with the same mix, and reports each database's
@@ -13,7 +18,12 @@ import { requireWrk, RequestPool, runLoad, type LoadResult } from './load.ts'
 import { sql } from 'kysely'
 import { openBackend } from '../src/store/database.ts'
 import { eventsBefore, pruneEvents } from '../src/store/prune.ts'
-import { startService, type Service, type Target } from './service.ts'
+import { startService, stopAllServices, type Service, type Target } from './service.ts'
+import { startCosts, type CostTarget, type Costs } from './costs.ts'
+import { printCosts, printStatements, printWalPages } from './costs-report.ts'
+import { startOwnPostgres, type OwnPostgres, type StatementStats } from './own-postgres.ts'
+import { measureWalPages, type WalPhase } from './wal-phase.ts'
+import { POSTGRES_URL } from '../test/support/harness.ts'
 
 const TARGETS: Target[] = ['ceiling', 'sqlite', 'postgres']
 const { values: args } = parseArgs({
@@ -25,8 +35,12 @@ const { values: args } = parseArgs({
     only: { type: 'string', default: TARGETS.join(',') },
     prune: { type: 'string', default: '0' },
     workers: { type: 'string', default: '1' },
+    'wal-seconds': { type: 'string', default: '5' },
+    'pg-stats': { type: 'boolean', default: false },
   },
 })
+const walSeconds = Number(args['wal-seconds'])
+const pgStats = args['pg-stats'] === true
 const workerCount = Number(args.workers)
 const duration = Number(args.duration)
 const preloadCount = Number(args.preload)
@@ -38,10 +52,13 @@ const unknown = only.filter((t) => !TARGETS.includes(t))
 if (
   unknown.length > 0 || !(duration > 0) || !(preloadCount >= 0) || !(threads >= 1) || !(connections >= threads) ||
   !(prunePercent >= 0 && prunePercent <= 100) || (prunePercent > 0 && preloadCount === 0) ||
-  !(Number.isInteger(workerCount) && workerCount >= 1 && workerCount <= 256)
+  !(Number.isInteger(workerCount) && workerCount >= 1 && workerCount <= 256) || !(walSeconds >= 0)
 ) {
   process.stderr.write(
-    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}] [--workers N]\n`,
+    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}] [--workers N] [--wal-seconds S] [--pg-stats]\n` +
+      '  every target: CPU µs per webhook (service threads; PostgreSQL backends and server), bytes written, batch size, statements and round trips per batch\n' +
+      '  --wal-seconds S: after SQLite\'s timed run, S seconds more with the WAL held, for its pages written per table and index (default 5; 0: none)\n' +
+      '  --pg-stats: PostgreSQL on a cluster of the bench\'s own with pg_stat_statements, whose top 20 statements the results keep\n',
   )
   process.exit(2)
 }
@@ -62,6 +79,12 @@ interface Result extends LoadResult {
   preload_events_per_s?: number
   ratio_to_ceiling?: number
   pruning?: PruningReport
+  /** Per webhook of the timed run (bench/costs.ts). */
+  costs?: Costs
+  /** SQLite: pages written per table and index, in a phase after the timed run (bench/wal-phase.ts). */
+  wal_pages?: WalPhase
+  /** --pg-stats: pg_stat_statements over the timed run, the top 20 by total execution time. */
+  pg_statements?: StatementStats[]
 }
 
 interface PruningReport {
@@ -96,21 +119,51 @@ const CEILING_POOL = 50_000
 const MAX_POOL = 1_000_000
 let poolRate = 25_000
 
+/** `--pg-stats`: the bench's own PostgreSQL, for the postgres target. */
+let ownPostgres: OwnPostgres | undefined
+const newDatabase = () => ownPostgres!.newDatabase()
+
+function costTarget(service: Service, target: Target): CostTarget {
+  return {
+    pid: service.child.pid!, port: service.port, writePath: target !== 'ceiling', writerThread: target === 'sqlite',
+    ...(service.applicationName ? { postgres: { monitorUrl: ownPostgres?.adminUrl ?? POSTGRES_URL, applicationName: service.applicationName } } : {}),
+  }
+}
+
+/** The timed wrk run, with the costs measured around it (and, with --pg-stats, the statements PostgreSQL ran meanwhile). */
+async function timedLoad(service: Service, target: Target, label: string, pool: RequestPool) {
+  const meter = await startCosts(costTarget(service, target))
+  const statements = target === 'postgres' ? ownPostgres : undefined
+  await statements?.resetStatements()
+  process.stderr.write(`${label}: wrk, ${threads} threads, ${connections} connections for ${duration} s…\n`)
+  const load = await runLoad({ pool, seconds: duration, connections })
+  const costs = await meter.stop(load.requests)
+  return { load, costs, ...(statements ? { pg_statements: await statements.topStatements(20) } : {}) }
+}
+
 async function measure(target: Target, label: string): Promise<Result> {
-  const service = await startService(target, { preload: target === 'ceiling' ? 0 : preloadCount, env: serviceEnv(target) })
+  const service = await startService(target, { preload: target === 'ceiling' ? 0 : preloadCount, env: serviceEnv(target), ...(ownPostgres ? { newDatabase } : {}) })
   const size = target === 'ceiling' ? CEILING_POOL : Math.min(MAX_POOL, Math.ceil(duration * poolRate))
   const pool = new RequestPool({ size, threads, port: service.port, key: service.key })
   try {
-    process.stderr.write(`${label}: wrk, ${threads} threads, ${connections} connections for ${duration} s…\n`)
-    const load = await runLoad({ pool, seconds: duration, connections })
+    const { load, costs, pg_statements } = await timedLoad(service, target, label, pool)
     if (load.pool_wrapped && target !== 'ceiling') process.stderr.write(`${label}: warning: the pool ran out and was resent; some webhooks were duplicates\n`)
-    return {
+    const result: Result = {
       target: label,
       ...(serviceEnv(target).WORKERS ? { workers: workerCount } : {}),
       ...load,
       peak_rss_mb: service.peakRssMb(),
       ...(service.preloadRate ? { preload_events_per_s: service.preloadRate } : {}),
+      costs,
+      ...(pg_statements ? { pg_statements } : {}),
     }
+    if (target === 'sqlite' && walSeconds > 0) {
+      result.wal_pages = await measureWalPages({
+        path: service.database!.url.slice('sqlite:'.length), port: service.port, key: service.key,
+        seconds: walSeconds, connections, threads, poolSize: Math.min(MAX_POOL, Math.ceil(walSeconds * poolRate)),
+      })
+    }
+    return result
   } finally {
     pool.remove()
     await service.stop()
@@ -145,10 +198,12 @@ async function countBefore(url: string, cutoffUs: number): Promise<number> {
  */
 async function measurePruning(target: Target, label: string): Promise<Result[]> {
   const backdated = Math.floor((preloadCount * prunePercent) / 100)
-  const first = await startService(target, { preload: preloadCount, backdated, backdateUs: 60 * DAY_US, keepDatabase: true, env: { EVENT_RETENTION_DAYS: '0', ...serviceEnv(target) } })
+  const first = await startService(target, {
+    preload: preloadCount, backdated, backdateUs: 60 * DAY_US, keepDatabase: true, env: { EVENT_RETENTION_DAYS: '0', ...serviceEnv(target) }, ...(ownPostgres ? { newDatabase } : {}),
+  })
   const database = first.database!
   try {
-    const without = await drive(first, label)
+    const without = await drive(first, target, label)
     await first.stop()
     const sizeBefore = await sizeMb(database.url)
     const cutoffUs = Date.now() * 1000 - 30 * DAY_US
@@ -159,7 +214,7 @@ async function measurePruning(target: Target, label: string): Promise<Result[]> 
     let left: { atStart: number; atEnd: number }
     try {
       const atStart = await countBefore(database.url, cutoffUs)
-      during = await drive(second, `${label} pruning`)
+      during = await drive(second, target, `${label} pruning`)
       left = { atStart, atEnd: await countBefore(database.url, cutoffUs) }
     } finally {
       await second.stop()
@@ -185,28 +240,50 @@ async function measurePruning(target: Target, label: string): Promise<Result[]> 
   }
 }
 
-async function drive(service: Service, label: string): Promise<Result> {
+async function drive(service: Service, target: Target, label: string): Promise<Result> {
   const size = Math.min(MAX_POOL, Math.ceil(duration * poolRate))
   const pool = new RequestPool({ size, threads, port: service.port, key: service.key })
   try {
-    process.stderr.write(`${label}: wrk, ${threads} threads, ${connections} connections for ${duration} s…\n`)
-    const load = await runLoad({ pool, seconds: duration, connections })
+    const { load, costs, pg_statements } = await timedLoad(service, target, label, pool)
     if (load.pool_wrapped) process.stderr.write(`${label}: warning: the pool ran out and was resent; some webhooks were duplicates\n`)
-    return { target: label, ...load, peak_rss_mb: service.peakRssMb(), ...(service.preloadRate ? { preload_events_per_s: service.preloadRate } : {}) }
+    return {
+      target: label, ...load, peak_rss_mb: service.peakRssMb(), ...(service.preloadRate ? { preload_events_per_s: service.preloadRate } : {}),
+      costs, ...(pg_statements ? { pg_statements } : {}),
+    }
   } finally {
     pool.remove()
   }
 }
 
 const results: Result[] = []
-for (const { target, label } of plan) {
-  if (prunePercent > 0 && target !== 'ceiling') {
-    results.push(...(await measurePruning(target, label)))
-    continue
+// The bench's own PostgreSQL goes with the run, however it ends; so do the services, on a signal.
+const stopOwnPostgres = () => {
+  ownPostgres?.stop()
+  ownPostgres = undefined
+}
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.once(signal, () => {
+    stopAllServices()
+    stopOwnPostgres()
+    process.exit(code)
+  })
+}
+try {
+  if (pgStats && only.includes('postgres')) {
+    process.stderr.write('--pg-stats: starting a PostgreSQL cluster of the bench\'s own, with pg_stat_statements…\n')
+    ownPostgres = await startOwnPostgres(POSTGRES_URL)
   }
-  const result = await measure(target, label)
-  results.push(result)
-  if (target === 'ceiling') poolRate = Math.max(poolRate, Math.ceil(result.requests_per_second * 1.2))
+  for (const { target, label } of plan) {
+    if (prunePercent > 0 && target !== 'ceiling') {
+      results.push(...(await measurePruning(target, label)))
+      continue
+    }
+    const result = await measure(target, label)
+    results.push(result)
+    if (target === 'ceiling') poolRate = Math.max(poolRate, Math.ceil(result.requests_per_second * 1.2))
+  }
+} finally {
+  stopOwnPostgres()
 }
 
 const ceilings = results.filter((r) => r.target.startsWith('ceiling'))
@@ -243,6 +320,11 @@ if (ceilingMean && ceilings.length === 2) {
 } else if (ceilingMean) {
   console.log(`ratios are to the ceiling run, ${ceilingMean} req/s`)
 }
+printCosts(results)
+for (const r of results) {
+  if (r.wal_pages) printWalPages(r.target, r.wal_pages)
+  if (r.pg_statements) printStatements(r.target, r.pg_statements)
+}
 mkdirSync(join(root, 'bench/results'), { recursive: true })
 const file = join(root, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`)
 writeFileSync(
@@ -251,6 +333,9 @@ writeFileSync(
     {
       date: new Date().toISOString(), generator: wrk, duration_s: duration, connections, threads, preload: preloadCount, workers: workerCount,
       ...(prunePercent > 0 ? { prune_percent: prunePercent } : {}),
+      wal_seconds: walSeconds,
+      // Where the postgres target ran: the test server, or (--pg-stats) a cluster of the bench's own with its settings.
+      postgres_server: pgStats ? 'own cluster, pg_stat_statements' : 'system',
       node: process.version, ceiling_mean_rps: ceilingMean, results,
     },
     null,

@@ -4,6 +4,7 @@ import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { generateKey } from '../src/keys/api-key.ts'
 import { createTestDatabase, type TestDatabase } from '../test/support/harness.ts'
+import { withApplicationName } from './pg-cpu.ts'
 import { preload, prepareDatabase } from './prepare.ts'
 
 const root = join(import.meta.dirname, '..')
@@ -16,6 +17,8 @@ export interface Service {
   key: string
   child: ChildProcess
   database?: TestDatabase
+  /** PostgreSQL: the application_name of the service's connections, which finds its backends in pg_stat_activity. */
+  applicationName?: string
   /** Events per second of the preload, when there was one. */
   preloadRate?: number
   /** Peak resident memory of the server process so far, in MB. */
@@ -51,6 +54,14 @@ function treeMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   return total
 }
 
+/** Services running now, so that an interrupted run can stop them (`stopAllServices`). */
+const running = new Set<ChildProcess>()
+
+/** Sends SIGTERM to every service still running: for a run that is interrupted and cannot wait. */
+export function stopAllServices(): void {
+  for (const child of running) child.kill('SIGTERM')
+}
+
 /** A port the OS has just handed out, so that the server does not collide with others on this machine. */
 async function freePort(): Promise<number> {
   const server = createServer()
@@ -72,6 +83,8 @@ export async function startService(
     /** Keep the database when the service stops, for another service of the run (`reuse`). */
     keepDatabase?: boolean
     reuse?: { database: TestDatabase; key: string }
+    /** PostgreSQL: where to make the service's schema (`--pg-stats`: the bench's own server); the test server's by default. */
+    newDatabase?: () => Promise<TestDatabase>
   } = {},
 ): Promise<Service> {
   let database: TestDatabase | undefined
@@ -93,7 +106,7 @@ export async function startService(
     env.DATABASE_URL = database.url
     args = [...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), join(root, 'bin/shop-intake.js'), 'serve']
   } else {
-    database = await createTestDatabase(target)
+    database = target === 'postgres' && options.newDatabase ? await options.newDatabase() : await createTestDatabase(target)
     try {
       const prepared = await prepareDatabase(database.url)
       key = prepared.key
@@ -109,9 +122,13 @@ export async function startService(
     env.DATABASE_URL = database.url
     args = [...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), join(root, 'bin/shop-intake.js'), 'serve']
   }
+  const applicationName = target === 'postgres' ? `shop-intake-bench-${process.pid}-${Math.random().toString(36).slice(2, 8)}` : undefined
+  if (applicationName) env.DATABASE_URL = withApplicationName(env.DATABASE_URL!, applicationName)
   const port = await freePort()
   env.PORT = String(port)
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'inherit'] })
+  running.add(child)
+  child.once('exit', () => running.delete(child))
   const stop = async () => {
     if (child.exitCode === null) {
       child.kill('SIGTERM')
@@ -134,7 +151,7 @@ export async function startService(
     throw err
   }
   return {
-    target, port, key, child, database, preloadRate, stop,
+    target, port, key, child, database, applicationName, preloadRate, stop,
     peakRssMb: () => treeMb(child.pid!, 'VmHWM'),
     rssMb: () => treeMb(child.pid!, 'VmRSS'),
   }

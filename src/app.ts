@@ -85,13 +85,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
   const parsedBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
   let storage: StorageSample = { bytes: 0, oldestEventUs: null }
+  const batchCalls = { statements: 0, roundTrips: 0 }
   const metrics = createMetrics({
     bodyBytesInFlight: () => bodyBudget.inFlight + parsedBudget.inFlight,
     queueDepth: () => writer.queued,
     ...(backend.poolStats ? { pool: () => backend.poolStats!() } : {}),
     storage: () => storage,
+    batchCalls: () => batchCalls,
   })
-  const batchWriter = backend.openWriter()
+  const batchWriter = backend.openWriter(batchCalls)
   const clock = options.clock ?? Date.now
   const writer: GroupCommitWriter<BatchItem, BatchResult> = new GroupCommitWriter<BatchItem, BatchResult>({
     apply: async (batch) => {

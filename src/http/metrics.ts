@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { DbCalls } from '../store/db-calls.ts'
 
 /** The latest sample of the database's size and oldest event (taken every STORAGE_SAMPLE_SECONDS, not per scrape). */
 export interface StorageSample {
@@ -16,6 +17,8 @@ export interface MetricSources {
   pool?(): { total: number; idle: number; waiting: number; max: number }
   /** The latest sample of the database's size and oldest event; absent: nothing sampled. */
   storage?(): StorageSample
+  /** Statements and round trips of the write path's batches so far (running totals). */
+  batchCalls?(): DbCalls
 }
 
 // Every label has a bounded set of values: routes are the route templates (or "unmatched"),
@@ -124,6 +127,32 @@ export function createMetrics(sources: MetricSources) {
       labelNames: ['result'] as const,
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
+    }),
+    // Running totals kept by the write path (on SQLite, brought back from the writer thread with
+    // each batch's reply), copied in when scraped. `path` is `batch` only, for now.
+    dbStatements: new Counter({
+      name: 'shop_intake_db_statements_total',
+      help: 'Statements the write path sent to the database, by path (batch: the batches of webhooks and points commands, with their BEGIN, COMMIT, ROLLBACK and SAVEPOINT statements)',
+      labelNames: ['path'] as const,
+      registers,
+      collect() {
+        const calls = sources.batchCalls?.()
+        if (!calls) return
+        this.reset()
+        this.inc({ path: 'batch' }, calls.statements)
+      },
+    }),
+    dbRoundTrips: new Counter({
+      name: 'shop_intake_db_round_trips_total',
+      help: 'Round trips to the database those statements took, by path; PostgreSQL sends independent queries as one statement (one round trip), SQLite runs in-process and counts each statement executed as one',
+      labelNames: ['path'] as const,
+      registers,
+      collect() {
+        const calls = sources.batchCalls?.()
+        if (!calls) return
+        this.reset()
+        this.inc({ path: 'batch' }, calls.roundTrips)
+      },
     }),
     poolConnections: new Gauge({
       name: 'shop_intake_db_pool_connections',

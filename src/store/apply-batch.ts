@@ -4,6 +4,7 @@ import type { Decision } from '../batch/state.ts'
 import type { Outcome } from '../domain/webhook.ts'
 import { loadBatch, lockKeysOf, LocksBusy } from './batch-load.ts'
 import { writeDecision } from './batch-write.ts'
+import type { DbCalls } from './db-calls.ts'
 import type { Backend, Session } from './dialect.ts'
 import { isConflict, isUnavailable } from './unavailable.ts'
 
@@ -63,20 +64,21 @@ const MAX_ATTEMPTS = 4
  * Applies batches, each in one transaction. A conflict with a concurrent
  * writer runs the batch again; if the database refuses the batch otherwise,
  * each webhook is retried alone under a savepoint, so that only the webhook
- * at fault fails. A failure to reach the database rejects.
+ * at fault fails. A failure to reach the database rejects. Its statements and round trips are
+ * added to `calls`, when given.
  */
-export function batchApplier(backend: Backend): (batch: readonly BatchItem[], atUs: number) => Promise<BatchResult[]> {
-  return async (batch, atUs) => {
-    const results = await applyBatch(batch, atUs)
+export function batchApplier(backend: Backend): (batch: readonly BatchItem[], atUs: number, calls?: DbCalls) => Promise<BatchResult[]> {
+  return async (batch, atUs, calls) => {
+    const results = await applyBatch(batch, atUs, calls)
     if (batch.some((w) => !isCommand(w) && w.topic === 'customer/hook_deleted' && w.change !== null)) backend.afterErasure()
     return results
   }
 
-  async function applyBatch(batch: readonly BatchItem[], atUs: number): Promise<BatchResult[]> {
+  async function applyBatch(batch: readonly BatchItem[], atUs: number, calls: DbCalls | undefined): Promise<BatchResult[]> {
     const extraKeys = new Set<string>()
     for (let attempt = 1; ; attempt++) {
       try {
-        return await backend.transaction(async (s) => applyIn(backend, s, batch, extraKeys, atUs))
+        return await backend.transaction(async (s) => applyIn(backend, s, batch, extraKeys, atUs), calls)
       } catch (err) {
         if (isUnavailable(err)) throw err
         if (err instanceof LocksBusy) err.keys.forEach((key) => extraKeys.add(key))
@@ -98,6 +100,6 @@ export function batchApplier(backend: Backend): (batch: readonly BatchItem[], at
         }
       }
       return results
-    })
+    }, calls)
   }
 }

@@ -1,6 +1,7 @@
 import { CompiledQuery, Kysely, PostgresDialect, sql, type DatabaseIntrospector, type SchemaMetadata, type TableMetadata } from 'kysely'
 import { createHash } from 'node:crypto'
 import pg from 'pg'
+import { countCall, countingSession } from './db-calls.ts'
 import type { Backend, RowsOf, Session } from './dialect.ts'
 import { touchKeysQuery } from './keys-repo.ts'
 import { isUnavailable } from './unavailable.ts'
@@ -187,12 +188,12 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       )
       return row?.ok === true
     },
-    openWriter() {
+    openWriter(calls) {
       // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
       const apply = batchApplier(this)
       const backend = this
       return {
-        apply,
+        apply: (batch, atUs) => apply(batch, atUs, calls),
         prune: (cutoffUs, limit) => pruneEventsTimed(this, cutoffUs, limit),
         // On the write path's connections, as SQLite's writer thread does: apart from the reads and the key lookups.
         touchKeys: async (keyIds, at) => {
@@ -204,13 +205,16 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
         close: async () => {},
       }
     },
-    async transaction(work) {
+    async transaction(work, calls) {
       const client = await pool.connect()
-      const session = sessionOn(client)
+      // runMany sends its queries as one statement: one round trip.
+      const session = countingSession(sessionOn(client), calls, 'one')
       let broken: Error | undefined
       try {
+        countCall(calls)
         await client.query('BEGIN')
         const result = await work(session)
+        countCall(calls)
         await client.query('COMMIT')
         return result
       } catch (err) {
@@ -218,6 +222,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
         // A connection that failed or timed out is destroyed, not rolled back: a ROLLBACK would
         // wait out another timeout. PostgreSQL rolls back the open transaction when it goes.
         if (!isUnavailable(err)) {
+          countCall(calls)
           await client.query('ROLLBACK').then(
             () => (broken = undefined),
             () => {},

@@ -2,6 +2,7 @@ import { closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely'
+import { countCall, countingSession } from './db-calls.ts'
 import type { Backend, RowsOf, Session } from './dialect.ts'
 import { startSqliteWriter } from './sqlite-writer.ts'
 import { sqliteStatements } from './batch-sql-sqlite.ts'
@@ -120,15 +121,21 @@ export function openSqlite(path: string): Backend {
     },
     tryLockKeys: async () => true,
     // Commits fsync (synchronous=FULL) on a writer thread, not on the event loop.
-    openWriter: () => startSqliteWriter(path),
-    async transaction(work) {
+    openWriter: (calls) => startSqliteWriter(path, calls),
+    async transaction(work, calls) {
+      countCall(calls)
       writer.exec('BEGIN IMMEDIATE')
       try {
-        const result = await work(session)
+        // In-process: no network round trip; each statement executed counts as one.
+        const result = await work(countingSession(session, calls, 'each'))
+        countCall(calls)
         writer.exec('COMMIT')
         return result
       } catch (err) {
-        if (writer.inTransaction) writer.exec('ROLLBACK')
+        if (writer.inTransaction) {
+          countCall(calls)
+          writer.exec('ROLLBACK')
+        }
         throw err
       }
     },

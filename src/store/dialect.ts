@@ -1,6 +1,7 @@
 import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, RawBuilder } from 'kysely'
 import type { BatchItem } from '../batch/commands.ts'
 import type { BatchResult } from './apply-batch.ts'
+import type { DbCalls } from './db-calls.ts'
 import type { Pruned } from './prune.ts'
 import type { BatchStatements } from './batch-statements.ts'
 import type { Tables } from './tables.ts'
@@ -79,10 +80,13 @@ export interface Backend {
   afterPrune(): Promise<void>
   /** Bytes the service's data takes: the file and its WAL on SQLite, its tables and indexes on PostgreSQL. */
   sizeBytes(): Promise<number>
-  /** Runs `work` in one transaction on the write connection and commits it durably. */
-  transaction<T>(work: (session: Session) => Promise<T>): Promise<T>
-  /** The write path of the server: where and how batches are committed. */
-  openWriter(): BatchWriter
+  /**
+   * Runs `work` in one transaction on the write connection and commits it durably. With `calls`,
+   * adds to it the statements the transaction sent (BEGIN and COMMIT included) and their round trips.
+   */
+  transaction<T>(work: (session: Session) => Promise<T>, calls?: DbCalls): Promise<T>
+  /** The write path of the server: where and how batches are committed; their statements and round trips are added to `calls`. */
+  openWriter(calls?: DbCalls): BatchWriter
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>
   /** PostgreSQL: the connection pool's use now (SQLite has no pool). */

@@ -59,14 +59,17 @@ parentPort!.on('message', async (message: Message) => {
     }
     return
   }
+  // The batch's statements go back with its reply, for the main thread's counters (/metrics).
+  const calls = { statements: 0, roundTrips: 0 }
   try {
-    const results = await apply(message.batch, message.atUs)
+    const results = await apply(message.batch, message.atUs, calls)
     parentPort!.postMessage({
       id: message.id,
       results: results.map((r) => (r.status === 'failed' ? { status: 'failed', error: plainError(r.error) } : r)),
+      calls,
     })
   } catch (err) {
-    parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    parentPort!.postMessage({ id: message.id, error: plainError(err), calls })
   }
 })
 // Until now the service cannot commit (from the sources, tsx compiles them first: seconds; from dist/, milliseconds).

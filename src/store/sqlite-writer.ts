@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads'
 import type { BatchItem } from '../batch/commands.ts'
 import type { BatchResult } from './apply-batch.ts'
+import { addCalls, type DbCalls } from './db-calls.ts'
 import type { BatchWriter } from './dialect.ts'
 import type { Pruned } from './prune.ts'
 
@@ -11,6 +12,8 @@ interface Reply {
   ready?: true
   closed?: true
   pruned?: Pruned
+  /** A batch's statements and round trips. */
+  calls?: DbCalls
 }
 interface PlainError {
   message: string
@@ -28,8 +31,8 @@ export interface SqliteBatchWriter extends BatchWriter {
   readonly thread: Worker
 }
 
-/** Applies batches on a writer thread with its own connection to the SQLite file. */
-export function startSqliteWriter(path: string): SqliteBatchWriter {
+/** Applies batches on a writer thread with its own connection to the SQLite file; their statements are added to `calls`. */
+export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWriter {
   // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry registers tsx first.
   const entry = import.meta.url.endsWith('.ts') ? './sqlite-writer-entry.js' : './sqlite-writer-thread.js'
   const worker = new Worker(new URL(entry, import.meta.url), { workerData: { path } })
@@ -41,6 +44,7 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
   worker.on('message', (reply: Reply) => {
     if (reply.ready) ready = true
     if (reply.id === undefined) return
+    if (reply.calls && calls) addCalls(calls, reply.calls)
     const waiter = pending.get(reply.id)
     if (!waiter) return
     pending.delete(reply.id)
