@@ -2,7 +2,7 @@ import { isCommand, type BatchItem, type CommandOutcome } from '../batch/command
 import { decideBatch, outcomesOf } from '../batch/decide.ts'
 import type { Decision } from '../batch/state.ts'
 import type { Outcome } from '../domain/webhook.ts'
-import { loadBatch, lockKeysOf, LocksBusy } from './batch-load.ts'
+import { loadBatch, lockKeysOf, LocksBusy, type AsLoaded } from './batch-load.ts'
 import { writeDecision } from './batch-write.ts'
 import type { DbCalls } from './db-calls.ts'
 import type { Backend, Session } from './dialect.ts'
@@ -20,9 +20,10 @@ export type BatchResult = ItemOutcome | { status: 'failed'; error: Error }
 async function applyIn(backend: Backend, s: Session, batch: readonly BatchItem[], extraKeys: ReadonlySet<string>, atUs: number): Promise<ItemOutcome[]> {
   const locked = new Set([...lockKeysOf(batch), ...extraKeys])
   await backend.lockKeys(s, [...locked])
-  const state = await loadBatch(backend, s, batch, new Map(), locked)
+  const asLoaded: AsLoaded = new Map()
+  const state = await loadBatch(backend, s, batch, new Map(), locked, asLoaded)
   const decision = decideBatch(batch, state, [], atUs)
-  await writeDecision(s, backend, decision, new Date().toISOString())
+  await writeDecision(s, backend, decision, new Date().toISOString(), asLoaded)
   return outcomesOf(batch, decision)
 }
 
@@ -44,10 +45,11 @@ export async function settleUnit(
       return await backend.transaction(async (s) => {
         const locked = new Set([...lockKeysOf(items), ...extraKeys])
         await backend.lockKeys(s, [...locked])
-        const state = await loadBatch(backend, s, items, orders, locked)
+        const asLoaded: AsLoaded = new Map()
+        const state = await loadBatch(backend, s, items, orders, locked, asLoaded)
         const settle = [...orders].flatMap(([shopId, ids]) => ids.map((id) => `${shopId}:${id}`))
         const decision = decideBatch(items, state, settle, nowUs)
-        await writeDecision(s, backend, decision, new Date().toISOString())
+        await writeDecision(s, backend, decision, new Date().toISOString(), asLoaded)
         return decision
       })
     } catch (err) {

@@ -6,7 +6,7 @@ import type { CustomerPatch } from '../domain/merge.ts'
 import { parseStoredEntries, storedAdjustment } from './redemption-rows.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
-import { storedCustomer, storedOrder } from './rows.ts'
+import { CUSTOMER_INDEXED, indexedOf, ORDER_INDEXED, storedCustomer, storedOrder } from './rows.ts'
 import type { LedgerRead } from './batch-statements.ts'
 import type { CustomersTable, OrdersTable } from './tables.ts'
 
@@ -80,6 +80,9 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
   return shops
 }
 
+/** What the indexed columns of the rows a batch loaded held, by `c:shop:id` and `o:shop:id`. */
+export type AsLoaded = Map<string, string>
+
 /** Further orders a batch reached were locked by another transaction: it runs again with them locked first. */
 export class LocksBusy extends Error {
   readonly code = '40001'
@@ -111,6 +114,8 @@ export async function loadBatch(
   alsoOrders: ReadonlyMap<number, readonly number[]> = new Map(),
   /** The keys the transaction has locked; null for a read, which locks nothing and waits for nothing. */
   locked: ReadonlySet<string> | null = null,
+  /** Filled with what the loaded rows' indexed columns hold (src/store/batch-write.ts). */
+  asLoaded?: AsLoaded,
 ): Promise<BatchState> {
   const state = emptyState()
   const shops = needsOf(batch)
@@ -119,11 +124,13 @@ export async function loadBatch(
     ids.forEach((id) => n.orders.add(id))
     shops.set(shopId, n)
   }
-  for (const [shopId, n] of shops) await loadShop(backend, s, state, shopId, n, locked)
+  for (const [shopId, n] of shops) await loadShop(backend, s, state, shopId, n, locked, asLoaded)
   return state
 }
 
-async function loadShop(backend: Backend, s: Session, state: BatchState, shopId: number, n: ShopNeeds, locked: ReadonlySet<string> | null): Promise<void> {
+async function loadShop(
+  backend: Backend, s: Session, state: BatchState, shopId: number, n: ShopNeeds, locked: ReadonlySet<string> | null, asLoaded: AsLoaded | undefined,
+): Promise<void> {
   const q = backend.statements
   const loadedCustomers = new Set<number>()
   const loadedOrders = new Set<number>()
@@ -134,6 +141,7 @@ async function loadShop(backend: Backend, s: Session, state: BatchState, shopId:
       if (loadedCustomers.has(id)) continue
       loadedCustomers.add(id)
       state.customers.set(keyOf(shopId, id), storedCustomer(shopId, row))
+      asLoaded?.set(`c:${shopId}:${id}`, indexedOf(row, CUSTOMER_INDEXED))
     }
   }
   const addOrders = (rows: readonly Selectable<OrdersTable>[]) => {
@@ -142,6 +150,7 @@ async function loadShop(backend: Backend, s: Session, state: BatchState, shopId:
       if (loadedOrders.has(id)) continue
       loadedOrders.add(id)
       state.orders.set(keyOf(shopId, id), storedOrder(shopId, row))
+      asLoaded?.set(`o:${shopId}:${id}`, indexedOf(row, ORDER_INDEXED))
     }
   }
   const byEmails = (emails: readonly string[]) => [q.customersByEmail(shopId, emails), q.customersByErasedEmail(shopId, emails.map((e) => emailSha(shopId, e)))] as const

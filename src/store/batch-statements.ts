@@ -1,5 +1,5 @@
 import { excludedSet, type StatementFactory } from './batch-sql.ts'
-import { CUSTOMER_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, ORDER_COLUMNS, REDEMPTION_COLUMNS, ADJUSTMENT_COLUMNS } from './rows.ts'
+import { CUSTOMER_COLUMNS, CUSTOMER_INDEXED, EVENT_COLUMNS, LEDGER_COLUMNS, ORDER_COLUMNS, ORDER_INDEXED, REDEMPTION_COLUMNS, ADJUSTMENT_COLUMNS } from './rows.ts'
 import type { CustomersTable, OrdersTable, RedemptionsTable, AdjustmentsTable } from './tables.ts'
 import type { Selectable } from 'kysely'
 
@@ -28,11 +28,12 @@ export function batchStatements(f: StatementFactory) {
     f.lookup<Selectable<CustomersTable>>({ table: 'customers', columns: '*', column, keyType: column === 'id' ? 'bigint' : 'text' })
   const ordersBy = (column: 'id' | 'customer_id' | 'email_lower') =>
     f.lookup<Selectable<OrdersTable>>({ table: 'orders', columns: '*', column, keyType: column === 'email_lower' ? 'text' : 'bigint' })
-  const upsert = (table: 'customers' | 'orders', columns: readonly string[], types: readonly string[]) =>
+  /** `keeping`: columns an update leaves as they are (their values are unchanged), so that their indexes are not written. */
+  const upsert = (table: 'customers' | 'orders', columns: readonly string[], types: readonly string[], keeping: readonly string[] = []) =>
     f.insert({
       table, columns, types,
       // Only a row still at the revision the batch loaded is written (`rev` is the loaded one plus 1).
-      conflict: `ON CONFLICT (shop_id, id) DO UPDATE SET ${excludedSet(columns, ['shop_id', 'id'])} WHERE ${table}.rev = excluded.rev - 1 RETURNING 1`,
+      conflict: `ON CONFLICT (shop_id, id) DO UPDATE SET ${excludedSet(columns, ['shop_id', 'id', ...keeping])} WHERE ${table}.rev = excluded.rev - 1 RETURNING 1`,
     })
   const claimOnce = (table: string, columns: readonly string[], types: readonly string[]) =>
     f.insert({ table, columns, types, conflict: 'ON CONFLICT (shop_id, idem_key) WHERE idem_key IS NOT NULL DO NOTHING RETURNING 1' })
@@ -73,6 +74,9 @@ export function batchStatements(f: StatementFactory) {
 
     upsertCustomers: upsert('customers', CUSTOMER_COLUMNS.names, CUSTOMER_COLUMNS.types),
     upsertOrders: upsert('orders', ORDER_COLUMNS.names, ORDER_COLUMNS.types),
+    /** For rows whose indexed columns hold what was loaded: SQLite rewrites an index entry whenever its column is SET. */
+    updateCustomers: upsert('customers', CUSTOMER_COLUMNS.names, CUSTOMER_COLUMNS.types, CUSTOMER_INDEXED),
+    updateOrders: upsert('orders', ORDER_COLUMNS.names, ORDER_COLUMNS.types, ORDER_INDEXED),
     insertLedger: f.insert({ table: 'ledger', columns: LEDGER_COLUMNS.names, types: LEDGER_COLUMNS.types, conflict: 'RETURNING 1' }),
     // Another process claimed one of these idempotency keys meanwhile: the batch runs again.
     insertEvents: claimOnce('events', EVENT_COLUMNS.names, EVENT_COLUMNS.types),

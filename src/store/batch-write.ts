@@ -6,8 +6,10 @@ import type { FeedRowInput } from './batch-sql.ts'
 import type { Backend, Session } from './dialect.ts'
 import { adjustmentRow, redemptionRow } from './redemption-rows.ts'
 import {
-  ADJUSTMENT_COLUMNS, CUSTOMER_COLUMNS, customerRow, EVENT_COLUMNS, LEDGER_COLUMNS, ORDER_COLUMNS, orderRow, REDEMPTION_COLUMNS, valuesOf,
+  ADJUSTMENT_COLUMNS, CUSTOMER_COLUMNS, CUSTOMER_INDEXED, customerRow, EVENT_COLUMNS, indexedOf, LEDGER_COLUMNS, ORDER_COLUMNS, ORDER_INDEXED, orderRow,
+  REDEMPTION_COLUMNS, valuesOf,
 } from './rows.ts'
+import type { AsLoaded } from './batch-load.ts'
 import type { EventsTable, LedgerTable } from './tables.ts'
 import type { Insertable } from 'kysely'
 
@@ -32,8 +34,18 @@ interface Write {
   expect: number | null
 }
 
-export async function writeDecision(s: Session, backend: Backend, d: Decision, createdAt: string): Promise<void> {
+/**
+ * Writes the decision. `asLoaded` says what the loaded rows' indexed columns held: a row written
+ * with the same values is updated without them, so that its indexes are left alone.
+ */
+export async function writeDecision(s: Session, backend: Backend, d: Decision, createdAt: string, asLoaded: AsLoaded = new Map()): Promise<void> {
   const q = backend.statements
+  const customers = d.customers.map((c) => customerRow(c))
+  const orders = d.orders.map((o) => orderRow(o))
+  const unchanged = (prefix: string, row: Record<string, unknown>, columns: readonly string[]) =>
+    asLoaded.get(`${prefix}:${row.shop_id}:${row.id}`) === indexedOf(row, columns)
+  const [customersKept, customersChanged] = split(customers, (row) => unchanged('c', row, CUSTOMER_INDEXED))
+  const [ordersKept, ordersChanged] = split(orders, (row) => unchanged('o', row, ORDER_INDEXED))
   // The redactions cover this batch's own entries too: they are written without the e-mail.
   const erased = new Set(d.redactions.flatMap((r) => r.orderIds.map((id) => `${r.shopId}:${id}`)))
   const ledger = d.ledger.map((e): Omit<Insertable<LedgerTable>, 'id'> => ({
@@ -57,8 +69,10 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
       write('events', r.orderIds.length === 0 ? [] : [q.redactOrderEvents(r.shopId, r.orderIds, [REDACTED_BODY, REDACTED_HEADERS])], null),
       write('ledger', r.orderIds.length === 0 ? [] : [q.redactGuestEmails(r.shopId, r.orderIds, [])], null),
     ]),
-    write('customers', q.upsertCustomers(d.customers.map((c) => valuesOf(CUSTOMER_COLUMNS, customerRow(c)))), d.customers.length),
-    write('orders', q.upsertOrders(d.orders.map((o) => valuesOf(ORDER_COLUMNS, orderRow(o)))), d.orders.length),
+    write('customers', q.upsertCustomers(customersChanged.map((row) => valuesOf(CUSTOMER_COLUMNS, row))), customersChanged.length),
+    write('customers', q.updateCustomers(customersKept.map((row) => valuesOf(CUSTOMER_COLUMNS, row))), customersKept.length),
+    write('orders', q.upsertOrders(ordersChanged.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersChanged.length),
+    write('orders', q.updateOrders(ordersKept.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersKept.length),
     write('ledger', q.insertLedger(ledger.map((row) => valuesOf(LEDGER_COLUMNS, row))), null),
     // Another process claimed one of these idempotency keys meanwhile: run the batch again.
     write('events', q.insertEvents(events.map((row) => valuesOf(EVENT_COLUMNS, row))), events.length),
@@ -78,6 +92,13 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
   // Last, so that the feed's head, whose lock orders the commits, is held for as short a time as can be.
   const feed = feedRows(d.feed, Date.parse(createdAt) * 1000)
   if (feed.rows.length > 0) await s.counts(q.appendFeed(feed.total, feed.rows))
+}
+
+function split<T>(rows: readonly T[], test: (row: T) => boolean): [T[], T[]] {
+  const yes: T[] = []
+  const no: T[] = []
+  for (const row of rows) (test(row) ? yes : no).push(row)
+  return [yes, no]
 }
 
 /** The batch's feed entries as one row per shop, in the order the decision lists them. */

@@ -210,3 +210,10 @@ export const ADJUSTMENT_COLUMNS = columns<Insertable<AdjustmentsTable>>({
   shop_id: 'integer', id: 'text', customer_id: 'bigint', points: 'bigint', reason: 'text', operator: 'text', created_at: 'text', created_us: 'bigint',
   available_after: 'bigint', idem_key: 'text', request_hash: 'text',
 })
+
+/** The columns of customers and orders that secondary indexes hold. */
+export const CUSTOMER_INDEXED = ['email_lower', 'erased_email_sha'] as const
+export const ORDER_INDEXED = ['email_lower', 'customer_id'] as const
+
+/** What a row's indexed columns hold, as one string, to tell whether a write changes them. */
+export const indexedOf = (row: Record<string, unknown>, columns: readonly string[]): string => columns.map((c) => String(row[c] ?? '\u0000')).join('\u0001')

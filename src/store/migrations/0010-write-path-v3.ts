@@ -23,11 +23,11 @@ export function writePathV3(kind: 'sqlite' | 'postgres') {
   return {
     async up(db: Kysely<any>): Promise<void> {
       for (const [table, name, columns, where] of LOOKUP_INDEXES) {
-        await db.schema.dropIndex(name).execute()
+        await db.schema.dropIndex(name).ifExists().execute()
         await db.schema.createIndex(name).on(table).columns([...columns]).where(sql.raw<boolean>(where)).execute()
       }
       for (const [table, name, columns, where] of UNIQUE_LOOKUP_INDEXES) {
-        await db.schema.dropIndex(name).execute()
+        await db.schema.dropIndex(name).ifExists().execute()
         await db.schema.createIndex(name).unique().on(table).columns([...columns]).where(sql.raw<boolean>(where)).execute()
       }
 
@@ -71,7 +71,8 @@ const LOOKUP_INDEXES = [
   // The expiry sweep's: lots by date. Without the shop, so that no lookup of a customer's lots can take it.
   ['ledger', 'ledger_available', ['available_us'], 'customer_id IS NOT NULL'],
   ['events', 'events_customer', ['customer_id', 'shop_id'], 'customer_id IS NOT NULL'],
-  ['events', 'events_resource', ['resource_id', 'shop_id'], 'resource_id IS NOT NULL'],
+  // Erasure finds an erased order's webhooks by it; a customer's webhooks are found by events_customer.
+  ['events', 'events_resource', ['resource_id', 'shop_id'], "topic = 'order/hook_created' AND resource_id IS NOT NULL"],
   ['redemptions', 'redemptions_customer', ['customer_id', 'shop_id', 'id'], 'customer_id IS NOT NULL'],
 ] as const
 
@@ -81,3 +82,4 @@ const UNIQUE_LOOKUP_INDEXES = [
   ['redemptions', 'redemptions_idem', ['idem_key', 'shop_id'], 'idem_key IS NOT NULL'],
   ['adjustments', 'adjustments_idem', ['idem_key', 'shop_id'], 'idem_key IS NOT NULL'],
 ] as const
+
