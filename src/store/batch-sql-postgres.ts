@@ -42,7 +42,9 @@ export const postgresStatements: StatementFactory = {
 
   appendFeed(total, rows) {
     if (rows.length === 0) return []
+    // Two parts of the batch's one write statement (Session.counts): the head moves, the rows take what it returned.
     return [
+      { ...CompiledQuery.raw('UPDATE feed_head SET position = position + $1 WHERE id = 1 RETURNING position', [total]), cte: 'feed_next' },
       CompiledQuery.raw(APPEND_FEED, [
         total, rows.map((r) => r.last), rows.map((r) => r.first), rows.map((r) => r.shopId), rows.map((r) => r.createdUs), rows.map((r) => r.entries),
       ]),
@@ -51,7 +53,6 @@ export const postgresStatements: StatementFactory = {
 }
 
 const APPEND_FEED =
-  'WITH head AS (UPDATE feed_head SET position = position + $1 WHERE id = 1 RETURNING position) ' +
   'INSERT INTO feed (position, first_position, shop_id, created_us, entries) ' +
   'SELECT head.position - $1 + u.last, head.position - $1 + u.first, u.shop_id, u.created_us, u.entries ' +
-  'FROM head, unnest($2::bigint[], $3::bigint[], $4::integer[], $5::bigint[], $6::text[]) AS u(last, first, shop_id, created_us, entries) RETURNING 1'
+  'FROM feed_next AS head, unnest($2::bigint[], $3::bigint[], $4::integer[], $5::bigint[], $6::text[]) AS u(last, first, shop_id, created_us, entries) RETURNING 1'

@@ -14,8 +14,8 @@ import type { EventsTable, LedgerTable } from './tables.ts'
 import type { Insertable } from 'kysely'
 
 // Writes a decision with the write path's prepared statements (src/store/batch-statements.ts):
-// on PostgreSQL one statement for every table and the redactions, and one that appends the
-// change feed; on SQLite one run of a statement per row. The SQL decides nothing: an upsert
+// on PostgreSQL one statement for every table, the redactions and the change feed; on SQLite one
+// run of a statement per row. The SQL decides nothing: an upsert
 // only checks that the row still has the revision the batch loaded, so a concurrent writer
 // elsewhere makes the batch run again instead of being overwritten.
 
@@ -61,6 +61,7 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     errors: e.errors === null ? null : JSON.stringify(e.errors), idem_key: e.idemKey, replay_of: e.replayOf ?? null,
   }))
   const write = (table: string, queries: CompiledQuery<unknown>[], expect: number | null): Write => ({ table, queries, expect })
+  const feed = feedRows(d.feed, Date.parse(createdAt) * 1000)
   const writes: Write[] = [
     // Personal data erased from rows already stored (first, so that on SQLite too they meet only those);
     // this batch's own rows were decided redacted.
@@ -82,6 +83,8 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
       const row = redemptionRow(r)
       return write('redemptions', [q.cancelRedemption(r.shopId, [r.id], [row.cancelled_at, row.cancelled_us, row.cancel_available_after])], 1)
     }),
+    // Last: the feed's head, whose lock orders the commits, is held from here to the commit.
+    write('feed', q.appendFeed(feed.total, feed.rows), null),
   ].filter((w) => w.queries.length > 0)
   const counts = await s.counts(writes.flatMap((w) => w.queries))
   let at = 0
@@ -89,9 +92,6 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     const returned = w.queries.reduce((sum) => sum + counts[at++]!, 0)
     if (w.expect !== null && returned !== w.expect) throw new RevisionConflict(w.table)
   }
-  // Last, so that the feed's head, whose lock orders the commits, is held for as short a time as can be.
-  const feed = feedRows(d.feed, Date.parse(createdAt) * 1000)
-  if (feed.rows.length > 0) await s.counts(q.appendFeed(feed.total, feed.rows))
 }
 
 function split<T>(rows: readonly T[], test: (row: T) => boolean): [T[], T[]] {

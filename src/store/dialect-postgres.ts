@@ -104,12 +104,14 @@ function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
       // One statement: each write a CTE; data-modifying CTEs all run, whether or not they are read.
       const ctes: string[] = []
       const values: unknown[] = []
+      // A part that names itself (cte) can be read by a later part under that name.
+      const names = queries.map((q, i) => (q as { cte?: string }).cte ?? `q${i}`)
       queries.forEach((q, i) => {
         const offset = values.length
-        ctes.push(`q${i} AS (${q.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`)
+        ctes.push(`${names[i]} AS (${q.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`)
         values.push(...q.parameters)
       })
-      const counted = queries.map((_, i) => `(SELECT count(*) FROM q${i})::int AS c${i}`)
+      const counted = names.map((name, i) => `(SELECT count(*) FROM ${name})::int AS c${i}`)
       const [row] = await run(CompiledQuery.raw(`WITH ${ctes.join(', ')} SELECT ${counted.join(', ')}`, values) as CompiledQuery<Record<string, number>>)
       return queries.map((_, i) => Number(row![`c${i}`]))
     },
@@ -118,6 +120,11 @@ function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
     },
   }
 }
+
+/** Locks on the numbers of an array, in a stable order, so that batches that share keys wait rather than deadlock. */
+const lockStatement = (numbers: string) => `SELECT pg_advisory_xact_lock(k) FROM unnest(${numbers}::bigint[]) AS t(k) ORDER BY k`
+
+const lockNumbers = (keys: readonly string[]) => [...new Set(keys.map(lockNumber))]
 
 /** A key's lock number: 64 bits of its hash. Collisions only make unrelated batches wait for each other. */
 export function lockNumber(key: string): string {
@@ -177,8 +184,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     },
     async lockKeys(session, keys) {
       if (keys.length === 0) return
-      const numbers = [...new Set(keys.map(lockNumber))]
-      await session.run(CompiledQuery.raw('SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS t(k) ORDER BY k', [numbers]))
+      await session.run(CompiledQuery.raw(lockStatement('$1'), [lockNumbers(keys)]))
     },
     async tryLockKeys(session, keys) {
       if (keys.length === 0) return true
@@ -205,14 +211,19 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
         close: async () => {},
       }
     },
-    async transaction(work, calls) {
+    async transaction(work, calls, locks = []) {
       const client = await pool.connect()
       // runMany sends its queries as one statement: one round trip.
       const session = countingSession(sessionOn(client), calls, 'one')
       let broken: Error | undefined
       try {
         countCall(calls)
-        await client.query('BEGIN')
+        if (locks.length === 0) await client.query('BEGIN')
+        else {
+          // One round trip for both, in the simple protocol: the lock numbers are digits this process made.
+          if (calls) calls.statements++
+          await client.query(`BEGIN; ${lockStatement(`'{${lockNumbers(locks).join(',')}}'`)}`)
+        }
         const result = await work(session)
         countCall(calls)
         await client.query('COMMIT')

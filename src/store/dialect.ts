@@ -84,7 +84,11 @@ export interface Backend {
    * Runs `work` in one transaction on the write connection and commits it durably. With `calls`,
    * adds to it the statements the transaction sent (BEGIN and COMMIT included) and their round trips.
    */
-  transaction<T>(work: (session: Session) => Promise<T>, calls?: DbCalls): Promise<T>
+  /**
+   * Runs `work` in one transaction on the write connection and commits it durably; `locks` are
+   * taken first, as lockKeys takes them (PostgreSQL: in the round trip that begins the transaction).
+   */
+  transaction<T>(work: (session: Session) => Promise<T>, calls?: DbCalls, locks?: readonly string[]): Promise<T>
   /** The write path of the server: where and how batches are committed; their statements and round trips are added to `calls`. */
   openWriter(calls?: DbCalls): BatchWriter
   /** Resolves when the database answers; rejects otherwise. */

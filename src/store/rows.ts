@@ -4,32 +4,67 @@ import type { StoredCustomer, StoredOrder } from '../batch/state.ts'
 import type { AdjustmentsTable, CustomersTable, EventsTable, LedgerTable, OrdersTable, RedemptionsTable } from './tables.ts'
 
 // Rows to records and back: the one place that knows how a record is laid
-// out in the database. Flags are 0/1, tags JSON text, clocks JSON text.
+// out in the database. Flags are 0/1, tags JSON text, clocks JSON text (clocksToJson).
 
 type Clocks = Partial<Record<string, Clock>>
 
 const flag = (value: boolean | null) => (value === null ? null : value ? 1 : 0)
 const bool = (value: number | null) => (value === null ? null : Number(value) === 1)
 
-function clocksToJson(clocks: Clocks): string {
+/**
+ * Field clocks as text. Most fields share the clock of the webhook that last wrote the row, so the
+ * clocks are stored once each, and each field of the record's known list (`fields`, in order)
+ * names its clock by index (-1: none): `[[version, arrival, version, arrival, …], [index, …]]`,
+ * a fifth of the size of a clock per field name. A key outside the list (none today) keeps the
+ * older form, an object of field names, which is read as well.
+ */
+function clocksToJson(clocks: Clocks, fields: readonly string[]): string {
+  const distinct: number[] = []
+  const indexes: number[] = fields.map(() => -1)
+  let known = 0
+  for (const [field, clock] of Object.entries(clocks)) {
+    if (!clock) continue
+    const at = fields.indexOf(field)
+    if (at < 0) return clocksAsObject(clocks)
+    let index = 0
+    while (index < distinct.length && (distinct[index] !== clock.version_us || distinct[index + 1] !== clock.arrival_us)) index += 2
+    if (index === distinct.length) distinct.push(clock.version_us, clock.arrival_us)
+    indexes[at] = index / 2
+    known++
+  }
+  return known === 0 ? '{}' : JSON.stringify([distinct, indexes])
+}
+
+function clocksAsObject(clocks: Clocks): string {
   const out: Record<string, [number, number]> = {}
   for (const [field, clock] of Object.entries(clocks)) if (clock) out[field] = [clock.version_us, clock.arrival_us]
   return JSON.stringify(out)
 }
 
-/** Field clocks from JSON; rows written before per-field clocks get the row's own clock on every field that is set. */
+/** Field clocks from their text; rows written before per-field clocks get the row's own clock on every field that is set. */
 function clocksFromJson(json: string | null, fields: readonly string[], row: Record<string, unknown>, fallback: Clock): Clocks {
-  if (json !== null) {
-    const out: Clocks = {}
-    for (const [field, [version_us, arrival_us]] of Object.entries(JSON.parse(json) as Record<string, [number, number]>)) {
-      out[field] = { version_us, arrival_us }
-    }
+  const out: Clocks = {}
+  if (json === null) {
+    for (const field of fields) if (row[field] !== null && row[field] !== undefined) out[field] = fallback
     return out
   }
-  const out: Clocks = {}
-  for (const field of fields) if (row[field] !== null && row[field] !== undefined) out[field] = fallback
+  const parsed = JSON.parse(json) as Record<string, [number, number]> | [number[], number[]]
+  if (!Array.isArray(parsed)) {
+    for (const [field, [version_us, arrival_us]] of Object.entries(parsed)) out[field] = { version_us, arrival_us }
+    return out
+  }
+  const [distinct, indexes] = parsed
+  const shared = Array.from({ length: distinct.length / 2 }, (_, i) => ({ version_us: distinct[2 * i]!, arrival_us: distinct[2 * i + 1]! }))
+  indexes.forEach((index, i) => {
+    if (index >= 0) out[fields[i]!] = shared[index]!
+  })
   return out
 }
+
+/** Every key a customer's clocks may have, in their stored order: append new ones, never reorder. */
+const CUSTOMER_CLOCKS = [...CUSTOMER_FIELDS, 'deleted', 'first_email'] as const
+/** The same for orders. */
+const ORDER_CLOCKS = ORDER_FIELDS
 
 export function toCustomer(row: Selectable<CustomersTable>): CustomerRecord {
   const fallback = { version_us: Number(row.version_us), arrival_us: Number(row.arrival_us) }
@@ -43,7 +78,7 @@ export function toCustomer(row: Selectable<CustomersTable>): CustomerRecord {
     created_at: row.created_at,
     updated_at: row.updated_at,
     deleted: Number(row.deleted) === 1,
-    clocks: clocksFromJson(row.clocks, [...CUSTOMER_FIELDS, 'deleted'], row as unknown as Record<string, unknown>, fallback),
+    clocks: clocksFromJson(row.clocks, CUSTOMER_CLOCKS, row as unknown as Record<string, unknown>, fallback),
     erased_us: row.erased_us === null ? null : Number(row.erased_us),
   }
 }
@@ -79,7 +114,7 @@ export function customerRow(s: StoredCustomer): Insertable<CustomersTable> {
     arrival_us: clock.arrival_us,
     erased_us: c.erased_us,
     erased_email_sha: s.erasedEmailSha,
-    clocks: clocksToJson(c.clocks),
+    clocks: clocksToJson(c.clocks, CUSTOMER_CLOCKS),
     rev: s.rev + 1,
     last_hash: s.lastHash,
     last_event_id: s.lastEventId,
@@ -114,7 +149,7 @@ export function toOrder(row: Selectable<OrdersTable>): OrderRecord {
       ? (JSON.parse(row.customer_snapshots) as Record<string, number>)
       : row.customer_id === null || row.customer_snapshot_us === null ? {} : { [String(row.customer_id)]: Number(row.customer_snapshot_us) },
     updated_at: row.updated_at,
-    clocks: clocksFromJson(row.clocks, ORDER_FIELDS, row as unknown as Record<string, unknown>, fallback),
+    clocks: clocksFromJson(row.clocks, ORDER_CLOCKS, row as unknown as Record<string, unknown>, fallback),
     erased_email_sha: row.erased_email_sha,
     first_arrival_us: row.first_arrival_us === null ? arrival : Number(row.first_arrival_us),
     arrival_us: arrival,
@@ -154,7 +189,7 @@ export function orderRow(s: StoredOrder): Insertable<OrdersTable> {
     updated_us: o.clocks.updated_at && o.updated_at !== null ? o.clocks.updated_at.version_us : null,
     arrival_us: o.arrival_us,
     first_arrival_us: o.first_arrival_us,
-    clocks: clocksToJson(o.clocks),
+    clocks: clocksToJson(o.clocks, ORDER_CLOCKS),
     erased_email_sha: o.erased_email_sha,
     rev: s.rev + 1,
     last_hash: s.lastHash,
