@@ -2,7 +2,7 @@ import { closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely'
-import type { Backend, RowsOf, Session } from './dialect.ts'
+import { observedLog, type Backend, type RowsOf, type Session, type StatementObserver } from './dialect.ts'
 import { startSqliteWriter } from './sqlite-writer.ts'
 import type { Tables } from './tables.ts'
 
@@ -51,7 +51,7 @@ const VACUUM_PAGES = 512
 /** At most one checkpoint for erasure in this long, so that a run of deletes does not checkpoint every batch. */
 const ERASURE_CHECKPOINT_MS = 1000
 
-function sessionOn(connection: Database.Database): Session {
+function sessionOn(connection: Database.Database, observe?: StatementObserver): Session {
   const prepared = new Map<string, Database.Statement>()
   const session: Session = {
     async runMany(queries) {
@@ -59,6 +59,7 @@ function sessionOn(connection: Database.Database): Session {
       return queries.map((q) => session.run(q)) as RowsOf<typeof queries>
     },
     run<R>(query: CompiledQuery<R>): R[] {
+      observe?.(query.sql, query.parameters)
       let st = prepared.get(query.sql)
       if (!st) {
         // Multi-row statements vary with the batch's size: keep the cache bounded.
@@ -77,12 +78,16 @@ function sessionOn(connection: Database.Database): Session {
   return session
 }
 
-export function openSqlite(path: string): Backend {
+/** `observe` sees the statements of this process's connections, not those of the writer thread (openWriter). */
+export function openSqlite(path: string, observe?: StatementObserver): Backend {
   const reader = open(path)
   const writer = open(path)
   let checkpointTimer: NodeJS.Timeout | undefined
-  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: reader }) })
-  const session = sessionOn(writer)
+  const db = new Kysely<Tables>({
+    dialect: new SqliteDialect({ database: reader }),
+    ...observedLog(observe),
+  })
+  const session = sessionOn(writer, observe)
 
   return {
     kind: 'sqlite',
@@ -92,7 +97,7 @@ export function openSqlite(path: string): Backend {
       serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement(), serialCommits: true,
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`,
     },
-    reads: sessionOn(reader),
+    reads: sessionOn(reader, observe),
     lockKeys: async () => {},
     afterErasure() {
       if (checkpointTimer) return
