@@ -2,7 +2,7 @@ import { CompiledQuery, Kysely, PostgresDialect, sql, type DatabaseIntrospector,
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { countCall, countingSession } from './db-calls.ts'
-import type { Backend, RowsOf, Session } from './dialect.ts'
+import { observedLog, type Backend, type RowsOf, type Session, type StatementObserver } from './dialect.ts'
 import { touchKeysQuery } from './keys-repo.ts'
 import { isUnavailable } from './unavailable.ts'
 import { batchApplier } from './apply-batch.ts'
@@ -23,6 +23,8 @@ export interface PostgresOptions {
   poolSize?: number
   /** The schema of the service's tables (DATABASE_SCHEMA), unless the URL's `options` set a search_path. */
   schema?: string
+  /** Told of every statement (tests; on SQLite too, see openBackend). */
+  onStatement?: StatementObserver
 }
 
 /**
@@ -74,8 +76,9 @@ export function searchPathOf(url: string): string | undefined {
   return /(?:^|\s)-c\s*search_path=([A-Za-z_][A-Za-z0-9_]*)/.exec(options)?.[1]
 }
 
-function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
+function sessionOn(queryable: pg.Pool | pg.PoolClient, observe?: StatementObserver): Session {
   const run = async <R>(query: CompiledQuery<R>): Promise<R[]> => {
+    observe?.(query.sql, query.parameters)
     // Named, so each connection parses and plans a statement text once.
     const name = `k${createHash('sha1').update(query.sql).digest('base64url').slice(0, 24)}`
     const result = await queryable.query({ name, text: query.sql, values: query.parameters as unknown[] })
@@ -85,6 +88,8 @@ function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
     run,
     async runMany(queries) {
       if (queries.length === 1) return [await run(queries[0]!)] as RowsOf<typeof queries>
+      // Each part too: its plan inside the combined statement is the plan of the part.
+      for (const q of queries) observe?.(q.sql, q.parameters)
       // One statement: each query a CTE (data-modifying ones included), each result a JSON array.
       // Every CTE sees the same snapshot, which is why the queries must not depend on each other.
       const ctes: string[] = []
@@ -158,7 +163,11 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     // plans from stale statistics on a young table took a whole shop's index range per lookup.
     client.query('SET plan_cache_mode = force_generic_plan').catch(() => {})
   })
-  const db = new Kysely<Tables>({ dialect: new ScopedPostgresDialect({ pool }, schema) })
+  const observe = options.onStatement
+  const db = new Kysely<Tables>({
+    dialect: new ScopedPostgresDialect({ pool }, schema),
+    ...observedLog(observe),
+  })
 
   return {
     kind: 'postgres',
@@ -171,7 +180,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       skipLocked: true,
     },
     statements: batchStatements(postgresStatements),
-    reads: sessionOn(pool),
+    reads: sessionOn(pool, observe),
     afterErasure() {},
     // Short transactions leave dead rows that autovacuum reclaims for reuse; no rewrite, no long lock.
     async afterPrune() {},
@@ -214,7 +223,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     async transaction(work, calls, locks = []) {
       const client = await pool.connect()
       // runMany sends its queries as one statement: one round trip.
-      const session = countingSession(sessionOn(client), calls, 'one')
+      const session = countingSession(sessionOn(client, observe), calls, 'one')
       let broken: Error | undefined
       try {
         countCall(calls)

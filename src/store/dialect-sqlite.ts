@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely'
 import { countCall, countingSession } from './db-calls.ts'
-import type { Backend, RowsOf, Session } from './dialect.ts'
+import { observedLog, type Backend, type RowsOf, type Session, type StatementObserver } from './dialect.ts'
 import { startSqliteWriter } from './sqlite-writer.ts'
 import { sqliteStatements } from './batch-sql-sqlite.ts'
 import { batchStatements } from './batch-statements.ts'
@@ -54,7 +54,7 @@ const VACUUM_PAGES = 512
 /** At most one checkpoint for erasure in this long, so that a run of deletes does not checkpoint every batch. */
 const ERASURE_CHECKPOINT_MS = 1000
 
-function sessionOn(connection: Database.Database): Session {
+function sessionOn(connection: Database.Database, observe?: StatementObserver): Session {
   const prepared = new Map<string, Database.Statement>()
   const session: Session = {
     async runMany(queries) {
@@ -62,6 +62,7 @@ function sessionOn(connection: Database.Database): Session {
       return queries.map((q) => session.run(q)) as RowsOf<typeof queries>
     },
     run<R>(query: CompiledQuery<R>): R[] {
+      observe?.(query.sql, query.parameters)
       let st = prepared.get(query.sql)
       if (!st) {
         // Multi-row statements vary with the batch's size: keep the cache bounded.
@@ -83,12 +84,16 @@ function sessionOn(connection: Database.Database): Session {
   return session
 }
 
-export function openSqlite(path: string): Backend {
+/** `observe` sees the statements of this process's connections, not those of the writer thread (openWriter). */
+export function openSqlite(path: string, observe?: StatementObserver): Backend {
   const reader = open(path)
   const writer = open(path)
   let checkpointTimer: NodeJS.Timeout | undefined
-  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: reader }) })
-  const session = sessionOn(writer)
+  const db = new Kysely<Tables>({
+    dialect: new SqliteDialect({ database: reader }),
+    ...observedLog(observe),
+  })
+  const session = sessionOn(writer, observe)
 
   return {
     kind: 'sqlite',
@@ -99,7 +104,7 @@ export function openSqlite(path: string): Backend {
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`,
     },
     statements: batchStatements(sqliteStatements),
-    reads: sessionOn(reader),
+    reads: sessionOn(reader, observe),
     lockKeys: async () => {},
     afterErasure() {
       if (checkpointTimer) return

@@ -1,4 +1,4 @@
-import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, RawBuilder } from 'kysely'
+import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, KyselyConfig, RawBuilder } from 'kysely'
 import type { BatchItem } from '../batch/commands.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { DbCalls } from './db-calls.ts'
@@ -8,6 +8,16 @@ import type { Tables } from './tables.ts'
 
 /** The rows of each of several queries. */
 export type RowsOf<Q extends readonly CompiledQuery<unknown>[]> = { -readonly [K in keyof Q]: Q[K] extends CompiledQuery<infer R> ? R[] : never }
+
+/**
+ * Told of each statement the backend runs with its parameters (openBackend's `onStatement`):
+ * tests see what the code issues, to explain each statement's plan.
+ */
+export type StatementObserver = (sql: string, parameters: readonly unknown[]) => void
+
+/** Kysely's options that tell `observe` of each query run on `backend.db`: none without one. */
+export const observedLog = (observe: StatementObserver | undefined): Pick<KyselyConfig, 'log'> =>
+  observe ? { log: (e) => void (e.level === 'query' && observe(e.query.sql, e.query.parameters)) } : {}
 
 /** A transaction on the write connection. */
 export interface Session {

@@ -68,8 +68,8 @@ const LOOKUP_INDEXES = [
   ['ledger', 'ledger_order', ['order_id', 'shop_id'], 'order_id IS NOT NULL'],
   ['ledger', 'ledger_customer', ['customer_id', 'shop_id', 'id'], 'customer_id IS NOT NULL'],
   ['ledger', 'ledger_guest', ['guest_email', 'shop_id'], 'customer_id IS NULL AND guest_email IS NOT NULL'],
-  // The expiry sweep's: lots by date. Without the shop, so that no lookup of a customer's lots can take it.
-  ['ledger', 'ledger_available', ['available_us'], 'customer_id IS NOT NULL'],
+  // The expiry sweep's: entries by date. The date alone, so that no lookup of a customer's lots can take it.
+  ['ledger', 'ledger_available', ['available_us'], 'available_us IS NOT NULL'],
   ['events', 'events_customer', ['customer_id', 'shop_id'], 'customer_id IS NOT NULL'],
   // Erasure finds an erased order's webhooks by it; a customer's webhooks are found by events_customer.
   ['events', 'events_resource', ['resource_id', 'shop_id'], "topic = 'order/hook_created' AND resource_id IS NOT NULL"],
