@@ -29,7 +29,7 @@ import type { BatchResult } from './store/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
 import { backendOptions, migrate, openBackend } from './store/database.ts'
 import type { Services } from './services.ts'
-import type { BatchWriter } from './store/dialect.ts'
+import type { BatchWriter, StatementObserver } from './store/dialect.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
 import { startPruner } from './writer/pruner.ts'
 import { oldestEventUs } from './store/prune.ts'
@@ -51,6 +51,8 @@ export interface BuildOptions {
   clock?: () => number
   /** How often the expiry sweeper runs (default 20 s: expiry is written within a minute of its due time); 0 turns it off. */
   sweepEveryMs?: number
+  /** Told of every statement the app runs with its parameters (tests: test/query-plans.test.ts). */
+  onStatement?: StatementObserver
 }
 
 /** How often a key's last use is written: often enough for keys list, rare enough to cost nothing. */
@@ -75,7 +77,7 @@ function keyUseRecorder(batchWriter: BatchWriter) {
  * Opens the database and applies pending migrations.
  */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
-  const backend = openBackend(config.DATABASE_URL, backendOptions(config))
+  const backend = openBackend(config.DATABASE_URL, { ...backendOptions(config), onStatement: options.onStatement })
   try {
     await migrate(backend)
   } catch (err) {

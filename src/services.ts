@@ -30,7 +30,7 @@ export interface Services {
   clock?: () => number
   /** Writes expiry as it falls due. */
   sweeper: ExpirySweeper
-  /** The change feed: its sequencer, the readers' long poll, and the NATS relay when NATS_URL is set. */
+  /** The change feed: the readers' long poll, and the NATS relay when NATS_URL is set. */
   feed: ChangeFeed
   /** REDIS_URL: whether Redis, where the rate limit is counted, answers now; undefined without it. */
   redisUp(): boolean | undefined

@@ -226,6 +226,21 @@ forEachDatabase((kind) => {
       problem(await admin.get(`/v3/admin/shops/${s.name}/customers?limit=501`), 400, 'malformed-request')
     })
 
+    test('by e-mail, live customers and those it was erased from page together, newest id first', async () => {
+      const s = await shop('mixed')
+      for (const id of [4, 5, 6, 7]) await s.post(CUSTOMER_CREATED, { id, email: id === 6 ? 'else@example.com' : 'Both@example.com' })
+      for (const id of [5, 7]) assert.equal((await s.post(CUSTOMER_DELETED, { id, email: 'both@example.com', updated_at: '2030-01-01T00:00:00Z' })).statusCode, 200)
+      const seen: [number, boolean][] = []
+      let cursor: string | null = null
+      do {
+        const page: { items: { id: number; deleted: boolean }[]; next_cursor: string | null } = (await admin.get(`/v3/admin/shops/${s.name}/customers?email=both@example.com&limit=1${cursor ? `&cursor=${cursor}` : ''}`)).json()
+        assert.ok(page.items.length <= 1)
+        seen.push(...page.items.map((x): [number, boolean] => [x.id, x.deleted]))
+        cursor = page.next_cursor
+      } while (cursor)
+      assert.deepEqual(seen, [[7, true], [5, true], [4, false]])
+    })
+
     test('a guest: the points held under the e-mail and its orders', async () => {
       const s = await shop('guest')
       await s.post(ORDER_CREATED, { id: 30, currency: 'EUR', subtotal: '25.00', is_paid: true, processed_at: OLD, email: 'Guest@Example.com' })

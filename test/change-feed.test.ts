@@ -31,7 +31,7 @@ forEachDatabase((kind) => {
       assert.equal(res.headers['cache-control'], 'no-store')
       return res.json() as { changes: Entry[]; next_after: number }
     }
-    /** Every entry, page by page, once the sequencer has given them positions (it runs right after each commit). */
+    /** Every entry, page by page. */
     async function all(limit = 500, expected?: number | ((entries: Entry[]) => boolean)): Promise<Entry[]> {
       for (let attempt = 0; ; attempt++) {
         const out: Entry[] = []
@@ -202,29 +202,36 @@ forEachDatabase((kind) => {
   })
 
   if (kind === 'postgres') {
-    test('a transaction holding a lower id commits after a higher one: the reader past the higher still gets it', async () => {
+    test('a transaction that took a position and has not committed: later batches wait behind it, and the reader never passes it', async () => {
       const s = await shop('gap')
+      const first = await s.post(CUSTOMER_CREATED, { id: 1, updated_at: '2024-05-01T10:00:00Z' })
+      const [before] = await s.all(500)
+      assert.equal(before!.data.event_id, first.event_id)
       const client = new pg.Client({ connectionString: t.database.url })
       await client.connect()
       try {
+        // As a batch of another process would: it takes the next position, writes its row, and has not committed yet.
         await client.query('BEGIN')
-        const held = await client.query<{ id: number }>(
-          `INSERT INTO changes (shop_id, type, created_us, data) VALUES ($1, 'points.changed', $2, $3) RETURNING id`,
-          [s.shopId, Date.now() * 1000, JSON.stringify({ customer_id: 99, guest: false, order_id: null, redemption_id: null, adjustment_id: null, points: 5, reason: 'adjusted', debt: false, event_id: null })],
+        const [{ position: held }] = (await client.query<{ position: string }>('UPDATE feed_head SET position = position + 1 WHERE id = 1 RETURNING position')).rows as [{ position: string }]
+        await client.query(
+          'INSERT INTO feed (position, first_position, shop_id, created_us, entries) VALUES ($1, $1, $2, $3, $4)',
+          [held, s.shopId, Date.now() * 1000, JSON.stringify([['points.changed', { customer_id: 99, guest: false, order_id: null, redemption_id: null, adjustment_id: null, points: 5, reason: 'adjusted', debt: false, event_id: null }]])],
         )
-        const later = await s.post(CUSTOMER_CREATED, { id: 1, updated_at: '2024-05-01T10:00:00Z' })
-        const [entry] = await s.all(500, 1)
-        assert.equal(entry!.data.event_id, later.event_id)
-        assert.ok(Number(entry!.id) > Number(held.rows[0]!.id), 'the committed entry took a higher id than the open one')
-        // The sequencer runs on its timer meanwhile: it must not pass the open transaction's entry.
+        assert.equal(Number(held), before!.position + 1)
+        // A webhook now commits after it: its batch waits for the head's lock rather than take a position of its own first.
+        let answered = false
+        const later = s.post(CUSTOMER_CREATED, { id: 2, updated_at: '2024-05-01T10:00:00Z' }).then((r) => ((answered = true), r))
         await new Promise((r) => setTimeout(r, 600))
-        assert.deepEqual((await s.changes(`?after=${entry!.position}`)).changes, [])
-        const waiting = s.changes(`?after=${entry!.position}&wait=20`)
+        assert.equal(answered, false, 'the later batch waits for the open transaction')
+        assert.deepEqual((await s.changes(`?after=${before!.position}`)).changes, [], 'nothing past the open transaction is readable')
+        const waiting = s.changes(`?after=${before!.position}&wait=20`)
         await client.query('COMMIT')
         const page = await waiting
-        assert.deepEqual(page.changes.map((e) => e.id), [String(held.rows[0]!.id)], 'the late commit comes after the cursor, not before it')
-        assert.ok(page.changes[0]!.position > entry!.position)
-        assert.deepEqual((await s.all()).map((e) => e.id), [entry!.id, String(held.rows[0]!.id)])
+        assert.equal(page.changes[0]!.position, Number(held), 'the reader gets the held position first')
+        const { event_id } = await later
+        const all = await s.all(500)
+        assert.deepEqual(all.map((e) => e.position), [before!.position, Number(held), Number(held) + 1], 'consecutive positions, in commit order')
+        assert.equal(all[2]!.data.event_id, event_id)
       } finally {
         await client.query('ROLLBACK').catch(() => {})
         await client.end()

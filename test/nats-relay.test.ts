@@ -89,14 +89,15 @@ async function query<R extends pg.QueryResultRow>(url: string, text: string, val
   }
 }
 
-/** Waits until every entry has a position and the relay's progress has reached the last. */
+/** Waits until the relay's progress has reached the last position. */
 async function settled(url: string, natsUrl: string, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const [row] = await query<{ total: number; unpositioned: number; last: number | null; relayed: number | null }>(url, `
-      SELECT count(*)::int AS total, count(*) FILTER (WHERE position IS NULL)::int AS unpositioned, max(position)::int AS last,
-             (SELECT position::int FROM change_relay WHERE stream = $1) AS relayed FROM changes`, [STREAM])
-    if (row!.unpositioned === 0 && row!.total > 0 && row!.relayed === row!.last && (await streamCount(natsUrl, STREAM)) >= row!.total) return
+    // Positions are consecutive from 1: the last is how many entries there are.
+    const [row] = await query<{ total: number; last: number | null; relayed: number | null }>(url, `
+      SELECT coalesce(max(position), 0)::int AS total, max(position)::int AS last,
+             (SELECT position::int FROM change_relay WHERE stream = $1) AS relayed FROM feed`, [STREAM])
+    if (row!.total > 0 && row!.relayed === row!.last && (await streamCount(natsUrl, STREAM)) >= row!.total) return
     if (Date.now() > deadline) throw new Error(`the relay did not catch up: ${JSON.stringify(row)}, stream ${await streamCount(natsUrl, STREAM)}`)
     await sleep(200)
   }
@@ -108,7 +109,7 @@ async function verify(url: string, natsUrl: string, port: number, key: string, s
   const feed = await readFeed(port, key)
   const ids = feed.map((e) => e.id)
   assert.equal(new Set(ids).size, ids.length, 'no entry twice in the feed')
-  const stored = await query<{ id: number }>(url, 'SELECT id FROM changes WHERE shop_id = $1 ORDER BY position', [shopId])
+  const stored = await query<{ id: number }>(url, 'SELECT generate_series(first_position, position)::int AS id FROM feed WHERE shop_id = $1 ORDER BY position', [shopId])
   assert.deepEqual(ids, stored.map((r) => String(r.id)), 'the feed holds every stored entry, in position order')
 
   const stream = await readStream(natsUrl, STREAM)
@@ -223,7 +224,7 @@ describe('postgres', () => {
       const lag = Number(/^shop_intake_feed_relay_lag_seconds (\S+)$/m.exec(metrics.body!)?.[1])
       assert.ok(lag > 0.5, `the lag gauge shows it: ${lag}`)
       await flowing
-      const backlog = (await query<{ n: number }>(db.url, 'SELECT count(*)::int - coalesce((SELECT max(position) FROM change_relay), 0)::int AS n FROM changes'))[0]!.n
+      const backlog = (await query<{ n: number }>(db.url, 'SELECT coalesce(max(position), 0)::int - coalesce((SELECT max(position) FROM change_relay), 0)::int AS n FROM feed'))[0]!.n
       const restarted = Date.now()
       await nats.start()
       await settled(db.url, nats.url)
@@ -243,7 +244,7 @@ describe('postgres', () => {
       // A backlog while NATS is down, so that the relay is in the middle of a round when its process dies.
       await nats.stop()
       await send(conflicting(1200), () => servers, key, 12)
-      const [{ n: total }] = (await query<{ n: number }>(db.url, 'SELECT count(*)::int AS n FROM changes')) as [{ n: number }]
+      const [{ n: total }] = (await query<{ n: number }>(db.url, 'SELECT coalesce(max(position), 0)::int AS n FROM feed')) as [{ n: number }]
       await nats.start()
       const deadline = Date.now() + 60_000
       let leader: ServerProcess | undefined

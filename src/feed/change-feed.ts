@@ -4,15 +4,13 @@ import type { Backend, BatchWriter } from '../store/dialect.ts'
 import type { Metrics } from '../http/metrics.ts'
 import { feedMetrics } from './metrics.ts'
 import { startRelay, type Relay } from './nats-relay.ts'
-import { startSequencer, type Sequencer } from './sequencer.ts'
 import { FeedWatch } from './watch.ts'
 
 /** The change feed of one process: positions, the readers' long poll, and the relay to NATS (NATS_URL). */
 export interface ChangeFeed {
   watch: FeedWatch
-  sequencer: Sequencer
   relay: Relay | undefined
-  /** A batch of this process committed: its entries get positions, waiting readers wake, the relay publishes. */
+  /** A batch of this process committed (its entries have their positions): waiting readers wake, the relay publishes. */
   committed(): void
   /** Wakes waiting readers now (shutting down). */
   closing(): void
@@ -31,14 +29,6 @@ export function startChangeFeed(config: Config, backend: Backend, batchWriter: B
   const watch = new FeedWatch(backend.db)
   let relay: Relay | undefined
   const counters = feedMetrics(metrics.registry, () => relay)
-  const sequencer = startSequencer(
-    backend,
-    () => {
-      watch.notify()
-      relay?.kick()
-    },
-    (err) => warn('sequencing', err, 'giving change feed entries their positions failed; the next run tries again'),
-  )
   if (config.NATS_URL) {
     relay = startRelay({
       backend, batchWriter, url: config.NATS_URL, stream: config.NATS_STREAM,
@@ -48,13 +38,14 @@ export function startChangeFeed(config: Config, backend: Backend, batchWriter: B
   }
   return {
     watch,
-    sequencer,
     relay,
-    committed: () => sequencer.kick(),
+    committed: () => {
+      watch.notify()
+      relay?.kick()
+    },
     closing: () => watch.close(),
     async stop() {
       watch.close()
-      await sequencer.stop()
       await relay?.stop()
     },
   }

@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely'
 import { connect, Events, nanos, StorageType, type JetStreamClient, type NatsConnection } from 'nats'
-import { changesAfterQuery, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../store/changes-repo.ts'
+import { changesAfter, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../store/changes-repo.ts'
 import type { Backend, BatchWriter, Session } from '../store/dialect.ts'
 import { lockNumber } from '../store/dialect-postgres.ts'
 import { changeView } from './entry.ts'
@@ -112,7 +112,7 @@ export function startRelay(options: RelayOptions): Relay {
   /** Publishes `rows` in order; returns the position up to which every one was acknowledged. */
   async function publish(rows: readonly ChangeRow[], from: number): Promise<number> {
     const acks = await Promise.allSettled(
-      rows.map((r) => js!.publish(subjectOf(r.shop_id, r.type), encoder.encode(JSON.stringify(changeView(r))), { msgID: String(r.id), timeout: ACK_TIMEOUT_MS })),
+      rows.map((r) => js!.publish(subjectOf(r.shop_id, r.type), encoder.encode(JSON.stringify(changeView(r))), { msgID: String(r.position), timeout: ACK_TIMEOUT_MS })),
     )
     let upTo = from
     let count = 0
@@ -137,14 +137,14 @@ export function startRelay(options: RelayOptions): Relay {
         const [held] = await s.run(CompiledQuery.raw('SELECT pg_try_advisory_xact_lock($1) AS ok', [lock]) as CompiledQuery<{ ok: boolean }>)
         if (!held?.ok) return 0
         const cursor = Number((await s.run(relayCursorQuery(db, stream)))[0]?.position ?? 0)
-        const rows = await s.run(changesAfterQuery(db, null, cursor, ROUND))
+        const rows = await changesAfter(db, null, cursor, ROUND)
         const upTo = await publish(rows, cursor)
         if (upTo > cursor) await s.run(saveRelayCursorQuery(db, stream, upTo, Date.now() * 1000))
         return upTo > cursor ? rows.length : 0
       })
     }
     const cursor = Number((await db.executeQuery(relayCursorQuery(db, stream))).rows[0]?.position ?? 0)
-    const rows = (await db.executeQuery(changesAfterQuery(db, null, cursor, ROUND))).rows
+    const rows = await changesAfter(db, null, cursor, ROUND)
     const upTo = await publish(rows, cursor)
     if (upTo > cursor) await batchWriter.write(saveRelayCursorQuery(db, stream, upTo, Date.now() * 1000))
     return upTo > cursor ? rows.length : 0

@@ -2,8 +2,8 @@ import type { Kysely } from 'kysely'
 import { lastPosition } from '../store/changes-repo.ts'
 import type { Tables } from '../store/tables.ts'
 
-// Readers of GET /v3/changes?wait= sleep here. They wake when this process gave positions
-// (its sequencer ran, or on SQLite its batch committed), and, for the positions other
+// Readers of GET /v3/changes?wait= sleep here. They wake when a batch of this process committed
+// (its entries took their positions in its transaction), and, for the positions other
 // processes give, when a light poll of the highest position sees it grow: one query per
 // interval for the whole process, and only while someone waits.
 

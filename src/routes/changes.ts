@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Services } from '../services.ts'
 import { noStore } from '../http/no-store.ts'
-import { badRequest } from '../http/problem.ts'
+import { badRequest, unavailable } from '../http/problem.ts'
 import { ChangeList, ChangesQuery } from '../schemas/changes.ts'
 import { changeView } from '../feed/entry.ts'
 import { changesAfter } from '../store/changes-repo.ts'
@@ -14,7 +14,7 @@ const MAX_WAIT_SECONDS = 30
 /** GET /v3/changes: the shop's change feed after a position, in commit order, with an optional long poll. */
 export async function changeRoutes(scope: FastifyInstance, services: Services): Promise<void> {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>()
-  const { backend, auth, feed } = services
+  const { backend, auth, feed, config } = services
 
   app.get(
     '/v3/changes',
@@ -45,14 +45,20 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
       const deadline = Date.now() + wait * 1000
       const gone = new AbortController()
       reply.raw.once('close', () => gone.abort())
+      // A read that the shutdown cut short (its pool closed under it) is the shutdown's 503, not a 500.
+      const read = () =>
+        changesAfter(backend.db, shopId, after, limit).catch((err: unknown) => {
+          if (feed.watch.isClosed) throw unavailable(config.RETRY_AFTER_SECONDS, 'the service is shutting down; retry after the delay in Retry-After')
+          throw err
+        })
       let seen = feed.watch.generation
-      let changes = await changesAfter(backend.db, shopId, after, limit)
+      let changes = await read()
       while (changes.length === 0 && !gone.signal.aborted && !feed.watch.isClosed && Date.now() < deadline) {
         await feed.watch.next(deadline - Date.now(), seen, gone.signal)
         // Shutting down: answer with what was read, rather than query a database being closed.
         if (feed.watch.isClosed) break
         seen = feed.watch.generation
-        changes = await changesAfter(backend.db, shopId, after, limit)
+        changes = await read()
       }
       return { changes: changes.map(changeView), next_after: changes.length === 0 ? after : Number(changes[changes.length - 1]!.position) }
     },

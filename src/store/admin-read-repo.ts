@@ -1,8 +1,9 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely, type Selectable } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
 import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
 import { toCustomer, toOrder } from './rows.ts'
-import type { Tables } from './tables.ts'
+import type { CustomersTable, Tables } from './tables.ts'
+import { unindexed } from './unindexed.ts'
 
 // The console's reads of shops, customers, guests, ledgers and keys. No locks; pages by keyset.
 
@@ -33,18 +34,30 @@ export async function shopCounts(db: Kysely<Tables>, shopIds: readonly number[])
 
 /** A page of a shop's customers (tombstones too), newest id first; by e-mail, the live ones with it and the deleted ones it was erased from. */
 export async function customerPage(db: Kysely<Tables>, shopId: number, email: string | null, limit: number, before: number | null): Promise<{ rows: CustomerRecord[]; more: boolean }> {
-  let query = db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).orderBy('id', 'desc').limit(limit + 1)
-  if (email !== null) {
+  let rows: Selectable<CustomersTable>[]
+  if (email === null) {
+    let query = db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).orderBy('id', 'desc').limit(limit + 1)
+    if (before !== null) query = query.where('id', '<', before)
+    rows = await query.execute()
+  } else {
+    // Each e-mail column by its own index (an OR of the two walked the shop's customers in id
+    // order), the few rows it finds sorted (unindexed: see src/store/unindexed.ts).
     const lower = email.toLowerCase()
-    query = query.where((eb) => eb.or([eb('email_lower', '=', lower), eb('erased_email_sha', '=', emailSha(shopId, lower))]))
+    const by = (column: 'email_lower' | 'erased_email_sha', value: string) => {
+      let query = db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where(column, '=', value)
+        .orderBy(unindexed('id'), 'desc').limit(limit + 1)
+      if (before !== null) query = query.where(unindexed('id'), '<', before)
+      return query.execute()
+    }
+    const found = (await Promise.all([by('email_lower', lower), by('erased_email_sha', emailSha(shopId, lower))])).flat()
+    rows = [...new Map(found.map((r) => [Number(r.id), r])).values()].sort((a, b) => Number(b.id) - Number(a.id)).slice(0, limit + 1)
   }
-  if (before !== null) query = query.where('id', '<', before)
-  const rows = await query.execute()
   return { rows: rows.slice(0, limit).map(toCustomer), more: rows.length > limit }
 }
 
+/** The latest `limit` orders of a customer or an e-mail: found by that key, then sorted (unindexed: see src/store/unindexed.ts). */
 export async function ordersOf(db: Kysely<Tables>, shopId: number, by: { customerId: number } | { emailLower: string }, limit: number): Promise<OrderRecord[]> {
-  let query = db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).orderBy('id', 'desc').limit(limit)
+  let query = db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).orderBy(unindexed('id'), 'desc').limit(limit)
   query = 'customerId' in by ? query.where('customer_id', '=', by.customerId) : query.where('email_lower', '=', by.emailLower)
   return (await query.execute()).map(toOrder)
 }
@@ -62,7 +75,10 @@ export async function ledgerOf(db: Kysely<Tables>, shopId: number, by: { custome
     .where('ledger.shop_id', '=', shopId)
     .orderBy('ledger.id', 'desc')
     .limit(limit + 1)
-  query = 'customerId' in by ? query.where('ledger.customer_id', '=', by.customerId) : query.where('ledger.guest_email', '=', by.guestEmail)
+  // A guest's entries are those without a customer (src/loyalty/ledger-plan.ts): so said, the partial index ledger_guest finds them.
+  query = 'customerId' in by
+    ? query.where('ledger.customer_id', '=', by.customerId)
+    : query.where('ledger.guest_email', '=', by.guestEmail).where('ledger.customer_id', 'is', null)
   const rows = await query.execute()
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }
@@ -70,7 +86,7 @@ export async function ledgerOf(db: Kysely<Tables>, shopId: number, by: { custome
 /** What a guest e-mail holds: the sum of its entries. */
 export async function guestHeld(db: Kysely<Tables>, shopId: number, emailLower: string): Promise<number> {
   const row = await db.selectFrom('ledger').select(sql<number>`COALESCE(SUM(points), 0)`.as('held'))
-    .where('shop_id', '=', shopId).where('guest_email', '=', emailLower).executeTakeFirstOrThrow()
+    .where('shop_id', '=', shopId).where('guest_email', '=', emailLower).where('customer_id', 'is', null).executeTakeFirstOrThrow()
   return Number(row.held)
 }
 

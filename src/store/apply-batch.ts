@@ -2,7 +2,7 @@ import { isCommand, type BatchItem, type CommandOutcome } from '../batch/command
 import { decideBatch, outcomesOf } from '../batch/decide.ts'
 import type { Decision } from '../batch/state.ts'
 import type { Outcome } from '../domain/webhook.ts'
-import { loadBatch, lockKeysOf, LocksBusy } from './batch-load.ts'
+import { loadBatch, lockKeysOf, LocksBusy, type AsLoaded } from './batch-load.ts'
 import { writeDecision } from './batch-write.ts'
 import type { DbCalls } from './db-calls.ts'
 import type { Backend, Session } from './dialect.ts'
@@ -16,13 +16,15 @@ import { isConflict, isUnavailable } from './unavailable.ts'
 export type ItemOutcome = Outcome | CommandOutcome
 export type BatchResult = ItemOutcome | { status: 'failed'; error: Error }
 
-/** Loads, decides and writes one batch inside an open transaction; `extraKeys` are locked first as well. */
-async function applyIn(backend: Backend, s: Session, batch: readonly BatchItem[], extraKeys: ReadonlySet<string>, atUs: number): Promise<ItemOutcome[]> {
-  const locked = new Set([...lockKeysOf(batch), ...extraKeys])
-  await backend.lockKeys(s, [...locked])
-  const state = await loadBatch(backend, s, batch, new Map(), locked)
+/** The keys a batch locks: what it names, and `extraKeys` (found locked by another batch on an earlier attempt). */
+const keysOf = (batch: readonly BatchItem[], extraKeys: ReadonlySet<string>) => new Set([...lockKeysOf(batch), ...extraKeys])
+
+/** Loads, decides and writes one batch inside an open transaction that holds the locks on `locked`. */
+async function applyIn(backend: Backend, s: Session, batch: readonly BatchItem[], locked: ReadonlySet<string>, atUs: number): Promise<ItemOutcome[]> {
+  const asLoaded: AsLoaded = new Map()
+  const state = await loadBatch(backend, s, batch, new Map(), locked, asLoaded)
   const decision = decideBatch(batch, state, [], atUs)
-  await writeDecision(s, backend, decision, new Date().toISOString())
+  await writeDecision(s, backend, decision, new Date().toISOString(), asLoaded)
   return outcomesOf(batch, decision)
 }
 
@@ -44,10 +46,11 @@ export async function settleUnit(
       return await backend.transaction(async (s) => {
         const locked = new Set([...lockKeysOf(items), ...extraKeys])
         await backend.lockKeys(s, [...locked])
-        const state = await loadBatch(backend, s, items, orders, locked)
+        const asLoaded: AsLoaded = new Map()
+        const state = await loadBatch(backend, s, items, orders, locked, asLoaded)
         const settle = [...orders].flatMap(([shopId, ids]) => ids.map((id) => `${shopId}:${id}`))
         const decision = decideBatch(items, state, settle, nowUs)
-        await writeDecision(s, backend, decision, new Date().toISOString())
+        await writeDecision(s, backend, decision, new Date().toISOString(), asLoaded)
         return decision
       })
     } catch (err) {
@@ -78,7 +81,8 @@ export function batchApplier(backend: Backend): (batch: readonly BatchItem[], at
     const extraKeys = new Set<string>()
     for (let attempt = 1; ; attempt++) {
       try {
-        return await backend.transaction(async (s) => applyIn(backend, s, batch, extraKeys, atUs), calls)
+        const locked = keysOf(batch, extraKeys)
+        return await backend.transaction(async (s) => applyIn(backend, s, batch, locked, atUs), calls, [...locked])
       } catch (err) {
         if (isUnavailable(err)) throw err
         if (err instanceof LocksBusy) err.keys.forEach((key) => extraKeys.add(key))
@@ -91,7 +95,9 @@ export function batchApplier(backend: Backend): (batch: readonly BatchItem[], at
       for (const w of batch) {
         await s.exec('SAVEPOINT webhook')
         try {
-          results.push(...(await applyIn(backend, s, [w], extraKeys, atUs)))
+          const locked = keysOf([w], extraKeys)
+          await backend.lockKeys(s, [...locked])
+          results.push(...(await applyIn(backend, s, [w], locked, atUs)))
           await s.exec('RELEASE SAVEPOINT webhook')
         } catch (error) {
           if (isUnavailable(error)) throw error

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely'
+import type { Selectable } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
 import { isCommand, type BatchItem } from '../batch/commands.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
@@ -6,8 +6,9 @@ import type { CustomerPatch } from '../domain/merge.ts'
 import { parseStoredEntries, storedAdjustment } from './redemption-rows.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
-import { storedCustomer, storedOrder } from './rows.ts'
-import type { CustomersTable, LedgerTable, OrdersTable, Tables } from './tables.ts'
+import { CUSTOMER_INDEXED, indexedOf, ORDER_INDEXED, storedCustomer, storedOrder } from './rows.ts'
+import type { LedgerRead } from './batch-statements.ts'
+import type { CustomersTable, OrdersTable } from './tables.ts'
 
 // Loads what a batch touches, with a few set-based queries per shop: the
 // customers and orders it names, the customers their owners are found among,
@@ -79,6 +80,9 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
   return shops
 }
 
+/** What the indexed columns of the rows a batch loaded held, by `c:shop:id` and `o:shop:id`. */
+export type AsLoaded = Map<string, string>
+
 /** Further orders a batch reached were locked by another transaction: it runs again with them locked first. */
 export class LocksBusy extends Error {
   readonly code = '40001'
@@ -110,6 +114,8 @@ export async function loadBatch(
   alsoOrders: ReadonlyMap<number, readonly number[]> = new Map(),
   /** The keys the transaction has locked; null for a read, which locks nothing and waits for nothing. */
   locked: ReadonlySet<string> | null = null,
+  /** Filled with what the loaded rows' indexed columns hold (src/store/batch-write.ts). */
+  asLoaded?: AsLoaded,
 ): Promise<BatchState> {
   const state = emptyState()
   const shops = needsOf(batch)
@@ -118,101 +124,101 @@ export async function loadBatch(
     ids.forEach((id) => n.orders.add(id))
     shops.set(shopId, n)
   }
-  for (const [shopId, n] of shops) await loadShop(backend, backend.db, s, state, shopId, n, locked)
+  for (const [shopId, n] of shops) await loadShop(backend, s, state, shopId, n, locked, asLoaded)
   return state
 }
 
 async function loadShop(
-  backend: Backend,
-  db: Kysely<Tables>,
-  s: Session,
-  state: BatchState,
-  shopId: number,
-  n: ShopNeeds,
-  locked: ReadonlySet<string> | null,
+  backend: Backend, s: Session, state: BatchState, shopId: number, n: ShopNeeds, locked: ReadonlySet<string> | null, asLoaded: AsLoaded | undefined,
 ): Promise<void> {
-  const anyOf = backend.types.anyOf
+  const q = backend.statements
   const loadedCustomers = new Set<number>()
   const loadedOrders = new Set<number>()
   const queriedEmails = new Set<string>()
-  const customersWhere = (column: 'id' | 'email_lower' | 'erased_email_sha', values: readonly (string | number)[]) =>
-    db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where(anyOf(column, values)).compile()
-  const ordersWhere = (column: 'id' | 'customer_id' | 'email_lower', values: readonly (string | number)[]) =>
-    db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where(anyOf(column, values)).compile()
-  const addCustomers = (rows: Selectable<CustomersTable>[]) => {
+  const addCustomers = (rows: readonly Selectable<CustomersTable>[]) => {
     for (const row of rows) {
       const id = Number(row.id)
       if (loadedCustomers.has(id)) continue
       loadedCustomers.add(id)
       state.customers.set(keyOf(shopId, id), storedCustomer(shopId, row))
+      asLoaded?.set(`c:${shopId}:${id}`, indexedOf(row, CUSTOMER_INDEXED))
     }
   }
-  const addOrders = (rows: Selectable<OrdersTable>[]) => {
+  const addOrders = (rows: readonly Selectable<OrdersTable>[]) => {
     for (const row of rows) {
       const id = Number(row.id)
       if (loadedOrders.has(id)) continue
       loadedOrders.add(id)
       state.orders.set(keyOf(shopId, id), storedOrder(shopId, row))
+      asLoaded?.set(`o:${shopId}:${id}`, indexedOf(row, ORDER_INDEXED))
     }
   }
+  const byEmails = (emails: readonly string[]) => [q.customersByEmail(shopId, emails), q.customersByErasedEmail(shopId, emails.map((e) => emailSha(shopId, e)))] as const
 
-  // Round 1: the rule, the idempotency keys, the customers and orders the batch names.
-  const [rules, idem, customers, orders] = await s.runMany([
-    db.selectFrom('shops').select(['rule', 'rule_version']).where('id', '=', shopId).compile(),
-    db.selectFrom('events').select(['id', 'idem_key']).where('shop_id', '=', shopId).where(anyOf('idem_key', [...n.idemKeys])).compile(),
-    customersWhere('id', [...n.customers]),
-    ordersWhere('id', [...n.orders]),
+  // Round 1: what the batch names, all of it locked already: the rule, the idempotency keys, the
+  // customers and orders and their e-mails, the orders' ledger; and where claims and erasure
+  // start: guest points under the e-mails customers register with, and the orders a deleted
+  // customer reaches (linked, embedding it, or sent with the e-mail the delete names).
+  const named = [...n.orders]
+  const emails = [...new Set([...n.emails, ...n.claimEmails, ...n.deletedEmails])]
+  emails.forEach((e) => queriedEmails.add(e))
+  const deleted = [...n.deleted]
+  const [rules, idem, customers, byEmail, byErasedEmail, orders, ledger, guests, linked, embedded, embeddedPruned, sentWith] = await s.runMany([
+    q.rule([shopId]),
+    q.idem(shopId, [...n.idemKeys]),
+    q.customersById(shopId, [...n.customers]),
+    ...byEmails(emails),
+    q.ordersById(shopId, named),
+    q.ledgerOfOrders(shopId, named),
+    q.guestHoldings(shopId, [...n.claimEmails]),
+    q.ordersByCustomer(shopId, deleted),
+    q.embeddingEvents(shopId, deleted),
+    q.embeddingLinks(shopId, deleted),
+    q.ordersByEmail(shopId, [...n.deletedEmails]),
   ] as const)
   const rule = rules[0]
   state.rules.set(shopId, { rule: parseStoredRule(rule?.rule ?? null), version: Number(rule?.rule_version ?? 1) })
-  for (const row of idem) state.idem.set(keyOf(shopId, row.idem_key!), row.id)
-  addCustomers(customers)
+  for (const row of idem) state.idem.set(keyOf(shopId, row.idem_key), row.id)
+  for (const rows of [customers, byEmail, byErasedEmail]) addCustomers(rows)
+  // Asked for, found or not: not asked for again. Orders not stored yet count as loaded: the batch creates them.
   n.customers.forEach((id) => loadedCustomers.add(id))
   addOrders(orders)
-  // Orders not stored yet count as loaded: the batch creates them.
   n.orders.forEach((id) => loadedOrders.add(id))
+  addLedger(state, shopId, named, ledger)
+  const withLedger = new Set(named)
 
-  // Round 2, the rare paths. Claims: orders holding points under an e-mail a customer registers
-  // with. Erasure: orders linked to a deleted customer, embedding it, or sent with an e-mail it had.
-  for (const id of n.deleted) {
-    const email = lower(state.customers.get(keyOf(shopId, id))?.record.email)
-    if (email !== null) n.deletedEmails.add(email)
+  // Erasure reaches the e-mail a deleted customer had, known only now, and the one a customer
+  // erased before registers with again: the orders sent with it are settled too.
+  const moreDeletedEmails: string[] = []
+  const noteDeletedEmail = (email: string | null) => {
+    if (email === null || n.deletedEmails.has(email)) return
+    n.deletedEmails.add(email)
+    moreDeletedEmails.push(email)
   }
+  for (const id of n.deleted) noteDeletedEmail(lower(state.customers.get(keyOf(shopId, id))?.record.email))
   for (const p of n.patches) {
     const email = lower(p.fields.email)
-    if (email !== null && (n.deleted.has(p.id) || state.customers.get(keyOf(shopId, p.id))?.record.erased_us != null)) n.deletedEmails.add(email)
+    if (email !== null && (n.deleted.has(p.id) || state.customers.get(keyOf(shopId, p.id))?.record.erased_us != null)) noteDeletedEmail(email)
   }
-  if (n.claimEmails.size + n.deleted.size + n.deletedEmails.size > 0) {
-    const deleted = [...n.deleted]
-    const [guests, linked, embedded, embeddedPruned, byEmail] = await s.runMany([
-      db.selectFrom('ledger').select(['order_id', 'guest_email', 'points']).where('shop_id', '=', shopId)
-        .where('customer_id', 'is', null).where(anyOf('guest_email', [...n.claimEmails])).compile(),
-      ordersWhere('customer_id', deleted),
-      // Orders that embedded the customer but name another buyer now, found by their events. No DISTINCT
-      // and no test on resource_id: either steers SQLite onto the resource index, a scan of the shop's events.
-      db.selectFrom('events').select('resource_id').where('shop_id', '=', shopId).where(anyOf('customer_id', deleted))
-        .where('topic', '=', 'order/hook_created').compile(),
-      // The same, for orders whose events were pruned (src/store/prune.ts keeps these links).
-      db.selectFrom('order_customer_links').select('order_id as resource_id').where('shop_id', '=', shopId)
-        .where(anyOf('customer_id', deleted)).compile(),
-      ordersWhere('email_lower', [...n.deletedEmails]),
-    ] as const)
-    const held = new Map<string, Map<number, number>>()
-    for (const row of guests) {
-      const byOrder = held.get(row.guest_email!) ?? new Map<number, number>()
-      byOrder.set(Number(row.order_id), (byOrder.get(Number(row.order_id)) ?? 0) + Number(row.points))
-      held.set(row.guest_email!, byOrder)
-    }
-    for (const [email, byOrder] of held) {
-      const ids = [...byOrder].filter(([, points]) => points !== 0).map(([id]) => id)
-      if (ids.length > 0) state.guestOrders.set(keyOf(shopId, email), ids)
-    }
-    addOrders(linked)
-    addOrders(byEmail)
-    const more = new Set([...held.values()].flatMap((byOrder) => [...byOrder.keys()]))
-    for (const e of [...embedded, ...embeddedPruned]) if (e.resource_id !== null) more.add(Number(e.resource_id))
-    const missing = [...more].filter((id) => !loadedOrders.has(id))
-    if (missing.length > 0) addOrders(await s.run(ordersWhere('id', missing)))
+  const held = new Map<string, Map<number, number>>()
+  for (const row of guests) {
+    const byOrder = held.get(row.guest_email) ?? new Map<number, number>()
+    byOrder.set(Number(row.order_id), (byOrder.get(Number(row.order_id)) ?? 0) + Number(row.points))
+    held.set(row.guest_email, byOrder)
+  }
+  for (const [email, byOrder] of held) {
+    const ids = [...byOrder].filter(([, points]) => points !== 0).map(([id]) => id)
+    if (ids.length > 0) state.guestOrders.set(keyOf(shopId, email), ids)
+  }
+  addOrders(linked)
+  addOrders(sentWith)
+  const more = new Set([...held.values()].flatMap((byOrder) => [...byOrder.keys()]))
+  for (const e of [...embedded, ...embeddedPruned]) if (e.resource_id !== null) more.add(Number(e.resource_id))
+  const missing = [...more].filter((id) => !loadedOrders.has(id))
+  if (missing.length + moreDeletedEmails.length > 0) {
+    const [found, sent] = await s.runMany([q.ordersById(shopId, missing), q.ordersByEmail(shopId, moreDeletedEmails)] as const)
+    addOrders(found)
+    addOrders(sent)
   }
 
   // Orders reached by claims and erasure are settled too, so they must be locked; waiting for them
@@ -224,43 +230,36 @@ async function loadShop(
   ].filter((key) => !locked?.has(key))
   if (locked !== null && discovered.length > 0 && !(await backend.tryLockKeys(s, discovered))) throw new LocksBusy(discovered)
 
-  // Round 3: the ledger of every order in play, and the customers their owners are found among
-  // (linked, embedded, or matched by e-mail, erased e-mails included); again if those name more.
-  const orderIds = [...loadedOrders]
+  // Then the ledger of the orders found since round 1, and the customers the owners of the orders in
+  // play are found among (linked, embedded, or matched by e-mail, erased e-mails included); again
+  // if those name more.
   for (let round = 0; round < 3; round++) {
     const inPlay = [...state.orders.values()].filter((o) => o.shopId === shopId)
     const links = [...new Set(inPlay.flatMap((o) => [o.record.customer_id, ...Object.keys(o.record.snapshots).map(Number)]))]
       .filter((id): id is number => id !== null && !loadedCustomers.has(id))
-    const emails = [...new Set([...n.emails, ...n.claimEmails, ...n.deletedEmails, ...inPlay.map((o) => lower(o.record.email)).filter((e): e is string => e !== null)])]
+    const emails = [...new Set([...n.deletedEmails, ...inPlay.map((o) => lower(o.record.email)).filter((e): e is string => e !== null)])]
       .filter((e) => !queriedEmails.has(e))
-    if (round > 0 && links.length === 0 && emails.length === 0) break
+    const orderIds = round === 0 ? [...loadedOrders].filter((id) => !withLedger.has(id)) : []
+    if (links.length + emails.length + orderIds.length === 0) break
     emails.forEach((e) => queriedEmails.add(e))
-    const [byId, byEmail, byErasedEmail, ledger] = await s.runMany([
-      customersWhere('id', links),
-      customersWhere('email_lower', emails),
-      customersWhere('erased_email_sha', emails.map((e) => emailSha(shopId, e))),
-      db.selectFrom('ledger')
-        .select(['id', 'order_id', 'customer_id', 'guest_email', 'points', 'amount_minor', 'currency', 'rate', 'rule_version', 'available_us'])
-        .where('shop_id', '=', shopId).where(anyOf('order_id', round === 0 ? orderIds : [])).compile(),
-    ] as const)
+    const [byId, byEmail, byErasedEmail, ledger] = await s.runMany([q.customersById(shopId, links), ...byEmails(emails), q.ledgerOfOrders(shopId, orderIds)] as const)
     for (const rows of [byId, byEmail, byErasedEmail]) addCustomers(rows)
-    // Asked for, found or not: not asked for again.
     links.forEach((id) => loadedCustomers.add(id))
-    if (round === 0) addLedger(state, shopId, orderIds, ledger)
+    addLedger(state, shopId, orderIds, ledger)
   }
 
   // Reads lock nothing and decide nothing: they need no balances.
   if (locked === null) return
-  await loadPoints(backend, db, s, state, shopId, n, locked)
+  await loadPoints(backend, s, state, shopId, n, locked)
 }
 
 /**
  * The lots of the customers whose balance the batch settles: those its commands name (locked
  * already) and those holding points of its orders, which are try-locked before their lots are
- * read, as further orders are above. And the redemptions its commands name.
+ * read, as further orders are above. And the redemptions and adjustments its commands name.
  */
-async function loadPoints(backend: Backend, db: Kysely<Tables>, s: Session, state: BatchState, shopId: number, n: ShopNeeds, locked: ReadonlySet<string>) {
-  const anyOf = backend.types.anyOf
+async function loadPoints(backend: Backend, s: Session, state: BatchState, shopId: number, n: ShopNeeds, locked: ReadonlySet<string>) {
+  const q = backend.statements
   const holders = new Set(n.wallets)
   for (const [key, lines] of state.ledger) {
     if (!key.startsWith(`${shopId}:`)) continue
@@ -270,22 +269,12 @@ async function loadPoints(backend: Backend, db: Kysely<Tables>, s: Session, stat
   const unlocked = [...holders].map((id) => `${shopId}:c:${id}`).filter((key) => !locked.has(key))
   if (unlocked.length > 0 && !(await backend.tryLockKeys(s, unlocked))) throw new LocksBusy(unlocked)
   const ids = [...holders]
-  const lotsQuery = db.selectFrom('ledger')
-    .select(['customer_id', 'available_us'])
-    .select((eb) => [
-      eb.fn.sum<number>('points').as('points'),
-      eb.fn.sum<number>(eb.case().when('reason', '=', 'expired').then(eb.ref('points')).else(0).end()).as('expired'),
-    ])
-    .where('shop_id', '=', shopId).where('customer_id', 'is not', null).where(anyOf('customer_id', ids))
-    .groupBy(['customer_id', 'available_us']).compile()
-  // Webhook batches need only the lots; the redemptions commands name come in the same round trip.
-  const [lots, byId, byIdem] = n.redemptionIds.size + n.redemptionIdem.size === 0
-    ? [await s.run(lotsQuery), [], []]
-    : await s.runMany([
-      lotsQuery,
-      db.selectFrom('redemptions').selectAll().where('shop_id', '=', shopId).where(anyOf('id', [...n.redemptionIds])).compile(),
-      db.selectFrom('redemptions').selectAll().where('shop_id', '=', shopId).where(anyOf('idem_key', [...n.redemptionIdem])).compile(),
-    ] as const)
+  const [lots, byId, byIdem, adjustments] = await s.runMany([
+    q.lots(shopId, ids),
+    q.redemptionsById(shopId, [...n.redemptionIds]),
+    q.redemptionsByIdem(shopId, [...n.redemptionIdem]),
+    q.adjustmentsByIdem(shopId, [...n.adjustmentIdem]),
+  ] as const)
   for (const id of ids) state.wallets.set(keyOf(shopId, id), [])
   for (const row of lots) {
     state.wallets.get(keyOf(shopId, Number(row.customer_id)))!.push({
@@ -297,15 +286,11 @@ async function loadPoints(backend: Backend, db: Kysely<Tables>, s: Session, stat
     state.redemptions.set(keyOf(shopId, row.id), parseStoredEntries(shopId, row))
     if (row.idem_key !== null) state.redemptionIdem.set(keyOf(shopId, row.idem_key), row.id)
   }
-  // Adjustments come from the console, a few at a time: their own round trip.
-  if (n.adjustmentIdem.size > 0) {
-    const rows = await s.run(db.selectFrom('adjustments').selectAll().where('shop_id', '=', shopId).where(anyOf('idem_key', [...n.adjustmentIdem])).compile())
-    for (const row of rows) state.adjustmentIdem.set(keyOf(shopId, row.idem_key!), storedAdjustment(shopId, row))
-  }
+  for (const row of adjustments) state.adjustmentIdem.set(keyOf(shopId, row.idem_key!), storedAdjustment(shopId, row))
 }
 
 /** The ledger of each order, in the order it was written. */
-function addLedger(state: BatchState, shopId: number, orderIds: readonly number[], rows: LedgerRowRead[]): void {
+function addLedger(state: BatchState, shopId: number, orderIds: readonly number[], rows: LedgerRead[]): void {
   for (const id of orderIds) state.ledger.set(keyOf(shopId, id), [])
   // Sorted here: an ORDER BY id would steer SQLite onto the primary key, a scan of the ledger.
   rows.sort((a, b) => Number(a.id) - Number(b.id))
@@ -321,5 +306,3 @@ function addLedger(state: BatchState, shopId: number, orderIds: readonly number[
     })
   }
 }
-
-type LedgerRowRead = Pick<Selectable<LedgerTable>, 'id' | 'order_id' | 'customer_id' | 'guest_email' | 'points' | 'amount_minor' | 'currency' | 'rate' | 'rule_version' | 'available_us'>

@@ -1,17 +1,23 @@
-import { sql, type CompiledQuery, type Insertable, type UpdateObject } from 'kysely'
+import type { CompiledQuery } from 'kysely'
 import { REDACTED_BODY, REDACTED_HEADERS } from '../batch/decide.ts'
-import type { Decision } from '../batch/state.ts'
+import type { Decision, FeedEntry } from '../batch/state.ts'
 import { formatUs } from '../domain/time.ts'
+import type { FeedRowInput } from './batch-sql.ts'
 import type { Backend, Session } from './dialect.ts'
 import { adjustmentRow, redemptionRow } from './redemption-rows.ts'
-import { customerRow, orderRow } from './rows.ts'
-import type { ChangesTable, EventsTable, LedgerTable, Tables } from './tables.ts'
+import {
+  ADJUSTMENT_COLUMNS, CUSTOMER_COLUMNS, CUSTOMER_INDEXED, customerRow, EVENT_COLUMNS, indexedOf, LEDGER_COLUMNS, ORDER_COLUMNS, ORDER_INDEXED, orderRow,
+  REDEMPTION_COLUMNS, valuesOf,
+} from './rows.ts'
+import type { AsLoaded } from './batch-load.ts'
+import type { EventsTable, LedgerTable } from './tables.ts'
+import type { Insertable } from 'kysely'
 
-// Writes a decision with one insert or upsert per table (on SQLite more only
-// past a chunk of rows that would exceed its parameter limit; on PostgreSQL all
-// of them as one statement), and the rare redactions. The SQL decides nothing: an upsert only checks that the row
-// still has the revision the batch loaded, so a concurrent writer elsewhere
-// makes the batch run again instead of being overwritten.
+// Writes a decision with the write path's prepared statements (src/store/batch-statements.ts):
+// on PostgreSQL one statement for every table, the redactions and the change feed; on SQLite one
+// run of a statement per row. The SQL decides nothing: an upsert
+// only checks that the row still has the revision the batch loaded, so a concurrent writer
+// elsewhere makes the batch run again instead of being overwritten.
 
 /** A row changed since the batch loaded it: the batch is retried (PostgreSQL's serialization failure code). */
 export class RevisionConflict extends Error {
@@ -21,170 +27,93 @@ export class RevisionConflict extends Error {
   }
 }
 
-const MAX_PARAMS = 30_000
-
-function chunked<T extends object>(rows: readonly T[]): T[][] {
-  if (rows.length === 0) return []
-  const size = Math.max(1, Math.floor(MAX_PARAMS / Object.keys(rows[0]!).length))
-  const out: T[][] = []
-  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size))
-  return out
-}
-
-/** `SET c = excluded.c` for every column of the row but the key. */
-function excludedSet<T extends 'customers' | 'orders'>(row: Insertable<Tables[T]>): UpdateObject<Tables, T> {
-  const set: Record<string, unknown> = {}
-  for (const column of Object.keys(row)) if (column !== 'shop_id' && column !== 'id') set[column] = sql.ref(`excluded.${column}`)
-  return set as UpdateObject<Tables, T>
-}
-
-/** Only a row still at the revision the batch loaded is written (`rev` is the loaded one plus 1). */
-const guard = (table: 'customers' | 'orders') => sql<boolean>`${sql.ref(`${table}.rev`)} = excluded.rev - 1`
-
-/**
- * The statements that insert `rows` into `table`, each built by `build` from a chunk of rows:
- * one multi-row VALUES statement per chunk, or where the dialect has a bulk form (PostgreSQL's
- * unnest of one array per column) one statement whose text does not depend on the row count.
- */
-function inserts<T extends object>(backend: Backend, table: string, rows: readonly T[], expect: boolean, build: (part: T[]) => CompiledQuery<{ id: unknown }>): Write[] {
-  if (rows.length === 0) return []
-  const bulk = backend.types.bulkInsert
-  const parts = bulk ? [rows.slice()] : chunked(rows)
-  return parts.map((part) => ({
-    table,
-    expect: expect ? part.length : null,
-    query: bulk ? bulk(build(part.slice(0, 1)), table, part) : build(part),
-  }))
-}
-
-/** A write and how many rows it must return: fewer means a row changed since it was loaded. */
+/** Statements whose rows must all come back: fewer means a row changed, or a key was taken, since the batch loaded. */
 interface Write {
   table: string
-  query: CompiledQuery<{ id: unknown }>
+  queries: CompiledQuery<unknown>[]
   expect: number | null
 }
 
-/** Runs the writes together, in as few statements as the parameter limit allows. */
-async function runWrites(s: Session, writes: readonly Write[]): Promise<void> {
-  let group: Write[] = []
-  let params = 0
-  const flush = async () => {
-    if (group.length === 0) return
-    const results = await s.runMany(group.map((w) => w.query))
-    group.forEach((w, i) => {
-      if (w.expect !== null && results[i]!.length !== w.expect) throw new RevisionConflict(w.table)
-    })
-    group = []
-    params = 0
-  }
-  for (const w of writes) {
-    if (params + w.query.parameters.length > MAX_PARAMS) await flush()
-    group.push(w)
-    params += w.query.parameters.length
-  }
-  await flush()
-}
-
-export async function writeDecision(s: Session, backend: Backend, d: Decision, createdAt: string): Promise<void> {
-  const { db } = backend
-  const anyOf = backend.types.anyOf
-  const ledger: Insertable<LedgerTable>[] = d.ledger.map((e) => ({
-    shop_id: e.shopId,
-    order_id: e.orderId,
-    customer_id: e.customerId,
-    guest_email: e.guestEmail,
-    points: e.points,
-    reason: e.reason,
-    amount_minor: e.basis.amount_minor,
-    currency: e.basis.currency,
-    rate: e.basis.rate,
-    rule_version: e.basis.rule_version,
-    created_at: createdAt,
-    available_at: formatUs(e.basis.available_us),
-    available_us: e.basis.available_us,
-    redemption_id: e.redemptionId,
-    debt: e.debt ? 1 : 0,
+/**
+ * Writes the decision. `asLoaded` says what the loaded rows' indexed columns held: a row written
+ * with the same values is updated without them, so that its indexes are left alone.
+ */
+export async function writeDecision(s: Session, backend: Backend, d: Decision, createdAt: string, asLoaded: AsLoaded = new Map()): Promise<void> {
+  const q = backend.statements
+  const customers = d.customers.map((c) => customerRow(c))
+  const orders = d.orders.map((o) => orderRow(o))
+  const unchanged = (prefix: string, row: Record<string, unknown>, columns: readonly string[]) =>
+    asLoaded.get(`${prefix}:${row.shop_id}:${row.id}`) === indexedOf(row, columns)
+  const [customersKept, customersChanged] = split(customers, (row) => unchanged('c', row, CUSTOMER_INDEXED))
+  const [ordersKept, ordersChanged] = split(orders, (row) => unchanged('o', row, ORDER_INDEXED))
+  // The redactions cover this batch's own entries too: they are written without the e-mail.
+  const erased = new Set(d.redactions.flatMap((r) => r.orderIds.map((id) => `${r.shopId}:${id}`)))
+  const ledger = d.ledger.map((e): Omit<Insertable<LedgerTable>, 'id'> => ({
+    shop_id: e.shopId, order_id: e.orderId, customer_id: e.customerId, points: e.points, reason: e.reason,
+    guest_email: e.orderId !== null && erased.has(`${e.shopId}:${e.orderId}`) ? null : e.guestEmail,
+    amount_minor: e.basis.amount_minor, currency: e.basis.currency, rate: e.basis.rate, rule_version: e.basis.rule_version, created_at: createdAt,
+    available_at: formatUs(e.basis.available_us), available_us: e.basis.available_us, redemption_id: e.redemptionId, debt: e.debt ? 1 : 0,
     adjustment_id: e.adjustmentId ?? null,
   }))
-  const events: Insertable<EventsTable>[] = d.events.map((e) => ({
-    id: e.id,
-    shop_id: e.shopId,
-    topic: e.topic,
-    resource_id: e.resourceId,
-    customer_id: e.customerId,
-    received_at: formatUs(e.receivedUs),
-    received_us: e.receivedUs,
-    body: e.body,
-    headers: e.headers,
-    outcome: e.outcome,
-    duplicate_of: e.duplicateOf,
-    errors: e.errors === null ? null : JSON.stringify(e.errors),
-    idem_key: e.idemKey,
-    replay_of: e.replayOf ?? null,
+  const events = d.events.map((e): Insertable<EventsTable> => ({
+    id: e.id, shop_id: e.shopId, topic: e.topic, resource_id: e.resourceId, customer_id: e.customerId, received_at: formatUs(e.receivedUs),
+    received_us: e.receivedUs, body: e.body, headers: e.headers, outcome: e.outcome, duplicate_of: e.duplicateOf,
+    errors: e.errors === null ? null : JSON.stringify(e.errors), idem_key: e.idemKey, replay_of: e.replayOf ?? null,
   }))
-  // The change feed, without positions: those are given after the commit, in commit order (src/feed/sequencer.ts).
-  const createdUs = Date.parse(createdAt) * 1000
-  const changes: Insertable<ChangesTable>[] = d.feed.map((f) => ({ shop_id: f.shopId, type: f.type, created_us: createdUs, data: JSON.stringify(f.data) }))
-  // Independent of each other (different tables), so PostgreSQL takes them as one statement.
-  await runWrites(s, [
-    ...inserts(backend, 'customers', d.customers.map(customerRow), true, (part) =>
-      db.insertInto('customers').values(part)
-        .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet<'customers'>(part[0]!)).where(guard('customers')))
-        .returning('id').compile()),
-    ...inserts(backend, 'orders', d.orders.map(orderRow), true, (part) =>
-      db.insertInto('orders').values(part)
-        .onConflict((oc) => oc.columns(['shop_id', 'id']).doUpdateSet(excludedSet<'orders'>(part[0]!)).where(guard('orders')))
-        .returning('id').compile()),
-    ...inserts(backend, 'ledger', ledger, false, (part) => db.insertInto('ledger').values(part).returning('id').compile()),
+  const write = (table: string, queries: CompiledQuery<unknown>[], expect: number | null): Write => ({ table, queries, expect })
+  const feed = feedRows(d.feed, Date.parse(createdAt) * 1000)
+  const writes: Write[] = [
+    // Personal data erased from rows already stored (first, so that on SQLite too they meet only those);
+    // this batch's own rows were decided redacted.
+    ...d.redactions.flatMap((r) => [
+      write('events', r.customerIds.length === 0 ? [] : [q.redactCustomerEvents(r.shopId, r.customerIds, [REDACTED_BODY, REDACTED_HEADERS])], null),
+      write('events', r.orderIds.length === 0 ? [] : [q.redactOrderEvents(r.shopId, r.orderIds, [REDACTED_BODY, REDACTED_HEADERS])], null),
+      write('ledger', r.orderIds.length === 0 ? [] : [q.redactGuestEmails(r.shopId, r.orderIds, [])], null),
+    ]),
+    write('customers', q.upsertCustomers(customersChanged.map((row) => valuesOf(CUSTOMER_COLUMNS, row))), customersChanged.length),
+    write('customers', q.updateCustomers(customersKept.map((row) => valuesOf(CUSTOMER_COLUMNS, row))), customersKept.length),
+    write('orders', q.upsertOrders(ordersChanged.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersChanged.length),
+    write('orders', q.updateOrders(ordersKept.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersKept.length),
+    write('ledger', q.insertLedger(ledger.map((row) => valuesOf(LEDGER_COLUMNS, row))), null),
     // Another process claimed one of these idempotency keys meanwhile: run the batch again.
-    ...inserts(backend, 'events', events, true, (part) =>
-      db.insertInto('events').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
-        .returning('id').compile()),
-    // Another process took one of these idempotency keys meanwhile: run the batch again.
-    ...inserts(backend, 'redemptions', d.redemptions.map(redemptionRow), true, (part) =>
-      db.insertInto('redemptions').values(part).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
-        .returning('id').compile()),
-    ...inserts(backend, 'changes', changes, false, (part) => db.insertInto('changes').values(part).returning('id').compile()),
-    // Another process took one of these idempotency keys meanwhile: run the batch again. (Few: one statement each.)
-    ...(d.adjustments ?? []).map((a) => ({
-      table: 'adjustments',
-      expect: 1,
-      query: db.insertInto('adjustments').values(adjustmentRow(a)).onConflict((oc) => oc.columns(['shop_id', 'idem_key']).where('idem_key', 'is not', null).doNothing())
-        .returning('id').compile() as CompiledQuery<{ id: unknown }>,
-    })),
-    // A cancel only applies to a redemption still uncancelled; the customer's lock makes that so.
+    write('events', q.insertEvents(events.map((row) => valuesOf(EVENT_COLUMNS, row))), events.length),
+    write('redemptions', q.insertRedemptions(d.redemptions.map((r) => valuesOf(REDEMPTION_COLUMNS, redemptionRow(r)))), d.redemptions.length),
+    write('adjustments', q.insertAdjustments((d.adjustments ?? []).map((a) => valuesOf(ADJUSTMENT_COLUMNS, adjustmentRow(a)))), d.adjustments?.length ?? 0),
     ...d.cancels.map((r) => {
       const row = redemptionRow(r)
-      return {
-        table: 'redemptions',
-        expect: 1,
-        query: db.updateTable('redemptions')
-          .set({ cancelled_at: row.cancelled_at, cancelled_us: row.cancelled_us, cancel_available_after: row.cancel_available_after })
-          .where('shop_id', '=', r.shopId).where('id', '=', r.id).where('cancelled_us', 'is', null).returning('id').compile(),
-      }
+      return write('redemptions', [q.cancelRedemption(r.shopId, [r.id], [row.cancelled_at, row.cancelled_us, row.cancel_available_after])], 1)
     }),
-  ])
-
-  // Where commits are serial, id order is commit order: the entries take their positions now.
-  if (backend.types.serialCommits && changes.length > 0) {
-    await s.run(db.updateTable('changes').set({ position: sql.ref('id') }).where('position', 'is', null).compile())
+    // Last: the feed's head, whose lock orders the commits, is held from here to the commit.
+    write('feed', q.appendFeed(feed.total, feed.rows), null),
+  ].filter((w) => w.queries.length > 0)
+  const counts = await s.counts(writes.flatMap((w) => w.queries))
+  let at = 0
+  for (const w of writes) {
+    const returned = w.queries.reduce((sum) => sum + counts[at++]!, 0)
+    if (w.expect !== null && returned !== w.expect) throw new RevisionConflict(w.table)
   }
+}
 
-  // Redactions run after: they must see what this batch wrote (the ledger's guest e-mails).
-  for (const r of d.redactions) {
-    const redacted = { body: REDACTED_BODY, headers: REDACTED_HEADERS }
-    if (r.customerIds.length > 0) {
-      await s.run(db.updateTable('events').set(redacted).where('shop_id', '=', r.shopId).where(anyOf('customer_id', r.customerIds)).compile())
-    }
-    if (r.orderIds.length > 0) {
-      await s.run(
-        db.updateTable('events').set(redacted).where('shop_id', '=', r.shopId).where(anyOf('resource_id', r.orderIds))
-          .where('topic', '=', 'order/hook_created').compile(),
-      )
-      await s.run(
-        db.updateTable('ledger').set({ guest_email: null }).where('shop_id', '=', r.shopId).where(anyOf('order_id', r.orderIds))
-          .where('guest_email', 'is not', null).compile(),
-      )
-    }
+function split<T>(rows: readonly T[], test: (row: T) => boolean): [T[], T[]] {
+  const yes: T[] = []
+  const no: T[] = []
+  for (const row of rows) (test(row) ? yes : no).push(row)
+  return [yes, no]
+}
+
+/** The batch's feed entries as one row per shop, in the order the decision lists them. */
+function feedRows(entries: readonly FeedEntry[], createdUs: number): { total: number; rows: FeedRowInput[] } {
+  const byShop = new Map<number, FeedEntry[]>()
+  for (const e of entries) {
+    const list = byShop.get(e.shopId)
+    if (list) list.push(e)
+    else byShop.set(e.shopId, [e])
   }
+  const rows: FeedRowInput[] = []
+  let offset = 0
+  for (const [shopId, list] of byShop) {
+    rows.push({ first: offset + 1, last: offset + list.length, shopId, createdUs, entries: JSON.stringify(list.map((e) => [e.type, e.data])) })
+    offset += list.length
+  }
+  return { total: offset, rows }
 }

@@ -1,50 +1,41 @@
-import { CompiledQuery, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Tables } from './tables.ts'
 
-// The change feed's queries: pages by position for readers and the relay, the sequencer's
-// statement (PostgreSQL), and the relay's progress.
+// The change feed's queries: pages by position for readers and the relay, and the relay's
+// progress. Entries are stored one row per batch and shop (migration 0010): a page reads the rows
+// that hold positions after the cursor and takes their entries in order.
 
 export interface ChangeRow {
-  id: number
   shop_id: number
   position: number
   type: string
   created_us: number
-  data: string
+  data: unknown
 }
 
-/** The entries after `after` in position order: one shop's, or with `shopId` null every shop's (the relay). */
-export function changesAfterQuery(db: Kysely<Tables>, shopId: number | null, after: number, limit: number): CompiledQuery<ChangeRow> {
-  let q = db.selectFrom('changes').select(['id', 'shop_id', 'position', 'type', 'created_us', 'data']).where('position', '>', after)
+/** The entries after `after` in position order, at most `limit`: one shop's, or with `shopId` null every shop's (the relay). */
+export async function changesAfter(db: Kysely<Tables>, shopId: number | null, after: number, limit: number): Promise<ChangeRow[]> {
+  // Each row holds at least one entry past `after`, so `limit` rows hold enough.
+  let q = db.selectFrom('feed').select(['position', 'first_position', 'shop_id', 'created_us', 'entries']).where('position', '>', after)
   if (shopId !== null) q = q.where('shop_id', '=', shopId)
-  return q.orderBy('position').limit(limit).compile() as CompiledQuery<ChangeRow>
-}
-
-export async function changesAfter(db: Kysely<Tables>, shopId: number, after: number, limit: number): Promise<ChangeRow[]> {
-  return (await db.executeQuery(changesAfterQuery(db, shopId, after, limit))).rows
+  const rows = await q.orderBy('position').limit(limit).execute()
+  const out: ChangeRow[] = []
+  for (const row of rows) {
+    const entries = JSON.parse(row.entries) as [string, unknown][]
+    const first = Number(row.first_position)
+    entries.forEach(([type, data], i) => {
+      const position = first + i
+      if (position > after && out.length < limit) out.push({ shop_id: Number(row.shop_id), position, type, created_us: Number(row.created_us), data })
+    })
+  }
+  return out
 }
 
 /** The highest position given so far (0 for none): readers waiting for an entry watch it grow. */
 export async function lastPosition(db: Kysely<Tables>): Promise<number> {
-  const row = await db.selectFrom('changes').select((eb) => eb.fn.max('position').as('p')).executeTakeFirst()
-  return Number(row?.p ?? 0)
+  const row = await db.selectFrom('feed').select('position').orderBy('position', 'desc').limit(1).executeTakeFirst()
+  return Number(row?.position ?? 0)
 }
-
-/** Most entries one sequencer transaction positions. */
-export const SEQUENCE_CHUNK = 5000
-
-/**
- * PostgreSQL: gives the next positions to the committed entries that have none, in id order.
- * Run only under the sequencer's lock, in its own transaction, so positions are given by one
- * transaction at a time, each after the previous one committed, and readers never see a
- * position before a lower one.
- */
-export const sequenceQuery = (): CompiledQuery<{ position: number }> =>
-  CompiledQuery.raw(
-    `WITH base AS (SELECT coalesce(max(position), 0) AS p FROM changes),
-       todo AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM changes WHERE position IS NULL ORDER BY id LIMIT ${SEQUENCE_CHUNK})
-     UPDATE changes AS c SET position = base.p + todo.n FROM todo, base WHERE c.id = todo.id RETURNING c.position`,
-  ) as CompiledQuery<{ position: number }>
 
 export const relayCursorQuery = (db: Kysely<Tables>, stream: string) =>
   db.selectFrom('change_relay').select('position').where('stream', '=', stream).compile()
@@ -53,11 +44,9 @@ export const saveRelayCursorQuery = (db: Kysely<Tables>, stream: string, positio
   db.insertInto('change_relay').values({ stream, position, updated_us: nowUs })
     .onConflict((oc) => oc.column('stream').doUpdateSet({ position, updated_us: nowUs })).compile()
 
-/** Commit time (epoch µs) of the oldest entry the relay has not published (past `cursor`, or not yet positioned); null when none. */
+/** Commit time (epoch µs) of the oldest entry the relay has not published (past `cursor`); null when none. */
 export async function oldestUnpublishedUs(db: Kysely<Tables>, stream: string): Promise<number | null> {
   const cursor = Number((await db.executeQuery(relayCursorQuery(db, stream))).rows[0]?.position ?? 0)
-  const next = await db.selectFrom('changes').select('created_us').where('position', '>', cursor).orderBy('position').limit(1).executeTakeFirst()
-  const unpositioned = await db.selectFrom('changes').select('created_us').where('position', 'is', null).orderBy('id').limit(1).executeTakeFirst()
-  const times = [next?.created_us, unpositioned?.created_us].filter((t): t is number => t !== undefined && t !== null).map(Number)
-  return times.length === 0 ? null : Math.min(...times)
+  const next = await db.selectFrom('feed').select('created_us').where('position', '>', cursor).orderBy('position').limit(1).executeTakeFirst()
+  return next ? Number(next.created_us) : null
 }

@@ -11,20 +11,21 @@ import { retention } from './migrations/0006-retention.ts'
 import { changeFeed } from './migrations/0008-change-feed.ts'
 import { keyNotify } from './migrations/0009-key-notify.ts'
 import { console_ } from './migrations/0007-console.ts'
+import { writePathV3 } from './migrations/0010-write-path-v3.ts'
 
 export class DatabaseUrlError extends Error {}
 
-/** Opens `sqlite:PATH` or `postgres://…`. */
 /** The database options of the configuration, for the server and the CLI alike. */
 export function backendOptions(config: { DB_TIMEOUT_MS: number; DB_POOL_SIZE: number; DATABASE_SCHEMA: string }): PostgresOptions {
   return { connectTimeoutMs: config.DB_TIMEOUT_MS, queryTimeoutMs: config.DB_TIMEOUT_MS, poolSize: config.DB_POOL_SIZE, schema: config.DATABASE_SCHEMA }
 }
 
+/** Opens `sqlite:PATH` or `postgres://…`; `options.onStatement` (tests) is told of each statement on either. */
 export function openBackend(url: string, options: PostgresOptions = { connectTimeoutMs: 2000, queryTimeoutMs: 5000 }): Backend {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length)
     if (!path) throw new DatabaseUrlError('DATABASE_URL sqlite: needs a path, such as sqlite:data/shop-intake.db')
-    return openSqlite(path)
+    return openSqlite(path, options.onStatement)
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return openPostgres(url, options)
   throw new DatabaseUrlError(`DATABASE_URL must start with sqlite: or postgres://, not "${url.split(':')[0]}:"`)
@@ -41,6 +42,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0008-change-feed': changeFeed(backend.types),
     '0009-key-notify': keyNotify(backend.kind),
     '0007-console': console_(backend.types),
+    '0010-write-path-v3': writePathV3(backend.kind),
   }
 }
 

@@ -42,6 +42,11 @@ export function countingSession(session: Session, calls: DbCalls | undefined, ru
       calls.roundTrips += runManyTrips === 'one' ? Math.min(1, queries.length) : queries.length
       return session.runMany(queries)
     },
+    counts(queries) {
+      calls.statements += queries.length
+      calls.roundTrips += runManyTrips === 'one' ? Math.min(1, queries.length) : queries.length
+      return session.counts(queries)
+    },
     exec(sql) {
       countCall(calls)
       return session.exec(sql)

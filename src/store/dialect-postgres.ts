@@ -2,10 +2,12 @@ import { CompiledQuery, Kysely, PostgresDialect, sql, type DatabaseIntrospector,
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { countCall, countingSession } from './db-calls.ts'
-import type { Backend, RowsOf, Session } from './dialect.ts'
+import { observedLog, type Backend, type RowsOf, type Session, type StatementObserver } from './dialect.ts'
 import { touchKeysQuery } from './keys-repo.ts'
 import { isUnavailable } from './unavailable.ts'
 import { batchApplier } from './apply-batch.ts'
+import { postgresStatements } from './batch-sql-postgres.ts'
+import { batchStatements } from './batch-statements.ts'
 import { pruneEventsTimed } from './prune.ts'
 import type { Tables } from './tables.ts'
 
@@ -21,6 +23,8 @@ export interface PostgresOptions {
   poolSize?: number
   /** The schema of the service's tables (DATABASE_SCHEMA), unless the URL's `options` set a search_path. */
   schema?: string
+  /** Told of every statement (tests; on SQLite too, see openBackend). */
+  onStatement?: StatementObserver
 }
 
 /**
@@ -72,8 +76,9 @@ export function searchPathOf(url: string): string | undefined {
   return /(?:^|\s)-c\s*search_path=([A-Za-z_][A-Za-z0-9_]*)/.exec(options)?.[1]
 }
 
-function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
+function sessionOn(queryable: pg.Pool | pg.PoolClient, observe?: StatementObserver): Session {
   const run = async <R>(query: CompiledQuery<R>): Promise<R[]> => {
+    observe?.(query.sql, query.parameters)
     // Named, so each connection parses and plans a statement text once.
     const name = `k${createHash('sha1').update(query.sql).digest('base64url').slice(0, 24)}`
     const result = await queryable.query({ name, text: query.sql, values: query.parameters as unknown[] })
@@ -83,6 +88,8 @@ function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
     run,
     async runMany(queries) {
       if (queries.length === 1) return [await run(queries[0]!)] as RowsOf<typeof queries>
+      // Each part too: its plan inside the combined statement is the plan of the part.
+      for (const q of queries) observe?.(q.sql, q.parameters)
       // One statement: each query a CTE (data-modifying ones included), each result a JSON array.
       // Every CTE sees the same snapshot, which is why the queries must not depend on each other.
       const ctes: string[] = []
@@ -96,37 +103,33 @@ function sessionOn(queryable: pg.Pool | pg.PoolClient): Session {
       const [row] = await run(CompiledQuery.raw(`WITH ${ctes.join(', ')} SELECT ${results.join(', ')}`, values) as CompiledQuery<Record<string, unknown[]>>)
       return queries.map((_, i) => row![`r${i}`]) as RowsOf<typeof queries>
     },
+    async counts(queries) {
+      if (queries.length === 0) return []
+      if (queries.length === 1) return [(await run(queries[0]!)).length]
+      // One statement: each write a CTE; data-modifying CTEs all run, whether or not they are read.
+      const ctes: string[] = []
+      const values: unknown[] = []
+      // A part that names itself (cte) can be read by a later part under that name.
+      const names = queries.map((q, i) => (q as { cte?: string }).cte ?? `q${i}`)
+      queries.forEach((q, i) => {
+        const offset = values.length
+        ctes.push(`${names[i]} AS (${q.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`)
+        values.push(...q.parameters)
+      })
+      const counted = names.map((name, i) => `(SELECT count(*) FROM ${name})::int AS c${i}`)
+      const [row] = await run(CompiledQuery.raw(`WITH ${ctes.join(', ')} SELECT ${counted.join(', ')}`, values) as CompiledQuery<Record<string, number>>)
+      return queries.map((_, i) => Number(row![`c${i}`]))
+    },
     async exec(sql) {
       await queryable.query(sql)
     },
   }
 }
 
-/** Column types of the tables written in bulk, for their unnest arrays; text unless listed. */
-const COLUMN_TYPES: Record<string, string> = {
-  shop_id: 'integer', rule_version: 'integer',
-  is_newsletter: 'smallint', deleted: 'smallint', is_fulfilled: 'smallint', is_refunded: 'smallint', is_paid: 'smallint',
-  body: 'bytea',
-  order_id: 'bigint', customer_id: 'bigint', resource_id: 'bigint', points: 'bigint', amount_minor: 'bigint', total: 'bigint',
-  subtotal: 'bigint', amount_shipping: 'bigint', amount_giftcard: 'bigint', amount_tax: 'bigint', rev: 'bigint',
-  debt: 'smallint', available_after: 'bigint', cancel_available_after: 'bigint',
-}
-const columnType = (table: string, column: string) =>
-  column === 'id' ? (table === 'events' || table === 'redemptions' ? 'text' : 'bigint') : column.endsWith('_us') ? 'bigint' : (COLUMN_TYPES[column] ?? 'text')
+/** Locks on the numbers of an array, in a stable order, so that batches that share keys wait rather than deadlock. */
+const lockStatement = (numbers: string) => `SELECT pg_advisory_xact_lock(k) FROM unnest(${numbers}::bigint[]) AS t(k) ORDER BY k`
 
-/**
- * `INSERT … VALUES ($1, …, $k) …` of one row, turned into `INSERT … SELECT * FROM unnest($1::t[],
- * …, $k::t[]) …` of every row: one array parameter per column, so the text is the same whatever
- * the number of rows, and the statement is parsed and planned once per connection.
- */
-function unnestInsert<R>(query: CompiledQuery<R>, table: string, rows: readonly object[]): CompiledQuery<R> {
-  const columns = Object.keys(rows[0]!)
-  const values = `values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`
-  if (!query.sql.includes(values)) throw new Error(`not an insert of one row of ${table}: ${query.sql.slice(0, 80)}`)
-  const unnest = `select * from unnest(${columns.map((c, i) => `$${i + 1}::${columnType(table, c)}[]`).join(', ')})`
-  const arrays = columns.map((c) => rows.map((row) => (row as Record<string, unknown>)[c] ?? null))
-  return { ...query, sql: query.sql.replace(values, unnest), parameters: [...arrays, ...query.parameters.slice(columns.length)] }
-}
+const lockNumbers = (keys: readonly string[]) => [...new Set(keys.map(lockNumber))]
 
 /** A key's lock number: 64 bits of its hash. Collisions only make unrelated batches wait for each other. */
 export function lockNumber(key: string): string {
@@ -160,7 +163,11 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     // plans from stale statistics on a young table took a whole shop's index range per lookup.
     client.query('SET plan_cache_mode = force_generic_plan').catch(() => {})
   })
-  const db = new Kysely<Tables>({ dialect: new ScopedPostgresDialect({ pool }, schema) })
+  const observe = options.onStatement
+  const db = new Kysely<Tables>({
+    dialect: new ScopedPostgresDialect({ pool }, schema),
+    ...observedLog(observe),
+  })
 
   return {
     kind: 'postgres',
@@ -168,12 +175,12 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     schemaFromUrl: fromUrl !== undefined,
     db,
     types: {
-      serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(), serialCommits: false,
+      serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(),
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} = ANY(${values})`,
-      bulkInsert: (query, table, rows) => unnestInsert(query, table, rows),
       skipLocked: true,
     },
-    reads: sessionOn(pool),
+    statements: batchStatements(postgresStatements),
+    reads: sessionOn(pool, observe),
     afterErasure() {},
     // Short transactions leave dead rows that autovacuum reclaims for reuse; no rewrite, no long lock.
     async afterPrune() {},
@@ -186,8 +193,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     },
     async lockKeys(session, keys) {
       if (keys.length === 0) return
-      const numbers = [...new Set(keys.map(lockNumber))]
-      await session.run(CompiledQuery.raw('SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS t(k) ORDER BY k', [numbers]))
+      await session.run(CompiledQuery.raw(lockStatement('$1'), [lockNumbers(keys)]))
     },
     async tryLockKeys(session, keys) {
       if (keys.length === 0) return true
@@ -214,14 +220,19 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
         close: async () => {},
       }
     },
-    async transaction(work, calls) {
+    async transaction(work, calls, locks = []) {
       const client = await pool.connect()
       // runMany sends its queries as one statement: one round trip.
-      const session = countingSession(sessionOn(client), calls, 'one')
+      const session = countingSession(sessionOn(client, observe), calls, 'one')
       let broken: Error | undefined
       try {
         countCall(calls)
-        await client.query('BEGIN')
+        if (locks.length === 0) await client.query('BEGIN')
+        else {
+          // One round trip for both, in the simple protocol: the lock numbers are digits this process made.
+          if (calls) calls.statements++
+          await client.query(`BEGIN; ${lockStatement(`'{${lockNumbers(locks).join(',')}}'`)}`)
+        }
         const result = await work(session)
         countCall(calls)
         await client.query('COMMIT')

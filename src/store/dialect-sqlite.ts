@@ -3,8 +3,10 @@ import { dirname, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely'
 import { countCall, countingSession } from './db-calls.ts'
-import type { Backend, RowsOf, Session } from './dialect.ts'
+import { observedLog, type Backend, type RowsOf, type Session, type StatementObserver } from './dialect.ts'
 import { startSqliteWriter } from './sqlite-writer.ts'
+import { sqliteStatements } from './batch-sql-sqlite.ts'
+import { batchStatements } from './batch-statements.ts'
 import type { Tables } from './tables.ts'
 
 // Two connections to one file: the writer's, which holds every write
@@ -52,7 +54,7 @@ const VACUUM_PAGES = 512
 /** At most one checkpoint for erasure in this long, so that a run of deletes does not checkpoint every batch. */
 const ERASURE_CHECKPOINT_MS = 1000
 
-function sessionOn(connection: Database.Database): Session {
+function sessionOn(connection: Database.Database, observe?: StatementObserver): Session {
   const prepared = new Map<string, Database.Statement>()
   const session: Session = {
     async runMany(queries) {
@@ -60,6 +62,7 @@ function sessionOn(connection: Database.Database): Session {
       return queries.map((q) => session.run(q)) as RowsOf<typeof queries>
     },
     run<R>(query: CompiledQuery<R>): R[] {
+      observe?.(query.sql, query.parameters)
       let st = prepared.get(query.sql)
       if (!st) {
         // Multi-row statements vary with the batch's size: keep the cache bounded.
@@ -71,6 +74,9 @@ function sessionOn(connection: Database.Database): Session {
       st.run(...query.parameters)
       return []
     },
+    async counts(queries) {
+      return queries.map((q) => (session.run(q) as unknown[]).length)
+    },
     exec(sql) {
       connection.exec(sql)
     },
@@ -78,22 +84,27 @@ function sessionOn(connection: Database.Database): Session {
   return session
 }
 
-export function openSqlite(path: string): Backend {
+/** `observe` sees the statements of this process's connections, not those of the writer thread (openWriter). */
+export function openSqlite(path: string, observe?: StatementObserver): Backend {
   const reader = open(path)
   const writer = open(path)
   let checkpointTimer: NodeJS.Timeout | undefined
-  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: reader }) })
-  const session = sessionOn(writer)
+  const db = new Kysely<Tables>({
+    dialect: new SqliteDialect({ database: reader }),
+    ...observedLog(observe),
+  })
+  const session = sessionOn(writer, observe)
 
   return {
     kind: 'sqlite',
     schema: 'main',
     db,
     types: {
-      serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement(), serialCommits: true,
+      serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement(),
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`,
     },
-    reads: sessionOn(reader),
+    statements: batchStatements(sqliteStatements),
+    reads: sessionOn(reader, observe),
     lockKeys: async () => {},
     afterErasure() {
       if (checkpointTimer) return

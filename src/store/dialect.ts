@@ -1,12 +1,23 @@
-import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, RawBuilder } from 'kysely'
+import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, KyselyConfig, RawBuilder } from 'kysely'
 import type { BatchItem } from '../batch/commands.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { DbCalls } from './db-calls.ts'
 import type { Pruned } from './prune.ts'
+import type { BatchStatements } from './batch-statements.ts'
 import type { Tables } from './tables.ts'
 
 /** The rows of each of several queries. */
 export type RowsOf<Q extends readonly CompiledQuery<unknown>[]> = { -readonly [K in keyof Q]: Q[K] extends CompiledQuery<infer R> ? R[] : never }
+
+/**
+ * Told of each statement the backend runs with its parameters (openBackend's `onStatement`):
+ * tests see what the code issues, to explain each statement's plan.
+ */
+export type StatementObserver = (sql: string, parameters: readonly unknown[]) => void
+
+/** Kysely's options that tell `observe` of each query run on `backend.db`: none without one. */
+export const observedLog = (observe: StatementObserver | undefined): Pick<KyselyConfig, 'log'> =>
+  observe ? { log: (e) => void (e.level === 'query' && observe(e.query.sql, e.query.parameters)) } : {}
 
 /** A transaction on the write connection. */
 export interface Session {
@@ -17,6 +28,11 @@ export interface Session {
    * on PostgreSQL as one statement, a single round trip; on SQLite one after another.
    */
   runMany<Q extends readonly CompiledQuery<unknown>[]>(queries: Q): Promise<RowsOf<Q>>
+  /**
+   * Runs write statements that do not depend on each other, each with a RETURNING clause, and
+   * returns how many rows each returned: on PostgreSQL as one statement, on SQLite one after another.
+   */
+  counts(queries: readonly CompiledQuery<unknown>[]): Promise<number[]>
   exec(sql: string): void | Promise<void>
 }
 
@@ -48,6 +64,8 @@ export interface Backend {
   /** For reads, migrations and the CLI. */
   readonly db: Kysely<Tables>
   readonly types: DialectTypes
+  /** The write path's statements in this database's form, built once (src/store/batch-statements.ts). */
+  readonly statements: BatchStatements
   /** Prepared statements outside any transaction, on the read connection: committed state only. */
   readonly reads: Session
   /**
@@ -76,7 +94,11 @@ export interface Backend {
    * Runs `work` in one transaction on the write connection and commits it durably. With `calls`,
    * adds to it the statements the transaction sent (BEGIN and COMMIT included) and their round trips.
    */
-  transaction<T>(work: (session: Session) => Promise<T>, calls?: DbCalls): Promise<T>
+  /**
+   * Runs `work` in one transaction on the write connection and commits it durably; `locks` are
+   * taken first, as lockKeys takes them (PostgreSQL: in the round trip that begins the transaction).
+   */
+  transaction<T>(work: (session: Session) => Promise<T>, calls?: DbCalls, locks?: readonly string[]): Promise<T>
   /** The write path of the server: where and how batches are committed; their statements and round trips are added to `calls`. */
   openWriter(calls?: DbCalls): BatchWriter
   /** Resolves when the database answers; rejects otherwise. */
@@ -91,21 +113,10 @@ export interface DialectTypes {
   binary: 'blob' | 'bytea'
   serialPrimaryKey(c: ColumnDefinitionBuilder): ColumnDefinitionBuilder
   /**
-   * Write transactions commit one at a time (SQLite), so serial ids commit in order and a change
-   * feed entry takes its position in its own transaction; else a sequencer gives positions after
-   * the commit (src/feed/sequencer.ts).
-   */
-  serialCommits: boolean
-  /**
    * `column IN values` as a condition whose SQL text does not depend on how many values there
    * are (one array or JSON parameter), so that each query is prepared once, not once per size.
    */
   anyOf(column: string, values: readonly (string | number)[]): RawBuilder<boolean>
-  /**
-   * Where the database has one: `query`, an insert of one row, turned into the insert of all
-   * `rows` with a text that does not depend on how many there are (prepared once).
-   */
-  bulkInsert?<R>(query: CompiledQuery<R>, table: string, rows: readonly object[]): CompiledQuery<R>
   /**
    * Whether a select may lock its rows and skip those another transaction holds (`FOR UPDATE SKIP
    * LOCKED`, PostgreSQL): several processes pruning at once then take different events.

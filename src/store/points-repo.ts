@@ -4,6 +4,7 @@ import { parseStoredRule } from '../loyalty/rule.ts'
 import type { Lot } from '../loyalty/wallet.ts'
 import { parseStoredEntries } from './redemption-rows.ts'
 import type { Tables } from './tables.ts'
+import { unindexed } from './unindexed.ts'
 
 // Reads of the points ledger. Balances are computed at read time from each
 // entry's available_at, so pending points become available with no job.
@@ -47,16 +48,17 @@ export async function customerEntries(db: Kysely<Tables>, shopId: number, custom
 
 /** The customer's lots: the net of their entries on each availability date (src/loyalty/wallet.ts). */
 export async function customerLots(db: Kysely<Tables>, shopId: number, customerId: number): Promise<Lot[]> {
+  // Grouped by date unindexed (src/store/unindexed.ts): the customer's entries, not the shop's by date.
   const rows = await db
     .selectFrom('ledger')
-    .select('available_us')
+    .select(unindexed('available_us').as('available_us'))
     .select((eb) => [
       eb.fn.sum<number>('points').as('points'),
       eb.fn.sum<number>(eb.case().when('reason', '=', 'expired').then(eb.ref('points')).else(0).end()).as('expired'),
     ])
     .where('shop_id', '=', shopId)
     .where('customer_id', '=', customerId)
-    .groupBy('available_us')
+    .groupBy(unindexed('available_us'))
     .execute()
   return rows
     .map((r) => ({ available_us: Number(r.available_us), points: Number(r.points), expired: Number(r.expired) }))
@@ -115,8 +117,9 @@ export async function maxLedgerId(db: Kysely<Tables>): Promise<number> {
  * looked at. The decider settles exactly; this only finds whom to ask.
  */
 export async function dueCandidates(db: Kysely<Tables>, shopId: number, cutoffUs: number, since: { cutoffUs: number; afterId: number } | null): Promise<number[]> {
+  // The shop and the customer unindexed (src/store/unindexed.ts): the sweep reads a range of dates (ledger_available), or of ids, not a shop's ledger.
   const due = () =>
-    db.selectFrom('ledger').select('customer_id').distinct().where('shop_id', '=', shopId).where('customer_id', 'is not', null).where('available_us', '<=', cutoffUs)
+    db.selectFrom('ledger').select('customer_id').distinct().where(unindexed('shop_id'), '=', shopId).where(unindexed('customer_id'), 'is not', null).where('available_us', '<=', cutoffUs)
   const found = since === null
     ? await due().execute()
     : [...(await due().where('available_us', '>', since.cutoffUs).execute()), ...(await due().where('id', '>', since.afterId).execute())]
@@ -129,7 +132,8 @@ export async function dueCandidates(db: Kysely<Tables>, shopId: number, cutoffUs
       .select('customer_id')
       .where('shop_id', '=', shopId)
       .where('customer_id', 'in', ids.slice(i, i + 1000))
-      .where('available_us', '<=', cutoffUs)
+      // Unindexed (src/store/unindexed.ts): these customers' lots, not the shop's up to the date.
+      .where(unindexed('available_us'), '<=', cutoffUs)
       .groupBy(['customer_id', 'available_us'])
       .having(sql`SUM(points)`, '>', 0)
       .execute()

@@ -152,15 +152,22 @@ export interface OrderCustomerLinksTable {
   order_id: number
 }
 
-/** A change feed entry: `position` is null until the sequencer gives it one, after its commit. */
-export interface ChangesTable {
-  id: Generated<number>
+/**
+ * The change feed: one row per batch and shop, its entries as JSON `[[type, data], …]`, numbered
+ * `first_position` to `position` in order (migration 0010).
+ */
+export interface FeedTable {
+  position: number
+  first_position: number
   shop_id: number
-  position: number | null
-  type: string
   created_us: number
-  /** The entry's data as JSON (src/schemas/changes.ts). */
-  data: string
+  entries: string
+}
+
+/** The one row (id 1) that hands out feed positions: its lock orders the batches' commits. */
+export interface FeedHeadTable {
+  id: number
+  position: number
 }
 
 /** How far the NATS relay has published, per stream: every position up to this one. */
@@ -230,6 +237,7 @@ export interface Tables {
   customers: CustomersTable
   orders: OrdersTable
   redemptions: RedemptionsTable
-  changes: ChangesTable
+  feed: FeedTable
+  feed_head: FeedHeadTable
   change_relay: ChangeRelayTable
 }

@@ -1,0 +1,58 @@
+import { CompiledQuery } from 'kysely'
+import type { StatementFactory } from './batch-sql.ts'
+
+// PostgreSQL's form of the write path's statements (src/store/batch-sql.ts). A set of keys or
+// rows is one array parameter per column, so a text serves every batch size and is planned once
+// per connection (the generic plan: plan_cache_mode = force_generic_plan). A lookup joins each
+// key to the table through LATERAL … OFFSET 0, which the planner cannot flatten into a hash
+// join or a scan filtered by the key array: each key is one index condition on (shop_id,
+// column), on an empty table as on a large one.
+
+const lateral = (table: string, columns: string, column: string, keyType: string, where = '') =>
+  `unnest($2::${keyType}[]) AS k(v) CROSS JOIN LATERAL (SELECT ${columns} FROM ${table} WHERE shop_id = $1 AND ${column} = k.v${where} OFFSET 0) AS t`
+
+export const postgresStatements: StatementFactory = {
+  lookup(spec) {
+    const text = `SELECT ${spec.select ?? 't.*'} FROM ${lateral(spec.table, spec.columns, spec.column, spec.keyType, spec.where ? ` ${spec.where}` : '')}${spec.groupBy ? ` GROUP BY ${spec.groupBy}` : ''}`
+    return (shopId, keys) => CompiledQuery.raw(text, [shopId, keys]) as CompiledQuery<never>
+  },
+
+  insert(spec) {
+    const arrays = spec.types.map((type, i) => `$${i + 1}::${type}[]`).join(', ')
+    const text = `INSERT INTO ${spec.table} (${spec.columns.join(', ')}) SELECT * FROM unnest(${arrays}) ${spec.conflict}`
+    return (rows) => {
+      if (rows.length === 0) return []
+      const columns = spec.columns.map((_, i) => rows.map((row) => row[i] ?? null))
+      return [CompiledQuery.raw(text, columns)]
+    }
+  },
+
+  update(spec) {
+    // The rows found by key, then updated by ctid: a nested loop of TID scans, whatever the statistics.
+    // (A row another transaction updated meanwhile is skipped; the batch's locks leave only pruning,
+    // which deletes it, able to do that.)
+    const found = `SELECT t.ctid AS tid FROM ${lateral(spec.table, 'ctid', spec.column, spec.keyType, spec.where ? ` ${spec.where}` : '')}`
+    const text = `UPDATE ${spec.table} SET ${spec.set} FROM (${found}) AS f WHERE ${spec.table}.ctid = f.tid RETURNING 1`
+    return (shopId, keys, values) => CompiledQuery.raw(text, [shopId, keys, ...values])
+  },
+
+  text(sql) {
+    return (parameters) => CompiledQuery.raw(sql, [...parameters])
+  },
+
+  appendFeed(total, rows) {
+    if (rows.length === 0) return []
+    // Two parts of the batch's one write statement (Session.counts): the head moves, the rows take what it returned.
+    return [
+      { ...CompiledQuery.raw('UPDATE feed_head SET position = position + $1 WHERE id = 1 RETURNING position', [total]), cte: 'feed_next' },
+      CompiledQuery.raw(APPEND_FEED, [
+        total, rows.map((r) => r.last), rows.map((r) => r.first), rows.map((r) => r.shopId), rows.map((r) => r.createdUs), rows.map((r) => r.entries),
+      ]),
+    ]
+  },
+}
+
+const APPEND_FEED =
+  'INSERT INTO feed (position, first_position, shop_id, created_us, entries) ' +
+  'SELECT head.position - $1 + u.last, head.position - $1 + u.first, u.shop_id, u.created_us, u.entries ' +
+  'FROM feed_next AS head, unnest($2::bigint[], $3::bigint[], $4::integer[], $5::bigint[], $6::text[]) AS u(last, first, shop_id, created_us, entries) RETURNING 1'

@@ -1,0 +1,46 @@
+import { CompiledQuery } from 'kysely'
+import type { StatementFactory } from './batch-sql.ts'
+
+// SQLite's form of the write path's statements (src/store/batch-sql.ts). Statements run
+// in-process, so a row costs no round trip: each row is one run of a statement prepared once,
+// rather than a multi-row text that changes with the batch's size. Keys come as one JSON
+// parameter, looked up through json_each: SEARCH … USING INDEX (shop_id=? AND column=?).
+
+export const sqliteStatements: StatementFactory = {
+  lookup(spec) {
+    const text =
+      `SELECT ${spec.select ?? 't.*'} FROM (SELECT ${spec.columns} FROM ${spec.table} ` +
+      `WHERE shop_id = ? AND ${spec.column} IN (SELECT value FROM json_each(?))${spec.where ? ` ${spec.where}` : ''}) AS t` +
+      `${spec.groupBy ? ` GROUP BY ${spec.groupBy}` : ''}`
+    return (shopId, keys) => CompiledQuery.raw(text, [shopId, JSON.stringify(keys)]) as CompiledQuery<never>
+  },
+
+  insert(spec) {
+    const text = `INSERT INTO ${spec.table} (${spec.columns.join(', ')}) VALUES (${spec.columns.map(() => '?').join(', ')}) ${spec.conflict}`
+    return (rows) => rows.map((row) => CompiledQuery.raw(text, row as unknown[]))
+  },
+
+  update(spec) {
+    // The SET list is written with PostgreSQL's $3, $4, … in order: here they are plain ?s, bound first.
+    const set = spec.set.replace(/\$\d+/g, '?')
+    const text = `UPDATE ${spec.table} SET ${set} WHERE shop_id = ? AND ${spec.column} IN (SELECT value FROM json_each(?))${spec.where ? ` ${spec.where}` : ''} RETURNING 1`
+    return (shopId, keys, values) => CompiledQuery.raw(text, [...values, shopId, JSON.stringify(keys)])
+  },
+
+  text(sql) {
+    const text = sql.replace(/\$\d+/g, '?')
+    return (parameters) => CompiledQuery.raw(text, [...parameters])
+  },
+
+  appendFeed(total, rows) {
+    if (rows.length === 0) return []
+    // One writer at a time: the head moves first, and each row reads where it ended.
+    return [
+      CompiledQuery.raw('UPDATE feed_head SET position = position + ? WHERE id = 1 RETURNING position', [total]),
+      ...rows.map((r) => CompiledQuery.raw(APPEND_FEED_ROW, [total - r.last, total - r.first, r.shopId, r.createdUs, r.entries])),
+    ]
+  },
+}
+
+const HEAD = '(SELECT position FROM feed_head WHERE id = 1)'
+const APPEND_FEED_ROW = `INSERT INTO feed (position, first_position, shop_id, created_us, entries) VALUES (${HEAD} - ?, ${HEAD} - ?, ?, ?, ?) RETURNING 1`

@@ -1,0 +1,284 @@
+import assert from 'node:assert/strict'
+import { sql } from 'kysely'
+import { createHash } from 'node:crypto'
+import { v7 as uuidv7 } from 'uuid'
+import { benchWebhook } from '../../bench/webhook.ts'
+import type { BatchItem, PointsCommand } from '../../src/batch/commands.ts'
+import type { Topic, Webhook } from '../../src/domain/webhook.ts'
+import { startExpirySweeper } from '../../src/loyalty/expiry-sweeper.ts'
+import { rebuildPoints } from '../../src/loyalty/rebuild.ts'
+import { normalizeRule } from '../../src/loyalty/rule.ts'
+import { batchApplier, type BatchResult } from '../../src/store/apply-batch.ts'
+import { shopNames } from '../../src/store/admin-read-repo.ts'
+import { eventsSince } from '../../src/store/admin-events-repo.ts'
+import { changesAfter, lastPosition, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery } from '../../src/store/changes-repo.ts'
+import type { Backend } from '../../src/store/dialect.ts'
+import { writeRule } from '../../src/store/points-repo.ts'
+import { eventsBefore, pruneEvents } from '../../src/store/prune.ts'
+import { adminClient, newOperator } from './admin.ts'
+import type { TestApp } from './harness.ts'
+
+// What test/query-plans.test.ts runs to see the statements the service issues: batches built as
+// the webhook routes and the points routes build them, through every path of the write path
+// (applied in this process, where the statement observer sees them: on SQLite the server applies
+// them on its writer thread), the upkeep (expiry, pruning, rebuild, the change feed's pages
+// and relay), and every read endpoint and console list over HTTP. And the fill: about 20,000
+// rows per table, through the same writer.
+
+const hash = (text: string) => createHash('sha256').update(text).digest('base64url')
+
+/** A webhook as the route hands it to the writer (bench/webhook.ts builds it the same way). */
+export function webhook(shopId: number, keyId: number, topic: Topic, body: Record<string, unknown>, idem: string | null = null): Webhook {
+  return { ...benchWebhook(shopId, keyId, { path: `/${topic}`, body: JSON.stringify(body) }), idemKey: idem === null ? null : hash(idem) }
+}
+
+/** A body the route rejects (one field made invalid), stored with its errors; it names its customer. */
+const rejected = (shopId: number, keyId: number, topic: Topic, body: Record<string, unknown>) =>
+  benchWebhook(shopId, keyId, { path: `/${topic}`, body: JSON.stringify(body) }, 0, true)
+
+const at = (minute: number) => new Date(Date.UTC(2025, 0, 1) + minute * 60_000).toISOString()
+
+const customer = (id: number, minute: number, email = `c${id}@example.com`) => ({
+  id, first_name: 'Ada', last_name: `Lovelace ${id}`, email, is_newsletter: id % 2 === 0, tags: ['vip'], created_at: at(0), updated_at: at(minute),
+})
+
+function order(id: number, minute: number, fields: Record<string, unknown> = {}) {
+  return {
+    id, currency: 'EUR', email: `c${id}@example.com`, ref: `R${id}`, total: '120.00', subtotal: '100.00', amount_shipping: '4.90', amount_giftcard: '0.00',
+    amount_tax: '15.10', cancelled_at: null, processed_at: at(minute), is_fulfilled: false, is_refunded: false, is_paid: true, updated_at: at(minute), ...fields,
+  }
+}
+
+export interface Shop {
+  id: number
+  name: string
+  keyId: number
+}
+
+/** What the reads afterwards ask for. */
+export interface Written {
+  redemptionId: string
+  guestEmail: string
+}
+
+function expectApplied(results: BatchResult[], what: string) {
+  const failed = results.find((r) => r.status === 'failed')
+  assert.equal(failed, undefined, `${what}: ${failed && 'error' in failed ? failed.error.stack : ''}`)
+}
+
+/**
+ * Every path of the write path, in batches as the writer forms them, on `backend` (opened with the
+ * statement observer), then the upkeep. `b` is a second shop: batches of several shops load per shop.
+ */
+export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promise<Written> {
+  const apply = batchApplier(backend)
+  const now = () => Date.now() * 1000
+  const run = async (what: string, batch: BatchItem[], atUs = now()) => {
+    const results = await apply(batch, atUs)
+    expectApplied(results, what)
+    return results
+  }
+  const hook = (topic: Topic, body: Record<string, unknown>, idem: string | null = null, shop = a) => webhook(shop.id, shop.keyId, topic, body, idem)
+  const guestEmail = 'guest@example.com'
+
+  await run('new customers and orders', [
+    ...[1, 2, 3, 4, 5, 6].map((id) => hook('customer/hook_created', customer(id, 1))),
+    hook('order/hook_created', order(101, 1, { customer: customer(1, 1) })),
+    // A guest's paid order holds points under its e-mail; another is unpaid.
+    hook('order/hook_created', order(102, 1, { email: guestEmail })),
+    hook('order/hook_created', order(103, 1, { email: 'other-guest@example.com', is_paid: false })),
+    // Embedding a customer not stored yet, and one whose orders will be pruned.
+    hook('order/hook_created', order(104, 1, { customer: customer(7, 1) })),
+    hook('order/hook_created', order(105, 1, { customer: customer(5, 1) })),
+    hook('customer/hook_created', customer(9, 1), 'delivery-1'),
+    rejected(a.id, a.keyId, 'customer/hook_created', customer(2, 2)),
+    hook('customer/hook_created', customer(1, 1), null, b),
+    hook('order/hook_created', order(101, 1, { customer: customer(1, 1) }), null, b),
+  ])
+  // Pruning takes the first batch's events, later.
+  const pruneBefore = now()
+  await run('existing customers and orders', [
+    hook('customer/hook_created', customer(1, 2)),
+    hook('order/hook_created', order(101, 2, { is_refunded: true, customer: customer(1, 1) })),
+    hook('order/hook_created', order(104, 2, { cancelled_at: at(2) })),
+    // The same body again: a duplicate; the same delivery again: answered as the first.
+    hook('order/hook_created', order(103, 1, { email: 'other-guest@example.com', is_paid: false })),
+    hook('customer/hook_created', customer(9, 1), 'delivery-1'),
+    hook('order/hook_created', order(106, 2, { customer: customer(3, 2), email: 'c3@example.com' })),
+  ])
+  // A customer registers with the guest's e-mail: the guest's points are claimed.
+  await run('claims', [hook('customer/hook_created', customer(8, 3, guestEmail))])
+  // Erasure: customers with orders, linked, embedded, and by e-mail; their events are redacted.
+  await run('erasure', [
+    hook('customer/hook_deleted', { id: 1, updated_at: at(4) }),
+    hook('customer/hook_deleted', { id: 3, email: 'c3@example.com', updated_at: at(4) }),
+    hook('customer/hook_deleted', { id: 7, updated_at: at(4) }),
+  ])
+
+  // Points commands, as the routes build them.
+  const redeem = (customerId: number, points: number, idem: string | null): PointsCommand => ({
+    command: 'redeem', shopId: a.id, customerId, redemptionId: uuidv7(), points, reference: `R-${points}`, atUs: now(),
+    idemKey: idem === null ? null : hash(idem), requestHash: hash(JSON.stringify([customerId, points])),
+  })
+  const adjust = (customerId: number, points: number, idem: string | null): PointsCommand => ({
+    command: 'adjust', shopId: a.id, customerId, adjustmentId: uuidv7(), points, reason: 'goodwill', operator: 'ops', atUs: now(),
+    idemKey: idem === null ? null : hash(idem), requestHash: hash(JSON.stringify([customerId, points])),
+  })
+  const first = redeem(8, 10, 'redeem-1') as Extract<PointsCommand, { command: 'redeem' }>
+  const redeemed = await run('redemptions and adjustments', [first, redeem(8, 5, null), adjust(8, 50, 'adjust-1'), adjust(8, -5, null), adjust(2, 20, null)])
+  assert.equal(redeemed[0]!.status, 'redeemed', JSON.stringify(redeemed[0]))
+  await run('replays', [{ ...first, redemptionId: uuidv7() }, adjust(8, 50, 'adjust-1')])
+  await run('a cancel', [{ command: 'cancel', shopId: a.id, customerId: 8, redemptionId: first.redemptionId, atUs: now() }])
+
+  // Expiry: a rule under which the points have expired; the sweeper finds whom to settle, twice
+  // (the second pass looks only at what changed since).
+  await writeRule(backend.db, a.id, JSON.stringify(normalizeRule({ expire_after_days: 30 })))
+  await run('an expire command', [{ command: 'expire', shopId: a.id, customerId: 2, atUs: now() }])
+  // One batch at a time, as the writer commits them (SQLite has one write transaction).
+  let queue: Promise<unknown> = Promise.resolve()
+  const submit = (item: BatchItem) => {
+    const result = queue.then(async () => (await apply([item], now()))[0]!)
+    queue = result.catch(() => {})
+    return result
+  }
+  const sweeper = startExpirySweeper(backend, submit, () => Date.now(), 0, (err) => { throw err })
+  await sweeper.sweep()
+  await run('points after the first sweep', [hook('order/hook_created', order(107, 5, { customer: customer(4, 5) }))])
+  await sweeper.sweep()
+  await sweeper.stop()
+  await rebuildPoints(backend, [a.id, b.id])
+
+  // Pruning: orders' events that embedded a customer leave links, which erasure then follows.
+  await eventsBefore(backend, pruneBefore)
+  while ((await pruneEvents(backend, pruneBefore, 4)) > 0);
+  await run('erasure after pruning', [hook('customer/hook_deleted', { id: 5, updated_at: at(6) }), hook('customer/hook_created', customer(10, 6))])
+
+  // The change feed: the relay's pages (every shop's) and cursor, and the last position (waiting readers watch it).
+  await changesAfter(backend.db, null, 0, 100)
+  await lastPosition(backend.db)
+  await backend.db.executeQuery(relayCursorQuery(backend.db, 'plans'))
+  await backend.db.executeQuery(saveRelayCursorQuery(backend.db, 'plans', 1, now()))
+  await oldestUnpublishedUs(backend.db, 'plans')
+  return { redemptionId: first.redemptionId, guestEmail }
+}
+
+/** Every read endpoint and console list over HTTP (`t` runs on the database `writeEverything` wrote), their pages included. */
+export async function readEverything(t: TestApp, shopName: string, written: Written): Promise<void> {
+  const ok = async (res: Promise<{ statusCode: number; body: string; json(): any }>, status = 200) => {
+    const r = await res
+    assert.equal(r.statusCode, status, r.body)
+    return r.json()
+  }
+  const key = await t.newKey(shopName)
+  const get = (url: string) => t.get(url, key)
+  await ok(get('/v3/customers/8'))
+  await ok(get('/v3/customers/999'), 404)
+  await ok(get('/v3/orders/102'))
+  await ok(get('/v3/orders/106'))
+  const points = await ok(get('/v3/customers/8/points?limit=1'))
+  await ok(get(`/v3/customers/8/points?limit=1&cursor=${points.next_cursor}`))
+  const redemptions = await ok(get('/v3/customers/8/redemptions?limit=1'))
+  await ok(get(`/v3/customers/8/redemptions?limit=1&cursor=${redemptions.next_cursor}`))
+  const changes = await ok(get('/v3/changes?limit=2'))
+  await ok(get(`/v3/changes?limit=2&after=${changes.next_after}`))
+
+  const operator = await newOperator(t, 'plans')
+  const admin = adminClient(t, operator.key)
+  const base = `/v3/admin/shops/${shopName}`
+  const shops = await ok(admin.get('/v3/admin/shops?limit=1'))
+  await ok(admin.get(`/v3/admin/shops?limit=1&cursor=${shops.next_cursor}`))
+  await ok(admin.get('/v3/admin/stats'))
+  await ok(admin.get(`/v3/admin/stats?shop=${shopName}`))
+  const customers = await ok(admin.get(`${base}/customers?limit=2`))
+  await ok(admin.get(`${base}/customers?limit=2&cursor=${customers.next_cursor}`))
+  await ok(admin.get(`${base}/customers?email=c2@example.com`))
+  await ok(admin.get(`${base}/customers/8`))
+  await ok(admin.get(`${base}/guests?email=other-guest@example.com`))
+  await ok(admin.post(`${base}/customers/8/adjustments`, { points: 3, reason: 'console' }, { 'idempotency-key': 'plans-1' }), 201)
+  const keys = await ok(admin.get(`${base}/keys?limit=1`))
+  await ok(admin.get(`${base}/keys?limit=1&cursor=${keys.next_cursor}`))
+  const issued = await ok(admin.post(`${base}/keys`), 201)
+  await ok(admin.post(`${base}/keys/${issued.id}/revoke`))
+  const events = await ok(admin.get('/v3/admin/events?limit=2'))
+  await ok(admin.get(`/v3/admin/events?limit=2&cursor=${events.next_cursor}`))
+  const shopEvents = await ok(admin.get(`/v3/admin/events?shop=${shopName}&limit=2`))
+  await ok(admin.get(`/v3/admin/events?shop=${shopName}&limit=2&cursor=${shopEvents.next_cursor}`))
+  await ok(admin.get(`/v3/admin/events?shop=${shopName}&outcome=applied&topic=customer/hook_created&resource_id=10`))
+  await ok(admin.get(`/v3/admin/events?shop=${shopName}&since=2000-01-01T00:00:00Z&until=2200-01-01T00:00:00Z`))
+  const event = events.items[0]
+  await ok(admin.get(`/v3/admin/events/${event.event_id}`))
+  await ok(admin.post(`/v3/admin/events/${event.event_id}/replay`), 200)
+  await ok(admin.get('/v3/admin/audit?limit=1'))
+  const signIn = await t.app.inject({ method: 'POST', url: '/v3/admin/session', headers: { 'content-type': 'application/json' }, payload: { key: operator.key } })
+  assert.equal(signIn.statusCode, 200, signIn.body)
+  const cookie = String(signIn.headers['set-cookie']).split(';')[0]!
+  assert.equal((await t.app.inject({ method: 'GET', url: '/v3/admin/session', headers: { cookie } })).statusCode, 200)
+  const signOut = await t.app.inject({ method: 'DELETE', url: '/v3/admin/session', headers: { cookie, host: 'localhost', origin: 'http://localhost' } })
+  assert.equal(signOut.statusCode, 204, signOut.body)
+  // The console's live stream reads as its poller does (src/routes/admin/stream.ts).
+  await eventsSince(t.app.services.backend.db, 0, 100)
+  await shopNames(t.app.services.backend.db)
+}
+
+/** Rows per table the fill aims at: the statistics of a database past its first days. */
+export const FILL_ROWS = 20_000
+
+/**
+ * About FILL_ROWS rows in each table the service looks rows up in, through the service's own
+ * writer (as bench/prepare.ts preloads), with the same ids and e-mails whatever the run: each
+ * order embeds a new customer (one webhook, a customer, an order, its ledger entry, its event
+ * and its feed entries), one in five is a guest's, a third carry an idempotency key, a tenth go
+ * to the second shop; then redemptions and adjustments, a few erasures, and the links pruning
+ * leaves (set-based: they are the orders' links to their customers).
+ */
+export async function fill(backend: Backend, a: Shop, b: Shop, rows = FILL_ROWS): Promise<void> {
+  const apply = batchApplier(backend)
+  const atUs = Date.now() * 1000
+  const BATCH = 1000
+  for (let start = 0; start < rows; start += BATCH) {
+    const batch: BatchItem[] = []
+    for (let i = start; i < Math.min(rows, start + BATCH); i++) {
+      const shop = i % 10 === 9 ? b : a
+      const id = 100_000 + i
+      const fields = i % 5 === 4 ? { email: `g${i % 4000}@example.com` } : { customer: customer(id, 1) }
+      batch.push(webhook(shop.id, shop.keyId, 'order/hook_created', order(id, 1 + (i % 600), { ...fields, total: `${(i % 300) + 1}.00`, subtotal: `${(i % 300) + 1}.00` }), i % 3 === 0 ? `fill-${i}` : null))
+    }
+    expectApplied(await apply(batch, atUs), 'the fill')
+  }
+  const commands: PointsCommand[] = []
+  for (let i = 0; i < rows / 10; i++) {
+    const customerId = 100_000 + (i * 5) % rows
+    if (customerId % 10 === 9 || customerId % 5 === 4) continue
+    commands.push(i % 4 === 3
+      ? { command: 'adjust', shopId: a.id, customerId, adjustmentId: uuidv7(), points: 2, reason: 'fill', operator: 'ops', atUs, idemKey: hash(`fill-adjust-${i}`), requestHash: hash(`${i}`) }
+      : { command: 'redeem', shopId: a.id, customerId, redemptionId: uuidv7(), points: 1, reference: `F${i}`, atUs, idemKey: i % 2 === 0 ? hash(`fill-redeem-${i}`) : null, requestHash: hash(`${i}`) })
+  }
+  for (let i = 0; i < commands.length; i += BATCH) expectApplied(await apply(commands.slice(i, i + BATCH), atUs), 'the fill\'s commands')
+  const deletes = Array.from({ length: 200 }, (_, i) => webhook(a.id, a.keyId, 'customer/hook_deleted', { id: 100_000 + i * 50, updated_at: at(700) }))
+  for (let i = 0; i < deletes.length; i += 50) expectApplied(await apply(deletes.slice(i, i + 50), atUs), 'the fill\'s erasures')
+  for (const statement of topUps(a.id, rows)) await sql.raw(statement).execute(backend.db)
+}
+
+/**
+ * Set-based statements (one text for both databases) that bring the rest of the tables to about
+ * `rows` rows: the operators' tables (shops, their keys, admins, sessions, the audit log, relay
+ * streams), which webhooks never grow, redemptions and adjustments past the commands above, and
+ * the links pruning leaves (the orders' links to their customers).
+ */
+function topUps(shopId: number, rows: number): string[] {
+  const numbers = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${rows})`
+  const day = "'2025-01-01T00:00:00.000000Z'"
+  return [
+    `${numbers} INSERT INTO shops (name, created_at) SELECT 'fill-shop-' || i, ${day} FROM n`,
+    `INSERT INTO api_keys (shop_id, key_hash, hint, created_at) SELECT s.id, 'fill-key-' || s.id, 'sk_…', ${day} FROM shops s WHERE s.name LIKE 'fill-shop-%'`,
+    `${numbers} INSERT INTO admins (name, key_hash, hint, created_at) SELECT 'fill-' || i, 'fill-admin-' || i, 'ak_…', ${day} FROM n`,
+    `${numbers} INSERT INTO admin_sessions (token_hash, admin_id, created_at, expires_us) SELECT 'fill-session-' || i, i, ${day}, 1735689600000000 + i FROM n`,
+    `${numbers} INSERT INTO audit_log (admin_id, operator, action, shop_id, target, detail, created_at) SELECT 1, 'fill', 'key.create', ${shopId}, '' || i, NULL, ${day} FROM n`,
+    `${numbers} INSERT INTO change_relay (stream, position, updated_us) SELECT 'fill-' || i, i, 1735689600000000 FROM n`,
+    `${numbers} INSERT INTO redemptions (shop_id, id, customer_id, points, reference, created_at, created_us, available_after, idem_key, request_hash, entries)
+      SELECT ${shopId}, 'fill-redemption-' || i, 100000 + i, 1, 'F', ${day}, 1735689600000000 + i, 0, CASE WHEN i % 2 = 0 THEN 'fill-redeem-key-' || i END, '', '[]' FROM n`,
+    `${numbers} INSERT INTO adjustments (shop_id, id, customer_id, points, reason, operator, created_at, created_us, available_after, idem_key, request_hash)
+      SELECT ${shopId}, 'fill-adjustment-' || i, 100000 + i, 1, 'fill', 'ops', ${day}, 1735689600000000 + i, 0, CASE WHEN i % 2 = 0 THEN 'fill-adjust-key-' || i END, '' FROM n`,
+    'INSERT INTO order_customer_links (shop_id, customer_id, order_id) SELECT shop_id, customer_id, id FROM orders WHERE customer_id IS NOT NULL ON CONFLICT DO NOTHING',
+  ]
+}
