@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { DestinationStream } from 'pino'
-import type { Config } from './config.ts'
+import { trustProxyOption, type Config } from './config.ts'
 import { isCommand, type BatchItem } from './batch/commands.ts'
 import { createAuthenticator } from './http/auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
@@ -146,6 +146,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Access lines cost as much as the webhook itself at full load; LOG_LEVEL=debug turns them on.
     logController: new LogController({ disableRequestLogging: !verbose }),
     bodyLimit: config.BODY_LIMIT,
+    // Behind a TLS proxy: whose X-Forwarded-Proto and -Host are believed (README, Running behind a TLS proxy).
+    trustProxy: trustProxyOption(config.TRUST_PROXY)!,
     genReqId: requestId,
     requestIdHeader: false,
     // Slow clients (slowloris) cannot hold a connection: headers and whole requests have deadlines.

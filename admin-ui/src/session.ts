@@ -11,6 +11,7 @@ const HINT = 'shop-intake.signed-in'
 export const session = signal<Session | null | undefined>(undefined)
 
 function forget(): void {
+  signOutError.value = null
   localStorage.removeItem(HINT)
   session.value = null
 }
@@ -36,10 +37,18 @@ export async function signIn(key: string): Promise<void> {
   session.value = s
 }
 
+/** Why the last sign-out did not happen (the session lives on); null when none failed. */
+export const signOutError = signal<unknown>(null)
+
+/** Ends the session; the page forgets it only once the service confirms (or says it had ended already). */
 export async function signOut(): Promise<void> {
+  signOutError.value = null
   try {
     await api<void>('DELETE', '/v3/admin/session')
-  } finally {
-    forget()
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return forget()
+    signOutError.value = err
+    return
   }
+  forget()
 }

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
-import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, type TestDatabase } from '../support/harness.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, type DatabaseKind, type TestDatabase } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
+import { startTlsProxy, type TlsProxy } from '../support/tls-proxy.ts'
 
 // The operator console in a real browser (Debian's Chromium, headless) against a real server
 // process: what an operator does, page by page, with a screenshot of each step in
@@ -282,4 +283,117 @@ forEachDatabase((kind) => {
       watch.check()
     })
   })
+
+  describe('the operator console behind a TLS proxy', { timeout: 240_000 }, () => {
+    // Two services behind their own proxy (node:https, a certificate made for the test): one told
+    // its public origin (PUBLIC_ORIGIN), one not, as a service was before it could be.
+    let configured: ConsoleServer
+    let unconfigured: ConsoleServer
+    let browser: Browser
+
+    before(async () => {
+      requireChromium()
+      buildDashboard()
+      configured = await startConsoleServer(kind, (proxy) => ({ PUBLIC_ORIGIN: proxy.origin }))
+      unconfigured = await startConsoleServer(kind, () => ({}))
+      browser = await launchBrowser(['--ignore-certificate-errors'])
+    })
+
+    after(async () => {
+      await browser?.close()
+      for (const s of [configured, unconfigured]) await s?.stop()
+    })
+
+    const signIn = async (to: ConsoleServer) => {
+      const { page } = browser
+      await page.goto(`${to.proxy.origin}/admin/`)
+      await page.fill('input[name=key]', to.adminKey)
+      await page.click('button[type=submit]')
+      await page.locator('[data-operator]', { hasText: 'Ada Operator' }).waitFor()
+    }
+
+    test('with PUBLIC_ORIGIN: sign in over https (a Secure cookie), adjust, create and revoke a key, sign out', async () => {
+      const { page, context } = browser
+      const watch = new PageWatch(page, configured.proxy.origin)
+      await signIn(configured)
+      const cookie = (await context.cookies(configured.proxy.origin)).find((c) => c.name === 'si_admin')
+      assert.ok(cookie, 'the session cookie is set')
+      assert.equal(cookie.secure, true)
+      await page.click('nav.top a:text("Customer")')
+      await page.fill('input[name=q]', '1')
+      await page.click('form.filters button[type=submit]')
+      const card = page.locator('main[data-query="1"] section.customer[data-customer="1"]')
+      await card.locator('input[name=points]').fill('50')
+      await card.locator('input[name=reason]').fill('welcome, over https')
+      await card.locator('form.adjust button[type=submit]').click()
+      await card.locator('[data-balance=available]', { hasText: /^50$/ }).waitFor()
+      await page.click('nav.top a:text("Keys")')
+      await page.click('button[name=create-key]')
+      await page.locator('input[name=new-key]').waitFor()
+      await page.click('.new-key button:text("Done")')
+      const row = page.locator('table.keys tbody tr').first()
+      const id = await row.getAttribute('data-key-id')
+      await row.locator('button[name=revoke]').click()
+      await page.click('button[name=confirm-revoke]')
+      await page.locator(`table.keys tr.revoked[data-key-id="${id}"]`).waitFor()
+      await screenshot(page, `${kind}-tls-keys`)
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
+      assert.equal((await context.cookies(configured.proxy.origin)).some((c) => c.name === 'si_admin'), false, 'the cookie is cleared')
+      watch.check()
+    })
+
+    test('a sign-out the service refuses is shown, and the session is kept until it confirms', async () => {
+      const { page, context } = browser
+      const watch = new PageWatch(page, unconfigured.proxy.origin)
+      await signIn(unconfigured)
+      const before = (await context.cookies(unconfigured.proxy.origin)).find((c) => c.name === 'si_admin')
+      assert.ok(before)
+      // Behind a proxy it was not told of, the service refuses the sign-out (403 cross-origin).
+      watch.expect('DELETE', /\/v3\/admin\/session$/, 403)
+      await page.click('button[name=sign-out]')
+      const alert = page.locator('[data-sign-out=refused]')
+      await alert.waitFor()
+      assert.match(await alert.innerText(), /not signed out[\s\S]*403/i)
+      assert.equal(await page.locator('[data-operator]').innerText(), 'Ada Operator', 'still signed in, and shown as such')
+      assert.equal(await page.locator('input[name=key]').count(), 0, 'no sign-in form while the session lives')
+      await screenshot(page, `${kind}-sign-out-refused`)
+      // The session is alive on the server: the page did not pretend otherwise.
+      const session = await request(unconfigured.server.port, { method: 'GET', path: '/v3/admin/session', agent: false, headers: { cookie: `si_admin=${before.value}` } })
+      assert.equal(session.status, 200)
+      assert.ok((await context.cookies(unconfigured.proxy.origin)).some((c) => c.name === 'si_admin' && c.value === before.value))
+      watch.check()
+    })
+  })
 })
+
+interface ConsoleServer {
+  proxy: TlsProxy
+  server: ServerProcess
+  adminKey: string
+  stop(): Promise<void>
+}
+
+/** A server process on a database of its own, with shop SHOP, customer 1 and operator "Ada Operator", behind a TLS proxy. */
+async function startConsoleServer(kind: DatabaseKind, settings: (proxy: TlsProxy) => Record<string, string>): Promise<ConsoleServer> {
+  const database = await createTestDatabase(kind)
+  const shopKey = (await createKey(database.url, SHOP)).key
+  const created = await runCli(['admins', 'create', '--name', 'Ada Operator'], { DATABASE_URL: database.url })
+  assert.equal(created.code, 0, created.stderr)
+  const proxy = await startTlsProxy()
+  const server = await startServerProcess(database.url, shopKey, settings(proxy))
+  proxy.target = server.port
+  const hook = await request(server.port, {
+    method: 'POST', path: CUSTOMER_CREATED, agent: false, body: JSON.stringify({ id: 1, email: 'tls@example.com' }),
+    headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
+  })
+  assert.equal(hook.status, 200, hook.body)
+  return {
+    proxy, server, adminKey: created.stdout.trim().split('\n').at(-1)!,
+    async stop() {
+      await proxy.close()
+      await stopServerProcess(server)
+      await database.drop()
+    },
+  }
+}

@@ -1,3 +1,4 @@
+import cookie from '@fastify/cookie'
 import type { FastifyInstance } from 'fastify'
 import { createAdminAuth } from '../../http/admin-auth.ts'
 import type { Services } from '../../services.ts'
@@ -14,7 +15,9 @@ import { streamRoutes } from './stream.ts'
 
 /** The admin API under /v3/admin (README, Operator console). */
 export async function adminRoutes(app: FastifyInstance, services: Services): Promise<void> {
-  const ctx = adminContext(services, createAdminAuth(services.backend.db, () => Date.now() * 1000))
+  // The session cookie, parsed for the admin API only: no webhook pays for it.
+  await app.register(cookie)
+  const ctx = adminContext(services, createAdminAuth(services.backend.db, () => Date.now() * 1000, services.config.PUBLIC_ORIGIN))
   await sessionRoutes(app, ctx)
   await eventRoutes(app, ctx)
   await streamRoutes(app, ctx)
