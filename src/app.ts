@@ -1,7 +1,7 @@
 import rateLimit from '@fastify/rate-limit'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type RouteOptions } from 'fastify'
 import type { DestinationStream } from 'pino'
 import { trustProxyOption, type Config } from './config.ts'
 import { isCommand, type BatchItem } from './batch/commands.ts'
@@ -51,6 +51,8 @@ export interface BuildOptions {
   clock?: () => number
   /** How often the expiry sweeper runs (default 20 s: expiry is written within a minute of its due time); 0 turns it off. */
   sweepEveryMs?: number
+  /** Told of every route as it is added (Fastify's onRoute): the tests walk the route table with it. */
+  onRoute?: (route: RouteOptions) => void
 }
 
 /** How often a key's last use is written: often enough for keys list, rare enough to cost nothing. */
@@ -176,6 +178,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   app.server.maxConnections = config.MAX_CONNECTIONS
   app.decorate('services', services)
+  if (options.onRoute) app.addHook('onRoute', options.onRoute)
   installRequestIdEcho(app)
   installJsonBody(app, config.BODY_LIMIT)
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
