@@ -8,7 +8,8 @@ import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREAT
 // builds it (Fastify's onRoute), so a route added or changed without its authentication fails
 // here, not in production. Every admin route: 401 without credentials, 403 with a shop key. Every
 // shop route (webhooks, reads, points, redemptions, the change feed): 401 without credentials and
-// 401 with an admin key. Routes that need no credentials are listed by name below; any other
+// 401 with an admin key. A viewer's key on every admin route that changes something: 403
+// read-only (sign-out excepted). Routes that need no credentials are listed by name below; any other
 // route that fits neither family fails the test until it is classified.
 
 /** Routes open to anyone, by method and path: health, metrics, the document, the dashboard's files. */
@@ -35,11 +36,13 @@ const name = (r: Route) => `${r.method} ${r.url}`
 forEachDatabase((kind) => {
   let t: TestApp
   let adminKey: string
+  let viewerKey: string
   const routes: RouteOptions[] = []
 
   before(async () => {
     t = await startTestApp(kind, {}, { onRoute: (route) => void routes.push(route) })
     adminKey = (await newOperator(t, 'Route Walker')).key
+    viewerKey = (await newOperator(t, 'Route Viewer', 'viewer')).key
   })
   after(() => t.close())
 
@@ -111,6 +114,16 @@ forEachDatabase((kind) => {
       const { webhookOthers } = table()
       assert.ok(webhookOthers.length > 0)
       for (const route of webhookOthers) assertProblem(await call(route), route, 405, 'method-not-allowed', 'without credentials')
+    })
+
+    test('a viewer\'s key on every admin route that changes something: 403 read-only; signing out is allowed', async () => {
+      const changing = table().admin.filter((r) => r.method !== 'GET' && r.method !== 'HEAD')
+      assert.ok(changing.length >= 5, changing.map(name).join(', '))
+      for (const route of changing) {
+        const res = await call(route, basic(viewerKey))
+        if (name(route) === 'DELETE /v3/admin/session') assert.equal(res.statusCode, 204, res.body)
+        else assertProblem(res, route, 403, 'read-only', 'with a viewer\'s key')
+      }
     })
 
     test('the admin key itself opens the admin routes (so the 403s above are about the shop key)', async () => {

@@ -64,6 +64,11 @@ export function App() {
         ))}
         <span class="who">
           signed in as <strong data-operator>{who.name}</strong>
+          {who.role === 'viewer' && (
+            <span class="badge role" title="a viewer may look, not change">
+              viewer
+            </span>
+          )}
         </span>
         <button type="button" name="sign-out" onClick={() => void signOut()}>
           Sign out

@@ -1,4 +1,4 @@
-import { signal } from '@preact/signals'
+import { computed, signal } from '@preact/signals'
 import { api, ApiError, setUnauthorizedHandler, type Session } from './api.ts'
 
 // The session is an HttpOnly cookie the page cannot read. What the page keeps (localStorage) is
@@ -9,6 +9,9 @@ const HINT = 'shop-intake.signed-in'
 
 /** The signed-in operator; null when signed out; undefined while checking. */
 export const session = signal<Session | null | undefined>(undefined)
+
+/** Whether the operator may change things: a viewer may only look, so no page offers them a change (the API refuses it anyway). */
+export const canChange = computed(() => session.value?.role === 'operator')
 
 function forget(): void {
   signOutError.value = null

@@ -14,7 +14,7 @@ import { headerCount } from './raw-headers.ts'
 // the session cookie the console signs in with. A shop key is known but not allowed (403). A
 // request signed in by the cookie that changes something must come from this service's own page
 // (its Origin: PUBLIC_ORIGIN, or the request's scheme and host), so that another site cannot make
-// the browser send it.
+// the browser send it. A viewer's changes are refused (403 read-only), whatever the route.
 
 export const SESSION_COOKIE = 'si_admin'
 
@@ -32,6 +32,26 @@ function unauthorized(detail: string, basic: boolean): ProblemError {
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD'])
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route whose method is not GET or HEAD that a viewer may call all the same: it changes none of the service's data (sign-out). */
+    viewersMay?: boolean
+  }
+}
+
+/**
+ * A viewer may look, not change: every admin route whose method is not GET or HEAD is a change,
+ * refused here, in one place, unless the route says viewers may call it.
+ */
+function mayChange(request: FastifyRequest): void {
+  const { operator } = request
+  if (operator.role === 'operator' || SAFE_METHODS.has(request.method) || request.routeOptions.config.viewersMay === true) return
+  throw new ProblemError({
+    status: 403, type: 'read-only', title: 'Forbidden',
+    detail: `${operator.name} is a viewer: a viewer may look, not change; an operator made with admins create --role operator can`,
+  })
+}
 
 export interface AdminAuth {
   hook(request: FastifyRequest, reply: FastifyReply): Promise<void>
@@ -53,7 +73,7 @@ export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number, configu
           const operator = await findActiveAdmin(db, hashKey(pass))
           if (!operator) throw unauthorized('the admin key is not known or has been revoked', true)
           request.operator = { ...operator, via: 'basic' }
-          return
+          return mayChange(request)
         }
         if (isWellFormedKey(pass) && (await findActiveKey(db, hashKey(pass)))) {
           throw new ProblemError({ status: 403, type: 'forbidden', title: 'Forbidden', detail: 'a shop key cannot use the admin API; use an admin key (admins create)' })
@@ -77,7 +97,8 @@ export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number, configu
           })
         }
       }
-      request.operator = { id: session.id, name: session.name, via: 'session', sessionHash }
+      request.operator = { id: session.id, name: session.name, role: session.role, via: 'session', sessionHash }
+      return mayChange(request)
     },
   }
 }

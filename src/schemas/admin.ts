@@ -26,8 +26,10 @@ export const ShopKeyParams = Type.Object({ shop: Type.String({ description: 'the
 export const EventParams = Type.Object({ event_id: Type.String({ description: 'the event id a webhook was answered with' }) })
 
 export const SessionBody = Type.Object({ key: Type.String({ maxLength: 256, description: 'an admin key (ak_…)' }) }, { additionalProperties: false })
+export const AdminRole = Type.Union([Type.Literal('operator'), Type.Literal('viewer')], { description: 'operator: may look and change; viewer: may look only (changes get 403 read-only)' })
 export const SessionView = Type.Object({
   name: Type.String({ description: 'the operator\'s name' }),
+  role: AdminRole,
   expires_at: Type.String({ description: 'when the session ends' }),
 }, { additionalProperties: false })
 

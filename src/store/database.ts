@@ -11,6 +11,7 @@ import { retention } from './migrations/0006-retention.ts'
 import { changeFeed } from './migrations/0008-change-feed.ts'
 import { keyNotify } from './migrations/0009-key-notify.ts'
 import { console_ } from './migrations/0007-console.ts'
+import { adminRoles } from './migrations/0012-admin-roles.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -41,6 +42,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0008-change-feed': changeFeed(backend.types),
     '0009-key-notify': keyNotify(backend.kind),
     '0007-console': console_(backend.types),
+    '0012-admin-roles': adminRoles,
   }
 }
 

@@ -180,6 +180,8 @@ export interface AdminsTable {
   created_at: string
   last_used_at: string | null
   revoked_at: string | null
+  /** operator (looks and changes) or viewer (looks only); migration 0012. */
+  role: Generated<'operator' | 'viewer'>
 }
 
 export interface AdminSessionsTable {

@@ -24,6 +24,7 @@ forEachDatabase((kind) => {
     let watch: PageWatch
     let shopKey: string
     let adminKey: string
+    let viewerKey: string
     let base: string
     let rejectedId: string
 
@@ -45,6 +46,9 @@ forEachDatabase((kind) => {
       assert.equal(created.code, 0, created.stderr)
       adminKey = created.stdout.trim().split('\n').at(-1)!
       assert.match(adminKey, /^ak_[A-Za-z0-9]{32,}$/)
+      const viewer = await runCli(['admins', 'create', '--name', 'Val Viewer', '--role', 'viewer'], { DATABASE_URL: database.url })
+      assert.equal(viewer.code, 0, viewer.stderr)
+      viewerKey = viewer.stdout.trim().split('\n').at(-1)!
       server = await startServerProcess(database.url, shopKey)
       base = `http://127.0.0.1:${server.port}`
       // Some traffic for the chart: a customer, an order of theirs whose points are available, a refusal.
@@ -280,6 +284,37 @@ forEachDatabase((kind) => {
       const again = await request(server.port, { method: 'GET', path: '/v3/admin/session', agent: false, headers: { cookie: `si_admin=${session.value}` } })
       assert.equal(again.status, 401)
       await shot('signed-out')
+      watch.check()
+    })
+
+    test('a viewer sees every page, and no button that would change something', async () => {
+      const { page } = browser
+      await page.fill('input[name=key]', viewerKey)
+      await page.click('button[type=submit]')
+      await page.locator('[data-operator]', { hasText: 'Val Viewer' }).waitFor()
+      assert.match(await page.locator('nav.top .who').innerText(), /viewer/)
+      await page.click('nav.top a:text("Overview")')
+      await page.locator(`section.shop[data-shop="${SHOP}"] .uplot`).waitFor()
+      await page.goto(`${base}/admin/events/${rejectedId}`)
+      await page.locator('h1', { hasText: rejectedId }).waitFor()
+      await page.locator('mark.j-error').first().waitFor()
+      assert.equal(await page.locator('button[name=replay]').count(), 0, 'no replay')
+      await page.click('nav.top a:text("Customer")')
+      await page.fill('input[name=q]', '9')
+      await page.click('form.filters button[type=submit]')
+      const card = page.locator('main[data-query="9"] section.customer[data-customer="9"]')
+      await card.locator('table.ledger').waitFor()
+      assert.equal(await card.locator('form.adjust').count(), 0, 'no adjustment')
+      assert.equal(await card.locator('button[name=cancel-redemption]').count(), 0, 'no cancel')
+      await page.click('nav.top a:text("Keys")')
+      await page.locator('table.keys tbody tr').first().waitFor()
+      assert.equal(await page.locator('button[name=create-key]').count(), 0, 'no key creation')
+      assert.equal(await page.locator('button[name=revoke]').count(), 0, 'no revoke')
+      await shot('viewer-keys')
+      await page.click('nav.top a:text("Audit")')
+      await page.locator('table.audit tbody tr').first().waitFor()
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
       watch.check()
     })
   })

@@ -3,6 +3,7 @@ import { api, enc, type Adjustment, type CustomerSummary, type CustomerView, typ
 import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
+import { canChange } from '../session.ts'
 
 function basis(entry: LedgerEntry): string {
   const b = entry.basis
@@ -158,7 +159,7 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
           <span class="muted">lifetime earned</span>
         </div>
       </div>
-      {!deleted && <AdjustForm shop={shop} id={c.id} onDone={() => setTick((t) => t + 1)} />}
+      {!deleted && canChange.value && <AdjustForm shop={shop} id={c.id} onDone={() => setTick((t) => t + 1)} />}
       <h2>Ledger</h2>
       <Ledger entries={entries} />
       {b.more_entries && <p class="muted">Only the latest {entries.length} entries are listed.</p>}

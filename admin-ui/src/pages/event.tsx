@@ -5,6 +5,7 @@ import { JsonView } from '../components/json-view.tsx'
 import { existingPointer } from '../json-pointer.ts'
 import { time } from '../format.ts'
 import { link } from '../router.ts'
+import { canChange } from '../session.ts'
 
 
 export function EventInspector({ id }: { id: string }) {
@@ -60,10 +61,12 @@ export function EventInspector({ id }: { id: string }) {
     <main class="inspector">
       <div class="toolbar">
         <h1>Event {event.event_id}</h1>
-        <button type="button" class="primary" name="replay" disabled={busy || event.body === null} onClick={replay}
-          title={event.body === null ? 'the body was erased: nothing to replay' : 'run the stored body through today\'s validation and rules as a new event'}>
-          Replay
-        </button>
+        {canChange.value && (
+          <button type="button" class="primary" name="replay" disabled={busy || event.body === null} onClick={replay}
+            title={event.body === null ? 'the body was erased: nothing to replay' : 'run the stored body through today\'s validation and rules as a new event'}>
+            Replay
+          </button>
+        )}
       </div>
       {replayed && (
         <div class="notice" role="status" data-replay={replayed.status}>

@@ -53,7 +53,7 @@ export async function sessionRoutes(scope: FastifyInstance, ctx: AdminContext): 
     const expiresUs = nowUs + minutes * 60_000_000
     await insertSession(db, hash, operator.id, expiresUs, nowUs)
     setCookie(request, reply, token, minutes * 60)
-    return { name: operator.name, expires_at: formatUs(expiresUs) }
+    return { name: operator.name, role: operator.role, expires_at: formatUs(expiresUs) }
   })
 
   app.get('/v3/admin/session', {
@@ -66,11 +66,13 @@ export async function sessionRoutes(scope: FastifyInstance, ctx: AdminContext): 
     const token = request.cookies[SESSION_COOKIE]
     const session = token ? await findSession(db, hashKey(token), Date.now() * 1000) : undefined
     if (!session) throw sessionUnauthorized('not signed in, or the session has expired; sign in with POST /v3/admin/session')
-    return { name: session.name, expires_at: formatUs(session.expiresUs) }
+    return { name: session.name, role: session.role, expires_at: formatUs(session.expiresUs) }
   })
 
   app.delete('/v3/admin/session', {
     onRequest: ctx.onRequest,
+    // Signing out changes none of the service's data: viewers may.
+    config: { viewersMay: true },
     schema: {
       summary: 'Sign out: end the session and clear its cookie', operationId: 'adminSignOut', tags: TAGS, security: ADMIN_SECURITY,
       response: { 204: { type: 'null', description: 'Signed out', headers: SET_COOKIE }, ...ADMIN_PROBLEMS() },
