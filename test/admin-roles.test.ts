@@ -48,7 +48,7 @@ forEachDatabase((kind) => {
 
     test('a viewer reads everything an operator reads', async () => {
       const viewer = adminClient(t, viewerKey)
-      for (const url of ['/v3/admin/shops', '/v3/admin/stats', '/v3/admin/events', '/v3/admin/shops/test/customers/1', '/v3/admin/shops/test/keys', '/v3/admin/audit']) {
+      for (const url of ['/v3/admin/shops', '/v3/admin/stats', '/v3/admin/events', '/v3/admin/shops/test/customers/1', '/v3/admin/shops/test/keys', '/v3/admin/audit', '/v3/admin/shops/test/customers/1/redemptions']) {
         assert.equal((await viewer.get(url)).statusCode, 200, url)
       }
     })

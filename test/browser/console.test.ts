@@ -186,6 +186,8 @@ forEachDatabase((kind) => {
       assert.equal(await card.locator('[data-balance=available]').innerText(), '120')
       assert.match(await card.locator('table.ledger').innerText(), /earned/)
       assert.match(await card.locator('table.orders').innerText(), /501[\s\S]*R-501[\s\S]*120/)
+      // Order 501 was sent with this e-mail, but customer 9 holds its points: no guest panel claims it.
+      assert.equal(await page.locator('main[data-query="grace@example.com"] section.guest').count(), 0, 'no guest panel for a customer\'s order')
 
       await page.fill('input[name=q]', '9')
       await page.click('form.filters button[type=submit]')
@@ -204,6 +206,13 @@ forEachDatabase((kind) => {
       await card.locator('form.adjust button[type=submit]').click()
       await card.locator('[data-balance=available]', { hasText: /^100$/ }).waitFor()
       assert.match(await card.locator('table.ledger').innerText(), /-20[\s\S]*adjusted_manually[\s\S]*goodwill gesture reversed/)
+      // The form takes its own placeholder's form: a signed +50.
+      assert.match(String(await card.locator('input[name=points]').getAttribute('placeholder')), /\+50/)
+      await card.locator('input[name=points]').fill('+50')
+      await card.locator('input[name=reason]').fill('birthday bonus')
+      await card.locator('form.adjust button[type=submit]').click()
+      await card.locator('[data-balance=available]', { hasText: /^150$/ }).waitFor()
+      assert.match(await card.locator('table.ledger tbody tr').first().innerText(), /\+50[\s\S]*adjusted_manually[\s\S]*birthday bonus/)
       await shot('customer')
 
       // A guest's points, found by the e-mail they are held under.
@@ -223,6 +232,31 @@ forEachDatabase((kind) => {
       const tombstone = page.locator('section.customer[data-customer="100"]')
       await tombstone.locator('.badge', { hasText: 'deleted' }).waitFor()
       assert.equal(await tombstone.locator('form.adjust').count(), 0)
+      watch.check()
+    })
+
+    test('a customer\'s redemptions: listed, named in the ledger, cancelled from the console', async () => {
+      const { page } = browser
+      const redeemed = await request(server.port, {
+        method: 'POST', path: '/v3/customers/9/redemptions', agent: false, body: JSON.stringify({ points: 30, reference: 'GIFT-30' }),
+        headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
+      })
+      assert.equal(redeemed.status, 201, redeemed.body)
+      const redemptionId = JSON.parse(redeemed.body!).redemption_id as string
+      await page.fill('input[name=q]', '9')
+      await page.click('form.filters button[type=submit]')
+      const card = page.locator('main[data-query="9"] section.customer[data-customer="9"]')
+      await card.locator('[data-balance=available]', { hasText: /^120$/ }).waitFor()
+      const row = card.locator(`table.redemptions tr[data-redemption="${redemptionId}"]`)
+      assert.match(await row.innerText(), /30[\s\S]*GIFT-30/)
+      assert.match(await card.locator('table.ledger tbody tr').first().innerText(), /-30[\s\S]*redeemed[\s\S]*GIFT-30/)
+      await row.locator('button[name=cancel-redemption]').click()
+      await row.locator('button[name=confirm-cancel]').click()
+      await card.locator('[data-balance=available]', { hasText: /^150$/ }).waitFor()
+      await card.locator(`table.redemptions tr.cancelled[data-redemption="${redemptionId}"]`).waitFor()
+      assert.equal(await card.locator(`tr[data-redemption="${redemptionId}"] button[name=cancel-redemption]`).count(), 0, 'a cancelled redemption offers no cancel')
+      assert.match(await card.locator('table.ledger tbody tr').first().innerText(), /\+30[\s\S]*redemption_cancelled[\s\S]*GIFT-30/)
+      await shot('redemption-cancelled')
       watch.check()
     })
 
@@ -266,7 +300,7 @@ forEachDatabase((kind) => {
       await table.locator('tr').first().waitFor()
       const text = await table.innerText()
       assert.match(text, /Ada Operator/)
-      for (const what of [/adjust/i, /revoke/i, /replay/i]) assert.match(text, what)
+      for (const what of [/adjust/i, /revoke/i, /replay/i, /cancel/i]) assert.match(text, what)
       await shot('audit')
       watch.check()
     })

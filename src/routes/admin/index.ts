@@ -8,6 +8,7 @@ import { adminContext } from './common.ts'
 import { customerRoutes } from './customers.ts'
 import { eventRoutes } from './events.ts'
 import { keyRoutes } from './keys.ts'
+import { redemptionRoutes } from './redemptions.ts'
 import { replayRoutes } from './replay.ts'
 import { sessionRoutes } from './session.ts'
 import { shopRoutes } from './shops.ts'
@@ -25,6 +26,7 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await shopRoutes(app, ctx)
   await customerRoutes(app, ctx)
   await adjustmentRoutes(app, ctx)
+  await redemptionRoutes(app, ctx)
   await keyRoutes(app, ctx)
   await auditRoutes(app, ctx)
 }
