@@ -2,7 +2,8 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { formatInstant } from '../domain/time.ts'
 import { generateAdminKey } from '../keys/admin-key.ts'
 import { hashKey, keyHint } from '../keys/api-key.ts'
-import { ADMIN_ROLES, insertAdmin, listAdmins, revokeAdmin, type AdminRole } from '../store/admin-repo.ts'
+import { ADMIN_ROLES, findAdmin, insertAdmin, listAdmins, revokeAdmin, type AdminRole } from '../store/admin-repo.ts'
+import { auditCommandLine } from './audit.ts'
 import { withBackend } from './backend.ts'
 import { printTable } from './keys.ts'
 
@@ -33,6 +34,7 @@ export function adminsCommand(): Command {
       withBackend(async ({ db }) => {
         const key = generateAdminKey()
         const id = await insertAdmin(db, options.name, hashKey(key), keyHint(key), options.role)
+        await auditCommandLine(db, { action: 'admin.create', shopId: null, target: String(id), detail: { name: options.name, role: options.role } })
         const role = options.role === 'viewer' ? 'a viewer: may look, not change' : 'an operator: may look and change'
         console.log(`created operator ${id} (${options.name}), ${role}; store the admin key now, it is not shown again:`)
         console.log(key)
@@ -61,6 +63,7 @@ export function adminsCommand(): Command {
         const done = await revokeAdmin(db, id)
         if (done.result === 'unknown') throw new Error(`no operator with id ${id}; admins list shows the ids`)
         if (done.result === 'already') throw new Error(`operator ${id} was already revoked, at ${formatInstant(done.revokedAt)}`)
+        await auditCommandLine(db, { action: 'admin.revoke', shopId: null, target: String(id), detail: { name: (await findAdmin(db, id))!.name } })
         console.log(`revoked operator ${id}`)
       }),
     )

@@ -167,9 +167,11 @@ export const NewKey = Type.Object({ ...AdminKey.properties, key: Type.String({ d
 export const AuditEntryView = Type.Object({
   id: Type.Integer(),
   operator: Type.String(),
-  action: Type.String({ description: 'key.create, key.revoke, points.adjust or event.replay' }),
+  action: Type.String({
+    description: 'session.sign-in, session.sign-out, points.adjust, redemption.cancel, event.replay, key.create, key.revoke; from the command line also rule.set, admin.create, admin.revoke',
+  }),
   shop: Nullable(Type.String()),
-  target: Nullable(Type.String({ description: 'what was changed: a key id, a customer id or an event id' })),
+  target: Nullable(Type.String({ description: 'what was changed: a key id, a customer id, a redemption id, an event id, a rule version or an operator id' })),
   detail: Nullable(Type.Object({}, { additionalProperties: true, description: 'what changed, as JSON' })),
   created_at: Type.String(),
 }, { additionalProperties: false })

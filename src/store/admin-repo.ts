@@ -26,6 +26,10 @@ export async function listAdmins(db: Kysely<Tables>) {
   return db.selectFrom('admins').select(['id', 'name', 'role', 'hint', 'created_at', 'last_used_at', 'revoked_at']).orderBy('id').execute()
 }
 
+export async function findAdmin(db: Kysely<Tables>, id: number) {
+  return db.selectFrom('admins').select(['id', 'name', 'role', 'revoked_at']).where('id', '=', id).executeTakeFirst()
+}
+
 export async function revokeAdmin(db: Kysely<Tables>, id: number): Promise<{ result: 'revoked' } | { result: 'unknown' } | { result: 'already'; revokedAt: string }> {
   const found = await db.selectFrom('admins').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst()
   if (!found) return { result: 'unknown' }
@@ -71,7 +75,8 @@ export interface AuditEntry {
   detail: Record<string, unknown> | null
 }
 
-export async function recordAudit(db: Kysely<Tables>, operator: Operator, entry: AuditEntry): Promise<void> {
+/** Records a change; `operator.id` 0 is the command line (src/cli/audit.ts). */
+export async function recordAudit(db: Kysely<Tables>, operator: Pick<Operator, 'id' | 'name'>, entry: AuditEntry): Promise<void> {
   await db
     .insertInto('audit_log')
     .values({

@@ -194,6 +194,7 @@ export interface AdminSessionsTable {
 
 export interface AuditLogTable {
   id: Generated<number>
+  /** The operator; 0 for the command line, whose OS user is in `operator`. */
   admin_id: number
   operator: string
   action: string

@@ -7,7 +7,7 @@ import { isHttps, publicOrigin } from '../../http/public-origin.ts'
 import { ProblemError } from '../../http/problem.ts'
 import { isAdminKey, newSessionToken } from '../../keys/admin-key.ts'
 import { hashKey } from '../../keys/api-key.ts'
-import { deleteSession, findActiveAdmin, findSession, insertSession } from '../../store/admin-repo.ts'
+import { deleteSession, findActiveAdmin, findSession, insertSession, recordAudit } from '../../store/admin-repo.ts'
 import { ADMIN_PROBLEMS, adminProblems, SessionBody, SessionView } from '../../schemas/admin.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
@@ -52,6 +52,7 @@ export async function sessionRoutes(scope: FastifyInstance, ctx: AdminContext): 
     const nowUs = Date.now() * 1000
     const expiresUs = nowUs + minutes * 60_000_000
     await insertSession(db, hash, operator.id, expiresUs, nowUs)
+    await recordAudit(db, operator, { action: 'session.sign-in', shopId: null, target: null, detail: null })
     setCookie(request, reply, token, minutes * 60)
     return { name: operator.name, role: operator.role, expires_at: formatUs(expiresUs) }
   })
@@ -78,7 +79,10 @@ export async function sessionRoutes(scope: FastifyInstance, ctx: AdminContext): 
       response: { 204: { type: 'null', description: 'Signed out', headers: SET_COOKIE }, ...ADMIN_PROBLEMS() },
     },
   }, async (request, reply) => {
-    if (request.operator.sessionHash) await deleteSession(db, request.operator.sessionHash)
+    if (request.operator.sessionHash) {
+      await deleteSession(db, request.operator.sessionHash)
+      await recordAudit(db, request.operator, { action: 'session.sign-out', shopId: null, target: null, detail: null })
+    }
     setCookie(request, reply, '', 0)
     return reply.code(204).send(undefined as never)
   })
