@@ -1,9 +1,9 @@
 import rateLimit from '@fastify/rate-limit'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type RouteOptions } from 'fastify'
 import type { DestinationStream } from 'pino'
-import type { Config } from './config.ts'
+import { trustProxyOption, type Config } from './config.ts'
 import { isCommand, type BatchItem } from './batch/commands.ts'
 import { createAuthenticator } from './http/auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
@@ -53,6 +53,8 @@ export interface BuildOptions {
   sweepEveryMs?: number
   /** Told of every statement the app runs with its parameters (tests: test/query-plans.test.ts). */
   onStatement?: StatementObserver
+  /** Told of every route as it is added (Fastify's onRoute): the tests walk the route table with it. */
+  onRoute?: (route: RouteOptions) => void
 }
 
 /** How often a key's last use is written: often enough for keys list, rare enough to cost nothing. */
@@ -150,6 +152,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Access lines cost as much as the webhook itself at full load; LOG_LEVEL=debug turns them on.
     logController: new LogController({ disableRequestLogging: !verbose }),
     bodyLimit: config.BODY_LIMIT,
+    // Behind a TLS proxy: whose X-Forwarded-Proto and -Host are believed (README, Running behind a TLS proxy).
+    trustProxy: trustProxyOption(config.TRUST_PROXY)!,
     genReqId: requestId,
     requestIdHeader: false,
     // Slow clients (slowloris) cannot hold a connection: headers and whole requests have deadlines.
@@ -178,6 +182,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   app.server.maxConnections = config.MAX_CONNECTIONS
   app.decorate('services', services)
+  if (options.onRoute) app.addHook('onRoute', options.onRoute)
   installRequestIdEcho(app)
   installJsonBody(app, config.BODY_LIMIT)
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 
@@ -70,6 +71,11 @@ export const ConfigSchema = Type.Object({
   ADMIN_SESSION_MINUTES: Type.Integer({ minimum: 1, maximum: 43_200, default: 720 }),
   /** Milliseconds between the event stream's looks at the events table (GET /v3/admin/events/stream). */
   ADMIN_STREAM_POLL_MS: Type.Integer({ minimum: 50, maximum: 5_000, default: 250 }),
+  // Behind a TLS proxy (README, Running behind a TLS proxy).
+  /** The origin browsers reach the console at, such as https://console.example.com; empty: the request's own. */
+  PUBLIC_ORIGIN: Type.String({ default: '', description: 'empty, or an origin: http:// or https://, a host and an optional port, with no path, such as https://console.example.com' }),
+  /** Which proxies' X-Forwarded-Proto, -Host and -For are believed (Fastify's trustProxy); empty: none. */
+  TRUST_PROXY: Type.String({ default: '', description: 'empty, true, false, or addresses and CIDR ranges separated by commas (loopback, linklocal and uniquelocal name those ranges), such as 127.0.0.1,10.0.0.0/8' }),
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>
@@ -110,5 +116,45 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if ((value.BODY_BYTES_IN_FLIGHT as number) < (value.BODY_LIMIT as number)) {
     throw new ConfigError(`BODY_BYTES_IN_FLIGHT must not be less than BODY_LIMIT (${value.BODY_BYTES_IN_FLIGHT} < ${value.BODY_LIMIT})`)
   }
+  checkProxySettings(value)
   return Object.freeze(value) as Config
+}
+
+const describe = (name: string) => (ConfigSchema.properties as Record<string, { description?: string }>)[name]!.description!
+
+/** What a pattern cannot say about PUBLIC_ORIGIN and TRUST_PROXY. */
+function checkProxySettings(value: Record<string, unknown>): void {
+  const origin = value.PUBLIC_ORIGIN as string
+  if (origin !== '' && !isOrigin(origin)) throw new ConfigError(`PUBLIC_ORIGIN must be ${describe('PUBLIC_ORIGIN')} (got ${JSON.stringify(origin)})`)
+  const trust = value.TRUST_PROXY as string
+  if (trust !== '' && trustProxyOption(trust) === undefined) throw new ConfigError(`TRUST_PROXY must be ${describe('TRUST_PROXY')} (got ${JSON.stringify(trust)})`)
+}
+
+/** Whether `text` is an origin exactly as a browser sends it in Origin (lower-case host, no default port, no path). */
+function isOrigin(text: string): boolean {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return false
+  }
+  return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === text
+}
+
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/** TRUST_PROXY as Fastify's trustProxy option; undefined when it is none of the forms it may take. */
+export function trustProxyOption(text: string): boolean | string[] | undefined {
+  if (text === '' || text === 'false') return false
+  if (text === 'true') return true
+  const entries = text.split(',').map((s) => s.trim())
+  return entries.every((e) => PROXY_RANGES.has(e) || isAddressOrRange(e)) ? entries : undefined
+}
+
+function isAddressOrRange(entry: string): boolean {
+  const [address, bits, ...rest] = entry.split('/')
+  const version = isIP(address ?? '')
+  if (version === 0 || rest.length > 0) return false
+  if (bits === undefined) return true
+  return /^[0-9]{1,3}$/.test(bits) && Number(bits) <= (version === 4 ? 32 : 128)
 }

@@ -45,10 +45,10 @@ forEachDatabase((kind) => {
     const list = await runCli(['admins', 'list'], env)
     assert.equal(list.code, 0, list.stderr)
     const [header, ...rows] = lines(list.stdout)
-    assert.deepEqual(header!.split(/\s{2,}/), ['id', 'name', 'hint', 'created', 'revoked'])
-    assert.deepEqual(rows.map((r) => r.split(/\s{2,}/).filter((_, i) => i !== 3)), [
-      ['1', 'Ada Lovelace', `ak_…${key.slice(-4)}`, 'no'],
-      ['2', 'Grace', `ak_…${graceKey.slice(-4)}`, 'no'],
+    assert.deepEqual(header!.split(/\s{2,}/), ['id', 'name', 'role', 'hint', 'created', 'revoked'])
+    assert.deepEqual(rows.map((r) => r.split(/\s{2,}/).filter((_, i) => i !== 4)), [
+      ['1', 'Ada Lovelace', 'operator', `ak_…${key.slice(-4)}`, 'no'],
+      ['2', 'Grace', 'operator', `ak_…${graceKey.slice(-4)}`, 'no'],
     ])
     assert.ok(!list.stdout.includes(key), 'the key is never listed')
 
@@ -72,11 +72,30 @@ forEachDatabase((kind) => {
     assert.notEqual(listed[1]!.split(/\s{2,}/).at(-1), 'no')
   })
 
+  test('create --role viewer makes an operator who may look but not change; list shows the role', async () => {
+    const created = await runCli(['admins', 'create', '--name', 'Vic Viewer', '--role', 'viewer'], env)
+    assert.equal(created.code, 0, created.stderr)
+    assert.match(lines(created.stdout)[0]!, /^created operator \d+ \(Vic Viewer\), a viewer: may look, not change/)
+    const key = lines(created.stdout).at(-1)!
+    assert.match(key, ADMIN_KEY)
+    const listed = lines((await runCli(['admins', 'list'], env)).stdout).find((l) => l.includes('Vic Viewer'))!
+    assert.equal(listed.split(/\s{2,}/)[2], 'viewer')
+    const t = await startTestApp(kind, {}, { database })
+    try {
+      const viewer = adminClient(t, key)
+      assert.equal((await viewer.get('/v3/admin/shops')).statusCode, 200)
+      assert.equal((await viewer.post('/v3/admin/shops/any/keys')).statusCode, 403)
+    } finally {
+      await t.close()
+    }
+  })
+
   test('bad arguments and unknown or revoked operators fail with a one-line reason', async () => {
     const cases: [string[], RegExp][] = [
       [['admins', 'create'], /--name/],
       [['admins', 'create', '--name', ''], /name is 1 to 100 printable characters/],
       [['admins', 'create', '--name', ' padded'], /without leading or trailing spaces/],
+      [['admins', 'create', '--name', 'Root', '--role', 'admin'], /operator, viewer/],
       [['admins', 'revoke', 'x'], /operator id is a whole number/],
       [['admins', 'revoke', '99'], /no operator with id 99/],
       [['admins', 'revoke', '1'], /operator 1 was already revoked, at /],

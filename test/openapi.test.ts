@@ -32,8 +32,8 @@ describe('the OpenAPI document', () => {
     assert.ok(doc.servers.length >= 1 && /^http:\/\//.test(doc.servers[0].url))
     const ids = operations().map((o) => o.op.operationId)
     assert.deepEqual(ids.sort(), [
-      'adminAdjustPoints', 'adminAudit', 'adminCreateKey', 'adminEventStream', 'adminGetCustomer', 'adminGetEvent', 'adminGetGuest',
-      'adminListCustomers', 'adminListEvents', 'adminListKeys', 'adminListShops', 'adminReplayEvent', 'adminRevokeKey', 'adminSession',
+      'adminAdjustPoints', 'adminAudit', 'adminCancelRedemption', 'adminCreateKey', 'adminEventStream', 'adminGetCustomer', 'adminGetEvent', 'adminGetGuest',
+      'adminListCustomers', 'adminListEvents', 'adminListKeys', 'adminListRedemptions', 'adminListShops', 'adminReplayEvent', 'adminRevokeKey', 'adminSession',
       'adminSignIn', 'adminSignOut', 'adminStats',
       'cancelRedemption', 'createRedemption', 'customerCreated', 'customerDeleted', 'getCustomer', 'getCustomerPoints',
       'getHealth', 'getMetrics', 'getOpenApiDocument', 'getOrder', 'getReadiness', 'listChanges', 'listRedemptions', 'orderCreated',

@@ -210,6 +210,15 @@ forEachDatabase((kind) => {
       })
     }
 
+    test('a tag or a name that is not a string is told it must be a string, not about NUL characters', async () => {
+      const res = await t.post(CUSTOMER_CREATED, { id: freshId(), first_name: 3, tags: ['ok', 2, null, 'a\u0000b'] })
+      const errors = assertPointers(res, ['/first_name', '/tags/1', '/tags/2', '/tags/3'])
+      const detail = (pointer: string) => errors.find((e) => e.pointer === pointer)!.detail
+      for (const pointer of ['/first_name', '/tags/1', '/tags/2']) assert.equal(detail(pointer), 'must be a string', pointer)
+      // A string with a NUL is told about the NUL.
+      assert.match(detail('/tags/3'), /NUL/)
+    })
+
     test('tags: every bad item is listed', async () => {
       assertPointers(await t.post(CUSTOMER_CREATED, { id: freshId(), tags: [1, 'ok', false, 'fine', null] }), ['/tags/0', '/tags/2', '/tags/4'])
     })

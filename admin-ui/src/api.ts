@@ -18,6 +18,7 @@ export type LedgerEntry = Static<typeof S.AdminLedgerEntry>
 export type OrderView = Static<typeof S.AdminOrder>
 export type Guest = Static<typeof S.AdminGuest>
 export type Adjustment = Static<typeof S.AdjustmentView>
+export type Redemption = Static<typeof S.AdminRedemption>
 export type KeyView = Static<typeof S.AdminKey>
 export type NewKey = Static<typeof S.NewKey>
 export type AuditEntry = Static<typeof S.AuditEntryView>

@@ -1,5 +1,5 @@
 import { useEffect } from 'preact/hooks'
-import { loadShops, shops } from './components/common.tsx'
+import { ErrorBox, loadShops, shops } from './components/common.tsx'
 import { Audit } from './pages/audit.tsx'
 import { Customer } from './pages/customer.tsx'
 import { EventInspector } from './pages/event.tsx'
@@ -8,7 +8,7 @@ import { Keys } from './pages/keys.tsx'
 import { Overview } from './pages/overview.tsx'
 import { SignIn } from './pages/sign-in.tsx'
 import { link, route } from './router.ts'
-import { session, signOut } from './session.ts'
+import { session, signOut, signOutError } from './session.ts'
 
 const NAV = [
   ['', 'Overview'],
@@ -64,11 +64,24 @@ export function App() {
         ))}
         <span class="who">
           signed in as <strong data-operator>{who.name}</strong>
+          {who.role === 'viewer' && (
+            <span class="badge role" title="a viewer may look, not change">
+              viewer
+            </span>
+          )}
         </span>
         <button type="button" name="sign-out" onClick={() => void signOut()}>
           Sign out
         </button>
       </nav>
+      {signOutError.value !== null && (
+        <div class="sign-out-failed" data-sign-out="refused">
+          <p>
+            <strong>Not signed out.</strong> The service did not end the session, so it is still active here and for anyone holding its cookie. Try again.
+          </p>
+          <ErrorBox error={signOutError.value} />
+        </div>
+      )}
       <Page />
     </>
   )

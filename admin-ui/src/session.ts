@@ -1,4 +1,4 @@
-import { signal } from '@preact/signals'
+import { computed, signal } from '@preact/signals'
 import { api, ApiError, setUnauthorizedHandler, type Session } from './api.ts'
 
 // The session is an HttpOnly cookie the page cannot read. What the page keeps (localStorage) is
@@ -10,7 +10,11 @@ const HINT = 'shop-intake.signed-in'
 /** The signed-in operator; null when signed out; undefined while checking. */
 export const session = signal<Session | null | undefined>(undefined)
 
+/** Whether the operator may change things: a viewer may only look, so no page offers them a change (the API refuses it anyway). */
+export const canChange = computed(() => session.value?.role === 'operator')
+
 function forget(): void {
+  signOutError.value = null
   localStorage.removeItem(HINT)
   session.value = null
 }
@@ -36,10 +40,18 @@ export async function signIn(key: string): Promise<void> {
   session.value = s
 }
 
+/** Why the last sign-out did not happen (the session lives on); null when none failed. */
+export const signOutError = signal<unknown>(null)
+
+/** Ends the session; the page forgets it only once the service confirms (or says it had ended already). */
 export async function signOut(): Promise<void> {
+  signOutError.value = null
   try {
     await api<void>('DELETE', '/v3/admin/session')
-  } finally {
-    forget()
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return forget()
+    signOutError.value = err
+    return
   }
+  forget()
 }

@@ -85,7 +85,8 @@ export interface AdjustmentView {
 
 export type CommandOutcome =
   | { status: 'redeemed'; redemption: RedemptionView; replayed: boolean }
-  | { status: 'cancelled'; redemption: RedemptionView }
+  /** `replayed`: it had been cancelled before; this cancel changed nothing. */
+  | { status: 'cancelled'; redemption: RedemptionView; replayed: boolean }
   | { status: 'insufficient-points'; available: number }
   | { status: 'not-found'; detail: string }
   | { status: 'idempotency-conflict' }

@@ -164,7 +164,7 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
   function cancel(c: CancelCommand, lots: Lot[]): CommandOutcome {
     const stored = state.redemptions.get(keyOf(c.shopId, c.redemptionId))
     if (!stored || stored.customerId !== c.customerId) return { status: 'not-found', detail: `no redemption ${c.redemptionId} of customer ${c.customerId}` }
-    if (stored.cancelledUs !== null) return { status: 'cancelled', redemption: redemptionView(stored) }
+    if (stored.cancelledUs !== null) return { status: 'cancelled', redemption: redemptionView(stored), replayed: true }
     // The points go back to the lots they were taken from: if one has expired meanwhile, they lapse again.
     for (const entry of stored.entries) {
       const back = { available_us: entry.available_us, points: -entry.points }
@@ -177,6 +177,6 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     // Created and cancelled in one batch: the insert carries the cancel.
     if (!out.redemptions.includes(stored)) out.cancels.push(stored)
     out.touched.push(keyOf(c.shopId, c.customerId))
-    return { status: 'cancelled', redemption: redemptionView(stored) }
+    return { status: 'cancelled', redemption: redemptionView(stored), replayed: false }
   }
 }

@@ -1,8 +1,9 @@
-import { Command, InvalidArgumentError } from 'commander'
+import { Command, InvalidArgumentError, Option } from 'commander'
 import { formatInstant } from '../domain/time.ts'
 import { generateAdminKey } from '../keys/admin-key.ts'
 import { hashKey, keyHint } from '../keys/api-key.ts'
-import { insertAdmin, listAdmins, revokeAdmin } from '../store/admin-repo.ts'
+import { ADMIN_ROLES, findAdmin, insertAdmin, listAdmins, revokeAdmin, type AdminRole } from '../store/admin-repo.ts'
+import { auditCommandLine } from './audit.ts'
 import { withBackend } from './backend.ts'
 import { printTable } from './keys.ts'
 
@@ -28,24 +29,27 @@ export function adminsCommand(): Command {
     .command('create')
     .description('create an operator and an admin key; the key is printed once, on the last line')
     .requiredOption('--name <name>', 'the operator\'s name, recorded with every change they make', operatorName)
-    .action((options: { name: string }) =>
+    .addOption(new Option('--role <role>', 'operator: may look and change; viewer: may look only').choices(ADMIN_ROLES).default('operator'))
+    .action((options: { name: string; role: AdminRole }) =>
       withBackend(async ({ db }) => {
         const key = generateAdminKey()
-        const id = await insertAdmin(db, options.name, hashKey(key), keyHint(key))
-        console.log(`created operator ${id} (${options.name}); store the admin key now, it is not shown again:`)
+        const id = await insertAdmin(db, options.name, hashKey(key), keyHint(key), options.role)
+        await auditCommandLine(db, { action: 'admin.create', shopId: null, target: String(id), detail: { name: options.name, role: options.role } })
+        const role = options.role === 'viewer' ? 'a viewer: may look, not change' : 'an operator: may look and change'
+        console.log(`created operator ${id} (${options.name}), ${role}; store the admin key now, it is not shown again:`)
         console.log(key)
       }),
     )
 
   admins
     .command('list')
-    .description('list operators: id, name, masked key hint, created, revoked')
+    .description('list operators: id, name, role, masked key hint, created, revoked')
     .action(() =>
       withBackend(async ({ db }) => {
         const rows = await listAdmins(db)
         printTable(
-          rows.map((r) => ({ id: String(r.id), name: r.name, hint: r.hint, created: formatInstant(r.created_at) ?? '', revoked: formatInstant(r.revoked_at) ?? 'no' })),
-          ['id', 'name', 'hint', 'created', 'revoked'],
+          rows.map((r) => ({ id: String(r.id), name: r.name, role: r.role, hint: r.hint, created: formatInstant(r.created_at) ?? '', revoked: formatInstant(r.revoked_at) ?? 'no' })),
+          ['id', 'name', 'role', 'hint', 'created', 'revoked'],
         )
       }),
     )
@@ -59,6 +63,7 @@ export function adminsCommand(): Command {
         const done = await revokeAdmin(db, id)
         if (done.result === 'unknown') throw new Error(`no operator with id ${id}; admins list shows the ids`)
         if (done.result === 'already') throw new Error(`operator ${id} was already revoked, at ${formatInstant(done.revokedAt)}`)
+        await auditCommandLine(db, { action: 'admin.revoke', shopId: null, target: String(id), detail: { name: (await findAdmin(db, id))!.name } })
         console.log(`revoked operator ${id}`)
       }),
     )

@@ -1,7 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { formatInstant } from '../domain/time.ts'
 import { issueKey } from '../keys/issue-key.ts'
-import { findShop, listKeys, revokeKey } from '../store/keys-repo.ts'
+import { findKeyById, findShop, listKeys, revokeKey } from '../store/keys-repo.ts'
+import { auditCommandLine } from './audit.ts'
 import { withBackend } from './backend.ts'
 
 const SHOP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
@@ -26,6 +27,8 @@ export function keysCommand(): Command {
     .action((options: { shop: string }) =>
       withBackend(async ({ db }) => {
         const issued = await issueKey(db, options.shop)
+        const stored = (await findKeyById(db, issued.keyId))!
+        await auditCommandLine(db, { action: 'key.create', shopId: issued.shopId, target: String(issued.keyId), detail: { hint: stored.hint, shop_created: issued.shopCreated } })
         if (issued.shopCreated) console.log(`created shop ${options.shop}`)
         console.log(`created key ${issued.keyId} for shop ${options.shop}; store it now, it is not shown again:`)
         console.log(issued.key)
@@ -61,6 +64,8 @@ export function keysCommand(): Command {
         const done = await revokeKey(db, id)
         if (done.result === 'unknown') throw new Error(`no key with id ${id}; keys list shows the ids`)
         if (done.result === 'already') throw new Error(`key ${id} was already revoked, at ${formatInstant(done.revokedAt)}`)
+        const key = (await findKeyById(db, id))!
+        await auditCommandLine(db, { action: 'key.revoke', shopId: key.shopId, target: String(id), detail: { hint: key.hint } })
         console.log(`revoked key ${id}`)
       }),
     )

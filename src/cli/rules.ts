@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import type { Rule } from '../loyalty/rule.ts'
 import { PENDING_DAYS_MAX, PENDING_DAYS_MIN, RATE_MAX, RATE_MIN } from '../loyalty/rule-limits.ts'
 import { findShop } from '../store/keys-repo.ts'
+import { auditCommandLine } from './audit.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
 
@@ -49,6 +50,16 @@ async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
   const shop = await findShop(db, name)
   if (!shop) throw new Error(`no shop named ${name}`)
   return shop
+}
+
+/** The fields of the rule that changed, each {from, to}. */
+function ruleChanges(before: Rule, after: Rule): Record<string, { from: unknown; to: unknown }> {
+  const changes: Record<string, { from: unknown; to: unknown }> = {}
+  for (const [field, to] of Object.entries(after)) {
+    const from = (before as Record<string, unknown>)[field]
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes[field] = { from: from ?? null, to }
+  }
+  return changes
 }
 
 function print(name: string, version: number, rule: Rule): void {
@@ -108,6 +119,7 @@ export function rulesCommand(): Command {
           ...(options.expireAfterDays !== undefined && { expire_after_days: options.expireAfterDays }),
         })
         const version = await writeRule(db, shop.id, JSON.stringify(next))
+        await auditCommandLine(db, { action: 'rule.set', shopId: Number(shop.id), target: String(version), detail: { version, changes: ruleChanges(current, next) } })
         print(options.shop, version, next)
       }),
     )

@@ -7,12 +7,14 @@ import { findActiveAdmin, findSession, type Operator } from '../store/admin-repo
 import { findActiveKey } from '../store/keys-repo.ts'
 import type { Tables } from '../store/tables.ts'
 import { ProblemError } from './problem.ts'
+import { publicOrigin } from './public-origin.ts'
 import { headerCount } from './raw-headers.ts'
 
 // Who may use the admin API: an operator, by HTTP Basic with an admin key as the password, or by
 // the session cookie the console signs in with. A shop key is known but not allowed (403). A
 // request signed in by the cookie that changes something must come from this service's own page
-// (its Origin), so that another site cannot make the browser send it.
+// (its Origin: PUBLIC_ORIGIN, or the request's scheme and host), so that another site cannot make
+// the browser send it. A viewer's changes are refused (403 read-only), whatever the route.
 
 export const SESSION_COOKIE = 'si_admin'
 
@@ -29,24 +31,34 @@ function unauthorized(detail: string, basic: boolean): ProblemError {
   return new ProblemError({ status: 401, type: 'unauthorized', title: 'Unauthorized', detail }, { 'www-authenticate': basic ? ADMIN_CHALLENGES.basic : ADMIN_CHALLENGES.session })
 }
 
-/** The value of one cookie of the request, or undefined. */
-export function cookieOf(request: FastifyRequest, name: string): string | undefined {
-  const header = request.headers.cookie
-  if (typeof header !== 'string') return undefined
-  for (const part of header.split(';')) {
-    const at = part.indexOf('=')
-    if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim()
+const SAFE_METHODS = new Set(['GET', 'HEAD'])
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route whose method is not GET or HEAD that a viewer may call all the same: it changes none of the service's data (sign-out). */
+    viewersMay?: boolean
   }
-  return undefined
 }
 
-const SAFE_METHODS = new Set(['GET', 'HEAD'])
+/**
+ * A viewer may look, not change: every admin route whose method is not GET or HEAD is a change,
+ * refused here, in one place, unless the route says viewers may call it.
+ */
+function mayChange(request: FastifyRequest): void {
+  const { operator } = request
+  if (operator.role === 'operator' || SAFE_METHODS.has(request.method) || request.routeOptions.config.viewersMay === true) return
+  throw new ProblemError({
+    status: 403, type: 'read-only', title: 'Forbidden',
+    detail: `${operator.name} is a viewer: a viewer may look, not change; an operator made with admins create --role operator can`,
+  })
+}
 
 export interface AdminAuth {
   hook(request: FastifyRequest, reply: FastifyReply): Promise<void>
 }
 
-export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number): AdminAuth {
+/** `publicOrigin`: PUBLIC_ORIGIN, or empty for the request's own (src/http/public-origin.ts). */
+export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number, configuredOrigin: string): AdminAuth {
   return {
     async hook(request) {
       if (headerCount(request.raw, 'authorization') > 1) {
@@ -61,14 +73,14 @@ export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number): AdminA
           const operator = await findActiveAdmin(db, hashKey(pass))
           if (!operator) throw unauthorized('the admin key is not known or has been revoked', true)
           request.operator = { ...operator, via: 'basic' }
-          return
+          return mayChange(request)
         }
         if (isWellFormedKey(pass) && (await findActiveKey(db, hashKey(pass)))) {
           throw new ProblemError({ status: 403, type: 'forbidden', title: 'Forbidden', detail: 'a shop key cannot use the admin API; use an admin key (admins create)' })
         }
         throw unauthorized('the password is not a known admin key: ak_ and at least 32 letters or digits', true)
       }
-      const token = cookieOf(request, SESSION_COOKIE)
+      const token = request.cookies[SESSION_COOKIE]
       if (token === undefined || token === '') {
         throw unauthorized('sign in (POST /v3/admin/session) or send HTTP Basic authentication with an empty user name and an admin key as the password', false)
       }
@@ -76,16 +88,17 @@ export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number): AdminA
       const session = await findSession(db, sessionHash, nowUs())
       if (!session) throw unauthorized('the session has expired or ended; sign in again', false)
       if (!SAFE_METHODS.has(request.method)) {
-        const origin = request.headers.origin
-        const own = `http://${request.headers.host ?? ''}`
-        if (origin !== own) {
+        const own = publicOrigin(request, configuredOrigin)
+        if (request.headers.origin !== own) {
           throw new ProblemError({
             status: 403, type: 'cross-origin', title: 'Forbidden',
-            detail: `a change made with the session cookie must carry an Origin header equal to ${own}`,
+            detail: `a change made with the session cookie must carry an Origin header equal to ${own}, this service's origin; ` +
+              'behind a TLS proxy, set PUBLIC_ORIGIN or TRUST_PROXY (README, Running behind a TLS proxy)',
           })
         }
       }
-      request.operator = { id: session.id, name: session.name, via: 'session', sessionHash }
+      request.operator = { id: session.id, name: session.name, role: session.role, via: 'session', sessionHash }
+      return mayChange(request)
     },
   }
 }

@@ -1,6 +1,6 @@
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js'
 import type { FieldError } from '../domain/webhook.ts'
-import { KEYWORDS } from '../schemas/common.ts'
+import { KEYWORDS, TEXT_PATTERN } from '../schemas/common.ts'
 
 // Turns the validator's errors into one precise line per offending field.
 // Field schemas carry a `description` that completes "must be …" (see
@@ -8,7 +8,18 @@ import { KEYWORDS } from '../schemas/common.ts'
 
 interface AjvError extends FastifySchemaValidationError {
   instancePath: string
-  parentSchema?: { description?: string }
+  parentSchema?: { description?: string; pattern?: string }
+}
+
+/**
+ * What the field must be, for this error. A text field's description is about the characters a
+ * string may hold (no NUL): a value that is no string at all (a number among tags) is told it
+ * must be a string.
+ */
+function detailOf(raw: AjvError): string {
+  if (raw.keyword === 'type' && raw.parentSchema?.pattern === TEXT_PATTERN) return 'must be a string'
+  const description = raw.parentSchema?.description
+  return description ? `must be ${description}` : (raw.message ?? 'is invalid')
 }
 
 interface KeywordHost {
@@ -45,8 +56,7 @@ export function* fieldErrors(errors: readonly FastifySchemaValidationError[]): G
       yield { pointer: `${raw.instancePath}/${escape(String((raw.params as { missingProperty?: unknown }).missingProperty))}`, detail: 'is required' }
     } else if (!unions.has(raw.instancePath) || raw.keyword === 'anyOf') {
       // (a union's own error speaks for its branches)
-      const description = raw.parentSchema?.description
-      yield { pointer: raw.instancePath, detail: description ? `must be ${description}` : (raw.message ?? 'is invalid') }
+      yield { pointer: raw.instancePath, detail: detailOf(raw) }
     }
   }
 }

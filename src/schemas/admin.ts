@@ -1,6 +1,7 @@
 import { Type, type TSchema } from 'typebox'
 import { Text } from './common.ts'
 import { problemResponses, type ProblemStatus } from './problems.ts'
+import { RedemptionView } from './redemptions.ts'
 import { CustomerView, LedgerEntryView, OrderView } from './resources.ts'
 
 // The admin API's schemas (README, Operator console). Lists are {items, next_cursor}, newest first.
@@ -22,12 +23,19 @@ const InstantQuery = Type.String({ minLength: 1, maxLength: 64, description: 'an
 export const PageQuery = Type.Object({ limit: Limit, cursor: Cursor })
 export const ShopParams = Type.Object({ shop: Type.String({ description: 'the shop\'s name' }) })
 export const ShopCustomerParams = Type.Object({ shop: Type.String({ description: 'the shop\'s name' }), id: Type.String({ description: 'the shop\'s id of the customer' }) })
+export const ShopRedemptionParams = Type.Object({
+  shop: Type.String({ description: 'the shop\'s name' }),
+  id: Type.String({ description: 'the shop\'s id of the customer' }),
+  redemption_id: Type.String({ description: 'the redemption_id the redemption was answered with' }),
+})
 export const ShopKeyParams = Type.Object({ shop: Type.String({ description: 'the shop\'s name' }), id: Type.String({ description: 'the key id' }) })
 export const EventParams = Type.Object({ event_id: Type.String({ description: 'the event id a webhook was answered with' }) })
 
 export const SessionBody = Type.Object({ key: Type.String({ maxLength: 256, description: 'an admin key (ak_…)' }) }, { additionalProperties: false })
+export const AdminRole = Type.Union([Type.Literal('operator'), Type.Literal('viewer')], { description: 'operator: may look and change; viewer: may look only (changes get 403 read-only)' })
 export const SessionView = Type.Object({
   name: Type.String({ description: 'the operator\'s name' }),
+  role: AdminRole,
   expires_at: Type.String({ description: 'when the session ends' }),
 }, { additionalProperties: false })
 
@@ -95,6 +103,9 @@ export const AdminLedgerEntry = Type.Object({
   adjustment: Nullable(Type.Object({
     adjustment_id: Type.String(), reason: Type.String(), operator: Type.String(),
   }, { additionalProperties: false, description: 'for adjusted_manually: the adjustment, its reason and the operator who made it' })),
+  redemption: Nullable(Type.Object({
+    redemption_id: Type.String(), reference: Type.String({ description: 'the shop\'s reference of the reward, such as a coupon code' }),
+  }, { additionalProperties: false, description: 'for redeemed and redemption_cancelled: the redemption and its reference' })),
 })
 export const AdminPoints = Type.Object({
   available: Type.Integer(),
@@ -127,8 +138,11 @@ export const AdminGuest = Type.Object({
     held: Type.Integer({ description: 'the points held under this e-mail until a customer registers with it' }),
     entries: Type.Array(AdminLedgerEntry, { description: 'newest first, the latest 500' }),
   }),
-  orders: Type.Array(AdminOrder, { description: 'the orders sent with this e-mail, newest id first, the latest 100' }),
+  orders: Type.Array(AdminOrder, { description: 'the guest orders sent with this e-mail (no customer linked, none credited by the e-mail), newest id first, the latest 100' }),
 })
+
+export const AdminRedemption = Type.Object({ ...RedemptionView.properties }, { additionalProperties: false })
+export const AdminRedemptionList = list(AdminRedemption, 'newest first')
 
 export const AdjustmentBody = Type.Object({
   points: Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER, not: { const: 0 }, description: 'a non-zero integer: points to add (positive) or take (negative)' }),
@@ -153,9 +167,11 @@ export const NewKey = Type.Object({ ...AdminKey.properties, key: Type.String({ d
 export const AuditEntryView = Type.Object({
   id: Type.Integer(),
   operator: Type.String(),
-  action: Type.String({ description: 'key.create, key.revoke, points.adjust or event.replay' }),
+  action: Type.String({
+    description: 'session.sign-in, session.sign-out, points.adjust, redemption.cancel, event.replay, key.create, key.revoke; from the command line also rule.set, admin.create, admin.revoke',
+  }),
   shop: Nullable(Type.String()),
-  target: Nullable(Type.String({ description: 'what was changed: a key id, a customer id or an event id' })),
+  target: Nullable(Type.String({ description: 'what was changed: a key id, a customer id, a redemption id, an event id, a rule version or an operator id' })),
   detail: Nullable(Type.Object({}, { additionalProperties: true, description: 'what changed, as JSON' })),
   created_at: Type.String(),
 }, { additionalProperties: false })

@@ -6,7 +6,7 @@ import { Type, type TSchema } from 'typebox'
 export const PROBLEMS = {
   400: { title: 'Bad Request', types: ['malformed-json', 'malformed-request'] },
   401: { title: 'Unauthorized', types: ['unauthorized'] },
-  403: { title: 'Forbidden', types: ['forbidden', 'cross-origin'] },
+  403: { title: 'Forbidden', types: ['forbidden', 'cross-origin', 'read-only'] },
   404: { title: 'Not Found', types: ['not-found'] },
   405: { title: 'Method Not Allowed', types: ['method-not-allowed'] },
   408: { title: 'Request Timeout', types: ['request-timeout'] },
@@ -42,7 +42,7 @@ const NAMES: Record<ProblemStatus, string> = {
 const WHEN: Record<ProblemStatus, string> = {
   400: 'The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`).',
   401: 'The key is missing, malformed, unknown or revoked.',
-  403: 'Admin API: a shop key was sent (`forbidden`), or a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`).',
+  403: 'Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`).',
   404: 'No such endpoint, or no such resource in this shop.',
   405: 'A method other than POST on a webhook path.',
   408: 'The headers or the whole request took too long; the connection is closed.',

@@ -55,22 +55,23 @@ export async function customerPage(db: Kysely<Tables>, shopId: number, email: st
   return { rows: rows.slice(0, limit).map(toCustomer), more: rows.length > limit }
 }
 
-/** The latest `limit` orders of a customer or an e-mail: found by that key, then sorted (unindexed: see src/store/unindexed.ts). */
-export async function ordersOf(db: Kysely<Tables>, shopId: number, by: { customerId: number } | { emailLower: string }, limit: number): Promise<OrderRecord[]> {
+/** A customer's orders, or a guest's: those sent with the e-mail that no customer is linked to. Found by that key, then sorted (unindexed: see src/store/unindexed.ts). */
+export async function ordersOf(db: Kysely<Tables>, shopId: number, by: { customerId: number } | { guestEmail: string }, limit: number): Promise<OrderRecord[]> {
   let query = db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).orderBy(unindexed('id'), 'desc').limit(limit)
-  query = 'customerId' in by ? query.where('customer_id', '=', by.customerId) : query.where('email_lower', '=', by.emailLower)
+  query = 'customerId' in by ? query.where('customer_id', '=', by.customerId) : query.where('email_lower', '=', by.guestEmail).where('customer_id', 'is', null)
   return (await query.execute()).map(toOrder)
 }
 
-/** The latest `limit` ledger entries of a customer or a guest e-mail, with the adjustment each manual one belongs to. */
+/** The latest `limit` ledger entries of a customer or a guest e-mail, with the adjustment or redemption each belongs to. */
 export async function ledgerOf(db: Kysely<Tables>, shopId: number, by: { customerId: number } | { guestEmail: string }, limit: number) {
   let query = db
     .selectFrom('ledger')
     .leftJoin('adjustments', (join) => join.onRef('adjustments.shop_id', '=', 'ledger.shop_id').onRef('adjustments.id', '=', 'ledger.adjustment_id'))
+    .leftJoin('redemptions', (join) => join.onRef('redemptions.shop_id', '=', 'ledger.shop_id').onRef('redemptions.id', '=', 'ledger.redemption_id'))
     .select([
       'ledger.id', 'ledger.order_id', 'ledger.redemption_id', 'ledger.points', 'ledger.reason', 'ledger.debt', 'ledger.amount_minor', 'ledger.currency',
       'ledger.rate', 'ledger.rule_version', 'ledger.created_at', 'ledger.available_at', 'ledger.available_us', 'ledger.adjustment_id',
-      'adjustments.reason as adjustment_reason', 'adjustments.operator as adjustment_operator',
+      'adjustments.reason as adjustment_reason', 'adjustments.operator as adjustment_operator', 'redemptions.reference as redemption_reference',
     ])
     .where('ledger.shop_id', '=', shopId)
     .orderBy('ledger.id', 'desc')

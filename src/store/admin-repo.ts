@@ -3,22 +3,31 @@ import type { Tables } from './tables.ts'
 
 // Operators, their sessions and the audit log. Keys and session tokens are stored as SHA-256 only.
 
+/** What an operator may do: look and change (operator), or only look (viewer). */
+export const ADMIN_ROLES = ['operator', 'viewer'] as const
+export type AdminRole = (typeof ADMIN_ROLES)[number]
+
 export interface Operator {
   id: number
   name: string
+  role: AdminRole
 }
 
-export async function insertAdmin(db: Kysely<Tables>, name: string, keyHash: string, hint: string): Promise<number> {
+export async function insertAdmin(db: Kysely<Tables>, name: string, keyHash: string, hint: string, role: AdminRole = 'operator'): Promise<number> {
   const row = await db
     .insertInto('admins')
-    .values({ name, key_hash: keyHash, hint, created_at: new Date().toISOString(), last_used_at: null, revoked_at: null })
+    .values({ name, key_hash: keyHash, hint, created_at: new Date().toISOString(), last_used_at: null, revoked_at: null, role })
     .returning('id')
     .executeTakeFirstOrThrow()
   return row.id
 }
 
 export async function listAdmins(db: Kysely<Tables>) {
-  return db.selectFrom('admins').select(['id', 'name', 'hint', 'created_at', 'last_used_at', 'revoked_at']).orderBy('id').execute()
+  return db.selectFrom('admins').select(['id', 'name', 'role', 'hint', 'created_at', 'last_used_at', 'revoked_at']).orderBy('id').execute()
+}
+
+export async function findAdmin(db: Kysely<Tables>, id: number) {
+  return db.selectFrom('admins').select(['id', 'name', 'role', 'revoked_at']).where('id', '=', id).executeTakeFirst()
 }
 
 export async function revokeAdmin(db: Kysely<Tables>, id: number): Promise<{ result: 'revoked' } | { result: 'unknown' } | { result: 'already'; revokedAt: string }> {
@@ -32,8 +41,8 @@ export async function revokeAdmin(db: Kysely<Tables>, id: number): Promise<{ res
 }
 
 export async function findActiveAdmin(db: Kysely<Tables>, keyHash: string): Promise<Operator | undefined> {
-  const row = await db.selectFrom('admins').select(['id', 'name']).where('key_hash', '=', keyHash).where('revoked_at', 'is', null).executeTakeFirst()
-  return row && { id: row.id, name: row.name }
+  const row = await db.selectFrom('admins').select(['id', 'name', 'role']).where('key_hash', '=', keyHash).where('revoked_at', 'is', null).executeTakeFirst()
+  return row && { id: row.id, name: row.name, role: row.role }
 }
 
 export async function insertSession(db: Kysely<Tables>, tokenHash: string, adminId: number, expiresUs: number, nowUs: number): Promise<void> {
@@ -47,12 +56,12 @@ export async function findSession(db: Kysely<Tables>, tokenHash: string, nowUs: 
   const row = await db
     .selectFrom('admin_sessions')
     .innerJoin('admins', 'admins.id', 'admin_sessions.admin_id')
-    .select(['admins.id', 'admins.name', 'admin_sessions.expires_us'])
+    .select(['admins.id', 'admins.name', 'admins.role', 'admin_sessions.expires_us'])
     .where('admin_sessions.token_hash', '=', tokenHash)
     .where('admin_sessions.expires_us', '>', nowUs)
     .where('admins.revoked_at', 'is', null)
     .executeTakeFirst()
-  return row && { id: row.id, name: row.name, expiresUs: Number(row.expires_us) }
+  return row && { id: row.id, name: row.name, role: row.role, expiresUs: Number(row.expires_us) }
 }
 
 export async function deleteSession(db: Kysely<Tables>, tokenHash: string): Promise<void> {
@@ -66,7 +75,8 @@ export interface AuditEntry {
   detail: Record<string, unknown> | null
 }
 
-export async function recordAudit(db: Kysely<Tables>, operator: Operator, entry: AuditEntry): Promise<void> {
+/** Records a change; `operator.id` 0 is the command line (src/cli/audit.ts). */
+export async function recordAudit(db: Kysely<Tables>, operator: Pick<Operator, 'id' | 'name'>, entry: AuditEntry): Promise<void> {
   await db
     .insertInto('audit_log')
     .values({

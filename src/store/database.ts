@@ -12,6 +12,7 @@ import { changeFeed } from './migrations/0008-change-feed.ts'
 import { keyNotify } from './migrations/0009-key-notify.ts'
 import { console_ } from './migrations/0007-console.ts'
 import { writePathV3 } from './migrations/0010-write-path-v3.ts'
+import { adminRoles } from './migrations/0012-admin-roles.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -43,6 +44,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0009-key-notify': keyNotify(backend.kind),
     '0007-console': console_(backend.types),
     '0010-write-path-v3': writePathV3(backend.kind),
+    '0012-admin-roles': adminRoles,
   }
 }
 

@@ -65,6 +65,12 @@ export async function listKeys(db: Kysely<Tables>, shopName?: string) {
 }
 
 /** Revokes a key: `revoked`, or why not (`unknown`, or `already` revoked, at `revokedAt`, which stays the first revocation time). */
+/** A key by id: its shop and masked hint. */
+export async function findKeyById(db: Kysely<Tables>, keyId: number) {
+  const row = await db.selectFrom('api_keys').select(['id', 'shop_id', 'hint']).where('id', '=', keyId).executeTakeFirst()
+  return row && { id: Number(row.id), shopId: Number(row.shop_id), hint: row.hint }
+}
+
 export async function revokeKey(
   db: Kysely<Tables>,
   keyId: number,

@@ -187,6 +187,8 @@ export interface AdminsTable {
   created_at: string
   last_used_at: string | null
   revoked_at: string | null
+  /** operator (looks and changes) or viewer (looks only); migration 0012. */
+  role: Generated<'operator' | 'viewer'>
 }
 
 export interface AdminSessionsTable {
@@ -199,6 +201,7 @@ export interface AdminSessionsTable {
 
 export interface AuditLogTable {
   id: Generated<number>
+  /** The operator; 0 for the command line, whose OS user is in `operator`. */
   admin_id: number
   operator: string
   action: string

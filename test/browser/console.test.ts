@@ -2,8 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
-import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, type TestDatabase } from '../support/harness.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, type DatabaseKind, type TestDatabase } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
+import { startTlsProxy, type TlsProxy } from '../support/tls-proxy.ts'
 
 // The operator console in a real browser (Debian's Chromium, headless) against a real server
 // process: what an operator does, page by page, with a screenshot of each step in
@@ -23,6 +24,7 @@ forEachDatabase((kind) => {
     let watch: PageWatch
     let shopKey: string
     let adminKey: string
+    let viewerKey: string
     let base: string
     let rejectedId: string
 
@@ -44,6 +46,9 @@ forEachDatabase((kind) => {
       assert.equal(created.code, 0, created.stderr)
       adminKey = created.stdout.trim().split('\n').at(-1)!
       assert.match(adminKey, /^ak_[A-Za-z0-9]{32,}$/)
+      const viewer = await runCli(['admins', 'create', '--name', 'Val Viewer', '--role', 'viewer'], { DATABASE_URL: database.url })
+      assert.equal(viewer.code, 0, viewer.stderr)
+      viewerKey = viewer.stdout.trim().split('\n').at(-1)!
       server = await startServerProcess(database.url, shopKey)
       base = `http://127.0.0.1:${server.port}`
       // Some traffic for the chart: a customer, an order of theirs whose points are available, a refusal.
@@ -151,6 +156,13 @@ forEachDatabase((kind) => {
       assert.equal(await rows.count(), 1)
       await rows.first().locator('a').click()
       await page.locator('dt', { hasText: 'duplicate of' }).waitFor()
+      // The inspector leads back to the list as it was: the same filters.
+      await page.click('main.inspector a.back')
+      await page.waitForURL((url) => url.pathname === '/admin/events' && url.searchParams.get('outcome') === 'duplicate' && url.searchParams.get('resource_id') === '11')
+      await page.locator('table.events tbody tr td', { hasText: 'duplicate' }).first().waitFor()
+      assert.equal(await page.inputValue('input[name=resource_id]'), '11')
+      await rows.first().locator('a').click()
+      await page.locator('dt', { hasText: 'duplicate of' }).waitFor()
       await page.click('a.original')
       await page.locator('h1', { hasText: first.body!.event_id }).waitFor()
       await page.click('button[name=replay]')
@@ -181,6 +193,8 @@ forEachDatabase((kind) => {
       assert.equal(await card.locator('[data-balance=available]').innerText(), '120')
       assert.match(await card.locator('table.ledger').innerText(), /earned/)
       assert.match(await card.locator('table.orders').innerText(), /501[\s\S]*R-501[\s\S]*120/)
+      // Order 501 was sent with this e-mail, but customer 9 holds its points: no guest panel claims it.
+      assert.equal(await page.locator('main[data-query="grace@example.com"] section.guest').count(), 0, 'no guest panel for a customer\'s order')
 
       await page.fill('input[name=q]', '9')
       await page.click('form.filters button[type=submit]')
@@ -199,6 +213,13 @@ forEachDatabase((kind) => {
       await card.locator('form.adjust button[type=submit]').click()
       await card.locator('[data-balance=available]', { hasText: /^100$/ }).waitFor()
       assert.match(await card.locator('table.ledger').innerText(), /-20[\s\S]*adjusted_manually[\s\S]*goodwill gesture reversed/)
+      // The form takes its own placeholder's form: a signed +50.
+      assert.match(String(await card.locator('input[name=points]').getAttribute('placeholder')), /\+50/)
+      await card.locator('input[name=points]').fill('+50')
+      await card.locator('input[name=reason]').fill('birthday bonus')
+      await card.locator('form.adjust button[type=submit]').click()
+      await card.locator('[data-balance=available]', { hasText: /^150$/ }).waitFor()
+      assert.match(await card.locator('table.ledger tbody tr').first().innerText(), /\+50[\s\S]*adjusted_manually[\s\S]*birthday bonus/)
       await shot('customer')
 
       // A guest's points, found by the e-mail they are held under.
@@ -218,6 +239,39 @@ forEachDatabase((kind) => {
       const tombstone = page.locator('section.customer[data-customer="100"]')
       await tombstone.locator('.badge', { hasText: 'deleted' }).waitFor()
       assert.equal(await tombstone.locator('form.adjust').count(), 0)
+      // The deleted customer's first event is erased: its inspector says so, with no empty headers table.
+      await page.goto(`${base}/admin/events?topic=customer%2Fhook_created&resource_id=100`)
+      await page.locator('table.events tbody tr a').first().click()
+      const headers = page.locator('section.headers')
+      await headers.waitFor()
+      assert.match(await headers.innerText(), /Erased with the body/)
+      assert.equal(await headers.locator('table').count(), 0)
+      await page.click('nav.top a:text("Customer")')
+      watch.check()
+    })
+
+    test('a customer\'s redemptions: listed, named in the ledger, cancelled from the console', async () => {
+      const { page } = browser
+      const redeemed = await request(server.port, {
+        method: 'POST', path: '/v3/customers/9/redemptions', agent: false, body: JSON.stringify({ points: 30, reference: 'GIFT-30' }),
+        headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
+      })
+      assert.equal(redeemed.status, 201, redeemed.body)
+      const redemptionId = JSON.parse(redeemed.body!).redemption_id as string
+      await page.fill('input[name=q]', '9')
+      await page.click('form.filters button[type=submit]')
+      const card = page.locator('main[data-query="9"] section.customer[data-customer="9"]')
+      await card.locator('[data-balance=available]', { hasText: /^120$/ }).waitFor()
+      const row = card.locator(`table.redemptions tr[data-redemption="${redemptionId}"]`)
+      assert.match(await row.innerText(), /30[\s\S]*GIFT-30/)
+      assert.match(await card.locator('table.ledger tbody tr').first().innerText(), /-30[\s\S]*redeemed[\s\S]*GIFT-30/)
+      await row.locator('button[name=cancel-redemption]').click()
+      await row.locator('button[name=confirm-cancel]').click()
+      await card.locator('[data-balance=available]', { hasText: /^150$/ }).waitFor()
+      await card.locator(`table.redemptions tr.cancelled[data-redemption="${redemptionId}"]`).waitFor()
+      assert.equal(await card.locator(`tr[data-redemption="${redemptionId}"] button[name=cancel-redemption]`).count(), 0, 'a cancelled redemption offers no cancel')
+      assert.match(await card.locator('table.ledger tbody tr').first().innerText(), /\+30[\s\S]*redemption_cancelled[\s\S]*GIFT-30/)
+      await shot('redemption-cancelled')
       watch.check()
     })
 
@@ -261,7 +315,23 @@ forEachDatabase((kind) => {
       await table.locator('tr').first().waitFor()
       const text = await table.innerText()
       assert.match(text, /Ada Operator/)
-      for (const what of [/adjust/i, /revoke/i, /replay/i]) assert.match(text, what)
+      // Rows read as sentences, not JSON.
+      assert.ok(!/[{}"]/.test(text), `no raw JSON in the audit log:\n${text}`)
+      for (const what of [
+        /Ada Operator\s+signed in/,
+        /gave 50 points to customer 9: birthday bonus/,
+        /took 20 points from customer 9: goodwill gesture reversed/,
+        /cancelled redemption GIFT-30 of customer 9: 30 points back/,
+        /replayed event [0-9a-f-]{36}: duplicate/,
+        /created key \d+ \(sk_…\w{4}\)/,
+        /revoked key \d+ \(sk_…\w{4}\)/,
+        // The operators were made on the command line, which is recorded too.
+        /command line \([^)]+\)[\s\S]*created operator \d+, Ada Operator, an operator/,
+      ]) assert.match(text, what)
+      await table.locator('a', { hasText: 'customer 9' }).first().click()
+      await page.locator('main[data-query="9"] section.customer[data-customer="9"]').waitFor()
+      await page.goBack()
+      await page.locator('table.audit tbody tr').first().waitFor()
       await shot('audit')
       watch.check()
     })
@@ -281,5 +351,149 @@ forEachDatabase((kind) => {
       await shot('signed-out')
       watch.check()
     })
+
+    test('a viewer sees every page, and no button that would change something', async () => {
+      const { page } = browser
+      await page.fill('input[name=key]', viewerKey)
+      await page.click('button[type=submit]')
+      await page.locator('[data-operator]', { hasText: 'Val Viewer' }).waitFor()
+      assert.match(await page.locator('nav.top .who').innerText(), /viewer/)
+      await page.click('nav.top a:text("Overview")')
+      await page.locator(`section.shop[data-shop="${SHOP}"] .uplot`).waitFor()
+      await page.goto(`${base}/admin/events/${rejectedId}`)
+      await page.locator('h1', { hasText: rejectedId }).waitFor()
+      await page.locator('mark.j-error').first().waitFor()
+      assert.equal(await page.locator('button[name=replay]').count(), 0, 'no replay')
+      await page.click('nav.top a:text("Customer")')
+      await page.fill('input[name=q]', '9')
+      await page.click('form.filters button[type=submit]')
+      const card = page.locator('main[data-query="9"] section.customer[data-customer="9"]')
+      await card.locator('table.ledger').waitFor()
+      assert.equal(await card.locator('form.adjust').count(), 0, 'no adjustment')
+      assert.equal(await card.locator('button[name=cancel-redemption]').count(), 0, 'no cancel')
+      await page.click('nav.top a:text("Keys")')
+      await page.locator('table.keys tbody tr').first().waitFor()
+      assert.equal(await page.locator('button[name=create-key]').count(), 0, 'no key creation')
+      assert.equal(await page.locator('button[name=revoke]').count(), 0, 'no revoke')
+      await shot('viewer-keys')
+      await page.click('nav.top a:text("Audit")')
+      await page.locator('table.audit tbody tr').first().waitFor()
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
+      watch.check()
+    })
+  })
+
+  describe('the operator console behind a TLS proxy', { timeout: 240_000 }, () => {
+    // Two services behind their own proxy (node:https, a certificate made for the test): one told
+    // its public origin (PUBLIC_ORIGIN), one not, as a service was before it could be.
+    let configured: ConsoleServer
+    let unconfigured: ConsoleServer
+    let browser: Browser
+
+    before(async () => {
+      requireChromium()
+      buildDashboard()
+      configured = await startConsoleServer(kind, (proxy) => ({ PUBLIC_ORIGIN: proxy.origin }))
+      unconfigured = await startConsoleServer(kind, () => ({}))
+      browser = await launchBrowser(['--ignore-certificate-errors'])
+    })
+
+    after(async () => {
+      await browser?.close()
+      for (const s of [configured, unconfigured]) await s?.stop()
+    })
+
+    const signIn = async (to: ConsoleServer) => {
+      const { page } = browser
+      await page.goto(`${to.proxy.origin}/admin/`)
+      await page.fill('input[name=key]', to.adminKey)
+      await page.click('button[type=submit]')
+      await page.locator('[data-operator]', { hasText: 'Ada Operator' }).waitFor()
+    }
+
+    test('with PUBLIC_ORIGIN: sign in over https (a Secure cookie), adjust, create and revoke a key, sign out', async () => {
+      const { page, context } = browser
+      const watch = new PageWatch(page, configured.proxy.origin)
+      await signIn(configured)
+      const cookie = (await context.cookies(configured.proxy.origin)).find((c) => c.name === 'si_admin')
+      assert.ok(cookie, 'the session cookie is set')
+      assert.equal(cookie.secure, true)
+      await page.click('nav.top a:text("Customer")')
+      await page.fill('input[name=q]', '1')
+      await page.click('form.filters button[type=submit]')
+      const card = page.locator('main[data-query="1"] section.customer[data-customer="1"]')
+      await card.locator('input[name=points]').fill('50')
+      await card.locator('input[name=reason]').fill('welcome, over https')
+      await card.locator('form.adjust button[type=submit]').click()
+      await card.locator('[data-balance=available]', { hasText: /^50$/ }).waitFor()
+      await page.click('nav.top a:text("Keys")')
+      await page.click('button[name=create-key]')
+      await page.locator('input[name=new-key]').waitFor()
+      await page.click('.new-key button:text("Done")')
+      const row = page.locator('table.keys tbody tr').first()
+      const id = await row.getAttribute('data-key-id')
+      await row.locator('button[name=revoke]').click()
+      await page.click('button[name=confirm-revoke]')
+      await page.locator(`table.keys tr.revoked[data-key-id="${id}"]`).waitFor()
+      await screenshot(page, `${kind}-tls-keys`)
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
+      assert.equal((await context.cookies(configured.proxy.origin)).some((c) => c.name === 'si_admin'), false, 'the cookie is cleared')
+      watch.check()
+    })
+
+    test('a sign-out the service refuses is shown, and the session is kept until it confirms', async () => {
+      const { page, context } = browser
+      const watch = new PageWatch(page, unconfigured.proxy.origin)
+      await signIn(unconfigured)
+      const before = (await context.cookies(unconfigured.proxy.origin)).find((c) => c.name === 'si_admin')
+      assert.ok(before)
+      // Behind a proxy it was not told of, the service refuses the sign-out (403 cross-origin).
+      watch.expect('DELETE', /\/v3\/admin\/session$/, 403)
+      await page.click('button[name=sign-out]')
+      const alert = page.locator('[data-sign-out=refused]')
+      await alert.waitFor()
+      assert.match(await alert.innerText(), /not signed out[\s\S]*403/i)
+      assert.equal(await page.locator('[data-operator]').innerText(), 'Ada Operator', 'still signed in, and shown as such')
+      assert.equal(await page.locator('input[name=key]').count(), 0, 'no sign-in form while the session lives')
+      await screenshot(page, `${kind}-sign-out-refused`)
+      // The session is alive on the server: the page did not pretend otherwise.
+      const session = await request(unconfigured.server.port, { method: 'GET', path: '/v3/admin/session', agent: false, headers: { cookie: `si_admin=${before.value}` } })
+      assert.equal(session.status, 200)
+      assert.ok((await context.cookies(unconfigured.proxy.origin)).some((c) => c.name === 'si_admin' && c.value === before.value))
+      watch.check()
+    })
   })
 })
+
+interface ConsoleServer {
+  proxy: TlsProxy
+  server: ServerProcess
+  adminKey: string
+  stop(): Promise<void>
+}
+
+/** A server process on a database of its own, with shop SHOP, customer 1 and operator "Ada Operator", behind a TLS proxy. */
+async function startConsoleServer(kind: DatabaseKind, settings: (proxy: TlsProxy) => Record<string, string>): Promise<ConsoleServer> {
+  const database = await createTestDatabase(kind)
+  const shopKey = (await createKey(database.url, SHOP)).key
+  const created = await runCli(['admins', 'create', '--name', 'Ada Operator'], { DATABASE_URL: database.url })
+  assert.equal(created.code, 0, created.stderr)
+  const proxy = await startTlsProxy()
+  const server = await startServerProcess(database.url, shopKey, settings(proxy))
+  proxy.target = server.port
+  const hook = await request(server.port, {
+    method: 'POST', path: CUSTOMER_CREATED, agent: false, body: JSON.stringify({ id: 1, email: 'tls@example.com' }),
+    headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
+  })
+  assert.equal(hook.status, 200, hook.body)
+  return {
+    proxy, server, adminKey: created.stdout.trim().split('\n').at(-1)!,
+    async stop() {
+      await proxy.close()
+      await stopServerProcess(server)
+      await database.drop()
+    },
+  }
+}

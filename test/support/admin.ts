@@ -1,14 +1,15 @@
 import type { LightMyRequestResponse } from 'fastify'
 import { generateAdminKey } from '../../src/keys/admin-key.ts'
 import { hashKey, keyHint } from '../../src/keys/api-key.ts'
-import { insertAdmin } from '../../src/store/admin-repo.ts'
+import { insertAdmin, type AdminRole } from '../../src/store/admin-repo.ts'
 import { basic, type TestApp } from './harness.ts'
 
 // Operators and admin requests for the console's suites.
 
-export async function newOperator(t: TestApp, name: string): Promise<{ id: number; key: string }> {
+/** A new operator and their admin key; `role` viewer may look but not change. */
+export async function newOperator(t: TestApp, name: string, role: AdminRole = 'operator'): Promise<{ id: number; key: string }> {
   const key = generateAdminKey()
-  const id = await insertAdmin(t.app.services.backend.db, name, hashKey(key), keyHint(key))
+  const id = await insertAdmin(t.app.services.backend.db, name, hashKey(key), keyHint(key), role)
   return { id, key }
 }
 

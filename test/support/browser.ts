@@ -44,14 +44,14 @@ export function requireChromium(): void {
   }
 }
 
-/** Chromium, headless, with a fresh profile. */
-export async function launchBrowser(): Promise<Browser> {
+/** Chromium, headless, with a fresh profile; `args` adds switches (such as --ignore-certificate-errors for a self-signed proxy). */
+export async function launchBrowser(args: string[] = []): Promise<Browser> {
   requireChromium()
   const profile = mkdtempSync(join(tmpdir(), 'shop-intake-chromium-'))
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...args],
     viewport: { width: 1280, height: 860 },
     timezoneId: 'UTC',
   })

@@ -66,6 +66,12 @@ function failOnViolations(): void {
   throw new Error(`answers of the server process that break the OpenAPI document:\n${found.slice(0, 20).join('\n')}`)
 }
 
+/** Holds an answer the test got some other way (through a proxy) to the document, as `request` does. */
+export function checkAnswer(answer: { method: string; url: string; status: number; headers: http.IncomingHttpHeaders; body: string }): void {
+  if (!contract) throw new Error('no server process has started: there is no document to check against')
+  violations.push(...contract.check(answer))
+}
+
 /** Sends SIGKILL to every server still running and waits for each to exit. */
 export async function killAllServers(): Promise<void> {
   const waits = [...running].map(

@@ -2,8 +2,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { api, query, type AuditEntry, type Page } from '../api.ts'
 import { ErrorBox } from '../components/common.tsx'
 import { time } from '../format.ts'
-import { link } from '../router.ts'
-
+import { AuditWhat } from './audit-what.tsx'
 
 export function Audit() {
   const [items, setItems] = useState<AuditEntry[]>([])
@@ -35,22 +34,20 @@ export function Audit() {
         <thead>
           <tr>
             <th>when</th>
-            <th>operator</th>
-            <th>action</th>
+            <th>who</th>
             <th>shop</th>
-            <th>target</th>
-            <th>details</th>
+            <th>what</th>
           </tr>
         </thead>
         <tbody>
           {items.map((a) => (
-            <tr>
+            <tr data-action={a.action}>
               <td>{time(a.created_at)}</td>
               <td>{a.operator}</td>
-              <td>{a.action}</td>
               <td>{a.shop ?? ''}</td>
-              <td>{a.action === 'event.replay' && a.target ? <a {...link(`events/${encodeURIComponent(a.target)}`)}>{a.target}</a> : (a.target ?? '')}</td>
-              <td>{a.detail && <code>{JSON.stringify(a.detail)}</code>}</td>
+              <td>
+                <AuditWhat entry={a} />
+              </td>
             </tr>
           ))}
         </tbody>

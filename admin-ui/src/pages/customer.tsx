@@ -1,13 +1,21 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type Adjustment, type CustomerSummary, type CustomerView, type Guest, type LedgerEntry, type OrderView, type Page } from '../api.ts'
+import { api, enc, type Adjustment, type CustomerSummary, type CustomerView, type Guest, type LedgerEntry, type OrderView, type Page, type Redemption } from '../api.ts'
 import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
+import { canChange } from '../session.ts'
 
 function basis(entry: LedgerEntry): string {
   const b = entry.basis
   if (!b) return ''
   return `${b.amount}${b.currency ? ` ${b.currency}` : ''} × ${b.rate} (rule v${b.rule_version})`
+}
+
+/** What a ledger entry is for: an adjustment's reason and operator, or a redemption's reference. */
+function note(e: LedgerEntry): string {
+  if (e.adjustment) return `${e.adjustment.reason} (by ${e.adjustment.operator})`
+  if (e.redemption) return `for ${e.redemption.reference}`
+  return ''
 }
 
 function Ledger({ entries }: { entries: LedgerEntry[] }) {
@@ -37,7 +45,7 @@ function Ledger({ entries }: { entries: LedgerEntry[] }) {
             <td>{e.order_id ?? ''}</td>
             <td>{basis(e)}</td>
             <td>{time(e.available_at)}</td>
-            <td>{e.adjustment ? `${e.adjustment.reason} (by ${e.adjustment.operator})` : ''}</td>
+            <td>{note(e)}</td>
           </tr>
         ))}
       </tbody>
@@ -85,7 +93,7 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
     setBusy(true)
     setError(null)
     try {
-      await api<Adjustment>('POST', `/v3/admin/shops/${enc(shop)}/customers/${id}/adjustments`, { points: Number(points), reason }, { 'idempotency-key': idempotencyKey })
+      await api<Adjustment>('POST', `/v3/admin/shops/${enc(shop)}/customers/${id}/adjustments`, { points: Number(points.trim()), reason }, { 'idempotency-key': idempotencyKey })
       setPoints('')
       setReason('')
       setIdempotencyKey(crypto.randomUUID())
@@ -96,7 +104,8 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
       setBusy(false)
     }
   }
-  const valid = /^-?[1-9][0-9]*$/.test(points.trim()) && reason.trim().length > 0 && reason.length <= 500
+  // Signed as the placeholder shows it (+50, -20), or bare (50).
+  const valid = /^[+-]?[1-9][0-9]*$/.test(points.trim()) && reason.trim().length > 0 && reason.length <= 500
   return (
     <form class="adjust" onSubmit={submit}>
       <h2>Adjust the balance</h2>
@@ -115,14 +124,86 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
   )
 }
 
+/** The customer's redemptions, newest first, each with a cancel (asked to confirm) while it stands. */
+function Redemptions({ shop, id, items, more, changeable, onDone }: { shop: string; id: number; items: Redemption[]; more: boolean; changeable: boolean; onDone: () => void }) {
+  const [confirming, setConfirming] = useState<string | null>(null)
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<unknown>(null)
+  if (items.length === 0) return <p class="muted">No redemptions.</p>
+  const cancel = async (redemptionId: string) => {
+    setBusy(true)
+    setError(null)
+    try {
+      await api<Redemption>('POST', `/v3/admin/shops/${enc(shop)}/customers/${id}/redemptions/${enc(redemptionId)}/cancel`)
+      setConfirming(null)
+      onDone()
+    } catch (err) {
+      setError(err)
+    } finally {
+      setBusy(false)
+    }
+  }
+  return (
+    <>
+      <ErrorBox error={error} />
+      <table class="redemptions">
+        <thead>
+          <tr>
+            <th>created</th>
+            <th>points</th>
+            <th>reference</th>
+            <th>available after</th>
+            <th>cancelled</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((r) => (
+            <tr data-redemption={r.redemption_id} class={r.cancelled_at ? 'cancelled' : ''}>
+              <td>{time(r.created_at)}</td>
+              <td class="num">{r.points}</td>
+              <td>{r.reference}</td>
+              <td class="num">{r.available_after}</td>
+              <td>{r.cancelled_at ? time(r.cancelled_at) : ''}</td>
+              <td>
+                {!r.cancelled_at && changeable &&
+                  (confirming === r.redemption_id ? (
+                    <span class="confirm">
+                      Give the {r.points} points back?{' '}
+                      <button type="button" class="danger" name="confirm-cancel" disabled={busy} onClick={() => cancel(r.redemption_id)}>
+                        Cancel the redemption
+                      </button>{' '}
+                      <button type="button" onClick={() => setConfirming(null)}>
+                        Keep it
+                      </button>
+                    </span>
+                  ) : (
+                    <button type="button" name="cancel-redemption" onClick={() => setConfirming(r.redemption_id)}>
+                      Cancel…
+                    </button>
+                  ))}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {more && <p class="muted">Only the latest {items.length} redemptions are listed.</p>}
+    </>
+  )
+}
+
 function CustomerCard({ shop, id }: { shop: string; id: number }) {
   const [view, setView] = useState<CustomerView | null>(null)
+  const [redemptions, setRedemptions] = useState<Page<Redemption> | null>(null)
   const [error, setError] = useState<unknown>(null)
   const [tick, setTick] = useState(0)
   useEffect(() => {
     let live = true
-    api<CustomerView>('GET', `/v3/admin/shops/${enc(shop)}/customers/${id}`).then(
-      (v) => live && (setView(v), setError(null)),
+    Promise.all([
+      api<CustomerView>('GET', `/v3/admin/shops/${enc(shop)}/customers/${id}`),
+      api<Page<Redemption>>('GET', `/v3/admin/shops/${enc(shop)}/customers/${id}/redemptions?limit=100`),
+    ]).then(
+      ([v, r]) => live && (setView(v), setRedemptions(r), setError(null)),
       (err) => live && setError(err),
     )
     return () => {
@@ -158,10 +239,13 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
           <span class="muted">lifetime earned</span>
         </div>
       </div>
-      {!deleted && <AdjustForm shop={shop} id={c.id} onDone={() => setTick((t) => t + 1)} />}
+      {!deleted && canChange.value && <AdjustForm shop={shop} id={c.id} onDone={() => setTick((t) => t + 1)} />}
       <h2>Ledger</h2>
       <Ledger entries={entries} />
       {b.more_entries && <p class="muted">Only the latest {entries.length} entries are listed.</p>}
+      <h2>Redemptions</h2>
+      <Redemptions shop={shop} id={c.id} items={redemptions?.items ?? []} more={redemptions?.next_cursor != null}
+        changeable={!deleted && canChange.value} onDone={() => setTick((t) => t + 1)} />
       <h2>Orders</h2>
       <Orders orders={view.orders} />
     </section>

@@ -5,6 +5,8 @@ import { JsonView } from '../components/json-view.tsx'
 import { existingPointer } from '../json-pointer.ts'
 import { time } from '../format.ts'
 import { link } from '../router.ts'
+import { canChange } from '../session.ts'
+import { lastListQuery } from './events.tsx'
 
 
 export function EventInspector({ id }: { id: string }) {
@@ -58,12 +60,17 @@ export function EventInspector({ id }: { id: string }) {
   }
   return (
     <main class="inspector">
+      <a class="back" {...link(`events${lastListQuery.value}`)}>
+        ← Events
+      </a>
       <div class="toolbar">
         <h1>Event {event.event_id}</h1>
-        <button type="button" class="primary" name="replay" disabled={busy || event.body === null} onClick={replay}
-          title={event.body === null ? 'the body was erased: nothing to replay' : 'run the stored body through today\'s validation and rules as a new event'}>
-          Replay
-        </button>
+        {canChange.value && (
+          <button type="button" class="primary" name="replay" disabled={busy || event.body === null} onClick={replay}
+            title={event.body === null ? 'the body was erased: nothing to replay' : 'run the stored body through today\'s validation and rules as a new event'}>
+            Replay
+          </button>
+        )}
       </div>
       {replayed && (
         <div class="notice" role="status" data-replay={replayed.status}>
@@ -137,9 +144,11 @@ export function EventInspector({ id }: { id: string }) {
         <h2>Body</h2>
         {event.body === null ? <p class="muted">Erased{event.redacted ? ' (redacted: the customer or order was deleted)' : ''}.</p> : <JsonView text={event.body} errors={errors} />}
       </section>
-      <section>
+      <section class="headers">
         <h2>Headers</h2>
-        {event.headers ? (
+        {event.redacted ? (
+          <p class="muted">Erased with the body (the customer or order was deleted).</p>
+        ) : Object.keys(event.headers).length > 0 ? (
           <table class="headers">
             <tbody>
               {Object.entries(event.headers).map(([name, value]) => (

@@ -2,7 +2,11 @@ import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, query, type EventSummary, type Page } from '../api.ts'
 import { ErrorBox, Outcome, ShopPicker } from '../components/common.tsx'
 import { OUTCOMES, time, TOPICS } from '../format.ts'
+import { signal } from '@preact/signals'
 import { link, navigate, route } from '../router.ts'
+
+/** The list's query as last shown ("?outcome=rejected…"), for the inspector's way back to it. */
+export const lastListQuery = signal('')
 
 const FILTERS = ['shop', 'outcome', 'topic', 'resource_id', 'since', 'until'] as const
 type Filters = Record<(typeof FILTERS)[number], string>
@@ -59,6 +63,7 @@ export function Events() {
 
   useEffect(() => {
     // New filters: nothing of the old list stays on screen while the new one loads.
+    lastListQuery.value = query(filters)
     setDraft(filters)
     setFresh(new Set())
     setItems([])

@@ -3,6 +3,7 @@ import { api, enc, type KeyView, type NewKey, type Page } from '../api.ts'
 import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
+import { canChange } from '../session.ts'
 
 type Created = NewKey
 
@@ -77,9 +78,11 @@ export function Keys() {
       <div class="toolbar">
         <h1>Keys</h1>
         <ShopPicker value={shop} onChange={(s) => (setCreated(null), navigate(`keys?shop=${enc(s)}`))} />
-        <button type="button" class="primary" name="create-key" disabled={!shop} onClick={create}>
-          Create a key
-        </button>
+        {canChange.value && (
+          <button type="button" class="primary" name="create-key" disabled={!shop} onClick={create}>
+            Create a key
+          </button>
+        )}
       </div>
       {created && <NewKey created={created} onClose={() => setCreated(null)} />}
       <ErrorBox error={error} />
@@ -106,7 +109,7 @@ export function Keys() {
                 <td>{time(k.last_used_at)}</td>
                 <td>{k.revoked_at ? time(k.revoked_at) : ''}</td>
                 <td>
-                  {!k.revoked_at &&
+                  {!k.revoked_at && canChange.value &&
                     (confirming === k.id ? (
                       <span class="confirm">
                         Revoke this key? Its shop's webhooks with it are refused within a second.{' '}

@@ -1,15 +1,13 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { v7 as uuidv7 } from 'uuid'
-import type { CommandOutcome } from '../../batch/commands.ts'
 import { MalformedBody } from '../../http/json-body.ts'
-import { ProblemError, sendProblem, unavailable } from '../../http/problem.ts'
+import { ProblemError, sendProblem } from '../../http/problem.ts'
 import { fieldErrors, firstErrors } from '../../http/validation.ts'
 import { AdjustmentBody, AdjustmentView, ADMIN_PROBLEMS, ShopCustomerParams } from '../../schemas/admin.ts'
 import { recordAudit } from '../../store/admin-repo.ts'
-import { QueueFullError } from '../../writer/group-commit.ts'
 import { readAnswer } from '../resources.ts'
-import { ADMIN_SECURITY, parseId, sendNotFound, shopByName, TAGS, type AdminContext } from './common.ts'
+import { ADMIN_SECURITY, parseId, sendNotFound, shopByName, submitCommand, TAGS, type AdminContext } from './common.ts'
 
 // A manual ledger entry by an operator: an `adjust` command through the group-commit writer,
 // decided under the customer's lock by the points decider (src/batch/decide-points.ts), so that
@@ -63,21 +61,10 @@ export async function adjustmentRoutes(app: FastifyInstance, ctx: AdminContext):
     }
     const body = request.body as { points: number; reason: string }
     const requestHash = createHash('sha256').update(JSON.stringify([shop.id, customerId, body.points, body.reason])).digest('base64url')
-    let outcome: CommandOutcome
-    try {
-      const result = await services.writer.submit({
-        command: 'adjust', shopId: shop.id, customerId, adjustmentId: uuidv7(), points: body.points, reason: body.reason,
-        operator: request.operator.name, atUs: ctx.nowUs(), idemKey: idemKey(request), requestHash,
-      })
-      if (result.status === 'failed') {
-        request.log.error({ err: result.error }, 'adjustment could not be stored')
-        throw unavailable(services.config.RETRY_AFTER_SECONDS, 'the adjustment could not be stored; retry after the delay in Retry-After')
-      }
-      outcome = result as CommandOutcome
-    } catch (err) {
-      if (!(err instanceof ProblemError)) services.metrics.unavailable.inc({ reason: err instanceof QueueFullError ? 'queue-full' : 'database' })
-      throw err
-    }
+    const outcome = await submitCommand(services, request, {
+      command: 'adjust', shopId: shop.id, customerId, adjustmentId: uuidv7(), points: body.points, reason: body.reason,
+      operator: request.operator.name, atUs: ctx.nowUs(), idemKey: idemKey(request), requestHash,
+    }, 'adjustment')
     switch (outcome.status) {
       case 'adjusted':
         if (!outcome.replayed) {

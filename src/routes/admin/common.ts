@@ -1,10 +1,12 @@
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { CommandOutcome, PointsCommand } from '../../batch/commands.ts'
 import { arrivalClockUs } from '../../domain/time.ts'
-import { badRequest, ProblemError, sendProblem } from '../../http/problem.ts'
+import { badRequest, ProblemError, sendProblem, unavailable } from '../../http/problem.ts'
 import type { AdminAuth } from '../../http/admin-auth.ts'
 import { noStore } from '../../http/no-store.ts'
 import type { Services } from '../../services.ts'
 import { findShop } from '../../store/keys-repo.ts'
+import { QueueFullError } from '../../writer/group-commit.ts'
 
 // What every admin route shares: its security, its hooks, shops by name, pages and cursors.
 
@@ -23,6 +25,21 @@ export function adminContext(services: Services, auth: AdminAuth): AdminContext 
   return {
     services, auth, onRequest: [noStore, auth.hook],
     nowUs: () => (services.clock === undefined ? arrivalClockUs() : services.clock() * 1000),
+  }
+}
+
+/** Hands a points command to the group-commit writer and waits for its commit; a failure to store it is a 503, never a 2xx. */
+export async function submitCommand(services: Services, request: FastifyRequest, command: PointsCommand, what: string): Promise<CommandOutcome> {
+  try {
+    const result = await services.writer.submit(command)
+    if (result.status === 'failed') {
+      request.log.error({ err: result.error }, `${what} could not be stored`)
+      throw unavailable(services.config.RETRY_AFTER_SECONDS, `the ${what} could not be stored; retry after the delay in Retry-After`)
+    }
+    return result as CommandOutcome
+  } catch (err) {
+    if (!(err instanceof ProblemError)) services.metrics.unavailable.inc({ reason: err instanceof QueueFullError ? 'queue-full' : 'database' })
+    throw err
   }
 }
 

@@ -37,6 +37,7 @@ function entriesOf(rows: LedgerRows) {
     created_at: formatInstant(r.created_at),
     available_at: formatInstant(r.available_at),
     adjustment: r.adjustment_id ? { adjustment_id: r.adjustment_id, reason: r.adjustment_reason ?? '', operator: r.adjustment_operator ?? '' } : null,
+    redemption: r.redemption_id ? { redemption_id: r.redemption_id, reference: r.redemption_reference ?? '' } : null,
   }))
 }
 
@@ -106,7 +107,7 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
   app.get('/v3/admin/shops/:shop/guests', {
     onRequest: ctx.onRequest,
     schema: {
-      summary: 'The points held for a guest e-mail, and its orders', operationId: 'adminGetGuest', tags: TAGS, security: ADMIN_SECURITY,
+      summary: 'The points held for a guest e-mail, and its orders (those of no customer)', operationId: 'adminGetGuest', tags: TAGS, security: ADMIN_SECURITY,
       params: ShopParams, querystring: GuestQuery,
       response: { 200: readAnswer('The guest', AdminGuest), ...ADMIN_PROBLEMS(404) },
     },
@@ -116,8 +117,10 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
     const [held, ledger, orders] = await Promise.all([
       guestHeld(db, shop.id, email),
       ledgerOf(db, shop.id, { guestEmail: email }, ENTRIES),
-      ordersOf(db, shop.id, { emailLower: email }, ORDERS),
+      ordersOf(db, shop.id, { guestEmail: email }, ORDERS),
     ])
-    return { email, points: { held, entries: entriesOf(ledger.rows) }, orders: await ordersWithPoints(backend, shop.id, orders) }
+    // An order sent with the e-mail whose points a customer holds (matched by the e-mail) is that customer's, not the guest's.
+    const guestOrders = (await ordersWithPoints(backend, shop.id, orders)).filter((o) => o.points.customer_id === null)
+    return { email, points: { held, entries: entriesOf(ledger.rows) }, orders: guestOrders }
   })
 }

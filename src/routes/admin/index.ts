@@ -1,3 +1,4 @@
+import cookie from '@fastify/cookie'
 import type { FastifyInstance } from 'fastify'
 import { createAdminAuth } from '../../http/admin-auth.ts'
 import type { Services } from '../../services.ts'
@@ -7,6 +8,7 @@ import { adminContext } from './common.ts'
 import { customerRoutes } from './customers.ts'
 import { eventRoutes } from './events.ts'
 import { keyRoutes } from './keys.ts'
+import { redemptionRoutes } from './redemptions.ts'
 import { replayRoutes } from './replay.ts'
 import { sessionRoutes } from './session.ts'
 import { shopRoutes } from './shops.ts'
@@ -14,7 +16,9 @@ import { streamRoutes } from './stream.ts'
 
 /** The admin API under /v3/admin (README, Operator console). */
 export async function adminRoutes(app: FastifyInstance, services: Services): Promise<void> {
-  const ctx = adminContext(services, createAdminAuth(services.backend.db, () => Date.now() * 1000))
+  // The session cookie, parsed for the admin API only: no webhook pays for it.
+  await app.register(cookie)
+  const ctx = adminContext(services, createAdminAuth(services.backend.db, () => Date.now() * 1000, services.config.PUBLIC_ORIGIN))
   await sessionRoutes(app, ctx)
   await eventRoutes(app, ctx)
   await streamRoutes(app, ctx)
@@ -22,6 +26,7 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await shopRoutes(app, ctx)
   await customerRoutes(app, ctx)
   await adjustmentRoutes(app, ctx)
+  await redemptionRoutes(app, ctx)
   await keyRoutes(app, ctx)
   await auditRoutes(app, ctx)
 }

@@ -1,0 +1,82 @@
+import type { ComponentChildren } from 'preact'
+import { enc, type AuditEntry } from '../api.ts'
+import { link } from '../router.ts'
+
+// An audit entry in words: what the operator did, with links to what it was done to. The API
+// keeps each action's details as JSON (src/routes/admin/*, src/cli/*); this reads them.
+
+const text = (v: unknown) => (v === undefined || v === null ? '' : String(v))
+const num = (v: unknown) => (typeof v === 'number' ? v : Number(v))
+
+function Customer({ shop, id }: { shop: string | null; id: unknown }) {
+  const label = `customer ${text(id)}`
+  return shop ? <a {...link(`customer?shop=${enc(shop)}&q=${enc(text(id))}`)}>{label}</a> : <>{label}</>
+}
+
+function Event({ id }: { id: unknown }) {
+  return <a {...link(`events/${enc(text(id))}`)}>{text(id)}</a>
+}
+
+function Key({ shop, id, hint }: { shop: string | null; id: string | null; hint: unknown }) {
+  const label = `key ${text(id)}${hint ? ` (${text(hint)})` : ''}`
+  return shop ? <a {...link(`keys?shop=${enc(shop)}`)}>{label}</a> : <>{label}</>
+}
+
+/** A value of a rule field as the command line would take it. */
+const ruleValue = (v: unknown) => (typeof v === 'object' && v !== null ? Object.entries(v).map(([k, x]) => `${k}=${text(x)}`).join(', ') || 'none' : text(v))
+
+export function AuditWhat({ entry }: { entry: AuditEntry }): ComponentChildren {
+  const d = (entry.detail ?? {}) as Record<string, unknown>
+  const { shop, target } = entry
+  switch (entry.action) {
+    case 'session.sign-in':
+      return 'signed in'
+    case 'session.sign-out':
+      return 'signed out'
+    case 'points.adjust': {
+      const points = num(d.points)
+      return (
+        <>
+          {points < 0 ? `took ${-points} points from ` : `gave ${points} points to `}
+          <Customer shop={shop} id={target} />: {text(d.reason)}
+        </>
+      )
+    }
+    case 'redemption.cancel':
+      return (
+        <>
+          cancelled redemption {text(d.reference)} of <Customer shop={shop} id={d.customer_id} />: {text(d.points)} points back
+        </>
+      )
+    case 'event.replay':
+      return (
+        <>
+          replayed event <Event id={target} />: {text(d.outcome)}, as event <Event id={d.event_id} />
+        </>
+      )
+    case 'key.create':
+      return (
+        <>
+          created <Key shop={shop} id={target} hint={d.hint} />
+          {d.shop_created === true ? ', and the shop' : ''}
+        </>
+      )
+    case 'key.revoke':
+      return (
+        <>
+          revoked <Key shop={shop} id={target} hint={d.hint} />
+        </>
+      )
+    case 'rule.set': {
+      const changes = Object.entries((d.changes ?? {}) as Record<string, { from?: unknown; to?: unknown }>)
+      return `set the points rule, version ${text(d.version)}: ${changes.map(([field, c]) => `${field} ${ruleValue(c.from)} → ${ruleValue(c.to)}`).join('; ') || 'no change'}`
+    }
+    case 'admin.create':
+      return `created operator ${text(target)}, ${text(d.name)}, ${d.role === 'viewer' ? 'a viewer' : 'an operator'}`
+    case 'admin.revoke':
+      return `revoked operator ${text(target)}, ${text(d.name)}`
+    default:
+      // An action this page does not know yet: its name and fields, still as words.
+      return `${entry.action}${target ? ` ${target}` : ''}${Object.keys(d).length > 0 ? `: ${Object.entries(d).map(([k, v]) => `${k} ${ruleValue(v)}`).join(', ')}` : ''}`
+  }
+}

@@ -1,0 +1,21 @@
+import { userInfo } from 'node:os'
+import type { Kysely } from 'kysely'
+import { recordAudit, type AuditEntry } from '../store/admin-repo.ts'
+import type { Tables } from '../store/tables.ts'
+
+// The command line's changes go to the audit log as the console's do, under "command line" and
+// the OS user who ran it (admin id 0: no operator's key was used).
+
+function osUser(): string {
+  try {
+    return userInfo().username
+  } catch {
+    // A uid without a passwd entry (some containers).
+    return process.env.USER ?? `uid ${process.getuid?.() ?? '?'}`
+  }
+}
+
+/** Records a change the command line made. */
+export function auditCommandLine(db: Kysely<Tables>, entry: AuditEntry): Promise<void> {
+  return recordAudit(db, { id: 0, name: `command line (${osUser()})` }, entry)
+}
