@@ -55,4 +55,4 @@ export const postgresStatements: StatementFactory = {
 const APPEND_FEED =
   'INSERT INTO feed (position, first_position, shop_id, created_us, entries) ' +
   'SELECT head.position - $1 + u.last, head.position - $1 + u.first, u.shop_id, u.created_us, u.entries ' +
-  'FROM feed_next AS head, unnest($2::bigint[], $3::bigint[], $4::integer[], $5::bigint[], $6::text[]) AS u(last, first, shop_id, created_us, entries) RETURNING 1'
+  'FROM feed_next AS head, unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[]) AS u(last, first, shop_id, created_us, entries) RETURNING 1'

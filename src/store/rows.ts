@@ -211,13 +211,13 @@ function columns<Row>(spec: Record<keyof Row & string, string>): Columns<Row> {
 export const valuesOf = <Row>(c: Columns<Row>, row: Row): unknown[] => c.names.map((name) => row[name] ?? null)
 
 export const CUSTOMER_COLUMNS = columns<Insertable<CustomersTable>>({
-  shop_id: 'integer', id: 'bigint', first_name: 'text', last_name: 'text', email: 'text', email_lower: 'text', is_newsletter: 'smallint',
+  shop_id: 'bigint', id: 'bigint', first_name: 'text', last_name: 'text', email: 'text', email_lower: 'text', is_newsletter: 'smallint',
   tags: 'text', created_at: 'text', updated_at: 'text', deleted: 'smallint', version_us: 'bigint', arrival_us: 'bigint', erased_us: 'bigint',
   erased_email_sha: 'text', clocks: 'text', rev: 'bigint', last_hash: 'text', last_event_id: 'text',
 })
 
 export const ORDER_COLUMNS = columns<Insertable<OrdersTable>>({
-  shop_id: 'integer', id: 'bigint', currency: 'text', email: 'text', email_lower: 'text', ref: 'text', total: 'bigint', subtotal: 'bigint',
+  shop_id: 'bigint', id: 'bigint', currency: 'text', email: 'text', email_lower: 'text', ref: 'text', total: 'bigint', subtotal: 'bigint',
   amount_shipping: 'bigint', amount_giftcard: 'bigint', amount_tax: 'bigint', cancelled_at: 'text', cancelled_us: 'bigint', processed_at: 'text',
   processed_us: 'bigint', is_fulfilled: 'smallint', is_refunded: 'smallint', is_paid: 'smallint', customer_id: 'bigint', customer_link_us: 'bigint',
   customer_snapshot_us: 'bigint', customer_snapshots: 'text', updated_at: 'text', updated_us: 'bigint', arrival_us: 'bigint',
@@ -225,24 +225,24 @@ export const ORDER_COLUMNS = columns<Insertable<OrdersTable>>({
 })
 
 export const LEDGER_COLUMNS = columns<Omit<Insertable<LedgerTable>, 'id'>>({
-  shop_id: 'integer', order_id: 'bigint', customer_id: 'bigint', guest_email: 'text', points: 'bigint', reason: 'text', amount_minor: 'bigint',
+  shop_id: 'bigint', order_id: 'bigint', customer_id: 'bigint', guest_email: 'text', points: 'bigint', reason: 'text', amount_minor: 'bigint',
   currency: 'text', rate: 'text', rule_version: 'integer', created_at: 'text', available_at: 'text', available_us: 'bigint', redemption_id: 'text',
   debt: 'smallint', adjustment_id: 'text',
 })
 
 export const EVENT_COLUMNS = columns<Insertable<EventsTable>>({
-  id: 'text', shop_id: 'integer', topic: 'text', resource_id: 'bigint', customer_id: 'bigint', received_at: 'text', received_us: 'bigint',
+  id: 'text', shop_id: 'bigint', topic: 'text', resource_id: 'bigint', customer_id: 'bigint', received_at: 'text', received_us: 'bigint',
   body: 'bytea', headers: 'text', outcome: 'text', duplicate_of: 'text', errors: 'text', idem_key: 'text', replay_of: 'text',
 })
 
 export const REDEMPTION_COLUMNS = columns<Insertable<RedemptionsTable>>({
-  shop_id: 'integer', id: 'text', customer_id: 'bigint', points: 'bigint', reference: 'text', created_at: 'text', created_us: 'bigint',
+  shop_id: 'bigint', id: 'text', customer_id: 'bigint', points: 'bigint', reference: 'text', created_at: 'text', created_us: 'bigint',
   available_after: 'bigint', idem_key: 'text', request_hash: 'text', entries: 'text', cancelled_at: 'text', cancelled_us: 'bigint',
   cancel_available_after: 'bigint',
 })
 
 export const ADJUSTMENT_COLUMNS = columns<Insertable<AdjustmentsTable>>({
-  shop_id: 'integer', id: 'text', customer_id: 'bigint', points: 'bigint', reason: 'text', operator: 'text', created_at: 'text', created_us: 'bigint',
+  shop_id: 'bigint', id: 'text', customer_id: 'bigint', points: 'bigint', reason: 'text', operator: 'text', created_at: 'text', created_us: 'bigint',
   available_after: 'bigint', idem_key: 'text', request_hash: 'text',
 })
 

@@ -35,7 +35,7 @@ export function writePathV3(kind: 'sqlite' | 'postgres') {
         .createTable('feed')
         .addColumn('position', 'bigint', (c) => c.primaryKey())
         .addColumn('first_position', 'bigint', (c) => c.notNull())
-        .addColumn('shop_id', 'integer', (c) => c.notNull())
+        .addColumn('shop_id', 'bigint', (c) => c.notNull())
         .addColumn('created_us', 'bigint', (c) => c.notNull())
         .addColumn('entries', 'text', (c) => c.notNull())
         .execute()
