@@ -207,6 +207,7 @@ describe('sqlite: space comes back', () => {
   const pages = async (backend: Backend) => ({
     autoVacuum: Number((await sql<{ auto_vacuum: number }>`PRAGMA auto_vacuum`.execute(backend.db)).rows[0]!.auto_vacuum),
     count: Number((await sql<{ page_count: number }>`PRAGMA page_count`.execute(backend.db)).rows[0]!.page_count),
+    size: Number((await sql<{ page_size: number }>`PRAGMA page_size`.execute(backend.db)).rows[0]!.page_size),
     free: Number((await sql<{ freelist_count: number }>`PRAGMA freelist_count`.execute(backend.db)).rows[0]!.freelist_count),
   })
   const fill = async (t: TestApp) => {
@@ -228,8 +229,8 @@ describe('sqlite: space comes back', () => {
       assert.equal(run.code, 0, run.stderr)
       const after = await pages(side)
       assert.equal(after.free, 0)
-      // 600 bodies of 2 KB were about 300 pages.
-      assert.ok(after.count < before.count - 250, `${before.count} pages before, ${after.count} after`)
+      // 600 bodies of 2 KB were about 1.2 MB.
+      assert.ok(after.count * after.size < before.count * before.size - 1_000_000, `${before.count} pages of ${before.size} bytes before, ${after.count} after`)
     } finally {
       await side.close()
       await t.close()
@@ -264,13 +265,14 @@ describe('sqlite: space comes back', () => {
 
       const run = await runCli(['events', 'prune', '--older-than', '30', '--vacuum'], { DATABASE_URL: t.config.DATABASE_URL })
       assert.equal(run.code, 0, run.stderr)
-      assert.match(run.stdout, /the file was rewritten once, with incremental vacuum on from now/)
+      assert.match(run.stdout, /the file was rewritten once, with incremental vacuum on and pages of 1024 bytes from now/)
       const reopened = openBackend(t.config.DATABASE_URL)
       const after = await pages(reopened)
       await reopened.close()
       assert.equal(after.autoVacuum, 2)
+      assert.equal(after.size, 1024, 'the page size of new files')
       assert.equal(after.free, 0)
-      assert.ok(after.count < before.count - 250, `${before.count} pages before, ${after.count} after`)
+      assert.ok(after.count * after.size < before.count * before.size - 1_000_000, `${before.count} pages of ${before.size} bytes before, ${after.count} after`)
     } finally {
       if (!closed) await t.close()
       await database.drop()

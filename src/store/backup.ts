@@ -49,16 +49,20 @@ export async function backupSqlite(source: string, target: string, onStart: (tot
   }
 }
 
+/** The page size new files get (src/store/dialect-sqlite.ts); a rewrite gives it to an older file. */
+export const PAGE_SIZE = 1024
+
 /**
  * Gives every free page of the SQLite file at `path` back to the file system. A file made before
- * incremental vacuum is rewritten once with it on: that needs the file to itself (leaving WAL mode
- * for the VACUUM, which cannot change the mode in WAL), so the service must be stopped.
+ * incremental vacuum, or with another page size, is rewritten once with both as new files have
+ * them: that needs the file to itself (leaving WAL mode for the VACUUM, which cannot change either
+ * in WAL), so the service must be stopped.
  */
 export function vacuumSqlite(path: string): string {
   const db = new Database(path, { fileMustExist: true })
   try {
     db.pragma('busy_timeout = 5000')
-    if (db.pragma('auto_vacuum', { simple: true }) === 2) {
+    if (db.pragma('auto_vacuum', { simple: true }) === 2 && db.pragma('page_size', { simple: true }) === PAGE_SIZE) {
       db.exec('PRAGMA incremental_vacuum')
       db.pragma('wal_checkpoint(TRUNCATE)')
       return 'incremental vacuum was on already; every free page was given back'
@@ -69,12 +73,13 @@ export function vacuumSqlite(path: string): string {
       throw new Error(`the database is in use (${(err as Error).message}): stop the service, then run this again`)
     }
     try {
+      db.exec(`PRAGMA page_size = ${PAGE_SIZE}`)
       db.exec('PRAGMA auto_vacuum = INCREMENTAL')
       db.exec('VACUUM')
     } finally {
       db.pragma('journal_mode = WAL')
     }
-    return 'the file was rewritten once, with incremental vacuum on from now'
+    return `the file was rewritten once, with incremental vacuum on and pages of ${PAGE_SIZE} bytes from now`
   } finally {
     db.close()
   }
