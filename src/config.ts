@@ -31,7 +31,7 @@ export const ConfigSchema = Type.Object({
   /** Most webhooks waiting for the writer before new ones get a 503. */
   WRITER_MAX_QUEUE: Type.Integer({ minimum: 1, default: 10_000 }),
   /** PostgreSQL: batches committing at once on separate connections (SQLite always commits one at a time). */
-  WRITER_LANES: Type.Integer({ minimum: 1, maximum: 32, default: 4 }),
+  WRITER_LANES: Type.Integer({ minimum: 1, maximum: 32, default: 1 }),
   /** Seconds a sender is told to wait in Retry-After on a 503. */
   RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, default: 5 }),
   /** Milliseconds to wait for a PostgreSQL connection or statement before answering 503. */
