@@ -69,10 +69,13 @@ export const ALLOWED: AllowedRange[] = [
     shape: { postgres: /^Seq Scan on shops\b/, sqlite: /^SCAN shops$/ },
   },
   {
-    why: 'A shop\'s customers in the console, newest first: a page of the shop\'s range of its primary key.',
+    why: 'A shop\'s customers in the console, newest first: a page of its primary key. On PostgreSQL the key leads with the id (migration 0010, so that no index of customers leads with the shop for a lookup to take): the page walks the ids down, other shops\' customers among them checked and left.',
     statement: /^select \* from "customers" where "shop_id" = \S+ (and "id" < \S+ )?order by "id" desc limit \S+$/,
     table: 'customers',
-    shape: { postgres: pgRange('customers_pk', 'customers', 'shop_id = '), sqlite: /^SEARCH customers USING INDEX sqlite_autoindex_customers_1 \(shop_id=\?( AND id<\?)?\)$/ },
+    shape: {
+      postgres: /^Index Scan Backward using customers_pk on customers\s+Index Cond: \(+(id < \$2\) AND \()?shop_id = \$1\)/,
+      sqlite: /^SEARCH customers USING INDEX sqlite_autoindex_customers_1 \(shop_id=\?( AND id<\?)?\)$/,
+    },
   },
   {
     why: 'A shop\'s API keys in the console, newest first. api_keys has no index by shop (an index (shop_id, id) would make this a range of the shop): the page walks every shop\'s keys, a few per shop, written by operators.',
@@ -110,7 +113,7 @@ export const ALLOWED: AllowedRange[] = [
     why: 'Pruning deletes the events it took, within the span of receive times it read them from (src/store/prune.ts).',
     statement: /^delete from "events" where "received_us" >= \S+ and "received_us" <= \S+ and "id"/,
     table: 'events',
-    shape: { postgres: /^Index Scan using events_received on events\s+Index Cond: \(\(received_us >= \$1\) AND \(received_us <= \$2\)\)/ },
+    shape: { postgres: /^(Index Scan using events_received on events\s+Index Cond|Bitmap Heap Scan using events_received on events\s+Recheck Cond): \(\(received_us >= \$1\) AND \(received_us <= \$2\)\)/ },
   },
   {
     why: 'The oldest event\'s receive time (the storage sample, the prune status): the first entry of the receive-time index.',
@@ -142,10 +145,10 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: 'A points rebuild walks a shop\'s orders by id, 500 at a time: pages of the shop\'s range of the primary key (src/loyalty/rebuild.ts).',
+    why: 'A points rebuild walks a shop\'s orders by id, 500 at a time: pages of the primary key (src/loyalty/rebuild.ts); on PostgreSQL it leads with the id (migration 0010), other shops\' orders among them checked and left.',
     statement: /^select "id" from "orders" where "shop_id" = \S+ and "id" > \S+ order by "id" limit \S+$/,
     table: 'orders',
-    shape: { postgres: pgRange('orders_pk', 'orders', 'shop_id = \\$1\\) AND \\(id > '), sqlite: /^SEARCH orders USING COVERING INDEX sqlite_autoindex_orders_1 \(shop_id=\? AND id>\?\)$/ },
+    shape: { postgres: pgRange('orders_pk', 'orders', 'id > \\$2\\) AND \\(shop_id = \\$1'), sqlite: /^SEARCH orders USING COVERING INDEX sqlite_autoindex_orders_1 \(shop_id=\? AND id>\?\)$/ },
   },
   {
     why: 'A points rebuild walks a shop\'s customers with entries, 500 at a time: pages of the shop\'s range of ledger_customer (src/loyalty/rebuild.ts).',
