@@ -37,8 +37,10 @@ const { values: args } = parseArgs({
     workers: { type: 'string', default: '1' },
     'wal-seconds': { type: 'string', default: '5' },
     'pg-stats': { type: 'boolean', default: false },
+    repeat: { type: 'string', default: '1' },
   },
 })
+const repeat = Number(args.repeat)
 const walSeconds = Number(args['wal-seconds'])
 const pgStats = args['pg-stats'] === true
 const workerCount = Number(args.workers)
@@ -52,13 +54,15 @@ const unknown = only.filter((t) => !TARGETS.includes(t))
 if (
   unknown.length > 0 || !(duration > 0) || !(preloadCount >= 0) || !(threads >= 1) || !(connections >= threads) ||
   !(prunePercent >= 0 && prunePercent <= 100) || (prunePercent > 0 && preloadCount === 0) ||
-  !(Number.isInteger(workerCount) && workerCount >= 1 && workerCount <= 256) || !(walSeconds >= 0)
+  !(Number.isInteger(workerCount) && workerCount >= 1 && workerCount <= 256) || !(walSeconds >= 0) ||
+  !(Number.isInteger(repeat) && repeat >= 1 && repeat <= 100) || (repeat > 1 && prunePercent > 0)
 ) {
   process.stderr.write(
-    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}] [--workers N] [--wal-seconds S] [--pg-stats]\n` +
+    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}] [--workers N] [--wal-seconds S] [--pg-stats] [--repeat N]\n` +
       '  every target: CPU µs per webhook (service threads; PostgreSQL backends and server), bytes written, batch size, statements and round trips per batch\n' +
       '  --wal-seconds S: after SQLite\'s timed run, S seconds more with the WAL held, for its pages written per table and index (default 5; 0: none)\n' +
-      '  --pg-stats: PostgreSQL on a cluster of the bench\'s own with pg_stat_statements, whose top 20 statements the results keep\n',
+      '  --pg-stats: PostgreSQL on a cluster of the bench\'s own with pg_stat_statements, whose top 20 statements the results keep\n' +
+      '  --repeat N: drive each database N times in a row, on the same service and data (its tables grow), each run --duration S\n',
   )
   process.exit(2)
 }
@@ -85,6 +89,8 @@ interface Result extends LoadResult {
   wal_pages?: WalPhase
   /** --pg-stats: pg_stat_statements over the timed run, the top 20 by total execution time. */
   pg_statements?: StatementStats[]
+  /** --repeat N: the runs after the first, on the same service and data, in order. */
+  repeats?: (LoadResult & { costs: Costs })[]
 }
 
 interface PruningReport {
@@ -156,6 +162,19 @@ async function measure(target: Target, label: string): Promise<Result> {
       ...(service.preloadRate ? { preload_events_per_s: service.preloadRate } : {}),
       costs,
       ...(pg_statements ? { pg_statements } : {}),
+    }
+    if (target !== 'ceiling' && repeat > 1) {
+      result.repeats = []
+      for (let i = 2; i <= repeat; i++) {
+        // A pool of its own each time: its timestamps newer than the rows stored, as the first run's were.
+        const more = new RequestPool({ size, threads, port: service.port, key: service.key })
+        try {
+          const again = await timedLoad(service, target, `${label} (run ${i} of ${repeat})`, more)
+          result.repeats.push({ ...again.load, costs: again.costs })
+        } finally {
+          more.remove()
+        }
+      }
     }
     if (target === 'sqlite' && walSeconds > 0) {
       result.wal_pages = await measureWalPages({
@@ -304,6 +323,14 @@ console.table(
     'preload events/s': r.preload_events_per_s ?? '',
   })),
 )
+for (const r of results.filter((r) => r.repeats)) {
+  const runs = [r, ...r.repeats!]
+  const rates = runs.map((x) => x.requests_per_second)
+  console.log(
+    `${r.target}: ${runs.length} runs of ${duration} s in a row on the same data: req/s ${rates.join(', ')}; ` +
+      `service CPU µs per webhook ${runs.map((x) => x.costs?.service_cpu_us ?? '?').join(', ')}; last over first ${Math.round((rates[rates.length - 1]! / rates[0]!) * 100) / 100}`,
+  )
+}
 for (const r of results.filter((r) => r.pruning)) {
   const p = r.pruning!
   console.log(
@@ -331,7 +358,7 @@ writeFileSync(
   file,
   JSON.stringify(
     {
-      date: new Date().toISOString(), generator: wrk, duration_s: duration, connections, threads, preload: preloadCount, workers: workerCount,
+      date: new Date().toISOString(), generator: wrk, duration_s: duration, connections, threads, preload: preloadCount, workers: workerCount, repeat,
       ...(prunePercent > 0 ? { prune_percent: prunePercent } : {}),
       wal_seconds: walSeconds,
       // Where the postgres target ran: the test server, or (--pg-stats) a cluster of the bench's own with its settings.
