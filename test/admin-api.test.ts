@@ -267,6 +267,32 @@ forEachDatabase((kind) => {
       problem(await admin.post(`/v3/admin/shops/${other.name}/keys/${k.id}/revoke`), 404, 'not-found')
       problem(await admin.post('/v3/admin/shops/no-such-shop/keys'), 404, 'not-found')
     })
+
+    test('create takes no body or a JSON object; any other body is a 400 malformed-json and mints no key', async () => {
+      const s = await shop('keys-body')
+      const count = async () => (await admin.get(`/v3/admin/shops/${s.name}/keys`)).json().items.length
+      const before = await count()
+      const send = (payload: string | Buffer, contentType = 'application/json') =>
+        t.app.inject({ method: 'POST', url: `/v3/admin/shops/${s.name}/keys`, headers: { authorization: basic(operatorKey), 'content-type': contentType }, payload })
+      for (const [payload, detail] of [
+        ['{', /not valid JSON/],
+        ['null', /a JSON object/],
+        ['[]', /a JSON object/],
+        ['"key"', /a JSON object/],
+        [Buffer.from([0x7b, 0xff, 0x7d]), /not valid UTF-8/],
+      ] as const) {
+        const res = await send(payload)
+        assert.match(String(problem(res, 400, 'malformed-json').detail), detail, String(payload))
+      }
+      problem(await send('{}', 'text/plain'), 415, 'unsupported-media-type')
+      assert.equal(await count(), before, 'no key was minted')
+      // The body is optional (the dashboard sends none); an empty one or an object creates the key.
+      assert.equal((await admin.post(`/v3/admin/shops/${s.name}/keys`)).statusCode, 201)
+      assert.equal((await send('')).statusCode, 201)
+      assert.equal((await send('{}')).statusCode, 201)
+      assert.equal((await send('{"note":"ignored"}')).statusCode, 201)
+      assert.equal(await count(), before + 4)
+    })
   })
 
   describe('adjustments', () => {
