@@ -116,11 +116,11 @@ export const AdminCustomer = Type.Object({
 })
 export const AdminCustomerList = list(AdminCustomerSummary, 'newest id first')
 export const CustomersQuery = Type.Object({
-  email: Type.Optional(Type.String({ minLength: 1, maxLength: 320, description: 'an e-mail address (case-insensitive); a deleted customer is found by the e-mail erased with them' })),
+  email: Type.Optional(Type.String({ ...Text, minLength: 1, maxLength: 320, description: 'an e-mail address (case-insensitive), without NUL characters; a deleted customer is found by the e-mail erased with them' })),
   limit: Limit,
   cursor: Cursor,
 })
-export const GuestQuery = Type.Object({ email: Type.String({ minLength: 1, maxLength: 320, description: 'the guest\'s e-mail address (case-insensitive)' }) })
+export const GuestQuery = Type.Object({ email: Type.String({ ...Text, minLength: 1, maxLength: 320, description: 'the guest\'s e-mail address (case-insensitive), without NUL characters' }) })
 export const AdminGuest = Type.Object({
   email: Type.String({ description: 'as asked, lower-cased' }),
   points: Type.Object({
