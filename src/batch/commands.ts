@@ -87,6 +87,8 @@ export type CommandOutcome =
   | { status: 'redeemed'; redemption: RedemptionView; replayed: boolean }
   | { status: 'cancelled'; redemption: RedemptionView }
   | { status: 'insufficient-points'; available: number }
+  /** An adjustment or a cancel would take the customer's points (available and pending) past `limit`. */
+  | { status: 'points-limit'; held: number; limit: number }
   | { status: 'not-found'; detail: string }
   | { status: 'idempotency-conflict' }
   | { status: 'settled'; expired: number }

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox'
+import { ADJUSTMENT_POINTS_MAX } from '../loyalty/points-limits.ts'
 import { Text } from './common.ts'
 import { problemResponses, type ProblemStatus } from './problems.ts'
 import { CustomerView, LedgerEntryView, OrderView } from './resources.ts'
@@ -131,7 +132,10 @@ export const AdminGuest = Type.Object({
 })
 
 export const AdjustmentBody = Type.Object({
-  points: Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER, not: { const: 0 }, description: 'a non-zero integer: points to add (positive) or take (negative)' }),
+  points: Type.Integer({
+    minimum: -ADJUSTMENT_POINTS_MAX, maximum: ADJUSTMENT_POINTS_MAX, not: { const: 0 },
+    description: `a non-zero integer from -${ADJUSTMENT_POINTS_MAX} to ${ADJUSTMENT_POINTS_MAX}, written exactly: points to add (positive) or take (negative)`,
+  }),
   reason: Type.String({ ...Text, minLength: 1, maxLength: 500, description: 'why, 1 to 500 characters without NUL characters or unpaired surrogates' }),
 }, { additionalProperties: true })
 export const AdjustmentView = Type.Object({
