@@ -331,13 +331,14 @@ forEachDatabase((kind) => {
       assert.equal((await t.get('/v3/customers/1/points', s.key)).json().available, 10)
     })
 
-    test('Idempotency-Key: the same key and body answer the first result (200); another body is a 409', async () => {
+    test('Idempotency-Key: the same key and body answer the first result (200); another body (other points, another reason) is a 409', async () => {
       const s = await customerWith('adjust-idem', '10.00')
       const headers = { 'idempotency-key': 'adj-1' }
       const [a, b] = await Promise.all([adjust(s, { points: 3, reason: 'r' }, headers), adjust(s, { points: 3, reason: 'r' }, headers)])
       assert.deepEqual([a.statusCode, b.statusCode].sort(), [200, 201])
       assert.deepEqual(a.json(), b.json())
       problem(await adjust(s, { points: 4, reason: 'r' }, headers), 409, 'idempotency-key-reused')
+      problem(await adjust(s, { points: 3, reason: 'another reason' }, headers), 409, 'idempotency-key-reused')
       assert.equal((await t.get('/v3/customers/1/points', s.key)).json().available, 13, 'applied once')
     })
 
