@@ -1,17 +1,21 @@
 import type { FieldError } from '../domain/webhook.ts'
 
 // JSON.parse rounds numbers to doubles before validation sees them, so
-// {"id": 3.00000000000000001} would pass as the integer 3. The raw text of
-// the number JSON.parse put at each id is found here and must be an exact
-// integer. The key is matched as JSON.parse reads it ("\u0069d" is "id"), and
-// a repeated key counts as JSON.parse counts it: the last one wins.
+// {"id": 3.00000000000000001} would pass as the integer 3, and a redemption of
+// {"points": 10.0000000000000001} as 10. The raw text of the number JSON.parse
+// put at each integer field is found here and must be an exact integer. The key
+// is matched as JSON.parse reads it ("\u0069d" is "id"), and a repeated key
+// counts as JSON.parse counts it: the last one wins.
 //
 // The text has already been parsed, so it is valid JSON: the scan only walks
 // the top-level object (and the embedded customer), and skips every other
 // value by its brackets and strings, without recursion, in one pass.
 
-/** The ids checked: the body's, and the embedded customer's when the route's body has one. */
-export type IdPointer = '/id' | '/customer/id'
+/**
+ * The integer fields checked: members of the body (`/id`, `/points`) and of its embedded
+ * customer (`/customer/id`), as the route's body schema declares them.
+ */
+export type IntegerPointer = `/${string}`
 
 /** True when the JSON number text denotes a mathematical integer (3, 3.0, 30e-1; not 3.00000000000000001). */
 export function isExactInteger(text: string): boolean {
@@ -31,32 +35,36 @@ export function isExactInteger(text: string): boolean {
  * The raw text of the number at each pointer, as JSON.parse would place it; a
  * pointer is absent when its value is missing or not a number.
  */
-export function idNumberTexts(text: string, pointers: readonly IdPointer[]): Partial<Record<IdPointer, string>> {
-  const found: Partial<Record<IdPointer, string>> = {}
+export function integerTexts(text: string, pointers: readonly IntegerPointer[]): Partial<Record<IntegerPointer, string>> {
+  const found: Partial<Record<IntegerPointer, string>> = {}
   const start = skipSpace(text, 0)
   if (text[start] !== '{') return found
+  const inCustomer = pointers.filter((p) => p.startsWith('/customer/'))
   walkObject(text, start, (key, at) => {
-    if (key === 'id' && pointers.includes('/id')) setOrClear(found, '/id', numberAt(text, at))
-    if (key === 'customer' && pointers.includes('/customer/id')) {
-      let inner: string | undefined
+    if (key === 'customer' && inCustomer.length > 0) {
+      // A later "customer" replaces an earlier one, as JSON.parse does: its fields start afresh.
+      const inner: Partial<Record<IntegerPointer, string>> = {}
       const end =
         text[at] === '{'
           ? walkObject(text, at, (k, a) => {
-              if (k === 'id') inner = numberAt(text, a)
+              const pointer: IntegerPointer = `/customer/${k}`
+              if (inCustomer.includes(pointer)) inner[pointer] = numberAt(text, a)
               return skipValue(text, a)
             })
           : skipValue(text, at)
-      setOrClear(found, '/customer/id', inner)
+      for (const pointer of inCustomer) setOrClear(found, pointer, inner[pointer])
       return end
     }
+    const pointer: IntegerPointer = `/${key}`
+    if (pointers.includes(pointer)) setOrClear(found, pointer, numberAt(text, at))
     return skipValue(text, at)
   })
   return found
 }
 
-/** A 422 error for each id whose raw text is a number but not exactly an integer. */
-export function inexactIdErrors(text: string, pointers: readonly IdPointer[]): FieldError[] {
-  return Object.entries(idNumberTexts(text, pointers))
+/** A 422 error for each integer field whose raw text is a number but not exactly an integer. */
+export function inexactIntegerErrors(text: string, pointers: readonly IntegerPointer[]): FieldError[] {
+  return (Object.entries(integerTexts(text, pointers)) as [IntegerPointer, string][])
     .filter(([, token]) => !isExactInteger(token))
     .map(([pointer, token]) => ({
       pointer,
@@ -64,7 +72,7 @@ export function inexactIdErrors(text: string, pointers: readonly IdPointer[]): F
     }))
 }
 
-function setOrClear(found: Partial<Record<IdPointer, string>>, pointer: IdPointer, token: string | undefined): void {
+function setOrClear(found: Partial<Record<IntegerPointer, string>>, pointer: IntegerPointer, token: string | undefined): void {
   if (token === undefined) delete found[pointer]
   else found[pointer] = token
 }
