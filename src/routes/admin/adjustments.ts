@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { v7 as uuidv7 } from 'uuid'
+import { uuidv7 } from '../../http/uuid-v7.ts'
+import type { CommandOutcome } from '../../batch/commands.ts'
 import { MalformedBody } from '../../http/json-body.ts'
 import { pointsLimitProblem, ProblemError, sendProblem, unavailable } from '../../http/problem.ts'
 import { fieldErrors, firstErrors } from '../../http/validation.ts'
