@@ -13,7 +13,7 @@ export const TARGETS = {
   'src/domain/time.ts': ['src/domain/time.test.ts'],
   'src/domain/merge.ts': ['src/domain/merge.test.ts', 'src/domain/merge-rules.test.ts'],
   'src/loyalty/rule.ts': ['src/loyalty/rule.test.ts'],
-  'src/loyalty/points.ts': ['src/loyalty/points.test.ts'],
+  'src/loyalty/points.ts': ['src/loyalty/points.test.ts', 'src/loyalty/points-cap.test.ts'],
   'src/loyalty/ledger-plan.ts': ['src/loyalty/ledger-plan.test.ts'],
   'src/batch/decide.ts': ['src/batch/decide.test.ts', 'src/batch/decide-rules.test.ts', 'src/batch/decide-settle.test.ts', 'src/batch/decide-redact.test.ts'],
 }

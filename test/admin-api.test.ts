@@ -304,6 +304,32 @@ forEachDatabase((kind) => {
       problem(await admin.post(`/v3/admin/shops/${other.name}/keys/${k.id}/revoke`), 404, 'not-found')
       problem(await admin.post('/v3/admin/shops/no-such-shop/keys'), 404, 'not-found')
     })
+
+    test('create takes no body or a JSON object; any other body is a 400 malformed-json and mints no key', async () => {
+      const s = await shop('keys-body')
+      const count = async () => (await admin.get(`/v3/admin/shops/${s.name}/keys`)).json().items.length
+      const before = await count()
+      const send = (payload: string | Buffer, contentType = 'application/json') =>
+        t.app.inject({ method: 'POST', url: `/v3/admin/shops/${s.name}/keys`, headers: { authorization: basic(operatorKey), 'content-type': contentType }, payload })
+      for (const [payload, detail] of [
+        ['{', /not valid JSON/],
+        ['null', /a JSON object/],
+        ['[]', /a JSON object/],
+        ['"key"', /a JSON object/],
+        [Buffer.from([0x7b, 0xff, 0x7d]), /not valid UTF-8/],
+      ] as const) {
+        const res = await send(payload)
+        assert.match(String(problem(res, 400, 'malformed-json').detail), detail, String(payload))
+      }
+      problem(await send('{}', 'text/plain'), 415, 'unsupported-media-type')
+      assert.equal(await count(), before, 'no key was minted')
+      // The body is optional (the dashboard sends none); an empty one or an object creates the key.
+      assert.equal((await admin.post(`/v3/admin/shops/${s.name}/keys`)).statusCode, 201)
+      assert.equal((await send('')).statusCode, 201)
+      assert.equal((await send('{}')).statusCode, 201)
+      assert.equal((await send('{"note":"ignored"}')).statusCode, 201)
+      assert.equal(await count(), before + 4)
+    })
   })
 
   describe('adjustments', () => {
@@ -342,13 +368,14 @@ forEachDatabase((kind) => {
       assert.equal((await t.get('/v3/customers/1/points', s.key)).json().available, 10)
     })
 
-    test('Idempotency-Key: the same key and body answer the first result (200); another body is a 409', async () => {
+    test('Idempotency-Key: the same key and body answer the first result (200); another body (other points, another reason) is a 409', async () => {
       const s = await customerWith('adjust-idem', '10.00')
       const headers = { 'idempotency-key': 'adj-1' }
       const [a, b] = await Promise.all([adjust(s, { points: 3, reason: 'r' }, headers), adjust(s, { points: 3, reason: 'r' }, headers)])
       assert.deepEqual([a.statusCode, b.statusCode].sort(), [200, 201])
       assert.deepEqual(a.json(), b.json())
       problem(await adjust(s, { points: 4, reason: 'r' }, headers), 409, 'idempotency-key-reused')
+      problem(await adjust(s, { points: 3, reason: 'another reason' }, headers), 409, 'idempotency-key-reused')
       assert.equal((await t.get('/v3/customers/1/points', s.key)).json().available, 13, 'applied once')
     })
 

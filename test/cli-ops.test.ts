@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { openBackend } from '../src/store/database.ts'
 import { listKeys } from '../src/store/keys-repo.ts'
 import { createTestDatabase, forEachDatabase, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
 import { listen } from './support/raw-http.ts'
@@ -73,6 +74,29 @@ describe('the command line (SQLite)', () => {
     fails(attempts, /from 1 to 20/)
     const afterwards = JSON.parse((await cli(['rules', 'show', '--shop', 'rules-shop'], env)).stdout)
     assert.equal(afterwards.version, before.version)
+  })
+
+  test('events prune --older-than 0 is refused with the reason (EVENT_RETENTION_DAYS=0 keeps every event), and deletes nothing', async () => {
+    assert.equal((await cli(['keys', 'create', '--shop', 'prune-zero'], env)).code, 0) // migrates the database
+    const backend = openBackend(database.url)
+    try {
+      // An event received a second ago: a period of 0 days would take it.
+      await backend.db.insertInto('events').values({
+        id: 'evt-prune-zero', shop_id: 1, topic: 'customer/hook_created', resource_id: 1, customer_id: 1, received_at: '2024-01-01T00:00:00Z',
+        received_us: Date.now() * 1000 - 1_000_000, body: Buffer.from('{"id":1}'), headers: '{}', outcome: 'applied', duplicate_of: null, errors: null,
+      } as never).execute()
+      for (const zero of ['0', '0.0', '0.00']) {
+        const [dry, run] = await Promise.all([cli(['events', 'prune', '--older-than', zero, '--dry-run'], env), cli(['events', 'prune', '--older-than', zero], env)])
+        for (const r of [dry, run]) fails(r, /--older-than 0 would delete every event.*EVENT_RETENTION_DAYS=0 keeps every event.*above 0/)
+      }
+      const left = await backend.db.selectFrom('events').select('id').where('id', '=', 'evt-prune-zero').execute()
+      assert.equal(left.length, 1, 'nothing was deleted')
+      const small = await cli(['events', 'prune', '--older-than', '0.000001', '--dry-run'], env)
+      assert.equal(small.code, 0, small.stderr)
+      assert.match(small.stdout, /^1 event received before .* would be deleted/)
+    } finally {
+      await backend.close()
+    }
   })
 })
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
+import { issueKey } from '../src/keys/issue-key.ts'
+import { adminClient, newOperator } from './support/admin.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
 // Issue 2: "No input may produce a 5xx or crash the process. This includes NUL
@@ -81,6 +83,33 @@ forEachDatabase((kind) => {
     assertApplied(await t.post(ORDER_CREATED, { id, total: '1.00', is_paid: true }))
     assertPrototypesClean()
   }
+
+  describe('NUL and ids past int4 in paths and queries (every parameter of every route: test/fuzz-params.test.ts)', () => {
+    test('a NUL in a {shop} segment is a 404, a NUL in an e-mail query a 400, ids and cursors past 2^31 are lookups: never a 5xx', async () => {
+      const admin = adminClient(t, (await newOperator(t, `Hostile ${kind}`)).key)
+      await issueKey(t.app.services.backend.db, 'alpha')
+      const cases: [Promise<LightMyRequestResponse>, number, string][] = [
+        [admin.get('/v3/admin/shops/%00/customers'), 404, 'not-found'],
+        [admin.get('/v3/admin/shops/a%00b/keys'), 404, 'not-found'],
+        [admin.post('/v3/admin/shops/%00/keys'), 404, 'not-found'],
+        [admin.post('/v3/admin/shops/%00/customers/1/adjustments', { points: 1, reason: 'x' }), 404, 'not-found'],
+        [admin.get('/v3/admin/shops/alpha/customers?email=%00'), 400, 'malformed-request'],
+        [admin.get('/v3/admin/shops/alpha/guests?email=%00'), 400, 'malformed-request'],
+        [admin.get(`/v3/admin/events?cursor=${Buffer.from(JSON.stringify([1, '\u0000'])).toString('base64url')}`), 400, 'malformed-request'],
+        [admin.get(`/v3/admin/audit?cursor=${Buffer.from('[2147483648]').toString('base64url')}`), 200, ''],
+        [admin.post('/v3/admin/shops/alpha/keys/2147483648/revoke'), 404, 'not-found'],
+      ]
+      assertApplied(await t.post(CUSTOMER_CREATED, { id: 31 }))
+      cases.push([t.get('/v3/customers/31/points?cursor=2147483648'), 200, ''])
+      for (const [answer, status, type] of cases) {
+        const res = await answer
+        assert.equal(res.statusCode, status, `${res.statusCode}: ${res.body.slice(0, 200)}`)
+        if (type) assertHandled(res, [status])
+        if (type) assert.equal(res.json().type, `/problems/${type}`)
+      }
+      await stillServes()
+    })
+  })
 
   describe('NUL characters', () => {
     const knownFields: [string, (nul: string) => unknown, string][] = [

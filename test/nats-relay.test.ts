@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { AckPolicy, connect } from 'nats'
+import { AckPolicy, connect, type NatsConnection } from 'nats'
 import pg from 'pg'
 import { lockNumber, searchPathOf } from '../src/store/dialect-postgres.ts'
-import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, ORDER_CREATED, startTestApp, type TestDatabase } from './support/harness.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
 import { readStream, startNats, streamCount, type TestNats } from './support/nats.ts'
 import { createKey, killAllServers, request, startServerProcess, stopServerProcess, type ServerProcess } from './support/server-process.ts'
 
@@ -45,14 +45,20 @@ function conflicting(count: number, startMinute = 0): Hook[] {
   return hooks
 }
 
-/** Sends each hook to one of the live servers, `inFlight` at a time, again on a 503 or a lost connection (to another one). */
-async function send(hooks: Hook[], servers: () => ServerProcess[], key: string, inFlight = 8): Promise<void> {
+/**
+ * Sends each hook to one of the live servers, `inFlight` at a time, again on a 503 or a lost
+ * connection (to another one). Stops at once when `signal` aborts (its test has ended: failed or
+ * timed out), so that nothing of a test keeps running, and keeps the file from ending, after it.
+ */
+async function send(hooks: Hook[], servers: () => ServerProcess[], key: string, inFlight: number, signal: AbortSignal): Promise<void> {
   let next = 0
   await Promise.all(Array.from({ length: inFlight }, async () => {
     while (next < hooks.length) {
       const hook = hooks[next++]!
       for (let attempt = 1; ; attempt++) {
+        signal.throwIfAborted()
         const live = servers().filter((s) => !s.hasExited())
+        if (live.length === 0) throw new Error('no server process left to send to')
         const server = live[Math.floor(Math.random() * live.length)]!
         const res = await request(server.port, {
           method: 'POST', path: hook.path, agent: false, body: JSON.stringify(hook.body), timeoutMs: 20_000,
@@ -89,10 +95,11 @@ async function query<R extends pg.QueryResultRow>(url: string, text: string, val
   }
 }
 
-/** Waits until the relay's progress has reached the last position. */
-async function settled(url: string, natsUrl: string, timeoutMs = 120_000): Promise<void> {
+/** Waits until the relay's progress has reached the last position (or `signal` aborts). */
+async function settled(url: string, natsUrl: string, signal: AbortSignal, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
+    signal.throwIfAborted()
     // Positions are consecutive from 1: the last is how many entries there are.
     const [row] = await query<{ total: number; last: number | null; relayed: number | null }>(url, `
       SELECT coalesce(max(position), 0)::int AS total, max(position)::int AS last,
@@ -104,8 +111,8 @@ async function settled(url: string, natsUrl: string, timeoutMs = 120_000): Promi
 }
 
 /** The feed (over HTTP) and the stream each hold every change once, in one order, consistent with each resource's history. */
-async function verify(url: string, natsUrl: string, port: number, key: string, shopId: number): Promise<{ entries: number }> {
-  await settled(url, natsUrl)
+async function verify(url: string, natsUrl: string, port: number, key: string, shopId: number, signal: AbortSignal): Promise<{ entries: number }> {
+  await settled(url, natsUrl, signal)
   const feed = await readFeed(port, key)
   const ids = feed.map((e) => e.id)
   assert.equal(new Set(ids).size, ids.length, 'no entry twice in the feed')
@@ -163,16 +170,18 @@ describe('postgres', () => {
     ;({ key, shopId } = await createKey(db.url, 'relay'))
   }
 
-  test('three processes, conflicting webhooks to all: the feed and the stream each hold every change once, in order', { timeout: TIMEOUT }, async () => {
+  test('three processes, conflicting webhooks to all: the feed and the stream each hold every change once, in order', { timeout: TIMEOUT }, async ({ signal }) => {
     await fresh()
+    let reader: Promise<void> | undefined
     try {
       for (let i = 0; i < 3; i++) servers.push(await startServerProcess(db.url, key, env()))
       // A reader long-polling one process while all three commit: it must see the final feed, no entry skipped or repeated.
       let flowing = true
       const seen: Entry[] = []
-      const reader = (async () => {
+      reader = (async () => {
         let after = 0
         for (;;) {
+          signal.throwIfAborted()
           const res = await request(servers[2]!.port, { method: 'GET', path: `/v3/changes?after=${after}&limit=13&wait=1`, agent: false, headers: { authorization: basic(key) } })
           assert.equal(res.status, 200, res.body)
           const page = JSON.parse(res.body!) as { changes: Entry[]; next_after: number }
@@ -181,8 +190,8 @@ describe('postgres', () => {
           if (!flowing && page.changes.length === 0) return
         }
       })()
-      await send(conflicting(400), () => servers, key, 12)
-      const { entries } = await verify(db.url, nats.url, servers[1]!.port, key, shopId)
+      await send(conflicting(400), () => servers, key, 12, signal)
+      const { entries } = await verify(db.url, nats.url, servers[1]!.port, key, shopId, signal)
       flowing = false
       await reader
       assert.deepEqual(seen.map((e) => e.id), (await readFeed(servers[0]!.port, key)).map((e) => e.id), 'a reader during the flow saw every entry once, in order')
@@ -201,17 +210,19 @@ describe('postgres', () => {
       for (const s of servers) await stopServerProcess(s)
     } finally {
       await killAllServers()
+      await reader?.catch(() => {}) // (its servers are gone: it ends, whatever it was doing)
       await db.drop()
     }
   })
 
-  test('NATS stopped while webhooks flow, then started again: nothing missing, nothing twice; /readyz stays 200 and shows it', { timeout: TIMEOUT }, async () => {
+  test('NATS stopped while webhooks flow, then started again: nothing missing, nothing twice; /readyz stays 200 and shows it', { timeout: TIMEOUT }, async ({ signal }) => {
     await fresh()
+    let flowing: Promise<void> | undefined
     try {
       for (let i = 0; i < 2; i++) servers.push(await startServerProcess(db.url, key, env()))
-      await send(conflicting(100), () => servers, key)
-      await settled(db.url, nats.url)
-      const flowing = send(conflicting(300, 1000), () => servers, key, 4)
+      await send(conflicting(100), () => servers, key, 8, signal)
+      await settled(db.url, nats.url, signal)
+      flowing = send(conflicting(300, 1000), () => servers, key, 4, signal)
       await sleep(300)
       await nats.stop()
       await sleep(2500)
@@ -227,39 +238,51 @@ describe('postgres', () => {
       const backlog = (await query<{ n: number }>(db.url, 'SELECT coalesce(max(position), 0)::int - coalesce((SELECT max(position) FROM change_relay), 0)::int AS n FROM feed'))[0]!.n
       const restarted = Date.now()
       await nats.start()
-      await settled(db.url, nats.url)
+      await settled(db.url, nats.url, signal)
       console.log(`# NATS back: a backlog of ${backlog} entries published in ${Date.now() - restarted} ms (reconnect included)`)
-      await verify(db.url, nats.url, servers[0]!.port, key, shopId)
+      await verify(db.url, nats.url, servers[0]!.port, key, shopId, signal)
       for (const s of servers) await stopServerProcess(s)
     } finally {
       await killAllServers()
+      await flowing?.catch(() => {}) // (no server left: it ends at once)
       await db.drop()
     }
   })
 
-  test('the publishing process SIGKILLed mid-round: another takes over; nothing missing, nothing twice in the stream', { timeout: TIMEOUT }, async () => {
+  test('the publishing process SIGKILLed mid-round: another takes over; nothing missing, nothing twice in the stream', { timeout: TIMEOUT }, async ({ signal }) => {
     await fresh()
     try {
       for (let i = 0; i < 2; i++) servers.push(await startServerProcess(db.url, key, env()))
       // A backlog while NATS is down, so that the relay is in the middle of a round when its process dies.
       await nats.stop()
-      await send(conflicting(1200), () => servers, key, 12)
+      await send(conflicting(1200), () => servers, key, 12, signal)
       const [{ n: total }] = (await query<{ n: number }>(db.url, 'SELECT coalesce(max(position), 0)::int AS n FROM feed')) as [{ n: number }]
       await nats.start()
-      const deadline = Date.now() + 60_000
+      // NATS is frozen the moment the first entry reaches it: the publisher then waits on it in the
+      // middle of its round, and cannot finish the backlog before it is killed, however slow this
+      // test (or the machine) is to find and kill it. (A poll of the stream instead saw the first
+      // entry when the publisher was three rounds on, and a slower poll could find it done.)
+      const watcher = await connect({ servers: nats.url })
       let leader: ServerProcess | undefined
-      while (!leader && Date.now() < deadline) leader = await publisher(db.url, servers)
-      assert.ok(leader, 'a process took the relay\'s lock')
-      while ((await streamCount(nats.url, STREAM)) === 0 && Date.now() < deadline) await sleep(5)
-      leader.child.kill('SIGKILL')
-      await leader.exited
+      try {
+        const first = new Promise<void>((resolve) => watcher.subscribe('shop-intake.>', { max: 1, callback: () => (nats.freeze(), resolve()) }))
+        await watcher.flush()
+        const deadline = Date.now() + 60_000
+        await Promise.race([first, new Promise((_, reject) => setTimeout(() => reject(new Error('no entry reached NATS within 60 s')), 60_000).unref())])
+        while (!leader && Date.now() < deadline && !signal.aborted) leader = await publisher(db.url, servers)
+        assert.ok(leader, 'a process holds the relay\'s lock, waiting on NATS')
+        leader.child.kill('SIGKILL')
+        await leader.exited
+      } finally {
+        nats.thaw()
+        await watcher.close().catch(() => {})
+      }
       const [progress] = await query<{ position: number | null }>(db.url, 'SELECT max(position)::int AS position FROM change_relay')
-      const inStream = await streamCount(nats.url, STREAM)
-      console.log(`# killed the publisher with ${inStream} of ${total} entries in the stream, progress stored up to ${progress?.position ?? 0}`)
-      assert.ok(inStream < total, 'it died before the relay was done')
+      console.log(`# killed the publisher mid-round, progress stored up to ${progress?.position ?? 0} of ${total} entries`)
+      assert.ok((progress?.position ?? 0) < total, 'it died before the relay was done')
       const survivor = servers.find((s) => s !== leader)!
-      await send(conflicting(50, 5000), () => [survivor], key)
-      await verify(db.url, nats.url, survivor.port, key, shopId)
+      await send(conflicting(50, 5000), () => [survivor], key, 8, signal)
+      await verify(db.url, nats.url, survivor.port, key, shopId, signal)
       await stopServerProcess(survivor)
     } finally {
       await killAllServers()
@@ -284,58 +307,67 @@ async function publisher(url: string, servers: ServerProcess[]): Promise<ServerP
 }
 
 describe('sqlite', () => {
-  test('the relay publishes every entry once and resumes after a restart of the service', { timeout: TIMEOUT }, async () => {
+  test('the relay publishes every entry once and resumes after a restart of the service', { timeout: TIMEOUT }, async ({ signal }) => {
     const nats = await startNats()
     const database = await createTestDatabase('sqlite')
+    // The app (its relay reconnects to NATS for ever) and the consumer's connection are closed
+    // however the test ends: left open, either keeps the file from ending after a failure.
+    let app: TestApp | undefined
+    let consumerConnection: NatsConnection | undefined
     try {
       const overrides = { NATS_URL: nats.url, NATS_STREAM: STREAM }
-      let t = await startTestApp('sqlite', overrides, { database })
+      let t = (app = await startTestApp('sqlite', overrides, { database }))
       const post = (body: Record<string, unknown>) => t.post(CUSTOMER_CREATED, body)
       for (let i = 1; i <= 20; i++) assert.equal((await post({ id: i, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
       const deadline = Date.now() + 30_000
-      while ((await streamCount(nats.url, STREAM)) < 20 && Date.now() < deadline) await sleep(100)
+      while ((await streamCount(nats.url, STREAM)) < 20 && Date.now() < deadline && !signal.aborted) await sleep(100)
       assert.equal(await streamCount(nats.url, STREAM), 20)
+      app = undefined
       await t.app.close()
       await nats.stop()
-      t = await startTestApp('sqlite', overrides, { database })
+      t = app = await startTestApp('sqlite', overrides, { database })
       for (let i = 21; i <= 30; i++) assert.equal((await t.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
       const ready = await t.app.inject({ method: 'GET', url: '/readyz' })
       assert.equal(ready.statusCode, 200)
       assert.equal(ready.json().nats.connected, false)
       await nats.start()
-      while ((await streamCount(nats.url, STREAM)) < 30 && Date.now() < deadline + 30_000) await sleep(100)
+      while ((await streamCount(nats.url, STREAM)) < 30 && Date.now() < deadline + 30_000 && !signal.aborted) await sleep(100)
       const stream = await readStream(nats.url, STREAM)
       const feed = (await t.get('/v3/changes?limit=500')).json().changes as Entry[]
       assert.deepEqual(stream.map((m) => m.msgId), feed.map((e) => e.id))
       assert.deepEqual(feed.map((e) => e.data.customer_id), Array.from({ length: 30 }, (_, i) => i + 1))
       assert.deepEqual(stream.map((m) => m.data), feed)
 
-      // The README's consumer: a durable consumer reads them all, and after acking, a new run of it gets only what is new.
+      // The README's consumer: a durable consumer reads them all, and after acking, a new run of it
+      // gets only what is new. (Each run waits at most 20 s for what it expects, not for ever.)
       const durable = async (take: number) => {
-        const nc = await connect({ servers: nats.url })
+        const nc = (consumerConnection = await connect({ servers: nats.url }))
         try {
           await (await nc.jetstreamManager()).consumers.add(STREAM, {
             durable_name: 'mailer', ack_policy: AckPolicy.Explicit, filter_subject: 'shop-intake.*.customer.updated',
           })
           const consumer = await nc.jetstream().consumers.get(STREAM, 'mailer')
           const got: number[] = []
-          const messages = await consumer.consume({ expires: 2000 })
-          for await (const m of messages) {
+          for await (const m of await consumer.fetch({ max_messages: take, expires: 20_000 })) {
             got.push(m.json<{ data: { customer_id: number } }>().data.customer_id)
             m.ack()
-            if (got.length === take) break
           }
           return got
         } finally {
+          consumerConnection = undefined
           await nc.close()
         }
       }
       assert.deepEqual(await durable(30), Array.from({ length: 30 }, (_, i) => i + 1))
       assert.equal((await t.post(CUSTOMER_CREATED, { id: 31, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
       assert.deepEqual(await durable(1), [31], 'the durable consumer resumes after what it acknowledged')
+      app = undefined
       await t.close()
     } finally {
+      await consumerConnection?.close().catch(() => {})
+      await app?.app.close().catch(() => {})
       await nats.dispose()
+      await database.drop()
     }
   })
 })

@@ -81,6 +81,29 @@ test('redemptions and cancels sent to two processes at once never overspend', { 
   assert.equal(173 - redeemed + cancelled, points.available)
 })
 
+test('two redemptions of a whole balance, one to each process at once, spend it once: for every customer of every round', { timeout: TEST_TIMEOUT_MS }, async () => {
+  // Each round gives 25 customers 10 points each, then sends every customer's two redemptions of
+  // 10 points at once, one to each process. Each process takes its 25 into a batch or two, so the
+  // two processes decide the same customers at the same moment, round after round: without the
+  // customer's lock (and the revision check behind it) a round spends twice for most of its
+  // customers, and eight rounds leave no run where they all happen to take turns.
+  const ROUNDS = 8
+  const PER_ROUND = 25
+  for (let round = 0; round < ROUNDS; round++) {
+    const customers = Array.from({ length: PER_ROUND }, (_, i) => 10_000 + round * 100 + i)
+    const earned = await Promise.all(customers.map((c) =>
+      send(c % 2, 'POST', ORDER_CREATED, { id: c, currency: 'EUR', subtotal: '10.00', is_paid: true, processed_at: recent(20), customer: { id: c } })))
+    assert.ok(earned.every((a) => a.status === 200), earned.map((a) => a.status).join(','))
+    const answers = await Promise.all(customers.flatMap((c) => [0, 1].map((p) => send(p, 'POST', `/v3/customers/${c}/redemptions`, { points: 10, reference: `whole-${p}` }))))
+    for (const [i, c] of customers.entries()) {
+      const pair = [answers[2 * i]!.status, answers[2 * i + 1]!.status].sort()
+      assert.deepEqual(pair, [201, 409], `round ${round}, customer ${c}: one redemption spends the 10 points, the other is refused (${pair.join(', ')})`)
+    }
+    const balances = await Promise.all(customers.map(async (c) => (await send(c % 2, 'GET', `/v3/customers/${c}/points`)).json().available))
+    assert.deepEqual(balances, customers.map(() => 0), `round ${round}: every balance is spent exactly`)
+  }
+})
+
 test('expiry swept by two processes, and forced by redemptions on both, is written once per lot', { timeout: TEST_TIMEOUT_MS }, async () => {
   const customers = Array.from({ length: 12 }, (_, i) => 10 + i)
   for (const c of customers) {

@@ -85,7 +85,7 @@ forEachDatabase((kind) => {
     assert.equal((await s.get('/v3/customers/1/redemptions')).statusCode, 404)
   })
 
-  test('Idempotency-Key: the same key and body answer the first result (200), another body gets a 409, and points are spent once', async () => {
+  test('Idempotency-Key: the same key and body answer the first result (200), another body (other points, another reference) gets a 409, and points are spent once', async () => {
     const s = await shop('idem')
     await s.earn(1, 10, '50.00')
     const first = await s.redeem(1, { points: 10, reference: 'R1' }, { 'idempotency-key': 'k-1' })
@@ -96,6 +96,10 @@ forEachDatabase((kind) => {
     const other = await s.redeem(1, { points: 11, reference: 'R1' }, { 'idempotency-key': 'k-1' })
     assert.equal(other.statusCode, 409)
     assert.equal(other.json().type, '/problems/idempotency-key-reused')
+    // The reference is part of the request: the same points for another reward is another request.
+    const otherReference = await s.redeem(1, { points: 10, reference: 'R1-other' }, { 'idempotency-key': 'k-1' })
+    assert.equal(otherReference.statusCode, 409, otherReference.body)
+    assert.equal(otherReference.json().type, '/problems/idempotency-key-reused')
     await s.earn(2, 20, '5.00')
     assert.equal((await s.redeem(2, { points: 10, reference: 'R1' }, { 'idempotency-key': 'k-1' })).statusCode, 409, 'another customer is another request')
     assert.equal((await s.points(1)).available, 40)

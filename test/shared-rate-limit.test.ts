@@ -144,6 +144,7 @@ describe('postgres: two processes on one database, REDIS_URL', () => {
     // too busy for that gets another try with a fresh key.
     for (let attempt = 1; attempt <= 5; attempt++) {
       const { key } = await createKey(db.url, `burst-${attempt}`)
+      const uncheckedBefore = await Promise.all(targets.map((t) => metric(t, 'shop_intake_rate_limit_unchecked_total')))
       const { answers, elapsedMs } = await burst(targets, key, LIMIT * 2)
       if (elapsedMs > 900) {
         console.log(`# attempt ${attempt}: the burst took ${elapsedMs.toFixed(0)} ms, more than one window; again`)
@@ -151,6 +152,9 @@ describe('postgres: two processes on one database, REDIS_URL', () => {
         continue
       }
       const all = answers.flat()
+      // Redis is up: a process too busy to read its answers in time must still count every webhook.
+      const uncheckedAfter = await Promise.all(targets.map((t) => metric(t, 'shop_intake_rate_limit_unchecked_total')))
+      assert.deepEqual(uncheckedAfter, uncheckedBefore, 'no webhook let through uncounted while Redis is up')
       assert.deepEqual(all.filter((a) => a.status !== 200 && a.status !== 429), [], 'only 200 and 429')
       assert.equal(count(all, 200), LIMIT, `${LIMIT} taken in all (per process: ${answers.map((a) => count(a, 200)).join(' + ')})`)
       assert.equal(count(all, 429), LIMIT * 3, 'the rest limited')

@@ -88,6 +88,8 @@ export type CommandOutcome =
   /** `replayed`: it had been cancelled before; this cancel changed nothing. */
   | { status: 'cancelled'; redemption: RedemptionView; replayed: boolean }
   | { status: 'insufficient-points'; available: number }
+  /** An adjustment or a cancel would take the customer's points (available and pending) past `limit`. */
+  | { status: 'points-limit'; held: number; limit: number }
   | { status: 'not-found'; detail: string }
   | { status: 'idempotency-conflict' }
   | { status: 'settled'; expired: number }

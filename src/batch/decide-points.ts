@@ -1,7 +1,8 @@
 import { formatUs } from '../domain/time.ts'
 import type { Reason } from '../loyalty/ledger-plan.ts'
 import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
-import { addToLots, adjustmentEntries, availableAt, expiryCorrections, spend, type Lot, type LotEntry } from '../loyalty/wallet.ts'
+import { BALANCE_POINTS_MAX } from '../loyalty/points-limits.ts'
+import { addToLots, adjustmentEntries, availableAt, expiryCorrections, pointsHeld, spend, type Lot, type LotEntry } from '../loyalty/wallet.ts'
 import type { AdjustCommand, AdjustmentView, CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
 import { keyOf, type BatchState, type LedgerRow, type StoredAdjustment, type StoredRedemption } from './state.ts'
 
@@ -149,7 +150,14 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
 
   function adjust(c: AdjustCommand, lots: Lot[]): CommandOutcome {
     const customerKey = keyOf(c.shopId, c.customerId)
-    const entries = book(c, lots, adjustmentEntries, (entry) => ({ ...row(c.shopId, c.customerId, entry, 'adjusted_manually', null), adjustmentId: c.adjustmentId }))
+    let overLimit = false
+    // Points taken are never refused for the limit; points added are, past it (expiry settled first).
+    const take = (held: readonly Lot[], atUs: number, points: number) => {
+      overLimit = points > 0 && pointsHeld(held) + points > BALANCE_POINTS_MAX
+      return overLimit ? null : adjustmentEntries(held, atUs, points)
+    }
+    const entries = book(c, lots, take, (entry) => ({ ...row(c.shopId, c.customerId, entry, 'adjusted_manually', null), adjustmentId: c.adjustmentId }))
+    if (overLimit) return { status: 'points-limit', held: pointsHeld(lots), limit: BALANCE_POINTS_MAX }
     if (!entries) return { status: 'insufficient-points', available: availableAt(lots, c.atUs) }
     const stored: StoredAdjustment = {
       shopId: c.shopId, id: c.adjustmentId, customerId: c.customerId, points: c.points, reason: c.reason, operator: c.operator,
@@ -165,6 +173,14 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     const stored = state.redemptions.get(keyOf(c.shopId, c.redemptionId))
     if (!stored || stored.customerId !== c.customerId) return { status: 'not-found', detail: `no redemption ${c.redemptionId} of customer ${c.customerId}` }
     if (stored.cancelledUs !== null) return { status: 'cancelled', redemption: redemptionView(stored), replayed: true }
+    // Giving points back may not take the customer past the limit either (else redeeming, adding
+    // by hand and cancelling, over and over, would): judged on what they would hold after it,
+    // expiry settled, and only when that is more than they hold now.
+    const trial = lots.map((l) => ({ ...l }))
+    for (const entry of stored.entries) addToLots(trial, { available_us: entry.available_us, points: -entry.points })
+    for (const entry of expiryCorrections(trial, c.atUs, ruleOf(c.shopId).rule.expire_after_days)) addToLots(trial, entry, true)
+    const heldAfter = pointsHeld(trial)
+    if (heldAfter > BALANCE_POINTS_MAX && heldAfter > pointsHeld(lots)) return { status: 'points-limit', held: pointsHeld(lots), limit: BALANCE_POINTS_MAX }
     // The points go back to the lots they were taken from: if one has expired meanwhile, they lapse again.
     for (const entry of stored.entries) {
       const back = { available_us: entry.available_us, points: -entry.points }

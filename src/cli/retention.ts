@@ -12,6 +12,10 @@ import { withBackend } from './backend.ts'
 function days(value: string): number {
   // As EVENT_RETENTION_DAYS: at most a century, so that the cutoff stays a valid instant.
   if (!/^\d+(\.\d+)?$/.test(value) || Number(value) > 36_500) throw new InvalidArgumentError('a number of days up to 36500, such as 30 or 0.5')
+  // 0 is EVENT_RETENTION_DAYS's "keep everything": here it would mean the opposite.
+  if (Number(value) === 0) {
+    throw new InvalidArgumentError('--older-than 0 would delete every event, while EVENT_RETENTION_DAYS=0 keeps every event; give a period above 0, such as 30 or 0.5')
+  }
   return Number(value)
 }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import '../../test/support/seed.ts'
-import { idNumberTexts, inexactIdErrors, isExactInteger } from './exact-ids.ts'
+import { integerTexts, inexactIntegerErrors, isExactInteger } from './exact-ids.ts'
 
 const BOTH = ['/id', '/customer/id'] as const
 
@@ -19,27 +19,27 @@ test('the id is found whatever the spelling of its key', () => {
   for (const key of ['id', '\\u0069d', 'i\\u0064', '\\u0069\\u0064']) {
     const text = `{"${key}": 3.00000000000000001, "first_name": "x"}`
     assert.equal(JSON.parse(text).id, 3, key)
-    assert.deepEqual(idNumberTexts(text, BOTH), { '/id': '3.00000000000000001' }, key)
+    assert.deepEqual(integerTexts(text, BOTH), { '/id': '3.00000000000000001' }, key)
   }
   // Other keys that only look alike are not the id.
-  assert.deepEqual(idNumberTexts('{"\\u0049d": 1.5, "ID": 2.5, "id ": 3.5, "idx": 4.5}', BOTH), {})
+  assert.deepEqual(integerTexts('{"\\u0049d": 1.5, "ID": 2.5, "id ": 3.5, "idx": 4.5}', BOTH), {})
 })
 
 test('the embedded customer id is found under the customer key, also when spelled with escapes', () => {
   const text = '{"id": 7, "\\u0063ustomer": {"\\u0069d": 3.00000000000000001}}'
   assert.equal(JSON.parse(text).customer.id, 3)
-  assert.deepEqual(idNumberTexts(text, BOTH), { '/id': '7', '/customer/id': '3.00000000000000001' })
+  assert.deepEqual(integerTexts(text, BOTH), { '/id': '7', '/customer/id': '3.00000000000000001' })
   // Routes without an embedded customer do not look at it.
-  assert.deepEqual(idNumberTexts(text, ['/id']), { '/id': '7' })
+  assert.deepEqual(integerTexts(text, ['/id']), { '/id': '7' })
 })
 
 test('a repeated key counts as JSON.parse counts it: the last one wins', () => {
-  assert.deepEqual(idNumberTexts('{"id": 3.5, "id": 3}', BOTH), { '/id': '3' })
-  assert.deepEqual(idNumberTexts('{"id": 3, "\\u0069d": 3.00000000000000001}', BOTH), { '/id': '3.00000000000000001' })
-  assert.deepEqual(idNumberTexts('{"id": 3.5, "id": "3"}', BOTH), {})
-  assert.deepEqual(idNumberTexts('{"customer": {"id": 3.5}, "customer": {"id": 4}}', BOTH), { '/customer/id': '4' })
-  assert.deepEqual(idNumberTexts('{"customer": {"id": 3.5}, "customer": null}', BOTH), {})
-  assert.deepEqual(idNumberTexts('{"customer": {"id": 3.5, "id": 2}}', BOTH), { '/customer/id': '2' })
+  assert.deepEqual(integerTexts('{"id": 3.5, "id": 3}', BOTH), { '/id': '3' })
+  assert.deepEqual(integerTexts('{"id": 3, "\\u0069d": 3.00000000000000001}', BOTH), { '/id': '3.00000000000000001' })
+  assert.deepEqual(integerTexts('{"id": 3.5, "id": "3"}', BOTH), {})
+  assert.deepEqual(integerTexts('{"customer": {"id": 3.5}, "customer": {"id": 4}}', BOTH), { '/customer/id': '4' })
+  assert.deepEqual(integerTexts('{"customer": {"id": 3.5}, "customer": null}', BOTH), {})
+  assert.deepEqual(integerTexts('{"customer": {"id": 3.5, "id": 2}}', BOTH), { '/customer/id': '2' })
 })
 
 test('ids elsewhere, and text that only looks like an id inside strings, are not read', () => {
@@ -51,33 +51,33 @@ test('ids elsewhere, and text that only looks like an id inside strings, are not
     id: 12,
     customer: { nested: { id: 6.5 }, id: 13, tags: ['{', '}', '[', ']', '\\"'] },
   })
-  assert.deepEqual(idNumberTexts(text, BOTH), { '/id': '12', '/customer/id': '13' })
+  assert.deepEqual(integerTexts(text, BOTH), { '/id': '12', '/customer/id': '13' })
 })
 
 test('whitespace anywhere, non-objects and non-number ids', () => {
-  assert.deepEqual(idNumberTexts(' \n\t{ \r\n"id" \n:\t 1.5e1 , "customer" : { "id" :\n-0.5 } } ', BOTH), { '/id': '1.5e1', '/customer/id': '-0.5' })
-  assert.deepEqual(idNumberTexts('[{"id": 1.5}]', BOTH), {})
-  assert.deepEqual(idNumberTexts('"id"', BOTH), {})
-  assert.deepEqual(idNumberTexts('{}', BOTH), {})
-  assert.deepEqual(idNumberTexts('{"id": null, "customer": [1.5]}', BOTH), {})
-  assert.deepEqual(idNumberTexts('{"id": {"id": 1.5}, "customer": "x"}', BOTH), {})
+  assert.deepEqual(integerTexts(' \n\t{ \r\n"id" \n:\t 1.5e1 , "customer" : { "id" :\n-0.5 } } ', BOTH), { '/id': '1.5e1', '/customer/id': '-0.5' })
+  assert.deepEqual(integerTexts('[{"id": 1.5}]', BOTH), {})
+  assert.deepEqual(integerTexts('"id"', BOTH), {})
+  assert.deepEqual(integerTexts('{}', BOTH), {})
+  assert.deepEqual(integerTexts('{"id": null, "customer": [1.5]}', BOTH), {})
+  assert.deepEqual(integerTexts('{"id": {"id": 1.5}, "customer": "x"}', BOTH), {})
 })
 
 test('deep nesting and long strings are skipped without recursion', () => {
   const deep = `{"extra": ${'['.repeat(20_000)}${']'.repeat(20_000)}, "id": 1.25, "more": ${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}}`
-  assert.deepEqual(idNumberTexts(deep, BOTH), { '/id': '1.25' })
+  assert.deepEqual(integerTexts(deep, BOTH), { '/id': '1.25' })
   // Escaped backslashes followed by escaped quotes: \\\" over and over.
   const long = `{"note": "${'\\\\\\"'.repeat(100_000)}", "id": 2.5}`
   assert.equal(JSON.parse(long).id, 2.5)
-  assert.deepEqual(idNumberTexts(long, BOTH), { '/id': '2.5' })
+  assert.deepEqual(integerTexts(long, BOTH), { '/id': '2.5' })
 })
 
-test('inexactIdErrors: one error per inexact id, with its pointer and what it would be read as', () => {
-  assert.deepEqual(inexactIdErrors('{"\\u0069d": 3.00000000000000001, "customer": {"i\\u0064": 9007199254740990.9}}', BOTH), [
+test('inexactIntegerErrors: one error per inexact id, with its pointer and what it would be read as', () => {
+  assert.deepEqual(inexactIntegerErrors('{"\\u0069d": 3.00000000000000001, "customer": {"i\\u0064": 9007199254740990.9}}', BOTH), [
     { pointer: '/id', detail: 'must be an integer written exactly; 3.00000000000000001 is not an integer, and would be read as 3' },
     { pointer: '/customer/id', detail: 'must be an integer written exactly; 9007199254740990.9 is not an integer, and would be read as 9007199254740991' },
   ])
-  assert.deepEqual(inexactIdErrors('{"id": 3.0, "customer": {"id": 30e-1}}', BOTH), [])
+  assert.deepEqual(inexactIntegerErrors('{"id": 3.0, "customer": {"id": 30e-1}}', BOTH), [])
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -149,7 +149,7 @@ test('property: the texts found are those JSON.parse read the ids from', () => {
         const customerId = numberWritten(idOf(last(body.members, 'customer')))
         if (id !== undefined) expected['/id'] = id
         if (customerId !== undefined) expected['/customer/id'] = customerId
-        const found = idNumberTexts(text, BOTH)
+        const found = integerTexts(text, BOTH)
         assert.deepEqual(found, expected, text)
         // The same as the parser: a number there exactly when one was found, and the same double.
         assert.equal(typeof parsed.id === 'number', found['/id'] !== undefined, text)

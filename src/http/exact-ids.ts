@@ -1,17 +1,21 @@
 import type { FieldError } from '../domain/webhook.ts'
 
 // JSON.parse rounds numbers to doubles before validation sees them, so
-// {"id": 3.00000000000000001} would pass as the integer 3. The raw text of
-// the number JSON.parse put at each id is found here and must be an exact
-// integer. The key is matched as JSON.parse reads it ("\u0069d" is "id"), and
-// a repeated key counts as JSON.parse counts it: the last one wins.
+// {"id": 3.00000000000000001} would pass as the integer 3, and a redemption of
+// {"points": 10.0000000000000001} as 10. The raw text of the number JSON.parse
+// put at each integer field is found here and must be an exact integer. The key
+// is matched as JSON.parse reads it ("\u0069d" is "id"), and a repeated key
+// counts as JSON.parse counts it: the last one wins.
 //
 // The text has already been parsed, so it is valid JSON: the scan only walks
 // the top-level object (and the embedded customer), and skips every other
 // value by its brackets and strings, without recursion, in one pass.
 
-/** The ids checked: the body's, and the embedded customer's when the route's body has one. */
-export type IdPointer = '/id' | '/customer/id'
+/**
+ * The integer fields checked: members of the body (`/id`, `/points`) and of its embedded
+ * customer (`/customer/id`), as the route's body schema declares them.
+ */
+export type IntegerPointer = `/${string}`
 
 /** True when the JSON number text denotes a mathematical integer (3, 3.0, 30e-1; not 3.00000000000000001). */
 export function isExactInteger(text: string): boolean {
@@ -31,40 +35,47 @@ export function isExactInteger(text: string): boolean {
  * The raw text of the number at each pointer, as JSON.parse would place it; a
  * pointer is absent when its value is missing or not a number.
  */
-export function idNumberTexts(text: string, pointers: readonly IdPointer[]): Partial<Record<IdPointer, string>> {
-  const found: Partial<Record<IdPointer, string>> = {}
+export function integerTexts(text: string, pointers: readonly IntegerPointer[]): Partial<Record<IntegerPointer, string>> {
+  const found: Partial<Record<IntegerPointer, string>> = {}
   const start = skipSpace(text, 0)
   if (text[start] !== '{') return found
+  const inCustomer = pointers.filter((p) => p.startsWith('/customer/'))
   walkObject(text, start, (key, at) => {
-    if (key === 'id' && pointers.includes('/id')) setOrClear(found, '/id', numberAt(text, at))
-    if (key === 'customer' && pointers.includes('/customer/id')) {
-      let inner: string | undefined
+    if (key === 'customer' && inCustomer.length > 0) {
+      // A later "customer" replaces an earlier one, as JSON.parse does: its fields start afresh.
+      const inner: Partial<Record<IntegerPointer, string>> = {}
       const end =
-        text[at] === '{'
+        text.charCodeAt(at) === OPEN_BRACE
           ? walkObject(text, at, (k, a) => {
-              if (k === 'id') inner = numberAt(text, a)
+              const pointer: IntegerPointer = `/customer/${k}`
+              if (inCustomer.includes(pointer)) inner[pointer] = numberAt(text, a)
               return skipValue(text, a)
             })
           : skipValue(text, at)
-      setOrClear(found, '/customer/id', inner)
+      for (const pointer of inCustomer) setOrClear(found, pointer, inner[pointer])
       return end
     }
+    const pointer: IntegerPointer = `/${key}`
+    if (pointers.includes(pointer)) setOrClear(found, pointer, numberAt(text, at))
     return skipValue(text, at)
   })
   return found
 }
 
-/** A 422 error for each id whose raw text is a number but not exactly an integer. */
-export function inexactIdErrors(text: string, pointers: readonly IdPointer[]): FieldError[] {
-  return Object.entries(idNumberTexts(text, pointers))
-    .filter(([, token]) => !isExactInteger(token))
-    .map(([pointer, token]) => ({
-      pointer,
-      detail: `must be an integer written exactly; ${token} is not an integer, and would be read as ${Number(token)}`,
-    }))
+/** A 422 error for each integer field whose raw text is a number but not exactly an integer. */
+export function inexactIntegerErrors(text: string, pointers: readonly IntegerPointer[]): FieldError[] {
+  const found = integerTexts(text, pointers)
+  const errors: FieldError[] = []
+  // In the order found (as Object.entries would list them), without an array per field.
+  for (const pointer in found) {
+    const token = found[pointer as IntegerPointer]!
+    if (isExactInteger(token)) continue
+    errors.push({ pointer, detail: `must be an integer written exactly; ${token} is not an integer, and would be read as ${Number(token)}` })
+  }
+  return errors
 }
 
-function setOrClear(found: Partial<Record<IdPointer, string>>, pointer: IdPointer, token: string | undefined): void {
+function setOrClear(found: Partial<Record<IntegerPointer, string>>, pointer: IntegerPointer, token: string | undefined): void {
   if (token === undefined) delete found[pointer]
   else found[pointer] = token
 }
@@ -90,8 +101,16 @@ function stringEnd(text: string, i: number): number {
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
+// Found with test() and lastIndex (each matches one character): exec would build an array per value.
 const STRUCTURE = /["{}[\]]/g
 const SCALAR_END = /[\s,\]}]/g
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const OPEN_BRACE = 0x7b
+const CLOSE_BRACE = 0x7d
+const OPEN_BRACKET = 0x5b
+const COMMA = 0x2c
 
 /** The number token at `i`, or undefined when the value there is not a number. */
 function numberAt(text: string, i: number): string | undefined {
@@ -101,25 +120,26 @@ function numberAt(text: string, i: number): string | undefined {
 
 /** The index after the value that starts at `i`. */
 function skipValue(text: string, i: number): number {
-  const c = text[i]
-  if (c === '"') return stringEnd(text, i)
-  if (c === '{' || c === '[') {
+  const c = text.charCodeAt(i)
+  if (c === QUOTE) return stringEnd(text, i)
+  if (c === OPEN_BRACE || c === OPEN_BRACKET) {
     let depth = 0
     for (let at = i; ; ) {
       STRUCTURE.lastIndex = at
-      const m = STRUCTURE.exec(text)
-      if (m === null) return text.length // not valid JSON; the caller parsed it first
-      if (m[0] === '"') {
-        at = stringEnd(text, m.index)
+      if (!STRUCTURE.test(text)) return text.length // not valid JSON; the caller parsed it first
+      const index = STRUCTURE.lastIndex - 1
+      const found = text.charCodeAt(index)
+      if (found === QUOTE) {
+        at = stringEnd(text, index)
         continue
       }
-      depth += m[0] === '{' || m[0] === '[' ? 1 : -1
-      at = m.index + 1
+      depth += found === OPEN_BRACE || found === OPEN_BRACKET ? 1 : -1
+      at = index + 1
       if (depth === 0) return at
     }
   }
   SCALAR_END.lastIndex = i
-  return SCALAR_END.exec(text)?.index ?? text.length
+  return SCALAR_END.test(text) ? SCALAR_END.lastIndex - 1 : text.length
 }
 
 /**
@@ -127,15 +147,32 @@ function skipValue(text: string, i: number): number {
  * decoded key and the index of its value, and returns the index after the value.
  * Returns the index after the closing brace.
  */
-function walkObject(text: string, i: number, member: (key: string, at: number) => number): number {
+function walkObject(text: string, i: number, member: (key: Key, at: number) => number): number {
   i = skipSpace(text, i + 1)
-  while (i < text.length && text[i] !== '}') {
+  while (i < text.length && text.charCodeAt(i) !== CLOSE_BRACE) {
     const keyEnd = stringEnd(text, i)
-    const raw = text.slice(i + 1, keyEnd - 1)
-    const key = raw.includes('\\') ? (JSON.parse(text.slice(i, keyEnd)) as string) : raw
+    const key = keyAt(text, i, keyEnd)
     i = skipSpace(text, skipSpace(text, keyEnd) + 1) // past the colon
     i = skipSpace(text, member(key, i))
-    if (text[i] === ',') i = skipSpace(text, i + 1)
+    if (text.charCodeAt(i) === COMMA) i = skipSpace(text, i + 1)
   }
   return i + 1
+}
+
+/** The keys the walk looks for; any other key is null. */
+type Key = 'id' | 'customer' | null
+
+/** The key text[start, end) (quotes included) as JSON.parse reads it, if it is one the walk looks for. */
+function keyAt(text: string, start: number, end: number): Key {
+  for (let i = start + 1; i < end - 1; i++) {
+    if (text.charCodeAt(i) !== BACKSLASH) continue
+    // Escaped: decoded as JSON.parse would (rare, and short).
+    const key = JSON.parse(text.slice(start, end)) as string
+    return key === 'id' || key === 'customer' ? key : null
+  }
+  // Plain: compared where it stands, with no substring made.
+  const length = end - start - 2
+  if (length === 2 && text.startsWith('id', start + 1)) return 'id'
+  if (length === 8 && text.startsWith('customer', start + 1)) return 'customer'
+  return null
 }

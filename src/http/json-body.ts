@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import type { FieldError } from '../domain/webhook.ts'
-import { inexactIdErrors, type IdPointer } from './exact-ids.ts'
+import { inexactIntegerErrors, type IntegerPointer } from './exact-ids.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,10 +18,27 @@ export class MalformedBody {
   constructor(readonly detail: string) {}
 }
 
-/** The ids the route's body schema declares: its own, and the embedded customer's if it has one. */
-function idPointers(request: FastifyRequest): IdPointer[] {
-  const body = request.routeOptions.schema?.body as { properties?: Record<string, unknown> } | undefined
-  return body?.properties?.customer === undefined ? ['/id'] : ['/id', '/customer/id']
+interface ObjectSchema {
+  properties?: Record<string, { type?: unknown; properties?: ObjectSchema['properties'] }>
+}
+
+/** The integers a body schema declares: its own members', and those of the embedded customer if it has one. */
+export function integerPointers(schema: unknown): IntegerPointer[] {
+  const properties = (schema as ObjectSchema | undefined)?.properties ?? {}
+  const integers = (of: ObjectSchema['properties'], prefix: string) =>
+    Object.entries(of ?? {}).filter(([, s]) => s.type === 'integer').map(([name]) => `${prefix}/${name}` as IntegerPointer)
+  return [...integers(properties, ''), ...integers(properties.customer?.properties, '/customer')]
+}
+
+const pointersOf = new WeakMap<object, IntegerPointer[]>()
+
+/** The integers the route's body schema declares (worked out once per route). */
+function routePointers(request: FastifyRequest): IntegerPointer[] {
+  const schema = request.routeOptions.schema?.body
+  if (typeof schema !== 'object' || schema === null) return []
+  let pointers = pointersOf.get(schema)
+  if (!pointers) pointersOf.set(schema, (pointers = integerPointers(schema)))
+  return pointers
 }
 
 /**
@@ -37,7 +54,7 @@ export function installJsonBody(app: FastifyInstance, bodyLimit: number): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
     const raw = body as Buffer
     request.rawBody = raw
-    const { parsed, bodyErrors } = parseJsonBody(raw, idPointers(request))
+    const { parsed, bodyErrors } = parseJsonBody(raw, routePointers(request))
     if (bodyErrors) request.bodyErrors = bodyErrors
     done(null, parsed)
   })
@@ -45,9 +62,10 @@ export function installJsonBody(app: FastifyInstance, bodyLimit: number): void {
 
 /**
  * A body's bytes as the JSON parser reads them: the value (or a MalformedBody), and for an
- * object the violations only the raw text shows (ids). Stored bodies are replayed through it too.
+ * object the violations only the raw text shows (integers the parser rounded). Stored bodies are
+ * replayed through it too.
  */
-export function parseJsonBody(raw: Buffer, pointers: IdPointer[]): { parsed: unknown; bodyErrors?: FieldError[] } {
+export function parseJsonBody(raw: Buffer, pointers: readonly IntegerPointer[]): { parsed: unknown; bodyErrors?: FieldError[] } {
   if (raw.length === 0) return { parsed: new MalformedBody('the body is empty; send a JSON object') }
   if (!isUtf8(raw)) return { parsed: new MalformedBody('the body is not valid UTF-8') }
   const text = raw.toString('utf8')
@@ -57,6 +75,6 @@ export function parseJsonBody(raw: Buffer, pointers: IdPointer[]): { parsed: unk
   } catch (err) {
     return { parsed: new MalformedBody(`the body is not valid JSON: ${(err as Error).message}`) }
   }
-  if (typeof parsed === 'object' && parsed !== null) return { parsed, bodyErrors: inexactIdErrors(text, pointers) }
+  if (typeof parsed === 'object' && parsed !== null) return { parsed, bodyErrors: inexactIntegerErrors(text, pointers) }
   return { parsed }
 }

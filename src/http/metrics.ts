@@ -1,5 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { DbCalls } from '../store/db-calls.ts'
+import { TOPICS, type Outcome, type Topic } from '../domain/webhook.ts'
+
+const OUTCOMES = ['applied', 'duplicate', 'stale', 'rejected', 'failed'] as const satisfies readonly (Outcome['status'] | 'failed')[]
 
 /** The latest sample of the database's size and oldest event (taken every STORAGE_SAMPLE_SECONDS, not per scrape). */
 export interface StorageSample {
@@ -30,7 +33,7 @@ export function createMetrics(sources: MetricSources) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   const registers = [registry]
-  return {
+  const metrics = {
     registry,
     requestDuration: new Histogram({
       name: 'shop_intake_http_request_duration_seconds',
@@ -44,6 +47,16 @@ export function createMetrics(sources: MetricSources) {
       help: 'Authenticated webhooks by shop id, topic and outcome (applied, duplicate, stale, rejected, failed)',
       labelNames: ['shop', 'topic', 'outcome'] as const,
       registers,
+      // Counted in webhookCounted below and added here when read.
+      collect() {
+        for (const counts of webhooks.values()) {
+          for (const count of counts.values()) {
+            if (count.pending === 0) continue
+            count.child.inc(count.pending)
+            count.pending = 0
+          }
+        }
+      },
     }),
     problems: new Counter({
       name: 'shop_intake_problems_total',
@@ -177,7 +190,39 @@ export function createMetrics(sources: MetricSources) {
       },
     }),
   }
+  // Each label set's child is made once by labels(): observing through the metric with a labels
+  // object costs a new object, a closure and the label values' strings on every request. The
+  // webhooks counter's are added to when it is read (its collect): until then, a number per label
+  // set counts, since prom-client's inc() builds the label set's key string on every call.
+  const durations = new Map<string, Histogram.Internal<'route' | 'status_class'>[]>()
+  /** By shop, then by topic and outcome. */
+  const webhooks = new Map<number, Map<string, { child: Counter.Internal; pending: number }>>()
+  return {
+    ...metrics,
+    /** Observes an answer's time (seconds) by route template (or "unmatched") and status class. */
+    requestAnswered(route: string, status: number, seconds: number): void {
+      let byClass = durations.get(route)
+      if (byClass === undefined) durations.set(route, (byClass = []))
+      const index = Math.floor(status / 100)
+      ;(byClass[index] ??= metrics.requestDuration.labels(route, statusClass(status))).observe(seconds)
+    },
+    /** Counts an authenticated webhook by shop, topic and outcome. */
+    webhookCounted(shopId: number, topic: Topic, outcome: Outcome['status'] | 'failed'): void {
+      let counts = webhooks.get(shopId)
+      if (counts === undefined) webhooks.set(shopId, (counts = new Map()))
+      // Topics and outcomes are a few fixed strings: their key is one of a few, made once each.
+      const key = WEBHOOK_KEYS[topic]?.[outcome] ?? `${topic} ${outcome}`
+      let count = counts.get(key)
+      if (count === undefined) counts.set(key, (count = { child: metrics.webhooks.labels(String(shopId), topic, outcome), pending: 0 }))
+      count.pending++
+    },
+  }
 }
+
+/** The key of each topic and outcome pair in a shop's webhook counts. */
+const WEBHOOK_KEYS = Object.fromEntries(
+  TOPICS.map((topic) => [topic, Object.fromEntries(OUTCOMES.map((outcome) => [outcome, `${topic} ${outcome}`]))]),
+) as Record<Topic, Record<(typeof OUTCOMES)[number], string>>
 
 export type Metrics = ReturnType<typeof createMetrics>
 

@@ -46,6 +46,15 @@ export function sendProblem(reply: FastifyReply, problem: ProblemInit, headers: 
     .send({ ...problem, type: `/problems/${problem.type}` })
 }
 
+/** The 409 of a command that would take a customer's points past the limit (src/loyalty/points-limits.ts). */
+export function pointsLimitProblem(outcome: { held: number; limit: number }, doing: string): ProblemInit {
+  return {
+    status: 409, type: 'points-limit', title: 'Conflict',
+    detail: `${doing} would take the customer past ${outcome.limit} points (held now: ${outcome.held}); nothing was written`,
+    held: outcome.held, limit: outcome.limit,
+  }
+}
+
 export function unavailable(retryAfterSeconds: number, detail: string): ProblemError {
   return new ProblemError(
     { status: 503, type: 'unavailable', title: 'Service Unavailable', detail },

@@ -6,8 +6,10 @@ import { Counter, Gauge, type Registry } from 'prom-client'
 // counts alone; with it, every process counts in Redis, so N processes together allow
 // RATE_LIMIT_RPS, not N times it. A Redis that cannot be reached lets webhooks through uncounted
 // (the limit fails open): each is counted in shop_intake_rate_limit_unchecked_total, and a Redis
-// that answers slowly or not at all is skipped for a second at a time, so that it costs requests
-// at most REDIS_TIMEOUT_MS now and then, never on every request.
+// that does not answer is skipped for a second at a time, so that it costs requests at most
+// REDIS_TIMEOUT_MS now and then, never on every request. A process too busy to read an answer in
+// time is not a Redis that does not answer (answerOf): that would let a busy machine's bursts
+// through unlimited while Redis is up.
 
 type Callback = (err: Error | null, result?: { current: number; ttl: number }) => void
 
@@ -17,10 +19,56 @@ interface Store {
   child(routeOptions: unknown): Store
 }
 
-/** Longest a Redis command may take before the webhook goes through uncounted. */
+/** Longest Redis may stay silent, while this process waits for it, before the webhook goes through uncounted. */
 const REDIS_TIMEOUT_MS = 100
+/** Longest a webhook waits for Redis however busy this process is. */
+const REDIS_WAIT_MAX_MS = 1000
 /** After a timeout, how long Redis is left alone before it is asked again. */
 const OPEN_CIRCUIT_MS = 1000
+
+/**
+ * The command's answer, or a rejection once Redis has been silent for REDIS_TIMEOUT_MS of time
+ * this process spent waiting for it. A process kept busy (a burst of requests on a loaded
+ * machine) runs its timers late and before it reads the socket, where the answer may have been
+ * waiting all along: a timer that fires late only arms another, and the answer is looked for
+ * once the pending I/O has been read (setImmediate runs after it). REDIS_WAIT_MAX_MS bounds it all.
+ */
+function answerOf<T>(command: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false
+    const started = performance.now()
+    let armedAt = started
+    let timer: NodeJS.Timeout
+    const check = () =>
+      setImmediate(() => {
+        if (settled) return
+        const now = performance.now()
+        const late = now - armedAt - REDIS_TIMEOUT_MS
+        if (late > REDIS_TIMEOUT_MS / 2 && now - started < REDIS_WAIT_MAX_MS) {
+          armedAt = now
+          timer = setTimeout(check, REDIS_TIMEOUT_MS)
+          return
+        }
+        settled = true
+        reject(new Error(`Redis did not answer within ${REDIS_TIMEOUT_MS} ms`))
+      })
+    timer = setTimeout(check, REDIS_TIMEOUT_MS)
+    command.then(
+      (value) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (err: Error) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        reject(err)
+      },
+    )
+  })
+}
 
 // Fixed one-window counting, as the plugin's own stores do: the first webhook of a window sets its expiry.
 const INCR = `
@@ -74,7 +122,7 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
     // Nothing waits for a connection: a command on a connection that is down fails at once.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: REDIS_TIMEOUT_MS,
+    // (No commandTimeout: answerOf waits for Redis, knowing a busy process from a silent Redis.)
     connectTimeout: 1000,
     retryStrategy: (times) => Math.min(100 * times, 2000),
     lazyConnect: false,
@@ -118,8 +166,7 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
   const store: Store = {
     incr(key, cb, timeWindow) {
       if (!up || Date.now() < skipUntil) return failOpen(cb, new Error('Redis is unreachable; the webhook is let through uncounted'))
-      ;(redis as unknown as { shopIntakeRate(key: string, ms: number): Promise<[number, number]> })
-        .shopIntakeRate(prefix + key, timeWindow)
+      answerOf((redis as unknown as { shopIntakeRate(key: string, ms: number): Promise<[number, number]> }).shopIntakeRate(prefix + key, timeWindow))
         .then(
           ([current, ttl]) => {
             reported = false

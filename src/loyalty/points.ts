@@ -1,5 +1,6 @@
 import type { OrderRecord } from '../domain/merge.ts'
 import { fromMinor } from '../domain/money.ts'
+import { ORDER_POINTS_MAX } from './points-limits.ts'
 import type { VersionedRule } from './rule.ts'
 
 // An order's points are a pure function of its merged state, its owner and
@@ -78,7 +79,8 @@ export function targetFor(order: OrderRecord, versioned: VersionedRule, owner: O
   if ('why' in rate) return zero(rate.why)
   const amount = earningAmount(order, versioned)
   if (amount === null) return zero('the order has no subtotal')
-  const points = pointsFor(amount, rate.rate)
+  const exact = pointsFor(amount, rate.rate)
+  const points = Math.min(exact, ORDER_POINTS_MAX)
   const basis: Basis = {
     amount_minor: amount,
     currency: order.currency,
@@ -87,9 +89,10 @@ export function targetFor(order: OrderRecord, versioned: VersionedRule, owner: O
     available_us: availableUs(order, versioned),
   }
   if (points === 0) return zero(`${fromMinor(amount)} ${order.currency ?? ''} is below one point at ${rate.rate} per unit`.replace('  ', ' '))
+  const capped = exact > ORDER_POINTS_MAX ? `, capped: an order earns at most ${ORDER_POINTS_MAX} points` : ''
   return {
     points,
     basis,
-    why: `${earnOn} order: ${fromMinor(amount)} ${order.currency ?? ''} at ${rate.rate} point${rate.rate === 1 ? '' : 's'} per unit (rule v${versioned.version})`.replace('  ', ' '),
+    why: `${earnOn} order: ${fromMinor(amount)} ${order.currency ?? ''} at ${rate.rate} point${rate.rate === 1 ? '' : 's'} per unit (rule v${versioned.version})${capped}`.replace('  ', ' '),
   }
 }

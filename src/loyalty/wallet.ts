@@ -39,6 +39,11 @@ export function availableAt(lots: readonly Lot[], nowUs: number): number {
   return lots.reduce((sum, l) => (l.available_us <= nowUs ? sum + l.points : sum), 0)
 }
 
+/** Every point the lots hold, available or not. */
+export function pointsHeld(lots: readonly Lot[]): number {
+  return lots.reduce((sum, l) => sum + l.points, 0)
+}
+
 /** Points not available yet. */
 export function pendingAt(lots: readonly Lot[], nowUs: number): number {
   return lots.reduce((sum, l) => (l.available_us > nowUs ? sum + l.points : sum), 0)

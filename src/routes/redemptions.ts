@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { v7 as uuidv7 } from 'uuid'
+import { uuidv7 } from '../http/uuid-v7.ts'
 import type { Services } from '../services.ts'
 import type { CommandOutcome, PointsCommand } from '../batch/commands.ts'
 import { arrivalClockUs } from '../domain/time.ts'
 import { MalformedBody } from '../http/json-body.ts'
 import { noStore } from '../http/no-store.ts'
-import { ProblemError, sendProblem, unavailable } from '../http/problem.ts'
+import { pointsLimitProblem, ProblemError, sendProblem, unavailable } from '../http/problem.ts'
 import { fieldErrors, firstErrors } from '../http/validation.ts'
 import { problemResponses } from '../schemas/problems.ts'
 import { RedemptionBody, RedemptionList, RedemptionParams, RedemptionsQuery, RedemptionView } from '../schemas/redemptions.ts'
@@ -92,7 +92,8 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
         return sendProblem(reply, { status: 400, type: 'malformed-json', title: 'Bad Request', detail: request.body.detail })
       }
       if (!isObject(request.body)) return sendProblem(reply, { status: 400, type: 'malformed-json', title: 'Bad Request', detail: 'the body must be a JSON object' })
-      const found = firstErrors([request.validationError ? fieldErrors(request.validationError.validation) : []])
+      // (and the numbers the JSON parser rounded, which the schema saw as integers)
+      const found = firstErrors([request.validationError ? fieldErrors(request.validationError.validation) : [], request.bodyErrors ?? []])
       if (request.validationError) request.validationError.validation.length = 0
       if (found.count > 0) {
         return sendProblem(reply, {
@@ -136,11 +137,12 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
       schema: {
         summary: 'Give a redemption\'s points back (the reward was not used)',
         operationId: 'cancelRedemption',
-        description: 'Idempotent: cancelling again answers what the first cancel answered. Points whose expiry passed meanwhile lapse again.',
+        description: 'Idempotent: cancelling again answers what the first cancel answered. Points whose expiry passed meanwhile lapse again. ' +
+          'A cancel that would take the customer\'s points past the limit is refused (409 points-limit) until they hold fewer.',
         tags: ['points'],
         security,
         params: RedemptionParams,
-        response: { 200: readAnswer('The redemption, cancelled (now or before)', RedemptionView), ...READ_PROBLEMS() },
+        response: { 200: readAnswer('The redemption, cancelled (now or before)', RedemptionView), ...problemResponses(400, 401, 404, 408, 409, 417, 431, 503) },
       },
     },
     async (request: FastifyRequest<{ Params: { id: string; redemption_id: string } }>, reply) => {
@@ -152,6 +154,7 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
       const outcome = await submit(request, { command: 'cancel', shopId: request.principal.shopId, customerId, redemptionId, atUs: nowUs(services) })
       if (outcome.status === 'cancelled') return outcome.redemption
       if (outcome.status === 'not-found') return notFound(reply, outcome.detail)
+      if (outcome.status === 'points-limit') return sendProblem(reply, pointsLimitProblem(outcome, `giving back the points of redemption ${redemptionId}`))
       throw new Error(`unexpected outcome ${outcome.status}`)
     },
   )

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox'
+import { ADJUSTMENT_POINTS_MAX } from '../loyalty/points-limits.ts'
 import { Text } from './common.ts'
 import { problemResponses, type ProblemStatus } from './problems.ts'
 import { RedemptionView } from './redemptions.ts'
@@ -127,11 +128,11 @@ export const AdminCustomer = Type.Object({
 })
 export const AdminCustomerList = list(AdminCustomerSummary, 'newest id first')
 export const CustomersQuery = Type.Object({
-  email: Type.Optional(Type.String({ minLength: 1, maxLength: 320, description: 'an e-mail address (case-insensitive); a deleted customer is found by the e-mail erased with them' })),
+  email: Type.Optional(Type.String({ ...Text, minLength: 1, maxLength: 320, description: 'an e-mail address (case-insensitive), without NUL characters; a deleted customer is found by the e-mail erased with them' })),
   limit: Limit,
   cursor: Cursor,
 })
-export const GuestQuery = Type.Object({ email: Type.String({ minLength: 1, maxLength: 320, description: 'the guest\'s e-mail address (case-insensitive)' }) })
+export const GuestQuery = Type.Object({ email: Type.String({ ...Text, minLength: 1, maxLength: 320, description: 'the guest\'s e-mail address (case-insensitive), without NUL characters' }) })
 export const AdminGuest = Type.Object({
   email: Type.String({ description: 'as asked, lower-cased' }),
   points: Type.Object({
@@ -145,7 +146,10 @@ export const AdminRedemption = Type.Object({ ...RedemptionView.properties }, { a
 export const AdminRedemptionList = list(AdminRedemption, 'newest first')
 
 export const AdjustmentBody = Type.Object({
-  points: Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER, not: { const: 0 }, description: 'a non-zero integer: points to add (positive) or take (negative)' }),
+  points: Type.Integer({
+    minimum: -ADJUSTMENT_POINTS_MAX, maximum: ADJUSTMENT_POINTS_MAX, not: { const: 0 },
+    description: `a non-zero integer from -${ADJUSTMENT_POINTS_MAX} to ${ADJUSTMENT_POINTS_MAX}, written exactly: points to add (positive) or take (negative)`,
+  }),
   reason: Type.String({ ...Text, minLength: 1, maxLength: 500, description: 'why, 1 to 500 characters without NUL characters or unpaired surrogates' }),
 }, { additionalProperties: true })
 export const AdjustmentView = Type.Object({

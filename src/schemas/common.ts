@@ -28,6 +28,9 @@ export const Id = Type.Integer({
 // altered. Read as a Unicode pattern (the `u` flag), which sees a surrogate pair as one character.
 export const TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$'
 export const Text = Type.String({ pattern: TEXT_PATTERN, description: 'a string without NUL characters or unpaired surrogates' })
+const STORABLE = new RegExp(TEXT_PATTERN, 'u')
+/** True for text both databases hold exactly (the `Text` rule): what a query or a path may compare stored text with. */
+export const isStorableText = (text: string) => STORABLE.test(text)
 export const Email = Type.String({ format: 'email', maxLength: 320, description: 'an e-mail address' })
 export const INSTANT_DESCRIPTION = `an ISO 8601 timestamp with a UTC offset naming a real date and time, such as 2024-05-01T10:00:00+02:00, from ${EARLIEST_INSTANT} up to but not including ${END_OF_INSTANTS}`
 export const Instant = Type.String({ pattern: INSTANT_PATTERN, 'x-instant': true, description: INSTANT_DESCRIPTION })

@@ -1,11 +1,12 @@
 import { Type } from 'typebox'
+import { REDEMPTION_POINTS_MAX } from '../loyalty/points-limits.ts'
 import { Text } from './common.ts'
 
 // Redemptions: what a shop sends to spend a customer's points, and what it gets back.
 
 export const RedemptionBody = Type.Object(
   {
-    points: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'a positive integer: the points to spend' }),
+    points: Type.Integer({ minimum: 1, maximum: REDEMPTION_POINTS_MAX, description: `a positive integer up to ${REDEMPTION_POINTS_MAX}, written exactly: the points to spend` }),
     reference: Type.String({
       ...Text, minLength: 1, maxLength: 200,
       description: 'the shop\'s own id for the reward, such as a coupon code: 1 to 200 characters without NUL characters or unpaired surrogates',

@@ -10,6 +10,7 @@ import { redemptions } from './migrations/0005-redemptions.ts'
 import { retention } from './migrations/0006-retention.ts'
 import { changeFeed } from './migrations/0008-change-feed.ts'
 import { keyNotify } from './migrations/0009-key-notify.ts'
+import { bigintIds } from './migrations/0011-bigint-ids.ts'
 import { console_ } from './migrations/0007-console.ts'
 import { writePathV3 } from './migrations/0010-write-path-v3.ts'
 import { adminRoles } from './migrations/0012-admin-roles.ts'
@@ -42,6 +43,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0006-retention': retention,
     '0008-change-feed': changeFeed(backend.types),
     '0009-key-notify': keyNotify(backend.kind),
+    '0011-bigint-ids': bigintIds(backend.kind),
     '0007-console': console_(backend.types),
     '0010-write-path-v3': writePathV3(backend.kind),
     '0012-admin-roles': adminRoles,

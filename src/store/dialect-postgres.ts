@@ -4,6 +4,7 @@ import pg from 'pg'
 import { countCall, countingSession } from './db-calls.ts'
 import { observedLog, type Backend, type RowsOf, type Session, type StatementObserver } from './dialect.ts'
 import { touchKeysQuery } from './keys-repo.ts'
+import { withSessionSettings } from './postgres-options.ts'
 import { isUnavailable } from './unavailable.ts'
 import { batchApplier } from './apply-batch.ts'
 import { postgresStatements } from './batch-sql-postgres.ts'
@@ -138,8 +139,15 @@ export function lockNumber(key: string): string {
 
 // Durability relies on synchronous_commit = on, PostgreSQL's default: COMMIT returns once the WAL is flushed.
 export function openPostgres(url: string, options: PostgresOptions): Backend {
+  // The tables live in their own schema, so they never meet other tables of the database.
+  const fromUrl = searchPathOf(url)
+  const schema = fromUrl ?? options.schema ?? 'shop_intake'
   const pool = new pg.Pool({
-    connectionString: url,
+    // Every statement is prepared once and looks rows up by key: the generic plan (an index lookup
+    // per key) is right whatever the statistics say, and spares planning each execution. Custom
+    // plans from stale statistics on a young table took a whole shop's index range per lookup.
+    // Both are startup options of each connection (src/store/postgres-options.ts).
+    connectionString: withSessionSettings(url, { ...(fromUrl ? {} : { search_path: schema }), plan_cache_mode: 'force_generic_plan' }),
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs,
     // The server cancels a stuck statement first, so its transaction rolls back and frees its
@@ -151,17 +159,8 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
   // (by a batch or by Kysely) on the client itself. Either way the failing query already rejects,
   // and the pool replaces the client; without these listeners the process would crash.
   pool.on('error', () => {})
-  // The tables live in their own schema, so they never meet other tables of the database.
-  const fromUrl = searchPathOf(url)
-  const schema = fromUrl ?? options.schema ?? 'shop_intake'
   pool.on('connect', (client) => {
     client.on('error', () => {})
-    // Queued before any query of whoever checked the client out.
-    if (!fromUrl) client.query(`SET search_path TO "${schema}"`).catch(() => {})
-    // Every statement is prepared once and looks rows up by key: the generic plan (an index lookup
-    // per key) is right whatever the statistics say, and spares planning each execution. Custom
-    // plans from stale statistics on a young table took a whole shop's index range per lookup.
-    client.query('SET plan_cache_mode = force_generic_plan').catch(() => {})
   })
   const observe = options.onStatement
   const db = new Kysely<Tables>({

@@ -18,6 +18,9 @@ export interface TestNats {
   stop(signal?: NodeJS.Signals): Promise<void>
   /** Stops it for good and removes its store. */
   dispose(): Promise<void>
+  /** SIGSTOP: connections stay open and nothing is answered, until thaw(). */
+  freeze(): void
+  thaw(): void
 }
 
 const live = new Set<ChildProcess>()
@@ -78,9 +81,12 @@ export async function startNats(): Promise<TestNats> {
       await exited
     },
     async dispose() {
+      child?.kill('SIGCONT') // (a frozen server takes SIGKILL all the same; this only keeps it tidy)
       await nats.stop()
       rmSync(dir, { recursive: true, force: true })
     },
+    freeze: () => void child?.kill('SIGSTOP'),
+    thaw: () => void child?.kill('SIGCONT'),
   }
   await nats.start()
   return nats

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { v7 as uuidv7 } from 'uuid'
+import { uuidv7 } from '../../http/uuid-v7.ts'
+import type { CommandOutcome } from '../../batch/commands.ts'
 import { MalformedBody } from '../../http/json-body.ts'
-import { ProblemError, sendProblem } from '../../http/problem.ts'
+import { pointsLimitProblem, ProblemError, sendProblem, unavailable } from '../../http/problem.ts'
 import { fieldErrors, firstErrors } from '../../http/validation.ts'
 import { AdjustmentBody, AdjustmentView, ADMIN_PROBLEMS, ShopCustomerParams } from '../../schemas/admin.ts'
 import { recordAudit } from '../../store/admin-repo.ts'
@@ -52,7 +53,8 @@ export async function adjustmentRoutes(app: FastifyInstance, ctx: AdminContext):
     if (customerId === undefined) return sendNotFound(reply, `no customer ${request.params.id} in shop ${shop.name}`)
     if (request.body instanceof MalformedBody) return sendProblem(reply, { status: 400, type: 'malformed-json', title: 'Bad Request', detail: request.body.detail })
     if (!isObject(request.body)) return sendProblem(reply, { status: 400, type: 'malformed-json', title: 'Bad Request', detail: 'the body must be a JSON object' })
-    const found = firstErrors([request.validationError ? fieldErrors(request.validationError.validation) : []])
+    // (and the numbers the JSON parser rounded, which the schema saw as integers)
+    const found = firstErrors([request.validationError ? fieldErrors(request.validationError.validation) : [], request.bodyErrors ?? []])
     if (found.count > 0) {
       return sendProblem(reply, {
         status: 422, type: 'invalid-body', title: 'Unprocessable Content',
@@ -80,6 +82,8 @@ export async function adjustmentRoutes(app: FastifyInstance, ctx: AdminContext):
           detail: `customer ${customerId} has ${outcome.available} points available; taking ${-body.points} would take it below zero`,
           available: outcome.available,
         })
+      case 'points-limit':
+        return sendProblem(reply, pointsLimitProblem(outcome, `adding ${body.points} points to customer ${customerId}`))
       case 'idempotency-conflict':
         return sendProblem(reply, { status: 409, type: 'idempotency-key-reused', title: 'Conflict', detail: 'this Idempotency-Key was used with another request; use a new key for a new adjustment' })
       case 'not-found':

@@ -4,6 +4,7 @@ import { arrivalClockUs } from '../../domain/time.ts'
 import { badRequest, ProblemError, sendProblem, unavailable } from '../../http/problem.ts'
 import type { AdminAuth } from '../../http/admin-auth.ts'
 import { noStore } from '../../http/no-store.ts'
+import { isStorableText } from '../../schemas/common.ts'
 import type { Services } from '../../services.ts'
 import { findShop } from '../../store/keys-repo.ts'
 import { QueueFullError } from '../../writer/group-commit.ts'
@@ -46,9 +47,9 @@ export async function submitCommand(services: Services, request: FastifyRequest,
 export const notFound = (detail: string) => new ProblemError({ status: 404, type: 'not-found', title: 'Not Found', detail })
 export const sendNotFound = (reply: FastifyReply, detail: string) => sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail })
 
-/** The shop of that name, or a 404. */
+/** The shop of that name, or a 404 (without asking the database for a name it could not hold, such as one with a NUL). */
 export async function shopByName(services: Services, name: string): Promise<{ id: number; name: string; created_at: string }> {
-  const shop = await findShop(services.backend.db, name)
+  const shop = isStorableText(name) ? await findShop(services.backend.db, name) : undefined
   if (!shop) throw notFound(`no shop named ${name}`)
   return { id: Number(shop.id), name: shop.name, created_at: shop.created_at }
 }
@@ -74,7 +75,7 @@ export function decodeCursor(cursor: string | undefined, kinds: readonly ('numbe
     value = undefined
   }
   const ok = Array.isArray(value) && value.length === kinds.length &&
-    value.every((v, i) => (kinds[i] === 'number' ? Number.isSafeInteger(v) : typeof v === 'string' && v.length <= 100))
+    value.every((v, i) => (kinds[i] === 'number' ? Number.isSafeInteger(v) : typeof v === 'string' && v.length <= 100 && isStorableText(v)))
   if (!ok) throw badRequest('cursor is not a next_cursor this list gave')
   return value as (string | number)[]
 }

@@ -6,7 +6,9 @@ import { AdminKeyList, ADMIN_PROBLEMS, NewKey, PageQuery, ShopKeyParams, ShopPar
 import { recordAudit } from '../../store/admin-repo.ts'
 import { findKey, keyPage } from '../../store/admin-read-repo.ts'
 import { revokeKey } from '../../store/keys-repo.ts'
+import { sendProblem } from '../../http/problem.ts'
 import { readAnswer } from '../resources.ts'
+import { OPTIONAL_BODY, optionalBodyProblem } from './optional-body.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, notFound, parseId, shopByName, TAGS, type AdminContext } from './common.ts'
 
 // A shop's API keys: list, create (the key answered once) and revoke, which holds at once on this
@@ -38,10 +40,13 @@ export async function keyRoutes(scope: FastifyInstance, ctx: AdminContext): Prom
     onRequest: ctx.onRequest,
     schema: {
       summary: 'Create an API key for a shop; the key is answered this once', operationId: 'adminCreateKey', tags: TAGS, security: ADMIN_SECURITY, params: ShopParams,
-      response: { 201: readAnswer('The new key', NewKey), ...ADMIN_PROBLEMS(404) },
+      description: `The key takes no options: ${OPTIONAL_BODY}`,
+      response: { 201: readAnswer('The new key', NewKey), ...ADMIN_PROBLEMS(404, 413, 415) },
     },
   }, async (request, reply) => {
     const shop = await shopByName(services, request.params.shop)
+    const refused = optionalBodyProblem(request)
+    if (refused) return sendProblem(reply, refused)
     const issued = await issueKey(db, shop.name)
     const stored = (await findKey(db, shop.id, issued.keyId))!
     await recordAudit(db, request.operator, { action: 'key.create', shopId: shop.id, target: String(issued.keyId), detail: { hint: stored.hint } })
