@@ -39,24 +39,24 @@ export function integerTexts(text: string, pointers: readonly IntegerPointer[]):
   const found: Partial<Record<IntegerPointer, string>> = {}
   const start = skipSpace(text, 0)
   if (text[start] !== '{') return found
-  const inCustomer = pointers.filter((p) => p.startsWith('/customer/'))
-  walkObject(text, start, (key, at) => {
+  const inCustomer = pointers.filter((p) => p.startsWith('/customer/')).map((p) => p.slice('/customer/'.length))
+  const topLevel = pointers.filter((p) => !p.startsWith('/customer/')).map((p) => p.slice(1))
+  const wanted = inCustomer.length > 0 ? [...topLevel, 'customer'] : topLevel
+  walkObject(text, start, wanted, (key, at) => {
     if (key === 'customer' && inCustomer.length > 0) {
       // A later "customer" replaces an earlier one, as JSON.parse does: its fields start afresh.
-      const inner: Partial<Record<IntegerPointer, string>> = {}
+      const inner: Partial<Record<string, string>> = {}
       const end =
         text.charCodeAt(at) === OPEN_BRACE
-          ? walkObject(text, at, (k, a) => {
-              const pointer: IntegerPointer = `/customer/${k}`
-              if (inCustomer.includes(pointer)) inner[pointer] = numberAt(text, a)
+          ? walkObject(text, at, inCustomer, (k, a) => {
+              if (k !== null) inner[k] = numberAt(text, a)
               return skipValue(text, a)
             })
           : skipValue(text, at)
-      for (const pointer of inCustomer) setOrClear(found, pointer, inner[pointer])
+      for (const name of inCustomer) setOrClear(found, `/customer/${name}`, inner[name])
       return end
     }
-    const pointer: IntegerPointer = `/${key}`
-    if (pointers.includes(pointer)) setOrClear(found, pointer, numberAt(text, at))
+    if (key !== null && key !== 'customer') setOrClear(found, `/${key}`, numberAt(text, at))
     return skipValue(text, at)
   })
   return found
@@ -147,11 +147,11 @@ function skipValue(text: string, i: number): number {
  * decoded key and the index of its value, and returns the index after the value.
  * Returns the index after the closing brace.
  */
-function walkObject(text: string, i: number, member: (key: Key, at: number) => number): number {
+function walkObject(text: string, i: number, wanted: readonly string[], member: (key: string | null, at: number) => number): number {
   i = skipSpace(text, i + 1)
   while (i < text.length && text.charCodeAt(i) !== CLOSE_BRACE) {
     const keyEnd = stringEnd(text, i)
-    const key = keyAt(text, i, keyEnd)
+    const key = keyAt(text, i, keyEnd, wanted)
     i = skipSpace(text, skipSpace(text, keyEnd) + 1) // past the colon
     i = skipSpace(text, member(key, i))
     if (text.charCodeAt(i) === COMMA) i = skipSpace(text, i + 1)
@@ -159,20 +159,16 @@ function walkObject(text: string, i: number, member: (key: Key, at: number) => n
   return i + 1
 }
 
-/** The keys the walk looks for; any other key is null. */
-type Key = 'id' | 'customer' | null
-
-/** The key text[start, end) (quotes included) as JSON.parse reads it, if it is one the walk looks for. */
-function keyAt(text: string, start: number, end: number): Key {
+/** The key text[start, end) (quotes included) as JSON.parse reads it, if it is one of `wanted`; else null. */
+function keyAt(text: string, start: number, end: number, wanted: readonly string[]): string | null {
   for (let i = start + 1; i < end - 1; i++) {
     if (text.charCodeAt(i) !== BACKSLASH) continue
     // Escaped: decoded as JSON.parse would (rare, and short).
     const key = JSON.parse(text.slice(start, end)) as string
-    return key === 'id' || key === 'customer' ? key : null
+    return wanted.includes(key) ? key : null
   }
   // Plain: compared where it stands, with no substring made.
   const length = end - start - 2
-  if (length === 2 && text.startsWith('id', start + 1)) return 'id'
-  if (length === 8 && text.startsWith('customer', start + 1)) return 'customer'
+  for (const name of wanted) if (name.length === length && text.startsWith(name, start + 1)) return name
   return null
 }

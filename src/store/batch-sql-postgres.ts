@@ -18,12 +18,49 @@ export const postgresStatements: StatementFactory = {
   },
 
   insert(spec) {
-    const arrays = spec.types.map((type, i) => `$${i + 1}::${type}[]`).join(', ')
-    const text = `INSERT INTO ${spec.table} (${spec.columns.join(', ')}) SELECT * FROM unnest(${arrays}) ${spec.conflict}`
+    // A bytea column is not an array of its values (pg would write each as hex text, twice the
+    // bytes, and again in the array's text): the values travel as one binary parameter, cut by
+    // offsets and lengths (null: a length of -1).
+    const binary = spec.types.map((type) => type === 'bytea')
+    const params: string[] = []
+    const names: string[] = []
+    const selected: string[] = []
+    let n = 0
+    spec.columns.forEach((column, i) => {
+      if (!binary[i]) {
+        params.push(`$${++n}::${spec.types[i]}[]`)
+        names.push(column)
+        selected.push(`u.${column}`)
+        return
+      }
+      const buffer = ++n
+      params.push(`$${++n}::integer[]`, `$${++n}::integer[]`)
+      names.push(`${column}_at`, `${column}_length`)
+      selected.push(`CASE WHEN u.${column}_length < 0 THEN NULL ELSE substring($${buffer}::bytea FROM u.${column}_at FOR u.${column}_length) END`)
+    })
+    const text =
+      `INSERT INTO ${spec.table} (${spec.columns.join(', ')}) SELECT ${selected.join(', ')} ` +
+      `FROM unnest(${params.join(', ')}) AS u(${names.join(', ')}) ${spec.conflict}`
     return (rows) => {
       if (rows.length === 0) return []
-      const columns = spec.columns.map((_, i) => rows.map((row) => row[i] ?? null))
-      return [CompiledQuery.raw(text, columns)]
+      const parameters: unknown[] = []
+      spec.columns.forEach((_, i) => {
+        if (!binary[i]) {
+          parameters.push(rows.map((row) => row[i] ?? null))
+          return
+        }
+        const values = rows.map((row) => row[i] as Uint8Array | null)
+        const at: number[] = []
+        const lengths: number[] = []
+        let offset = 1
+        for (const value of values) {
+          at.push(offset)
+          lengths.push(value === null ? -1 : value.byteLength)
+          offset += value?.byteLength ?? 0
+        }
+        parameters.push(Buffer.concat(values.filter((v): v is Uint8Array => v !== null)), at, lengths)
+      })
+      return [CompiledQuery.raw(text, parameters)]
     }
   },
 

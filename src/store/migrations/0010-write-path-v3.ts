@@ -59,7 +59,7 @@ export function writePathV3(kind: 'sqlite' | 'postgres') {
       await db.schema.createIndex('feed_shop').on('feed').columns(['shop_id', 'position']).execute()
       await db.schema
         .createTable('feed_head')
-        .addColumn('id', 'integer', (c) => c.primaryKey())
+        .addColumn('id', 'bigint', (c) => c.primaryKey())
         .addColumn('position', 'bigint', (c) => c.notNull())
         .execute()
 
