@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { v7 as uuidv7 } from 'uuid'
+import { uuidv7 } from '../http/uuid-v7.ts'
 import { arrivalClockUs } from '../domain/time.ts'
 import { changeFor, type FieldError, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
 import type { Services } from '../services.ts'

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { v7 as uuidv7 } from 'uuid'
+import { uuidv7 } from '../http/uuid-v7.ts'
 import type { Services } from '../services.ts'
 import type { CommandOutcome, PointsCommand } from '../batch/commands.ts'
 import { arrivalClockUs } from '../domain/time.ts'

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { v7 as uuidv7 } from 'uuid'
+import { uuidv7 } from '../../http/uuid-v7.ts'
 import type { CommandOutcome } from '../../batch/commands.ts'
 import { MalformedBody } from '../../http/json-body.ts'
 import { ProblemError, sendProblem, unavailable } from '../../http/problem.ts'
