@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { hashKey, keyHint } from '../src/keys/api-key.ts'
@@ -174,6 +176,62 @@ forEachDatabase((kind) => {
     test('the read API refuses the same way', async () => {
       assertUnauthorized(await t.app.inject({ method: 'GET', url: '/v3/customers/1' }))
       assertUnauthorized(await t.get('/v3/orders/1', `sk_${randomBase62(32)}`))
+    })
+  })
+
+  describe('one kept-alive connection, several keys', () => {
+    test('each request is judged by its own Authorization header, whatever the connection sent before', async () => {
+      await t.app.listen({ port: 0, host: '127.0.0.1' })
+      const { port } = t.app.server.address() as AddressInfo
+      // One socket for every request: the second and later requests reuse it.
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+      const send = (authorization: string, body: unknown, url = CUSTOMER_CREATED) =>
+        new Promise<{ status: number; json: Record<string, unknown>; reused: boolean }>((resolve, reject) => {
+          const payload = JSON.stringify(body)
+          const req = http.request(
+            { agent, host: '127.0.0.1', port, method: 'POST', path: url, headers: { authorization, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
+            (res) => {
+              let text = ''
+              res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(text), reused: req.reusedSocket }))
+            },
+          )
+          req.on('error', reject).end(payload)
+        })
+      try {
+        const first = await t.newKey('conn-first')
+        const second = await t.newKey('conn-second')
+        const id = nextId()
+        const answers = [
+          await send(basic(first), { id, first_name: 'ByFirst' }),
+          await send(basic(second), { id, first_name: 'BySecond' }),
+          await send(basic(first), { id: nextId() }),
+        ]
+        for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.json))
+        // Each key wrote to its own shop.
+        assert.equal((await t.get(`/v3/customers/${id}`, first)).json().first_name, 'ByFirst')
+        assert.equal((await t.get(`/v3/customers/${id}`, second)).json().first_name, 'BySecond')
+
+        // A header as long as the one before, one character off: an unknown key.
+        const last = first.at(-1)!
+        const altered = await send(basic(first.slice(0, -1) + (last === 'a' ? 'b' : 'a')), { id: nextId() })
+        assert.equal(altered.status, 401)
+        assert.match(String(altered.json.detail), /not known/)
+        assert.equal((await send(basic(first), { id: nextId() })).status, 200)
+        const asUser = await send(`Basic ${b64(`${first}:`)}`, { id: nextId() })
+        assert.equal(asUser.status, 401)
+        assert.match(String(asUser.json.detail), /user ?name/i)
+
+        // Revoked (this suite caches no lookup): refused at once on the connection that used it.
+        assert.equal((await send(basic(first), { id: nextId() })).status, 200)
+        assert.equal((await revokeKey(db(), await keyId(first))).result, 'revoked')
+        const revoked = await send(basic(first), { id: nextId() })
+        assert.equal(revoked.status, 401)
+        assert.match(String(revoked.json.detail), /not known or has been revoked/)
+        assert.equal((await send(basic(second), { id: nextId() })).status, 200)
+        assert.ok([...answers.slice(1), altered, asUser, revoked].every((a) => a.reused), 'the requests shared one connection')
+      } finally {
+        agent.destroy()
+      }
     })
   })
 

@@ -1,3 +1,5 @@
+import { timingSafeEqual } from 'node:crypto'
+import type { Socket } from 'node:net'
 import basicAuth from 'basic-auth'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
@@ -37,11 +39,32 @@ export interface Authenticator {
   invalidate(which?: { keyHash: string } | { keyId: number }): void
 }
 
+/** A connection's last Authorization header that held a well-formed key, and that key's SHA-256. */
+interface SeenKey {
+  header: Buffer
+  hash: string
+}
+
+/**
+ * The hash of the key in `header` if the connection sent this very header before: a sender keeps
+ * its connection and its key, so the key is hashed once per connection, not once per request.
+ * Compared in constant time, so that the comparison tells nothing of the bytes it met.
+ */
+function seenHash(seen: SeenKey | undefined, header: string): string | undefined {
+  if (seen === undefined || seen.header.length !== header.length) return undefined
+  // A kept header is ASCII (basic-auth takes nothing else): as many UTF-8 bytes as characters
+  // means ASCII here too, where the encoding cannot make two strings equal.
+  const bytes = Buffer.from(header, 'utf8')
+  return bytes.length === seen.header.length && timingSafeEqual(seen.header, bytes) ? seen.hash : undefined
+}
+
 /**
  * Basic auth against stored key hashes. Lookups go by the key's SHA-256, so
  * nothing compares the secret itself; known and unknown keys both cost one
- * hash and one cache or index lookup. Results, negative ones included, are
- * cached for `ttlSeconds`, which bounds how long a revoked key still works.
+ * hash (or, for the header a connection sent before, one constant-time
+ * comparison with it) and one cache or index lookup. Results, negative ones
+ * included, are cached for `ttlSeconds`, which bounds how long a revoked key
+ * still works.
  */
 export function createAuthenticator(
   db: Kysely<Tables>,
@@ -51,8 +74,10 @@ export function createAuthenticator(
 ): Authenticator {
   const cache = new LRUCache<string, Principal | false>({ max: 100_000, ttl: Math.max(ttlSeconds, 0) * 1000 || 1 })
 
-  async function lookup(key: string): Promise<Principal | undefined> {
-    const hash = hashKey(key)
+  // Weak: an entry goes with its connection.
+  const seenKeys = new WeakMap<Socket, SeenKey>()
+
+  async function lookup(hash: string): Promise<Principal | undefined> {
     let found = cache.get(hash)
     if (found === undefined) {
       found = (await findActiveKey(db, hash)) ?? false
@@ -84,13 +109,21 @@ export function createAuthenticator(
         onFailure('malformed')
         throw new ProblemError({ status: 400, type: 'malformed-request', title: 'Bad Request', detail: 'the request carries more than one Authorization header' })
       }
-      const credentials = basicAuth.parse(request.headers.authorization ?? '')
-      if (!credentials) fail(request.headers.authorization ? 'malformed' : 'missing')
-      const { name, pass } = credentials
-      if (!pass && isWellFormedKey(name)) fail('key-as-user')
-      if (!isWellFormedKey(pass)) fail(pass ? 'malformed' : 'missing')
-      const principal = await lookup(pass)
-      if (!principal) fail('unknown', isAdminKey(pass) ? ADMIN_KEY_HERE : undefined)
+      const header = request.headers.authorization
+      const socket = request.raw.socket
+      // The header this connection sent before holds the same key: its hash is known.
+      let hash = header === undefined ? undefined : seenHash(seenKeys.get(socket), header)
+      if (hash === undefined) {
+        const credentials = basicAuth.parse(header ?? '')
+        if (!credentials) fail(header ? 'malformed' : 'missing')
+        const { name, pass } = credentials
+        if (!pass && isWellFormedKey(name)) fail('key-as-user')
+        if (!isWellFormedKey(pass)) fail(pass ? 'malformed' : 'missing')
+        hash = hashKey(pass)
+        seenKeys.set(socket, { header: Buffer.from(header!, 'utf8'), hash })
+      }
+      const principal = await lookup(hash)
+      if (!principal) fail('unknown', isAdminKey(basicAuth.parse(header!)!.pass) ? ADMIN_KEY_HERE : undefined)
       request.principal = principal
       onSuccess(principal)
     },
