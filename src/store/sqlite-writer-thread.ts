@@ -1,17 +1,17 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { CompiledQuery } from 'kysely'
-import type { BatchItem } from '../batch/commands.ts'
 import { batchApplier } from './apply-batch.ts'
 import { openSqlite } from './dialect-sqlite.ts'
 import { pruneEventsTimed } from './prune.ts'
 import { touchKeysQuery } from './keys-repo.ts'
+import { decodeBatch, type BatchMessage } from './sqlite-writer-message.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync
 // (synchronous=FULL) blocks this thread, never the event loop that parses
 // the next batch's requests.
 
 type Message =
-  | { id: number; batch: BatchItem[]; atUs: number }
+  | { id: number; batch: BatchMessage }
   | { id: number; ping: true }
   | { id: number; prune: { cutoffUs: number; limit: number } }
   | { id: number; touch: { keyIds: number[]; at: string } }
@@ -60,7 +60,7 @@ parentPort!.on('message', async (message: Message) => {
     return
   }
   try {
-    const results = await apply(message.batch, message.atUs)
+    const results = await apply(decodeBatch(message.batch), message.batch.atUs)
     parentPort!.postMessage({
       id: message.id,
       results: results.map((r) => (r.status === 'failed' ? { status: 'failed', error: plainError(r.error) } : r)),

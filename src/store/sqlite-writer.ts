@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads'
-import type { BatchItem } from '../batch/commands.ts'
 import type { BatchResult } from './apply-batch.ts'
 import type { BatchWriter } from './dialect.ts'
 import type { Pruned } from './prune.ts'
+import { encodeBatch, type BatchMessage } from './sqlite-writer-message.ts'
 
 interface Reply {
   id?: number
@@ -58,18 +58,22 @@ export function startSqliteWriter(path: string): SqliteBatchWriter {
   worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
 
   const send = <R = BatchResult[]>(
-    message: { batch: BatchItem[]; atUs: number } | { ping: true } | { prune: { cutoffUs: number; limit: number } } | { touch: { keyIds: readonly number[]; at: string } } | { write: { sql: string; parameters: readonly unknown[] } },
+    message: { batch: BatchMessage } | { ping: true } | { prune: { cutoffUs: number; limit: number } } | { touch: { keyIds: readonly number[]; at: string } } | { write: { sql: string; parameters: readonly unknown[] } },
+    transfer?: ArrayBuffer[],
   ) =>
     new Promise<R>((resolve, reject) => {
       if (failure) return reject(failure)
       const id = nextId++
       pending.set(id, { resolve: resolve as (r: unknown) => void, reject })
-      worker.postMessage({ id, ...message })
+      worker.postMessage({ id, ...message }, transfer)
     })
 
   return {
     thread: worker,
-    apply: (batch, atUs) => send({ batch, atUs }),
+    apply: (batch, atUs) => {
+      const { message, transfer } = encodeBatch(batch, atUs)
+      return send({ batch: message }, transfer)
+    },
     // On this thread, between batches: a prune transaction never waits for the write lock.
     prune: (cutoffUs, limit) => send<Pruned>({ prune: { cutoffUs, limit } }),
     touchKeys: async (keyIds, at) => {
