@@ -11,7 +11,7 @@ import { installExpectContinue } from './http/expect-continue.ts'
 import { installHostCheck } from './http/host-header.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { installAllMethods } from './http/methods.ts'
-import { createMetrics, statusClass, type StorageSample } from './http/metrics.ts'
+import { createMetrics, type StorageSample } from './http/metrics.ts'
 import { completeDocument } from './http/openapi.ts'
 import { installRequestIdEcho, requestId } from './http/request-id.ts'
 import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
@@ -195,10 +195,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url
-    metrics.requestDuration.observe(
-      { route: route === undefined || route === '*' || request.is404 ? 'unmatched' : route, status_class: statusClass(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    )
+    metrics.requestAnswered(route === undefined || route === '*' || request.is404 ? 'unmatched' : route, reply.statusCode, reply.elapsedTime / 1000)
   })
   let closing = false
   app.addHook('preClose', async () => {

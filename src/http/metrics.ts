@@ -27,7 +27,7 @@ export function createMetrics(sources: MetricSources) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   const registers = [registry]
-  return {
+  const metrics = {
     registry,
     requestDuration: new Histogram({
       name: 'shop_intake_http_request_duration_seconds',
@@ -147,6 +147,30 @@ export function createMetrics(sources: MetricSources) {
         if (pool) this.set(pool.waiting)
       },
     }),
+  }
+  // Each label set's child is made once by labels(): observing through the metric with a labels
+  // object costs a new object, a closure and the label values' strings on every request.
+  const durations = new Map<string, Histogram.Internal<'route' | 'status_class'>[]>()
+  const webhooks = new Map<number, Map<string, Map<string, Counter.Internal>>>()
+  return {
+    ...metrics,
+    /** Observes an answer's time (seconds) by route template (or "unmatched") and status class. */
+    requestAnswered(route: string, status: number, seconds: number): void {
+      let byClass = durations.get(route)
+      if (byClass === undefined) durations.set(route, (byClass = []))
+      const index = Math.floor(status / 100)
+      ;(byClass[index] ??= metrics.requestDuration.labels(route, statusClass(status))).observe(seconds)
+    },
+    /** Counts an authenticated webhook by shop, topic and outcome. */
+    webhookCounted(shopId: number, topic: string, outcome: string): void {
+      let byTopic = webhooks.get(shopId)
+      if (byTopic === undefined) webhooks.set(shopId, (byTopic = new Map()))
+      let byOutcome = byTopic.get(topic)
+      if (byOutcome === undefined) byTopic.set(topic, (byOutcome = new Map()))
+      let child = byOutcome.get(outcome)
+      if (child === undefined) byOutcome.set(outcome, (child = metrics.webhooks.labels(String(shopId), topic, outcome)))
+      child.inc()
+    },
   }
 }
 

@@ -160,7 +160,7 @@ export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics
     } finally {
       release()
     }
-    metrics.webhooks.inc({ shop: String(webhook.shopId), topic, outcome: outcome.status })
+    metrics.webhookCounted(webhook.shopId, topic, outcome.status)
     const logged = { eventId: outcome.status === 'failed' ? webhook.eventId : outcome.eventId, resourceId, outcome: outcome.status }
     if (outcome.status === 'failed') {
       const problem = unavailable(config.RETRY_AFTER_SECONDS, 'the webhook could not be stored; retry after the delay in Retry-After')
