@@ -51,7 +51,10 @@ export function approximateBytes(value: unknown): number {
         return bytes
       }
       let bytes = 24
-      for (const [key, item] of Object.entries(value)) bytes += 8 + approximateBytes(key) + approximateBytes(item)
+      // for…in rather than Object.entries: no array per member (own keys only, as entries counts them).
+      for (const key in value) {
+        if (Object.hasOwn(value, key)) bytes += 8 + (16 + 2 * key.length) + approximateBytes((value as Record<string, unknown>)[key])
+      }
       return bytes
     }
     default:

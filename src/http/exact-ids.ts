@@ -56,12 +56,15 @@ export function idNumberTexts(text: string, pointers: readonly IdPointer[]): Par
 
 /** A 422 error for each id whose raw text is a number but not exactly an integer. */
 export function inexactIdErrors(text: string, pointers: readonly IdPointer[]): FieldError[] {
-  return Object.entries(idNumberTexts(text, pointers))
-    .filter(([, token]) => !isExactInteger(token))
-    .map(([pointer, token]) => ({
-      pointer,
-      detail: `must be an integer written exactly; ${token} is not an integer, and would be read as ${Number(token)}`,
-    }))
+  const found = idNumberTexts(text, pointers)
+  const errors: FieldError[] = []
+  // In the order found (as Object.entries would list them), without an array per id.
+  for (const pointer in found) {
+    const token = found[pointer as IdPointer]!
+    if (isExactInteger(token)) continue
+    errors.push({ pointer, detail: `must be an integer written exactly; ${token} is not an integer, and would be read as ${Number(token)}` })
+  }
+  return errors
 }
 
 function setOrClear(found: Partial<Record<IdPointer, string>>, pointer: IdPointer, token: string | undefined): void {

@@ -21,13 +21,14 @@ const KEPT_HEADERS = ['content-type', 'user-agent', 'idempotency-key', 'webhook-
 
 export type HeaderBag = Record<string, string | string[] | undefined>
 
+/** The kept headers as a JSON object, written as JSON.stringify would write it, without the object. */
 function keptHeaders(headers: HeaderBag): string {
-  const kept: Record<string, string> = {}
+  let json = ''
   for (const name of KEPT_HEADERS) {
     const value = headers[name]
-    if (typeof value === 'string') kept[name] = value
+    if (typeof value === 'string') json += `${json === '' ? '{' : ','}"${name}":${JSON.stringify(value)}`
   }
-  return JSON.stringify(kept)
+  return json === '' ? '{}' : `${json}}`
 }
 
 /** The sender's Idempotency-Key or Webhook-Id, hashed (a header may hold bytes, such as NUL, that a text column cannot). */
@@ -42,6 +43,9 @@ function idemKey(headers: HeaderBag): string | null {
   }
   return createHash('sha256').update(header).digest('base64url')
 }
+
+/** What firstErrors finds in a body with nothing to report (the common case), without building it each time. */
+const NO_ERRORS: ReturnType<typeof firstErrors> = Object.freeze({ errors: Object.freeze([]) as unknown as FieldError[], count: 0 })
 
 const bodyHash = (topic: Topic, raw: Buffer) => createHash('sha256').update(topic).update('\n').update(raw).digest('base64url')
 
@@ -112,11 +116,14 @@ export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics
     // The validator describes the first invalid fields and counts the rest (bounded-validator.ts).
     // The raw scan's (ids) are among the first: a body's ids come before any array in the schema.
     const validation = malformed === null ? input.validation : undefined
-    const found = firstErrors(
-      [malformed === null ? [] : [{ pointer: '', detail: malformed }], validation ? fieldErrors(validation) : [], input.bodyErrors ?? []],
-      MAX_REPORTED_ERRORS,
-      validation?.unlisted ?? 0,
-    )
+    const found =
+      malformed === null && validation === undefined && !input.bodyErrors?.length
+        ? NO_ERRORS
+        : firstErrors(
+            [malformed === null ? [] : [{ pointer: '', detail: malformed }], validation ? fieldErrors(validation) : [], input.bodyErrors ?? []],
+            MAX_REPORTED_ERRORS,
+            validation?.unlisted ?? 0,
+          )
     const errors = found.count > 0 ? found.errors : null
     // Without errors the body is what the schema says.
     const change = errors ? null : changeFor(topic, input.parsed as never, receivedUs)
