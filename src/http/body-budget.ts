@@ -86,16 +86,17 @@ export function installBodyBudget(
   budget: BodyBudget,
   options: { bodyLimit: number; retryAfterSeconds: number; onRefused: () => void },
 ): void {
-  app.addHook('preParsing', async (request, reply, payload) => {
+  app.addHook('preParsing', (request, reply, payload, done) => {
     const bytes = declaredBodyBytes(request, options.bodyLimit)
-    if (bytes === 0) return payload
+    if (bytes === 0) return done(null, payload)
     const release = budget.reserve(bytes)
     if (!release) {
       options.onRefused()
-      throw unavailable(options.retryAfterSeconds, 'too many request bodies are being received at once; retry after the delay in Retry-After')
+      return done(unavailable(options.retryAfterSeconds, 'too many request bodies are being received at once; retry after the delay in Retry-After'))
     }
-    // 'close' follows the end of the answer and any early end of the connection.
-    reply.raw.once('close', release)
-    return payload
+    // 'close' follows the end of the answer and any early end of the connection, once (and
+    // release gives back once), so a plain listener does what once() would, without its wrapper.
+    reply.raw.on('close', release)
+    done(null, payload)
   })
 }

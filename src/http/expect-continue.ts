@@ -22,27 +22,26 @@ export function installExpectContinue(app: FastifyInstance, bodyLimit: number): 
   })
   server.on('checkExpectation', (req, res) => server.emit('request', req, res))
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     const expect = request.headers.expect
     // HTTP/1.0 senders may not expect anything (RFC 9110, 10.1.1): the field is ignored.
-    if (expect === undefined || request.raw.httpVersion !== '1.1' || CONTINUE.test(expect)) return
+    if (expect === undefined || request.raw.httpVersion !== '1.1' || CONTINUE.test(expect)) return done()
     reply.header('connection', 'close')
-    return sendProblem(reply, {
+    sendProblem(reply, {
       status: 417, type: 'expectation-failed', title: 'Expectation Failed',
       detail: 'the only expectation this service meets is Expect: 100-continue',
     })
   })
 
-  app.addHook('preParsing', async (request, reply, payload) => {
-    if (!awaitsContinue.delete(request.raw)) return payload
-    if (declaredBodyBytes(request, bodyLimit) > 0) reply.raw.writeContinue()
-    return payload
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (awaitsContinue.delete(request.raw) && declaredBodyBytes(request, bodyLimit) > 0) reply.raw.writeContinue()
+    done(null, payload)
   })
 
   // Answered without a 100: the sender may still be holding its body back, or
   // sending it; either way the connection cannot carry another request.
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (awaitsContinue.has(request.raw)) reply.header('connection', 'close')
-    return payload
+    done(null, payload)
   })
 }

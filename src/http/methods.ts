@@ -14,7 +14,8 @@ export function installAllMethods(app: FastifyInstance): void {
   const unknown = METHODS.filter((method) => method !== 'CONNECT' && !app.supportedMethods.includes(method))
   for (const method of unknown) app.addHttpMethod(method)
   app.route({ method: unknown, url: '*', schema: { hide: true }, handler: (request, reply) => sendProblem(reply, noSuchEndpoint(request)) })
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.is404) return sendProblem(reply, noSuchEndpoint(request))
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.is404) sendProblem(reply, noSuchEndpoint(request))
+    else done()
   })
 }

@@ -15,7 +15,8 @@ export function requestId(request: IncomingMessage): string {
 
 /** Echoes the request id; call before any hook that may answer. */
 export function installRequestIdEcho(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    done()
   })
 }
