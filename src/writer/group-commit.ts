@@ -42,6 +42,7 @@ export interface WriterOptions<T, R> {
 
 interface Pending<T, R> {
   item: T
+  promise: Promise<R>
   resolve: (result: R) => void
   reject: (error: unknown) => void
 }
@@ -74,11 +75,16 @@ export class GroupCommitWriter<T, R> {
     } catch (error) {
       return Promise.reject(error)
     }
-    const promise = new Promise<R>((resolve, reject) => lane.queue.push({ item, resolve, reject }))
+    let resolve!: (result: R) => void
+    let reject!: (error: unknown) => void
+    const promise = new Promise<R>((res, rej) => {
+      resolve = res
+      reject = rej
+    })
+    lane.queue.push({ item, promise, resolve, reject })
     this.waiting++
+    // Forgotten where it is settled (fulfil, fail), rather than by a then() of its own per webhook.
     this.unsettled.add(promise)
-    const forget = () => this.unsettled.delete(promise)
-    promise.then(forget, forget)
     this.schedule(lane)
     return promise
   }
@@ -103,12 +109,22 @@ export class GroupCommitWriter<T, R> {
     return this.lanes[Number.isFinite(index) ? index : 0]!
   }
 
+  private fulfil(p: Pending<T, R>, result: R): void {
+    this.unsettled.delete(p.promise)
+    p.resolve(result)
+  }
+
+  private fail(p: Pending<T, R>, error: unknown): void {
+    this.unsettled.delete(p.promise)
+    p.reject(error)
+  }
+
   /** Refuses what waits and what comes for the cool-down, rather than letting it wait out timeouts. */
   private trip(error: unknown): void {
     this.lastFailure = error
     this.downUntil = Date.now() + this.options.cooldownMs
     for (const lane of this.lanes) {
-      for (const p of lane.queue.splice(0)) p.reject(new WriterUnavailableError(error))
+      for (const p of lane.queue.splice(0)) this.fail(p, new WriterUnavailableError(error))
     }
     this.waiting = 0
   }
@@ -131,10 +147,10 @@ export class GroupCommitWriter<T, R> {
     new Promise<R[]>((resolve) => resolve(this.options.apply(batch.map((p) => p.item))))
       .then((results) => {
         if (results.length !== batch.length) throw new Error(`apply returned ${results.length} results for a batch of ${batch.length}`)
-        batch.forEach((p, i) => p.resolve(results[i]!))
+        batch.forEach((p, i) => this.fulfil(p, results[i]!))
       })
       .catch((error: unknown) => {
-        batch.forEach((p) => p.reject(error))
+        batch.forEach((p) => this.fail(p, error))
         if (this.options.isUnavailable(error)) this.trip(error)
       })
       .finally(() => {
