@@ -24,26 +24,54 @@ export type InstantReading =
  * `range`: a real instant outside [EARLIEST_INSTANT, END_OF_INSTANTS)).
  */
 export function readInstant(text: string): InstantReading {
-  const m = ISO_WITH_OFFSET.exec(text)
-  if (!m) return { ok: false, reason: 'format' }
-  const [, y, mo, d, h, mi, s, frac, zulu, sign, oh, om] = m
-  const year = Number(y), month = Number(mo), day = Number(d)
-  const hour = Number(h), minute = Number(mi), second = Number(s)
+  if (!ISO_WITH_OFFSET.test(text)) return { ok: false, reason: 'format' }
+  // The pattern fixes where each field is: the date and time in the first 19 characters, then
+  // an optional fraction, then the offset. Read by position, every webhook's timestamps cost no
+  // match array and no substring.
+  const year = digitsAt(text, 0, 4), month = digitsAt(text, 5, 7), day = digitsAt(text, 8, 10)
+  const hour = digitsAt(text, 11, 13), minute = digitsAt(text, 14, 16), second = digitsAt(text, 17, 19)
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return { ok: false, reason: 'date' }
   if (hour > 23 || minute > 59 || second > 60) return { ok: false, reason: 'date' }
+  let at = 19
+  let fraction = at
+  if (text.charCodeAt(at) === DOT) {
+    fraction = ++at
+    while (isDigit(text.charCodeAt(at))) at++
+  }
+  const fractionDigits = at - fraction
   let offsetMinutes = 0
-  if (!zulu) {
-    const offH = Number(oh), offM = Number(om)
+  const zone = text.charCodeAt(at)
+  if (zone !== Z && zone !== LOWER_Z) {
+    const offH = digitsAt(text, at + 1, at + 3)
+    const minutesAt = text.charCodeAt(at + 3) === COLON ? at + 4 : at + 3
+    const offM = digitsAt(text, minutesAt, minutesAt + 2)
     if (offH > 23 || offM > 59) return { ok: false, reason: 'date' }
-    offsetMinutes = (sign === '-' ? -1 : 1) * (offH * 60 + offM)
+    offsetMinutes = (zone === MINUS ? -1 : 1) * (offH * 60 + offM)
   }
   // Whole seconds are exact for any four-digit year; the range is checked on
   // them, before microseconds could lose precision. A leap second is folded
   // onto the next second, as most clocks do.
   const seconds = daysFromCivil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
   if (seconds < EARLIEST_S || seconds >= END_S) return { ok: false, reason: 'range' }
-  const micros = frac ? Number(frac.padEnd(6, '0').slice(0, 6)) : 0
+  // The first six fraction digits are the microseconds; later ones are dropped.
+  const kept = Math.min(fractionDigits, 6)
+  const micros = digitsAt(text, fraction, fraction + kept) * 10 ** (6 - kept)
   return { ok: true, us: seconds * 1_000_000 + micros }
+}
+
+const DOT = 0x2e
+const COLON = 0x3a
+const MINUS = 0x2d
+const Z = 0x5a
+const LOWER_Z = 0x7a
+
+const isDigit = (code: number) => code >= 0x30 && code <= 0x39
+
+/** The number the ASCII digits text[from..to) write (the pattern has checked they are digits). */
+function digitsAt(text: string, from: number, to: number): number {
+  let n = 0
+  for (let i = from; i < to; i++) n = n * 10 + text.charCodeAt(i) - 0x30
+  return n
 }
 
 /** Epoch microseconds of an accepted timestamp (see readInstant), or undefined. */
