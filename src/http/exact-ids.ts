@@ -40,7 +40,7 @@ export function idNumberTexts(text: string, pointers: readonly IdPointer[]): Par
     if (key === 'customer' && pointers.includes('/customer/id')) {
       let inner: string | undefined
       const end =
-        text[at] === '{'
+        text.charCodeAt(at) === OPEN_BRACE
           ? walkObject(text, at, (k, a) => {
               if (k === 'id') inner = numberAt(text, a)
               return skipValue(text, a)
@@ -93,8 +93,16 @@ function stringEnd(text: string, i: number): number {
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
+// Found with test() and lastIndex (each matches one character): exec would build an array per value.
 const STRUCTURE = /["{}[\]]/g
 const SCALAR_END = /[\s,\]}]/g
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const OPEN_BRACE = 0x7b
+const CLOSE_BRACE = 0x7d
+const OPEN_BRACKET = 0x5b
+const COMMA = 0x2c
 
 /** The number token at `i`, or undefined when the value there is not a number. */
 function numberAt(text: string, i: number): string | undefined {
@@ -104,25 +112,26 @@ function numberAt(text: string, i: number): string | undefined {
 
 /** The index after the value that starts at `i`. */
 function skipValue(text: string, i: number): number {
-  const c = text[i]
-  if (c === '"') return stringEnd(text, i)
-  if (c === '{' || c === '[') {
+  const c = text.charCodeAt(i)
+  if (c === QUOTE) return stringEnd(text, i)
+  if (c === OPEN_BRACE || c === OPEN_BRACKET) {
     let depth = 0
     for (let at = i; ; ) {
       STRUCTURE.lastIndex = at
-      const m = STRUCTURE.exec(text)
-      if (m === null) return text.length // not valid JSON; the caller parsed it first
-      if (m[0] === '"') {
-        at = stringEnd(text, m.index)
+      if (!STRUCTURE.test(text)) return text.length // not valid JSON; the caller parsed it first
+      const index = STRUCTURE.lastIndex - 1
+      const found = text.charCodeAt(index)
+      if (found === QUOTE) {
+        at = stringEnd(text, index)
         continue
       }
-      depth += m[0] === '{' || m[0] === '[' ? 1 : -1
-      at = m.index + 1
+      depth += found === OPEN_BRACE || found === OPEN_BRACKET ? 1 : -1
+      at = index + 1
       if (depth === 0) return at
     }
   }
   SCALAR_END.lastIndex = i
-  return SCALAR_END.exec(text)?.index ?? text.length
+  return SCALAR_END.test(text) ? SCALAR_END.lastIndex - 1 : text.length
 }
 
 /**
@@ -130,15 +139,32 @@ function skipValue(text: string, i: number): number {
  * decoded key and the index of its value, and returns the index after the value.
  * Returns the index after the closing brace.
  */
-function walkObject(text: string, i: number, member: (key: string, at: number) => number): number {
+function walkObject(text: string, i: number, member: (key: Key, at: number) => number): number {
   i = skipSpace(text, i + 1)
-  while (i < text.length && text[i] !== '}') {
+  while (i < text.length && text.charCodeAt(i) !== CLOSE_BRACE) {
     const keyEnd = stringEnd(text, i)
-    const raw = text.slice(i + 1, keyEnd - 1)
-    const key = raw.includes('\\') ? (JSON.parse(text.slice(i, keyEnd)) as string) : raw
+    const key = keyAt(text, i, keyEnd)
     i = skipSpace(text, skipSpace(text, keyEnd) + 1) // past the colon
     i = skipSpace(text, member(key, i))
-    if (text[i] === ',') i = skipSpace(text, i + 1)
+    if (text.charCodeAt(i) === COMMA) i = skipSpace(text, i + 1)
   }
   return i + 1
+}
+
+/** The keys the walk looks for; any other key is null. */
+type Key = 'id' | 'customer' | null
+
+/** The key text[start, end) (quotes included) as JSON.parse reads it, if it is one the walk looks for. */
+function keyAt(text: string, start: number, end: number): Key {
+  for (let i = start + 1; i < end - 1; i++) {
+    if (text.charCodeAt(i) !== BACKSLASH) continue
+    // Escaped: decoded as JSON.parse would (rare, and short).
+    const key = JSON.parse(text.slice(start, end)) as string
+    return key === 'id' || key === 'customer' ? key : null
+  }
+  // Plain: compared where it stands, with no substring made.
+  const length = end - start - 2
+  if (length === 2 && text.startsWith('id', start + 1)) return 'id'
+  if (length === 8 && text.startsWith('customer', start + 1)) return 'customer'
+  return null
 }
