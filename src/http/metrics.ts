@@ -1,4 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { TOPICS, type Outcome, type Topic } from '../domain/webhook.ts'
+
+const OUTCOMES = ['applied', 'duplicate', 'stale', 'rejected', 'failed'] as const satisfies readonly (Outcome['status'] | 'failed')[]
 
 /** The latest sample of the database's size and oldest event (taken every STORAGE_SAMPLE_SECONDS, not per scrape). */
 export interface StorageSample {
@@ -41,6 +44,16 @@ export function createMetrics(sources: MetricSources) {
       help: 'Authenticated webhooks by shop id, topic and outcome (applied, duplicate, stale, rejected, failed)',
       labelNames: ['shop', 'topic', 'outcome'] as const,
       registers,
+      // Counted in webhookCounted below and added here when read.
+      collect() {
+        for (const counts of webhooks.values()) {
+          for (const count of counts.values()) {
+            if (count.pending === 0) continue
+            count.child.inc(count.pending)
+            count.pending = 0
+          }
+        }
+      },
     }),
     problems: new Counter({
       name: 'shop_intake_problems_total',
@@ -149,9 +162,12 @@ export function createMetrics(sources: MetricSources) {
     }),
   }
   // Each label set's child is made once by labels(): observing through the metric with a labels
-  // object costs a new object, a closure and the label values' strings on every request.
+  // object costs a new object, a closure and the label values' strings on every request. The
+  // webhooks counter's are added to when it is read (its collect): until then, a number per label
+  // set counts, since prom-client's inc() builds the label set's key string on every call.
   const durations = new Map<string, Histogram.Internal<'route' | 'status_class'>[]>()
-  const webhooks = new Map<number, Map<string, Map<string, Counter.Internal>>>()
+  /** By shop, then by topic and outcome. */
+  const webhooks = new Map<number, Map<string, { child: Counter.Internal; pending: number }>>()
   return {
     ...metrics,
     /** Observes an answer's time (seconds) by route template (or "unmatched") and status class. */
@@ -162,17 +178,22 @@ export function createMetrics(sources: MetricSources) {
       ;(byClass[index] ??= metrics.requestDuration.labels(route, statusClass(status))).observe(seconds)
     },
     /** Counts an authenticated webhook by shop, topic and outcome. */
-    webhookCounted(shopId: number, topic: string, outcome: string): void {
-      let byTopic = webhooks.get(shopId)
-      if (byTopic === undefined) webhooks.set(shopId, (byTopic = new Map()))
-      let byOutcome = byTopic.get(topic)
-      if (byOutcome === undefined) byTopic.set(topic, (byOutcome = new Map()))
-      let child = byOutcome.get(outcome)
-      if (child === undefined) byOutcome.set(outcome, (child = metrics.webhooks.labels(String(shopId), topic, outcome)))
-      child.inc()
+    webhookCounted(shopId: number, topic: Topic, outcome: Outcome['status'] | 'failed'): void {
+      let counts = webhooks.get(shopId)
+      if (counts === undefined) webhooks.set(shopId, (counts = new Map()))
+      // Topics and outcomes are a few fixed strings: their key is one of a few, made once each.
+      const key = WEBHOOK_KEYS[topic]?.[outcome] ?? `${topic} ${outcome}`
+      let count = counts.get(key)
+      if (count === undefined) counts.set(key, (count = { child: metrics.webhooks.labels(String(shopId), topic, outcome), pending: 0 }))
+      count.pending++
     },
   }
 }
+
+/** The key of each topic and outcome pair in a shop's webhook counts. */
+const WEBHOOK_KEYS = Object.fromEntries(
+  TOPICS.map((topic) => [topic, Object.fromEntries(OUTCOMES.map((outcome) => [outcome, `${topic} ${outcome}`]))]),
+) as Record<Topic, Record<(typeof OUTCOMES)[number], string>>
 
 export type Metrics = ReturnType<typeof createMetrics>
 
