@@ -12,7 +12,7 @@ import { TOPICS, type Change, type Webhook } from '../domain/webhook.ts'
 
 /** What postMessage carries for one batch (beside the request id). */
 export interface BatchMessage {
-  /** Per item: a webhook's values (see encodeWebhook), or a command as is. */
+  /** Per item: a webhook's values (in encodeBatch's order), or a command as is. */
   items: (unknown[] | PointsCommand)[]
   /** The webhooks' bodies end to end, in item order. */
   bodies: ArrayBuffer
