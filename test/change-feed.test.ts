@@ -88,6 +88,11 @@ forEachDatabase((kind) => {
     assert.deepEqual(entries[5]!.data.points, -40)
     const text = JSON.stringify(entries)
     for (const word of ['Ada', 'ada@example.com', 'vip']) assert.ok(!text.includes(word), `no "${word}" in the feed`)
+    // Stored as well, not only answered: the answer's schema would drop a field the entry should not hold.
+    const stored = await t.app.services.backend.db.selectFrom('feed').select('entries').where('shop_id', '=', s.shopId).execute()
+    const storedText = stored.map((r) => r.entries).join('\n')
+    assert.equal(JSON.parse(`[${stored.map((r) => r.entries).join(',')}]`).flat().length, 6, 'the stored rows hold the six entries')
+    for (const word of ['Ada', 'ada', 'vip', 'example.com']) assert.ok(!storedText.toLowerCase().includes(word.toLowerCase()), `no "${word}" stored in the feed`)
     const positions = entries.map((e) => e.position)
     assert.deepEqual(positions, [...positions].sort((a, b) => a - b))
     assert.equal(new Set(entries.map((e) => e.id)).size, entries.length)
