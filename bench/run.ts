@@ -38,9 +38,11 @@ const { values: args } = parseArgs({
     'wal-seconds': { type: 'string', default: '5' },
     'pg-stats': { type: 'boolean', default: false },
     repeat: { type: 'string', default: '1' },
+    warmup: { type: 'string', default: '5' },
   },
 })
 const repeat = Number(args.repeat)
+const warmup = Number(args.warmup)
 const walSeconds = Number(args['wal-seconds'])
 const pgStats = args['pg-stats'] === true
 const workerCount = Number(args.workers)
@@ -55,14 +57,15 @@ if (
   unknown.length > 0 || !(duration > 0) || !(preloadCount >= 0) || !(threads >= 1) || !(connections >= threads) ||
   !(prunePercent >= 0 && prunePercent <= 100) || (prunePercent > 0 && preloadCount === 0) ||
   !(Number.isInteger(workerCount) && workerCount >= 1 && workerCount <= 256) || !(walSeconds >= 0) ||
-  !(Number.isInteger(repeat) && repeat >= 1 && repeat <= 100) || (repeat > 1 && prunePercent > 0)
+  !(Number.isInteger(repeat) && repeat >= 1 && repeat <= 100) || (repeat > 1 && prunePercent > 0) || !(warmup >= 0)
 ) {
   process.stderr.write(
-    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}] [--workers N] [--wal-seconds S] [--pg-stats] [--repeat N]\n` +
+    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}] [--workers N] [--wal-seconds S] [--pg-stats] [--repeat N] [--warmup S]\n` +
       '  every target: CPU µs per webhook (service threads; PostgreSQL backends and server), bytes written, batch size, statements and round trips per batch\n' +
       '  --wal-seconds S: after SQLite\'s timed run, S seconds more with the WAL held, for its pages written per table and index (default 5; 0: none)\n' +
       '  --pg-stats: PostgreSQL on a cluster of the bench\'s own with pg_stat_statements, whose top 20 statements the results keep\n' +
-      '  --repeat N: drive each database N times in a row, on the same service and data (its tables grow), each run --duration S\n',
+      '  --repeat N: drive each database N times in a row, on the same service and data (its tables grow), each run --duration S\n' +
+      '  --warmup S: drive each target S seconds before its timed run, unmeasured, so that its code is compiled (default 5; 0: none)\n',
   )
   process.exit(2)
 }
@@ -147,9 +150,32 @@ async function timedLoad(service: Service, target: Target, label: string, pool: 
   return { load, costs, ...(statements ? { pg_statements: await statements.topStatements(20) } : {}) }
 }
 
+/**
+ * `--warmup S`: S seconds of the mix before the timed run, unmeasured, from a pool of their own.
+ * A fresh process compiles its hot code while it serves (V8 optimizes, and again after each
+ * deoptimization): the timed run measures the service as it runs for hours, not its first seconds.
+ */
+async function warmUp(service: Service, target: Target, label: string): Promise<void> {
+  if (warmup === 0) return
+  const pool = new RequestPool({ size: target === 'ceiling' ? CEILING_POOL : Math.min(MAX_POOL, Math.ceil(warmup * poolRate)), threads, port: service.port, key: service.key })
+  try {
+    process.stderr.write(`${label}: warming up for ${warmup} s…\n`)
+    await runLoad({ pool, seconds: warmup, connections })
+  } finally {
+    pool.remove()
+  }
+}
+
 async function measure(target: Target, label: string): Promise<Result> {
   const service = await startService(target, { preload: target === 'ceiling' ? 0 : preloadCount, env: serviceEnv(target), ...(ownPostgres ? { newDatabase } : {}) })
   const size = target === 'ceiling' ? CEILING_POOL : Math.min(MAX_POOL, Math.ceil(duration * poolRate))
+  try {
+    await warmUp(service, target, label)
+  } catch (err) {
+    await service.stop()
+    throw err
+  }
+  // Built after the warm-up: its timestamps newer than anything the warm-up stored.
   const pool = new RequestPool({ size, threads, port: service.port, key: service.key })
   try {
     const { load, costs, pg_statements } = await timedLoad(service, target, label, pool)
@@ -358,7 +384,7 @@ writeFileSync(
   file,
   JSON.stringify(
     {
-      date: new Date().toISOString(), generator: wrk, duration_s: duration, connections, threads, preload: preloadCount, workers: workerCount, repeat,
+      date: new Date().toISOString(), generator: wrk, duration_s: duration, warmup_s: warmup, connections, threads, preload: preloadCount, workers: workerCount, repeat,
       ...(prunePercent > 0 ? { prune_percent: prunePercent } : {}),
       wal_seconds: walSeconds,
       // Where the postgres target ran: the test server, or (--pg-stats) a cluster of the bench's own with its settings.
