@@ -75,10 +75,14 @@ export interface Merge<T> {
   next: T
 }
 
-const NO_CUSTOMER_FIELDS = Object.fromEntries(CUSTOMER_FIELDS.map((field) => [field, null])) as CustomerFields
+// A new record is a copy of a blank one: a spread that comes first copies fast, and every
+// record has its keys in the same order.
+const NO_CUSTOMER: CustomerRecord = {
+  id: 0, ...(Object.fromEntries(CUSTOMER_FIELDS.map((field) => [field, null])) as CustomerFields), deleted: false, clocks: {}, erased_us: null,
+}
 
 export function emptyCustomer(id: number): CustomerRecord {
-  return { id, ...NO_CUSTOMER_FIELDS, deleted: false, clocks: {}, erased_us: null }
+  return { ...NO_CUSTOMER, id, clocks: {} }
 }
 
 /** The customer's newest clock: what a snapshot of it is compared by. */
@@ -195,13 +199,14 @@ export const ORDER_RULES: Record<OrderField, 'latest' | 'lifecycle'> = {
 /** Every field of the order, in its rules' order. */
 export const ORDER_FIELDS = Object.keys(ORDER_RULES) as readonly OrderField[]
 
-const NO_ORDER_FIELDS = Object.fromEntries(ORDER_FIELDS.map((field) => [field, isFlagSchema(OrderBody.properties[field]) ? false : null])) as OrderFields
+const NO_ORDER: OrderRecord = {
+  id: 0, ...(Object.fromEntries(ORDER_FIELDS.map((field) => [field, isFlagSchema(OrderBody.properties[field]) ? false : null])) as OrderFields),
+  cancelled_us: null, processed_us: null, customer_id: null, customer_link_us: null, customer_snapshot_us: null,
+  snapshots: {}, clocks: {}, erased_email_sha: null, first_arrival_us: 0, arrival_us: 0,
+}
 
 export function emptyOrder(id: number, arrivalUs: number): OrderRecord {
-  return {
-    id, ...NO_ORDER_FIELDS, cancelled_us: null, processed_us: null, customer_id: null, customer_link_us: null, customer_snapshot_us: null,
-    snapshots: {}, clocks: {}, erased_email_sha: null, first_arrival_us: arrivalUs, arrival_us: arrivalUs,
-  }
+  return { ...NO_ORDER, id, snapshots: {}, clocks: {}, first_arrival_us: arrivalUs, arrival_us: arrivalUs }
 }
 
 /**

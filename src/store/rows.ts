@@ -1,6 +1,6 @@
 import type { Insertable, Selectable } from 'kysely'
 import type { TObject } from 'typebox'
-import { CUSTOMER_FIELDS, ORDER_FIELDS, type Clock, type CustomerField, type CustomerRecord, type OrderField, type OrderRecord } from '../domain/merge.ts'
+import { CUSTOMER_FIELDS, emptyCustomer, emptyOrder, ORDER_FIELDS, type Clock, type CustomerField, type CustomerRecord, type OrderField, type OrderRecord } from '../domain/merge.ts'
 import type { StoredCustomer, StoredOrder } from '../batch/state.ts'
 import { isFlagSchema, isListSchema } from '../schemas/field-kinds.ts'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
@@ -100,6 +100,15 @@ function fieldColumns<Row>(fields: readonly string[], body: TObject, columns: Co
   })
 }
 
+// Records and rows are copies of blank ones with every key already in place, in one order, whose
+// fields are then filled in: filling adds no key to the object, which would cost a change of its
+// hidden class per field (the mappers run per row of every batch), and a loaded record has the
+// shape of a new one (emptyOrder). The blanks' type is {}, so that the literals spreading them are
+// still checked for every key besides the fields.
+const CUSTOMER_BLANK: {} = emptyCustomer(0)
+const ORDER_BLANK: {} = emptyOrder(0, 0)
+const blankRow = <Row>(columns: Columns<Row>): {} => Object.fromEntries(columns.names.map((name) => [name, null]))
+
 /** Writes the record's fields into `row`. */
 function fieldsToRow(record: object, fields: readonly FieldColumn[], row: object): void {
   const from = record as Record<string, never>
@@ -117,6 +126,7 @@ function fieldsFromRow(row: object, fields: readonly FieldColumn[], record: obje
 export function toCustomer(row: Selectable<CustomersTable>): CustomerRecord {
   const fallback = { version_us: Number(row.version_us), arrival_us: Number(row.arrival_us) }
   const record: Omit<CustomerRecord, CustomerField> = {
+    ...CUSTOMER_BLANK,
     id: Number(row.id),
     deleted: Number(row.deleted) === 1,
     clocks: clocksFromJson(row.clocks, CUSTOMER_CLOCKS, row as unknown as Record<string, unknown>, fallback),
@@ -142,6 +152,7 @@ export function customerRow(s: StoredCustomer): Insertable<CustomersTable> {
   const c = s.record
   const clock = newest(c.clocks)
   const row: Omit<Insertable<CustomersTable>, CustomerField> = {
+    ...CUSTOMER_ROW,
     shop_id: s.shopId,
     id: c.id,
     email_lower: c.email?.toLowerCase() ?? null,
@@ -163,6 +174,7 @@ export function toOrder(row: Selectable<OrdersTable>): OrderRecord {
   const arrival = Number(row.arrival_us)
   const fallback = { version_us: row.updated_us === null ? arrival : Number(row.updated_us), arrival_us: arrival }
   const record: Omit<OrderRecord, OrderField> = {
+    ...ORDER_BLANK,
     id: Number(row.id),
     cancelled_us: num(row.cancelled_us),
     processed_us: num(row.processed_us),
@@ -188,6 +200,7 @@ export function storedOrder(shopId: number, row: Selectable<OrdersTable>): Store
 export function orderRow(s: StoredOrder): Insertable<OrdersTable> {
   const o = s.record
   const row: Omit<Insertable<OrdersTable>, OrderField> = {
+    ...ORDER_ROW,
     shop_id: s.shopId,
     id: o.id,
     email_lower: o.email?.toLowerCase() ?? null,
@@ -239,6 +252,8 @@ export const ORDER_COLUMNS = columns<Insertable<OrdersTable>>({
 
 const CUSTOMER_FIELD_COLUMNS = fieldColumns(CUSTOMER_FIELDS, CustomerBody, CUSTOMER_COLUMNS)
 const ORDER_FIELD_COLUMNS = fieldColumns(ORDER_FIELDS, OrderBody, ORDER_COLUMNS)
+const CUSTOMER_ROW = blankRow(CUSTOMER_COLUMNS)
+const ORDER_ROW = blankRow(ORDER_COLUMNS)
 
 export const LEDGER_COLUMNS = columns<Omit<Insertable<LedgerTable>, 'id'>>({
   shop_id: 'bigint', order_id: 'bigint', customer_id: 'bigint', guest_email: 'text', points: 'bigint', reason: 'text', amount_minor: 'bigint',
