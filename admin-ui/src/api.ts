@@ -1,5 +1,6 @@
 import type { Static } from 'typebox'
 import type * as S from '../../src/schemas/admin.ts'
+import type { PROBLEM_SCHEMAS, ProblemStatus } from '../../src/schemas/problems.ts'
 
 // The admin API as the dashboard uses it (/v3/admin/*, authenticated by the session cookie).
 // Its types are the API's own schemas (src/schemas/admin.ts), imported as types only: nothing of
@@ -29,14 +30,15 @@ export interface Page<T> {
   next_cursor: string | null
 }
 
-export interface Problem {
-  type: string
-  title: string
-  status: number
-  detail: string
-  errors?: FieldError[]
-  [more: string]: unknown
-}
+/** The problem bodies of the API, one per status (src/schemas/problems.ts). */
+type Problems = Static<(typeof PROBLEM_SCHEMAS)[ProblemStatus]>
+type KeyOfAny<U> = U extends unknown ? keyof U : never
+type ValueOfAny<U, K extends PropertyKey> = U extends { [M in K]?: infer V } ? V : never
+/**
+ * A problem body: what every problem has, and what only some statuses add (the 422's `errors`,
+ * the 400's `event_id`, …), optional. `status` is any number: a proxy in front may answer too.
+ */
+export type Problem = Omit<Problems, 'status'> & { status: number } & { [K in Exclude<KeyOfAny<Problems>, keyof Problems>]?: ValueOfAny<Problems, K> }
 
 /** A non-2xx answer of the API: its problem body. */
 export class ApiError extends Error {

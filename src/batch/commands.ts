@@ -1,4 +1,7 @@
+import type { Static } from 'typebox'
 import type { Webhook } from '../domain/webhook.ts'
+import type { AdjustmentView as AdjustmentViewSchema } from '../schemas/admin.ts'
+import type { RedemptionView as RedemptionViewSchema } from '../schemas/redemptions.ts'
 
 // Points commands: the items of a batch besides webhooks. They go through the
 // same writer, locks and decider as webhooks, so a redemption is decided from
@@ -61,27 +64,11 @@ export const isCommand = (item: BatchItem): item is PointsCommand => 'command' i
 /** The time a batch item was received: webhooks by their arrival clock, commands by theirs. */
 export const itemTimeUs = (item: BatchItem) => (isCommand(item) ? item.atUs : item.receivedUs)
 
-export interface RedemptionView {
-  redemption_id: string
-  customer_id: number
-  points: number
-  reference: string
-  created_at: string
-  /** The customer's available points right after the redemption (or after its cancel). */
-  available_after: number
-  cancelled_at: string | null
-}
+/** A redemption as the answers show it (src/schemas/redemptions.ts). */
+export type RedemptionView = Static<typeof RedemptionViewSchema>
 
-export interface AdjustmentView {
-  adjustment_id: string
-  customer_id: number
-  points: number
-  reason: string
-  operator: string
-  created_at: string
-  /** The customer's available points right after the adjustment. */
-  available_after: number
-}
+/** An adjustment as the answers show it (src/schemas/admin.ts). */
+export type AdjustmentView = Static<typeof AdjustmentViewSchema>
 
 export type CommandOutcome =
   | { status: 'redeemed'; redemption: RedemptionView; replayed: boolean }

@@ -1,4 +1,7 @@
 import { createHash } from 'node:crypto'
+import type { Static, TSchema } from 'typebox'
+import { fieldsOf, isFlagSchema, type TMoney } from '../schemas/field-kinds.ts'
+import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 
 // The convergence rules: how a stored record and an incoming webhook combine.
 // Every field is its own register with the clock of the webhook that last set
@@ -32,18 +35,19 @@ function meet(incoming: Clock, stored: Clock | undefined, value: unknown, curren
   return stored !== undefined && stored.version_us === incoming.version_us && sameValue(value, current) ? 'copy' : 'news'
 }
 
-export const CUSTOMER_FIELDS = ['first_name', 'last_name', 'email', 'is_newsletter', 'tags', 'created_at', 'updated_at'] as const
-export type CustomerField = (typeof CUSTOMER_FIELDS)[number]
+// A record's fields are its body's (src/schemas/webhooks.ts), but the id and the embedded customer.
 
-export interface CustomerFields {
-  first_name: string | null
-  last_name: string | null
-  email: string | null
-  is_newsletter: boolean | null
-  tags: string[] | null
-  created_at: string | null
-  updated_at: string | null
-}
+/** A body field as a record keeps it: an amount in integer minor units, the rest as sent. */
+type Kept<S> = S extends TMoney ? number : S extends TSchema ? Static<S> : never
+type CustomerSchemas = (typeof CustomerBody)['properties']
+type OrderSchemas = (typeof OrderBody)['properties']
+
+export type CustomerField = Exclude<keyof CustomerSchemas, 'id'>
+/** In the schema's order, which is the order stored clocks index them by (src/store/rows.ts). */
+export const CUSTOMER_FIELDS: readonly CustomerField[] = fieldsOf(CustomerBody, 'id')
+
+/** A customer's fields: null until a webhook sets them. */
+export type CustomerFields = { [F in CustomerField]: Kept<CustomerSchemas[F]> | null }
 
 export interface CustomerRecord extends CustomerFields {
   id: number
@@ -71,11 +75,14 @@ export interface Merge<T> {
   next: T
 }
 
+// A new record is a copy of a blank one: a spread that comes first copies fast, and every
+// record has its keys in the same order.
+const NO_CUSTOMER: CustomerRecord = {
+  id: 0, ...(Object.fromEntries(CUSTOMER_FIELDS.map((field) => [field, null])) as CustomerFields), deleted: false, clocks: {}, erased_us: null,
+}
+
 export function emptyCustomer(id: number): CustomerRecord {
-  return {
-    id, first_name: null, last_name: null, email: null, is_newsletter: null, tags: null, created_at: null, updated_at: null,
-    deleted: false, clocks: {}, erased_us: null,
-  }
+  return { ...NO_CUSTOMER, id, clocks: {} }
 }
 
 /** The customer's newest clock: what a snapshot of it is compared by. */
@@ -126,30 +133,14 @@ export function mergeCustomer(stored: CustomerRecord | undefined, patch: Custome
   return applied || touched || raised ? { applied, next } : { applied, next: stored! }
 }
 
-export const ORDER_FIELDS = [
-  'currency', 'email', 'ref', 'total', 'subtotal', 'amount_shipping', 'amount_giftcard', 'amount_tax',
-  'processed_at', 'is_fulfilled', 'is_refunded', 'is_paid', 'cancelled_at', 'updated_at',
-] as const
-export type OrderField = (typeof ORDER_FIELDS)[number]
+export type OrderField = Exclude<keyof OrderSchemas, 'id' | 'customer'>
 
-export interface OrderFields {
-  currency: string | null
-  email: string | null
-  ref: string | null
-  /** Money in integer minor units. */
-  total: number | null
-  subtotal: number | null
-  amount_shipping: number | null
-  amount_giftcard: number | null
-  amount_tax: number | null
-  processed_at: string | null
-  is_fulfilled: boolean
-  is_refunded: boolean
-  is_paid: boolean
-  cancelled_at: string | null
-  /** The sender's updated_at, an accepted extension of the spec's order. */
-  updated_at: string | null
-}
+/**
+ * An order's fields: null until a webhook sets them, but its flags, false until set (the
+ * lifecycle only moves them forward). updated_at is the sender's, an accepted extension of the
+ * spec's order.
+ */
+export type OrderFields = { [F in OrderField]: Kept<OrderSchemas[F]> extends boolean ? boolean : Kept<OrderSchemas[F]> | null }
 
 /** Which customer an order names, and the versions that decide it (see linkWins). */
 export interface CustomerLink {
@@ -199,18 +190,23 @@ export interface OrderPatch {
  *   moves to an earlier instant), since nothing orders them but arrival.
  */
 export const ORDER_RULES: Record<OrderField, 'latest' | 'lifecycle'> = {
+  // In the order stored clocks index the fields by (src/store/rows.ts): add a field last, never reorder.
   currency: 'latest', email: 'latest', ref: 'latest', total: 'latest', subtotal: 'latest', amount_shipping: 'latest',
-  amount_giftcard: 'latest', amount_tax: 'latest', processed_at: 'latest', updated_at: 'latest',
-  is_fulfilled: 'lifecycle', is_refunded: 'lifecycle', is_paid: 'lifecycle', cancelled_at: 'lifecycle',
+  amount_giftcard: 'latest', amount_tax: 'latest', processed_at: 'latest', is_fulfilled: 'lifecycle', is_refunded: 'lifecycle',
+  is_paid: 'lifecycle', cancelled_at: 'lifecycle', updated_at: 'latest',
+}
+
+/** Every field of the order, in its rules' order. */
+export const ORDER_FIELDS = Object.keys(ORDER_RULES) as readonly OrderField[]
+
+const NO_ORDER: OrderRecord = {
+  id: 0, ...(Object.fromEntries(ORDER_FIELDS.map((field) => [field, isFlagSchema(OrderBody.properties[field]) ? false : null])) as OrderFields),
+  cancelled_us: null, processed_us: null, customer_id: null, customer_link_us: null, customer_snapshot_us: null,
+  snapshots: {}, clocks: {}, erased_email_sha: null, first_arrival_us: 0, arrival_us: 0,
 }
 
 export function emptyOrder(id: number, arrivalUs: number): OrderRecord {
-  return {
-    id, currency: null, email: null, ref: null, total: null, subtotal: null, amount_shipping: null, amount_giftcard: null,
-    amount_tax: null, processed_at: null, is_fulfilled: false, is_refunded: false, is_paid: false, cancelled_at: null,
-    updated_at: null, cancelled_us: null, processed_us: null, customer_id: null, customer_link_us: null, customer_snapshot_us: null,
-    snapshots: {}, clocks: {}, erased_email_sha: null, first_arrival_us: arrivalUs, arrival_us: arrivalUs,
-  }
+  return { ...NO_ORDER, id, snapshots: {}, clocks: {}, first_arrival_us: arrivalUs, arrival_us: arrivalUs }
 }
 
 /**

@@ -1,5 +1,6 @@
-import type { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
-import { CUSTOMER_FIELDS, type Clock, type CustomerFields, type CustomerPatch, type OrderFields, type OrderPatch } from './merge.ts'
+import { isMoneySchema } from '../schemas/field-kinds.ts'
+import { OrderBody, type CustomerBody } from '../schemas/webhooks.ts'
+import { CUSTOMER_FIELDS, ORDER_FIELDS, type Clock, type CustomerFields, type CustomerPatch, type OrderFields, type OrderPatch } from './merge.ts'
 import { toMinor } from './money.ts'
 import { parseInstantUs } from './time.ts'
 
@@ -57,15 +58,16 @@ export function customerPatch(body: CustomerBody, receivedUs: number, deleted: b
   return { id: body.id, fields, deleted, clock: clockOf(body.updated_at, receivedUs) }
 }
 
-const MONEY_FIELDS = ['total', 'subtotal', 'amount_shipping', 'amount_giftcard', 'amount_tax'] as const
-const PLAIN_ORDER_FIELDS = ['currency', 'ref', 'processed_at', 'is_fulfilled', 'is_refunded', 'is_paid', 'cancelled_at', 'updated_at'] as const
+const MONEY_FIELDS = ORDER_FIELDS.filter((field) => isMoneySchema(OrderBody.properties[field]))
+/** Kept as sent; not the e-mail, which falls back to the embedded customer's. */
+const PLAIN_ORDER_FIELDS = ORDER_FIELDS.filter((field) => field !== 'email' && !MONEY_FIELDS.includes(field))
 
 /** The fields an order body carries, money in minor units; the e-mail falls back to the embedded customer's. */
 export function orderPatch(body: OrderBody, receivedUs: number): OrderPatch {
   const clock = clockOf(body.updated_at, receivedUs)
   const fields: Partial<OrderFields> = {}
   for (const field of PLAIN_ORDER_FIELDS) if (body[field] !== undefined) (fields as Record<string, unknown>)[field] = body[field]
-  for (const field of MONEY_FIELDS) if (body[field] !== undefined) fields[field] = toMinor(body[field]!)
+  for (const field of MONEY_FIELDS) if (body[field] !== undefined) (fields as Record<string, unknown>)[field] = toMinor(body[field] as string)
   const email = body.email ?? body.customer?.email
   if (email !== undefined) fields.email = email
   const patch: OrderPatch = { id: body.id, fields, dated: body.updated_at !== undefined, clock, customer: null }

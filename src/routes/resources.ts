@@ -1,13 +1,14 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { Static } from 'typebox'
 import type { Services } from '../services.ts'
 import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
-import { fromMinor } from '../domain/money.ts'
-import { formatInstant } from '../domain/time.ts'
 import { noStore } from '../http/no-store.ts'
 import { sendProblem } from '../http/problem.ts'
 import { problemResponses } from '../schemas/problems.ts'
+import { viewMapper } from '../schemas/record-view.ts'
 import { CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
+import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import { explainOrderPoints } from '../loyalty/explain.ts'
 import { findCustomer, findOrder } from '../store/read-repo.ts'
 
@@ -22,24 +23,12 @@ function parseId(text: string): number | undefined {
 const notFound = (reply: FastifyReply, what: string, id: string) =>
   sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail: `no ${what} ${id} in this shop` })
 
-export function customerView(c: CustomerRecord) {
-  return {
-    id: c.id, first_name: c.first_name, last_name: c.last_name, email: c.email, is_newsletter: c.is_newsletter,
-    tags: c.tags, created_at: formatInstant(c.created_at), updated_at: formatInstant(c.updated_at),
-  }
-}
+export const customerView: (c: CustomerRecord) => Static<typeof CustomerView> = viewMapper(CustomerBody, [])
 
-const amount = (minor: number | null) => (minor === null ? null : fromMinor(minor))
+const orderFields = viewMapper<Omit<Static<typeof OrderView>, 'customer_id' | 'points'>>(OrderBody, ['customer'])
 
-export function orderView(o: OrderRecord) {
-  return {
-    id: o.id, currency: o.currency, email: o.email, ref: o.ref,
-    total: amount(o.total), subtotal: amount(o.subtotal), amount_shipping: amount(o.amount_shipping),
-    amount_giftcard: amount(o.amount_giftcard), amount_tax: amount(o.amount_tax),
-    cancelled_at: formatInstant(o.cancelled_at), processed_at: formatInstant(o.processed_at),
-    is_fulfilled: o.is_fulfilled, is_refunded: o.is_refunded, is_paid: o.is_paid,
-    updated_at: formatInstant(o.updated_at), customer_id: o.customer_id,
-  }
+export function orderView(o: OrderRecord): Omit<Static<typeof OrderView>, 'points'> {
+  return { ...orderFields(o), customer_id: o.customer_id }
 }
 
 /** The 200 of a read: the body, and the header that keeps it out of caches. */

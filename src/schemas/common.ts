@@ -1,6 +1,7 @@
 import { Type } from 'typebox'
 import { MONEY_PATTERN } from '../domain/money.ts'
 import { END_OF_INSTANTS, EARLIEST_INSTANT, isInstant } from '../domain/time.ts'
+import type { TMoney } from './field-kinds.ts'
 
 // Every field schema carries a `description` that completes the sentence
 // "must be …": the validation errors quote it, and so does the OpenAPI document.
@@ -37,7 +38,7 @@ export const Instant = Type.String({ pattern: INSTANT_PATTERN, 'x-instant': true
 export const Money = Type.String({
   pattern: MONEY_PATTERN,
   description: 'a decimal amount with two fraction digits and at most 13 integer digits, without leading zeros, such as "19.90"',
-})
+}) as TMoney
 export const Currency = Type.String({ pattern: '^[A-Z]{3}$', description: 'a three-letter uppercase currency code, such as "EUR"' })
 export const Flag = Type.Boolean({ description: 'true or false' })
 export const Tags = Type.Array(Text, { description: 'an array of strings' })

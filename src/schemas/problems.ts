@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox'
+import { Type, type TLiteral, type TObject, type TSchema, type TString, type TUnsafe } from 'typebox'
 
 // Every problem the service answers, by status: the one list the handlers, the OpenAPI document
 // and the README's Problems table agree on. `type` is a relative URI under /problems/.
@@ -64,25 +64,29 @@ const FieldError = Type.Object(
   { additionalProperties: false },
 )
 
-/** The problem of one status: its `type` values listed, the 400's and 422's extensions declared. */
-function problemOf(status: ProblemStatus): TSchema {
+/** The members of the 400's, 409's and 422's problems beyond those of every problem. */
+const EXTENSIONS = {
+  400: { event_id: Type.Optional(Type.String({ description: 'for malformed-json: the stored (rejected) event' })) },
+  409: {
+    available: Type.Optional(Type.Integer({ description: 'for insufficient-points: the customer\'s available points when the redemption or adjustment was decided' })),
+    held: Type.Optional(Type.Integer({ description: 'for points-limit: the points the customer held (available and pending) when the request was decided' })),
+    limit: Type.Optional(Type.Integer({ description: 'for points-limit: the most points a customer may hold through adjustments and cancels' })),
+  },
+  422: {
+    event_id: Type.Optional(Type.String({ description: 'for a webhook: the stored (rejected) event' })),
+    error_count: Type.Integer({ minimum: 1, description: 'how many fields of the body are invalid in all' }),
+    errors: Type.Array(FieldError, { maxItems: 100, description: 'the violations, one per field, the first 100 of them' }),
+  },
+}
+type Extensions<S extends ProblemStatus> = S extends keyof typeof EXTENSIONS ? (typeof EXTENSIONS)[S] : {}
+
+/** The schema of one status's problem, typed: what the console's `Problem` is made of (admin-ui/src/api.ts). */
+export type ProblemSchema<S extends ProblemStatus> = TObject<{ type: TUnsafe<string>; title: TString; status: TLiteral<S>; detail: TString } & Extensions<S>>
+
+/** The problem of one status: its `type` values listed, the 400's, 409's and 422's extensions declared. */
+function problemOf<S extends ProblemStatus>(status: S): ProblemSchema<S> {
   const { title, types } = PROBLEMS[status]
-  const extensions: Record<string, TSchema> =
-    status === 422
-      ? {
-          event_id: Type.Optional(Type.String({ description: 'for a webhook: the stored (rejected) event' })),
-          error_count: Type.Integer({ minimum: 1, description: 'how many fields of the body are invalid in all' }),
-          errors: Type.Array(FieldError, { maxItems: 100, description: 'the violations, one per field, the first 100 of them' }),
-        }
-      : status === 400
-        ? { event_id: Type.Optional(Type.String({ description: 'for malformed-json: the stored (rejected) event' })) }
-        : status === 409
-          ? {
-              available: Type.Optional(Type.Integer({ description: 'for insufficient-points: the customer\'s available points when the redemption or adjustment was decided' })),
-              held: Type.Optional(Type.Integer({ description: 'for points-limit: the points the customer held (available and pending) when the request was decided' })),
-              limit: Type.Optional(Type.Integer({ description: 'for points-limit: the most points a customer may hold through adjustments and cancels' })),
-            }
-          : {}
+  const extensions: Record<string, TSchema> = (EXTENSIONS as Partial<Record<ProblemStatus, Record<string, TSchema>>>)[status] ?? {}
   return Type.Object(
     {
       type: Type.Unsafe<string>({ type: 'string', enum: types.map((t) => `/problems/${t}`), description: 'the kind of problem, a URI relative to the service' }),
@@ -92,13 +96,13 @@ function problemOf(status: ProblemStatus): TSchema {
       ...extensions,
     },
     { description: `An RFC 9457 problem: ${WHEN[status]}`, additionalProperties: true },
-  )
+  ) as unknown as ProblemSchema<S>
 }
 
 /** The problem schemas by status, and by the name the OpenAPI document gives them. */
 export const PROBLEM_SCHEMAS = Object.fromEntries(
   (Object.keys(PROBLEMS) as unknown as ProblemStatus[]).map((status) => [status, problemOf(Number(status) as ProblemStatus)]),
-) as Record<ProblemStatus, TSchema>
+) as { [S in ProblemStatus]: ProblemSchema<S> }
 // (The 405 has no operation to answer: OpenAPI names an operation by its method, and it is the
 // answer to every method a path does not take. The webhook paths describe it in words.)
 export const NAMED_PROBLEMS = Object.fromEntries(

@@ -2,7 +2,9 @@ import { Type, type Static } from 'typebox'
 import { Currency, Email, Flag, Id, Instant, INSTANT_DESCRIPTION, Money, Tags, Text } from './common.ts'
 
 // Only `id` is required: the spec leaves the rest open, and unknown fields are
-// accepted (and kept in the stored raw body).
+// accepted (and kept in the stored raw body). These schemas are the one place the
+// shape of a customer and an order is written (DEVELOPERS.md, "Adding an order field"):
+// a new customer field goes last, as stored clocks index the fields in this order.
 
 export const CustomerBody = Type.Object(
   {

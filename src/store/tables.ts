@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely'
+import type { CustomerFields, OrderFields } from '../domain/merge.ts'
 
 // Row types of the database. They stay inside src/store: the rest of the
 // program speaks in the domain's records. Flags are 0/1 integers on both
@@ -51,17 +52,15 @@ interface Revisioned {
   last_event_id: string | null
 }
 
-export interface CustomersTable extends Revisioned {
+/** A record's field as its column holds it: a flag as 0/1, a list as JSON text. */
+type Column<T> = T extends boolean ? number : T extends readonly unknown[] ? string : T
+/** A column per field of the record (its body's fields, src/schemas/webhooks.ts). */
+type FieldColumns<Fields> = { [F in keyof Fields]: Column<Fields[F]> }
+
+export interface CustomersTable extends Revisioned, FieldColumns<CustomerFields> {
   shop_id: number
   id: number
-  first_name: string | null
-  last_name: string | null
-  email: string | null
   email_lower: string | null
-  is_newsletter: number | null
-  tags: string | null
-  created_at: string | null
-  updated_at: string | null
   deleted: number
   version_us: number
   arrival_us: number
@@ -70,31 +69,17 @@ export interface CustomersTable extends Revisioned {
   erased_email_sha: string | null
 }
 
-export interface OrdersTable extends Revisioned {
+export interface OrdersTable extends Revisioned, FieldColumns<OrderFields> {
   shop_id: number
   id: number
-  currency: string | null
-  email: string | null
   email_lower: string | null
-  ref: string | null
-  total: number | null
-  subtotal: number | null
-  amount_shipping: number | null
-  amount_giftcard: number | null
-  amount_tax: number | null
-  cancelled_at: string | null
   cancelled_us: number | null
-  processed_at: string | null
-  is_fulfilled: number
-  is_refunded: number
-  is_paid: number
+  processed_us: number | null
   customer_id: number | null
   customer_link_us: number | null
   customer_snapshot_us: number | null
-  updated_at: string | null
   updated_us: number | null
   arrival_us: number
-  processed_us: number | null
   first_arrival_us: number | null
   /** JSON {customer id: newest snapshot_us} of every customer the order's webhooks embedded. */
   customer_snapshots: string | null
