@@ -8,7 +8,7 @@ import { isAdminKey } from '../keys/admin-key.ts'
 import { hashKey, isWellFormedKey } from '../keys/api-key.ts'
 import { findActiveKey, type Principal } from '../store/keys-repo.ts'
 import type { Tables } from '../store/tables.ts'
-import { ProblemError } from './problem.ts'
+import { problem, ProblemError } from './problem.ts'
 import { headerCount } from './raw-headers.ts'
 
 declare module 'fastify' {
@@ -88,10 +88,7 @@ export function createAuthenticator(
 
   function fail(reason: AuthFailure, detail = DETAILS[reason]): never {
     onFailure(reason)
-    throw new ProblemError(
-      { status: 401, type: 'unauthorized', title: 'Unauthorized', detail },
-      { 'www-authenticate': 'Basic realm="shop-intake"' },
-    )
+    throw new ProblemError(problem('unauthorized', detail), { 'www-authenticate': 'Basic realm="shop-intake"' })
   }
 
   return {
@@ -107,7 +104,7 @@ export function createAuthenticator(
       if (headerCount(request.raw, 'authorization') > 1) {
         // Node would keep the first; a proxy may have checked the other. Ambiguity is refused.
         onFailure('malformed')
-        throw new ProblemError({ status: 400, type: 'malformed-request', title: 'Bad Request', detail: 'the request carries more than one Authorization header' })
+        throw new ProblemError(problem('malformed-request', 'the request carries more than one Authorization header'))
       }
       const header = request.headers.authorization
       const socket = request.raw.socket

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { Services } from '../services.ts'
-import { sendProblem } from '../http/problem.ts'
+import { problem, sendProblem } from '../http/problem.ts'
 import { Health, Readiness } from '../schemas/health.ts'
 import { problemResponses } from '../schemas/problems.ts'
 
@@ -46,14 +46,9 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
         }
       } catch (err) {
         request.log.warn({ err }, 'readiness check failed')
-        return sendProblem(
-          reply,
-          {
-            status: 503, type: 'unavailable', title: 'Service Unavailable',
-            detail: 'the database cannot be reached, or the writer cannot commit yet; retry after the delay in Retry-After',
-          },
-          { 'retry-after': String(config.RETRY_AFTER_SECONDS) },
-        )
+        return sendProblem(reply, problem('unavailable', 'the database cannot be reached, or the writer cannot commit yet; retry after the delay in Retry-After'), {
+          'retry-after': String(config.RETRY_AFTER_SECONDS),
+        })
       } finally {
         clearTimeout(timer)
       }
@@ -81,11 +76,9 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
         return await services.metricsText()
       } catch (err) {
         request.log.warn({ err }, 'the metrics of all workers could not be collected')
-        return sendProblem(
-          reply,
-          { status: 503, type: 'unavailable', title: 'Service Unavailable', detail: 'the metrics of every worker could not be collected; retry after the delay in Retry-After' },
-          { 'retry-after': String(config.RETRY_AFTER_SECONDS) },
-        )
+        return sendProblem(reply, problem('unavailable', 'the metrics of every worker could not be collected; retry after the delay in Retry-After'), {
+          'retry-after': String(config.RETRY_AFTER_SECONDS),
+        })
       }
     },
   )

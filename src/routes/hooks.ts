@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Topic } from '../domain/webhook.ts'
 import type { Services } from '../services.ts'
-import { ProblemError, sendProblem } from '../http/problem.ts'
+import { problem, ProblemError, sendProblem } from '../http/intake/index.ts'
 import type { BoundedErrors } from '../http/bounded-validator.ts'
 import { problemResponses } from '../schemas/problems.ts'
 import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
@@ -42,21 +42,16 @@ function perKeyRateLimit(perSecond: number, onLimited: (request: FastifyRequest)
       keyGenerator: (request: FastifyRequest) => request.principal.keyId,
       errorResponseBuilder: (request: FastifyRequest, context: { ttl: number }) => {
         onLimited(request)
-        return new ProblemError(
-          { status: 429, type: 'rate-limited', title: 'Too Many Requests', detail: `this key may send ${perSecond} webhooks per second; retry after the delay in Retry-After` },
-          { 'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))) },
-        )
+        return new ProblemError(problem('rate-limited', `this key may send ${perSecond} webhooks per second; retry after the delay in Retry-After`), {
+          'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))),
+        })
       },
     },
   }
 }
 
 function methodNotAllowed(request: FastifyRequest, reply: FastifyReply) {
-  return sendProblem(
-    reply,
-    { status: 405, type: 'method-not-allowed', title: 'Method Not Allowed', detail: `${request.method} is not allowed here; webhooks are sent with POST` },
-    { allow: 'POST' },
-  )
+  return sendProblem(reply, problem('method-not-allowed', `${request.method} is not allowed here; webhooks are sent with POST`), { allow: 'POST' })
 }
 
 declare module 'fastify' {

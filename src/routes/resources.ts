@@ -5,22 +5,13 @@ import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
 import { fromMinor } from '../domain/money.ts'
 import { formatInstant } from '../domain/time.ts'
 import { noStore } from '../http/no-store.ts'
-import { sendProblem } from '../http/problem.ts'
+import { parseId, problem, sendProblem } from '../http/intake/index.ts'
 import { problemResponses } from '../schemas/problems.ts'
 import { CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
 import { explainOrderPoints } from '../loyalty/explain.ts'
 import { findCustomer, findOrder } from '../store/read-repo.ts'
 
-const ID = /^[1-9]\d{0,15}$/
-
-function parseId(text: string): number | undefined {
-  if (!ID.test(text)) return undefined
-  const id = Number(text)
-  return Number.isSafeInteger(id) ? id : undefined
-}
-
-const notFound = (reply: FastifyReply, what: string, id: string) =>
-  sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail: `no ${what} ${id} in this shop` })
+const notFound = (reply: FastifyReply, what: string, id: string) => sendProblem(reply, problem('not-found', `no ${what} ${id} in this shop`))
 
 export function customerView(c: CustomerRecord) {
   return {

@@ -12,7 +12,8 @@ import type { Backend } from '../../store/dialect.ts'
 import { customerBalances, customerLots, readRule } from '../../store/points-repo.ts'
 import { findCustomer } from '../../store/read-repo.ts'
 import { customerView, orderView, readAnswer } from '../resources.ts'
-import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, notFound, parseId, shopByName, TAGS, type AdminContext } from './common.ts'
+import { notFound, parseId, shopByName } from '../../http/intake/index.ts'
+import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // Customers as the console shows them: found by id or e-mail, deleted ones too (the tombstone and
 // the ledger kept), with their points as the shop's points endpoint computes them, and their orders.

@@ -6,8 +6,8 @@ import { AdminEventDetail, AdminEventList, ADMIN_PROBLEMS, EventParams, EventsQu
 import { eventPage, findEvent, type EventListRow } from '../../store/admin-events-repo.ts'
 import { shopNames } from '../../store/admin-read-repo.ts'
 import { readAnswer } from '../resources.ts'
-import { badRequest } from '../../http/problem.ts'
-import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, notFound, shopByName, TAGS, type AdminContext } from './common.ts'
+import { badRequest, isEventId, notFound, shopByName } from '../../http/intake/index.ts'
+import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // The events: a filtered list, newest first, and one event with its headers and body.
 
@@ -71,7 +71,7 @@ export async function eventRoutes(scope: FastifyInstance, ctx: AdminContext): Pr
       response: { 200: readAnswer('The event; body null and redacted true once a deleted customer\'s data was erased', AdminEventDetail), ...ADMIN_PROBLEMS(404) },
     },
   }, async (request) => {
-    const found = /^[0-9a-f-]{36}$/.test(request.params.event_id) ? await findEvent(db, request.params.event_id) : undefined
+    const found = isEventId(request.params.event_id) ? await findEvent(db, request.params.event_id) : undefined
     if (!found) throw notFound(`no event ${request.params.event_id}`)
     const shops = await shopNames(db)
     let headers: Record<string, string> = {}

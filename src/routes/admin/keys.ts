@@ -6,10 +6,10 @@ import { AdminKeyList, ADMIN_PROBLEMS, NewKey, PageQuery, ShopKeyParams, ShopPar
 import { recordAudit } from '../../store/admin-repo.ts'
 import { findKey, keyPage } from '../../store/admin-read-repo.ts'
 import { revokeKey } from '../../store/keys-repo.ts'
-import { sendProblem } from '../../http/problem.ts'
+import { notFound, parseId, sendProblem, shopByName } from '../../http/intake/index.ts'
 import { readAnswer } from '../resources.ts'
 import { OPTIONAL_BODY, optionalBodyProblem } from './optional-body.ts'
-import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, notFound, parseId, shopByName, TAGS, type AdminContext } from './common.ts'
+import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // A shop's API keys: list, create (the key answered once) and revoke, which holds at once on this
 // process (its key cache forgets the key) and within KEY_CACHE_SECONDS on others.

@@ -5,14 +5,13 @@ import { recordAudit } from '../../store/admin-repo.ts'
 import { customerRedemptions } from '../../store/points-repo.ts'
 import { findCustomer } from '../../store/read-repo.ts'
 import { readAnswer } from '../resources.ts'
-import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, notFound, parseId, shopByName, submitCommand, TAGS, type AdminContext } from './common.ts'
+import { isUuid, notFound, parseId, shopByName, submit } from '../../http/intake/index.ts'
+import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // A customer's redemptions, as the shop's own endpoint lists them (a deleted customer's too), and
 // an operator's cancel: the same `cancel` command of the group-commit writer as the shop's cancel
 // (src/routes/redemptions.ts), decided under the customer's lock, and audited when it gave the
 // points back (a second cancel answers the same and records nothing).
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 export async function redemptionRoutes(scope: FastifyInstance, ctx: AdminContext): Promise<void> {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>()
@@ -49,8 +48,8 @@ export async function redemptionRoutes(scope: FastifyInstance, ctx: AdminContext
     const customerId = parseId(request.params.id)
     const redemptionId = request.params.redemption_id
     const unknown = `no redemption ${redemptionId} of customer ${request.params.id} in shop ${shop.name}`
-    if (customerId === undefined || !UUID.test(redemptionId)) throw notFound(unknown)
-    const outcome = await submitCommand(services, request, { command: 'cancel', shopId: shop.id, customerId, redemptionId, atUs: ctx.nowUs() }, 'cancel')
+    if (customerId === undefined || !isUuid(redemptionId)) throw notFound(unknown)
+    const outcome = await submit(services, { command: 'cancel', shopId: shop.id, customerId, redemptionId, atUs: ctx.nowUs() }, 'cancel')
     if (outcome.status === 'not-found') throw notFound(unknown)
     if (outcome.status !== 'cancelled') throw new Error(`unexpected outcome ${outcome.status}`)
     const { redemption } = outcome

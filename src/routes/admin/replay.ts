@@ -1,11 +1,11 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { TOPICS, type Topic } from '../../domain/webhook.ts'
-import { sendProblem } from '../../http/problem.ts'
+import { isEventId, notFound, problem, sendProblem } from '../../http/intake/index.ts'
 import { ADMIN_PROBLEMS, EventParams, ReplayAnswer } from '../../schemas/admin.ts'
 import { recordAudit } from '../../store/admin-repo.ts'
 import { findEvent } from '../../store/admin-events-repo.ts'
-import { ADMIN_SECURITY, notFound, TAGS, type AdminContext } from './common.ts'
+import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
 // Replay: a stored body runs again through today's validation and rules, as a new webhook of the
 // same shop and topic with the headers kept with it (so a redelivery is recognised as one), and
@@ -32,13 +32,10 @@ export async function replayRoutes(scope: FastifyInstance, ctx: AdminContext): P
     },
   }, async (request, reply) => {
     const eventId = request.params.event_id
-    const event = /^[0-9a-f-]{36}$/.test(eventId) ? await findEvent(db, eventId) : undefined
+    const event = isEventId(eventId) ? await findEvent(db, eventId) : undefined
     if (!event || !(TOPICS as readonly string[]).includes(event.topic)) throw notFound(`no event ${eventId}`)
     if (event.redacted) {
-      return sendProblem(reply, {
-        status: 409, type: 'event-redacted', title: 'Conflict',
-        detail: `event ${eventId} cannot be replayed: its body was erased when the customer's data was deleted`,
-      })
+      return sendProblem(reply, problem('event-redacted', `event ${eventId} cannot be replayed: its body was erased when the customer's data was deleted`))
     }
     let headers: Record<string, string> = {}
     try {

@@ -4,7 +4,7 @@ import { formatUs } from '../../domain/time.ts'
 import { ADMIN_CHALLENGES, SESSION_COOKIE } from '../../http/admin-auth.ts'
 import { noStore } from '../../http/no-store.ts'
 import { isHttps, publicOrigin } from '../../http/public-origin.ts'
-import { ProblemError } from '../../http/problem.ts'
+import { problem, ProblemError } from '../../http/intake/index.ts'
 import { isAdminKey, newSessionToken } from '../../keys/admin-key.ts'
 import { hashKey } from '../../keys/api-key.ts'
 import { deleteSession, findActiveAdmin, findSession, insertSession, recordAudit } from '../../store/admin-repo.ts'
@@ -23,7 +23,7 @@ const SET_COOKIE = {
 }
 
 const sessionUnauthorized = (detail: string) =>
-  new ProblemError({ status: 401, type: 'unauthorized', title: 'Unauthorized', detail }, { 'www-authenticate': ADMIN_CHALLENGES.session })
+  new ProblemError(problem('unauthorized', detail), { 'www-authenticate': ADMIN_CHALLENGES.session })
 
 export async function sessionRoutes(scope: FastifyInstance, ctx: AdminContext): Promise<void> {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>()

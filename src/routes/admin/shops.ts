@@ -5,7 +5,8 @@ import { ADMIN_PROBLEMS, AdminShopList, OUTCOMES, PageQuery, Stats, StatsQuery }
 import { outcomesSince, perMinute } from '../../store/admin-events-repo.ts'
 import { shopCounts, shopPage } from '../../store/admin-read-repo.ts'
 import { readAnswer } from '../resources.ts'
-import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, shopByName, TAGS, type AdminContext } from './common.ts'
+import { shopByName } from '../../http/intake/index.ts'
+import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // The overview: the shops with their counts, and webhooks per minute by outcome for the chart.
 

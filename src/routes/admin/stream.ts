@@ -7,7 +7,8 @@ import { eventsSince, type EventListRow } from '../../store/admin-events-repo.ts
 import { shopNames } from '../../store/admin-read-repo.ts'
 import type { Tables } from '../../store/tables.ts'
 import { eventItem } from './events.ts'
-import { ADMIN_SECURITY, shopByName, TAGS, type AdminContext } from './common.ts'
+import { shopByName } from '../../http/intake/index.ts'
+import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
 // The live tail: Server-Sent Events, one `event` message per stored webhook. One poller per
 // process reads the events table by receive time every ADMIN_STREAM_POLL_MS while anyone
