@@ -3,7 +3,7 @@ import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { basic, createTestDatabase, CUSTOMER_CREATED, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, onDatabase, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
 
 // Issue 5, item 2: the database goes away while webhooks flow. A TCP proxy written here sits
 // between the app and PostgreSQL, so the outage hits only this app's connections, never other
@@ -263,7 +263,7 @@ function proxiedUrl(url: string, port: number, extraParams: Record<string, strin
   return u.toString()
 }
 
-describe('postgres', () => {
+describe('postgres', onDatabase('postgres'), () => {
   for (const mode of ['reset', 'blackhole'] as const) {
     const what = mode === 'reset' ? 'connections reset (RST), new ones refused' : 'a blackhole: connections accepted, nothing forwarded'
     test(`database outage, ${what}: fast 503s, /readyz red, recovery without restart, nothing acknowledged lost`, async () => {
