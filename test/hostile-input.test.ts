@@ -254,7 +254,7 @@ forEachDatabase((kind) => {
       await stillServes()
     })
 
-    test('fields under __proto__ are never read as the customer\'s fields', async () => {
+    test("fields under __proto__ are never read as the customer's fields", async () => {
       const id = freshId()
       const res = await t.post(CUSTOMER_CREATED, `{"id":${id},"__proto__":{"first_name":"Evil","email":"evil@example.com","tags":["x"]}}`)
       assertHandled(res, 200)
@@ -427,10 +427,7 @@ forEachDatabase((kind) => {
     })
 
     test('20,000-deep nesting in known fields is a 422 at those fields', async () => {
-      const res = await t.post(
-        CUSTOMER_CREATED,
-        `{"id":${freshId()},"first_name":${deepArray(DEPTH)},"tags":${deepArray(DEPTH)},"email":${deepObject(DEPTH)}}`,
-      )
+      const res = await t.post(CUSTOMER_CREATED, `{"id":${freshId()},"first_name":${deepArray(DEPTH)},"tags":${deepArray(DEPTH)},"email":${deepObject(DEPTH)}}`)
       for (const pointer of ['/first_name', '/tags/0', '/email']) assertInvalidAt(res, pointer)
       await stillServes()
     })
@@ -609,7 +606,13 @@ forEachDatabase((kind) => {
     })
 
     test('SQL text in the read API path is a 404, not an error', async () => {
-      for (const path of ["/v3/customers/1'%20OR%20'1'='1", '/v3/customers/1;DROP%20TABLE%20customers', '/v3/orders/%27%29%3B--', '/v3/orders/-1', '/v3/customers/99999999999999999999']) {
+      for (const path of [
+        "/v3/customers/1'%20OR%20'1'='1",
+        '/v3/customers/1;DROP%20TABLE%20customers',
+        '/v3/orders/%27%29%3B--',
+        '/v3/orders/-1',
+        '/v3/customers/99999999999999999999',
+      ]) {
         // Not an id of the read API's form: no such customer or order, as for an id nobody stored.
         assertHandled(await t.get(path), 404, 'not-found')
       }

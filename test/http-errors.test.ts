@@ -57,7 +57,10 @@ forEachDatabase((kind) => {
       t.app.inject({ method: method as 'POST', url, headers: { authorization: basic(t.key), ...headers }, ...(payload === undefined ? {} : { payload }) })
 
     const eventCount = async () => {
-      const row = await t.app.services.backend.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()
+      const row = await t.app.services.backend.db
+        .selectFrom('events')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
       return Number(row.n)
     }
 

@@ -47,7 +47,9 @@ declare module 'fastify' {
 function mayChange(request: FastifyRequest): void {
   const { operator } = request
   if (operator.role === 'operator' || SAFE_METHODS.has(request.method) || request.routeOptions.config.viewersMay === true) return
-  throw new ProblemError(problem('read-only', `${operator.name} is a viewer: a viewer may look, not change; an operator made with admins create --role operator can`))
+  throw new ProblemError(
+    problem('read-only', `${operator.name} is a viewer: a viewer may look, not change; an operator made with admins create --role operator can`),
+  )
 }
 
 export interface AdminAuth {

@@ -27,7 +27,8 @@ const DETAILS: Record<AuthFailure, string> = {
 }
 
 /** An operator's key sent where a shop's key belongs: counted as unknown, told apart in the detail. */
-const ADMIN_KEY_HERE = 'this is an admin key (ak_…), which opens only the admin API (/v3/admin/…); the webhook and shop endpoints take a key of the shop (keys create)'
+const ADMIN_KEY_HERE =
+  'this is an admin key (ak_…), which opens only the admin API (/v3/admin/…); the webhook and shop endpoints take a key of the shop (keys create)'
 
 export interface Authenticator {
   hook(request: FastifyRequest, reply: FastifyReply): Promise<void>

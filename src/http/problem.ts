@@ -22,7 +22,9 @@ export interface ProblemInit {
 }
 
 const STATUS_OF = new Map<string, ProblemStatus>(
-  (Object.keys(PROBLEMS) as unknown as ProblemStatus[]).flatMap((status) => PROBLEMS[status].types.map((type) => [type, Number(status) as ProblemStatus] as const)),
+  (Object.keys(PROBLEMS) as unknown as ProblemStatus[]).flatMap((status) =>
+    PROBLEMS[status].types.map((type) => [type, Number(status) as ProblemStatus] as const),
+  ),
 )
 
 /** The problem of that type: its status and title from PROBLEMS, then the detail and the type's extensions. */
@@ -76,7 +78,8 @@ export function sendProblem(reply: FastifyReply, problem: ProblemInit, headers: 
 /** The 409 of a command that would take a customer's points past the limit (src/loyalty/points-limits.ts). */
 export function pointsLimitProblem(outcome: { held: number; limit: number }, doing: string): ProblemInit {
   return problem('points-limit', `${doing} would take the customer past ${outcome.limit} points (held now: ${outcome.held}); nothing was written`, {
-    held: outcome.held, limit: outcome.limit,
+    held: outcome.held,
+    limit: outcome.limit,
   })
 }
 
@@ -159,9 +162,7 @@ export function installProblemHandlers(app: FastifyInstance, retryAfterSeconds: 
     }
     const known = error.code ? FASTIFY_ERRORS[error.code] : undefined
     if (known) {
-      const detail =
-        known.detail ??
-        (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `the body is larger than the limit of ${bodyLimit} bytes` : error.message)
+      const detail = known.detail ?? (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `the body is larger than the limit of ${bodyLimit} bytes` : error.message)
       return sendProblem(reply, problem(known.type, detail))
     }
     if (error.validation) return sendProblem(reply, problem('malformed-request', error.message))
@@ -171,7 +172,9 @@ export function installProblemHandlers(app: FastifyInstance, retryAfterSeconds: 
     }
     request.log.error({ err: error }, 'unexpected error')
     return sendProblem(reply, {
-      status: 500, type: 'internal', title: 'Internal Server Error',
+      status: 500,
+      type: 'internal',
+      title: 'Internal Server Error',
       detail: 'the request failed inside the service; it has been logged',
     })
   })

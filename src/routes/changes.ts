@@ -21,7 +21,7 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
     {
       onRequest: [noStore, auth.hook],
       schema: {
-        summary: 'The shop\'s change feed after a position, in commit order',
+        summary: "The shop's change feed after a position, in commit order",
         operationId: 'listChanges',
         description:
           'Entries of every change the service committed for the shop: `customer.updated`, `customer.deleted`, `order.updated` and ' +

@@ -145,7 +145,13 @@ export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics
       // A failed batch is answered here rather than thrown, so that its log line names the event.
       if (!(err instanceof NotStored)) throw err
       metrics.webhookCounted(webhook.shopId, topic, 'failed')
-      return { ok: false, problem: err.problem, headers: err.headers, webhook: { eventId: webhook.eventId, resourceId, outcome: 'failed' }, failure: err.failure }
+      return {
+        ok: false,
+        problem: err.problem,
+        headers: err.headers,
+        webhook: { eventId: webhook.eventId, resourceId, outcome: 'failed' },
+        failure: err.failure,
+      }
     } finally {
       release()
     }
@@ -153,13 +159,15 @@ export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics
     const logged = { eventId: outcome.eventId, resourceId, outcome: outcome.status }
     if (outcome.status === 'rejected' && malformed !== null) {
       return {
-        ok: false, webhook: logged,
+        ok: false,
+        webhook: logged,
         problem: problem('malformed-json', `${malformed}; the body was stored as event ${outcome.eventId}`, { event_id: outcome.eventId }),
       }
     }
     if (outcome.status === 'rejected') {
       return {
-        ok: false, webhook: logged,
+        ok: false,
+        webhook: logged,
         problem: problem(
           'invalid-body',
           `the ${topic.split('/')[0]} has ${found.count} invalid field${found.count === 1 ? '' : 's'}` +

@@ -12,16 +12,25 @@ import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 
 const HOOKS: { topic: Topic; path: string; body: typeof CustomerBody | typeof OrderBody; summary: string; operationId: string }[] = [
   {
-    topic: 'customer/hook_created', path: '/v3/hook/radix/vanilla/customer/hook_created', body: CustomerBody,
-    summary: 'Create or update a customer', operationId: 'customerCreated',
+    topic: 'customer/hook_created',
+    path: '/v3/hook/radix/vanilla/customer/hook_created',
+    body: CustomerBody,
+    summary: 'Create or update a customer',
+    operationId: 'customerCreated',
   },
   {
-    topic: 'customer/hook_deleted', path: '/v3/hook/radix/vanilla/customer/hook_deleted', body: CustomerBody,
-    summary: 'Delete a customer', operationId: 'customerDeleted',
+    topic: 'customer/hook_deleted',
+    path: '/v3/hook/radix/vanilla/customer/hook_deleted',
+    body: CustomerBody,
+    summary: 'Delete a customer',
+    operationId: 'customerDeleted',
   },
   {
-    topic: 'order/hook_created', path: '/v3/hook/radix/vanilla/order/hook_created', body: OrderBody,
-    summary: 'Create or update an order', operationId: 'orderCreated',
+    topic: 'order/hook_created',
+    path: '/v3/hook/radix/vanilla/order/hook_created',
+    body: OrderBody,
+    summary: 'Create or update an order',
+    operationId: 'orderCreated',
   },
 ]
 
@@ -122,8 +131,14 @@ export async function hookRoutes(scope: FastifyInstance, services: Services): Pr
         ;(request as { body: unknown }).body = undefined
         request.validationError = undefined
         const answer = await ingestion.ingest({
-          shopId: request.principal.shopId, keyId: request.principal.keyId, topic: hook.topic,
-          raw: request.rawBody ?? Buffer.alloc(0), parsed, validation, bodyErrors: request.bodyErrors, headers: request.headers,
+          shopId: request.principal.shopId,
+          keyId: request.principal.keyId,
+          topic: hook.topic,
+          raw: request.rawBody ?? Buffer.alloc(0),
+          parsed,
+          validation,
+          bodyErrors: request.bodyErrors,
+          headers: request.headers,
         })
         if (answer.webhook) request.webhook = answer.webhook
         if (answer.failure) request.log.error({ err: answer.failure, event_id: answer.webhook?.eventId }, 'webhook could not be stored')

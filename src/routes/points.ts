@@ -25,7 +25,7 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
     {
       onRequest: [noStore, auth.hook],
       schema: {
-        summary: 'A customer\'s points: balances and ledger entries',
+        summary: "A customer's points: balances and ledger entries",
         operationId: 'getCustomerPoints',
         tags: ['read'],
         security: [{ basic: [] }],

@@ -30,7 +30,7 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
       onRequest: [noStore, auth.hook],
       attachValidation: true,
       schema: {
-        summary: 'Spend a customer\'s points on a reward',
+        summary: "Spend a customer's points on a reward",
         operationId: 'createRedemption',
         description:
           'Takes the points from the oldest available points first. Never takes `available` below zero, whatever runs at once. ' +
@@ -53,20 +53,34 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
       const refused = commandBodyProblem(request, 'redemption')
       if (refused) return sendProblem(reply, refused)
       const body = request.body as { points: number; reference: string }
-      const requestHash = createHash('sha256').update(JSON.stringify([customerId, body.points, body.reference])).digest('base64url')
-      const outcome = await submit(services, {
-        command: 'redeem', shopId, customerId, redemptionId: uuidv7(), points: body.points, reference: body.reference,
-        atUs: nowUs(services), idemKey: idempotencyKey(request.headers, 'redemption'), requestHash,
-      }, 'request')
+      const requestHash = createHash('sha256')
+        .update(JSON.stringify([customerId, body.points, body.reference]))
+        .digest('base64url')
+      const outcome = await submit(
+        services,
+        {
+          command: 'redeem',
+          shopId,
+          customerId,
+          redemptionId: uuidv7(),
+          points: body.points,
+          reference: body.reference,
+          atUs: nowUs(services),
+          idemKey: idempotencyKey(request.headers, 'redemption'),
+          requestHash,
+        },
+        'request',
+      )
       switch (outcome.status) {
         case 'redeemed':
           return reply.code(outcome.replayed ? 200 : 201).send(outcome.redemption)
         case 'insufficient-points':
-          return sendProblem(reply, problem(
-            'insufficient-points',
-            `customer ${customerId} has ${outcome.available} points available, fewer than the ${body.points} asked`,
-            { available: outcome.available },
-          ))
+          return sendProblem(
+            reply,
+            problem('insufficient-points', `customer ${customerId} has ${outcome.available} points available, fewer than the ${body.points} asked`, {
+              available: outcome.available,
+            }),
+          )
         case 'idempotency-conflict':
           return sendProblem(reply, problem('idempotency-key-reused', 'this Idempotency-Key was used with another request; use a new key for a new redemption'))
         case 'not-found':
@@ -82,10 +96,11 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
     {
       onRequest: [noStore, auth.hook],
       schema: {
-        summary: 'Give a redemption\'s points back (the reward was not used)',
+        summary: "Give a redemption's points back (the reward was not used)",
         operationId: 'cancelRedemption',
-        description: 'Idempotent: cancelling again answers what the first cancel answered. Points whose expiry passed meanwhile lapse again. ' +
-          'A cancel that would take the customer\'s points past the limit is refused (409 points-limit) until they hold fewer.',
+        description:
+          'Idempotent: cancelling again answers what the first cancel answered. Points whose expiry passed meanwhile lapse again. ' +
+          "A cancel that would take the customer's points past the limit is refused (409 points-limit) until they hold fewer.",
         tags: ['points'],
         security,
         params: RedemptionParams,
@@ -98,7 +113,11 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
       if (customerId === undefined || !isUuid(redemptionId)) {
         return notFound(reply, `no redemption ${redemptionId} of customer ${request.params.id}`)
       }
-      const outcome = await submit(services, { command: 'cancel', shopId: request.principal.shopId, customerId, redemptionId, atUs: nowUs(services) }, 'request')
+      const outcome = await submit(
+        services,
+        { command: 'cancel', shopId: request.principal.shopId, customerId, redemptionId, atUs: nowUs(services) },
+        'request',
+      )
       if (outcome.status === 'cancelled') return outcome.redemption
       if (outcome.status === 'not-found') return notFound(reply, outcome.detail)
       if (outcome.status === 'points-limit') return sendProblem(reply, pointsLimitProblem(outcome, `giving back the points of redemption ${redemptionId}`))
@@ -111,7 +130,7 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
     {
       onRequest: [noStore, auth.hook],
       schema: {
-        summary: 'A customer\'s redemptions, newest first',
+        summary: "A customer's redemptions, newest first",
         operationId: 'listRedemptions',
         tags: ['points'],
         security,

@@ -15,8 +15,14 @@ const notFound = (reply: FastifyReply, what: string, id: string) => sendProblem(
 
 export function customerView(c: CustomerRecord) {
   return {
-    id: c.id, first_name: c.first_name, last_name: c.last_name, email: c.email, is_newsletter: c.is_newsletter,
-    tags: c.tags, created_at: formatInstant(c.created_at), updated_at: formatInstant(c.updated_at),
+    id: c.id,
+    first_name: c.first_name,
+    last_name: c.last_name,
+    email: c.email,
+    is_newsletter: c.is_newsletter,
+    tags: c.tags,
+    created_at: formatInstant(c.created_at),
+    updated_at: formatInstant(c.updated_at),
   }
 }
 
@@ -24,12 +30,22 @@ const amount = (minor: number | null) => (minor === null ? null : fromMinor(mino
 
 export function orderView(o: OrderRecord) {
   return {
-    id: o.id, currency: o.currency, email: o.email, ref: o.ref,
-    total: amount(o.total), subtotal: amount(o.subtotal), amount_shipping: amount(o.amount_shipping),
-    amount_giftcard: amount(o.amount_giftcard), amount_tax: amount(o.amount_tax),
-    cancelled_at: formatInstant(o.cancelled_at), processed_at: formatInstant(o.processed_at),
-    is_fulfilled: o.is_fulfilled, is_refunded: o.is_refunded, is_paid: o.is_paid,
-    updated_at: formatInstant(o.updated_at), customer_id: o.customer_id,
+    id: o.id,
+    currency: o.currency,
+    email: o.email,
+    ref: o.ref,
+    total: amount(o.total),
+    subtotal: amount(o.subtotal),
+    amount_shipping: amount(o.amount_shipping),
+    amount_giftcard: amount(o.amount_giftcard),
+    amount_tax: amount(o.amount_tax),
+    cancelled_at: formatInstant(o.cancelled_at),
+    processed_at: formatInstant(o.processed_at),
+    is_fulfilled: o.is_fulfilled,
+    is_refunded: o.is_refunded,
+    is_paid: o.is_paid,
+    updated_at: formatInstant(o.updated_at),
+    customer_id: o.customer_id,
   }
 }
 
@@ -56,7 +72,11 @@ export async function resourceRoutes(scope: FastifyInstance, services: Services)
     {
       ...common,
       schema: {
-        summary: 'The current state of a customer', operationId: 'getCustomer', tags: ['read'], security, params: IdParams,
+        summary: 'The current state of a customer',
+        operationId: 'getCustomer',
+        tags: ['read'],
+        security,
+        params: IdParams,
         response: { 200: readAnswer('The customer; a field the shop never sent is null', CustomerView), ...READ_PROBLEMS() },
       },
     },
@@ -73,7 +93,11 @@ export async function resourceRoutes(scope: FastifyInstance, services: Services)
     {
       ...common,
       schema: {
-        summary: 'The current state of an order', operationId: 'getOrder', tags: ['read'], security, params: IdParams,
+        summary: 'The current state of an order',
+        operationId: 'getOrder',
+        tags: ['read'],
+        security,
+        params: IdParams,
         response: { 200: readAnswer('The order and the points it holds, with why', OrderView), ...READ_PROBLEMS() },
       },
     },

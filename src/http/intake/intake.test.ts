@@ -69,8 +69,14 @@ describe('idempotency keys', () => {
       }
       return undefined
     }
-    assert.deepEqual(refused({ 'webhook-id': 'k'.repeat(256) }, 'webhook'), problem('malformed-request', 'the Idempotency-Key or Webhook-Id header is longer than 255 characters'))
-    assert.deepEqual(refused({ 'idempotency-key': 'k'.repeat(256) }, 'adjustment'), problem('malformed-request', 'the Idempotency-Key header is longer than 255 characters'))
+    assert.deepEqual(
+      refused({ 'webhook-id': 'k'.repeat(256) }, 'webhook'),
+      problem('malformed-request', 'the Idempotency-Key or Webhook-Id header is longer than 255 characters'),
+    )
+    assert.deepEqual(
+      refused({ 'idempotency-key': 'k'.repeat(256) }, 'adjustment'),
+      problem('malformed-request', 'the Idempotency-Key header is longer than 255 characters'),
+    )
   })
 })
 
@@ -80,7 +86,15 @@ describe('submit', () => {
   /** A real writer whose batches end as `apply` says, and a count of the 503s by reason. */
   function writing(apply: () => Promise<BatchResult[]>, maxQueue = 10) {
     const reasons: string[] = []
-    const writer = new GroupCommitWriter({ apply, maxBatch: 10, maxQueue, lanes: 1, laneOf: () => 0, isUnavailable: (e) => (e as Error).message === 'down', cooldownMs: 60_000 })
+    const writer = new GroupCommitWriter({
+      apply,
+      maxBatch: 10,
+      maxQueue,
+      lanes: 1,
+      laneOf: () => 0,
+      isUnavailable: (e) => (e as Error).message === 'down',
+      cooldownMs: 60_000,
+    })
     const services = { writer, config: { RETRY_AFTER_SECONDS: 7 }, metrics: { unavailable: { inc: ({ reason }: { reason: string }) => reasons.push(reason) } } }
     return { services: services as unknown as Writing, reasons }
   }

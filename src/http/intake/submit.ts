@@ -34,7 +34,11 @@ export async function submit(services: Writing, item: Webhook | PointsCommand, w
   } catch (err) {
     const full = err instanceof QueueFullError
     services.metrics.unavailable.inc({ reason: full ? 'queue-full' : 'database' })
-    if (full) throw unavailable(retryAfter, 'the service is at capacity; retry after the delay in Retry-After', { level: 'warn', message: 'write queue full; answering 503' })
+    if (full)
+      throw unavailable(retryAfter, 'the service is at capacity; retry after the delay in Retry-After', {
+        level: 'warn',
+        message: 'write queue full; answering 503',
+      })
     if (err instanceof WriterUnavailableError) throw databaseUnavailable(retryAfter)
     throw err
   }

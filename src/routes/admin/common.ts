@@ -21,7 +21,9 @@ export interface AdminContext {
 
 export function adminContext(services: Services, auth: AdminAuth): AdminContext {
   return {
-    services, auth, onRequest: [noStore, auth.hook],
+    services,
+    auth,
+    onRequest: [noStore, auth.hook],
     nowUs: () => (services.clock === undefined ? arrivalClockUs() : services.clock() * 1000),
   }
 }
@@ -43,7 +45,9 @@ export function decodeCursor(cursor: string | undefined, kinds: readonly ('numbe
   } catch {
     value = undefined
   }
-  const ok = Array.isArray(value) && value.length === kinds.length &&
+  const ok =
+    Array.isArray(value) &&
+    value.length === kinds.length &&
     value.every((v, i) => (kinds[i] === 'number' ? Number.isSafeInteger(v) : typeof v === 'string' && v.length <= 100 && isStorableText(v)))
   if (!ok) throw badRequest('cursor is not a next_cursor this list gave')
   return value as (string | number)[]

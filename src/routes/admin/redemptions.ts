@@ -18,47 +18,69 @@ export async function redemptionRoutes(scope: FastifyInstance, ctx: AdminContext
   const { services } = ctx
   const { db } = services.backend
 
-  app.get('/v3/admin/shops/:shop/customers/:id/redemptions', {
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'A customer\'s redemptions, newest first (a deleted customer\'s too)', operationId: 'adminListRedemptions', tags: TAGS, security: ADMIN_SECURITY,
-      params: ShopCustomerParams, querystring: PageQuery,
-      response: { 200: readAnswer('A page of redemptions, newest first', AdminRedemptionList), ...ADMIN_PROBLEMS(404) },
+  app.get(
+    '/v3/admin/shops/:shop/customers/:id/redemptions',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: "A customer's redemptions, newest first (a deleted customer's too)",
+        operationId: 'adminListRedemptions',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        params: ShopCustomerParams,
+        querystring: PageQuery,
+        response: { 200: readAnswer('A page of redemptions, newest first', AdminRedemptionList), ...ADMIN_PROBLEMS(404) },
+      },
     },
-  }, async (request) => {
-    const shop = await shopByName(services, request.params.shop)
-    const id = parseId(request.params.id)
-    const customer = id === undefined ? undefined : await findCustomer(db, shop.id, id)
-    if (!customer) throw notFound(`no customer ${request.params.id} in shop ${shop.name}`)
-    const position = decodeCursor(request.query.cursor, ['string'])
-    const page = await customerRedemptions(db, shop.id, customer.id, limitOf(request.query), position === null ? null : (position[0] as string))
-    return listOf(page, (r) => r, (r) => [r.redemption_id])
-  })
+    async (request) => {
+      const shop = await shopByName(services, request.params.shop)
+      const id = parseId(request.params.id)
+      const customer = id === undefined ? undefined : await findCustomer(db, shop.id, id)
+      if (!customer) throw notFound(`no customer ${request.params.id} in shop ${shop.name}`)
+      const position = decodeCursor(request.query.cursor, ['string'])
+      const page = await customerRedemptions(db, shop.id, customer.id, limitOf(request.query), position === null ? null : (position[0] as string))
+      return listOf(
+        page,
+        (r) => r,
+        (r) => [r.redemption_id],
+      )
+    },
+  )
 
-  app.post('/v3/admin/shops/:shop/customers/:id/redemptions/:redemption_id/cancel', {
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'Give a redemption\'s points back, as the shop\'s cancel does', operationId: 'adminCancelRedemption', tags: TAGS, security: ADMIN_SECURITY,
-      description: 'Idempotent: cancelling again answers what the first cancel answered, and is not audited again. Points whose expiry passed meanwhile lapse again.',
-      params: ShopRedemptionParams,
-      response: { 200: readAnswer('The redemption, cancelled (now or before)', AdminRedemption), ...ADMIN_PROBLEMS(404) },
+  app.post(
+    '/v3/admin/shops/:shop/customers/:id/redemptions/:redemption_id/cancel',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: "Give a redemption's points back, as the shop's cancel does",
+        operationId: 'adminCancelRedemption',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        description:
+          'Idempotent: cancelling again answers what the first cancel answered, and is not audited again. Points whose expiry passed meanwhile lapse again.',
+        params: ShopRedemptionParams,
+        response: { 200: readAnswer('The redemption, cancelled (now or before)', AdminRedemption), ...ADMIN_PROBLEMS(404) },
+      },
     },
-  }, async (request) => {
-    const shop = await shopByName(services, request.params.shop)
-    const customerId = parseId(request.params.id)
-    const redemptionId = request.params.redemption_id
-    const unknown = `no redemption ${redemptionId} of customer ${request.params.id} in shop ${shop.name}`
-    if (customerId === undefined || !isUuid(redemptionId)) throw notFound(unknown)
-    const outcome = await submit(services, { command: 'cancel', shopId: shop.id, customerId, redemptionId, atUs: ctx.nowUs() }, 'cancel')
-    if (outcome.status === 'not-found') throw notFound(unknown)
-    if (outcome.status !== 'cancelled') throw new Error(`unexpected outcome ${outcome.status}`)
-    const { redemption } = outcome
-    if (!outcome.replayed) {
-      await recordAudit(db, request.operator, {
-        action: 'redemption.cancel', shopId: shop.id, target: redemptionId,
-        detail: { customer_id: customerId, points: redemption.points, reference: redemption.reference },
-      })
-    }
-    return redemption
-  })
+    async (request) => {
+      const shop = await shopByName(services, request.params.shop)
+      const customerId = parseId(request.params.id)
+      const redemptionId = request.params.redemption_id
+      const unknown = `no redemption ${redemptionId} of customer ${request.params.id} in shop ${shop.name}`
+      if (customerId === undefined || !isUuid(redemptionId)) throw notFound(unknown)
+      const outcome = await submit(services, { command: 'cancel', shopId: shop.id, customerId, redemptionId, atUs: ctx.nowUs() }, 'cancel')
+      if (outcome.status === 'not-found') throw notFound(unknown)
+      if (outcome.status !== 'cancelled') throw new Error(`unexpected outcome ${outcome.status}`)
+      const { redemption } = outcome
+      if (!outcome.replayed) {
+        await recordAudit(db, request.operator, {
+          action: 'redemption.cancel',
+          shopId: shop.id,
+          target: redemptionId,
+          detail: { customer_id: customerId, points: redemption.points, reference: redemption.reference },
+        })
+      }
+      return redemption
+    },
+  )
 }
