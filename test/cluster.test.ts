@@ -21,7 +21,7 @@ import {
   type ServerProcess,
 } from './support/server-process.ts'
 
-// Issue 13: WORKERS=N starts N server processes (Node's cluster module) on one PostgreSQL. Both
+// WORKERS=N starts N server processes (Node's cluster module) on one PostgreSQL. Both
 // workers of WORKERS=2 serve webhooks (each webhook's log line names the process that answered
 // it), a worker that dies is replaced, and SIGTERM to the primary shuts every worker down
 // gracefully: exit 0, every acknowledged webhook stored and applied, nothing stored that was not

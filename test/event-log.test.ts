@@ -77,7 +77,7 @@ forEachDatabase((kind) => {
       assert.ok(bytes(o.body).equals(Buffer.from(orderRaw)))
       assert.equal(o.outcome, 'applied')
 
-      // A customer not linked to the order: deleting one redacts that customer's stored bodies (right to erasure, issue 3).
+      // A customer not linked to the order: deleting one redacts that customer's stored bodies (right to erasure).
       const deleteRaw = `{"id":${orderId + 2}}`
       const d = await event(accepted(await t.post(CUSTOMER_DELETED, deleteRaw), 'applied'))
       assert.equal(d.topic, 'customer/hook_deleted')

@@ -6,7 +6,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { loadConfig } from '../src/config.ts'
 import { basic, CUSTOMER_CREATED, forEachDatabase, onDatabase, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 5, item 4: flood control. A per-key rate limit (RATE_LIMIT_RPS), header and body read
+// Flood control. A per-key rate limit (RATE_LIMIT_RPS), header and body read
 // deadlines against slow clients, a connection cap, a body limit enforced while the body streams
 // in, and a bounded write queue. Every refusal tells the sender what to do: 429 or 503 problems
 // with Retry-After, and nothing refused is stored while nothing acknowledged is lost.

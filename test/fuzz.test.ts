@@ -6,7 +6,7 @@ import './support/seed.ts'
 import type { LightMyRequestResponse } from 'fastify'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 5, item 5: the fast-check layer over hostile input. test/hostile-input.test.ts
+// The fast-check layer over hostile input. test/hostile-input.test.ts
 // holds the named cases, and test/fuzz-params.test.ts the exact answer to every path and query
 // parameter of every route; this file throws generated requests at every endpoint, with
 // and without valid auth, and checks after each one that:

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 2, "Endpoints" and "Other errors": every non-2xx is an RFC 9457 problem.
+// Every non-2xx is an RFC 9457 problem.
 
 const HOOK_PATHS = [CUSTOMER_CREATED, CUSTOMER_DELETED, ORDER_CREATED]
 const DEFAULT_LIMIT = 1_048_576

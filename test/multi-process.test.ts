@@ -6,7 +6,7 @@ import fc from 'fast-check'
 import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, onDatabase, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from './support/server-process.ts'
 
-// Issue 8: several server processes on one PostgreSQL converge (README, "How state converges":
+// Several server processes on one PostgreSQL converge (README, "How state converges":
 // "several server processes on one PostgreSQL converge too"). Three real `shop-intake serve`
 // processes share one fresh schema; each round, a fresh shop's conflicting webhooks (a few
 // customers and orders, with redeliveries) go to a random process each, in shuffled order, all

@@ -5,7 +5,7 @@ import type { Backend } from '../src/store/dialect.ts'
 import { pruneEventsTimed } from '../src/store/prune.ts'
 import { CUSTOMER_CREATED, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 13: with WORKERS=N (or several hosts) every process runs its own pruner on one PostgreSQL.
+// With WORKERS=N (or several hosts) every process runs its own pruner on one PostgreSQL.
 // Pruning at once, they take different events (FOR UPDATE SKIP LOCKED): each event is deleted and
 // counted once, nothing fails, and the links erasure needs are all written. (SQLite runs one
 // server process; its prunes take turns on the writer thread.)

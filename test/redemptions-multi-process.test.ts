@@ -7,7 +7,7 @@ import { writeRule } from '../src/store/points-repo.ts'
 import { basic, createTestDatabase, onDatabase, ORDER_CREATED, type TestDatabase } from './support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from './support/server-process.ts'
 
-// Issue 12 on several processes: two real `shop-intake serve` processes on one PostgreSQL.
+// Redemptions on several processes: two real `shop-intake serve` processes on one PostgreSQL.
 // Redemptions and cancels sent to both at once never take a balance below zero, and expiry
 // swept by both (and forced by redemptions on due points) is written once per lot.
 

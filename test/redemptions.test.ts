@@ -8,7 +8,7 @@ import type { SqliteBatchWriter } from '../src/store/sqlite-writer.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 import { assertUnavailable } from './support/problems.ts'
 
-// Issue 12, redemptions over HTTP: spending, the problems, idempotency, cancels, oldest points
+// Redemptions over HTTP: spending, the problems, idempotency, cancels, oldest points
 // first, debt, and many redemptions at once that never overspend. Each test has a shop of its own.
 
 const OLD = '2024-01-10T10:00:00Z'

@@ -8,7 +8,7 @@ import { issueKey } from '../src/keys/issue-key.ts'
 import { revokeKey } from '../src/store/keys-repo.ts'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 5, item 6: security checks, on both databases.
+// Security checks, on both databases.
 // (a) one shop's key never reads or changes another shop's data, on every endpoint;
 // (b) keys are stored hashed: no table holds a key in plain text;
 // (c) the Authorization header never reaches the log;

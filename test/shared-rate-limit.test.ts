@@ -5,7 +5,7 @@ import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachD
 import { startRedis, type RedisServer } from './support/redis-server.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from './support/server-process.ts'
 
-// Issue 13: REDIS_URL counts the per-key rate limit in Redis, so that several processes together
+// REDIS_URL counts the per-key rate limit in Redis, so that several processes together
 // allow RATE_LIMIT_RPS, not that many each; with Redis stopped or frozen, webhooks are still taken
 // (the limit fails open), shop_intake_rate_limit_unchecked_total counts them, and /readyz stays
 // 200, saying redis is down. Real server processes, a real redis-server of the test's own.
