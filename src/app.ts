@@ -14,7 +14,7 @@ import { installAllMethods } from './http/methods.ts'
 import { createMetrics, type StorageSample } from './http/metrics.ts'
 import { completeDocument } from './http/openapi.ts'
 import { installRequestIdEcho, requestId } from './http/request-id.ts'
-import { clientErrorHandler, installProblemHandlers, sendProblem, unavailable } from './http/problem.ts'
+import { clientErrorHandler, installProblemHandlers, problem, sendProblem, unavailable } from './http/problem.ts'
 import { AJV_SETTINGS } from './http/validation.ts'
 import { adminUiRoutes } from './routes/admin-ui.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -164,8 +164,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Requests that arrive while shutting down get our own 503 below, with Retry-After.
     return503OnClosing: false,
     // Errors Fastify meets before routing (an undecodable URL, say) are problems too.
-    frameworkErrors: (error, _request, reply) =>
-      sendProblem(reply, { status: 400, type: 'malformed-request', title: 'Bad Request', detail: error.message }),
+    frameworkErrors: (error, _request, reply) => sendProblem(reply, problem('malformed-request', error.message)),
     // Fastify's own formatter writes every error into one message; a body of half a million bad
     // items made that a string of megabytes nobody reads. The same text, for the first ten.
     schemaErrorFormatter: (errors, dataVar) => {
@@ -218,8 +217,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onRequest', (_request, reply, done) => {
     if (!closing) return done()
     reply.header('connection', 'close')
-    const problem = unavailable(config.RETRY_AFTER_SECONDS, 'the service is shutting down; retry after the delay in Retry-After')
-    sendProblem(reply, problem.problem, problem.headers)
+    const refused = unavailable(config.RETRY_AFTER_SECONDS, 'the service is shutting down; retry after the delay in Retry-After')
+    sendProblem(reply, refused.problem, refused.headers)
   })
   installAllMethods(app)
   await app.register(swagger, {

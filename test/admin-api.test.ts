@@ -5,7 +5,7 @@ import { issueKey } from '../src/keys/issue-key.ts'
 import { adminClient, newOperator, type AdminClient } from './support/admin.ts'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 11, the admin API over HTTP: who may use it, the console session, shops, stats,
+// The admin API over HTTP: who may use it, the console session, shops, stats,
 // customers and guests, keys, the audit log and manual adjustments. Every answer is checked
 // against the OpenAPI document by the harness.
 

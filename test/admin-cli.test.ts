@@ -6,7 +6,7 @@ import { adminClient } from './support/admin.ts'
 import { runCli } from './support/cli-process.ts'
 import { createTestDatabase, forEachDatabase, startTestApp, type TestDatabase } from './support/harness.ts'
 
-// Issue 11: `admins create|list|revoke`, as operators run them, in a child process.
+// `admins create|list|revoke`, as operators run them, in a child process.
 
 const ADMIN_KEY = /^ak_[0-9A-Za-z]{32,}$/
 const lines = (text: string) => text.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '')

@@ -10,7 +10,7 @@ import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREAT
 import { listen } from './support/raw-http.ts'
 import { eventPageQuery } from '../src/store/admin-events-repo.ts'
 
-// Issue 11, the console's events: the filtered list and its pages, one event with its headers
+// The console's events: the filtered list and its pages, one event with its headers
 // and body, replay (of a rejected, an applied and a redacted event) and the live stream (SSE).
 
 function problem(res: LightMyRequestResponse, status: number, type: string): Record<string, any> {

@@ -4,7 +4,7 @@ import http from 'node:http'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { runCli } from './support/cli-process.ts'
-import { createTestDatabase, type TestDatabase } from './support/harness.ts'
+import { createTestDatabase, onDatabase, type TestDatabase } from './support/harness.ts'
 import {
   createKey, isAcked, killAllServers, post, problemWith, readStored, request, startServerProcess, stopServerProcess,
   summarize, WebhookFactory, workers, type Sent,
@@ -19,7 +19,7 @@ after(async () => {
   for (const d of databases) await d.drop()
 })
 
-test('sqlite: a backup taken under load holds every webhook acknowledged before it began, and serves', async () => {
+test('sqlite: a backup taken under load holds every webhook acknowledged before it began, and serves', onDatabase('sqlite'), async () => {
   const database = await createTestDatabase('sqlite')
   databases.push(database)
   const { key, shopId } = await createKey(database.url)
@@ -67,7 +67,7 @@ test('sqlite: a backup taken under load holds every webhook acknowledged before 
   assert.match(again.stderr, /exists already/)
 })
 
-test('postgres: backup refuses and points to pg_dump', async () => {
+test('postgres: backup refuses and points to pg_dump', onDatabase('postgres'), async () => {
   const run = await runCli(['backup', '/tmp/never-written.db'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test' })
   assert.equal(run.code, 1)
   assert.match(run.stderr, /pg_dump/)

@@ -5,7 +5,7 @@ import { loadConfig } from '../src/config.ts'
 import { basic, CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from './support/harness.ts'
 import { listen, openRaw, type RawClient } from './support/raw-http.ts'
 
-// Issue 9, item 10: the bytes of request bodies held at once are bounded by
+// The bytes of request bodies held at once are bounded by
 // BODY_BYTES_IN_FLIGHT. A body that does not fit is refused with a 503 and Retry-After
 // before it is read; its budget is given back when the request ends, however it ends.
 

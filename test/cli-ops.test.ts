@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { openBackend } from '../src/store/database.ts'
 import { listKeys } from '../src/store/keys-repo.ts'
-import { createTestDatabase, forEachDatabase, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
+import { createTestDatabase, forEachDatabase, onDatabase, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
 import { listen } from './support/raw-http.ts'
 import { runCli, type CliRun } from './support/cli-process.ts'
 
@@ -22,7 +22,7 @@ const fails = (run: CliRun, pattern: RegExp) => {
   assert.match(run.stderr, pattern)
 }
 
-describe('the command line (SQLite)', () => {
+describe('the command line (SQLite)', onDatabase('sqlite'), () => {
   let database: TestDatabase
   let env: Record<string, string>
   before(async () => {
@@ -123,7 +123,7 @@ forEachDatabase((kind) => {
   })
 })
 
-describe('shop-intake send', () => {
+describe('shop-intake send', onDatabase('sqlite'), () => {
   let t: TestApp
   let url: string
   let dir: string

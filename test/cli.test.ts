@@ -3,15 +3,7 @@ import { createServer } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { hashKey } from '../src/keys/api-key.ts'
 import { openBackend } from '../src/store/database.ts'
-import {
-  basic,
-  createTestDatabase,
-  CUSTOMER_CREATED,
-  forEachDatabase,
-  startTestApp,
-  type TestApp,
-  type TestDatabase,
-} from './support/harness.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, onDatabase, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
 import { runCli, startCli } from './support/cli-process.ts'
 
 // The real CLI, as operators and scripts run it: `node bin/shop-intake.js …` in a child process.
@@ -251,7 +243,7 @@ forEachDatabase((kind) => {
   })
 })
 
-describe('failures exit non-zero with a one-line reason (SQLite)', () => {
+describe('failures exit non-zero with a one-line reason (SQLite)', onDatabase('sqlite'), () => {
   let database: TestDatabase
   let env: Record<string, string>
   before(async () => {

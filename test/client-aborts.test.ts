@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { basic, CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from './support/harness.ts'
 import { listen, openRaw, type RawClient } from './support/raw-http.ts'
 
-// Issue 9, item 11: a client that hangs up, or is cut off for being too slow, is the
+// A client that hangs up, or is cut off for being too slow, is the
 // client's doing. It once was logged as "database unavailable" at error level, because its
 // ECONNRESET was taken for the database's. It is now counted in
 // shop_intake_client_aborts_total and logged at info.

@@ -3,7 +3,7 @@ import http from 'node:http'
 import { createServer } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { runCli } from './support/cli-process.ts'
-import { createTestDatabase, type TestDatabase } from './support/harness.ts'
+import { createTestDatabase, onDatabase, type TestDatabase } from './support/harness.ts'
 import {
   createKey,
   isAcked,
@@ -21,7 +21,7 @@ import {
   type ServerProcess,
 } from './support/server-process.ts'
 
-// Issue 13: WORKERS=N starts N server processes (Node's cluster module) on one PostgreSQL. Both
+// WORKERS=N starts N server processes (Node's cluster module) on one PostgreSQL. Both
 // workers of WORKERS=2 serve webhooks (each webhook's log line names the process that answered
 // it), a worker that dies is replaced, and SIGTERM to the primary shuts every worker down
 // gracefully: exit 0, every acknowledged webhook stored and applied, nothing stored that was not
@@ -74,7 +74,7 @@ async function freePort(): Promise<number> {
   })
 }
 
-describe('postgres: WORKERS=2', () => {
+describe('postgres: WORKERS=2', onDatabase('postgres'), () => {
   let database: TestDatabase
   let key = ''
   let shopId = 0
@@ -187,7 +187,7 @@ describe('postgres: WORKERS=2', () => {
   })
 })
 
-describe('postgres: WORKERS=2 that cannot start', () => {
+describe('postgres: WORKERS=2 that cannot start', onDatabase('postgres'), () => {
   let database: TestDatabase
   before(async () => {
     database = await createTestDatabase('postgres')
@@ -209,7 +209,7 @@ describe('postgres: WORKERS=2 that cannot start', () => {
   })
 })
 
-describe('sqlite: WORKERS=2', () => {
+describe('sqlite: WORKERS=2', onDatabase('sqlite'), () => {
   let database: TestDatabase
   before(async () => {
     database = await createTestDatabase('sqlite')

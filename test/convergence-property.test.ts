@@ -12,7 +12,7 @@ import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, sta
 
 // The issue's property: any interleaving and duplication of a set of customer, delete and
 // order webhooks ends in the same state as applying them in their true order, and that
-// state is the one the pure rules (mergeCustomer, mergeOrder, plus issue 3's erasure of a
+// state is the one the pure rules (mergeCustomer, mergeOrder, plus the erasure of a
 // deleted customer's e-mail on their orders) define. Both shops live in one app: shops are
 // isolated, so each run takes two fresh ones.
 //

@@ -22,7 +22,7 @@ import {
   type ServerProcess,
 } from './support/server-process.ts'
 
-// Issue 5, item 1: a 2xx means the webhook is safe on disk. The real server runs
+// A 2xx means the webhook is safe on disk. The real server runs
 // as a separate process; thousands of distinct webhooks go to it over many
 // connections; it is SIGKILLed mid-stream, at a different point each loop, and
 // restarted on the same database. Every webhook that got a 2xx, in this loop and

@@ -77,7 +77,7 @@ forEachDatabase((kind) => {
       assert.ok(bytes(o.body).equals(Buffer.from(orderRaw)))
       assert.equal(o.outcome, 'applied')
 
-      // A customer not linked to the order: deleting one redacts that customer's stored bodies (right to erasure, issue 3).
+      // A customer not linked to the order: deleting one redacts that customer's stored bodies (right to erasure).
       const deleteRaw = `{"id":${orderId + 2}}`
       const d = await event(accepted(await t.post(CUSTOMER_DELETED, deleteRaw), 'applied'))
       assert.equal(d.topic, 'customer/hook_deleted')
@@ -95,7 +95,8 @@ forEachDatabase((kind) => {
         Buffer.from(`{"id":${id + 2},"last_name":"Robert'); DROP TABLE events;--","first_name":"日本語 🎉"}`),
         Buffer.from(`{"id":${id + 3},"email":"a@example.com","x":1.50,"y":1e2,"z":-0,"w":"\\u0000"}`),
       ]
-      nextId(), nextId(), nextId()
+      // The three ids after `id` are the bodies' too.
+      for (let i = 0; i < 3; i++) nextId()
       for (const raw of bodies) {
         const res = await t.post(CUSTOMER_CREATED, raw)
         const row = await event(accepted(res, 'applied'))

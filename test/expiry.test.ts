@@ -6,7 +6,7 @@ import { normalizeRule, type Rule } from '../src/loyalty/rule.ts'
 import { writeRule } from '../src/store/points-repo.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 12, expiry over HTTP: points expire N days after they became available unless spent
+// Expiry over HTTP: points expire N days after they became available unless spent
 // first, written once each by the sweeper (also with two apps on one database, and after a
 // restart), listed ahead in `expiring`, and recomputed by points rebuild. The apps run on a
 // clock the test moves, so days pass without waiting.

@@ -4,9 +4,9 @@ import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import { loadConfig } from '../src/config.ts'
-import { basic, CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from './support/harness.ts'
+import { basic, CUSTOMER_CREATED, forEachDatabase, onDatabase, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 5, item 4: flood control. A per-key rate limit (RATE_LIMIT_RPS), header and body read
+// Flood control. A per-key rate limit (RATE_LIMIT_RPS), header and body read
 // deadlines against slow clients, a connection cap, a body limit enforced while the body streams
 // in, and a bounded write queue. Every refusal tells the sender what to do: 429 or 503 problems
 // with Retry-After, and nothing refused is stored while nothing acknowledged is lost.
@@ -209,7 +209,7 @@ const CUT_OFF_WITHIN_MS = 10_000
 const HEADERS_TIMEOUT_MS = 1000
 const REQUEST_TIMEOUT_MS = 4000
 
-describe(`sqlite: slow clients (slowloris), HEADERS_TIMEOUT_MS=${HEADERS_TIMEOUT_MS}, REQUEST_TIMEOUT_MS=${REQUEST_TIMEOUT_MS}`, () => {
+describe(`sqlite: slow clients (slowloris), HEADERS_TIMEOUT_MS=${HEADERS_TIMEOUT_MS}, REQUEST_TIMEOUT_MS=${REQUEST_TIMEOUT_MS}`, onDatabase('sqlite'), () => {
   let t: TestApp
   let port: number
   const open: net.Socket[] = []
@@ -291,7 +291,7 @@ describe(`sqlite: slow clients (slowloris), HEADERS_TIMEOUT_MS=${HEADERS_TIMEOUT
   })
 })
 
-describe('sqlite: connection cap, MAX_CONNECTIONS=5', () => {
+describe('sqlite: connection cap, MAX_CONNECTIONS=5', onDatabase('sqlite'), () => {
   let t: TestApp
   let port: number
   const open: net.Socket[] = []
@@ -350,7 +350,7 @@ describe('sqlite: connection cap, MAX_CONNECTIONS=5', () => {
   })
 })
 
-describe('sqlite: body limit enforced while the body streams in, BODY_LIMIT=1048576', () => {
+describe('sqlite: body limit enforced while the body streams in, BODY_LIMIT=1048576', onDatabase('sqlite'), () => {
   const LIMIT = 1_048_576
   const DECLARED = 50 * 1024 * 1024
   let t: TestApp

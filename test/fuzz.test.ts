@@ -6,7 +6,7 @@ import './support/seed.ts'
 import type { LightMyRequestResponse } from 'fastify'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 5, item 5: the fast-check layer over hostile input. test/hostile-input.test.ts
+// The fast-check layer over hostile input. test/hostile-input.test.ts
 // holds the named cases, and test/fuzz-params.test.ts the exact answer to every path and query
 // parameter of every route; this file throws generated requests at every endpoint, with
 // and without valid auth, and checks after each one that:
@@ -93,9 +93,7 @@ const optional = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined, f
 const IDS = fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 40 }) }, fc.constantFrom(1, Number.MAX_SAFE_INTEGER))
 const text = fc.oneof(fc.string({ maxLength: 12 }), fc.string({ unit: 'grapheme', maxLength: 8 }))
 const email = fc.tuple(fc.stringMatching(/^[a-z][a-z0-9.]{0,8}$/), fc.constantFrom('example.com', 'EXAMPLE.org', 'shop.test')).map(([u, d]) => `${u}@${d}`)
-const instant = fc
-  .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2030-12-31T23:59:59Z'), noInvalidDate: true })
-  .map((d) => d.toISOString())
+const instant = fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2030-12-31T23:59:59Z'), noInvalidDate: true }).map((d) => d.toISOString())
 const money = fc.integer({ min: 0, max: 10_000_000 }).map((c) => `${Math.trunc(c / 100)}.${String(c % 100).padStart(2, '0')}`)
 
 function entriesOf(fields: Record<string, unknown>): Entry[] {
@@ -139,16 +137,52 @@ const orderFields = fc
   })
   .map(entriesOf)
 
-const deep = (open: string, close: string, inner: string) => fc.integer({ min: 1, max: 5000 }).map((n) => ({ raw: open.repeat(n) + inner + close.repeat(n) }) as Value)
+const deep = (open: string, close: string, inner: string) =>
+  fc.integer({ min: 1, max: 5000 }).map((n) => ({ raw: open.repeat(n) + inner + close.repeat(n) }) as Value)
 
 /** Values that break types, ranges and encodings. */
 const hostileValue: fc.Arbitrary<Value> = fc.oneof(
   fc.constantFrom<Value>(
     ...[
-      '1e400', '-1e400', '-0', '-0.0', '0', '1.0', '1e2', '1E+2', '0.1e1', '9007199254740993', '9007199254740992', '-9007199254740993',
-      '123456789012345678901234567890', '-1', '1.5', '1e-400', 'null', 'true', 'false', '[]', '{}', '""', '"\\u0000"', '"a\\u0000b"',
-      '"\\ud800"', '"x\\udc00"', '"\\udbff\\udfff"', '"\\u202e"', '"\'; DROP TABLE customers; --"', '[null]', '{"__proto__":{"polluted":1}}',
-      '{"constructor":{"prototype":{"polluted":1}}}', '"1"', '"19.90"', '"019.90"', '"-0.00"', '"1e3"', '"EUR"', '"2024-02-30T00:00:00Z"',
+      '1e400',
+      '-1e400',
+      '-0',
+      '-0.0',
+      '0',
+      '1.0',
+      '1e2',
+      '1E+2',
+      '0.1e1',
+      '9007199254740993',
+      '9007199254740992',
+      '-9007199254740993',
+      '123456789012345678901234567890',
+      '-1',
+      '1.5',
+      '1e-400',
+      'null',
+      'true',
+      'false',
+      '[]',
+      '{}',
+      '""',
+      '"\\u0000"',
+      '"a\\u0000b"',
+      '"\\ud800"',
+      '"x\\udc00"',
+      '"\\udbff\\udfff"',
+      '"\\u202e"',
+      '"\'; DROP TABLE customers; --"',
+      '[null]',
+      '{"__proto__":{"polluted":1}}',
+      '{"constructor":{"prototype":{"polluted":1}}}',
+      '"1"',
+      '"19.90"',
+      '"019.90"',
+      '"-0.00"',
+      '"1e3"',
+      '"EUR"',
+      '"2024-02-30T00:00:00Z"',
     ].map((raw) => ({ raw })),
   ),
   fc.jsonValue({ maxDepth: 3 }).map(j),
@@ -163,7 +197,23 @@ const hostileValue: fc.Arbitrary<Value> = fc.oneof(
 )
 
 const hostileKey = fc.oneof(
-  fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', '', 'id', 'ID', ' id', 'id\u0000', '\u0000', 'customer', 'is_paid', 'email', 'tags'),
+  fc.constantFrom(
+    '__proto__',
+    'constructor',
+    'prototype',
+    'toString',
+    'hasOwnProperty',
+    '',
+    'id',
+    'ID',
+    ' id',
+    'id\u0000',
+    '\u0000',
+    'customer',
+    'is_paid',
+    'email',
+    'tags',
+  ),
   fc.string({ unit: 'binary', maxLength: 10 }),
 )
 
@@ -179,7 +229,10 @@ type Mutation =
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ kind: fc.constant('drop' as const), at: fc.nat(), nested: fc.boolean() }),
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('replace' as const), at: fc.nat(), nested: fc.boolean(), value: hostileValue }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('duplicate' as const), at: fc.nat(), nested: fc.boolean(), value: hostileValue, first: fc.boolean() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('duplicate' as const), at: fc.nat(), nested: fc.boolean(), value: hostileValue, first: fc.boolean() }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('add' as const), key: hostileKey, value: hostileValue, nested: fc.boolean() }) },
   fc.record({ kind: fc.constant('wrap' as const), how: fc.constantFrom('array' as const, 'string' as const, 'nest' as const) }),
   fc.record({ kind: fc.constant('truncate' as const), at: fc.nat() }),
@@ -286,7 +339,9 @@ forEachDatabase((kind) => {
   const garbageFor = (auth: AuthKind) =>
     auth === 'garbage-10k'
       ? fc.oneof(
-          fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 10240, maxLength: 10240 }).map((s) => `Basic ${s}`),
+          fc
+            .string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 10240, maxLength: 10240 })
+            .map((s) => `Basic ${s}`),
           fc.uint8Array({ minLength: 7680, maxLength: 7680 }).map((b) => `Basic ${Buffer.from(b).toString('base64')}`),
           fc.uint8Array({ minLength: 7680, maxLength: 7680 }).map((b) => `Basic ${Buffer.concat([Buffer.from(':sk_'), Buffer.from(b)]).toString('base64')}`),
           fc.constant(`Basic ${Buffer.from(`:sk_${'A'.repeat(10240)}`).toString('base64')}`),
@@ -295,7 +350,16 @@ forEachDatabase((kind) => {
           fc.string({ unit: 'binary', maxLength: 40 }),
           fc.string({ maxLength: 40 }).map((s) => `Basic ${s}`),
           fc.string({ maxLength: 40 }).map((s) => `Basic ${Buffer.from(s).toString('base64')}`),
-          fc.constantFrom('Basic', 'Basic ', 'Basic Og==', 'Basic ===', 'Bearer x', 'basic Og==', 'Digest username=""', `Basic ${Buffer.from(':').toString('base64')}`),
+          fc.constantFrom(
+            'Basic',
+            'Basic ',
+            'Basic Og==',
+            'Basic ===',
+            'Bearer x',
+            'basic Og==',
+            'Digest username=""',
+            `Basic ${Buffer.from(':').toString('base64')}`,
+          ),
         )
 
   const authArb: fc.Arbitrary<{ auth: AuthKind; garbage: string }> = fc
@@ -305,22 +369,73 @@ forEachDatabase((kind) => {
   const idSegment = fc.oneof(
     fc.integer({ min: 1, max: 8 }).map(String),
     fc.nat().map(String),
-    fc.constantFrom('0', '-1', '1.0', '1e3', '01', '9007199254740991', '9007199254740993', '99999999999999999999', '%2e%2e', '..', '%00', '1%00', 'null', '__proto__', 'constructor', "1'%20OR%201=1"),
+    fc.constantFrom(
+      '0',
+      '-1',
+      '1.0',
+      '1e3',
+      '01',
+      '9007199254740991',
+      '9007199254740993',
+      '99999999999999999999',
+      '%2e%2e',
+      '..',
+      '%00',
+      '1%00',
+      'null',
+      '__proto__',
+      'constructor',
+      "1'%20OR%201=1",
+    ),
     fc.string({ unit: 'binary', maxLength: 20 }).map((s) => encodeURIComponent(s.isWellFormed() ? s : s.toWellFormed())),
   )
   const query = fc.oneof(
     fc.constant(''),
     fc
-      .record({ limit: optional(fc.oneof(fc.nat().map(String), fc.string({ maxLength: 6 }))), cursor: optional(fc.oneof(fc.nat().map(String), fc.string({ maxLength: 20 }))) })
+      .record({
+        limit: optional(fc.oneof(fc.nat().map(String), fc.string({ maxLength: 6 }))),
+        cursor: optional(fc.oneof(fc.nat().map(String), fc.string({ maxLength: 20 }))),
+      })
       .map((q) => `?${new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined) as [string, string][]).toString()}`),
-    fc.constantFrom('?limit=500&cursor=9999999999999999', '?limit=501', '?limit=0', '?cursor=-1', '?limit[]=1', '?limit=1&limit=2', '?%zz', '?__proto__[polluted]=1', '?constructor[prototype][polluted]=1'),
+    fc.constantFrom(
+      '?limit=500&cursor=9999999999999999',
+      '?limit=501',
+      '?limit=0',
+      '?cursor=-1',
+      '?limit[]=1',
+      '?limit=1&limit=2',
+      '?%zz',
+      '?__proto__[polluted]=1',
+      '?constructor[prototype][polluted]=1',
+    ),
   )
   const randomPath = fc.oneof(
     fc.webPath().map((p) => (p.startsWith('/') ? p : `/${p}`)), // a request target starts with a slash
     fc.string({ maxLength: 30 }).map((s) => `/${s.replace(/[\s#?]/g, '')}`),
-    fc.constantFrom('/', '//', '/v3', '/v3/', '/v3/hook/radix/vanilla', '/v3/hook/radix/vanilla/customer/', '/v3/hook/radix/vanilla/order/hook_deleted',
-      '/V3/CUSTOMERS/1', '/v3/customers', '/v3/customers/', '/v3/customers/1/points/', '/%', '/%zz', '/v3/customers/%', '/v3/..%2f..%2fetc%2fpasswd',
-      '/healthz/', '/metrics?x', '/openapi.json/..', `${CUSTOMER_CREATED}/`, `${CUSTOMER_CREATED}%00`, `${CUSTOMER_CREATED}?x=1`, `${ORDER_CREATED};x`),
+    fc.constantFrom(
+      '/',
+      '//',
+      '/v3',
+      '/v3/',
+      '/v3/hook/radix/vanilla',
+      '/v3/hook/radix/vanilla/customer/',
+      '/v3/hook/radix/vanilla/order/hook_deleted',
+      '/V3/CUSTOMERS/1',
+      '/v3/customers',
+      '/v3/customers/',
+      '/v3/customers/1/points/',
+      '/%',
+      '/%zz',
+      '/v3/customers/%',
+      '/v3/..%2f..%2fetc%2fpasswd',
+      '/healthz/',
+      '/metrics?x',
+      '/openapi.json/..',
+      `${CUSTOMER_CREATED}/`,
+      `${CUSTOMER_CREATED}%00`,
+      `${CUSTOMER_CREATED}?x=1`,
+      `${ORDER_CREATED};x`,
+    ),
   )
   /** Every endpoint, plus random paths. */
   const urlArb = fc.oneof(
@@ -335,10 +450,29 @@ forEachDatabase((kind) => {
   const contentType = fc.oneof(
     { weight: 4, arbitrary: fc.constant('application/json') },
     fc.constantFrom(
-      'application/json; charset=utf-8', 'application/json; charset=UTF-16', 'application/json;charset=latin1', 'APPLICATION/JSON', 'Application/Json ; charset="utf-8"',
-      'application/json;;;', 'application/jsonp', 'application/json-patch+json', 'application/problem+json', 'application/x-www-form-urlencoded',
-      'multipart/form-data; boundary=----x', 'text/plain', 'text/json', '*/*', '', ' ', 'application/', '/json', 'application/json, text/plain',
-      'application/json; boundary=""', 'application/json\t', 'application/json\r\nAuthorization: Basic Og==', 'application/json\u0000',
+      'application/json; charset=utf-8',
+      'application/json; charset=UTF-16',
+      'application/json;charset=latin1',
+      'APPLICATION/JSON',
+      'Application/Json ; charset="utf-8"',
+      'application/json;;;',
+      'application/jsonp',
+      'application/json-patch+json',
+      'application/problem+json',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=----x',
+      'text/plain',
+      'text/json',
+      '*/*',
+      '',
+      ' ',
+      'application/',
+      '/json',
+      'application/json, text/plain',
+      'application/json; boundary=""',
+      'application/json\t',
+      'application/json\r\nAuthorization: Basic Og==',
+      'application/json\u0000',
     ),
     fc.tuple(fc.stringMatching(/^[a-z*]{0,12}$/), fc.stringMatching(/^[a-z+.*-]{0,12}$/), fc.string({ maxLength: 20 })).map(([a, b, p]) => `${a}/${b};${p}`),
   )
@@ -349,13 +483,30 @@ forEachDatabase((kind) => {
       db.selectFrom('customers').selectAll().orderBy('shop_id').orderBy('id').execute(),
       db.selectFrom('orders').selectAll().orderBy('shop_id').orderBy('id').execute(),
       db.selectFrom('ledger').selectAll().orderBy('id').execute(),
-      db.selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      db
+        .selectFrom('events')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow(),
     ])
     return {
       state: JSON.stringify([customers, orders, ledger]),
       counts: `customers=${customers.length} orders=${orders.length} ledger=${ledger.length}`,
       events: Number(events.n),
     }
+  }
+
+  /**
+   * The status a stored event's answer has: 200 for an event that was applied, a duplicate or stale;
+   * for a rejected one, 400 when the body was no JSON object (its one error is at the root, the
+   * empty pointer) and 422 when its fields broke the schema.
+   */
+  async function statusOfEvent(eventId: unknown): Promise<number | string> {
+    if (typeof eventId !== 'string') return `no event_id in the answer (${String(eventId)})`
+    const row = await t.app.services.backend.db.selectFrom('events').select(['outcome', 'errors']).where('id', '=', eventId).executeTakeFirst()
+    if (!row) return `the event ${eventId} of the answer is not stored`
+    if (row.outcome !== 'rejected') return 200
+    const errors = JSON.parse(row.errors ?? '[]') as { pointer: string }[]
+    return errors.length === 1 && errors[0]!.pointer === '' ? 400 : 422
   }
 
   const tally = { sent: 0, notSent: 0, ok: 0, notOk: 0 }
@@ -370,6 +521,10 @@ forEachDatabase((kind) => {
     tally.sent++
     const before = await snapshot()
     const res = await t.app.inject({ method: req.method, url: req.url, headers: req.headers, ...(req.payload === undefined ? {} : { payload: req.payload }) })
+    // Arbitrary requests have no status worked out in advance: what holds for every one is that it
+    // is answered, never with a 5xx, and (below) that a stored event's answer is exactly its
+    // outcome's. The exact status of each kind of bad request is held in test/hostile-input,
+    // test/http-errors, test/protocol-edges and test/fuzz-params (which works each one out).
     assert.ok(res.statusCode < 500, `a ${res.statusCode} for ${show(req)}: ${res.body.slice(0, 500)}`)
     assert.ok(res.statusCode >= 200, `status ${res.statusCode} for ${show(req)}`)
     const afterward = await snapshot()
@@ -392,7 +547,7 @@ forEachDatabase((kind) => {
     if (added === 1) {
       assert.ok(isHookPost, `an event was stored for ${show(req)}`)
       assert.ok(req.auth === 'valid' || req.auth === 'other-shop', `an event was stored for an unauthenticated request ${show(req)}`)
-      assert.ok([200, 400, 422].includes(res.statusCode), `an event was stored with a ${res.statusCode} answer for ${show(req)}`)
+      assert.equal(res.statusCode, await statusOfEvent(res.json().event_id), `an event was stored with a ${res.statusCode} answer for ${show(req)}`)
     }
     assertPrototypesClean()
     return true
@@ -410,7 +565,14 @@ forEachDatabase((kind) => {
     assertPrototypesClean()
   }
 
-  function request(method: Method, url: string, auth: { auth: AuthKind; garbage: string }, ct: string | undefined, payload: Buffer | string | undefined, extra: Record<string, string> = {}): Req {
+  function request(
+    method: Method,
+    url: string,
+    auth: { auth: AuthKind; garbage: string },
+    ct: string | undefined,
+    payload: Buffer | string | undefined,
+    extra: Record<string, string> = {},
+  ): Req {
     const headers: Record<string, string> = {}
     const authorization = authHeader(auth.auth, auth.garbage)
     if (authorization !== undefined) headers.authorization = authorization
@@ -422,7 +584,10 @@ forEachDatabase((kind) => {
   test('arbitrary bytes to every endpoint, with and without auth', async () => {
     await fc.assert(
       fc.asyncProperty(
-        methodArb, urlArb, authArb, fc.option(contentType, { nil: undefined, freq: 8 }),
+        methodArb,
+        urlArb,
+        authArb,
+        fc.option(contentType, { nil: undefined, freq: 8 }),
         fc.oneof(fc.uint8Array({ maxLength: 256 }), fc.uint8Array({ minLength: 1000, maxLength: 20_000 }), fc.constant(new Uint8Array(0))),
         async (method, url, auth, ct, bytes) => {
           await check(request(method, url, auth, ct, Buffer.from(bytes)))
@@ -438,17 +603,23 @@ forEachDatabase((kind) => {
       fc.json({ maxDepth: 4 }),
       fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
       // objects with an id, so more of them get past "no id" to the field checks
-      fc.tuple(IDS, fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 })).map(([id, rest]) => JSON.stringify({ ...rest, id })),
-      fc.tuple(IDS, fc.dictionary(fc.constantFrom('first_name', 'email', 'tags', 'is_newsletter', 'total', 'currency', 'is_paid', 'customer', 'updated_at', 'cancelled_at'), fc.jsonValue({ maxDepth: 2 })))
+      fc
+        .tuple(IDS, fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 }))
+        .map(([id, rest]) => JSON.stringify({ ...rest, id })),
+      fc
+        .tuple(
+          IDS,
+          fc.dictionary(
+            fc.constantFrom('first_name', 'email', 'tags', 'is_newsletter', 'total', 'currency', 'is_paid', 'customer', 'updated_at', 'cancelled_at'),
+            fc.jsonValue({ maxDepth: 2 }),
+          ),
+        )
         .map(([id, rest]) => JSON.stringify({ id, ...rest })),
     )
     await fc.assert(
-      fc.asyncProperty(
-        methodArb, urlArb, authArb, fc.option(contentType, { nil: undefined, freq: 10 }), anyJson,
-        async (method, url, auth, ct, json) => {
-          await check(request(method, url, auth, ct ?? 'application/json', json))
-        },
-      ),
+      fc.asyncProperty(methodArb, urlArb, authArb, fc.option(contentType, { nil: undefined, freq: 10 }), anyJson, async (method, url, auth, ct, json) => {
+        await check(request(method, url, auth, ct ?? 'application/json', json))
+      }),
       { numRuns: 150 * RUNS, includeErrorInReport: true },
     )
     await stillServes()
@@ -457,7 +628,9 @@ forEachDatabase((kind) => {
   test('mutations of valid webhook bodies: dropped, replaced, duplicated and added fields, odd numbers, nesting, surrogates, NUL, broken bytes', async () => {
     const start = { ...tally }
     const valid = fc.oneof(
-      fc.tuple(fc.constantFrom<string>(CUSTOMER_CREATED, CUSTOMER_CREATED, CUSTOMER_DELETED), customerFields(IDS)).map(([path, entries]) => ({ path, entries })),
+      fc
+        .tuple(fc.constantFrom<string>(CUSTOMER_CREATED, CUSTOMER_CREATED, CUSTOMER_DELETED), customerFields(IDS))
+        .map(([path, entries]) => ({ path, entries })),
       orderFields.map((entries) => ({ path: ORDER_CREATED as string, entries })),
     )
     const pathArb = fc.oneof({ weight: 9, arbitrary: fc.constant<string | null>(null) }, fc.constantFrom<string | null>(...HOOKS))
@@ -482,23 +655,25 @@ forEachDatabase((kind) => {
       fc.tuple(fc.constantFrom<string>(CUSTOMER_CREATED, CUSTOMER_DELETED), customerFields(IDS)).map(([path, entries]) => ({ path, entries })),
       orderFields.map((entries) => ({ path: ORDER_CREATED as string, entries })),
     )
-    const item = fc.tuple(one, fc.array(mutation, { maxLength: 2 }), fc.oneof({ weight: 5, arbitrary: fc.constant<AuthKind>('valid') }, fc.constantFrom<AuthKind>('other-shop', 'none', 'unknown-key')))
+    const item = fc.tuple(
+      one,
+      fc.array(mutation, { maxLength: 2 }),
+      fc.oneof({ weight: 5, arbitrary: fc.constant<AuthKind>('valid') }, fc.constantFrom<AuthKind>('other-shop', 'none', 'unknown-key')),
+    )
     await fc.assert(
       fc.asyncProperty(fc.array(item, { minLength: 4, maxLength: 16 }), async (items) => {
         const before = await snapshot()
-        const sent = items.map(([body, mutations, auth]) => request('POST', body.path, { auth, garbage: '' }, 'application/json', applyMutations(body.entries, mutations)))
+        const sent = items.map(([body, mutations, auth]) =>
+          request('POST', body.path, { auth, garbage: '' }, 'application/json', applyMutations(body.entries, mutations)),
+        )
         const answers = await Promise.all(sent.map((req) => t.app.inject({ method: req.method, url: req.url, headers: req.headers, payload: req.payload! })))
         let stored = 0
         for (const [i, res] of answers.entries()) {
-          assert.ok(res.statusCode < 500, `a ${res.statusCode} for ${show(sent[i]!)}: ${res.body.slice(0, 300)}`)
-          if ([200, 400, 422].includes(res.statusCode)) {
-            stored++
-            const eventId = res.json().event_id as string
-            const row = await t.app.services.backend.db.selectFrom('events').select(['outcome', 'duplicate_of']).where('id', '=', eventId).executeTakeFirst()
-            assert.ok(row, `the event ${eventId} of a ${res.statusCode} is stored`)
-            if (res.statusCode !== 200) assert.equal(row.outcome, 'rejected', `a ${res.statusCode} stored as ${row.outcome}`)
-            else assert.notEqual(row.outcome, 'rejected')
-          }
+          // Without a key of a shop, a 401 before the body is read; with one, the answer of the event stored.
+          const authenticated = sent[i]!.auth === 'valid' || sent[i]!.auth === 'other-shop'
+          const expected = authenticated ? await statusOfEvent(res.json().event_id) : 401
+          assert.equal(res.statusCode, expected, `for ${show(sent[i]!)}: ${res.body.slice(0, 300)}`)
+          if (authenticated) stored++
         }
         const afterward = await snapshot()
         assert.equal(afterward.events - before.events, stored, 'one event per 200, 400 and 422, and none for anything else')
@@ -513,8 +688,28 @@ forEachDatabase((kind) => {
   test('random header values: content types, CR/LF injection, idempotency keys, lengths, a Basic header with 10 KB of garbage', async () => {
     const start = { ...tally }
     const headerName = fc.oneof(
-      { weight: 4, arbitrary: fc.constantFrom('idempotency-key', 'webhook-id', 'webhook-timestamp', 'user-agent', 'x-request-id', 'content-length', 'transfer-encoding',
-        'content-encoding', 'expect', 'accept', 'accept-encoding', 'connection', 'x-forwarded-for', 'x-http-method-override', 'authorization', 'content-type', 'host') },
+      {
+        weight: 4,
+        arbitrary: fc.constantFrom(
+          'idempotency-key',
+          'webhook-id',
+          'webhook-timestamp',
+          'user-agent',
+          'x-request-id',
+          'content-length',
+          'transfer-encoding',
+          'content-encoding',
+          'expect',
+          'accept',
+          'accept-encoding',
+          'connection',
+          'x-forwarded-for',
+          'x-http-method-override',
+          'authorization',
+          'content-type',
+          'host',
+        ),
+      },
       { weight: 2, arbitrary: fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/) },
       fc.string({ maxLength: 10 }), // often not a token: not sent
     )
@@ -522,11 +717,31 @@ forEachDatabase((kind) => {
     const headerValue = fc.oneof(
       { weight: 3, arbitrary: fc.string({ maxLength: 40 }) },
       { weight: 2, arbitrary: latin1 },
-      fc.constantFrom('', ' ', '0', '-1', '1e9', '99999999999', 'chunked', 'gzip', 'identity', '100-continue', 'close', 'POST', 'DELETE', 'application/json',
-        `Basic ${Buffer.from(':').toString('base64')}`),
+      fc.constantFrom(
+        '',
+        ' ',
+        '0',
+        '-1',
+        '1e9',
+        '99999999999',
+        'chunked',
+        'gzip',
+        'identity',
+        '100-continue',
+        'close',
+        'POST',
+        'DELETE',
+        'application/json',
+        `Basic ${Buffer.from(':').toString('base64')}`,
+      ),
       fc.nat({ max: 400 }).map((n) => 'k'.repeat(n)), // Idempotency-Key over 255 characters is a 400
       // header injection attempts: CR/LF, NUL and characters above U+00FF cannot be sent
-      fc.tuple(fc.string({ maxLength: 10 }), fc.constantFrom('\r\n', '\n', '\r', '\u0000', '\r\n\r\n', '\u2028', '\u0100'), fc.constantFrom('Authorization: Basic Og==', 'X-Injected: 1', '{"id":1}', 'Content-Length: 0'))
+      fc
+        .tuple(
+          fc.string({ maxLength: 10 }),
+          fc.constantFrom('\r\n', '\n', '\r', '\u0000', '\r\n\r\n', '\u2028', '\u0100'),
+          fc.constantFrom('Authorization: Basic Og==', 'X-Injected: 1', '{"id":1}', 'Content-Length: 0'),
+        )
         .map(([a, sep, b]) => `${a}${sep}${b}`),
     )
     const bodyArb = fc.oneof(
@@ -554,9 +769,17 @@ forEachDatabase((kind) => {
 
   test('random paths, methods and query strings, with and without auth', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...METHODS), fc.oneof(urlArb, randomPath.chain((p) => query.map((q) => p + q))), authArb, async (method, url, auth) => {
-        await check(request(method, url, auth, undefined, undefined))
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...METHODS),
+        fc.oneof(
+          urlArb,
+          randomPath.chain((p) => query.map((q) => p + q)),
+        ),
+        authArb,
+        async (method, url, auth) => {
+          await check(request(method, url, auth, undefined, undefined))
+        },
+      ),
       { numRuns: 150 * RUNS, includeErrorInReport: true },
     )
     await stillServes()

@@ -24,7 +24,7 @@ import {
   type Sent,
 } from './support/server-process.ts'
 
-// Issue 5, item 3: on SIGTERM the service stops accepting new connections,
+// On SIGTERM the service stops accepting new connections,
 // finishes and commits the in-flight batches, answers what it accepted and
 // exits 0 within 10 s. Webhooks keep flowing over many keep-alive connections
 // until the process is gone, and fresh connections are opened after the signal.

@@ -5,9 +5,9 @@ import { issueKey } from '../src/keys/issue-key.ts'
 import { adminClient, newOperator } from './support/admin.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 2: "No input may produce a 5xx or crash the process. This includes NUL
-// characters, __proto__ keys, 20,000-deep nesting, huge strings, and unicode
-// and SQL text, which must be stored exactly." Every case ends by checking that
+// No input may produce a 5xx or crash the process: NUL characters, __proto__ keys,
+// 20,000-deep nesting, huge strings, unicode and SQL text (stored exactly), each
+// answered with its own exact status. Every case ends by checking that
 // the app still answers a normal webhook.
 
 const BODY_LIMIT = 1_048_576 // the default
@@ -27,14 +27,15 @@ function assertPrototypesClean(): void {
   assert.equal(([] as unknown as Record<string, unknown>).polluted, undefined)
 }
 
-/** Not a 5xx, and a problem document when it is not a 2xx. */
-function assertHandled(res: LightMyRequestResponse, allowed: number[]): void {
-  assert.ok(allowed.includes(res.statusCode), `status ${res.statusCode} not in ${allowed.join('/')}: ${res.body.slice(0, 300)}`)
+/** The status expected, and a problem document of that type when it is not a 2xx. */
+function assertHandled(res: LightMyRequestResponse, status: number, type?: string): void {
+  assert.equal(res.statusCode, status, `status ${res.statusCode}: ${res.body.slice(0, 300)}`)
   if (res.statusCode >= 300) {
     assert.match(String(res.headers['content-type']), /^application\/problem\+json\b/)
     const body = res.json()
     assert.equal(body.status, res.statusCode)
     for (const member of ['type', 'title', 'detail']) assert.equal(typeof body[member], 'string', member)
+    if (type !== undefined) assert.equal(body.type, `/problems/${type}`)
   } else {
     assert.match(String(res.headers['content-type']), /^application\/json\b/)
   }
@@ -104,8 +105,7 @@ forEachDatabase((kind) => {
       for (const [answer, status, type] of cases) {
         const res = await answer
         assert.equal(res.statusCode, status, `${res.statusCode}: ${res.body.slice(0, 200)}`)
-        if (type) assertHandled(res, [status])
-        if (type) assert.equal(res.json().type, `/problems/${type}`)
+        if (type) assertHandled(res, status, type)
       }
       await stillServes()
     })
@@ -167,7 +167,7 @@ forEachDatabase((kind) => {
 
     test('a raw NUL byte inside a JSON string is malformed JSON: 400', async () => {
       const raw = Buffer.concat([Buffer.from(`{"id":${freshId()},"first_name":"a`), Buffer.from([0]), Buffer.from('b"}')])
-      assertHandled(await t.post(CUSTOMER_CREATED, raw), [400])
+      assertHandled(await t.post(CUSTOMER_CREATED, raw), 400, 'malformed-json')
       await stillServes()
     })
 
@@ -220,8 +220,10 @@ forEachDatabase((kind) => {
       // 0xff is never UTF-8; 0xed 0xa0 0x80 is a UTF-8-encoded surrogate (CESU-8).
       const id = freshId()
       const raw = Buffer.concat([Buffer.from(`{"id":${id},"first_name":"a`), Buffer.from([0xff, 0xed, 0xa0, 0x80]), Buffer.from('b"}')])
+      // The body is checked for UTF-8 before it is parsed (src/http/json-body.ts): not a JSON text at all.
       const res = await t.post(CUSTOMER_CREATED, raw)
-      assertHandled(res, [400, 422])
+      assertHandled(res, 400, 'malformed-json')
+      assert.equal(res.json().detail, `the body is not valid UTF-8; the body was stored as event ${res.json().event_id}`)
       assert.equal((await t.get(`/v3/customers/${id}`)).statusCode, 404)
       await stillServes()
     })
@@ -231,38 +233,35 @@ forEachDatabase((kind) => {
     test('__proto__ at the top level does not pollute and the raw body keeps it', async () => {
       const id = freshId()
       const raw = `{"id":${id},"first_name":"Proto","__proto__":{"polluted":"yes","isAdmin":true}}`
+      // The parser drops a __proto__ key (src/http/json-body.ts): the rest is a valid customer.
       const res = await t.post(CUSTOMER_CREATED, raw)
-      assertHandled(res, [200, 400, 422])
+      assertHandled(res, 200)
       assertPrototypesClean()
-      if (res.statusCode === 200) {
-        assert.ok((await storedBody(res.json().event_id)).equals(Buffer.from(raw, 'utf8')))
-        const customer = (await t.get(`/v3/customers/${id}`)).json()
-        assert.equal(customer.first_name, 'Proto')
-        assert.equal(customer.polluted, undefined)
-      }
+      assert.ok((await storedBody(res.json().event_id)).equals(Buffer.from(raw, 'utf8')))
+      const customer = (await t.get(`/v3/customers/${id}`)).json()
+      assert.equal(customer.first_name, 'Proto')
+      assert.equal(customer.polluted, undefined)
       await stillServes()
     })
 
     test('an id only under __proto__ is not inherited: the body has no id', async () => {
       const id = freshId()
       const res = await t.post(CUSTOMER_CREATED, `{"__proto__":{"id":${id},"first_name":"Ghost"}}`)
-      assertHandled(res, [400, 422])
-      if (res.statusCode === 422) assertInvalidAt(res, '/id')
+      assertHandled(res, 422, 'invalid-body')
+      assertInvalidAt(res, '/id')
       assert.equal((await t.get(`/v3/customers/${id}`)).statusCode, 404)
       assertPrototypesClean()
       await stillServes()
     })
 
-    test('fields under __proto__ are never read as the customer\'s fields', async () => {
+    test("fields under __proto__ are never read as the customer's fields", async () => {
       const id = freshId()
       const res = await t.post(CUSTOMER_CREATED, `{"id":${id},"__proto__":{"first_name":"Evil","email":"evil@example.com","tags":["x"]}}`)
-      assertHandled(res, [200, 400, 422])
-      if (res.statusCode === 200) {
-        const customer = (await t.get(`/v3/customers/${id}`)).json()
-        assert.equal(customer.first_name, null)
-        assert.equal(customer.email, null)
-        assert.equal(customer.tags, null)
-      }
+      assertHandled(res, 200)
+      const customer = (await t.get(`/v3/customers/${id}`)).json()
+      assert.equal(customer.first_name, null)
+      assert.equal(customer.email, null)
+      assert.equal(customer.tags, null)
       assertPrototypesClean()
       await stillServes()
     })
@@ -274,8 +273,9 @@ forEachDatabase((kind) => {
         ORDER_CREATED,
         `{"id":${id},"__proto__":{"is_paid":true},"customer":{"__proto__":{"id":${customerId},"polluted":1},"first_name":"Inner"}}`,
       )
-      assertHandled(res, [200, 400, 422])
-      if (res.statusCode === 422) assertInvalidAt(res, '/customer/id')
+      // Without its __proto__ key the embedded customer has no id.
+      assertHandled(res, 422, 'invalid-body')
+      assertInvalidAt(res, '/customer/id')
       assert.equal((await t.get(`/v3/customers/${customerId}`)).statusCode, 404)
       assertPrototypesClean()
       await stillServes()
@@ -285,9 +285,9 @@ forEachDatabase((kind) => {
       const id = freshId()
       const raw = `{"id":${id},"constructor":{"prototype":{"polluted":"yes","first_name":"Evil"}},"customer":{"id":${freshId()},"constructor":{"prototype":{"polluted":2}}}}`
       const res = await t.post(ORDER_CREATED, raw)
-      assertHandled(res, [200, 400, 422])
+      assertHandled(res, 200)
       assertPrototypesClean()
-      if (res.statusCode === 200) assert.ok((await storedBody(res.json().event_id)).equals(Buffer.from(raw, 'utf8')))
+      assert.ok((await storedBody(res.json().event_id)).equals(Buffer.from(raw, 'utf8')))
       await stillServes()
     })
 
@@ -297,62 +297,56 @@ forEachDatabase((kind) => {
         `{"id":${id},"first_name":"Keys","constructor":"c","hasOwnProperty":"h","toString":"t","valueOf":1,` +
         `"isPrototypeOf":null,"toJSON":"j","then":"not a promise","__defineGetter__":[],"prototype":{}}`
       const res = await t.post(CUSTOMER_CREATED, raw)
-      assertHandled(res, [200, 400, 422])
-      if (res.statusCode === 200) {
-        assert.equal((await t.get(`/v3/customers/${id}`)).json().first_name, 'Keys')
-        assert.ok((await storedBody(res.json().event_id)).equals(Buffer.from(raw, 'utf8')))
-      }
+      assertHandled(res, 200)
+      assert.equal((await t.get(`/v3/customers/${id}`)).json().first_name, 'Keys')
+      assert.ok((await storedBody(res.json().event_id)).equals(Buffer.from(raw, 'utf8')))
       assertPrototypesClean()
       await stillServes()
     })
 
     test('a __proto__ key in a delete does not pollute', async () => {
       const res = await t.post(CUSTOMER_DELETED, `{"id":${freshId()},"__proto__":{"polluted":true,"deleted":true}}`)
-      assertHandled(res, [200, 400, 422])
+      assertHandled(res, 200)
       assertPrototypesClean()
       await stillServes()
     })
   })
 
   describe('duplicate JSON keys', () => {
-    test('duplicate id keys: never a 5xx, and the stored state agrees with the answer', async () => {
+    test('duplicate id keys: the last one is the id, as JSON.parse reads it, and the event names it', async () => {
       const a = freshId()
       const b = freshId()
       const raw = `{"id":${a},"first_name":"Dup","id":${b}}`
       const res = await t.post(CUSTOMER_CREATED, raw)
-      assertHandled(res, [200, 400, 422])
+      assertHandled(res, 200)
       const found = [(await t.get(`/v3/customers/${a}`)).statusCode, (await t.get(`/v3/customers/${b}`)).statusCode]
-      if (res.statusCode === 200) {
-        // Exactly one of the two ids was applied, and the event names it.
-        assert.deepEqual([...found].sort(), [200, 404])
-        const row = await t.app.services.backend.db.selectFrom('events').selectAll().where('id', '=', res.json().event_id).executeTakeFirst()
-        assert.ok(row)
-        assert.ok(Buffer.from(row.body).equals(Buffer.from(raw)))
-        const applied = found[0] === 200 ? a : b
-        assert.equal(Number(row.resource_id), applied)
-      } else {
-        assert.deepEqual(found, [404, 404])
-      }
+      assert.deepEqual(found, [404, 200])
+      const row = await t.app.services.backend.db.selectFrom('events').selectAll().where('id', '=', res.json().event_id).executeTakeFirst()
+      assert.ok(row)
+      assert.ok(Buffer.from(row.body).equals(Buffer.from(raw)))
+      assert.equal(Number(row.resource_id), b)
       await stillServes()
     })
 
-    test('duplicate field keys: the value stored is one of those sent', async () => {
+    test('duplicate field keys: the last value is the one validated and stored', async () => {
       const id = freshId()
       const res = await t.post(CUSTOMER_CREATED, `{"id":${id},"first_name":"A","first_name":"B","tags":["x"],"tags":"bad"}`)
-      assertHandled(res, [200, 400, 422])
-      if (res.statusCode === 200) {
-        const customer = (await t.get(`/v3/customers/${id}`)).json()
-        assert.ok(['A', 'B'].includes(customer.first_name))
-        assert.deepEqual(customer.tags, ['x'])
-      }
+      assertHandled(res, 422, 'invalid-body')
+      assertInvalidAt(res, '/tags')
+      assert.equal((await t.get(`/v3/customers/${id}`)).statusCode, 404)
+      assertApplied(await t.post(CUSTOMER_CREATED, `{"id":${id},"first_name":"A","first_name":"B","tags":"bad","tags":["x"]}`))
+      const customer = (await t.get(`/v3/customers/${id}`)).json()
+      assert.equal(customer.first_name, 'B')
+      assert.deepEqual(customer.tags, ['x'])
       await stillServes()
     })
 
     test('a duplicate key that turns a valid value invalid is never silently applied as invalid', async () => {
       const id = freshId()
       const res = await t.post(ORDER_CREATED, `{"id":${id},"total":"1.00","total":"1.5"}`)
-      assertHandled(res, [200, 400, 422])
-      if (res.statusCode === 200) assert.equal((await t.get(`/v3/orders/${id}`)).json().total, '1.00')
+      assertHandled(res, 422, 'invalid-body')
+      assertInvalidAt(res, '/total')
+      assert.equal((await t.get(`/v3/orders/${id}`)).statusCode, 404)
       await stillServes()
     })
   })
@@ -383,7 +377,7 @@ forEachDatabase((kind) => {
 
     test('numbers that are not JSON (NaN, Infinity, hex, leading +) are 400', async () => {
       for (const literal of ['NaN', 'Infinity', '-Infinity', '0x10', '+1', '.5', '01']) {
-        assertHandled(await t.post(CUSTOMER_CREATED, `{"id":${literal}}`), [400])
+        assertHandled(await t.post(CUSTOMER_CREATED, `{"id":${literal}}`), 400, 'malformed-json')
       }
       await stillServes()
     })
@@ -421,35 +415,33 @@ forEachDatabase((kind) => {
     })
 
     test('a 20,000-deep array as the body is a 400 (not an object)', async () => {
-      assertHandled(await t.post(CUSTOMER_CREATED, deepArray(DEPTH)), [400])
+      assertHandled(await t.post(CUSTOMER_CREATED, deepArray(DEPTH)), 400, 'malformed-json')
       await stillServes()
     })
 
     test('a 20,000-deep object as the body is rejected (no id), not a 5xx', async () => {
       const res = await t.post(CUSTOMER_CREATED, deepObject(DEPTH))
-      assertHandled(res, [400, 422])
-      if (res.statusCode === 422) assertInvalidAt(res, '/id')
+      assertHandled(res, 422, 'invalid-body')
+      assertInvalidAt(res, '/id')
       await stillServes()
     })
 
     test('20,000-deep nesting in known fields is a 422 at those fields', async () => {
-      const res = await t.post(
-        CUSTOMER_CREATED,
-        `{"id":${freshId()},"first_name":${deepArray(DEPTH)},"tags":${deepArray(DEPTH)},"email":${deepObject(DEPTH)}}`,
-      )
+      const res = await t.post(CUSTOMER_CREATED, `{"id":${freshId()},"first_name":${deepArray(DEPTH)},"tags":${deepArray(DEPTH)},"email":${deepObject(DEPTH)}}`)
       for (const pointer of ['/first_name', '/tags/0', '/email']) assertInvalidAt(res, pointer)
       await stillServes()
     })
 
     test('unbalanced 20,000-deep nesting is a 400', async () => {
-      assertHandled(await t.post(CUSTOMER_CREATED, `{"id":${freshId()},"x":${'['.repeat(DEPTH)}`), [400])
+      assertHandled(await t.post(CUSTOMER_CREATED, `{"id":${freshId()},"x":${'['.repeat(DEPTH)}`), 400, 'malformed-json')
       await stillServes()
     })
 
     test('nesting as deep as the body limit allows (about 500,000) is not a 5xx', async () => {
       const depth = Math.floor((BODY_LIMIT - 40) / 2)
       const res = await t.post(CUSTOMER_CREATED, `{"id":${freshId()},"x":${deepArray(depth)}}`)
-      assertHandled(res, [200, 400, 422])
+      // An unknown member is kept, not walked: the customer is valid.
+      assertHandled(res, 200)
       await stillServes()
     })
   })
@@ -485,7 +477,7 @@ forEachDatabase((kind) => {
 
     test('one byte over the limit is a 413 problem', async () => {
       const { raw } = bodyOfSize(freshId(), BODY_LIMIT + 1, 'a')
-      assertHandled(await t.post(CUSTOMER_CREATED, raw), [413])
+      assertHandled(await t.post(CUSTOMER_CREATED, raw), 413, 'body-too-large')
       await stillServes()
     })
 
@@ -514,9 +506,10 @@ forEachDatabase((kind) => {
       await stillServes()
     })
 
-    test('a huge Idempotency-Key header is refused without a 5xx', async () => {
+    test('a huge Idempotency-Key header is a 400: longer than 255 characters, within the 16 KiB of headers', async () => {
       const res = await t.post(CUSTOMER_CREATED, { id: freshId() }, { headers: { 'idempotency-key': 'k'.repeat(8000) } })
-      assertHandled(res, [400, 431])
+      assertHandled(res, 400, 'malformed-request')
+      assert.equal(res.json().detail, 'the Idempotency-Key or Webhook-Id header is longer than 255 characters')
       await stillServes()
     })
   })
@@ -613,9 +606,15 @@ forEachDatabase((kind) => {
     })
 
     test('SQL text in the read API path is a 404, not an error', async () => {
-      for (const path of ["/v3/customers/1'%20OR%20'1'='1", '/v3/customers/1;DROP%20TABLE%20customers', '/v3/orders/%27%29%3B--', '/v3/orders/-1', '/v3/customers/99999999999999999999']) {
-        const res = await t.get(path)
-        assertHandled(res, [400, 404])
+      for (const path of [
+        "/v3/customers/1'%20OR%20'1'='1",
+        '/v3/customers/1;DROP%20TABLE%20customers',
+        '/v3/orders/%27%29%3B--',
+        '/v3/orders/-1',
+        '/v3/customers/99999999999999999999',
+      ]) {
+        // Not an id of the read API's form: no such customer or order, as for an id nobody stored.
+        assertHandled(await t.get(path), 404, 'not-found')
       }
       await stillServes()
     })

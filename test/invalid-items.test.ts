@@ -4,7 +4,7 @@ import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, ORDER_CRE
 import { openRaw, type RawResponse } from './support/raw-http.ts'
 import { createKey, killAllServers, startServerProcess } from './support/server-process.ts'
 
-// Issue 9, item 9: a body with many invalid items once froze the process (errors were
+// A body with many invalid items once froze the process (errors were
 // de-duplicated in quadratic time, and all of them were answered and stored). The errors
 // answered and stored are now the first 100, with the total in `error_count`, and the work
 // is linear, so the service keeps serving while it refuses such a body.

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test'
 import { basic, createTestDatabase, CUSTOMER_CREATED, DATABASES, type TestDatabase } from './support/harness.ts'
 import { createKey, killAllServers, startServerProcess, stopServerProcess, type ServerProcess } from './support/server-process.ts'
 
-// Issue 9, item 10: a flood of large bodies from an authenticated sender cannot take the
+// A flood of large bodies from an authenticated sender cannot take the
 // server's memory without bound. BODY_BYTES_IN_FLIGHT bounds the bytes held at once, raw and
 // parsed, and a body full of invalid items costs no more than reading it (the validator
 // describes the first 100 errors and counts the rest). Measured on a real server process: its

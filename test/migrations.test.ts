@@ -11,7 +11,7 @@ import { migrate, openBackend } from '../src/store/database.ts'
 import { ensureShop, insertKey } from '../src/store/keys-repo.ts'
 import type { Tables } from '../src/store/tables.ts'
 import { adminClient } from './support/admin.ts'
-import { createTestDatabase, POSTGRES_URL, startTestApp } from './support/harness.ts'
+import { createTestDatabase, onDatabase, POSTGRES_URL, startTestApp } from './support/harness.ts'
 
 // Migrations run in one transaction: one that fails leaves nothing behind, not even the schema
 // or Kysely's own tables. On PostgreSQL the tables live in their own schema (DATABASE_SCHEMA).
@@ -39,7 +39,7 @@ describe('migrations', () => {
   const schema = `mig_${process.pid}_${Math.random().toString(36).slice(2, 8)}`
   after(() => pgQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`))
 
-  test('PostgreSQL: a failed migration leaves no schema and no table; a good run puts every table in DATABASE_SCHEMA', async () => {
+  test('PostgreSQL: a failed migration leaves no schema and no table; a good run puts every table in DATABASE_SCHEMA', onDatabase('postgres'), async () => {
     const backend = openBackend(POSTGRES_URL, { connectTimeoutMs: 2000, queryTimeoutMs: 5000, schema })
     try {
       await assert.rejects(migrate(backend, undefined, broken), /fails on purpose/)
@@ -57,7 +57,7 @@ describe('migrations', () => {
     }
   })
 
-  test('PostgreSQL: a database whose tables an earlier version kept in public is refused with what to set, not started empty', async () => {
+  test('PostgreSQL: a database whose tables an earlier version kept in public is refused with what to set, not started empty', onDatabase('postgres'), async () => {
     // Its own database: the test puts tables in public.
     const name = `mig_public_${process.pid}_${Math.random().toString(36).slice(2, 8)}`
     await pgQuery(`CREATE DATABASE ${name}`)
@@ -82,7 +82,7 @@ describe('migrations', () => {
     }
   })
 
-  test('PostgreSQL: 0011 makes every serial id, its sequence and the columns naming it bigint on a database with rows; the rows read back the same, and ids then pass 2^31', async () => {
+  test('PostgreSQL: 0011 makes every serial id, its sequence and the columns naming it bigint on a database with rows; the rows read back the same, and ids then pass 2^31', onDatabase('postgres'), async () => {
     const database = await createTestDatabase('postgres')
     try {
       // A database as the version before 0011 left it, its ledger, audit and key ids near 2^31 − 1.
@@ -157,7 +157,7 @@ describe('migrations', () => {
     }
   })
 
-  test('SQLite: a failed migration leaves no table', async () => {
+  test('SQLite: a failed migration leaves no table', onDatabase('sqlite'), async () => {
     const database = await createTestDatabase('sqlite')
     const backend = openBackend(database.url)
     try {
@@ -170,7 +170,7 @@ describe('migrations', () => {
     }
   })
 
-  test('SQLite: a missing folder is an error naming it, but for the default data/, which is created', async () => {
+  test('SQLite: a missing folder is an error naming it, but for the default data/, which is created', onDatabase('sqlite'), async () => {
     const dir = mkdtempSync(join(tmpdir(), 'shop-intake-folder-'))
     const cwd = process.cwd()
     try {

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test'
 import { AckPolicy, connect, type NatsConnection } from 'nats'
 import pg from 'pg'
 import { lockNumber, searchPathOf } from '../src/store/dialect-postgres.ts'
-import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, onDatabase, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
 import { readStream, startNats, streamCount, type TestNats } from './support/nats.ts'
 import { createKey, killAllServers, request, startServerProcess, stopServerProcess, type ServerProcess } from './support/server-process.ts'
 
@@ -144,7 +144,7 @@ async function verify(url: string, natsUrl: string, port: number, key: string, s
   return { entries: feed.length }
 }
 
-describe('postgres', () => {
+describe('postgres', onDatabase('postgres'), () => {
   let db: TestDatabase
   let nats: TestNats
   let key: string
@@ -306,7 +306,7 @@ async function publisher(url: string, servers: ServerProcess[]): Promise<ServerP
   return servers.find((s) => s.child.pid === pid)
 }
 
-describe('sqlite', () => {
+describe('sqlite', onDatabase('sqlite'), () => {
   test('the relay publishes every entry once and resumes after a restart of the service', { timeout: TIMEOUT }, async ({ signal }) => {
     const nats = await startNats()
     const database = await createTestDatabase('sqlite')

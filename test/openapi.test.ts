@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import openapiTS from 'openapi-typescript'
-import { startTestApp, type TestApp } from './support/harness.ts'
+import { onDatabase, startTestApp, type TestApp } from './support/harness.ts'
 
 // The document shop developers generate clients from: named operations and types, problems as
 // problem+json, the request headers and their limits, standard keywords only.
@@ -9,7 +9,7 @@ import { startTestApp, type TestApp } from './support/harness.ts'
 
 type Json = Record<string, any>
 
-describe('the OpenAPI document', () => {
+describe('the OpenAPI document', onDatabase('sqlite'), () => {
   let t: TestApp
   let doc: Json
   before(async () => {

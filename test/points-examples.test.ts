@@ -5,7 +5,7 @@ import { normalizeRule, type Rule } from '../src/loyalty/rule.ts'
 import { customerBalances, writeRule } from '../src/store/points-repo.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 3's worked examples over HTTP: each a list of webhooks (and rule changes), with the
+// The points rules' worked examples over HTTP: each a list of webhooks (and rule changes), with the
 // ledger the shop must have after each step, the customers' balances and what each order holds
 // and why. Every example runs in a shop of its own.
 

@@ -9,7 +9,7 @@ import { normalizeRule, type Rule } from '../src/loyalty/rule.ts'
 import { writeRule } from '../src/store/points-repo.ts'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 3's properties, over HTTP, on both databases:
+// The points rules' properties, over HTTP, on both databases:
 // (a) any interleaving and duplication of one order's webhooks gives the same balances and the
 //     same held points as applying the order's final state once (and what the rule says it earns);
 // (b) rebuild equals the incremental ledger: nothing to append when the rule is unchanged, and

@@ -5,7 +5,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 import { listen, openRaw, rawRequest, type RawClient, type RawResponse } from './support/raw-http.ts'
 
-// Issue 9, items 12 to 14, at the level of the HTTP protocol: every method but POST on a
+// At the level of the HTTP protocol: every method but POST on a
 // webhook path is a 405 before any body is read; a missing or repeated Host, an unknown
 // Expect and a repeated Authorization are problems; 100 Continue is sent only once the key
 // is known good. Spoken over raw sockets where app.inject cannot send the request.

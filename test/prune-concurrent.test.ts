@@ -3,9 +3,9 @@ import { after, before, describe, test } from 'node:test'
 import { openBackend } from '../src/store/database.ts'
 import type { Backend } from '../src/store/dialect.ts'
 import { pruneEventsTimed } from '../src/store/prune.ts'
-import { CUSTOMER_CREATED, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
+import { CUSTOMER_CREATED, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 13: with WORKERS=N (or several hosts) every process runs its own pruner on one PostgreSQL.
+// With WORKERS=N (or several hosts) every process runs its own pruner on one PostgreSQL.
 // Pruning at once, they take different events (FOR UPDATE SKIP LOCKED): each event is deleted and
 // counted once, nothing fails, and the links erasure needs are all written. (SQLite runs one
 // server process; its prunes take turns on the writer thread.)
@@ -13,7 +13,7 @@ import { CUSTOMER_CREATED, ORDER_CREATED, startTestApp, type TestApp } from './s
 const DAY_US = 86_400_000_000
 const EVENTS = 600
 
-describe('postgres: pruners of several processes at once', () => {
+describe('postgres: pruners of several processes at once', onDatabase('postgres'), () => {
   let t: TestApp
   const pruners: Backend[] = []
   before(async () => {

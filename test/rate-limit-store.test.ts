@@ -31,7 +31,9 @@ const unchecked = async () => (await registry.getSingleMetric('shop_intake_rate_
 /** Keeps this process busy, as a burst of requests on a loaded machine does: no timer, no I/O runs meanwhile. */
 const busy = (ms: number) => {
   const end = performance.now() + ms
-  while (performance.now() < end) {}
+  while (performance.now() < end) {
+    // the event loop held on purpose
+  }
 }
 
 test('an answer that arrived while the process was busy for longer than the timeout is counted, not let through', async () => {

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 import { runCli } from './support/cli-process.ts'
 
-// Issue 9, item 15: answers that carry personal data are never cached, and every
+// Answers that carry personal data are never cached, and every
 // timestamp the service returns is written one way: RFC 3339 in UTC with six fraction
 // digits (the microseconds the service keeps and compares instants in).
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import pg from 'pg'
 import { lockNumber } from '../src/store/dialect-postgres.ts'
-import { CUSTOMER_CREATED, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
+import { CUSTOMER_CREATED, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
 // Reads never wait for writes: the read endpoints take no row locks, so a transaction holding the
 // rows they read (a batch of webhooks, or here another client) does not hold them up, and they
@@ -10,7 +10,7 @@ import { CUSTOMER_CREATED, ORDER_CREATED, startTestApp, type TestApp } from './s
 
 const READS = ['/v3/orders/70', '/v3/orders/71', '/v3/customers/7', '/v3/customers/7/points']
 
-describe('postgres', () => {
+describe('postgres', onDatabase('postgres'), () => {
   let t: TestApp
   const committed = new Map<string, unknown>()
 

@@ -4,10 +4,10 @@ import { after, before, test } from 'node:test'
 import { normalizeRule } from '../src/loyalty/rule.ts'
 import { openBackend } from '../src/store/database.ts'
 import { writeRule } from '../src/store/points-repo.ts'
-import { basic, createTestDatabase, ORDER_CREATED, type TestDatabase } from './support/harness.ts'
+import { basic, createTestDatabase, onDatabase, ORDER_CREATED, type TestDatabase } from './support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from './support/server-process.ts'
 
-// Issue 12 on several processes: two real `shop-intake serve` processes on one PostgreSQL.
+// Redemptions on several processes: two real `shop-intake serve` processes on one PostgreSQL.
 // Redemptions and cancels sent to both at once never take a balance below zero, and expiry
 // swept by both (and forced by redemptions on due points) is written once per lot.
 
@@ -20,6 +20,8 @@ let key = ''
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
 
 before(async () => {
+  // PostgreSQL only: nothing to start when TEST_DATABASES leaves it out.
+  if (onDatabase('postgres').skip) return
   database = await createTestDatabase('postgres')
   const issued = await createKey(database.url, 'redemptions-multi')
   key = issued.key
@@ -56,7 +58,7 @@ async function send(p: number, method: string, path: string, body?: unknown): Pr
 
 const recent = (daysAgo: number) => new Date(Date.now() - daysAgo * DAY_MS).toISOString()
 
-test('redemptions and cancels sent to two processes at once never overspend', { timeout: TEST_TIMEOUT_MS }, async () => {
+test('redemptions and cancels sent to two processes at once never overspend', { ...onDatabase('postgres'), timeout: TEST_TIMEOUT_MS }, async () => {
   // 20 days available (14 pending + 20): nothing expires during the test.
   for (const [id, subtotal] of [[1, '100.00'], [2, '73.00']] as const) {
     assert.equal((await send(0, 'POST', ORDER_CREATED, { id, currency: 'EUR', subtotal, is_paid: true, processed_at: recent(34), customer: { id: 1 } })).status, 200)
@@ -81,7 +83,7 @@ test('redemptions and cancels sent to two processes at once never overspend', { 
   assert.equal(173 - redeemed + cancelled, points.available)
 })
 
-test('two redemptions of a whole balance, one to each process at once, spend it once: for every customer of every round', { timeout: TEST_TIMEOUT_MS }, async () => {
+test('two redemptions of a whole balance, one to each process at once, spend it once: for every customer of every round', { ...onDatabase('postgres'), timeout: TEST_TIMEOUT_MS }, async () => {
   // Each round gives 25 customers 10 points each, then sends every customer's two redemptions of
   // 10 points at once, one to each process. Each process takes its 25 into a batch or two, so the
   // two processes decide the same customers at the same moment, round after round: without the
@@ -104,7 +106,7 @@ test('two redemptions of a whole balance, one to each process at once, spend it 
   }
 })
 
-test('expiry swept by two processes, and forced by redemptions on both, is written once per lot', { timeout: TEST_TIMEOUT_MS }, async () => {
+test('expiry swept by two processes, and forced by redemptions on both, is written once per lot', { ...onDatabase('postgres'), timeout: TEST_TIMEOUT_MS }, async () => {
   const customers = Array.from({ length: 12 }, (_, i) => 10 + i)
   for (const c of customers) {
     // Two lots per customer, both past their 30 days.

@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import { issueKey } from '../src/keys/issue-key.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
-// Issue 12: whatever the interleaving of earning, refunds, redemptions and cancels, sent in
+// Whatever the interleaving of earning, refunds, redemptions and cancels, sent in
 // groups that run at once, a redemption never takes the balance below zero (only a refund of
 // spent points may, flagged debt), and the ledger sums to the balance, which is what the
 // unrefunded orders earned less what stands redeemed. REDEMPTION_SEED replays a run.

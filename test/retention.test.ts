@@ -4,7 +4,7 @@ import { sql } from 'kysely'
 import { openBackend } from '../src/store/database.ts'
 import type { Backend } from '../src/store/dialect.ts'
 import { runCli } from './support/cli-process.ts'
-import { createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
+import { createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 
 // Event retention: what is pruned, what is kept, and what a late retry gets once its event is gone.
 
@@ -203,7 +203,7 @@ forEachDatabase((kind) => {
   })
 })
 
-describe('sqlite: space comes back', () => {
+describe('sqlite: space comes back', onDatabase('sqlite'), () => {
   const pages = async (backend: Backend) => ({
     autoVacuum: Number((await sql<{ auto_vacuum: number }>`PRAGMA auto_vacuum`.execute(backend.db)).rows[0]!.auto_vacuum),
     count: Number((await sql<{ page_count: number }>`PRAGMA page_count`.execute(backend.db)).rows[0]!.page_count),
@@ -279,7 +279,7 @@ describe('sqlite: space comes back', () => {
     }
   })
 
-  test('--vacuum on PostgreSQL is refused with the reason', async () => {
+  test('--vacuum on PostgreSQL is refused with the reason', onDatabase('postgres'), async () => {
     const t = await startTestApp('postgres', { EVENT_RETENTION_DAYS: '0' })
     try {
       const run = await runCli(['events', 'prune', '--older-than', '30', '--vacuum'], { DATABASE_URL: t.config.DATABASE_URL })

@@ -6,10 +6,10 @@ import { LISTENER_NAME } from '../src/http/key-revocations.ts'
 import { migrate, openBackend } from '../src/store/database.ts'
 import { revokeKey } from '../src/store/keys-repo.ts'
 import { runCli } from './support/cli-process.ts'
-import { basic, createTestDatabase, forEachDatabase, POSTGRES_URL, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
+import { basic, createTestDatabase, forEachDatabase, onDatabase, POSTGRES_URL, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
 import { request, startServerProcess, stopServerProcess, type ServerProcess } from './support/server-process.ts'
 
-// Issue 13: a key revoked on one process stops working on every process within a second, without
+// A key revoked on one process stops working on every process within a second, without
 // Redis: PostgreSQL notifies each change to api_keys (migration 0009-key-notify) and every process
 // drops the key from its cache at once. The cache still spares the database a lookup per request.
 // KEY_CACHE_SECONDS=60 here, so that the cache's own expiry cannot be what the test sees.
@@ -58,7 +58,7 @@ async function msUntilRefused(servers: ServerProcess[], key: string, limitMs: nu
   return performance.now() - started
 }
 
-describe('postgres: two server processes, KEY_CACHE_SECONDS=60', () => {
+describe('postgres: two server processes, KEY_CACHE_SECONDS=60', onDatabase('postgres'), () => {
   let db: TestDatabase
   let servers: ServerProcess[] = []
   let admin: pg.Client

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, test } from 'node:test'
-import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestDatabase } from './support/harness.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, onDatabase, ORDER_CREATED, startTestApp, type TestDatabase } from './support/harness.ts'
 import { startRedis, type RedisServer } from './support/redis-server.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from './support/server-process.ts'
 
-// Issue 13: REDIS_URL counts the per-key rate limit in Redis, so that several processes together
+// REDIS_URL counts the per-key rate limit in Redis, so that several processes together
 // allow RATE_LIMIT_RPS, not that many each; with Redis stopped or frozen, webhooks are still taken
 // (the limit fails open), shop_intake_rate_limit_unchecked_total counts them, and /readyz stays
 // 200, saying redis is down. Real server processes, a real redis-server of the test's own.
@@ -118,7 +118,7 @@ async function failsOpen(redis: RedisServer, targets: Target[], url: string, sho
   }
 }
 
-describe('postgres: two processes on one database, REDIS_URL', () => {
+describe('postgres: two processes on one database, REDIS_URL', onDatabase('postgres'), () => {
   let redis: RedisServer
   let db: TestDatabase
   let targets: Target[] = []
@@ -171,7 +171,7 @@ describe('postgres: two processes on one database, REDIS_URL', () => {
   })
 })
 
-describe('sqlite: one process, REDIS_URL', () => {
+describe('sqlite: one process, REDIS_URL', onDatabase('sqlite'), () => {
   let redis: RedisServer
   let db: TestDatabase
   let targets: Target[] = []

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
-import { CUSTOMER_CREATED, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
+import { CUSTOMER_CREATED, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 import { assertUnavailable } from './support/problems.ts'
 
 // A row held by someone else past DB_TIMEOUT_MS is an outage, not a conflict: the webhook that
@@ -42,7 +42,7 @@ const LOCKS = [
   },
 ]
 
-describe('postgres', () => {
+describe('postgres', onDatabase('postgres'), () => {
   let t: TestApp
   before(async () => {
     t = await startTestApp('postgres', { DB_TIMEOUT_MS: String(DB_TIMEOUT_MS) })

@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 import { formatInstant } from '../src/domain/time.ts'
 
-// Issue 9, item 7: timestamps at the edges of the calendar and of exact comparison, over HTTP.
+// Timestamps at the edges of the calendar and of exact comparison, over HTTP.
 // Instants are compared in epoch microseconds, exact only within ±2^53 µs of 1970, so the
 // service accepts instants from 1700-01-01T00:00:00Z up to but not including
 // 2255-01-01T00:00:00Z (README, Validation) and refuses others with a 422 that says so.

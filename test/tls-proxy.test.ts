@@ -6,7 +6,7 @@ import { hashKey, keyHint } from '../src/keys/api-key.ts'
 import { insertAdmin } from '../src/store/admin-repo.ts'
 import { migrate, openBackend } from '../src/store/database.ts'
 import { runCli } from './support/cli-process.ts'
-import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, type TestDatabase } from './support/harness.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, onDatabase, type TestDatabase } from './support/harness.ts'
 import { checkAnswer, createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from './support/server-process.ts'
 import { requestThrough, startTlsProxy, type TlsProxy } from './support/tls-proxy.ts'
 
@@ -173,7 +173,7 @@ describe('the proxy settings are checked at start', () => {
     }
   })
 
-  test('serve with a bad PUBLIC_ORIGIN exits non-zero, naming it', async () => {
+  test('serve with a bad PUBLIC_ORIGIN exits non-zero, naming it', onDatabase('sqlite'), async () => {
     const database = await createTestDatabase('sqlite')
     try {
       const run = await runCli(['serve'], { DATABASE_URL: database.url, PORT: '0', PUBLIC_ORIGIN: 'console.example.com' })

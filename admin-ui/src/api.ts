@@ -64,7 +64,7 @@ export async function api<T>(method: string, path: string, body?: unknown, heade
   }
   const res = await fetch(path, init)
   const text = await res.text()
-  let parsed: unknown = null
+  let parsed: unknown
   try {
     parsed = text === '' ? null : JSON.parse(text)
   } catch {

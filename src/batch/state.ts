@@ -26,7 +26,7 @@ export interface Stored<R> {
 }
 
 export interface StoredCustomer extends Stored<CustomerRecord> {
-  /** A hash of the e-mail the customer had when a delete erased it (src/batch/erasure.ts). */
+  /** A hash of the e-mail the customer had when a delete erased it (emailSha, src/batch/decide.ts). */
   erasedEmailSha: string | null
 }
 export type StoredOrder = Stored<OrderRecord>

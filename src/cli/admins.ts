@@ -11,6 +11,7 @@ import { printTable } from './keys.ts'
 // change they make, and an admin key, shown once.
 
 function operatorName(value: string): string {
+  // eslint-disable-next-line no-control-regex -- a name may hold no control character: that is the rule
   if (!/^[^\u0000-\u001f\u007f]{1,100}$/u.test(value) || value.trim() !== value) {
     throw new InvalidArgumentError('a name is 1 to 100 printable characters, without leading or trailing spaces')
   }

@@ -68,7 +68,7 @@ export function sendCommand(): Command {
           wait = retryAfterMs(res.headers.get('retry-after'), 60_000) ?? backoffMs
         } catch (err) {
           const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name
-          if (attempt >= options.attempts) throw new Error(`no answer from ${url} after ${attempt} attempts: ${cause}`)
+          if (attempt >= options.attempts) throw new Error(`no answer from ${url} after ${attempt} attempts: ${cause}`, { cause: err })
           why = `no answer (${cause})`
           wait = backoffMs
         }

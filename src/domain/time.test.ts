@@ -169,7 +169,7 @@ test('formatUs writes UTC with six fraction digits, and parses back to the same 
 })
 
 // ---------------------------------------------------------------------------------------------
-// The edges (issue 9, item 7): the calendar for any four-digit year, and the accepted span.
+// The edges: the calendar for any four-digit year, and the accepted span.
 
 /** Days since 1970 by Date, which is right for every year once set with setUTCFullYear (Date.UTC maps 0–99 to 19xx). */
 function dateDays(year: number, month: number, day: number): number {

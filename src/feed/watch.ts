@@ -34,14 +34,13 @@ export class FeedWatch {
   next(ms: number, since: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (this.closed || signal?.aborted || this.generation !== since) return resolve()
-      let timeout: NodeJS.Timeout | undefined
       const wake = () => {
         clearTimeout(timeout)
         signal?.removeEventListener('abort', wake)
         this.waiters.delete(wake)
         resolve()
       }
-      timeout = setTimeout(wake, ms)
+      const timeout = setTimeout(wake, ms)
       signal?.addEventListener('abort', wake)
       this.waiters.add(wake)
       this.startPolling()

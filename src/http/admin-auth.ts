@@ -6,7 +6,7 @@ import { hashKey, isWellFormedKey } from '../keys/api-key.ts'
 import { findActiveAdmin, findSession, type Operator } from '../store/admin-repo.ts'
 import { findActiveKey } from '../store/keys-repo.ts'
 import type { Tables } from '../store/tables.ts'
-import { ProblemError } from './problem.ts'
+import { problem, ProblemError } from './problem.ts'
 import { publicOrigin } from './public-origin.ts'
 import { headerCount } from './raw-headers.ts'
 
@@ -28,7 +28,7 @@ declare module 'fastify' {
 export const ADMIN_CHALLENGES = { basic: 'Basic realm="shop-intake-admin"', session: 'Session realm="shop-intake-admin", cookie="si_admin"' }
 
 function unauthorized(detail: string, basic: boolean): ProblemError {
-  return new ProblemError({ status: 401, type: 'unauthorized', title: 'Unauthorized', detail }, { 'www-authenticate': basic ? ADMIN_CHALLENGES.basic : ADMIN_CHALLENGES.session })
+  return new ProblemError(problem('unauthorized', detail), { 'www-authenticate': basic ? ADMIN_CHALLENGES.basic : ADMIN_CHALLENGES.session })
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD'])
@@ -47,10 +47,9 @@ declare module 'fastify' {
 function mayChange(request: FastifyRequest): void {
   const { operator } = request
   if (operator.role === 'operator' || SAFE_METHODS.has(request.method) || request.routeOptions.config.viewersMay === true) return
-  throw new ProblemError({
-    status: 403, type: 'read-only', title: 'Forbidden',
-    detail: `${operator.name} is a viewer: a viewer may look, not change; an operator made with admins create --role operator can`,
-  })
+  throw new ProblemError(
+    problem('read-only', `${operator.name} is a viewer: a viewer may look, not change; an operator made with admins create --role operator can`),
+  )
 }
 
 export interface AdminAuth {
@@ -62,7 +61,7 @@ export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number, configu
   return {
     async hook(request) {
       if (headerCount(request.raw, 'authorization') > 1) {
-        throw new ProblemError({ status: 400, type: 'malformed-request', title: 'Bad Request', detail: 'the request carries more than one Authorization header' })
+        throw new ProblemError(problem('malformed-request', 'the request carries more than one Authorization header'))
       }
       const authorization = request.headers.authorization
       if (authorization) {
@@ -76,7 +75,7 @@ export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number, configu
           return mayChange(request)
         }
         if (isWellFormedKey(pass) && (await findActiveKey(db, hashKey(pass)))) {
-          throw new ProblemError({ status: 403, type: 'forbidden', title: 'Forbidden', detail: 'a shop key cannot use the admin API; use an admin key (admins create)' })
+          throw new ProblemError(problem('forbidden', 'a shop key cannot use the admin API; use an admin key (admins create)'))
         }
         throw unauthorized('the password is not a known admin key: ak_ and at least 32 letters or digits', true)
       }
@@ -90,11 +89,13 @@ export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number, configu
       if (!SAFE_METHODS.has(request.method)) {
         const own = publicOrigin(request, configuredOrigin)
         if (request.headers.origin !== own) {
-          throw new ProblemError({
-            status: 403, type: 'cross-origin', title: 'Forbidden',
-            detail: `a change made with the session cookie must carry an Origin header equal to ${own}, this service's origin; ` +
-              'behind a TLS proxy, set PUBLIC_ORIGIN or TRUST_PROXY (README, Running behind a TLS proxy)',
-          })
+          throw new ProblemError(
+            problem(
+              'cross-origin',
+              `a change made with the session cookie must carry an Origin header equal to ${own}, this service's origin; ` +
+                'behind a TLS proxy, set PUBLIC_ORIGIN or TRUST_PROXY (README, Running behind a TLS proxy)',
+            ),
+          )
         }
       }
       request.operator = { id: session.id, name: session.name, role: session.role, via: 'session', sessionHash }

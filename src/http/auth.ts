@@ -8,7 +8,7 @@ import { isAdminKey } from '../keys/admin-key.ts'
 import { hashKey, isWellFormedKey } from '../keys/api-key.ts'
 import { findActiveKey, type Principal } from '../store/keys-repo.ts'
 import type { Tables } from '../store/tables.ts'
-import { ProblemError } from './problem.ts'
+import { problem, ProblemError } from './problem.ts'
 import { headerCount } from './raw-headers.ts'
 
 declare module 'fastify' {
@@ -27,7 +27,8 @@ const DETAILS: Record<AuthFailure, string> = {
 }
 
 /** An operator's key sent where a shop's key belongs: counted as unknown, told apart in the detail. */
-const ADMIN_KEY_HERE = 'this is an admin key (ak_…), which opens only the admin API (/v3/admin/…); the webhook and shop endpoints take a key of the shop (keys create)'
+const ADMIN_KEY_HERE =
+  'this is an admin key (ak_…), which opens only the admin API (/v3/admin/…); the webhook and shop endpoints take a key of the shop (keys create)'
 
 export interface Authenticator {
   hook(request: FastifyRequest, reply: FastifyReply): Promise<void>
@@ -88,10 +89,7 @@ export function createAuthenticator(
 
   function fail(reason: AuthFailure, detail = DETAILS[reason]): never {
     onFailure(reason)
-    throw new ProblemError(
-      { status: 401, type: 'unauthorized', title: 'Unauthorized', detail },
-      { 'www-authenticate': 'Basic realm="shop-intake"' },
-    )
+    throw new ProblemError(problem('unauthorized', detail), { 'www-authenticate': 'Basic realm="shop-intake"' })
   }
 
   return {
@@ -107,7 +105,7 @@ export function createAuthenticator(
       if (headerCount(request.raw, 'authorization') > 1) {
         // Node would keep the first; a proxy may have checked the other. Ambiguity is refused.
         onFailure('malformed')
-        throw new ProblemError({ status: 400, type: 'malformed-request', title: 'Bad Request', detail: 'the request carries more than one Authorization header' })
+        throw new ProblemError(problem('malformed-request', 'the request carries more than one Authorization header'))
       }
       const header = request.headers.authorization
       const socket = request.raw.socket

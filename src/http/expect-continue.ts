@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import { declaredBodyBytes } from './body-budget.ts'
-import { sendProblem } from './problem.ts'
+import { problem, sendProblem } from './problem.ts'
 
 // Node answers `Expect: 100-continue` by itself, before anything has looked at
 // the request, and answers any other expectation with an empty 417. Both events
@@ -27,10 +27,7 @@ export function installExpectContinue(app: FastifyInstance, bodyLimit: number): 
     // HTTP/1.0 senders may not expect anything (RFC 9110, 10.1.1): the field is ignored.
     if (expect === undefined || request.raw.httpVersion !== '1.1' || CONTINUE.test(expect)) return done()
     reply.header('connection', 'close')
-    sendProblem(reply, {
-      status: 417, type: 'expectation-failed', title: 'Expectation Failed',
-      detail: 'the only expectation this service meets is Expect: 100-continue',
-    })
+    sendProblem(reply, problem('expectation-failed', 'the only expectation this service meets is Expect: 100-continue'))
   })
 
   app.addHook('preParsing', (request, reply, payload, done) => {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { sendProblem } from './problem.ts'
+import { problem, sendProblem } from './problem.ts'
 import { headerCount } from './raw-headers.ts'
 
 /**
@@ -15,9 +15,9 @@ export function installHostCheck(app: FastifyInstance): void {
     const count = headerCount(request.raw, 'host')
     if (count === 1 || (count === 0 && request.raw.httpVersion !== '1.1')) return done()
     reply.header('connection', 'close')
-    sendProblem(reply, {
-      status: 400, type: 'malformed-request', title: 'Bad Request',
-      detail: count === 0 ? 'an HTTP/1.1 request must carry a Host header' : 'the request carries more than one Host header',
-    })
+    sendProblem(
+      reply,
+      problem('malformed-request', count === 0 ? 'an HTTP/1.1 request must carry a Host header' : 'the request carries more than one Host header'),
+    )
   })
 }

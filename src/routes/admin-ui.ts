@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import fastifyStatic from '@fastify/static'
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { sendProblem } from '../http/problem.ts'
+import { problem, sendProblem } from '../http/problem.ts'
 
 // The operator dashboard: the static files Vite builds from admin-ui/ (npm run build), served at
 // /admin/. Any other path under /admin/ is a page of the single-page app and gets index.html.
@@ -68,12 +68,12 @@ export async function adminUiRoutes(app: FastifyInstance, dir = ADMIN_UI_DIR): P
     secure(reply)
     const path = (request.params as { '*': string })['*']
     if (!built) {
-      return sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail: 'the dashboard is not built: run `npm run build`' })
+      return sendProblem(reply, problem('not-found', 'the dashboard is not built: run `npm run build`'))
     }
     if (files.has(path)) return reply.sendFile(path)
     // A missing asset is a 404, not the page: a browser would run HTML as a script or style.
     if (path.startsWith('assets/') || /\.[a-z0-9]+$/i.test(path)) {
-      return sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail: `no file /admin/${path}` })
+      return sendProblem(reply, problem('not-found', `no file /admin/${path}`))
     }
     return reply.sendFile('index.html')
   })

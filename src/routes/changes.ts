@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Services } from '../services.ts'
 import { noStore } from '../http/no-store.ts'
-import { badRequest, unavailable } from '../http/problem.ts'
+import { badRequest, unavailable } from '../http/intake/index.ts'
 import { ChangeList, ChangesQuery } from '../schemas/changes.ts'
 import { changeView } from '../feed/entry.ts'
 import { changesAfter } from '../store/changes-repo.ts'
@@ -21,7 +21,7 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
     {
       onRequest: [noStore, auth.hook],
       schema: {
-        summary: 'The shop\'s change feed after a position, in commit order',
+        summary: "The shop's change feed after a position, in commit order",
         operationId: 'listChanges',
         description:
           'Entries of every change the service committed for the shop: `customer.updated`, `customer.deleted`, `order.updated` and ' +

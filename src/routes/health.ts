@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { Services } from '../services.ts'
-import { sendProblem } from '../http/problem.ts'
+import { problem, sendProblem } from '../http/problem.ts'
 import { Health, Readiness } from '../schemas/health.ts'
 import { problemResponses } from '../schemas/problems.ts'
 
@@ -12,8 +12,13 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
     '/healthz',
     {
       schema: {
-        ...operations, summary: 'Liveness: 200 while the process is alive', operationId: 'getHealth',
-        response: { 200: { description: 'The process is alive', content: { 'application/json': { schema: Health } } }, ...problemResponses(400, 408, 417, 431, 503) },
+        ...operations,
+        summary: 'Liveness: 200 while the process is alive',
+        operationId: 'getHealth',
+        response: {
+          200: { description: 'The process is alive', content: { 'application/json': { schema: Health } } },
+          ...problemResponses(400, 408, 417, 431, 503),
+        },
       },
     },
     async () => ({ status: 'ok' }),
@@ -25,7 +30,9 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
     '/readyz',
     {
       schema: {
-        ...operations, summary: 'Readiness: 200 when a webhook can be committed now', operationId: 'getReadiness',
+        ...operations,
+        summary: 'Readiness: 200 when a webhook can be committed now',
+        operationId: 'getReadiness',
         response: { 200: { description: 'Ready', content: { 'application/json': { schema: Readiness } } }, ...problemResponses(400, 408, 417, 431, 503) },
       },
     },
@@ -48,11 +55,10 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
         request.log.warn({ err }, 'readiness check failed')
         return sendProblem(
           reply,
+          problem('unavailable', 'the database cannot be reached, or the writer cannot commit yet; retry after the delay in Retry-After'),
           {
-            status: 503, type: 'unavailable', title: 'Service Unavailable',
-            detail: 'the database cannot be reached, or the writer cannot commit yet; retry after the delay in Retry-After',
+            'retry-after': String(config.RETRY_AFTER_SECONDS),
           },
-          { 'retry-after': String(config.RETRY_AFTER_SECONDS) },
         )
       } finally {
         clearTimeout(timer)
@@ -64,7 +70,9 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
     '/metrics',
     {
       schema: {
-        ...operations, summary: 'Prometheus metrics (the README lists the series)', operationId: 'getMetrics',
+        ...operations,
+        summary: 'Prometheus metrics (the README lists the series)',
+        operationId: 'getMetrics',
         response: {
           200: {
             description: 'The Prometheus text exposition format, version 0.0.4',
@@ -81,11 +89,9 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
         return await services.metricsText()
       } catch (err) {
         request.log.warn({ err }, 'the metrics of all workers could not be collected')
-        return sendProblem(
-          reply,
-          { status: 503, type: 'unavailable', title: 'Service Unavailable', detail: 'the metrics of every worker could not be collected; retry after the delay in Retry-After' },
-          { 'retry-after': String(config.RETRY_AFTER_SECONDS) },
-        )
+        return sendProblem(reply, problem('unavailable', 'the metrics of every worker could not be collected; retry after the delay in Retry-After'), {
+          'retry-after': String(config.RETRY_AFTER_SECONDS),
+        })
       }
     },
   )

@@ -3,13 +3,12 @@ import { uuidv7 } from '../http/uuid-v7.ts'
 import { arrivalClockUs } from '../domain/time.ts'
 import { changeFor, type FieldError, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
 import type { Services } from '../services.ts'
-import { ProblemError, unavailable, type ProblemInit } from '../http/problem.ts'
+import { idempotencyKey, isObject, NotStored, problem, submit, unavailable, type HeaderBag, type ProblemInit } from '../http/intake/index.ts'
 import { approximateBytes } from '../http/body-budget.ts'
 import { MalformedBody, parseJsonBody } from '../http/json-body.ts'
 import { boundedValidatorCompiler, type BoundedErrors } from '../http/bounded-validator.ts'
 import { AJV_SETTINGS, fieldErrors, firstErrors, MAX_REPORTED_ERRORS } from '../http/validation.ts'
-import { QueueFullError } from '../writer/group-commit.ts'
-import { CustomerBody, MAX_IDEMPOTENCY_KEY, OrderBody } from '../schemas/webhooks.ts'
+import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 
 // One webhook's way from its bytes to its answer: validation, the change it asks for, the writer,
 // and the answer a sender gets. The webhook routes call it with what Fastify parsed and validated;
@@ -18,8 +17,6 @@ import { CustomerBody, MAX_IDEMPOTENCY_KEY, OrderBody } from '../schemas/webhook
 
 /** Request headers kept with each event, for inspection and replay. */
 const KEPT_HEADERS = ['content-type', 'user-agent', 'idempotency-key', 'webhook-id', 'webhook-timestamp', 'x-request-id']
-
-export type HeaderBag = Record<string, string | string[] | undefined>
 
 /** The kept headers as a JSON object, written as JSON.stringify would write it, without the object. */
 function keptHeaders(headers: HeaderBag): string {
@@ -31,26 +28,10 @@ function keptHeaders(headers: HeaderBag): string {
   return json === '' ? '{}' : `${json}}`
 }
 
-/** The sender's Idempotency-Key or Webhook-Id, hashed (a header may hold bytes, such as NUL, that a text column cannot). */
-function idemKey(headers: HeaderBag): string | null {
-  const header = [headers['idempotency-key'], headers['webhook-id']].find((h) => typeof h === 'string' && h !== '')
-  if (typeof header !== 'string') return null
-  if (header.length > MAX_IDEMPOTENCY_KEY) {
-    throw new ProblemError({
-      status: 400, type: 'malformed-request', title: 'Bad Request',
-      detail: `the Idempotency-Key or Webhook-Id header is longer than ${MAX_IDEMPOTENCY_KEY} characters`,
-    })
-  }
-  return createHash('sha256').update(header).digest('base64url')
-}
-
 /** What firstErrors finds in a body with nothing to report (the common case), without building it each time. */
 const NO_ERRORS: ReturnType<typeof firstErrors> = Object.freeze({ errors: Object.freeze([]) as unknown as FieldError[], count: 0 })
 
 const bodyHash = (topic: Topic, raw: Buffer) => createHash('sha256').update(topic).update('\n').update(raw).digest('base64url')
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** The customer a body is about, valid or not, so that erasure finds rejected bodies too. */
 function customerIdOf(topic: Topic, body: Record<string, unknown>): number | null {
@@ -92,7 +73,7 @@ export interface HookIngestion {
 }
 
 export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics' | 'config' | 'parsedBudget'>): HookIngestion {
-  const { writer, metrics, config, parsedBudget } = services
+  const { metrics, config, parsedBudget } = services
   // One per app: its compiled validators are kept by schema.
   const validatorCompiler = boundedValidatorCompiler(AJV_SETTINGS, MAX_REPORTED_ERRORS)
   const validators = new Map<Topic, (data: unknown) => unknown>()
@@ -136,7 +117,7 @@ export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics
       receivedUs,
       body: raw,
       headers: keptHeaders(input.headers),
-      idemKey: idemKey(input.headers),
+      idemKey: idempotencyKey(input.headers, 'webhook'),
       bodyHash: bodyHash(topic, raw),
       resourceId,
       customerId: customerIdOf(topic, body),
@@ -154,43 +135,45 @@ export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics
     const release = parsedBudget.reserve(webhook.change ? approximateBytes(webhook.change) : 0, true)
     if (!release) {
       metrics.unavailable.inc({ reason: 'body-budget' })
-      const problem = unavailable(config.RETRY_AFTER_SECONDS, 'too many request bodies are being received at once; retry after the delay in Retry-After')
-      return { ok: false, problem: problem.problem, headers: problem.headers }
+      const refused = unavailable(config.RETRY_AFTER_SECONDS, 'too many request bodies are being received at once; retry after the delay in Retry-After')
+      return { ok: false, problem: refused.problem, headers: refused.headers }
     }
-    let outcome: Outcome | { status: 'failed'; error: Error }
+    let outcome: Outcome
     try {
-      // A webhook is answered with a webhook's outcome; commands get theirs.
-      outcome = (await writer.submit(webhook)) as Outcome | { status: 'failed'; error: Error }
+      outcome = await submit(services, webhook, 'webhook')
     } catch (err) {
-      metrics.unavailable.inc({ reason: err instanceof QueueFullError ? 'queue-full' : 'database' })
-      throw err
+      // A failed batch is answered here rather than thrown, so that its log line names the event.
+      if (!(err instanceof NotStored)) throw err
+      metrics.webhookCounted(webhook.shopId, topic, 'failed')
+      return {
+        ok: false,
+        problem: err.problem,
+        headers: err.headers,
+        webhook: { eventId: webhook.eventId, resourceId, outcome: 'failed' },
+        failure: err.failure,
+      }
     } finally {
       release()
     }
     metrics.webhookCounted(webhook.shopId, topic, outcome.status)
-    const logged = { eventId: outcome.status === 'failed' ? webhook.eventId : outcome.eventId, resourceId, outcome: outcome.status }
-    if (outcome.status === 'failed') {
-      const problem = unavailable(config.RETRY_AFTER_SECONDS, 'the webhook could not be stored; retry after the delay in Retry-After')
-      return { ok: false, problem: problem.problem, headers: problem.headers, webhook: logged, failure: outcome.error }
-    }
+    const logged = { eventId: outcome.eventId, resourceId, outcome: outcome.status }
     if (outcome.status === 'rejected' && malformed !== null) {
       return {
-        ok: false, webhook: logged,
-        problem: { status: 400, type: 'malformed-json', title: 'Bad Request', detail: `${malformed}; the body was stored as event ${outcome.eventId}`, event_id: outcome.eventId },
+        ok: false,
+        webhook: logged,
+        problem: problem('malformed-json', `${malformed}; the body was stored as event ${outcome.eventId}`, { event_id: outcome.eventId }),
       }
     }
     if (outcome.status === 'rejected') {
       return {
-        ok: false, webhook: logged,
-        problem: {
-          status: 422, type: 'invalid-body', title: 'Unprocessable Content',
-          detail:
-            `the ${topic.split('/')[0]} has ${found.count} invalid field${found.count === 1 ? '' : 's'}` +
+        ok: false,
+        webhook: logged,
+        problem: problem(
+          'invalid-body',
+          `the ${topic.split('/')[0]} has ${found.count} invalid field${found.count === 1 ? '' : 's'}` +
             `${found.count > errors!.length ? `, the first ${errors!.length} listed` : ''}; the body was stored as event ${outcome.eventId}`,
-          event_id: outcome.eventId,
-          error_count: found.count,
-          errors: errors!,
-        },
+          { event_id: outcome.eventId, error_count: found.count, errors: errors! },
+        ),
       }
     }
     return { ok: true, body: { event_id: outcome.eventId, status: outcome.status }, webhook: logged }

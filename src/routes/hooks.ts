@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Topic } from '../domain/webhook.ts'
 import type { Services } from '../services.ts'
-import { ProblemError, sendProblem } from '../http/problem.ts'
+import { problem, ProblemError, sendProblem } from '../http/intake/index.ts'
 import type { BoundedErrors } from '../http/bounded-validator.ts'
 import { problemResponses } from '../schemas/problems.ts'
 import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
@@ -12,16 +12,25 @@ import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 
 const HOOKS: { topic: Topic; path: string; body: typeof CustomerBody | typeof OrderBody; summary: string; operationId: string }[] = [
   {
-    topic: 'customer/hook_created', path: '/v3/hook/radix/vanilla/customer/hook_created', body: CustomerBody,
-    summary: 'Create or update a customer', operationId: 'customerCreated',
+    topic: 'customer/hook_created',
+    path: '/v3/hook/radix/vanilla/customer/hook_created',
+    body: CustomerBody,
+    summary: 'Create or update a customer',
+    operationId: 'customerCreated',
   },
   {
-    topic: 'customer/hook_deleted', path: '/v3/hook/radix/vanilla/customer/hook_deleted', body: CustomerBody,
-    summary: 'Delete a customer', operationId: 'customerDeleted',
+    topic: 'customer/hook_deleted',
+    path: '/v3/hook/radix/vanilla/customer/hook_deleted',
+    body: CustomerBody,
+    summary: 'Delete a customer',
+    operationId: 'customerDeleted',
   },
   {
-    topic: 'order/hook_created', path: '/v3/hook/radix/vanilla/order/hook_created', body: OrderBody,
-    summary: 'Create or update an order', operationId: 'orderCreated',
+    topic: 'order/hook_created',
+    path: '/v3/hook/radix/vanilla/order/hook_created',
+    body: OrderBody,
+    summary: 'Create or update an order',
+    operationId: 'orderCreated',
   },
 ]
 
@@ -42,21 +51,16 @@ function perKeyRateLimit(perSecond: number, onLimited: (request: FastifyRequest)
       keyGenerator: (request: FastifyRequest) => request.principal.keyId,
       errorResponseBuilder: (request: FastifyRequest, context: { ttl: number }) => {
         onLimited(request)
-        return new ProblemError(
-          { status: 429, type: 'rate-limited', title: 'Too Many Requests', detail: `this key may send ${perSecond} webhooks per second; retry after the delay in Retry-After` },
-          { 'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))) },
-        )
+        return new ProblemError(problem('rate-limited', `this key may send ${perSecond} webhooks per second; retry after the delay in Retry-After`), {
+          'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))),
+        })
       },
     },
   }
 }
 
 function methodNotAllowed(request: FastifyRequest, reply: FastifyReply) {
-  return sendProblem(
-    reply,
-    { status: 405, type: 'method-not-allowed', title: 'Method Not Allowed', detail: `${request.method} is not allowed here; webhooks are sent with POST` },
-    { allow: 'POST' },
-  )
+  return sendProblem(reply, problem('method-not-allowed', `${request.method} is not allowed here; webhooks are sent with POST`), { allow: 'POST' })
 }
 
 declare module 'fastify' {
@@ -127,8 +131,14 @@ export async function hookRoutes(scope: FastifyInstance, services: Services): Pr
         ;(request as { body: unknown }).body = undefined
         request.validationError = undefined
         const answer = await ingestion.ingest({
-          shopId: request.principal.shopId, keyId: request.principal.keyId, topic: hook.topic,
-          raw: request.rawBody ?? Buffer.alloc(0), parsed, validation, bodyErrors: request.bodyErrors, headers: request.headers,
+          shopId: request.principal.shopId,
+          keyId: request.principal.keyId,
+          topic: hook.topic,
+          raw: request.rawBody ?? Buffer.alloc(0),
+          parsed,
+          validation,
+          bodyErrors: request.bodyErrors,
+          headers: request.headers,
         })
         if (answer.webhook) request.webhook = answer.webhook
         if (answer.failure) request.log.error({ err: answer.failure, event_id: answer.webhook?.eventId }, 'webhook could not be stored')

@@ -4,7 +4,7 @@ import type { Services } from '../services.ts'
 import { fromMinor } from '../domain/money.ts'
 import { formatInstant } from '../domain/time.ts'
 import { noStore } from '../http/no-store.ts'
-import { sendProblem } from '../http/problem.ts'
+import { parseId, problem, sendProblem } from '../http/intake/index.ts'
 import { IdParams, PointsQuery, PointsView } from '../schemas/resources.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
@@ -25,7 +25,7 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
     {
       onRequest: [noStore, auth.hook],
       schema: {
-        summary: 'A customer\'s points: balances and ledger entries',
+        summary: "A customer's points: balances and ledger entries",
         operationId: 'getCustomerPoints',
         tags: ['read'],
         security: [{ basic: [] }],
@@ -36,11 +36,9 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
     },
     async (request, reply) => {
       const shopId = request.principal.shopId
-      const id = /^[1-9]\d{0,15}$/.test(request.params.id) ? Number(request.params.id) : NaN
-      const customer = Number.isSafeInteger(id) ? await findCustomer(backend.db, shopId, id) : undefined
-      if (!customer || customer.deleted) {
-        return sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail: `no customer ${request.params.id} in this shop` })
-      }
+      const id = parseId(request.params.id)
+      const customer = id === undefined ? undefined : await findCustomer(backend.db, shopId, id)
+      if (id === undefined || !customer || customer.deleted) return sendProblem(reply, problem('not-found', `no customer ${request.params.id} in this shop`))
       // 1 to 500: the schema's pattern.
       const limit = Number(request.query.limit ?? 50)
       const before = request.query.cursor === undefined ? null : Number(request.query.cursor)

@@ -4,7 +4,7 @@ import type { Static } from 'typebox'
 import type { Services } from '../services.ts'
 import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
 import { noStore } from '../http/no-store.ts'
-import { sendProblem } from '../http/problem.ts'
+import { parseId, problem, sendProblem } from '../http/intake/index.ts'
 import { problemResponses } from '../schemas/problems.ts'
 import { viewMapper } from '../schemas/record-view.ts'
 import { CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
@@ -12,16 +12,7 @@ import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import { explainOrderPoints } from '../loyalty/explain.ts'
 import { findCustomer, findOrder } from '../store/read-repo.ts'
 
-const ID = /^[1-9]\d{0,15}$/
-
-function parseId(text: string): number | undefined {
-  if (!ID.test(text)) return undefined
-  const id = Number(text)
-  return Number.isSafeInteger(id) ? id : undefined
-}
-
-const notFound = (reply: FastifyReply, what: string, id: string) =>
-  sendProblem(reply, { status: 404, type: 'not-found', title: 'Not Found', detail: `no ${what} ${id} in this shop` })
+const notFound = (reply: FastifyReply, what: string, id: string) => sendProblem(reply, problem('not-found', `no ${what} ${id} in this shop`))
 
 export const customerView: (c: CustomerRecord) => Static<typeof CustomerView> = viewMapper(CustomerBody, [])
 
@@ -54,7 +45,11 @@ export async function resourceRoutes(scope: FastifyInstance, services: Services)
     {
       ...common,
       schema: {
-        summary: 'The current state of a customer', operationId: 'getCustomer', tags: ['read'], security, params: IdParams,
+        summary: 'The current state of a customer',
+        operationId: 'getCustomer',
+        tags: ['read'],
+        security,
+        params: IdParams,
         response: { 200: readAnswer('The customer; a field the shop never sent is null', CustomerView), ...READ_PROBLEMS() },
       },
     },
@@ -71,7 +66,11 @@ export async function resourceRoutes(scope: FastifyInstance, services: Services)
     {
       ...common,
       schema: {
-        summary: 'The current state of an order', operationId: 'getOrder', tags: ['read'], security, params: IdParams,
+        summary: 'The current state of an order',
+        operationId: 'getOrder',
+        tags: ['read'],
+        security,
+        params: IdParams,
         response: { 200: readAnswer('The order and the points it holds, with why', OrderView), ...READ_PROBLEMS() },
       },
     },

@@ -70,7 +70,7 @@ export function vacuumSqlite(path: string): string {
     try {
       db.pragma('journal_mode = DELETE')
     } catch (err) {
-      throw new Error(`the database is in use (${(err as Error).message}): stop the service, then run this again`)
+      throw new Error(`the database is in use (${(err as Error).message}): stop the service, then run this again`, { cause: err })
     }
     try {
       db.exec(`PRAGMA page_size = ${PAGE_SIZE}`)

@@ -205,16 +205,15 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     openWriter(calls) {
       // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
       const apply = batchApplier(this)
-      const backend = this
       return {
         apply: (batch, atUs) => apply(batch, atUs, calls),
         prune: (cutoffUs, limit) => pruneEventsTimed(this, cutoffUs, limit),
         // On the write path's connections, as SQLite's writer thread does: apart from the reads and the key lookups.
         touchKeys: async (keyIds, at) => {
-          await backend.transaction(async (s) => s.run(touchKeysQuery(db, keyIds, at)))
+          await this.transaction(async (s) => s.run(touchKeysQuery(db, keyIds, at)))
         },
         write: async (query) => {
-          await backend.transaction(async (s) => s.run(CompiledQuery.raw(query.sql, [...query.parameters])))
+          await this.transaction(async (s) => s.run(CompiledQuery.raw(query.sql, [...query.parameters])))
         },
         close: async () => {},
       }

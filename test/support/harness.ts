@@ -10,10 +10,28 @@ import { issueKey } from '../../src/keys/issue-key.ts'
 import { installContractCheck } from './contract.ts'
 
 // Every HTTP suite runs once per database: a fresh SQLite file, or a fresh
-// PostgreSQL schema, per app. TEST_POSTGRES_URL names the server.
+// PostgreSQL schema, per app. TEST_POSTGRES_URL names the server; TEST_DATABASES (sqlite,
+// postgres, or both separated by a comma; both when unset) the databases the suites run on.
 
-export const DATABASES = ['sqlite', 'postgres'] as const
-export type DatabaseKind = (typeof DATABASES)[number]
+const ALL_DATABASES = ['sqlite', 'postgres'] as const
+export type DatabaseKind = (typeof ALL_DATABASES)[number]
+
+function selectedDatabases(setting: string | undefined): readonly DatabaseKind[] {
+  if (setting === undefined || setting.trim() === '') return ALL_DATABASES
+  const names = setting.split(',').map((name) => name.trim())
+  for (const name of names) {
+    if (!(ALL_DATABASES as readonly string[]).includes(name)) throw new Error(`TEST_DATABASES: ${name} is not sqlite or postgres`)
+  }
+  return ALL_DATABASES.filter((kind) => names.includes(kind))
+}
+
+/** The databases the suites run on (TEST_DATABASES). */
+export const DATABASES = selectedDatabases(process.env.TEST_DATABASES)
+
+/** The options of a suite or test that runs on one database only: skipped when TEST_DATABASES leaves that one out. */
+export function onDatabase(kind: DatabaseKind): { skip?: string } {
+  return DATABASES.includes(kind) ? {} : { skip: `TEST_DATABASES=${process.env.TEST_DATABASES} leaves out ${kind}` }
+}
 export const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
 export const HOOK = '/v3/hook/radix/vanilla'

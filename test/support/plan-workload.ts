@@ -163,7 +163,7 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
 }
 
 /** Every read endpoint and console list over HTTP (`t` runs on the database `writeEverything` wrote), their pages included. */
-export async function readEverything(t: TestApp, shopName: string, written: Written): Promise<void> {
+export async function readEverything(t: TestApp, shopName: string, _written: Written): Promise<void> {
   const ok = async (res: Promise<{ statusCode: number; body: string; json(): any }>, status = 200) => {
     const r = await res
     assert.equal(r.statusCode, status, r.body)

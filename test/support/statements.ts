@@ -23,8 +23,8 @@ export interface Captured {
 
 /**
  * The write path: a batch's locks, loads and writes (src/store/apply-batch.ts and what it calls,
- * the explanation of an order's points too, which loads as a batch does) and the change feed's
- * sequencer. A statement issued with one of these files on its stack is the write path's.
+ * the explanation of an order's points too, which loads as a batch does), the change feed's
+ * positions included. A statement issued with one of these files on its stack is the write path's.
  */
 const WRITE_PATH = ['src/store/apply-batch.ts', 'src/store/batch-load.ts', 'src/store/batch-write.ts']
 

@@ -6,13 +6,23 @@ import { formatInstant, formatUs } from '../../domain/time.ts'
 import { explainOrderPoints } from '../../loyalty/explain.ts'
 import { parseStoredRule } from '../../loyalty/rule.ts'
 import { DAY_US, expiringBetween } from '../../loyalty/wallet.ts'
-import { AdminCustomer, AdminCustomerList, AdminGuest, ADMIN_PROBLEMS, CustomersQuery, GuestQuery, ShopCustomerParams, ShopParams } from '../../schemas/admin.ts'
+import {
+  AdminCustomer,
+  AdminCustomerList,
+  AdminGuest,
+  ADMIN_PROBLEMS,
+  CustomersQuery,
+  GuestQuery,
+  ShopCustomerParams,
+  ShopParams,
+} from '../../schemas/admin.ts'
 import { customerPage, guestHeld, ledgerOf, ordersOf } from '../../store/admin-read-repo.ts'
 import type { Backend } from '../../store/dialect.ts'
 import { customerBalances, customerLots, readRule } from '../../store/points-repo.ts'
 import { findCustomer } from '../../store/read-repo.ts'
 import { customerView, orderView, readAnswer } from '../resources.ts'
-import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, notFound, parseId, shopByName, TAGS, type AdminContext } from './common.ts'
+import { notFound, parseId, shopByName } from '../../http/intake/index.ts'
+import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // Customers as the console shows them: found by id or e-mail, deleted ones too (the tombstone and
 // the ledger kept), with their points as the shop's points endpoint computes them, and their orders.
@@ -57,70 +67,93 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
   const { backend } = services
   const { db } = backend
 
-  app.get('/v3/admin/shops/:shop/customers', {
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'A shop\'s customers, deleted ones included, by e-mail or all', operationId: 'adminListCustomers', tags: TAGS, security: ADMIN_SECURITY,
-      params: ShopParams, querystring: CustomersQuery,
-      response: { 200: readAnswer('A page of customers, newest id first', AdminCustomerList), ...ADMIN_PROBLEMS(404) },
-    },
-  }, async (request) => {
-    const shop = await shopByName(services, request.params.shop)
-    const position = decodeCursor(request.query.cursor, ['number'])
-    const page = await customerPage(db, shop.id, request.query.email ?? null, limitOf(request.query), position === null ? null : (position[0] as number))
-    return listOf(page, summary, (c) => [c.id])
-  })
-
-  app.get('/v3/admin/shops/:shop/customers/:id', {
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'A customer, their points and their orders; a deleted one as its tombstone with the ledger kept', operationId: 'adminGetCustomer',
-      tags: TAGS, security: ADMIN_SECURITY, params: ShopCustomerParams,
-      response: { 200: readAnswer('The customer', AdminCustomer), ...ADMIN_PROBLEMS(404) },
-    },
-  }, async (request) => {
-    const shop = await shopByName(services, request.params.shop)
-    const id = parseId(request.params.id)
-    const customer = id === undefined ? undefined : await findCustomer(db, shop.id, id)
-    if (!customer || id === undefined) throw notFound(`no customer ${request.params.id} in shop ${shop.name}`)
-    const nowUs = ctx.nowUs()
-    const [balances, ledger, lots, rule, orders] = await Promise.all([
-      customerBalances(db, shop.id, id, nowUs),
-      ledgerOf(db, shop.id, { customerId: id }, ENTRIES),
-      customerLots(db, shop.id, id),
-      readRule(db, shop.id),
-      ordersOf(db, shop.id, { customerId: id }, ORDERS),
-    ])
-    const expireAfterDays = parseStoredRule(rule.rule).expire_after_days
-    return {
-      customer: summary(customer),
-      points: {
-        ...balances,
-        expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expireAfterDays).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
-        entries: entriesOf(ledger.rows),
-        more_entries: ledger.more,
+  app.get(
+    '/v3/admin/shops/:shop/customers',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: "A shop's customers, deleted ones included, by e-mail or all",
+        operationId: 'adminListCustomers',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        params: ShopParams,
+        querystring: CustomersQuery,
+        response: { 200: readAnswer('A page of customers, newest id first', AdminCustomerList), ...ADMIN_PROBLEMS(404) },
       },
-      orders: await ordersWithPoints(backend, shop.id, orders),
-    }
-  })
-
-  app.get('/v3/admin/shops/:shop/guests', {
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'The points held for a guest e-mail, and its orders (those of no customer)', operationId: 'adminGetGuest', tags: TAGS, security: ADMIN_SECURITY,
-      params: ShopParams, querystring: GuestQuery,
-      response: { 200: readAnswer('The guest', AdminGuest), ...ADMIN_PROBLEMS(404) },
     },
-  }, async (request) => {
-    const shop = await shopByName(services, request.params.shop)
-    const email = request.query.email.toLowerCase()
-    const [held, ledger, orders] = await Promise.all([
-      guestHeld(db, shop.id, email),
-      ledgerOf(db, shop.id, { guestEmail: email }, ENTRIES),
-      ordersOf(db, shop.id, { guestEmail: email }, ORDERS),
-    ])
-    // An order sent with the e-mail whose points a customer holds (matched by the e-mail) is that customer's, not the guest's.
-    const guestOrders = (await ordersWithPoints(backend, shop.id, orders)).filter((o) => o.points.customer_id === null)
-    return { email, points: { held, entries: entriesOf(ledger.rows) }, orders: guestOrders }
-  })
+    async (request) => {
+      const shop = await shopByName(services, request.params.shop)
+      const position = decodeCursor(request.query.cursor, ['number'])
+      const page = await customerPage(db, shop.id, request.query.email ?? null, limitOf(request.query), position === null ? null : (position[0] as number))
+      return listOf(page, summary, (c) => [c.id])
+    },
+  )
+
+  app.get(
+    '/v3/admin/shops/:shop/customers/:id',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: 'A customer, their points and their orders; a deleted one as its tombstone with the ledger kept',
+        operationId: 'adminGetCustomer',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        params: ShopCustomerParams,
+        response: { 200: readAnswer('The customer', AdminCustomer), ...ADMIN_PROBLEMS(404) },
+      },
+    },
+    async (request) => {
+      const shop = await shopByName(services, request.params.shop)
+      const id = parseId(request.params.id)
+      const customer = id === undefined ? undefined : await findCustomer(db, shop.id, id)
+      if (!customer || id === undefined) throw notFound(`no customer ${request.params.id} in shop ${shop.name}`)
+      const nowUs = ctx.nowUs()
+      const [balances, ledger, lots, rule, orders] = await Promise.all([
+        customerBalances(db, shop.id, id, nowUs),
+        ledgerOf(db, shop.id, { customerId: id }, ENTRIES),
+        customerLots(db, shop.id, id),
+        readRule(db, shop.id),
+        ordersOf(db, shop.id, { customerId: id }, ORDERS),
+      ])
+      const expireAfterDays = parseStoredRule(rule.rule).expire_after_days
+      return {
+        customer: summary(customer),
+        points: {
+          ...balances,
+          expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expireAfterDays).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
+          entries: entriesOf(ledger.rows),
+          more_entries: ledger.more,
+        },
+        orders: await ordersWithPoints(backend, shop.id, orders),
+      }
+    },
+  )
+
+  app.get(
+    '/v3/admin/shops/:shop/guests',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: 'The points held for a guest e-mail, and its orders (those of no customer)',
+        operationId: 'adminGetGuest',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        params: ShopParams,
+        querystring: GuestQuery,
+        response: { 200: readAnswer('The guest', AdminGuest), ...ADMIN_PROBLEMS(404) },
+      },
+    },
+    async (request) => {
+      const shop = await shopByName(services, request.params.shop)
+      const email = request.query.email.toLowerCase()
+      const [held, ledger, orders] = await Promise.all([
+        guestHeld(db, shop.id, email),
+        ledgerOf(db, shop.id, { guestEmail: email }, ENTRIES),
+        ordersOf(db, shop.id, { guestEmail: email }, ORDERS),
+      ])
+      // An order sent with the e-mail whose points a customer holds (matched by the e-mail) is that customer's, not the guest's.
+      const guestOrders = (await ordersWithPoints(backend, shop.id, orders)).filter((o) => o.points.customer_id === null)
+      return { email, points: { held, entries: entriesOf(ledger.rows) }, orders: guestOrders }
+    },
+  )
 }

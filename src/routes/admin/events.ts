@@ -6,8 +6,8 @@ import { AdminEventDetail, AdminEventList, ADMIN_PROBLEMS, EventParams, EventsQu
 import { eventPage, findEvent, type EventListRow } from '../../store/admin-events-repo.ts'
 import { shopNames } from '../../store/admin-read-repo.ts'
 import { readAnswer } from '../resources.ts'
-import { badRequest } from '../../http/problem.ts'
-import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, notFound, shopByName, TAGS, type AdminContext } from './common.ts'
+import { badRequest, isEventId, notFound, shopByName } from '../../http/intake/index.ts'
+import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // The events: a filtered list, newest first, and one event with its headers and body.
 
@@ -38,54 +38,79 @@ export async function eventRoutes(scope: FastifyInstance, ctx: AdminContext): Pr
   const { services } = ctx
   const { db } = services.backend
 
-  app.get('/v3/admin/events', {
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'Stored webhooks, newest first, filtered', operationId: 'adminListEvents', tags: TAGS, security: ADMIN_SECURITY,
-      description: 'Filters: shop, outcome, topic, resource_id, since (inclusive) and until (exclusive) by receive time. Pages by `cursor`.',
-      querystring: EventsQuery,
-      response: { 200: readAnswer('A page of events', AdminEventList), ...ADMIN_PROBLEMS(404) },
+  app.get(
+    '/v3/admin/events',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: 'Stored webhooks, newest first, filtered',
+        operationId: 'adminListEvents',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        description: 'Filters: shop, outcome, topic, resource_id, since (inclusive) and until (exclusive) by receive time. Pages by `cursor`.',
+        querystring: EventsQuery,
+        response: { 200: readAnswer('A page of events', AdminEventList), ...ADMIN_PROBLEMS(404) },
+      },
     },
-  }, async (request) => {
-    const q = request.query
-    const shop = q.shop === undefined ? undefined : await shopByName(services, q.shop)
-    const position = decodeCursor(q.cursor, ['number', 'string'])
-    const page = await eventPage(db, {
-      ...(shop ? { shopId: shop.id } : {}),
-      ...(q.outcome ? { outcome: q.outcome } : {}),
-      ...(q.topic ? { topic: q.topic } : {}),
-      ...(q.resource_id ? { resourceId: Number(q.resource_id) } : {}),
-      ...(q.since !== undefined ? { sinceUs: instantParam('since', q.since)! } : {}),
-      ...(q.until !== undefined ? { untilUs: instantParam('until', q.until)! } : {}),
-      ...(position ? { before: { us: position[0] as number, id: position[1] as string } } : {}),
-    }, limitOf(q))
-    const shops = await shopNames(db)
-    return listOf(page, (row) => eventItem(row, shops), (row) => [row.receivedUs, row.id])
-  })
+    async (request) => {
+      const q = request.query
+      const shop = q.shop === undefined ? undefined : await shopByName(services, q.shop)
+      const position = decodeCursor(q.cursor, ['number', 'string'])
+      const page = await eventPage(
+        db,
+        {
+          ...(shop ? { shopId: shop.id } : {}),
+          ...(q.outcome ? { outcome: q.outcome } : {}),
+          ...(q.topic ? { topic: q.topic } : {}),
+          ...(q.resource_id ? { resourceId: Number(q.resource_id) } : {}),
+          ...(q.since !== undefined ? { sinceUs: instantParam('since', q.since)! } : {}),
+          ...(q.until !== undefined ? { untilUs: instantParam('until', q.until)! } : {}),
+          ...(position ? { before: { us: position[0] as number, id: position[1] as string } } : {}),
+        },
+        limitOf(q),
+      )
+      const shops = await shopNames(db)
+      return listOf(
+        page,
+        (row) => eventItem(row, shops),
+        (row) => [row.receivedUs, row.id],
+      )
+    },
+  )
 
-  app.get('/v3/admin/events/:event_id', {
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'One stored webhook with its headers and body', operationId: 'adminGetEvent', tags: TAGS, security: ADMIN_SECURITY,
-      params: EventParams,
-      response: { 200: readAnswer('The event; body null and redacted true once a deleted customer\'s data was erased', AdminEventDetail), ...ADMIN_PROBLEMS(404) },
+  app.get(
+    '/v3/admin/events/:event_id',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: 'One stored webhook with its headers and body',
+        operationId: 'adminGetEvent',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        params: EventParams,
+        response: {
+          200: readAnswer("The event; body null and redacted true once a deleted customer's data was erased", AdminEventDetail),
+          ...ADMIN_PROBLEMS(404),
+        },
+      },
     },
-  }, async (request) => {
-    const found = /^[0-9a-f-]{36}$/.test(request.params.event_id) ? await findEvent(db, request.params.event_id) : undefined
-    if (!found) throw notFound(`no event ${request.params.event_id}`)
-    const shops = await shopNames(db)
-    let headers: Record<string, string> = {}
-    try {
-      const parsed = JSON.parse(found.headers) as Record<string, unknown>
-      headers = Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'))
-    } catch {
-      headers = {}
-    }
-    return {
-      ...eventItem(found, shops),
-      headers: found.redacted ? {} : headers,
-      body: found.redacted ? null : found.body.toString('utf8'),
-      redacted: found.redacted,
-    }
-  })
+    async (request) => {
+      const found = isEventId(request.params.event_id) ? await findEvent(db, request.params.event_id) : undefined
+      if (!found) throw notFound(`no event ${request.params.event_id}`)
+      const shops = await shopNames(db)
+      let headers: Record<string, string>
+      try {
+        const parsed = JSON.parse(found.headers) as Record<string, unknown>
+        headers = Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'))
+      } catch {
+        headers = {}
+      }
+      return {
+        ...eventItem(found, shops),
+        headers: found.redacted ? {} : headers,
+        body: found.redacted ? null : found.body.toString('utf8'),
+        redacted: found.redacted,
+      }
+    },
+  )
 }

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { MalformedBody } from '../../http/json-body.ts'
-import type { ProblemInit } from '../../http/problem.ts'
+import { problem, type ProblemInit } from '../../http/intake/index.ts'
 
 // A POST whose body is optional (it takes no options yet): none, an empty one or a JSON object
 // (whose members are ignored). Anything else is refused as every other endpoint refuses it, so a
@@ -14,10 +14,10 @@ export function optionalBodyProblem(request: FastifyRequest): ProblemInit | unde
   if (body === undefined || (body === null && request.rawBody === undefined)) return undefined
   if (body instanceof MalformedBody) {
     if (request.rawBody?.length === 0) return undefined
-    return { status: 400, type: 'malformed-json', title: 'Bad Request', detail: body.detail }
+    return problem('malformed-json', body.detail)
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    return { status: 400, type: 'malformed-json', title: 'Bad Request', detail: 'the body, when one is sent, must be a JSON object' }
+    return problem('malformed-json', 'the body, when one is sent, must be a JSON object')
   }
   return undefined
 }

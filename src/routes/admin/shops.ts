@@ -5,7 +5,8 @@ import { ADMIN_PROBLEMS, AdminShopList, OUTCOMES, PageQuery, Stats, StatsQuery }
 import { outcomesSince, perMinute } from '../../store/admin-events-repo.ts'
 import { shopCounts, shopPage } from '../../store/admin-read-repo.ts'
 import { readAnswer } from '../resources.ts'
-import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, shopByName, TAGS, type AdminContext } from './common.ts'
+import { shopByName } from '../../http/intake/index.ts'
+import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // The overview: the shops with their counts, and webhooks per minute by outcome for the chart.
 
@@ -19,49 +20,71 @@ export async function shopRoutes(scope: FastifyInstance, ctx: AdminContext): Pro
   const { services } = ctx
   const { db } = services.backend
 
-  app.get('/v3/admin/shops', {
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'The shops: counts and the last 24 hours\' webhooks by outcome', operationId: 'adminListShops', tags: TAGS, security: ADMIN_SECURITY,
-      querystring: PageQuery,
-      response: { 200: readAnswer('A page of shops, newest first', AdminShopList), ...ADMIN_PROBLEMS() },
+  app.get(
+    '/v3/admin/shops',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: "The shops: counts and the last 24 hours' webhooks by outcome",
+        operationId: 'adminListShops',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        querystring: PageQuery,
+        response: { 200: readAnswer('A page of shops, newest first', AdminShopList), ...ADMIN_PROBLEMS() },
+      },
     },
-  }, async (request) => {
-    const position = decodeCursor(request.query.cursor, ['number'])
-    const page = await shopPage(db, limitOf(request.query), position === null ? null : (position[0] as number))
-    const ids = page.rows.map((r) => r.id)
-    const [counts, outcomes] = await Promise.all([shopCounts(db, ids), outcomesSince(db, arrivalClockUs() - DAY_US, ids)])
-    const last24h = new Map(ids.map((id) => [id, zeroes()]))
-    for (const o of outcomes) {
-      const counts24 = last24h.get(o.shopId)
-      if (counts24 && o.outcome in counts24) counts24[o.outcome as keyof typeof counts24] += o.n
-    }
-    return listOf(page, (r) => ({
-      name: r.name, created_at: formatInstant(r.created_at), customers: counts.customers.get(r.id) ?? 0, orders: counts.orders.get(r.id) ?? 0,
-      last_24h: last24h.get(r.id)!,
-    }), (r) => [r.id])
-  })
+    async (request) => {
+      const position = decodeCursor(request.query.cursor, ['number'])
+      const page = await shopPage(db, limitOf(request.query), position === null ? null : (position[0] as number))
+      const ids = page.rows.map((r) => r.id)
+      const [counts, outcomes] = await Promise.all([shopCounts(db, ids), outcomesSince(db, arrivalClockUs() - DAY_US, ids)])
+      const last24h = new Map(ids.map((id) => [id, zeroes()]))
+      for (const o of outcomes) {
+        const counts24 = last24h.get(o.shopId)
+        if (counts24 && o.outcome in counts24) counts24[o.outcome as keyof typeof counts24] += o.n
+      }
+      return listOf(
+        page,
+        (r) => ({
+          name: r.name,
+          created_at: formatInstant(r.created_at),
+          customers: counts.customers.get(r.id) ?? 0,
+          orders: counts.orders.get(r.id) ?? 0,
+          last_24h: last24h.get(r.id)!,
+        }),
+        (r) => [r.id],
+      )
+    },
+  )
 
-  app.get('/v3/admin/stats', {
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'Webhooks per minute by outcome, and the write queue', operationId: 'adminStats', tags: TAGS, security: ADMIN_SECURITY,
-      description: 'One entry per minute of the last `minutes` (default 60), oldest first, the current minute last; of one shop, or all. ' +
-        '`queue` is this process\'s group-commit writer: what waits now, and WRITER_MAX_QUEUE.',
-      querystring: StatsQuery,
-      response: { 200: readAnswer('The counts', Stats), ...ADMIN_PROBLEMS(404) },
+  app.get(
+    '/v3/admin/stats',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: 'Webhooks per minute by outcome, and the write queue',
+        operationId: 'adminStats',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        description:
+          'One entry per minute of the last `minutes` (default 60), oldest first, the current minute last; of one shop, or all. ' +
+          "`queue` is this process's group-commit writer: what waits now, and WRITER_MAX_QUEUE.",
+        querystring: StatsQuery,
+        response: { 200: readAnswer('The counts', Stats), ...ADMIN_PROBLEMS(404) },
+      },
     },
-  }, async (request) => {
-    const shop = request.query.shop === undefined ? undefined : await shopByName(services, request.query.shop)
-    const minutes = Number(request.query.minutes ?? 60)
-    const nowMinute = Math.floor(arrivalClockUs() / MINUTE_US)
-    const first = nowMinute - minutes + 1
-    const rows = await perMinute(db, first * MINUTE_US, shop?.id)
-    const buckets = Array.from({ length: minutes }, (_, i) => ({ minute: formatUs((first + i) * MINUTE_US), ...zeroes() }))
-    for (const r of rows) {
-      const bucket = buckets[r.minute - first] as Record<string, number | string> | undefined
-      if (bucket && OUTCOMES.includes(r.outcome as never)) bucket[r.outcome] = (bucket[r.outcome] as number) + r.n
-    }
-    return { minutes: buckets, outcomes: [...OUTCOMES], queue: { depth: services.writer.queued, max: services.config.WRITER_MAX_QUEUE } }
-  })
+    async (request) => {
+      const shop = request.query.shop === undefined ? undefined : await shopByName(services, request.query.shop)
+      const minutes = Number(request.query.minutes ?? 60)
+      const nowMinute = Math.floor(arrivalClockUs() / MINUTE_US)
+      const first = nowMinute - minutes + 1
+      const rows = await perMinute(db, first * MINUTE_US, shop?.id)
+      const buckets = Array.from({ length: minutes }, (_, i) => ({ minute: formatUs((first + i) * MINUTE_US), ...zeroes() }))
+      for (const r of rows) {
+        const bucket = buckets[r.minute - first] as Record<string, number | string> | undefined
+        if (bucket && OUTCOMES.includes(r.outcome as never)) bucket[r.outcome] = (bucket[r.outcome] as number) + r.n
+      }
+      return { minutes: buckets, outcomes: [...OUTCOMES], queue: { depth: services.writer.queued, max: services.config.WRITER_MAX_QUEUE } }
+    },
+  )
 }

@@ -7,7 +7,8 @@ import { eventsSince, type EventListRow } from '../../store/admin-events-repo.ts
 import { shopNames } from '../../store/admin-read-repo.ts'
 import type { Tables } from '../../store/tables.ts'
 import { eventItem } from './events.ts'
-import { ADMIN_SECURITY, shopByName, TAGS, type AdminContext } from './common.ts'
+import { shopByName } from '../../http/intake/index.ts'
+import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
 // The live tail: Server-Sent Events, one `event` message per stored webhook. One poller per
 // process reads the events table by receive time every ADMIN_STREAM_POLL_MS while anyone
@@ -33,7 +34,11 @@ class EventTail {
   private afterUs = 0
   private running = false
 
-  constructor(private readonly db: Kysely<Tables>, private readonly pollMs: number, private readonly onError: (err: unknown) => void) {}
+  constructor(
+    private readonly db: Kysely<Tables>,
+    private readonly pollMs: number,
+    private readonly onError: (err: unknown) => void,
+  ) {}
 
   listen(listener: Listener): () => void {
     if (this.listeners.size === 0) {
@@ -81,7 +86,9 @@ class EventTail {
 export async function streamRoutes(scope: FastifyInstance, ctx: AdminContext): Promise<void> {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>()
   const { services } = ctx
-  const tail = new EventTail(services.backend.db, services.config.ADMIN_STREAM_POLL_MS, (err) => app.log.warn({ err }, 'the event stream could not read the events; it tries again'))
+  const tail = new EventTail(services.backend.db, services.config.ADMIN_STREAM_POLL_MS, (err) =>
+    app.log.warn({ err }, 'the event stream could not read the events; it tries again'),
+  )
   const open = new Set<() => void>()
   // Open streams would hold the server open: they end when it closes.
   scope.addHook('preClose', async () => {
@@ -89,42 +96,56 @@ export async function streamRoutes(scope: FastifyInstance, ctx: AdminContext): P
     tail.stop()
   })
 
-  app.get('/v3/admin/events/stream', {
-    // A HEAD would hold an endless answer with no body open: the stream is GET only.
-    exposeHeadRoute: false,
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'Stored webhooks as they are committed (Server-Sent Events)', operationId: 'adminEventStream', tags: TAGS, security: ADMIN_SECURITY,
-      description:
-        'Each stored webhook is one message `event: event` whose `data` is the event as `GET /v3/admin/events` lists it (schema AdminEvent), ' +
-        'within a second of its commit. Comments (lines starting with a colon) keep the connection alive.',
-      querystring: StreamQuery,
-      response: {
-        200: { description: 'An endless text/event-stream', content: { 'text/event-stream': { schema: { type: 'string', description: 'event: event / data: an AdminEvent as JSON' } } } },
-        ...ADMIN_PROBLEMS(404),
+  app.get(
+    '/v3/admin/events/stream',
+    {
+      // A HEAD would hold an endless answer with no body open: the stream is GET only.
+      exposeHeadRoute: false,
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: 'Stored webhooks as they are committed (Server-Sent Events)',
+        operationId: 'adminEventStream',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        description:
+          'Each stored webhook is one message `event: event` whose `data` is the event as `GET /v3/admin/events` lists it (schema AdminEvent), ' +
+          'within a second of its commit. Comments (lines starting with a colon) keep the connection alive.',
+        querystring: StreamQuery,
+        response: {
+          200: {
+            description: 'An endless text/event-stream',
+            content: { 'text/event-stream': { schema: { type: 'string', description: 'event: event / data: an AdminEvent as JSON' } } },
+          },
+          ...ADMIN_PROBLEMS(404),
+        },
       },
     },
-  }, async (request, reply) => {
-    const shop = request.query.shop === undefined ? undefined : await shopByName(services, request.query.shop)
-    reply.hijack()
-    const res = reply.raw
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' })
-    res.write(': stream of stored webhooks\nretry: 2000\n\n')
-    const stopListening = tail.listen({
-      shopId: shop?.id,
-      fromUs: arrivalClockUs(),
-      send: (row, shops) => res.write(`event: event\nid: ${row.id}\ndata: ${JSON.stringify(eventItem(row, shops))}\n\n`),
-    })
-    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS)
-    const end = () => {
-      clearInterval(heartbeat)
-      stopListening()
-      open.delete(end)
-      if (!res.writableEnded) res.end()
-    }
-    open.add(end)
-    request.raw.once('close', end)
-    res.once('close', end)
-  })
+    async (request, reply) => {
+      const shop = request.query.shop === undefined ? undefined : await shopByName(services, request.query.shop)
+      reply.hijack()
+      const res = reply.raw
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      })
+      res.write(': stream of stored webhooks\nretry: 2000\n\n')
+      const stopListening = tail.listen({
+        shopId: shop?.id,
+        fromUs: arrivalClockUs(),
+        send: (row, shops) => res.write(`event: event\nid: ${row.id}\ndata: ${JSON.stringify(eventItem(row, shops))}\n\n`),
+      })
+      const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS)
+      const end = () => {
+        clearInterval(heartbeat)
+        stopListening()
+        open.delete(end)
+        if (!res.writableEnded) res.end()
+      }
+      open.add(end)
+      request.raw.once('close', end)
+      res.once('close', end)
+    },
+  )
 }
-

@@ -3,9 +3,9 @@ import type { DialectTypes } from '../dialect.ts'
 
 /**
  * The change feed (a transactional outbox): entries written in their batch's transaction
- * without a position; a position is given to committed entries in id order by one sequencer at
- * a time (src/feed/sequencer.ts), and readers page by position. The relay's progress, per
- * stream. Additive only.
+ * without a position; a position was given to committed entries in id order by one sequencer at
+ * a time (until migration 0010, since which a batch takes its positions in its own transaction),
+ * and readers page by position. The relay's progress, per stream. Additive only.
  */
 export function changeFeed(t: DialectTypes) {
   return {
