@@ -78,7 +78,7 @@ const EXTENSIONS = {
     errors: Type.Array(FieldError, { maxItems: 100, description: 'the violations, one per field, the first 100 of them' }),
   },
 }
-type Extensions<S extends ProblemStatus> = S extends keyof typeof EXTENSIONS ? (typeof EXTENSIONS)[S] : {}
+type Extensions<S extends ProblemStatus> = S extends keyof typeof EXTENSIONS ? (typeof EXTENSIONS)[S] : Record<never, never>
 
 /** The schema of one status's problem, typed: what the console's `Problem` is made of (admin-ui/src/api.ts). */
 export type ProblemSchema<S extends ProblemStatus> = TObject<{ type: TUnsafe<string>; title: TString; status: TLiteral<S>; detail: TString } & Extensions<S>>

@@ -12,17 +12,33 @@ const Str = Nullable(Type.String())
 const Amount = Nullable(Type.String({ description: 'a decimal amount with two fraction digits' }))
 const List = Nullable(Type.Array(Type.String()))
 
-type ViewOf<S, Flag> = S extends TInteger ? TInteger : S extends TMoney ? typeof Amount : S extends TBoolean ? Flag : S extends TArray ? typeof List : typeof Str
+type ViewOf<S, Flag> = S extends TInteger
+  ? TInteger
+  : S extends TMoney
+    ? typeof Amount
+    : S extends TBoolean
+      ? Flag
+      : S extends TArray
+        ? typeof List
+        : typeof Str
 export type ViewFields<P extends TProperties, O extends keyof P, Flag> = { [K in Exclude<keyof P, O>]: ViewOf<P[K], Flag> }
 
 /** The view's schema of each field of `body` but `omit`: its flags as `flag` (an order's are never null). */
-export function viewFields<P extends TProperties, O extends keyof P & string, Flag extends TSchema>(body: TObject<P>, omit: O[], flag: Flag): ViewFields<P, O, Flag> {
+export function viewFields<P extends TProperties, O extends keyof P & string, Flag extends TSchema>(
+  body: TObject<P>,
+  omit: O[],
+  flag: Flag,
+): ViewFields<P, O, Flag> {
   const viewOf = (schema: TSchema) =>
-    (schema as { type?: unknown }).type === 'integer' ? Type.Integer()
-      : isMoneySchema(schema) ? Amount
-      : isFlagSchema(schema) ? flag
-      : isListSchema(schema) ? List
-      : Str
+    (schema as { type?: unknown }).type === 'integer'
+      ? Type.Integer()
+      : isMoneySchema(schema)
+        ? Amount
+        : isFlagSchema(schema)
+          ? flag
+          : isListSchema(schema)
+            ? List
+            : Str
   return Object.fromEntries(fieldsOf(body, ...omit).map((name) => [name, viewOf(body.properties[name]!)])) as ViewFields<P, O, Flag>
 }
 

@@ -105,9 +105,9 @@ function fieldColumns<Row>(fields: readonly string[], body: TObject, columns: Co
 // hidden class per field (the mappers run per row of every batch), and a loaded record has the
 // shape of a new one (emptyOrder). The blanks' type is {}, so that the literals spreading them are
 // still checked for every key besides the fields.
-const CUSTOMER_BLANK: {} = emptyCustomer(0)
-const ORDER_BLANK: {} = emptyOrder(0, 0)
-const blankRow = <Row>(columns: Columns<Row>): {} => Object.fromEntries(columns.names.map((name) => [name, null]))
+const CUSTOMER_BLANK: object = emptyCustomer(0)
+const ORDER_BLANK: object = emptyOrder(0, 0)
+const blankRow = <Row>(columns: Columns<Row>): object => Object.fromEntries(columns.names.map((name) => [name, null]))
 
 /** Writes the record's fields into `row`. */
 function fieldsToRow(record: object, fields: readonly FieldColumn[], row: object): void {
