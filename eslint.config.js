@@ -35,6 +35,11 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    files: ['**/*.cjs'],
+    // CommonJS configuration files (dependency-cruiser's).
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
+  {
     files: ['test/**'],
     // Tests read JSON answers as loose records; their shapes are held by the contract check (test/support/contract.ts).
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

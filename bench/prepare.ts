@@ -2,6 +2,7 @@ import cliProgress from 'cli-progress'
 import type { Webhook } from '../src/domain/webhook.ts'
 import { issueKey } from '../src/keys/issue-key.ts'
 import { migrate, openBackend } from '../src/store/database.ts'
+import { openBatchWriter } from '../src/unit-of-work/open-batch-writer.ts'
 import { nextRequest } from './mix.ts'
 import { benchWebhook } from './webhook.ts'
 
@@ -35,7 +36,7 @@ export async function preload(
   url: string, shop: Prepared, count: number, options: { backdated?: number; backdateUs?: number; /** Share of rejected webhooks, 0 to 1. */ rejected?: number } = {},
 ): Promise<number> {
   const backend = openBackend(url)
-  const writer = backend.openWriter()
+  const writer = openBatchWriter(backend)
   const bar = new cliProgress.SingleBar(
     { format: 'preloading |{bar}| {value}/{total} events | {rate} events/s | {eta_formatted} left', stream: process.stderr },
     cliProgress.Presets.shades_classic,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { v7 as uuidv7 } from 'uuid'
-import { arrivalClockUs } from '../src/domain/time.ts'
+import { arrivalClockUs } from '../src/http/arrival-clock.ts'
 import { changeFor, type Topic, type Webhook } from '../src/domain/webhook.ts'
 import type { MixRequest } from './mix.ts'
 

@@ -11,7 +11,7 @@ import { installExpectContinue } from './http/expect-continue.ts'
 import { installHostCheck } from './http/host-header.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { installAllMethods } from './http/methods.ts'
-import { createMetrics, type StorageSample } from './http/metrics.ts'
+import { createMetrics } from './http/metrics.ts'
 import { completeDocument } from './http/openapi.ts'
 import { installRequestIdEcho, requestId } from './http/request-id.ts'
 import { clientErrorHandler, installProblemHandlers, problem, sendProblem, unavailable } from './http/problem.ts'
@@ -25,19 +25,22 @@ import { pointsRoutes } from './routes/points.ts'
 import { redemptionRoutes } from './routes/redemptions.ts'
 import { resourceRoutes } from './routes/resources.ts'
 import { problemResponses } from './schemas/problems.ts'
-import type { BatchResult } from './store/apply-batch.ts'
+import type { BatchResult } from './unit-of-work/apply-batch.ts'
 import { isUnavailable } from './store/unavailable.ts'
 import { backendOptions, migrate, openBackend } from './store/database.ts'
 import type { Services } from './services.ts'
-import type { BatchWriter, StatementObserver } from './store/dialect.ts'
+import type { StatementObserver } from './store/dialect.ts'
+import type { BatchWriter } from './unit-of-work/batch-writer.ts'
+import { openBatchWriter } from './unit-of-work/open-batch-writer.ts'
 import { GroupCommitWriter } from './writer/group-commit.ts'
-import { startPruner } from './writer/pruner.ts'
-import { oldestEventUs } from './store/prune.ts'
-import { startExpirySweeper } from './loyalty/expiry-sweeper.ts'
+import { startPruner } from './jobs/pruner.ts'
+import { startExpirySweeper } from './jobs/expiry-sweeper.ts'
+import { startStorageSampler } from './jobs/storage-sampler.ts'
+import { reportOncePer } from './jobs/report.ts'
 import { startChangeFeed } from './feed/change-feed.ts'
 import { changeRoutes } from './routes/changes.ts'
-import { createRateLimitStore } from './http/rate-limit-store.ts'
-import { followKeyRevocations } from './http/key-revocations.ts'
+import { createRateLimitStore } from './rate-limit/rate-limit-store.ts'
+import { followKeyRevocations } from './jobs/key-revocations.ts'
 
 export type { Services } from './services.ts'
 
@@ -88,16 +91,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   }
   const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
   const parsedBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
-  let storage: StorageSample = { bytes: 0, oldestEventUs: null }
+  // Background jobs report what keeps failing once per cause per half minute (src/jobs/report.ts).
+  const report = reportOncePer(() => app.log)
   const batchCalls = { statements: 0, roundTrips: 0 }
   const metrics = createMetrics({
     bodyBytesInFlight: () => bodyBudget.inFlight + parsedBudget.inFlight,
     queueDepth: () => writer.queued,
     ...(backend.poolStats ? { pool: () => backend.poolStats!() } : {}),
-    storage: () => storage,
+    storage: () => storage.latest(),
     batchCalls: () => batchCalls,
   })
-  const batchWriter = backend.openWriter(batchCalls)
+  const batchWriter = openBatchWriter(backend, batchCalls)
   const clock = options.clock ?? Date.now
   const writer: GroupCommitWriter<BatchItem, BatchResult> = new GroupCommitWriter<BatchItem, BatchResult>({
     apply: async (batch) => {
@@ -115,7 +119,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     maxBatch: config.WRITER_MAX_BATCH,
     maxQueue: config.WRITER_MAX_QUEUE,
-    lanes: backend.kind === 'sqlite' ? 1 : config.WRITER_LANES,
+    lanes: backend.writerLanes(config.WRITER_LANES),
     laneOf: (w) => w.shopId * 31 + ((isCommand(w) ? w.customerId : w.resourceId) ?? 0),
     isUnavailable,
     cooldownMs: 1000,
@@ -126,11 +130,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     (reason) => metrics.unauthenticated.inc({ reason }),
     keyUseRecorder(batchWriter),
   )
-  const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, (err) =>
-    app.log.warn({ err }, 'the expiry sweep failed; the next one tries again'),
-  )
+  const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, report)
   // The change feed: positions for committed entries, the readers' long poll, the NATS relay.
-  const feed = startChangeFeed(config, backend, batchWriter, metrics, () => app.log)
+  const feed = startChangeFeed(config, backend, batchWriter, metrics.registry, report)
   // Several processes (README, "Running several processes"): the rate limit counted in Redis when
   // REDIS_URL is set, and key revocations heard from PostgreSQL.
   const rateStore = createRateLimitStore(config.RATE_LIMIT_RPS === 0 ? '' : config.REDIS_URL, `shop-intake:${backend.schema}:rate:`, metrics.registry, (err) =>
@@ -187,7 +189,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
   // skipOnError: a count that fails (Redis unreachable) lets the webhook through (rate-limit-store.ts).
   await app.register(rateLimit, { global: false, store: rateStore.Store as never, skipOnError: true })
-  const revocations = backend.kind === 'postgres' ? followKeyRevocations(config.DATABASE_URL, backend.schema, auth, app.log, config.DB_TIMEOUT_MS) : undefined
+  const revocations = followKeyRevocations(backend, (which) => auth.invalidate(which), app.log)
   // Global hooks run in the order added: the protocol checks, then the body budget before the
   // 100 Continue that lets a body in, then the shutdown 503 and the early 404.
   installHostCheck(app)
@@ -273,15 +275,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   )
 
   // Sampled, not per scrape: a scrape costs no query, and a slow database cannot slow /metrics.
-  const sampleStorage = async () => {
-    try {
-      storage = { bytes: await backend.sizeBytes(), oldestEventUs: await oldestEventUs(backend) }
-    } catch (err) {
-      app.log.warn({ err }, 'sampling the database size failed; /metrics keeps the previous sample')
-    }
-  }
-  let sampling = sampleStorage()
-  const sampler = setInterval(() => (sampling = sampleStorage()), config.STORAGE_SAMPLE_SECONDS * 1000).unref()
+  const storage = startStorageSampler(backend, config.STORAGE_SAMPLE_SECONDS, report)
   const stopPruner = startPruner({
     retentionDays: config.EVENT_RETENTION_DAYS,
     intervalSeconds: config.PRUNE_INTERVAL_SECONDS,
@@ -295,9 +289,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await revocations?.stop()
     await rateStore.close()
     await sweeper.stop()
-    clearInterval(sampler)
     await stopPruner()
-    await sampling
+    await storage.stop()
     await writer.drain()
     await feed.stop()
     await batchWriter.close()

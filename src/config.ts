@@ -56,7 +56,7 @@ export const ConfigSchema = Type.Object({
   STORAGE_SAMPLE_SECONDS: Type.Integer({ minimum: 1, maximum: 3_600, default: 30 }),
   /** Seconds an API key lookup is cached; a revoked key stops working within this time. */
   KEY_CACHE_SECONDS: Type.Integer({ ...Count, default: 5 }),
-  // The change feed's relay (src/feed/nats-relay.ts); unset, the feed is only read over HTTP.
+  // The change feed's relay (src/jobs/nats-relay.ts); unset, the feed is only read over HTTP.
   /** NATS server(s) whose JetStream receives the change feed, such as nats://127.0.0.1:4222; unset: no relay. */
   NATS_URL: Type.String({ default: '', pattern: '^((nats|tls|ws|wss)://[^,\\s]+(,(nats|tls|ws|wss)://[^,\\s]+)*)?$', description: 'empty, or one or more nats://host:port URLs separated by commas' }),
   /** The JetStream stream the relay publishes to, created when missing. */

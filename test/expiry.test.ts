@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { issueKey } from '../src/keys/issue-key.ts'
-import { rebuildPoints } from '../src/loyalty/rebuild.ts'
+import { rebuildPoints } from '../src/unit-of-work/rebuild.ts'
 import { normalizeRule, type Rule } from '../src/loyalty/rule.ts'
 import { writeRule } from '../src/store/points-repo.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { rebuildPoints } from '../src/loyalty/rebuild.ts'
+import { rebuildPoints } from '../src/unit-of-work/rebuild.ts'
 import { normalizeRule } from '../src/loyalty/rule.ts'
 import { writeRule } from '../src/store/points-repo.ts'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'

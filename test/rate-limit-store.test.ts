@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Registry } from 'prom-client'
-import { createRateLimitStore, type RateLimitStore } from '../src/http/rate-limit-store.ts'
+import { createRateLimitStore, type RateLimitStore } from '../src/rate-limit/rate-limit-store.ts'
 import { startRedis, type RedisServer } from './support/redis-server.ts'
 
 // The rate limit's Redis store in one process, against a real redis-server: a process too busy to

@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import { issueKey } from '../src/keys/issue-key.ts'
 import { normalizeRule, type Rule } from '../src/loyalty/rule.ts'
 import { writeRule } from '../src/store/points-repo.ts'
-import type { SqliteBatchWriter } from '../src/store/sqlite-writer.ts'
+import type { SqliteBatchWriter } from '../src/unit-of-work/sqlite-writer.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
 import { assertUnavailable } from './support/problems.ts'
 

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from 'commander'
 import { formatInstant, formatUs } from '../domain/time.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
-import { findShop } from '../store/keys-repo.ts'
+import { allShopIds, findShop } from '../store/keys-repo.ts'
 import { customerBalances, customerEntries, customerLots, readRule } from '../store/points-repo.ts'
 import { findCustomer } from '../store/read-repo.ts'
 import { withBackend } from './backend.ts'
@@ -78,14 +78,14 @@ export function pointsCommand(): Command {
     .option('--shop <name>', 'only this shop', shopName)
     .action((options: { shop?: string }) =>
       withBackend(async (backend) => {
-        const [{ default: cliProgress }, { rebuildPoints }] = await Promise.all([import('cli-progress'), import('../loyalty/rebuild.ts')])
+        const [{ default: cliProgress }, { rebuildPoints }] = await Promise.all([import('cli-progress'), import('../unit-of-work/rebuild.ts')])
         let shopIds: number[]
         if (options.shop !== undefined) {
           const shop = await findShop(backend.db, options.shop)
           if (!shop) throw new Error(`no shop named ${options.shop}`)
           shopIds = [shop.id]
         } else {
-          shopIds = (await backend.db.selectFrom('shops').select('id').orderBy('id').execute()).map((r) => r.id)
+          shopIds = await allShopIds(backend.db)
         }
         const bar = new cliProgress.SingleBar(
           { format: 'rebuilding points |{bar}| {value}/{total} orders | {appended} corrections', stream: process.stderr },

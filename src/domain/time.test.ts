@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import '../../test/support/seed.ts'
-import { arrivalClockUs, daysFromCivil, EARLIEST_INSTANT, END_OF_INSTANTS, formatInstant, formatUs, isInstant, isLeapYear, parseInstantUs, readInstant } from './time.ts'
+import { daysFromCivil, EARLIEST_INSTANT, END_OF_INSTANTS, formatInstant, formatUs, isInstant, isLeapYear, parseInstantUs, readInstant } from './time.ts'
 
 const us = (iso: string) => {
   const value = parseInstantUs(iso)
@@ -264,17 +264,6 @@ test('formatUs writes instants before 1970 too', () => {
   assert.equal(formatUs(-1), '1969-12-31T23:59:59.999999Z')
   assert.equal(formatUs(utcUs(1700, 1, 1)), '1700-01-01T00:00:00.000000Z')
   assert.equal(formatUs(utcUs(2255, 1, 1) - 1), '2254-12-31T23:59:59.999999Z')
-})
-
-test('the arrival clock strictly increases, even within one microsecond', () => {
-  let previous = arrivalClockUs()
-  for (let i = 0; i < 10_000; i++) {
-    const next = arrivalClockUs()
-    assert.ok(next > previous, `${next} after ${previous}`)
-    previous = next
-  }
-  // It is epoch microseconds: the wall clock (Date.now()), not the wall clock moved by the process's uptime.
-  assert.ok(Math.abs(previous / 1000 - Date.now()) < 250, `${previous / 1000} vs ${Date.now()}`)
 })
 
 /** readInstant as it read the pattern's groups before it read fields by position: the oracle. */

@@ -112,15 +112,6 @@ export function daysFromCivil(year: number, month: number, day: number): number 
   return era * 146_097 + dayOfEra - 719_468
 }
 
-let lastUs = 0
-
-/** A strictly increasing clock in epoch microseconds: the receive time and arrival order of webhooks. */
-export function arrivalClockUs(): number {
-  const now = Math.floor((performance.timeOrigin + performance.now()) * 1000)
-  lastUs = now > lastUs ? now : lastUs + 1
-  return lastUs
-}
-
 /** A stored timestamp (as the shop sent it, or as the service wrote it) in the API's one format. */
 export function formatInstant(text: string): string
 export function formatInstant(text: string | null): string | null

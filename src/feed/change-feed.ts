@@ -1,9 +1,10 @@
-import type { FastifyBaseLogger } from 'fastify'
+import type { Registry } from 'prom-client'
 import type { Config } from '../config.ts'
-import type { Backend, BatchWriter } from '../store/dialect.ts'
-import type { Metrics } from '../http/metrics.ts'
+import { startRelay, type Relay } from '../jobs/nats-relay.ts'
+import type { Report } from '../jobs/report.ts'
+import type { Backend } from '../store/dialect.ts'
+import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
 import { feedMetrics } from './metrics.ts'
-import { startRelay, type Relay } from './nats-relay.ts'
 import { FeedWatch } from './watch.ts'
 
 /** The change feed of one process: positions, the readers' long poll, and the relay to NATS (NATS_URL). */
@@ -17,22 +18,17 @@ export interface ChangeFeed {
   stop(): Promise<void>
 }
 
-export function startChangeFeed(config: Config, backend: Backend, batchWriter: BatchWriter, metrics: Metrics, log: () => FastifyBaseLogger): ChangeFeed {
-  // What keeps failing (a database or a NATS that is down, NATS without JetStream) is retried
-  // every few hundred milliseconds: one line per cause per half minute.
-  const logged = new Map<string, number>()
-  const warn = (cause: string, err: unknown, message: string) => {
-    if (Date.now() - (logged.get(cause) ?? 0) < 30_000) return
-    logged.set(cause, Date.now())
-    log().warn({ err }, message)
-  }
+/**
+ * `registry` takes the feed's series; what keeps failing (a database or a NATS that is down, NATS
+ * without JetStream) goes to `report` (once per cause per half minute).
+ */
+export function startChangeFeed(config: Config, backend: Backend, batchWriter: BatchWriter, registry: Registry, report: Report): ChangeFeed {
   const watch = new FeedWatch(backend.db)
   let relay: Relay | undefined
-  const counters = feedMetrics(metrics.registry, () => relay)
+  const counters = feedMetrics(registry, () => relay)
   if (config.NATS_URL) {
     relay = startRelay({
-      backend, batchWriter, url: config.NATS_URL, stream: config.NATS_STREAM,
-      onError: (err, what) => warn(what, err, `${what} failed; the relay tries again`),
+      backend, batchWriter, url: config.NATS_URL, stream: config.NATS_STREAM, report,
       onPublished: (n) => counters.published.inc(n),
     })
   }

@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
-import type { Relay } from './nats-relay.ts'
+import type { Relay } from '../jobs/nats-relay.ts'
 
 /** The change feed's series, on the app's registry: the relay's lag and connection, and what this process published. */
 export function feedMetrics(registry: Registry, relay: () => Relay | undefined) {

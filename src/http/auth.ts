@@ -35,7 +35,7 @@ export interface Authenticator {
   /**
    * Drops cached lookups at once: of one key (by its hash or its id), or of every key. Call it
    * after revoking a key in this process; other processes hear of it through PostgreSQL
-   * (src/http/key-revocations.ts).
+   * (src/jobs/key-revocations.ts).
    */
   invalidate(which?: { keyHash: string } | { keyId: number }): void
 }

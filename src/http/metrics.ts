@@ -1,15 +1,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { DbCalls } from '../store/db-calls.ts'
 import { TOPICS, type Outcome, type Topic } from '../domain/webhook.ts'
+import type { StorageSample } from '../jobs/storage-sampler.ts'
 
 const OUTCOMES = ['applied', 'duplicate', 'stale', 'rejected', 'failed'] as const satisfies readonly (Outcome['status'] | 'failed')[]
-
-/** The latest sample of the database's size and oldest event (taken every STORAGE_SAMPLE_SECONDS, not per scrape). */
-export interface StorageSample {
-  bytes: number
-  /** Receive time of the oldest stored event, epoch µs; null when none is stored. */
-  oldestEventUs: number | null
-}
 
 /** What the metrics read when scraped. */
 export interface MetricSources {

@@ -1,9 +1,14 @@
 import { createHash } from 'node:crypto'
 import { uuidv7 } from '../http/uuid-v7.ts'
-import { arrivalClockUs } from '../domain/time.ts'
+import { arrivalClockUs } from '../http/arrival-clock.ts'
 import { changeFor, type FieldError, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
-import type { Services } from '../services.ts'
 import { idempotencyKey, isObject, NotStored, problem, submit, unavailable, type HeaderBag, type ProblemInit } from '../http/intake/index.ts'
+import type { Config } from '../config.ts'
+import type { BatchItem } from '../batch/commands.ts'
+import type { BodyBudget } from '../http/body-budget.ts'
+import type { Metrics } from '../http/metrics.ts'
+import type { BatchResult } from '../unit-of-work/apply-batch.ts'
+import type { GroupCommitWriter } from '../writer/group-commit.ts'
 import { approximateBytes } from '../http/body-budget.ts'
 import { MalformedBody, parseJsonBody } from '../http/json-body.ts'
 import { boundedValidatorCompiler, type BoundedErrors } from '../http/bounded-validator.ts'
@@ -72,7 +77,15 @@ export interface HookIngestion {
   ingestStored(input: Omit<IngestInput, 'parsed' | 'validation' | 'bodyErrors'>): Promise<IngestAnswer>
 }
 
-export function createHookIngestion(services: Pick<Services, 'writer' | 'metrics' | 'config' | 'parsedBudget'>): HookIngestion {
+/** What ingestion is given of the app's services (src/services.ts, which names HookIngestion: spelled out here, so neither file imports the other). */
+export interface IngestionServices {
+  writer: GroupCommitWriter<BatchItem, BatchResult>
+  metrics: Metrics
+  config: Config
+  parsedBudget: BodyBudget
+}
+
+export function createHookIngestion(services: IngestionServices): HookIngestion {
   const { metrics, config, parsedBudget } = services
   // One per app: its compiled validators are kept by schema.
   const validatorCompiler = boundedValidatorCompiler(AJV_SETTINGS, MAX_REPORTED_ERRORS)

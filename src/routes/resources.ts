@@ -9,7 +9,7 @@ import { problemResponses } from '../schemas/problems.ts'
 import { viewMapper } from '../schemas/record-view.ts'
 import { CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
-import { explainOrderPoints } from '../loyalty/explain.ts'
+import { explainOrderPoints } from '../unit-of-work/explain.ts'
 import { findCustomer, findOrder } from '../store/read-repo.ts'
 
 const notFound = (reply: FastifyReply, what: string, id: string) => sendProblem(reply, problem('not-found', `no ${what} ${id} in this shop`))

@@ -80,6 +80,10 @@ export async function migrate(backend: Backend, upTo?: string, more: Record<stri
       let schema: string | undefined
       if (backend.kind === 'postgres') {
         schema = backend.schema
+        // Processes started together on a fresh schema migrate one after another: without this lock two
+        // would race on CREATE SCHEMA and Kysely's own tables (made before Kysely takes its lock), and
+        // the loser's transaction would be aborted. The second finds the migrations done.
+        await sql`SELECT pg_advisory_xact_lock(hashtext(${`shop-intake migrate ${schema}`}))`.execute(db)
         if (!backend.schemaFromUrl) await refuseTablesLeftInPublic(db, schema)
         await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(schema)}`.execute(db)
       }

@@ -1,5 +1,5 @@
 import type { CompiledQuery } from 'kysely'
-import type { RowsOf, Session } from './dialect.ts'
+import type { RowsOf, Session } from './session.ts'
 
 // What the write path asks of the database, in calls: statements sent and the round trips they
 // took (shop_intake_db_statements_total, shop_intake_db_round_trips_total). A cost that moves

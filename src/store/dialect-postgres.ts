@@ -2,14 +2,11 @@ import { CompiledQuery, Kysely, PostgresDialect, sql, type DatabaseIntrospector,
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { countCall, countingSession } from './db-calls.ts'
-import { observedLog, type Backend, type RowsOf, type Session, type StatementObserver } from './dialect.ts'
-import { touchKeysQuery } from './keys-repo.ts'
+import { observedLog, type Backend, type Listener, type ListenHandlers, type RowsOf, type Session, type StatementObserver } from './dialect.ts'
 import { withSessionSettings } from './postgres-options.ts'
 import { isUnavailable } from './unavailable.ts'
-import { batchApplier } from './apply-batch.ts'
 import { postgresStatements } from './batch-sql-postgres.ts'
 import { batchStatements } from './batch-statements.ts'
-import { pruneEventsTimed } from './prune.ts'
 import type { Tables } from './tables.ts'
 
 // bigint columns hold ids, minor units and epoch microseconds, all within 2^53.
@@ -137,6 +134,34 @@ export function lockNumber(key: string): string {
   return createHash('sha1').update(key).digest().readBigInt64BE(0).toString()
 }
 
+/** A leader lock's key: per schema, which goes after the job's name (`change-feed-relay:<schema>:<stream>`, as it always was). */
+const leaderKey = (name: string, schema: string) => {
+  const [job, ...rest] = name.split(':')
+  return [job, schema, ...rest].join(':')
+}
+
+/** A pg client of its own that LISTENs on `channel`; `timeoutMs` bounds connecting, and (with the pings' own bound) each query. */
+function listenOn(url: string, timeoutMs: number, channel: string, handlers: ListenHandlers): Listener {
+  const client = new pg.Client({
+    connectionString: url, connectionTimeoutMillis: timeoutMs, keepAlive: true,
+    query_timeout: Math.max(handlers.pingTimeoutMs, timeoutMs),
+    // So that an operator (or a test) can tell it from the pool's connections in pg_stat_activity.
+    application_name: handlers.name.slice(0, 63),
+  })
+  client.on('error', (err) => handlers.onLost(err))
+  client.on('end', () => handlers.onLost())
+  client.on('notification', (message) => {
+    if (message.channel === channel && message.payload) handlers.onNotification(message.payload)
+  })
+  return {
+    listening: client.connect().then(() => client.query(`LISTEN ${channel}`)).then(() => {}),
+    ping: async () => {
+      await client.query('SELECT 1')
+    },
+    close: () => client.end().catch(() => {}),
+  }
+}
+
 // Durability relies on synchronous_commit = on, PostgreSQL's default: COMMIT returns once the WAL is flushed.
 export function openPostgres(url: string, options: PostgresOptions): Backend {
   // The tables live in their own schema, so they never meet other tables of the database.
@@ -168,7 +193,7 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     ...observedLog(observe),
   })
 
-  return {
+  const backend: Backend = {
     kind: 'postgres',
     schema,
     schemaFromUrl: fromUrl !== undefined,
@@ -202,22 +227,16 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       )
       return row?.ok === true
     },
-    openWriter(calls) {
-      // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
-      const apply = batchApplier(this)
-      return {
-        apply: (batch, atUs) => apply(batch, atUs, calls),
-        prune: (cutoffUs, limit) => pruneEventsTimed(this, cutoffUs, limit),
-        // On the write path's connections, as SQLite's writer thread does: apart from the reads and the key lookups.
-        touchKeys: async (keyIds, at) => {
-          await this.transaction(async (s) => s.run(touchKeysQuery(db, keyIds, at)))
-        },
-        write: async (query) => {
-          await this.transaction(async (s) => s.run(CompiledQuery.raw(query.sql, [...query.parameters])))
-        },
-        close: async () => {},
-      }
+    // Its I/O is asynchronous already: batches commit on this thread, several at once (lanes).
+    writerLanes: (configured) => configured,
+    async leaderLock(name, _write, work) {
+      return backend.transaction(async (s) => {
+        const [held] = await s.run(CompiledQuery.raw('SELECT pg_try_advisory_xact_lock($1) AS ok', [lockNumber(leaderKey(name, schema))]) as CompiledQuery<{ ok: boolean }>)
+        if (!held?.ok) return undefined
+        return work({ read: async (query) => s.run(query), write: async (query) => void (await s.run(query)) })
+      })
     },
+    listen: (channel, handlers) => listenOn(url, options.connectTimeoutMs, channel, handlers),
     async transaction(work, calls, locks = []) {
       const client = await pool.connect()
       // runMany sends its queries as one statement: one round trip.
@@ -259,4 +278,5 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       await db.destroy()
     },
   }
+  return backend
 }

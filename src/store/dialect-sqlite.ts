@@ -4,7 +4,6 @@ import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql, type CompiledQuery } from 'kysely'
 import { countCall, countingSession } from './db-calls.ts'
 import { observedLog, type Backend, type RowsOf, type Session, type StatementObserver } from './dialect.ts'
-import { startSqliteWriter } from './sqlite-writer.ts'
 import { PAGE_SIZE } from './backup.ts'
 import { sqliteStatements } from './batch-sql-sqlite.ts'
 import { batchStatements } from './batch-statements.ts'
@@ -96,7 +95,7 @@ function sessionOn(connection: Database.Database, observe?: StatementObserver): 
   return session
 }
 
-/** `observe` sees the statements of this process's connections, not those of the writer thread (openWriter). */
+/** `observe` sees the statements of this process's connections, not those of the writer thread (writerThreadFile). */
 export function openSqlite(path: string, observe?: StatementObserver): Backend {
   const reader = open(path)
   const writer = open(path)
@@ -106,6 +105,7 @@ export function openSqlite(path: string, observe?: StatementObserver): Backend {
     ...observedLog(observe),
   })
   const session = sessionOn(writer, observe)
+  const reads = sessionOn(reader, observe)
 
   return {
     kind: 'sqlite',
@@ -116,7 +116,7 @@ export function openSqlite(path: string, observe?: StatementObserver): Backend {
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`,
     },
     statements: batchStatements(sqliteStatements),
-    reads: sessionOn(reader, observe),
+    reads,
     lockKeys: async () => {},
     afterErasure() {
       if (checkpointTimer) return
@@ -140,7 +140,10 @@ export function openSqlite(path: string, observe?: StatementObserver): Backend {
     },
     tryLockKeys: async () => true,
     // Commits fsync (synchronous=FULL) on a writer thread, not on the event loop.
-    openWriter: (calls) => startSqliteWriter(path, calls),
+    writerThreadFile: path,
+    writerLanes: () => 1,
+    // One process: it always leads.
+    leaderLock: async (_name, write, work) => work({ read: async (query) => reads.run(query), write }),
     async transaction(work, calls) {
       countCall(calls)
       writer.exec('BEGIN IMMEDIATE')

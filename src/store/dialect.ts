@@ -1,13 +1,10 @@
 import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, KyselyConfig, RawBuilder } from 'kysely'
-import type { BatchItem } from '../batch/commands.ts'
-import type { BatchResult } from './apply-batch.ts'
 import type { DbCalls } from './db-calls.ts'
-import type { Pruned } from './prune.ts'
 import type { BatchStatements } from './batch-statements.ts'
+import type { Session } from './session.ts'
 import type { Tables } from './tables.ts'
 
-/** The rows of each of several queries. */
-export type RowsOf<Q extends readonly CompiledQuery<unknown>[]> = { -readonly [K in keyof Q]: Q[K] extends CompiledQuery<infer R> ? R[] : never }
+export type { RowsOf, Session } from './session.ts'
 
 /**
  * Told of each statement the backend runs with its parameters (openBackend's `onStatement`):
@@ -18,41 +15,6 @@ export type StatementObserver = (sql: string, parameters: readonly unknown[]) =>
 /** Kysely's options that tell `observe` of each query run on `backend.db`: none without one. */
 export const observedLog = (observe: StatementObserver | undefined): Pick<KyselyConfig, 'log'> =>
   observe ? { log: (e) => void (e.level === 'query' && observe(e.query.sql, e.query.parameters)) } : {}
-
-/** A transaction on the write connection. */
-export interface Session {
-  /** Runs a query compiled by Kysely (prepared once per SQL text); its rows keep their type. */
-  run<R>(query: CompiledQuery<R>): R[] | Promise<R[]>
-  /**
-   * Runs queries that do not depend on each other (none reads what another writes) together:
-   * on PostgreSQL as one statement, a single round trip; on SQLite one after another.
-   */
-  runMany<Q extends readonly CompiledQuery<unknown>[]>(queries: Q): Promise<RowsOf<Q>>
-  /**
-   * Runs write statements that do not depend on each other, each with a RETURNING clause, and
-   * returns how many rows each returned: on PostgreSQL as one statement, on SQLite one after another.
-   */
-  counts(queries: readonly CompiledQuery<unknown>[]): Promise<number[]>
-  exec(sql: string): void | Promise<void>
-}
-
-/** Commits batches of webhooks and points commands; each resolves only once its batch is durable. */
-export interface BatchWriter {
-  /** `atUs` is the time balances are settled at (src/batch/decide.ts): the service's clock when the batch starts. */
-  apply(batch: BatchItem[], atUs: number): Promise<BatchResult[]>
-  /** Deletes up to `limit` of the oldest events received before `cutoffUs` in one transaction (src/store/prune.ts). */
-  prune(cutoffUs: number, limit: number): Promise<Pruned>
-  /**
-   * Resolves when this writer can commit now; rejects while it is starting or once it has died.
-   * Absent when the writer is ready whenever the database answers (PostgreSQL).
-   */
-  ping?(): Promise<void>
-  /** Records that these keys were used at `at` (ISO 8601), for keys list; on SQLite, on the writer's connection. */
-  touchKeys(keyIds: readonly number[], at: string): Promise<void>
-  /** Runs one write statement in a transaction of its own on the write connection (on SQLite, the writer thread's). */
-  write(query: { sql: string; parameters: readonly unknown[] }): Promise<void>
-  close(): Promise<void>
-}
 
 /** What differs between the databases, kept in one file per dialect. */
 export interface Backend {
@@ -91,20 +53,63 @@ export interface Backend {
   /** Bytes the service's data takes: the file and its WAL on SQLite, its tables and indexes on PostgreSQL. */
   sizeBytes(): Promise<number>
   /**
-   * Runs `work` in one transaction on the write connection and commits it durably. With `calls`,
-   * adds to it the statements the transaction sent (BEGIN and COMMIT included) and their round trips.
-   */
-  /**
    * Runs `work` in one transaction on the write connection and commits it durably; `locks` are
    * taken first, as lockKeys takes them (PostgreSQL: in the round trip that begins the transaction).
+   * With `calls`, adds to it the statements the transaction sent (BEGIN and COMMIT included) and
+   * their round trips.
    */
   transaction<T>(work: (session: Session) => Promise<T>, calls?: DbCalls, locks?: readonly string[]): Promise<T>
-  /** The write path of the server: where and how batches are committed; their statements and round trips are added to `calls`. */
-  openWriter(calls?: DbCalls): BatchWriter
+  /**
+   * SQLite: the file a writer thread opens a connection of its own to, so that the fsync of a
+   * commit never blocks the event loop (src/unit-of-work/sqlite-writer.ts). Absent on PostgreSQL,
+   * whose I/O is asynchronous already: batches commit on this thread.
+   */
+  readonly writerThreadFile?: string
+  /** How many batches may commit at once, given WRITER_LANES: SQLite's writes are serial, so one. */
+  writerLanes(configured: number): number
+  /**
+   * Runs `work` while this process leads `name` among the processes that share the database, and
+   * returns what it returned; undefined, without running it, when another process leads now.
+   * PostgreSQL: a transaction-scoped advisory lock (per schema) taken with try, in a transaction of
+   * its own that `work`'s reads and writes run in, so the lock ends with them. SQLite: one process,
+   * always the leader; it reads committed state and writes with `write`, the process's own way to
+   * write outside a batch (the server's writer thread).
+   */
+  leaderLock<T>(name: string, write: (query: CompiledQuery<unknown>) => Promise<void>, work: (leader: LeaderSession) => Promise<T>): Promise<T | undefined>
+  /**
+   * PostgreSQL: a connection of its own that LISTENs on `channel`, for notices other processes
+   * send (src/jobs/key-revocations.ts). Absent on SQLite: one process, nobody to hear from.
+   */
+  listen?(channel: string, handlers: ListenHandlers): Listener
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>
   /** PostgreSQL: the connection pool's use now (SQLite has no pool). */
   poolStats?(): { total: number; idle: number; waiting: number; max: number }
+  close(): Promise<void>
+}
+
+/** What a leader reads and writes with (Backend.leaderLock). */
+export interface LeaderSession {
+  read<R>(query: CompiledQuery<R>): Promise<R[]>
+  write(query: CompiledQuery<unknown>): Promise<void>
+}
+
+export interface ListenHandlers {
+  /** How the connection is named to the database (pg_stat_activity's application_name). */
+  name: string
+  /** The least time a ping may take before the connection counts as lost (a reconnect costs its user). */
+  pingTimeoutMs: number
+  onNotification(payload: string): void
+  /** The connection failed or ended; it is not used again. */
+  onLost(err?: Error): void
+}
+
+/** A LISTEN connection (Backend.listen). */
+export interface Listener {
+  /** Resolves once the connection is up and listening; rejects if it could not get there. */
+  readonly listening: Promise<void>
+  /** A round trip: a silently dead connection is found out. */
+  ping(): Promise<void>
   close(): Promise<void>
 }
 

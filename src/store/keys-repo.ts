@@ -22,6 +22,11 @@ export async function findShop(db: Kysely<Tables>, name: string) {
   return db.selectFrom('shops').selectAll().where('name', '=', name).executeTakeFirst()
 }
 
+/** Every shop's id, in order. */
+export async function allShopIds(db: Kysely<Tables>): Promise<number[]> {
+  return (await db.selectFrom('shops').select('id').orderBy('id').execute()).map((r) => r.id)
+}
+
 export async function countShops(db: Kysely<Tables>): Promise<number> {
   const row = await db.selectFrom('shops').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   return Number(row.n)

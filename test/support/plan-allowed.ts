@@ -145,13 +145,13 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: 'A points rebuild walks a shop\'s orders by id, 500 at a time: pages of the primary key (src/loyalty/rebuild.ts); on PostgreSQL it leads with the id (migration 0010), other shops\' orders among them checked and left.',
+    why: 'A points rebuild walks a shop\'s orders by id, 500 at a time: pages of the primary key (src/store/rebuild-repo.ts); on PostgreSQL it leads with the id (migration 0010), other shops\' orders among them checked and left.',
     statement: /^select "id" from "orders" where "shop_id" = \S+ and "id" > \S+ order by "id" limit \S+$/,
     table: 'orders',
     shape: { postgres: pgRange('orders_pk', 'orders', 'id > \\$2\\) AND \\(shop_id = \\$1'), sqlite: /^SEARCH orders USING COVERING INDEX sqlite_autoindex_orders_1 \(shop_id=\? AND id>\?\)$/ },
   },
   {
-    why: 'A points rebuild walks a shop\'s customers with entries, 500 at a time: pages of the shop\'s range of ledger_customer (src/loyalty/rebuild.ts).',
+    why: 'A points rebuild walks a shop\'s customers with entries, 500 at a time: pages of the shop\'s range of ledger_customer (src/store/rebuild-repo.ts).',
     statement: /^select distinct "customer_id" from "ledger" where .*"customer_id" > \S+ order by "customer_id" limit \S+$/,
     table: 'ledger',
     shape: { postgres: pgRange('ledger_customer', 'ledger', 'customer_id > \\$2\\) AND \\(shop_id = '), sqlite: /^SEARCH ledger USING COVERING INDEX ledger_customer \(customer_id>\?\)$/ },

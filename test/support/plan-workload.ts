@@ -5,10 +5,10 @@ import { v7 as uuidv7 } from 'uuid'
 import { benchWebhook } from '../../bench/webhook.ts'
 import type { BatchItem, PointsCommand } from '../../src/batch/commands.ts'
 import type { Topic, Webhook } from '../../src/domain/webhook.ts'
-import { startExpirySweeper } from '../../src/loyalty/expiry-sweeper.ts'
-import { rebuildPoints } from '../../src/loyalty/rebuild.ts'
+import { startExpirySweeper } from '../../src/jobs/expiry-sweeper.ts'
+import { rebuildPoints } from '../../src/unit-of-work/rebuild.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
-import { batchApplier, type BatchResult } from '../../src/store/apply-batch.ts'
+import { batchApplier, type BatchResult } from '../../src/unit-of-work/apply-batch.ts'
 import { shopNames } from '../../src/store/admin-read-repo.ts'
 import { eventsSince } from '../../src/store/admin-events-repo.ts'
 import { changesAfter, lastPosition, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery } from '../../src/store/changes-repo.ts'
@@ -141,7 +141,7 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
     queue = result.catch(() => {})
     return result
   }
-  const sweeper = startExpirySweeper(backend, submit, () => Date.now(), 0, (err) => { throw err })
+  const sweeper = startExpirySweeper(backend, submit, () => Date.now(), 0, (_cause, err) => { throw err })
   await sweeper.sweep()
   await run('points after the first sweep', [hook('order/hook_created', order(107, 5, { customer: customer(4, 5) }))])
   await sweeper.sweep()

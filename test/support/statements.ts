@@ -22,11 +22,11 @@ export interface Captured {
 }
 
 /**
- * The write path: a batch's locks, loads and writes (src/store/apply-batch.ts and what it calls,
+ * The write path: a batch's locks, loads and writes (src/unit-of-work/apply-batch.ts and what it calls,
  * the explanation of an order's points too, which loads as a batch does), the change feed's
  * positions included. A statement issued with one of these files on its stack is the write path's.
  */
-const WRITE_PATH = ['src/store/apply-batch.ts', 'src/store/batch-load.ts', 'src/store/batch-write.ts']
+const WRITE_PATH = ['src/unit-of-work/apply-batch.ts', 'src/store/batch-load.ts', 'src/store/batch-write.ts']
 
 /** Frames of the plumbing between the code and the database: the origin is the first frame past them. */
 const PLUMBING = /^src\/store\/dialect(-\w+)?\.ts$/

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto'
 import { describe, test } from 'node:test'
 import type { PointsCommand } from '../../batch/commands.ts'
 import { PROBLEMS, type ProblemStatus } from '../../schemas/problems.ts'
-import type { BatchResult } from '../../store/apply-batch.ts'
+import type { BatchResult } from '../../unit-of-work/apply-batch.ts'
 import { GroupCommitWriter } from '../../writer/group-commit.ts'
 import { idempotencyKey, isEventId, isUuid, NotStored, parseId, problem, ProblemError, submit, type ProblemType, type Writing } from './index.ts'
 

@@ -1,6 +1,10 @@
 import type { CommandOutcome, PointsCommand } from '../../batch/commands.ts'
 import type { Outcome, Webhook } from '../../domain/webhook.ts'
-import type { Services } from '../../services.ts'
+import type { BatchItem } from '../../batch/commands.ts'
+import type { Config } from '../../config.ts'
+import type { BatchResult } from '../../unit-of-work/apply-batch.ts'
+import type { GroupCommitWriter } from '../../writer/group-commit.ts'
+import type { Metrics } from '../metrics.ts'
 import { QueueFullError, WriterUnavailableError } from '../../writer/group-commit.ts'
 import { databaseUnavailable, ProblemError, unavailable } from '../problem.ts'
 
@@ -21,7 +25,12 @@ export class NotStored extends ProblemError {
   }
 }
 
-export type Writing = Pick<Services, 'writer' | 'metrics' | 'config'>
+/** What submitting takes of the app's services (src/services.ts, a layer above: spelled out here). */
+export interface Writing {
+  writer: GroupCommitWriter<BatchItem, BatchResult>
+  metrics: Pick<Metrics, 'unavailable'>
+  config: Pick<Config, 'RETRY_AFTER_SECONDS'>
+}
 
 /** Submits an item and waits for its commit: its outcome, or a 503 thrown (`what` names the item in it). */
 export async function submit(services: Writing, item: Webhook, what: string): Promise<Outcome>

@@ -1,4 +1,4 @@
-import { arrivalClockUs } from '../../domain/time.ts'
+import { arrivalClockUs } from '../../http/arrival-clock.ts'
 import type { AdminAuth } from '../../http/admin-auth.ts'
 import { badRequest } from '../../http/intake/index.ts'
 import { noStore } from '../../http/no-store.ts'

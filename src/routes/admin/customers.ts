@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { CustomerRecord, OrderRecord } from '../../domain/merge.ts'
 import { fromMinor } from '../../domain/money.ts'
 import { formatInstant, formatUs } from '../../domain/time.ts'
-import { explainOrderPoints } from '../../loyalty/explain.ts'
+import { explainOrderPoints } from '../../unit-of-work/explain.ts'
 import { parseStoredRule } from '../../loyalty/rule.ts'
 import { DAY_US, expiringBetween } from '../../loyalty/wallet.ts'
 import {

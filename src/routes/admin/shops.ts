@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
-import { arrivalClockUs, formatInstant, formatUs } from '../../domain/time.ts'
+import { formatInstant, formatUs } from '../../domain/time.ts'
+import { arrivalClockUs } from '../../http/arrival-clock.ts'
 import { ADMIN_PROBLEMS, AdminShopList, OUTCOMES, PageQuery, Stats, StatsQuery } from '../../schemas/admin.ts'
 import { outcomesSince, perMinute } from '../../store/admin-events-repo.ts'
 import { shopCounts, shopPage } from '../../store/admin-read-repo.ts'

@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
-import { arrivalClockUs } from '../../domain/time.ts'
+import { arrivalClockUs } from '../../http/arrival-clock.ts'
 import { ADMIN_PROBLEMS, StreamQuery } from '../../schemas/admin.ts'
 import { eventsSince, type EventListRow } from '../../store/admin-events-repo.ts'
 import { shopNames } from '../../store/admin-read-repo.ts'

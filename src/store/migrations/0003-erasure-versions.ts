@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely'
 /**
  * Versions that make erasure and the customer link independent of arrival order:
  * the webhook and the customer snapshot that set an order's link, and the newest delete ever
- * received for a customer (see src/domain/merge.ts and src/store/apply-batch.ts).
+ * received for a customer (see src/domain/merge.ts and src/unit-of-work/apply-batch.ts).
  */
 export const erasureVersions = {
   async up(db: Kysely<any>): Promise<void> {

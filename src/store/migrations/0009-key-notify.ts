@@ -4,7 +4,7 @@ import { sql, type Kysely } from 'kysely'
  * PostgreSQL: a NOTIFY on channel `shop_intake_keys` whenever a key is created, revoked or
  * deleted, whoever does it (the command line, an admin API, SQL by hand), with the schema and the
  * key's hash as payload, sent when the change commits. Every server process listens
- * (src/http/key-revocations.ts) and drops the key from its cache, so a revoke reaches all of them
+ * (src/jobs/key-revocations.ts) and drops the key from its cache, so a revoke reaches all of them
  * at once rather than after KEY_CACHE_SECONDS. SQLite has no NOTIFY (and runs one server process).
  */
 export function keyNotify(kind: 'sqlite' | 'postgres') {

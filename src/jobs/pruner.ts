@@ -1,5 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { PRUNE_BATCH, retentionCutoffUs, type Pruned } from '../store/prune.ts'
+import { startLoop } from './loop.ts'
+import { reportOncePer } from './report.ts'
 
 export interface PrunerOptions {
   /** Events older than this are pruned; 0 keeps everything. */
@@ -23,7 +25,6 @@ const PAUSE_FACTOR_LOADED = 9
 const PAUSE_FACTOR_IDLE = 1
 const MIN_PAUSE_MS = 10
 
-
 /**
  * Prunes events past the retention period while the service runs: a pass at start and every
  * `intervalSeconds`, each pass in small transactions until nothing is left past the cutoff.
@@ -31,41 +32,25 @@ const MIN_PAUSE_MS = 10
  */
 export function startPruner(options: PrunerOptions): () => Promise<void> {
   if (options.retentionDays === 0) return async () => {}
-  let stopped = false
-  let wake: (() => void) | undefined
-  // A wait that stopping cuts short.
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      wake = resolve
-      setTimeout(resolve, ms).unref()
-    })
   const pass = async () => {
     const cutoffUs = retentionCutoffUs(options.retentionDays)
     let total = 0
-    while (!stopped) {
+    while (!loop.stopped) {
       const { deleted, busyMs } = await options.prune(cutoffUs, PRUNE_BATCH)
       total += deleted
       if (deleted > 0) options.onPruned(deleted)
       if (deleted < PRUNE_BATCH) break
-      await pause(Math.max(MIN_PAUSE_MS, busyMs * (options.loaded() ? PAUSE_FACTOR_LOADED : PAUSE_FACTOR_IDLE)))
+      await loop.pause(Math.max(MIN_PAUSE_MS, busyMs * (options.loaded() ? PAUSE_FACTOR_LOADED : PAUSE_FACTOR_IDLE)))
     }
     if (total > 0) options.log.info({ pruned: total, retention_days: options.retentionDays }, 'pruned events past the retention period')
   }
-  const running = (async () => {
-    while (!stopped) {
-      try {
-        await pass()
-      } catch (err) {
-        // The database is away or busy: the next pass tries again; the events stay until then.
-        options.log.warn({ err }, 'pruning events failed; retrying at the next pass')
-      }
-      if (stopped) break
-      await pause(options.intervalSeconds * 1000)
-    }
-  })()
-  return async () => {
-    stopped = true
-    wake?.()
-    await running
-  }
+  // The database is away or busy: the next pass tries again; the events stay until then.
+  const loop = startLoop({
+    pass,
+    firstMs: 0,
+    everyMs: options.intervalSeconds * 1000,
+    report: reportOncePer(() => options.log),
+    failure: 'pruning events failed; retrying at the next pass',
+  })
+  return loop.stop
 }

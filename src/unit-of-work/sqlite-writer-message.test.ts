@@ -16,16 +16,34 @@ const id = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })
 
 const customerBody = fc.record(
   {
-    id, first_name: text, last_name: text, email: fc.emailAddress(), is_newsletter: fc.boolean(),
-    tags: fc.array(text, { maxLength: 4 }), created_at: instant, updated_at: instant,
+    id,
+    first_name: text,
+    last_name: text,
+    email: fc.emailAddress(),
+    is_newsletter: fc.boolean(),
+    tags: fc.array(text, { maxLength: 4 }),
+    created_at: instant,
+    updated_at: instant,
   },
   { requiredKeys: ['id'] },
 )
 const orderBody = fc.record(
   {
-    id, currency: fc.constantFrom('EUR', 'USD'), email: fc.emailAddress(), ref: text, total: money, subtotal: money,
-    amount_shipping: money, amount_giftcard: money, amount_tax: money, cancelled_at: fc.option(instant, { nil: null }),
-    processed_at: instant, is_fulfilled: fc.boolean(), is_refunded: fc.boolean(), is_paid: fc.boolean(), updated_at: instant,
+    id,
+    currency: fc.constantFrom('EUR', 'USD'),
+    email: fc.emailAddress(),
+    ref: text,
+    total: money,
+    subtotal: money,
+    amount_shipping: money,
+    amount_giftcard: money,
+    amount_tax: money,
+    cancelled_at: fc.option(instant, { nil: null }),
+    processed_at: instant,
+    is_fulfilled: fc.boolean(),
+    is_refunded: fc.boolean(),
+    is_paid: fc.boolean(),
+    updated_at: instant,
     customer: customerBody,
   },
   { requiredKeys: ['id'] },
@@ -48,9 +66,16 @@ const webhook: fc.Arbitrary<Webhook> = fc
     const raw = Buffer.concat([Buffer.from(JSON.stringify(body)), extra])
     const w: Webhook = {
       eventId: `0190a8e4-0000-7000-8000-${String(receivedUs).slice(-12)}`,
-      shopId, keyId: shopId * 2, topic, receivedUs, body: raw,
+      shopId,
+      keyId: shopId * 2,
+      topic,
+      receivedUs,
+      body: raw,
       headers: JSON.stringify({ 'content-type': 'application/json' }),
-      idemKey, bodyHash: `hash-${raw.length}`, resourceId: body.id, customerId: rejected ? null : body.id,
+      idemKey,
+      bodyHash: `hash-${raw.length}`,
+      resourceId: body.id,
+      customerId: rejected ? null : body.id,
       change: rejected ? null : changeFor(topic, body as never, receivedUs),
       errors: rejected ? [{ pointer: '/id', detail: 'must be an integer' }] : null,
     }
@@ -93,10 +118,16 @@ test('the bodies cross as one transferred buffer, not one copy of a pool slab ea
   const batch = [1, 2, 3].map((n) => ({ ...sample(), body: small(n) }))
   assert.ok(batch[0]!.body.buffer.byteLength > batch[0]!.body.byteLength)
   const { message, transfer } = encodeBatch(batch, 0)
-  assert.equal(message.bodies.byteLength, batch.reduce((sum, w) => sum + w.body.byteLength, 0))
+  assert.equal(
+    message.bodies.byteLength,
+    batch.reduce((sum, w) => sum + w.body.byteLength, 0),
+  )
   assert.deepEqual(transfer, [message.bodies])
   const decoded = decodeBatch(structuredClone(message, { transfer })) as Webhook[]
-  assert.deepEqual(decoded.map((w) => Buffer.from(w.body).toString()), ['{"id":1}', '{"id":2}', '{"id":3}'])
+  assert.deepEqual(
+    decoded.map((w) => Buffer.from(w.body).toString()),
+    ['{"id":1}', '{"id":2}', '{"id":3}'],
+  )
 })
 
 test('a field the message has no place for is an error, not a field lost on the way', () => {
@@ -108,8 +139,18 @@ test('a field the message has no place for is an error, not a field lost on the 
 function sample(): Webhook {
   const body = { id: 5, first_name: 'Ada', updated_at: '2024-01-01T00:00:00Z' }
   return {
-    eventId: '0190a8e4-0000-7000-8000-000000000001', shopId: 1, keyId: 1, topic: 'customer/hook_created', receivedUs: 1_700_000_000_000_000,
-    body: Buffer.from(JSON.stringify(body)), headers: '{}', idemKey: null, bodyHash: 'h', resourceId: 5, customerId: 5,
-    change: changeFor('customer/hook_created', body, 1_700_000_000_000_000), errors: null,
+    eventId: '0190a8e4-0000-7000-8000-000000000001',
+    shopId: 1,
+    keyId: 1,
+    topic: 'customer/hook_created',
+    receivedUs: 1_700_000_000_000_000,
+    body: Buffer.from(JSON.stringify(body)),
+    headers: '{}',
+    idemKey: null,
+    bodyHash: 'h',
+    resourceId: 5,
+    customerId: 5,
+    change: changeFor('customer/hook_created', body, 1_700_000_000_000_000),
+    errors: null,
   }
 }

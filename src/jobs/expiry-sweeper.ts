@@ -1,8 +1,10 @@
 import type { BatchItem, ExpireCommand } from '../batch/commands.ts'
-import type { BatchResult } from '../store/apply-batch.ts'
+import { DAY_US } from '../loyalty/wallet.ts'
 import { dueCandidates, expiryRules, maxLedgerId } from '../store/points-repo.ts'
 import type { Backend } from '../store/dialect.ts'
-import { DAY_US } from './wallet.ts'
+import type { BatchResult } from '../unit-of-work/apply-batch.ts'
+import { startLoop } from './loop.ts'
+import type { Report } from './report.ts'
 
 // Writes expiry when it falls due: every few seconds it finds customers with a
 // lot whose expiry date has passed and sends an expire command for each
@@ -24,14 +26,11 @@ export function startExpirySweeper(
   submit: (item: BatchItem) => Promise<BatchResult>,
   clockMs: () => number,
   everyMs: number,
-  onError: (error: unknown) => void,
+  report: Report,
 ): ExpirySweeper {
   /** Per shop and rule: the cutoff already swept, and the ledger id entries after which may have made old lots due again. */
   const swept = new Map<string, { cutoffUs: number; afterId: number }>()
   let lastMaxId = 0
-  let running: Promise<number> | undefined
-  let timer: NodeJS.Timeout | undefined
-  let stopped = false
 
   async function pass(): Promise<number> {
     const nowUs = clockMs() * 1000
@@ -56,24 +55,12 @@ export function startExpirySweeper(
     return settled
   }
 
-  const sweep = () => {
-    running ??= pass().finally(() => (running = undefined))
-    return running
-  }
-  const tick = () => {
-    if (stopped) return
-    sweep().catch(onError).finally(() => {
-      if (!stopped) timer = setTimeout(tick, everyMs).unref()
-    })
-  }
-  if (everyMs > 0) timer = setTimeout(tick, Math.min(everyMs, 1000)).unref()
-
-  return {
-    sweep,
-    async stop() {
-      stopped = true
-      clearTimeout(timer)
-      await running?.catch(() => {})
-    },
-  }
+  const loop = startLoop({
+    pass,
+    everyMs,
+    ...(everyMs > 0 ? { firstMs: Math.min(everyMs, 1000) } : {}),
+    report,
+    failure: 'the expiry sweep failed; the next one tries again',
+  })
+  return { sweep: loop.run, stop: loop.stop }
 }

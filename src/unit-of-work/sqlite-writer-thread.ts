@@ -1,9 +1,9 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { CompiledQuery } from 'kysely'
 import { batchApplier } from './apply-batch.ts'
-import { openSqlite } from './dialect-sqlite.ts'
-import { pruneEventsTimed } from './prune.ts'
-import { touchKeysQuery } from './keys-repo.ts'
+import { openSqlite } from '../store/dialect-sqlite.ts'
+import { pruneEventsTimed } from '../store/prune.ts'
+import { touchKeysQuery } from '../store/keys-repo.ts'
 import { decodeBatch, type BatchMessage } from './sqlite-writer-message.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync

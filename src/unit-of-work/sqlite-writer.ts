@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads'
 import type { BatchResult } from './apply-batch.ts'
-import { addCalls, type DbCalls } from './db-calls.ts'
-import type { BatchWriter } from './dialect.ts'
-import type { Pruned } from './prune.ts'
+import { addCalls, type DbCalls } from '../store/db-calls.ts'
+import type { BatchWriter } from './batch-writer.ts'
+import type { Pruned } from '../store/prune.ts'
 import { encodeBatch, type BatchMessage } from './sqlite-writer-message.ts'
 
 interface Reply {
@@ -50,7 +50,10 @@ export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWri
     pending.delete(reply.id)
     if (reply.error) waiter.reject(revive(reply.error))
     else if (reply.pruned !== undefined) waiter.resolve(reply.pruned)
-    else waiter.resolve((reply.results ?? []).map((r) => (r.status === 'failed' ? { status: 'failed', error: revive(r.error as PlainError) } : r)) as BatchResult[])
+    else
+      waiter.resolve(
+        (reply.results ?? []).map((r) => (r.status === 'failed' ? { status: 'failed', error: revive(r.error as PlainError) } : r)) as BatchResult[],
+      )
   })
   const fail = (err: Error) => {
     // The first cause is the one worth keeping: an 'error' is followed by an 'exit'.
@@ -62,7 +65,12 @@ export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWri
   worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
 
   const send = <R = BatchResult[]>(
-    message: { batch: BatchMessage } | { ping: true } | { prune: { cutoffUs: number; limit: number } } | { touch: { keyIds: readonly number[]; at: string } } | { write: { sql: string; parameters: readonly unknown[] } },
+    message:
+      | { batch: BatchMessage }
+      | { ping: true }
+      | { prune: { cutoffUs: number; limit: number } }
+      | { touch: { keyIds: readonly number[]; at: string } }
+      | { write: { sql: string; parameters: readonly unknown[] } },
     transfer?: ArrayBuffer[],
   ) =>
     new Promise<R>((resolve, reject) => {

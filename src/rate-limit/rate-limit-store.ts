@@ -104,7 +104,15 @@ function localStore(): RateLimitStore {
     },
     child: () => store,
   }
-  return { Store: class { constructor() { return store } } as unknown as new () => Store, redisUp: () => undefined, close: async () => {} }
+  return {
+    Store: class {
+      constructor() {
+        return store
+      }
+    } as unknown as new () => Store,
+    redisUp: () => undefined,
+    close: async () => {},
+  }
 }
 
 /**
@@ -166,24 +174,27 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
   const store: Store = {
     incr(key, cb, timeWindow) {
       if (!up || Date.now() < skipUntil) return failOpen(cb, new Error('Redis is unreachable; the webhook is let through uncounted'))
-      answerOf((redis as unknown as { shopIntakeRate(key: string, ms: number): Promise<[number, number]> }).shopIntakeRate(prefix + key, timeWindow))
-        .then(
-          ([current, ttl]) => {
-            reported = false
-            cb(null, { current, ttl })
-          },
-          (err: Error) => {
-            // A timeout leaves the connection up: skip it a while rather than wait on every webhook.
-            skipUntil = Date.now() + OPEN_CIRCUIT_MS
-            report(err)
-            failOpen(cb, err)
-          },
-        )
+      answerOf((redis as unknown as { shopIntakeRate(key: string, ms: number): Promise<[number, number]> }).shopIntakeRate(prefix + key, timeWindow)).then(
+        ([current, ttl]) => {
+          reported = false
+          cb(null, { current, ttl })
+        },
+        (err: Error) => {
+          // A timeout leaves the connection up: skip it a while rather than wait on every webhook.
+          skipUntil = Date.now() + OPEN_CIRCUIT_MS
+          report(err)
+          failOpen(cb, err)
+        },
+      )
     },
     child: () => store,
   }
   return {
-    Store: class { constructor() { return store } } as unknown as new () => Store,
+    Store: class {
+      constructor() {
+        return store
+      }
+    } as unknown as new () => Store,
     redisUp: () => up && Date.now() >= skipUntil,
     async close() {
       redis.disconnect()

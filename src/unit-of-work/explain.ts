@@ -1,9 +1,9 @@
 import { holdingsOf, owners } from '../batch/decide.ts'
 import { keyOf } from '../batch/state.ts'
-import { loadBatch } from '../store/batch-load.ts'
+import { targetFor } from '../loyalty/points.ts'
+import { DEFAULT_RULE } from '../loyalty/rule.ts'
 import type { Backend } from '../store/dialect.ts'
-import { targetFor } from './points.ts'
-import { DEFAULT_RULE } from './rule.ts'
+import { loadUnit } from './apply-batch.ts'
 
 export interface OrderPoints {
   held: number
@@ -13,11 +13,11 @@ export interface OrderPoints {
 }
 
 /**
- * What an order holds in the ledger, who holds it and why, from committed
- * state. Reads take no locks: they never wait for a writing batch.
+ * What an order holds in the ledger, who holds it and why, from committed state loaded as the
+ * unit of work loads it, with no locks: a read never waits for a writing batch, and writes nothing.
  */
 export async function explainOrderPoints(backend: Backend, shopId: number, orderId: number): Promise<OrderPoints | undefined> {
-  const state = await loadBatch(backend, backend.reads, [], new Map([[shopId, [orderId]]]))
+  const state = await loadUnit(backend, backend.reads, { items: [], settle: new Map([[shopId, [orderId]]]) }, null)
   const key = keyOf(shopId, orderId)
   const order = state.orders.get(key)
   if (!order) return undefined

@@ -21,7 +21,23 @@ export interface BatchMessage {
 
 /** Compile-time: `K` names every key of `T`, so that a key added to a type is not silently left behind. */
 type Exactly<T, K extends keyof T> = [Exclude<keyof T, K>] extends [never] ? true : never
-const webhookKeys: Exactly<Webhook, 'eventId' | 'shopId' | 'keyId' | 'topic' | 'receivedUs' | 'body' | 'headers' | 'idemKey' | 'bodyHash' | 'resourceId' | 'customerId' | 'change' | 'errors' | 'replayOf'> = true
+const webhookKeys: Exactly<
+  Webhook,
+  | 'eventId'
+  | 'shopId'
+  | 'keyId'
+  | 'topic'
+  | 'receivedUs'
+  | 'body'
+  | 'headers'
+  | 'idemKey'
+  | 'bodyHash'
+  | 'resourceId'
+  | 'customerId'
+  | 'change'
+  | 'errors'
+  | 'replayOf'
+> = true
 const customerKeys: Exactly<CustomerPatch, 'id' | 'fields' | 'deleted' | 'clock'> = true
 const orderKeys: Exactly<OrderPatch, 'id' | 'fields' | 'cancelled_us' | 'processed_us' | 'dated' | 'clock' | 'customer'> = true
 const clockKeys: Exactly<Clock, 'version_us' | 'arrival_us'> = true
@@ -72,9 +88,16 @@ function encodeChange(change: Change | null): unknown[] | null {
   const o = change.order
   const link = o.customer
   return [
-    ORDER_CHANGE, o.id, encodeFields(o.fields, ORDER_FIELD_INDEX), o.dated, o.clock.version_us, o.clock.arrival_us,
+    ORDER_CHANGE,
+    o.id,
+    encodeFields(o.fields, ORDER_FIELD_INDEX),
+    o.dated,
+    o.clock.version_us,
+    o.clock.arrival_us,
     link === null ? null : [link.customer_id, link.link_us, link.snapshot_us],
-    ('cancelled_us' in o ? HAS_CANCELLED : 0) | ('processed_us' in o ? HAS_PROCESSED : 0), o.cancelled_us, o.processed_us,
+    ('cancelled_us' in o ? HAS_CANCELLED : 0) | ('processed_us' in o ? HAS_PROCESSED : 0),
+    o.cancelled_us,
+    o.processed_us,
     change.customer === null ? null : encodeCustomer(change.customer),
   ]
 }
@@ -112,8 +135,19 @@ export function encodeBatch(batch: readonly BatchItem[], atUs: number): { messag
     bodies.set(w.body, at)
     at += w.body.byteLength
     const values: unknown[] = [
-      w.eventId, w.shopId, w.keyId, TOPICS.indexOf(w.topic), w.receivedUs, w.body.byteLength, w.headers, w.idemKey, w.bodyHash,
-      w.resourceId, w.customerId, encodeChange(w.change), w.errors,
+      w.eventId,
+      w.shopId,
+      w.keyId,
+      TOPICS.indexOf(w.topic),
+      w.receivedUs,
+      w.body.byteLength,
+      w.headers,
+      w.idemKey,
+      w.bodyHash,
+      w.resourceId,
+      w.customerId,
+      encodeChange(w.change),
+      w.errors,
     ]
     if ('replayOf' in w) values.push(w.replayOf)
     items[i] = values

@@ -1,0 +1,70 @@
+// The import graph of src/ (npm run lint:deps, part of npm test): no cycles, and no import that
+// runs back up the layers below. A layer may import any layer under it, never one above it.
+// Bottom to top (DEVELOPERS.md, Layout, says what each folder holds):
+//
+//   core         domain/, loyalty/ (over domain/), schemas/, config.ts: pure rules, shapes, settings
+//   batch        batch/: the decider
+//   store        store/ (all SQL, the dialects), rate-limit/ (the rate limit's counters, Redis)
+//   unit-of-work unit-of-work/ (lock, load, decide, write), writer/ (the group commit in front
+//                of it), keys/ (issuing keys through the store)
+//   jobs         jobs/ (background loops), feed/ (the change feed after commit)
+//   http         http/: the protocol plumbing routes share
+//   routes       routes/, services.ts (what buildApp gives them)
+//   entry        app.ts, server.ts, cluster*.ts, cli/
+
+const LAYERS = [
+  ['core', ['src/domain/', 'src/schemas/', 'src/loyalty/', 'src/config\\.ts$']],
+  ['batch', ['src/batch/']],
+  ['store', ['src/store/', 'src/rate-limit/']],
+  ['unit-of-work', ['src/unit-of-work/', 'src/writer/', 'src/keys/']],
+  ['jobs', ['src/jobs/', 'src/feed/']],
+  ['http', ['src/http/']],
+  ['routes', ['src/routes/', 'src/services\\.ts$']],
+  ['entry', ['src/app\\.ts$', 'src/server\\.ts$', 'src/cluster[\\w-]*\\.ts$', 'src/cli/']],
+]
+
+const anyOf = (paths) => `^(${paths.join('|')})`
+
+const upward = LAYERS.slice(0, -1).map(([name, paths], i) => ({
+  name: `${name}-not-up`,
+  comment: `${name} imports nothing from the layers above it (${LAYERS.slice(i + 1)
+    .map(([n]) => n)
+    .join(', ')})`,
+  severity: 'error',
+  from: { path: anyOf(paths) },
+  to: { path: anyOf(LAYERS.slice(i + 1).flatMap(([, p]) => p)) },
+}))
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'a cycle ties its files into one: whichever is loaded first sees the others half-defined',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'domain-not-loyalty',
+      comment: 'inside the core: the points rules build on the general rules, not the other way round',
+      severity: 'error',
+      from: { path: '^src/domain/' },
+      to: { path: '^src/loyalty/' },
+    },
+    {
+      name: 'every-file-in-a-layer',
+      comment: 'a new top-level folder or file of src/ gets its place in LAYERS',
+      severity: 'error',
+      from: { path: '^src/', pathNot: anyOf(LAYERS.flatMap(([, p]) => p)) },
+      to: {},
+    },
+    ...upward,
+  ],
+  options: {
+    // TypeScript 7 has no compiler API for dependency-cruiser: swc parses, and sees type-only imports too.
+    parser: 'swc',
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: ['\\.test\\.ts$', 'node_modules'] },
+  },
+}

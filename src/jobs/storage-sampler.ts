@@ -1,0 +1,35 @@
+import type { Backend } from '../store/dialect.ts'
+import { oldestEventUs } from '../store/prune.ts'
+import { startLoop } from './loop.ts'
+import type { Report } from './report.ts'
+
+/** The latest sample of the database's size and oldest event (taken every STORAGE_SAMPLE_SECONDS, not per scrape). */
+export interface StorageSample {
+  bytes: number
+  /** Receive time of the oldest stored event, epoch µs; null when none is stored. */
+  oldestEventUs: number | null
+}
+
+export interface StorageSampler {
+  /** The latest sample (zero and null until the first). */
+  latest(): StorageSample
+  stop(): Promise<void>
+}
+
+/**
+ * Samples the database's size and oldest event at start and every `everySeconds`: a scrape of
+ * /metrics then costs no query, and a slow database cannot slow it. A failed sample keeps the previous one.
+ */
+export function startStorageSampler(backend: Backend, everySeconds: number, report: Report): StorageSampler {
+  let sample: StorageSample = { bytes: 0, oldestEventUs: null }
+  const loop = startLoop({
+    pass: async () => {
+      sample = { bytes: await backend.sizeBytes(), oldestEventUs: await oldestEventUs(backend) }
+    },
+    firstMs: 0,
+    everyMs: everySeconds * 1000,
+    report,
+    failure: 'sampling the database size failed; /metrics keeps the previous sample',
+  })
+  return { latest: () => sample, stop: loop.stop }
+}
