@@ -23,7 +23,13 @@ if (target !== undefined && !(target in TARGETS)) {
   throw new Error(`MUTATE=${target} is not one of: ${Object.keys(TARGETS).join(', ')}`)
 }
 const files = target === undefined ? Object.keys(TARGETS) : [target]
-const name = target === undefined ? 'all' : target.replace(/^src\//, '').replace(/\.ts$/, '').replaceAll('/', '-')
+const name =
+  target === undefined
+    ? 'all'
+    : target
+        .replace(/^src\//, '')
+        .replace(/\.ts$/, '')
+        .replaceAll('/', '-')
 
 export default {
   testRunner: 'tap',

@@ -4,7 +4,9 @@ import { createHash } from 'node:crypto'
 import basicAuth from 'basic-auth'
 import Fastify from 'fastify'
 
-const keyHash = createHash('sha256').update(process.env.BENCH_KEY ?? '').digest('hex')
+const keyHash = createHash('sha256')
+  .update(process.env.BENCH_KEY ?? '')
+  .digest('hex')
 const keys = new Map([[keyHash, { shopId: 1 }]])
 const app = Fastify({ logger: false })
 

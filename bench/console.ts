@@ -36,7 +36,7 @@ async function timed(url: string, authorization: string): Promise<{ ms: number[]
   for (let i = 0; i < runs; i++) {
     const start = performance.now()
     const res = await fetch(url, { headers: { authorization } })
-    const body = await res.json() as typeof last
+    const body = (await res.json()) as typeof last
     ms.push(performance.now() - start)
     if (res.status !== 200) throw new Error(`${url}: ${res.status} ${JSON.stringify(body)}`)
     last = body
@@ -63,11 +63,25 @@ for (const target of targets) {
       await insertAdmin(app.services.backend.db, 'bench', hashKey(key), keyHint(key))
       const authorization = `Basic ${Buffer.from(`:${key}`).toString('base64')}`
       const db = app.services.backend.db
-      const stored = await db.selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
-      const rejected = await db.selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).where('outcome', '=', 'rejected').executeTakeFirstOrThrow()
+      const stored = await db
+        .selectFrom('events')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+      const rejected = await db
+        .selectFrom('events')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('outcome', '=', 'rejected')
+        .executeTakeFirstOrThrow()
       // The middle of the shop's events, newest first: where a deep cursor points (found here with OFFSET; the API never uses it).
-      const middle = await db.selectFrom('events').select(['received_us', 'id']).where('shop_id', '=', shop.shopId)
-        .orderBy('received_us', 'desc').orderBy('id', 'desc').offset(Math.floor(count / 2)).limit(1).executeTakeFirstOrThrow()
+      const middle = await db
+        .selectFrom('events')
+        .select(['received_us', 'id'])
+        .where('shop_id', '=', shop.shopId)
+        .orderBy('received_us', 'desc')
+        .orderBy('id', 'desc')
+        .offset(Math.floor(count / 2))
+        .limit(1)
+        .executeTakeFirstOrThrow()
       const deep = encodeCursor([Number(middle.received_us), middle.id])
       const list = `${base}/v3/admin/events?shop=bench`
       const cases = {

@@ -35,7 +35,12 @@ export function printWalPages(target: string, w: WalPhase): void {
       (w.complete ? '' : ' (INCOMPLETE: the WAL was reset during the phase)'),
   )
   console.table(
-    w.btrees.slice(0, 15).map((b) => ({ 'table or index': b.name, 'pages/webhook': b.frames_per_webhook, 'bytes/webhook': b.bytes_per_webhook, 'distinct pages': b.distinct_pages })),
+    w.btrees.slice(0, 15).map((b) => ({
+      'table or index': b.name,
+      'pages/webhook': b.frames_per_webhook,
+      'bytes/webhook': b.bytes_per_webhook,
+      'distinct pages': b.distinct_pages,
+    })),
   )
 }
 

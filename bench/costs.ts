@@ -122,13 +122,22 @@ function checkWriterIsBusiest(before: ServiceSample, after: ServiceSample, write
   }
   const [pid, tid] = busiest[0].split('/').map(Number)
   if (writers.get(pid!) !== tid) {
-    process.stderr.write(`warning: the busiest thread besides the main one was ${busiest[0]}, not the writer thread found (${[...writers].map(([p, t]) => `${p}/${t}`).join(' ')}): the split may be wrong\n`)
+    process.stderr.write(
+      `warning: the busiest thread besides the main one was ${busiest[0]}, not the writer thread found (${[...writers].map(([p, t]) => `${p}/${t}`).join(' ')}): the split may be wrong\n`,
+    )
   }
 }
 
 const round = (n: number, places = 0) => Math.round(n * 10 ** places) / 10 ** places
 
-function costsOf(requests: number, before: ServiceSample, after: ServiceSample, hasWriter: boolean, pgCpu?: PostgresCpu, metrics?: [WritePathCounts, WritePathCounts]): Costs {
+function costsOf(
+  requests: number,
+  before: ServiceSample,
+  after: ServiceSample,
+  hasWriter: boolean,
+  pgCpu?: PostgresCpu,
+  metrics?: [WritePathCounts, WritePathCounts],
+): Costs {
   const n = Math.max(1, requests)
   const us = (ticks: number) => round(((ticks / clockTicks()) * 1e6) / n)
   const total = after.total - before.total

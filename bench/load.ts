@@ -92,13 +92,19 @@ const ms = (us: number) => Math.round(us / 100) / 10
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const { threads, port } = options.pool.options
   const args = [
-    '--threads', String(threads),
-    '--connections', String(options.connections),
-    '--duration', `${options.seconds}s`,
-    '--timeout', '10s',
-    '--script', SCRIPT,
+    '--threads',
+    String(threads),
+    '--connections',
+    String(options.connections),
+    '--duration',
+    `${options.seconds}s`,
+    '--timeout',
+    '10s',
+    '--script',
+    SCRIPT,
     `http://127.0.0.1:${port}`,
-    '--', options.pool.prefix,
+    '--',
+    options.pool.prefix,
     ...(options.rate ? [String(options.rate / threads)] : []),
   ]
   const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'] })

@@ -13,7 +13,19 @@ const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin'
 /** The database the service's schemas are made in; the bench's own queries go to `postgres`, so that the statistics hold the service's alone. */
 const DATABASE = 'bench'
 /** Settings copied from the system server when it answers, so that the figures compare with its runs. */
-const COPIED = ['shared_buffers', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_level', 'max_wal_size', 'min_wal_size', 'checkpoint_timeout', 'autovacuum', 'work_mem', 'max_connections']
+const COPIED = [
+  'shared_buffers',
+  'fsync',
+  'synchronous_commit',
+  'full_page_writes',
+  'wal_level',
+  'max_wal_size',
+  'min_wal_size',
+  'checkpoint_timeout',
+  'autovacuum',
+  'work_mem',
+  'max_connections',
+]
 
 export interface StatementStats {
   query: string
@@ -65,7 +77,10 @@ async function settingsOf(url: string | undefined): Promise<string[]> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
   try {
     await client.connect()
-    const { rows } = await client.query<{ name: string; setting: string; unit: string | null }>('SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1)', [COPIED])
+    const { rows } = await client.query<{ name: string; setting: string; unit: string | null }>(
+      'SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1)',
+      [COPIED],
+    )
     // pg_settings gives shared_buffers in 8 kB pages, the rest in their unit.
     return rows.map((r) => `${r.name} = '${r.unit === '8kB' ? `${Number(r.setting) * 8}kB` : `${r.setting}${r.unit ?? ''}`}'`)
   } catch {
@@ -93,7 +108,10 @@ export async function startOwnPostgres(like?: string): Promise<OwnPostgres> {
   }
   try {
     if (userInfo().uid === 0) {
-      const { uid, gid } = { uid: Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout), gid: Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout) }
+      const { uid, gid } = {
+        uid: Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout),
+        gid: Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout),
+      }
       chownSync(dir, uid, gid)
     }
     pgRun('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-instructions'])
@@ -102,8 +120,16 @@ export async function startOwnPostgres(like?: string): Promise<OwnPostgres> {
     appendFileSync(
       join(data, 'postgresql.conf'),
       [
-        '', '# shop-intake bench (--pg-stats)', `port = ${port}`, "listen_addresses = '127.0.0.1'", `unix_socket_directories = '${dir}'`,
-        "shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track_planning = on', 'pg_stat_statements.max = 10000', ...copied, '',
+        '',
+        '# shop-intake bench (--pg-stats)',
+        `port = ${port}`,
+        "listen_addresses = '127.0.0.1'",
+        `unix_socket_directories = '${dir}'`,
+        "shared_preload_libraries = 'pg_stat_statements'",
+        'pg_stat_statements.track_planning = on',
+        'pg_stat_statements.max = 10000',
+        ...copied,
+        '',
       ].join('\n'),
     )
     pgRun('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', 'start'])

@@ -33,7 +33,10 @@ export async function prepareDatabase(url: string): Promise<Prepared> {
  * as the server's lanes are, preloaded slower (they wait on each other's row locks).
  */
 export async function preload(
-  url: string, shop: Prepared, count: number, options: { backdated?: number; backdateUs?: number; /** Share of rejected webhooks, 0 to 1. */ rejected?: number } = {},
+  url: string,
+  shop: Prepared,
+  count: number,
+  options: { backdated?: number; backdateUs?: number; /** Share of rejected webhooks, 0 to 1. */ rejected?: number } = {},
 ): Promise<number> {
   const backend = openBackend(url)
   const writer = openBatchWriter(backend)
@@ -46,7 +49,14 @@ export async function preload(
   let made = 0
   const makeBatch = (size: number): Webhook[] =>
     Array.from({ length: size }, () =>
-      benchWebhook(shop.shopId, shop.keyId, nextRequest(), made++ < (options.backdated ?? 0) ? (options.backdateUs ?? 0) : 0, Math.random() < (options.rejected ?? 0)))
+      benchWebhook(
+        shop.shopId,
+        shop.keyId,
+        nextRequest(),
+        made++ < (options.backdated ?? 0) ? (options.backdateUs ?? 0) : 0,
+        Math.random() < (options.rejected ?? 0),
+      ),
+    )
   try {
     bar.start(count, 0, { rate: 0 })
     let done = 0

@@ -27,7 +27,10 @@ export function parseStat(text: string): ProcStat {
   const close = text.lastIndexOf(')')
   if (open < 0 || close < open) throw new Error(`not a /proc stat line: ${text.slice(0, 80)}`)
   // Field 3 (state) is f[0], so field N is f[N - 3].
-  const f = text.slice(close + 2).trim().split(/\s+/)
+  const f = text
+    .slice(close + 2)
+    .trim()
+    .split(/\s+/)
   const n = (field: number) => {
     const value = Number(f[field - 3])
     if (!Number.isFinite(value)) throw new Error(`field ${field} missing from a /proc stat line: ${text.slice(0, 80)}`)

@@ -54,16 +54,24 @@ const prunePercent = Number(args.prune)
 let only = args.only!.split(',') as Target[]
 const unknown = only.filter((t) => !TARGETS.includes(t))
 if (
-  unknown.length > 0 || !(duration > 0) || !(preloadCount >= 0) || !(threads >= 1) || !(connections >= threads) ||
-  !(prunePercent >= 0 && prunePercent <= 100) || (prunePercent > 0 && preloadCount === 0) ||
-  !(Number.isInteger(workerCount) && workerCount >= 1 && workerCount <= 256) || !(walSeconds >= 0) ||
-  !(Number.isInteger(repeat) && repeat >= 1 && repeat <= 100) || (repeat > 1 && prunePercent > 0) || !(warmup >= 0)
+  unknown.length > 0 ||
+  !(duration > 0) ||
+  !(preloadCount >= 0) ||
+  !(threads >= 1) ||
+  !(connections >= threads) ||
+  !(prunePercent >= 0 && prunePercent <= 100) ||
+  (prunePercent > 0 && preloadCount === 0) ||
+  !(Number.isInteger(workerCount) && workerCount >= 1 && workerCount <= 256) ||
+  !(walSeconds >= 0) ||
+  !(Number.isInteger(repeat) && repeat >= 1 && repeat <= 100) ||
+  (repeat > 1 && prunePercent > 0) ||
+  !(warmup >= 0)
 ) {
   process.stderr.write(
     `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}] [--workers N] [--wal-seconds S] [--pg-stats] [--repeat N] [--warmup S]\n` +
       '  every target: CPU µs per webhook (service threads; PostgreSQL backends and server), bytes written, batch size, statements and round trips per batch\n' +
-      '  --wal-seconds S: after SQLite\'s timed run, S seconds more with the WAL held, for its pages written per table and index (default 5; 0: none)\n' +
-      '  --pg-stats: PostgreSQL on a cluster of the bench\'s own with pg_stat_statements, whose top 20 statements the results keep\n' +
+      "  --wal-seconds S: after SQLite's timed run, S seconds more with the WAL held, for its pages written per table and index (default 5; 0: none)\n" +
+      "  --pg-stats: PostgreSQL on a cluster of the bench's own with pg_stat_statements, whose top 20 statements the results keep\n" +
       '  --repeat N: drive each database N times in a row, on the same service and data (its tables grow), each run --duration S\n' +
       '  --warmup S: drive each target S seconds before its timed run, unmeasured, so that its code is compiled (default 5; 0: none)\n',
   )
@@ -134,7 +142,10 @@ const newDatabase = () => ownPostgres!.newDatabase()
 
 function costTarget(service: Service, target: Target): CostTarget {
   return {
-    pid: service.child.pid!, port: service.port, writePath: target !== 'ceiling', writerThread: target === 'sqlite',
+    pid: service.child.pid!,
+    port: service.port,
+    writePath: target !== 'ceiling',
+    writerThread: target === 'sqlite',
     ...(service.applicationName ? { postgres: { monitorUrl: ownPostgres?.adminUrl ?? POSTGRES_URL, applicationName: service.applicationName } } : {}),
   }
 }
@@ -157,7 +168,12 @@ async function timedLoad(service: Service, target: Target, label: string, pool: 
  */
 async function warmUp(service: Service, target: Target, label: string): Promise<void> {
   if (warmup === 0) return
-  const pool = new RequestPool({ size: target === 'ceiling' ? CEILING_POOL : Math.min(MAX_POOL, Math.ceil(warmup * poolRate)), threads, port: service.port, key: service.key })
+  const pool = new RequestPool({
+    size: target === 'ceiling' ? CEILING_POOL : Math.min(MAX_POOL, Math.ceil(warmup * poolRate)),
+    threads,
+    port: service.port,
+    key: service.key,
+  })
   try {
     process.stderr.write(`${label}: warming up for ${warmup} s…\n`)
     await runLoad({ pool, seconds: warmup, connections })
@@ -167,7 +183,11 @@ async function warmUp(service: Service, target: Target, label: string): Promise<
 }
 
 async function measure(target: Target, label: string): Promise<Result> {
-  const service = await startService(target, { preload: target === 'ceiling' ? 0 : preloadCount, env: serviceEnv(target), ...(ownPostgres ? { newDatabase } : {}) })
+  const service = await startService(target, {
+    preload: target === 'ceiling' ? 0 : preloadCount,
+    env: serviceEnv(target),
+    ...(ownPostgres ? { newDatabase } : {}),
+  })
   const size = target === 'ceiling' ? CEILING_POOL : Math.min(MAX_POOL, Math.ceil(duration * poolRate))
   try {
     await warmUp(service, target, label)
@@ -204,8 +224,13 @@ async function measure(target: Target, label: string): Promise<Result> {
     }
     if (target === 'sqlite' && walSeconds > 0) {
       result.wal_pages = await measureWalPages({
-        path: service.database!.url.slice('sqlite:'.length), port: service.port, key: service.key,
-        seconds: walSeconds, connections, threads, poolSize: Math.min(MAX_POOL, Math.ceil(walSeconds * poolRate)),
+        path: service.database!.url.slice('sqlite:'.length),
+        port: service.port,
+        key: service.key,
+        seconds: walSeconds,
+        connections,
+        threads,
+        poolSize: Math.min(MAX_POOL, Math.ceil(walSeconds * poolRate)),
       })
     }
     return result
@@ -244,7 +269,12 @@ async function countBefore(url: string, cutoffUs: number): Promise<number> {
 async function measurePruning(target: Target, label: string): Promise<Result[]> {
   const backdated = Math.floor((preloadCount * prunePercent) / 100)
   const first = await startService(target, {
-    preload: preloadCount, backdated, backdateUs: 60 * DAY_US, keepDatabase: true, env: { EVENT_RETENTION_DAYS: '0', ...serviceEnv(target) }, ...(ownPostgres ? { newDatabase } : {}),
+    preload: preloadCount,
+    backdated,
+    backdateUs: 60 * DAY_US,
+    keepDatabase: true,
+    env: { EVENT_RETENTION_DAYS: '0', ...serviceEnv(target) },
+    ...(ownPostgres ? { newDatabase } : {}),
   })
   const database = first.database!
   try {
@@ -253,7 +283,8 @@ async function measurePruning(target: Target, label: string): Promise<Result[]> 
     const sizeBefore = await sizeMb(database.url)
     const cutoffUs = Date.now() * 1000 - 30 * DAY_US
     const second = await startService(target, {
-      reuse: { database, key: first.key }, env: { EVENT_RETENTION_DAYS: '30', PRUNE_INTERVAL_SECONDS: '1', ...serviceEnv(target) },
+      reuse: { database, key: first.key },
+      env: { EVENT_RETENTION_DAYS: '30', PRUNE_INTERVAL_SECONDS: '1', ...serviceEnv(target) },
     })
     let during: Result
     let left: { atStart: number; atEnd: number }
@@ -292,8 +323,12 @@ async function drive(service: Service, target: Target, label: string): Promise<R
     const { load, costs, pg_statements } = await timedLoad(service, target, label, pool)
     if (load.pool_wrapped) process.stderr.write(`${label}: warning: the pool ran out and was resent; some webhooks were duplicates\n`)
     return {
-      target: label, ...load, peak_rss_mb: service.peakRssMb(), ...(service.preloadRate ? { preload_events_per_s: service.preloadRate } : {}),
-      costs, ...(pg_statements ? { pg_statements } : {}),
+      target: label,
+      ...load,
+      peak_rss_mb: service.peakRssMb(),
+      ...(service.preloadRate ? { preload_events_per_s: service.preloadRate } : {}),
+      costs,
+      ...(pg_statements ? { pg_statements } : {}),
     }
   } finally {
     pool.remove()
@@ -306,7 +341,10 @@ const stopOwnPostgres = () => {
   ownPostgres?.stop()
   ownPostgres = undefined
 }
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
   process.once(signal, () => {
     stopAllServices()
     stopOwnPostgres()
@@ -315,7 +353,7 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
 }
 try {
   if (pgStats && only.includes('postgres')) {
-    process.stderr.write('--pg-stats: starting a PostgreSQL cluster of the bench\'s own, with pg_stat_statements…\n')
+    process.stderr.write("--pg-stats: starting a PostgreSQL cluster of the bench's own, with pg_stat_statements…\n")
     ownPostgres = await startOwnPostgres(POSTGRES_URL)
   }
   for (const { target, label } of plan) {
@@ -384,12 +422,22 @@ writeFileSync(
   file,
   JSON.stringify(
     {
-      date: new Date().toISOString(), generator: wrk, duration_s: duration, warmup_s: warmup, connections, threads, preload: preloadCount, workers: workerCount, repeat,
+      date: new Date().toISOString(),
+      generator: wrk,
+      duration_s: duration,
+      warmup_s: warmup,
+      connections,
+      threads,
+      preload: preloadCount,
+      workers: workerCount,
+      repeat,
       ...(prunePercent > 0 ? { prune_percent: prunePercent } : {}),
       wal_seconds: walSeconds,
       // Where the postgres target ran: the test server, or (--pg-stats) a cluster of the bench's own with its settings.
       postgres_server: pgStats ? 'own cluster, pg_stat_statements' : 'system',
-      node: process.version, ceiling_mean_rps: ceilingMean, results,
+      node: process.version,
+      ceiling_mean_rps: ceilingMean,
+      results,
     },
     null,
     2,

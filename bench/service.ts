@@ -95,7 +95,10 @@ export async function startService(
   // The rate limiter runs (its cost is measured) but never limits: one key sends the whole load.
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
-    LOG_LEVEL: 'warn', BENCH_KEY: key, RATE_LIMIT_RPS: '1000000000', ...options.env,
+    LOG_LEVEL: 'warn',
+    BENCH_KEY: key,
+    RATE_LIMIT_RPS: '1000000000',
+    ...options.env,
   }
   let args: string[]
   if (target === 'ceiling') {
@@ -140,7 +143,10 @@ export async function startService(
     for (let i = 0; ; i++) {
       if (child.exitCode !== null) throw new Error(`${target} server exited with ${child.exitCode}`)
       if (i > 300) throw new Error(`${target} server did not become healthy`)
-      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)
+      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
       // WORKERS > 1: every worker forked too (each listens a moment after its fork, before the load starts).
       const forks = Number(env.WORKERS ?? 1) > 1 ? Number(env.WORKERS) : 0
       if (ok && childPids(child.pid!).length >= forks) break
@@ -151,7 +157,14 @@ export async function startService(
     throw err
   }
   return {
-    target, port, key, child, database, applicationName, preloadRate, stop,
+    target,
+    port,
+    key,
+    child,
+    database,
+    applicationName,
+    preloadRate,
+    stop,
     peakRssMb: () => treeMb(child.pid!, 'VmHWM'),
     rssMb: () => treeMb(child.pid!, 'VmRSS'),
   }

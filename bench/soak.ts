@@ -56,7 +56,11 @@ async function load(seconds: number, rate?: number): Promise<LoadResult> {
 async function storedEvents(): Promise<number> {
   const backend = openBackend(service.database!.url)
   try {
-    const row = await backend.db.selectFrom('events').select(sql<number>`COUNT(*)`.as('n')).where('outcome', '<>', 'rejected').executeTakeFirstOrThrow()
+    const row = await backend.db
+      .selectFrom('events')
+      .select(sql<number>`COUNT(*)`.as('n'))
+      .where('outcome', '<>', 'rejected')
+      .executeTakeFirstOrThrow()
     return Number(row.n)
   } finally {
     await backend.close()

@@ -50,7 +50,12 @@ export function readWal(path: string): Wal | undefined {
     const magic = head.readUInt32BE(0)
     if ((magic & ~1) >>> 0 !== MAGIC) throw new Error(`${path}: not a WAL file (magic ${magic.toString(16)})`)
     const bigEndian = (magic & 1) === 1
-    const header: WalHeader = { pageSize: head.readUInt32BE(8), checkpointSequence: head.readUInt32BE(12), salt1: head.readUInt32BE(16), salt2: head.readUInt32BE(20) }
+    const header: WalHeader = {
+      pageSize: head.readUInt32BE(8),
+      checkpointSequence: head.readUInt32BE(12),
+      salt1: head.readUInt32BE(16),
+      salt2: head.readUInt32BE(20),
+    }
     let sum = checksum(head.subarray(0, 24), bigEndian, [0, 0])
     if (sum[0] !== head.readUInt32BE(24) || sum[1] !== head.readUInt32BE(28)) return { header, frames: [] }
     const frameSize = FRAME_HEADER + header.pageSize
@@ -65,7 +70,8 @@ export function readWal(path: string): Wal | undefined {
         const frame = chunk.subarray(i * frameSize, (i + 1) * frameSize)
         const page = frame.readUInt32BE(0)
         // A frame of an earlier generation of the log (before a restart) has other salts: the log ends there.
-        if (page === 0 || frame.readUInt32BE(8) !== header.salt1 || frame.readUInt32BE(12) !== header.salt2) return { header, frames: frames.slice(0, committed) }
+        if (page === 0 || frame.readUInt32BE(8) !== header.salt1 || frame.readUInt32BE(12) !== header.salt2)
+          return { header, frames: frames.slice(0, committed) }
         sum = checksum(frame.subarray(0, 8), bigEndian, sum)
         sum = checksum(frame.subarray(FRAME_HEADER), bigEndian, sum)
         if (sum[0] !== frame.readUInt32BE(16) || sum[1] !== frame.readUInt32BE(20)) return { header, frames: frames.slice(0, committed) }
@@ -122,7 +128,11 @@ export interface PageReport {
  * Frames per b-tree. `owner` names the table or index a page belongs to (dbstat); a page it
  * does not know is `(pointer map)` where auto_vacuum keeps one, else `(free or unmapped)`.
  */
-export function pagesByBtree(frames: readonly WalFrame[], owner: ReadonlyMap<number, string>, options: { pageSize: number; webhooks: number; autoVacuum: boolean }): PageReport {
+export function pagesByBtree(
+  frames: readonly WalFrame[],
+  owner: ReadonlyMap<number, string>,
+  options: { pageSize: number; webhooks: number; autoVacuum: boolean },
+): PageReport {
   const { pageSize, webhooks, autoVacuum } = options
   const n = Math.max(1, webhooks)
   const byName = new Map<string, { frames: number; pages: Set<number> }>()
@@ -144,7 +154,13 @@ export function pagesByBtree(frames: readonly WalFrame[], owner: ReadonlyMap<num
     bytes_per_webhook: Math.round((frames.length * pageSize) / n),
     pages_per_commit: commits > 0 ? round(frames.length / commits, 1) : 0,
     btrees: [...byName]
-      .map(([name, e]) => ({ name, frames: e.frames, distinct_pages: e.pages.size, frames_per_webhook: round(e.frames / n, 3), bytes_per_webhook: Math.round((e.frames * pageSize) / n) }))
+      .map(([name, e]) => ({
+        name,
+        frames: e.frames,
+        distinct_pages: e.pages.size,
+        frames_per_webhook: round(e.frames / n, 3),
+        bytes_per_webhook: Math.round((e.frames * pageSize) / n),
+      }))
       .sort((a, b) => b.frames - a.frames || a.name.localeCompare(b.name)),
   }
 }

@@ -29,7 +29,15 @@ function pageOwners(db: Database.Database): Map<number, string> {
   return owners
 }
 
-export async function measureWalPages(options: { path: string; port: number; key: string; seconds: number; connections: number; threads: number; poolSize: number }): Promise<WalPhase> {
+export async function measureWalPages(options: {
+  path: string
+  port: number
+  key: string
+  seconds: number
+  connections: number
+  threads: number
+  poolSize: number
+}): Promise<WalPhase> {
   const { path, port, seconds } = options
   const wal = `${path}-wal`
   // The service's erasure checkpoint runs a second after the timed run's last delete: let it
@@ -62,7 +70,8 @@ export async function measureWalPages(options: { path: string; port: number; key
     const batches = metricsAfter.batches - metricsBefore.batches
     const report = pagesByBtree(frames, owners, { pageSize: (after ?? before)?.header.pageSize ?? 4096, webhooks, autoVacuum })
     const complete = report.commits >= batches
-    if (!complete) process.stderr.write(`sqlite: warning: ${batches} batches committed but only ${report.commits} commits in the WAL read: it was reset during the phase\n`)
+    if (!complete)
+      process.stderr.write(`sqlite: warning: ${batches} batches committed but only ${report.commits} commits in the WAL read: it was reset during the phase\n`)
     return { seconds, requests: load.requests, batches, complete, ...report }
   } finally {
     if (reader.inTransaction) reader.exec('COMMIT')

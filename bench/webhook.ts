@@ -12,15 +12,28 @@ export function benchWebhook(shopId: number, keyId: number, request: MixRequest,
   const topic = request.path.split('/').slice(-2).join('/') as Topic
   const body = JSON.parse(request.body)
   // Rejected: one field of the body made invalid, stored with the error the route finds for it.
-  const invalid = topic === 'order/hook_created' ? { field: 'total', value: 'ten', detail: 'must be a decimal amount with two fraction digits' } : { field: 'tags', value: 'vip', detail: 'must be an array of strings' }
+  const invalid =
+    topic === 'order/hook_created'
+      ? { field: 'total', value: 'ten', detail: 'must be a decimal amount with two fraction digits' }
+      : { field: 'tags', value: 'vip', detail: 'must be an array of strings' }
   if (rejected) body[invalid.field] = invalid.value
   const raw = Buffer.from(rejected ? JSON.stringify(body) : request.body)
   // Backdated: as if it had arrived that long ago (a preload past the retention period).
   const receivedUs = arrivalClockUs() - backdateUs
   if (rejected) {
     return {
-      eventId: uuidv7(), shopId, keyId, topic, receivedUs, body: raw, headers: JSON.stringify({ 'content-type': 'application/json' }), idemKey: null,
-      bodyHash: createHash('sha256').update(topic).update('\n').update(raw).digest('base64url'), resourceId: body.id, customerId: null, change: null,
+      eventId: uuidv7(),
+      shopId,
+      keyId,
+      topic,
+      receivedUs,
+      body: raw,
+      headers: JSON.stringify({ 'content-type': 'application/json' }),
+      idemKey: null,
+      bodyHash: createHash('sha256').update(topic).update('\n').update(raw).digest('base64url'),
+      resourceId: body.id,
+      customerId: null,
+      change: null,
       errors: [{ pointer: `/${invalid.field}`, detail: invalid.detail }],
     }
   }

@@ -124,12 +124,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     isUnavailable,
     cooldownMs: 1000,
   })
-  const auth = createAuthenticator(
-    backend.db,
-    config.KEY_CACHE_SECONDS,
-    (reason) => metrics.unauthenticated.inc({ reason }),
-    keyUseRecorder(batchWriter),
-  )
+  const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }), keyUseRecorder(batchWriter))
   const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, report)
   // The change feed: positions for committed entries, the readers' long poll, the NATS relay.
   const feed = startChangeFeed(config, backend, batchWriter, metrics.registry, report)
@@ -140,7 +135,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   )
   const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget })
   const services: Services = {
-    config, backend, writer, batchWriter, auth, metrics, parsedBudget, sweeper, feed, hookIngestion, ...(options.clock ? { clock: options.clock } : {}),
+    config,
+    backend,
+    writer,
+    batchWriter,
+    auth,
+    metrics,
+    parsedBudget,
+    sweeper,
+    feed,
+    hookIngestion,
+    ...(options.clock ? { clock: options.clock } : {}),
     redisUp: rateStore.redisUp,
   }
 
@@ -237,15 +242,20 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       servers: [{ url: `http://${config.HOST}:${config.PORT}`, description: 'this service, as configured (HOST, PORT)' }],
       tags: [
         { name: 'webhooks', description: 'What shops send: customers and orders' },
-        { name: 'read', description: 'The current state of the shop\'s customers, orders and points' },
+        { name: 'read', description: "The current state of the shop's customers, orders and points" },
         { name: 'operations', description: 'Health, readiness, metrics and this document' },
-        { name: 'admin', description: 'The operator console\'s API: events, replay, customers, adjustments, keys, audit (admin keys or the console session)' },
+        { name: 'admin', description: "The operator console's API: events, replay, customers, adjustments, keys, audit (admin keys or the console session)" },
       ],
       components: {
         securitySchemes: {
           basic: { type: 'http', scheme: 'basic', description: 'empty user name, the API key as the password' },
           adminBasic: { type: 'http', scheme: 'basic', description: 'admin API: empty user name, an admin key (ak_…) as the password' },
-          adminSession: { type: 'apiKey', in: 'cookie', name: 'si_admin', description: 'admin API: the console session (POST /v3/admin/session); changes need an Origin header naming this service' },
+          adminSession: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'si_admin',
+            description: 'admin API: the console session (POST /v3/admin/session); changes need an Origin header naming this service',
+          },
         },
       },
     },
@@ -264,7 +274,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     '/openapi.json',
     {
       schema: {
-        tags: ['operations'], security: [], summary: 'This OpenAPI document', operationId: 'getOpenApiDocument',
+        tags: ['operations'],
+        security: [],
+        summary: 'This OpenAPI document',
+        operationId: 'getOpenApiDocument',
         response: {
           200: { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
           ...problemResponses(400, 408, 417, 431, 503),

@@ -44,7 +44,7 @@ export function clusterMetricsOf(registry: Registry): () => Promise<string> {
       const id = next++
       const timer = setTimeout(() => {
         waiting.delete(id)
-        reject(new Error('the primary did not answer with the workers\' metrics'))
+        reject(new Error("the primary did not answer with the workers' metrics"))
       }, TIMEOUT_MS)
       waiting.set(id, (answer) => {
         clearTimeout(timer)

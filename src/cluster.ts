@@ -46,7 +46,10 @@ async function runPrimary(config: Config): Promise<void> {
     const applied = await migrate(backend)
     if (applied.length) log.info({ applied }, `applied migrations ${applied.join(', ')}`)
     if ((await countShops(backend.db)) === 0) {
-      log.info({ hint: 'npx shop-intake keys create --shop default' }, 'no shop exists yet: create one and its API key with "npx shop-intake keys create --shop default"')
+      log.info(
+        { hint: 'npx shop-intake keys create --shop default' },
+        'no shop exists yet: create one and its API key with "npx shop-intake keys create --shop default"',
+      )
     }
   } finally {
     await backend.close()
@@ -76,7 +79,10 @@ async function runPrimary(config: Config): Promise<void> {
   }
   const finishIfDone = () => {
     if (stopping === undefined || started.size > 0) return
-    log.info({ signal: stopping }, unclean ? 'shutdown complete, but a worker did not shut down cleanly' : 'shutdown complete: every worker committed and answered what it accepted')
+    log.info(
+      { signal: stopping },
+      unclean ? 'shutdown complete, but a worker did not shut down cleanly' : 'shutdown complete: every worker committed and answered what it accepted',
+    )
     process.exit(unclean ? 1 : 0)
   }
 
@@ -109,11 +115,14 @@ async function runPrimary(config: Config): Promise<void> {
     clearTimeout(restartTimer)
     log.info({ signal, workers: started.size }, 'shutting down: each worker finishes its in-flight webhooks')
     // The workers enforce SHUTDOWN_TIMEOUT_SECONDS themselves; this only catches one that hangs past it.
-    setTimeout(() => {
-      log.error('workers did not exit after SHUTDOWN_TIMEOUT_SECONDS; killing them')
-      for (const worker of started.keys()) worker.process.kill('SIGKILL')
-      process.exit(1)
-    }, (config.SHUTDOWN_TIMEOUT_SECONDS + 5) * 1000).unref()
+    setTimeout(
+      () => {
+        log.error('workers did not exit after SHUTDOWN_TIMEOUT_SECONDS; killing them')
+        for (const worker of started.keys()) worker.process.kill('SIGKILL')
+        process.exit(1)
+      },
+      (config.SHUTDOWN_TIMEOUT_SECONDS + 5) * 1000,
+    ).unref()
     // (A signal sent to the process group reaches the workers too; a second SIGTERM changes nothing.)
     for (const worker of started.keys()) worker.process.kill('SIGTERM')
     finishIfDone()

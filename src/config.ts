@@ -15,7 +15,11 @@ export const ConfigSchema = Type.Object({
     description: 'sqlite:PATH or postgres://…',
   }),
   /** PostgreSQL: the schema of the service's tables, created by the first migration (a URL whose options set search_path wins). */
-  DATABASE_SCHEMA: Type.String({ default: 'shop_intake', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'a schema name of lowercase letters, digits and underscores, such as shop_intake' }),
+  DATABASE_SCHEMA: Type.String({
+    default: 'shop_intake',
+    pattern: '^[a-z_][a-z0-9_]{0,62}$',
+    description: 'a schema name of lowercase letters, digits and underscores, such as shop_intake',
+  }),
   PORT: Type.Integer({ ...Port, default: 8080 }),
   HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
@@ -58,7 +62,11 @@ export const ConfigSchema = Type.Object({
   KEY_CACHE_SECONDS: Type.Integer({ ...Count, default: 5 }),
   // The change feed's relay (src/jobs/nats-relay.ts); unset, the feed is only read over HTTP.
   /** NATS server(s) whose JetStream receives the change feed, such as nats://127.0.0.1:4222; unset: no relay. */
-  NATS_URL: Type.String({ default: '', pattern: '^((nats|tls|ws|wss)://[^,\\s]+(,(nats|tls|ws|wss)://[^,\\s]+)*)?$', description: 'empty, or one or more nats://host:port URLs separated by commas' }),
+  NATS_URL: Type.String({
+    default: '',
+    pattern: '^((nats|tls|ws|wss)://[^,\\s]+(,(nats|tls|ws|wss)://[^,\\s]+)*)?$',
+    description: 'empty, or one or more nats://host:port URLs separated by commas',
+  }),
   /** The JetStream stream the relay publishes to, created when missing. */
   NATS_STREAM: Type.String({ default: 'SHOP_INTAKE', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'a stream name of 1 to 64 letters, digits, - and _' }),
   // Running several processes (README, "Running several processes").
@@ -73,9 +81,16 @@ export const ConfigSchema = Type.Object({
   ADMIN_STREAM_POLL_MS: Type.Integer({ minimum: 50, maximum: 5_000, default: 250 }),
   // Behind a TLS proxy (README, Running behind a TLS proxy).
   /** The origin browsers reach the console at, such as https://console.example.com; empty: the request's own. */
-  PUBLIC_ORIGIN: Type.String({ default: '', description: 'empty, or an origin: http:// or https://, a host and an optional port, with no path, such as https://console.example.com' }),
+  PUBLIC_ORIGIN: Type.String({
+    default: '',
+    description: 'empty, or an origin: http:// or https://, a host and an optional port, with no path, such as https://console.example.com',
+  }),
   /** Which proxies' X-Forwarded-Proto, -Host and -For are believed (Fastify's trustProxy); empty: none. */
-  TRUST_PROXY: Type.String({ default: '', description: 'empty, true, false, or addresses and CIDR ranges separated by commas (loopback, linklocal and uniquelocal name those ranges), such as 127.0.0.1,10.0.0.0/8' }),
+  TRUST_PROXY: Type.String({
+    default: '',
+    description:
+      'empty, true, false, or addresses and CIDR ranges separated by commas (loopback, linklocal and uniquelocal name those ranges), such as 127.0.0.1,10.0.0.0/8',
+  }),
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>
@@ -111,7 +126,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS (${value.HEADERS_TIMEOUT_MS} > ${value.REQUEST_TIMEOUT_MS})`)
   }
   if ((value.DB_POOL_SIZE as number) <= (value.WRITER_LANES as number)) {
-    throw new ConfigError(`DB_POOL_SIZE must be larger than WRITER_LANES, which each hold a connection while they commit (${value.DB_POOL_SIZE} <= ${value.WRITER_LANES})`)
+    throw new ConfigError(
+      `DB_POOL_SIZE must be larger than WRITER_LANES, which each hold a connection while they commit (${value.DB_POOL_SIZE} <= ${value.WRITER_LANES})`,
+    )
   }
   if ((value.BODY_BYTES_IN_FLIGHT as number) < (value.BODY_LIMIT as number)) {
     throw new ConfigError(`BODY_BYTES_IN_FLIGHT must not be less than BODY_LIMIT (${value.BODY_BYTES_IN_FLIGHT} < ${value.BODY_LIMIT})`)
@@ -127,7 +144,8 @@ function checkProxySettings(value: Record<string, unknown>): void {
   const origin = value.PUBLIC_ORIGIN as string
   if (origin !== '' && !isOrigin(origin)) throw new ConfigError(`PUBLIC_ORIGIN must be ${describe('PUBLIC_ORIGIN')} (got ${JSON.stringify(origin)})`)
   const trust = value.TRUST_PROXY as string
-  if (trust !== '' && trustProxyOption(trust) === undefined) throw new ConfigError(`TRUST_PROXY must be ${describe('TRUST_PROXY')} (got ${JSON.stringify(trust)})`)
+  if (trust !== '' && trustProxyOption(trust) === undefined)
+    throw new ConfigError(`TRUST_PROXY must be ${describe('TRUST_PROXY')} (got ${JSON.stringify(trust)})`)
 }
 
 /** Whether `text` is an origin exactly as a browser sends it in Origin (lower-case host, no default port, no path). */

@@ -102,10 +102,14 @@ forEachDatabase((kind) => {
     test('a bad key does not sign in (401); a shop key neither; a body without key is a 400', async () => {
       problem(await signIn(`ak_${'y'.repeat(32)}`), 401, 'unauthorized')
       problem(await signIn(t.key), 401, 'unauthorized')
-      problem(await t.app.inject({ method: 'POST', url: '/v3/admin/session', headers: { 'content-type': 'application/json' }, payload: '{}' }), 400, 'malformed-request')
+      problem(
+        await t.app.inject({ method: 'POST', url: '/v3/admin/session', headers: { 'content-type': 'application/json' }, payload: '{}' }),
+        400,
+        'malformed-request',
+      )
     })
 
-    test('a change made with the cookie needs Origin equal to the service\'s own; Basic needs none', async () => {
+    test("a change made with the cookie needs Origin equal to the service's own; Basic needs none", async () => {
       const s = await shop('origin')
       const cookie = cookieOf(await signIn(operatorKey))
       const host = 'console.test:8080'
@@ -121,7 +125,10 @@ forEachDatabase((kind) => {
 
     test('an expired session is refused', async () => {
       const cookie = cookieOf(await signIn(operatorKey))
-      await t.app.services.backend.db.updateTable('admin_sessions').set({ expires_us: Date.now() * 1000 - 1 }).execute()
+      await t.app.services.backend.db
+        .updateTable('admin_sessions')
+        .set({ expires_us: Date.now() * 1000 - 1 })
+        .execute()
       problem(await t.app.inject({ method: 'GET', url: '/v3/admin/session', headers: { cookie } }), 401, 'unauthorized')
       problem(await t.app.inject({ method: 'GET', url: '/v3/admin/shops', headers: { cookie } }), 401, 'unauthorized')
     })
@@ -148,12 +155,23 @@ forEachDatabase((kind) => {
       } while (cursor)
       const mine = all.find((x) => x.name === s.name)
       assert.ok(mine, 'every shop is listed across the pages')
-      assert.deepEqual({ ...mine, created_at: '' }, {
-        name: s.name, created_at: '', customers: 1, orders: 1, last_24h: { applied: 4, duplicate: 1, stale: 0, rejected: 1 },
-      })
+      assert.deepEqual(
+        { ...mine, created_at: '' },
+        {
+          name: s.name,
+          created_at: '',
+          customers: 1,
+          orders: 1,
+          last_24h: { applied: 4, duplicate: 1, stale: 0, rejected: 1 },
+        },
+      )
       assert.equal(new Set(all.map((x) => x.name)).size, all.length, 'no shop twice')
       const full = (await admin.get('/v3/admin/shops?limit=500')).json()
-      assert.deepEqual(full.items.map((x: { name: string }) => x.name), all.map((x) => x.name), 'pages follow one order')
+      assert.deepEqual(
+        full.items.map((x: { name: string }) => x.name),
+        all.map((x) => x.name),
+        'pages follow one order',
+      )
     })
 
     test('stats: webhooks per minute by outcome, of one shop, with the queue', async () => {
@@ -181,7 +199,14 @@ forEachDatabase((kind) => {
   describe('customers and guests', () => {
     test('a customer by id: the record, points as the shop endpoint shows them, orders with the points each holds', async () => {
       const s = await shop('customer')
-      await s.post(ORDER_CREATED, { id: 10, currency: 'EUR', subtotal: '100.00', is_paid: true, processed_at: OLD, customer: { id: 1, email: 'Cu@Example.com', first_name: 'Cu' } })
+      await s.post(ORDER_CREATED, {
+        id: 10,
+        currency: 'EUR',
+        subtotal: '100.00',
+        is_paid: true,
+        processed_at: OLD,
+        customer: { id: 1, email: 'Cu@Example.com', first_name: 'Cu' },
+      })
       await s.post(ORDER_CREATED, { id: 11, currency: 'EUR', subtotal: '5.00', is_paid: false, processed_at: OLD, customer: { id: 1 } })
       const res = await admin.get(`/v3/admin/shops/${s.name}/customers/1`)
       assert.equal(res.statusCode, 200, res.body)
@@ -193,9 +218,24 @@ forEachDatabase((kind) => {
         { available: shopPoints.available, pending: shopPoints.pending, lifetime_earned: shopPoints.lifetime_earned, expiring: shopPoints.expiring },
       )
       assert.equal(c.points.available, 100)
-      assert.deepEqual(c.points.entries.map(({ adjustment, redemption, ...e }: { adjustment: unknown; redemption: unknown }) => (assert.equal(adjustment, null), assert.equal(redemption, null), e)), shopPoints.entries)
+      assert.deepEqual(
+        c.points.entries.map(
+          ({ adjustment, redemption, ...e }: { adjustment: unknown; redemption: unknown }) => (
+            assert.equal(adjustment, null),
+            assert.equal(redemption, null),
+            e
+          ),
+        ),
+        shopPoints.entries,
+      )
       assert.equal(c.points.more_entries, false)
-      assert.deepEqual(c.orders.map((o: { id: number; points: { held: number; why: string } }) => [o.id, o.points.held]), [[11, 0], [10, 100]])
+      assert.deepEqual(
+        c.orders.map((o: { id: number; points: { held: number; why: string } }) => [o.id, o.points.held]),
+        [
+          [11, 0],
+          [10, 100],
+        ],
+      )
       assert.deepEqual(c.orders[1], (await t.get('/v3/orders/10', s.key)).json())
       problem(await admin.get(`/v3/admin/shops/${s.name}/customers/2`), 404, 'not-found')
       problem(await admin.get(`/v3/admin/shops/${s.name}/customers/abc`), 404, 'not-found')
@@ -204,25 +244,47 @@ forEachDatabase((kind) => {
 
     test('a deleted customer is found by id and by e-mail: the tombstone and the ledger kept', async () => {
       const s = await shop('deleted')
-      await s.post(ORDER_CREATED, { id: 20, currency: 'EUR', subtotal: '40.00', is_paid: true, processed_at: OLD, customer: { id: 7, email: 'gone@example.com' } })
+      await s.post(ORDER_CREATED, {
+        id: 20,
+        currency: 'EUR',
+        subtotal: '40.00',
+        is_paid: true,
+        processed_at: OLD,
+        customer: { id: 7, email: 'gone@example.com' },
+      })
       assert.equal((await s.post(CUSTOMER_DELETED, { id: 7, email: 'gone@example.com', updated_at: '2030-01-01T00:00:00Z' })).statusCode, 200)
       assert.equal((await t.get('/v3/customers/7', s.key)).statusCode, 404, 'the shop endpoint no longer shows it')
       const c = (await admin.get(`/v3/admin/shops/${s.name}/customers/7`)).json()
       assert.equal(c.customer.deleted, true)
       assert.equal(c.customer.email, null)
-      assert.deepEqual(c.points.entries.map((e: { reason: string; points: number }) => [e.reason, e.points]), [['forfeited', -40], ['earned', 40]])
+      assert.deepEqual(
+        c.points.entries.map((e: { reason: string; points: number }) => [e.reason, e.points]),
+        [
+          ['forfeited', -40],
+          ['earned', 40],
+        ],
+      )
       const found = (await admin.get(`/v3/admin/shops/${s.name}/customers?email=GONE@example.com`)).json()
-      assert.deepEqual(found.items.map((x: { id: number; deleted: boolean }) => [x.id, x.deleted]), [[7, true]])
+      assert.deepEqual(
+        found.items.map((x: { id: number; deleted: boolean }) => [x.id, x.deleted]),
+        [[7, true]],
+      )
     })
 
     test('customers by e-mail, case-insensitive, and all of them page by cursor, newest id first', async () => {
       const s = await shop('list')
       for (const id of [1, 2, 3]) await s.post(CUSTOMER_CREATED, { id, email: id === 3 ? 'other@example.com' : 'Same@Example.com' })
       const byEmail = (await admin.get(`/v3/admin/shops/${s.name}/customers?email=same@example.COM`)).json()
-      assert.deepEqual(byEmail.items.map((x: { id: number }) => x.id), [2, 1])
+      assert.deepEqual(
+        byEmail.items.map((x: { id: number }) => x.id),
+        [2, 1],
+      )
       assert.equal(byEmail.next_cursor, null)
       const first = (await admin.get(`/v3/admin/shops/${s.name}/customers?limit=2`)).json()
-      assert.deepEqual(first.items.map((x: { id: number }) => x.id), [3, 2])
+      assert.deepEqual(
+        first.items.map((x: { id: number }) => x.id),
+        [3, 2],
+      )
       const second = (await admin.get(`/v3/admin/shops/${s.name}/customers?limit=2&cursor=${first.next_cursor}`)).json()
       assert.deepEqual(second, { items: [{ ...byEmail.items[1] }], next_cursor: null })
       problem(await admin.get(`/v3/admin/shops/${s.name}/customers?cursor=bm9wZQ`), 400, 'malformed-request')
@@ -232,16 +294,23 @@ forEachDatabase((kind) => {
     test('by e-mail, live customers and those it was erased from page together, newest id first', async () => {
       const s = await shop('mixed')
       for (const id of [4, 5, 6, 7]) await s.post(CUSTOMER_CREATED, { id, email: id === 6 ? 'else@example.com' : 'Both@example.com' })
-      for (const id of [5, 7]) assert.equal((await s.post(CUSTOMER_DELETED, { id, email: 'both@example.com', updated_at: '2030-01-01T00:00:00Z' })).statusCode, 200)
+      for (const id of [5, 7])
+        assert.equal((await s.post(CUSTOMER_DELETED, { id, email: 'both@example.com', updated_at: '2030-01-01T00:00:00Z' })).statusCode, 200)
       const seen: [number, boolean][] = []
       let cursor: string | null = null
       do {
-        const page: { items: { id: number; deleted: boolean }[]; next_cursor: string | null } = (await admin.get(`/v3/admin/shops/${s.name}/customers?email=both@example.com&limit=1${cursor ? `&cursor=${cursor}` : ''}`)).json()
+        const page: { items: { id: number; deleted: boolean }[]; next_cursor: string | null } = (
+          await admin.get(`/v3/admin/shops/${s.name}/customers?email=both@example.com&limit=1${cursor ? `&cursor=${cursor}` : ''}`)
+        ).json()
         assert.ok(page.items.length <= 1)
         seen.push(...page.items.map((x): [number, boolean] => [x.id, x.deleted]))
         cursor = page.next_cursor
       } while (cursor)
-      assert.deepEqual(seen, [[7, true], [5, true], [4, false]])
+      assert.deepEqual(seen, [
+        [7, true],
+        [5, true],
+        [4, false],
+      ])
     })
 
     test('a guest: the points held under the e-mail and its orders', async () => {
@@ -250,21 +319,37 @@ forEachDatabase((kind) => {
       const g = (await admin.get(`/v3/admin/shops/${s.name}/guests?email=guest@example.com`)).json()
       assert.equal(g.email, 'guest@example.com')
       assert.equal(g.points.held, 25)
-      assert.deepEqual(g.points.entries.map((e: { reason: string; points: number; order_id: number }) => [e.reason, e.points, e.order_id]), [['earned', 25, 30]])
-      assert.deepEqual(g.orders.map((o: { id: number; points: { held: number; guest_email: string } }) => [o.id, o.points.held, o.points.guest_email]), [[30, 25, 'guest@example.com']])
+      assert.deepEqual(
+        g.points.entries.map((e: { reason: string; points: number; order_id: number }) => [e.reason, e.points, e.order_id]),
+        [['earned', 25, 30]],
+      )
+      assert.deepEqual(
+        g.orders.map((o: { id: number; points: { held: number; guest_email: string } }) => [o.id, o.points.held, o.points.guest_email]),
+        [[30, 25, 'guest@example.com']],
+      )
       const none = (await admin.get(`/v3/admin/shops/${s.name}/guests?email=nobody@example.com`)).json()
       assert.deepEqual(none, { email: 'nobody@example.com', points: { held: 0, entries: [] }, orders: [] })
       problem(await admin.get(`/v3/admin/shops/${s.name}/guests`), 400, 'malformed-request')
     })
   })
 
-  describe('guests and customers\' orders', () => {
+  describe("guests and customers' orders", () => {
     test('a guest search lists no order a customer holds: linked to one, or credited to one by the e-mail', async () => {
       const s = await shop('guest-not-theirs')
-      await s.post(ORDER_CREATED, { id: 60, currency: 'EUR', subtotal: '30.00', is_paid: true, processed_at: OLD, email: 'shared@example.com', customer: { id: 5, email: 'owner@example.com' } })
+      await s.post(ORDER_CREATED, {
+        id: 60,
+        currency: 'EUR',
+        subtotal: '30.00',
+        is_paid: true,
+        processed_at: OLD,
+        email: 'shared@example.com',
+        customer: { id: 5, email: 'owner@example.com' },
+      })
       assert.equal((await t.get('/v3/orders/60', s.key)).json().points.customer_id, 5)
       assert.deepEqual((await admin.get(`/v3/admin/shops/${s.name}/guests?email=shared@example.com`)).json(), {
-        email: 'shared@example.com', points: { held: 0, entries: [] }, orders: [],
+        email: 'shared@example.com',
+        points: { held: 0, entries: [] },
+        orders: [],
       })
       await s.post(CUSTOMER_CREATED, { id: 6, email: 'registered@example.com' })
       await s.post(ORDER_CREATED, { id: 61, currency: 'EUR', subtotal: '10.00', is_paid: true, processed_at: OLD, email: 'Registered@example.com' })
@@ -288,7 +373,10 @@ forEachDatabase((kind) => {
       assert.equal(k.revoked_at, null)
       assert.equal((await t.get('/v3/customers/1', k.key)).statusCode, 404, 'the new key is accepted (no such customer)')
       const list = (await admin.get(`/v3/admin/shops/${s.name}/keys`)).json()
-      assert.deepEqual(list.items.map((x: { id: number }) => x.id), [k.id, list.items[1].id])
+      assert.deepEqual(
+        list.items.map((x: { id: number }) => x.id),
+        [k.id, list.items[1].id],
+      )
       assert.ok(!JSON.stringify(list).includes(k.key), 'the key is never listed')
       const revoked = await admin.post(`/v3/admin/shops/${s.name}/keys/${k.id}/revoke`)
       assert.equal(revoked.statusCode, 200, revoked.body)
@@ -310,7 +398,12 @@ forEachDatabase((kind) => {
       const count = async () => (await admin.get(`/v3/admin/shops/${s.name}/keys`)).json().items.length
       const before = await count()
       const send = (payload: string | Buffer, contentType = 'application/json') =>
-        t.app.inject({ method: 'POST', url: `/v3/admin/shops/${s.name}/keys`, headers: { authorization: basic(operatorKey), 'content-type': contentType }, payload })
+        t.app.inject({
+          method: 'POST',
+          url: `/v3/admin/shops/${s.name}/keys`,
+          headers: { authorization: basic(operatorKey), 'content-type': contentType },
+          payload,
+        })
       for (const [payload, detail] of [
         ['{', /not valid JSON/],
         ['null', /a JSON object/],
@@ -346,18 +439,33 @@ forEachDatabase((kind) => {
       const add = await adjust(s, { points: 15, reason: 'goodwill: late delivery' })
       assert.equal(add.statusCode, 201, add.body)
       const a = add.json()
-      assert.deepEqual({ ...a, adjustment_id: '', created_at: '' }, {
-        adjustment_id: '', customer_id: 1, points: 15, reason: 'goodwill: late delivery', operator: 'Ada Operator', created_at: '', available_after: 65,
-      })
+      assert.deepEqual(
+        { ...a, adjustment_id: '', created_at: '' },
+        {
+          adjustment_id: '',
+          customer_id: 1,
+          points: 15,
+          reason: 'goodwill: late delivery',
+          operator: 'Ada Operator',
+          created_at: '',
+          available_after: 65,
+        },
+      )
       const take = await adjust(s, { points: -60, reason: 'correction' })
       assert.equal(take.statusCode, 201, take.body)
       assert.equal(take.json().available_after, 5)
       const shopPoints = (await t.get('/v3/customers/1/points', s.key)).json()
       assert.deepEqual([shopPoints.available, shopPoints.lifetime_earned], [5, 50], 'adjustments are not earnings')
-      assert.deepEqual(shopPoints.entries.slice(0, 2).map((e: { reason: string }) => e.reason), ['adjusted_manually', 'adjusted_manually'])
+      assert.deepEqual(
+        shopPoints.entries.slice(0, 2).map((e: { reason: string }) => e.reason),
+        ['adjusted_manually', 'adjusted_manually'],
+      )
       const c = (await admin.get(`/v3/admin/shops/${s.name}/customers/1`)).json()
       const manual = c.points.entries.filter((e: { reason: string }) => e.reason === 'adjusted_manually')
-      assert.equal(manual.reduce((n: number, e: { points: number }) => n + e.points, 0), -45)
+      assert.equal(
+        manual.reduce((n: number, e: { points: number }) => n + e.points, 0),
+        -45,
+      )
       assert.deepEqual(manual.at(-1).adjustment, { adjustment_id: a.adjustment_id, reason: 'goodwill: late delivery', operator: 'Ada Operator' })
     })
 
@@ -382,7 +490,10 @@ forEachDatabase((kind) => {
     test('bad bodies get 422 with pointers, a bad JSON 400, an unknown or deleted customer 404', async () => {
       const s = await customerWith('adjust-bad', '10.00')
       const zero = problem(await adjust(s, { points: 0, reason: 'r' }), 422, 'invalid-body')
-      assert.deepEqual((zero.errors as { pointer: string }[]).map((e) => e.pointer), ['/points'])
+      assert.deepEqual(
+        (zero.errors as { pointer: string }[]).map((e) => e.pointer),
+        ['/points'],
+      )
       const both = problem(await adjust(s, { points: 1.5, reason: '' }), 422, 'invalid-body')
       assert.deepEqual((both.errors as { pointer: string }[]).map((e) => e.pointer).sort(), ['/points', '/reason'])
       problem(await adjust(s, { points: 1, reason: 'x'.repeat(501) }), 422, 'invalid-body')
@@ -395,7 +506,7 @@ forEachDatabase((kind) => {
   })
 
   describe('audit', () => {
-    test('every change is recorded with the operator\'s name, what and when, newest first', async () => {
+    test("every change is recorded with the operator's name, what and when, newest first", async () => {
       const other = await newOperator(t, 'Grace Auditor')
       const grace = adminClient(t, other.key)
       const s = await shop('audit')
@@ -405,11 +516,14 @@ forEachDatabase((kind) => {
       await grace.post(`/v3/admin/shops/${s.name}/keys/${k.id}/revoke`)
       const adj = (await grace.post(`/v3/admin/shops/${s.name}/customers/1/adjustments`, { points: 2, reason: 'audit me' })).json()
       const page = (await admin.get('/v3/admin/audit?limit=3')).json()
-      assert.deepEqual(page.items.map((e: { operator: string; action: string; shop: string; target: string }) => [e.operator, e.action, e.shop, e.target]), [
-        ['Grace Auditor', 'points.adjust', s.name, '1'],
-        ['Grace Auditor', 'key.revoke', s.name, String(k.id)],
-        ['Grace Auditor', 'key.create', s.name, String(k.id)],
-      ])
+      assert.deepEqual(
+        page.items.map((e: { operator: string; action: string; shop: string; target: string }) => [e.operator, e.action, e.shop, e.target]),
+        [
+          ['Grace Auditor', 'points.adjust', s.name, '1'],
+          ['Grace Auditor', 'key.revoke', s.name, String(k.id)],
+          ['Grace Auditor', 'key.create', s.name, String(k.id)],
+        ],
+      )
       assert.deepEqual(page.items[0].detail, { adjustment_id: adj.adjustment_id, points: 2, reason: 'audit me' })
       for (const e of page.items) assert.ok(Date.parse(e.created_at) >= started - 2000, e.created_at)
       assert.ok(!JSON.stringify(page).includes(k.key), 'no key in the log')
@@ -423,4 +537,4 @@ forEachDatabase((kind) => {
   })
 })
 
-test('basic() is the harness\'s', () => assert.equal(basic('k'), `Basic ${Buffer.from(':k').toString('base64')}`))
+test("basic() is the harness's", () => assert.equal(basic('k'), `Basic ${Buffer.from(':k').toString('base64')}`))

@@ -31,7 +31,8 @@ forEachDatabase((kind) => {
     test('a sign-in and a sign-out are recorded with the operator; a failed sign-in is not', async () => {
       const { key } = await newOperator(t, 'Sam Signer')
       const audit = async () => (await adminClient(t, key).get('/v3/admin/audit?limit=500')).json().items as Entry[]
-      const signIn = (k: string) => t.app.inject({ method: 'POST', url: '/v3/admin/session', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ key: k }) })
+      const signIn = (k: string) =>
+        t.app.inject({ method: 'POST', url: '/v3/admin/session', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ key: k }) })
       assert.equal((await signIn(`ak_${'z'.repeat(32)}`)).statusCode, 401)
       assert.deepEqual(await audit(), [])
       const res = await signIn(key)
@@ -39,10 +40,13 @@ forEachDatabase((kind) => {
       const cookie = String(res.headers['set-cookie']).split(';')[0]!
       const host = 'localhost:80'
       assert.equal((await t.app.inject({ method: 'DELETE', url: '/v3/admin/session', headers: { cookie, host, origin: `http://${host}` } })).statusCode, 204)
-      assert.deepEqual((await audit()).map((e) => [e.operator, e.action, e.shop, e.target]), [
-        ['Sam Signer', 'session.sign-out', null, null],
-        ['Sam Signer', 'session.sign-in', null, null],
-      ])
+      assert.deepEqual(
+        (await audit()).map((e) => [e.operator, e.action, e.shop, e.target]),
+        [
+          ['Sam Signer', 'session.sign-out', null, null],
+          ['Sam Signer', 'session.sign-in', null, null],
+        ],
+      )
     })
   })
 
@@ -74,13 +78,16 @@ forEachDatabase((kind) => {
       try {
         const { key } = await newOperator(t, 'Reader')
         const items = (await adminClient(t, key).get('/v3/admin/audit?limit=500')).json().items as Entry[]
-        assert.deepEqual(items.map((e) => [e.operator, e.action, e.shop, e.target]), [
-          [COMMAND_LINE, 'admin.revoke', null, adminId],
-          [COMMAND_LINE, 'admin.create', null, adminId],
-          [COMMAND_LINE, 'key.revoke', 'cli-shop', keyId],
-          [COMMAND_LINE, 'rule.set', 'cli-shop', '2'],
-          [COMMAND_LINE, 'key.create', 'cli-shop', keyId],
-        ])
+        assert.deepEqual(
+          items.map((e) => [e.operator, e.action, e.shop, e.target]),
+          [
+            [COMMAND_LINE, 'admin.revoke', null, adminId],
+            [COMMAND_LINE, 'admin.create', null, adminId],
+            [COMMAND_LINE, 'key.revoke', 'cli-shop', keyId],
+            [COMMAND_LINE, 'rule.set', 'cli-shop', '2'],
+            [COMMAND_LINE, 'key.create', 'cli-shop', keyId],
+          ],
+        )
         const [adminRevoke, adminCreate, keyRevoke, ruleSet, keyCreate] = items.map((e) => e.detail)
         assert.deepEqual(adminRevoke, { name: 'Made By Cli' })
         assert.deepEqual(adminCreate, { name: 'Made By Cli', role: 'viewer' })

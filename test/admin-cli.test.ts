@@ -9,7 +9,11 @@ import { createTestDatabase, forEachDatabase, startTestApp, type TestDatabase } 
 // `admins create|list|revoke`, as operators run them, in a child process.
 
 const ADMIN_KEY = /^ak_[0-9A-Za-z]{32,}$/
-const lines = (text: string) => text.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '')
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => l !== '')
 
 forEachDatabase((kind) => {
   let database: TestDatabase
@@ -37,7 +41,10 @@ forEachDatabase((kind) => {
     const backend = openBackend(database.url)
     try {
       const rows = await backend.db.selectFrom('admins').select(['name', 'key_hash']).orderBy('id').execute()
-      assert.deepEqual(rows, [{ name: 'Ada Lovelace', key_hash: hashKey(key) }, { name: 'Grace', key_hash: hashKey(graceKey) }])
+      assert.deepEqual(rows, [
+        { name: 'Ada Lovelace', key_hash: hashKey(key) },
+        { name: 'Grace', key_hash: hashKey(graceKey) },
+      ])
     } finally {
       await backend.close()
     }
@@ -46,10 +53,13 @@ forEachDatabase((kind) => {
     assert.equal(list.code, 0, list.stderr)
     const [header, ...rows] = lines(list.stdout)
     assert.deepEqual(header!.split(/\s{2,}/), ['id', 'name', 'role', 'hint', 'created', 'revoked'])
-    assert.deepEqual(rows.map((r) => r.split(/\s{2,}/).filter((_, i) => i !== 4)), [
-      ['1', 'Ada Lovelace', 'operator', `ak_…${key.slice(-4)}`, 'no'],
-      ['2', 'Grace', 'operator', `ak_…${graceKey.slice(-4)}`, 'no'],
-    ])
+    assert.deepEqual(
+      rows.map((r) => r.split(/\s{2,}/).filter((_, i) => i !== 4)),
+      [
+        ['1', 'Ada Lovelace', 'operator', `ak_…${key.slice(-4)}`, 'no'],
+        ['2', 'Grace', 'operator', `ak_…${graceKey.slice(-4)}`, 'no'],
+      ],
+    )
     assert.ok(!list.stdout.includes(key), 'the key is never listed')
 
     // The key works on the admin API until revoked, at once, sessions included.
@@ -57,7 +67,12 @@ forEachDatabase((kind) => {
     try {
       const admin = adminClient(t, key)
       assert.equal((await admin.get('/v3/admin/shops')).statusCode, 200)
-      const signIn = await t.app.inject({ method: 'POST', url: '/v3/admin/session', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ key }) })
+      const signIn = await t.app.inject({
+        method: 'POST',
+        url: '/v3/admin/session',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ key }),
+      })
       const cookie = String(signIn.headers['set-cookie']).split(';')[0]!
       const revoked = await runCli(['admins', 'revoke', '1'], env)
       assert.equal(revoked.code, 0, revoked.stderr)

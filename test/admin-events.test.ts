@@ -28,7 +28,11 @@ interface Message {
 }
 
 /** An open event stream: the messages so far, and a way to wait for one. */
-function openStream(port: number, key: string, query = ''): Promise<{ messages: Message[]; next(match: (m: Message) => boolean, ms: number): Promise<Message>; close(): void; status: number; type: string }> {
+function openStream(
+  port: number,
+  key: string,
+  query = '',
+): Promise<{ messages: Message[]; next(match: (m: Message) => boolean, ms: number): Promise<Message>; close(): void; status: number; type: string }> {
   return new Promise((resolve, reject) => {
     const req = http.get({ host: '127.0.0.1', port, path: `/v3/admin/events/stream${query}`, headers: { authorization: basic(key) } }, (res) => {
       const messages: Message[] = []
@@ -46,7 +50,11 @@ function openStream(port: number, key: string, query = ''): Promise<{ messages: 
           if (event === undefined || data === undefined) continue
           const m = { event, data: JSON.parse(data) as Record<string, any>, at: Date.now() }
           messages.push(m)
-          for (const w of [...waiters]) if (w.match(m)) { waiters.splice(waiters.indexOf(w), 1); w.done(m) }
+          for (const w of [...waiters])
+            if (w.match(m)) {
+              waiters.splice(waiters.indexOf(w), 1)
+              w.done(m)
+            }
         }
       })
       res.on('error', () => {})
@@ -58,8 +66,17 @@ function openStream(port: number, key: string, query = ''): Promise<{ messages: 
           const found = messages.find(match)
           if (found) return Promise.resolve(found)
           return new Promise((done, fail) => {
-            const timer = setTimeout(() => fail(new Error(`no matching message within ${ms} ms; got ${JSON.stringify(messages.map((x) => x.data.event_id))}`)), ms)
-            waiters.push({ match, done: (m) => { clearTimeout(timer); done(m) } })
+            const timer = setTimeout(
+              () => fail(new Error(`no matching message within ${ms} ms; got ${JSON.stringify(messages.map((x) => x.data.event_id))}`)),
+              ms,
+            )
+            waiters.push({
+              match,
+              done: (m) => {
+                clearTimeout(timer)
+                done(m)
+              },
+            })
           })
         },
         close: () => req.destroy(),
@@ -107,17 +124,30 @@ forEachDatabase((kind) => {
       assert.equal(all.next_cursor, null)
       const received = all.items.map((e: { received_at: string }) => e.received_at)
       assert.deepEqual(received, [...received].sort().reverse(), 'newest first')
-      assert.deepEqual(all.items.slice(-5).map((e: { event_id: string }) => e.event_id), [...ids].reverse())
+      assert.deepEqual(
+        all.items.slice(-5).map((e: { event_id: string }) => e.event_id),
+        [...ids].reverse(),
+      )
       assert.deepEqual(all.items[7], {
-        event_id: ids[0], shop: s.name, topic: 'customer/hook_created', resource_id: 1, received_at: all.items[7].received_at,
-        outcome: 'applied', duplicate_of: null, replay_of: null, errors: null,
+        event_id: ids[0],
+        shop: s.name,
+        topic: 'customer/hook_created',
+        resource_id: 1,
+        received_at: all.items[7].received_at,
+        outcome: 'applied',
+        duplicate_of: null,
+        replay_of: null,
+        errors: null,
       })
       const dup = all.items[0]
       assert.deepEqual([dup.outcome, dup.duplicate_of], ['duplicate', order])
 
       const q = async (query: string) => (await admin.get(`/v3/admin/events?shop=${s.name}&${query}`)).json().items.map((e: { event_id: string }) => e.event_id)
       const rej = (await admin.get(`/v3/admin/events?shop=${s.name}&outcome=rejected`)).json().items
-      assert.deepEqual(rej.map((e: { event_id: string }) => e.event_id), [rejected])
+      assert.deepEqual(
+        rej.map((e: { event_id: string }) => e.event_id),
+        [rejected],
+      )
       assert.deepEqual(rej[0].errors, [{ pointer: '/total', detail: rej[0].errors[0].detail }])
       assert.match(rej[0].errors[0].detail, /^must be /)
       assert.deepEqual(await q('topic=order/hook_created'), [dup.event_id, order, rejected])
@@ -125,27 +155,40 @@ forEachDatabase((kind) => {
       assert.deepEqual(await q('topic=customer/hook_created&resource_id=9'), [])
       assert.deepEqual(await q('outcome=applied&topic=order/hook_created'), [order])
       const at = (i: number) => encodeURIComponent(all.items[i].received_at)
-      assert.deepEqual(await q(`since=${at(4)}&until=${at(1)}`), all.items.slice(2, 5).map((e: { event_id: string }) => e.event_id), 'since inclusive, until exclusive')
+      assert.deepEqual(
+        await q(`since=${at(4)}&until=${at(1)}`),
+        all.items.slice(2, 5).map((e: { event_id: string }) => e.event_id),
+        'since inclusive, until exclusive',
+      )
 
       const paged: string[] = []
       let cursor: string | null = null
       do {
-        const page: { items: { event_id: string }[]; next_cursor: string | null } = (await admin.get(`/v3/admin/events?shop=${s.name}&limit=3${cursor ? `&cursor=${cursor}` : ''}`)).json()
+        const page: { items: { event_id: string }[]; next_cursor: string | null } = (
+          await admin.get(`/v3/admin/events?shop=${s.name}&limit=3${cursor ? `&cursor=${cursor}` : ''}`)
+        ).json()
         assert.ok(page.items.length <= 3)
         paged.push(...page.items.map((e: { event_id: string }) => e.event_id))
         cursor = page.next_cursor
         assert.ok(cursor === null || /^[A-Za-z0-9_-]+$/.test(cursor), 'an opaque cursor')
       } while (cursor)
-      assert.deepEqual(paged, all.items.map((e: { event_id: string }) => e.event_id))
+      assert.deepEqual(
+        paged,
+        all.items.map((e: { event_id: string }) => e.event_id),
+      )
       const filteredPage = (await admin.get(`/v3/admin/events?shop=${s.name}&topic=customer/hook_created&limit=2`)).json()
       const rest = (await admin.get(`/v3/admin/events?shop=${s.name}&topic=customer/hook_created&limit=500&cursor=${filteredPage.next_cursor}`)).json()
-      assert.deepEqual([...filteredPage.items, ...rest.items].map((e: { event_id: string }) => e.event_id), [...ids].reverse(), 'filters page too')
+      assert.deepEqual(
+        [...filteredPage.items, ...rest.items].map((e: { event_id: string }) => e.event_id),
+        [...ids].reverse(),
+        'filters page too',
+      )
 
       const across = (await admin.get('/v3/admin/events?limit=500')).json().items.map((e: { shop: string }) => e.shop)
       assert.ok(across.includes(s.name) && across.includes(other.name), 'without shop: every shop')
     })
 
-    test('a shop\'s page is read on the one (shop_id, received_us, id) index, in its order, filters checked on the rows', async () => {
+    test("a shop's page is read on the one (shop_id, received_us, id) index, in its order, filters checked on the rows", async () => {
       const db = t.app.services.backend.db
       for (const filter of [{ outcome: 'rejected' }, { topic: 'order/hook_created', before: { us: 5, id: 'x' } }]) {
         const q = eventPageQuery(db, { shopId: 1, ...filter }, 50).compile()
@@ -204,19 +247,35 @@ forEachDatabase((kind) => {
       assert.deepEqual(p.errors, first.json().errors)
       assert.notEqual(p.event_id, first.json().event_id)
       const stored = (await admin.get(`/v3/admin/events/${p.event_id}`)).json()
-      assert.deepEqual([stored.replay_of, stored.outcome, stored.body], [first.json().event_id, 'rejected', (await admin.get(`/v3/admin/events/${first.json().event_id}`)).json().body])
+      assert.deepEqual(
+        [stored.replay_of, stored.outcome, stored.body],
+        [first.json().event_id, 'rejected', (await admin.get(`/v3/admin/events/${first.json().event_id}`)).json().body],
+      )
     })
 
-    test('of an event an older version rejected and today\'s accepts: applied, the order exists', async () => {
+    test("of an event an older version rejected and today's accepts: applied, the order exists", async () => {
       const s = await shop('replay-recover')
       // Stored as a version that refused `ref` longer than it should have would have stored it.
       const id = uuidv7()
       const nowUs = Date.now() * 1000
-      await t.app.services.backend.db.insertInto('events').values({
-        id, shop_id: s.shopId, topic: 'order/hook_created', resource_id: 8, customer_id: null, received_at: formatUs(nowUs), received_us: nowUs,
-        body: Buffer.from('{"id":8,"ref":"R-8","total":"12.50"}'), headers: '{"content-type":"application/json"}', outcome: 'rejected', duplicate_of: null,
-        errors: JSON.stringify([{ pointer: '/ref', detail: 'must be shorter' }]), idem_key: null,
-      }).execute()
+      await t.app.services.backend.db
+        .insertInto('events')
+        .values({
+          id,
+          shop_id: s.shopId,
+          topic: 'order/hook_created',
+          resource_id: 8,
+          customer_id: null,
+          received_at: formatUs(nowUs),
+          received_us: nowUs,
+          body: Buffer.from('{"id":8,"ref":"R-8","total":"12.50"}'),
+          headers: '{"content-type":"application/json"}',
+          outcome: 'rejected',
+          duplicate_of: null,
+          errors: JSON.stringify([{ pointer: '/ref', detail: 'must be shorter' }]),
+          idem_key: null,
+        })
+        .execute()
       const replay = await admin.post(`/v3/admin/events/${id}/replay`)
       assert.equal(replay.statusCode, 200, replay.body)
       assert.equal(replay.json().status, 'applied')
@@ -225,7 +284,10 @@ forEachDatabase((kind) => {
       const stored = (await admin.get(`/v3/admin/events/${replay.json().event_id}`)).json()
       assert.deepEqual([stored.replay_of, stored.outcome], [id, 'applied'])
       const audit = (await admin.get('/v3/admin/audit?limit=1')).json().items[0]
-      assert.deepEqual([audit.operator, audit.action, audit.shop, audit.target, audit.detail], ['Eve Events', 'event.replay', s.name, id, { event_id: replay.json().event_id, outcome: 'applied' }])
+      assert.deepEqual(
+        [audit.operator, audit.action, audit.shop, audit.target, audit.detail],
+        ['Eve Events', 'event.replay', s.name, id, { event_id: replay.json().event_id, outcome: 'applied' }],
+      )
     })
 
     test('of an applied event: answered as a redelivery, a duplicate of it', async () => {
@@ -236,9 +298,16 @@ forEachDatabase((kind) => {
       assert.deepEqual(replay.json(), { event_id: first, status: 'duplicate' })
       const withKey = eventIdOf(await s.post(CUSTOMER_CREATED, { id: 4 }, { 'idempotency-key': 'k-4' }))
       await s.post(CUSTOMER_CREATED, { id: 4, first_name: 'Changed' })
-      assert.deepEqual((await admin.post(`/v3/admin/events/${withKey}/replay`)).json(), { event_id: withKey, status: 'duplicate' }, 'its Idempotency-Key is sent again')
+      assert.deepEqual(
+        (await admin.post(`/v3/admin/events/${withKey}/replay`)).json(),
+        { event_id: withKey, status: 'duplicate' },
+        'its Idempotency-Key is sent again',
+      )
       const replays = (await admin.get(`/v3/admin/events?shop=${s.name}&outcome=duplicate`)).json().items
-      assert.deepEqual(replays.map((e: { replay_of: string }) => e.replay_of), [withKey, first])
+      assert.deepEqual(
+        replays.map((e: { replay_of: string }) => e.replay_of),
+        [withKey, first],
+      )
     })
 
     test('of a redacted event: a 409; of an unknown one: a 404', async () => {

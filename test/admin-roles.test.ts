@@ -34,7 +34,12 @@ forEachDatabase((kind) => {
     after(() => t.close())
 
     const signIn = async (key: string) => {
-      const res = await t.app.inject({ method: 'POST', url: '/v3/admin/session', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ key }) })
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v3/admin/session',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ key }),
+      })
       assert.equal(res.statusCode, 200, res.body)
       return { cookie: String(res.headers['set-cookie']).split(';')[0]!, body: res.json() }
     }
@@ -48,12 +53,20 @@ forEachDatabase((kind) => {
 
     test('a viewer reads everything an operator reads', async () => {
       const viewer = adminClient(t, viewerKey)
-      for (const url of ['/v3/admin/shops', '/v3/admin/stats', '/v3/admin/events', '/v3/admin/shops/test/customers/1', '/v3/admin/shops/test/keys', '/v3/admin/audit', '/v3/admin/shops/test/customers/1/redemptions']) {
+      for (const url of [
+        '/v3/admin/shops',
+        '/v3/admin/stats',
+        '/v3/admin/events',
+        '/v3/admin/shops/test/customers/1',
+        '/v3/admin/shops/test/keys',
+        '/v3/admin/audit',
+        '/v3/admin/shops/test/customers/1/redemptions',
+      ]) {
         assert.equal((await viewer.get(url)).statusCode, 200, url)
       }
     })
 
-    test('a viewer\'s change is refused with 403 read-only, by Basic and by the cookie; nothing changes', async () => {
+    test("a viewer's change is refused with 403 read-only, by Basic and by the cookie; nothing changes", async () => {
       const viewer = adminClient(t, viewerKey)
       const before = (await viewer.get('/v3/admin/shops/test/keys')).json().items.length
       const refused = problem(await viewer.post('/v3/admin/shops/test/keys'), 403, 'read-only')
@@ -69,7 +82,7 @@ forEachDatabase((kind) => {
       assert.equal(out.statusCode, 204, out.body)
     })
 
-    test('an operator\'s change goes through', async () => {
+    test("an operator's change goes through", async () => {
       assert.equal((await adminClient(t, operatorKey).post('/v3/admin/shops/test/keys')).statusCode, 201)
     })
   })
@@ -80,7 +93,9 @@ forEachDatabase((kind) => {
     try {
       await migrate(backend, '0009-key-notify')
       const key = generateAdminKey()
-      await sql`INSERT INTO admins (name, key_hash, hint, created_at) VALUES (${'Old Hand'}, ${hashKey(key)}, ${keyHint(key)}, ${new Date().toISOString()})`.execute(backend.db)
+      await sql`INSERT INTO admins (name, key_hash, hint, created_at) VALUES (${'Old Hand'}, ${hashKey(key)}, ${keyHint(key)}, ${new Date().toISOString()})`.execute(
+        backend.db,
+      )
       assert.ok((await migrate(backend)).includes('0012-admin-roles'))
       const rows = await backend.db.selectFrom('admins').select(['name', 'role']).execute()
       assert.deepEqual(rows, [{ name: 'Old Hand', role: 'operator' }])

@@ -69,10 +69,16 @@ forEachDatabase((kind) => {
       headers: { 'content-type': 'application/json', ...(authorization === undefined ? {} : { authorization }) },
       payload: JSON.stringify(body),
     })
-  const keyId = async (key: string) =>
-    (await db().selectFrom('api_keys').select('id').where('key_hash', '=', hashKey(key)).executeTakeFirstOrThrow()).id
+  const keyId = async (key: string) => (await db().selectFrom('api_keys').select('id').where('key_hash', '=', hashKey(key)).executeTakeFirstOrThrow()).id
   const eventCount = async () =>
-    Number((await db().selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n)
+    Number(
+      (
+        await db()
+          .selectFrom('events')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    )
 
   describe('accepted credentials', () => {
     test('HTTP Basic with an empty user name and the key as the password is accepted, on every hook', async () => {
@@ -189,10 +195,20 @@ forEachDatabase((kind) => {
         new Promise<{ status: number; json: Record<string, unknown>; reused: boolean }>((resolve, reject) => {
           const payload = JSON.stringify(body)
           const req = http.request(
-            { agent, host: '127.0.0.1', port, method: 'POST', path: url, headers: { authorization, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
+            {
+              agent,
+              host: '127.0.0.1',
+              port,
+              method: 'POST',
+              path: url,
+              headers: { authorization, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+            },
             (res) => {
               let text = ''
-              res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(text), reused: req.reusedSocket }))
+              res
+                .setEncoding('utf8')
+                .on('data', (chunk: string) => (text += chunk))
+                .on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(text), reused: req.reusedSocket }))
             },
           )
           req.on('error', reject).end(payload)
@@ -228,7 +244,10 @@ forEachDatabase((kind) => {
         assert.equal(revoked.status, 401)
         assert.match(String(revoked.json.detail), /not known or has been revoked/)
         assert.equal((await send(basic(second), { id: nextId() })).status, 200)
-        assert.ok([...answers.slice(1), altered, asUser, revoked].every((a) => a.reused), 'the requests shared one connection')
+        assert.ok(
+          [...answers.slice(1), altered, asUser, revoked].every((a) => a.reused),
+          'the requests shared one connection',
+        )
       } finally {
         agent.destroy()
       }
@@ -297,9 +316,7 @@ forEachDatabase((kind) => {
     test('the database holds only the SHA-256 hex of a key, never the key', async () => {
       const key = await t.newKey('storage')
       // Use it, so that every write path (event, headers, last use) has seen it.
-      assertAccepted(
-        await postWith(basic(key), { id: nextId(), first_name: 'Stored' }),
-      )
+      assertAccepted(await postWith(basic(key), { id: nextId(), first_name: 'Stored' }))
       assertAccepted(
         await t.app.inject({
           method: 'POST',

@@ -6,8 +6,19 @@ import { after, test } from 'node:test'
 import { runCli } from './support/cli-process.ts'
 import { createTestDatabase, onDatabase, type TestDatabase } from './support/harness.ts'
 import {
-  createKey, isAcked, killAllServers, post, problemWith, readStored, request, startServerProcess, stopServerProcess,
-  summarize, WebhookFactory, workers, type Sent,
+  createKey,
+  isAcked,
+  killAllServers,
+  post,
+  problemWith,
+  readStored,
+  request,
+  startServerProcess,
+  stopServerProcess,
+  summarize,
+  WebhookFactory,
+  workers,
+  type Sent,
 } from './support/server-process.ts'
 
 // `shop-intake backup PATH` copies the SQLite database while the service takes webhooks, and a
@@ -48,8 +59,12 @@ test('sqlite: a backup taken under load holds every webhook acknowledged before 
   assert.equal(backup.code, 0, backup.stderr)
   assert.match(backup.stdout, /^copied \d+ pages \(.* MB\) to .*copy\.db; integrity_check: ok/)
   assert.ok(sent.length > duringBackup, 'the service kept taking webhooks during and after the backup')
-  assert.deepEqual(sent.filter((s) => !isAcked(s)).map((s) => s.answer), [], 'every webhook was acknowledged')
-  assert.equal(statSync(copy).mode & 0o777, 0o600, 'the copy is the owner\'s only')
+  assert.deepEqual(
+    sent.filter((s) => !isAcked(s)).map((s) => s.answer),
+    [],
+    'every webhook was acknowledged',
+  )
+  assert.equal(statSync(copy).mode & 0o777, 0o600, "the copy is the owner's only")
   await stopServerProcess(server)
 
   // A service on the copy: everything acknowledged before the backup began is there.
@@ -58,7 +73,12 @@ test('sqlite: a backup taken under load holds every webhook acknowledged before 
   const problems = ackedBefore.map((s) => problemWith(s, stored)).filter((p): p is string => p !== null)
   assert.deepEqual(problems, [], summarize(problems, 'acknowledged webhooks missing from the copy'))
   const last = ackedBefore.at(-1)!
-  const read = await request(restored.port, { method: 'GET', path: `/v3/${last.kind}s/${last.id}`, agent: false, headers: { authorization: `Basic ${Buffer.from(`:${key}`).toString('base64')}` } })
+  const read = await request(restored.port, {
+    method: 'GET',
+    path: `/v3/${last.kind}s/${last.id}`,
+    agent: false,
+    headers: { authorization: `Basic ${Buffer.from(`:${key}`).toString('base64')}` },
+  })
   assert.equal(read.status, 200, read.body)
   await stopServerProcess(restored)
 

@@ -11,7 +11,8 @@ import { parseIo, parseStat, processTree, procStat, threadIds } from '../bench/p
 
 describe('bench: /proc and /metrics parsers', () => {
   test('a stat line is read from its last parenthesis, whatever the name holds', () => {
-    const line = '4242 (node (worker) x) S 4100 4242 4100 0 -1 4194560 53186 0 0 0 1234 567 8 9 20 0 12 0 98765 1268490240 41234 18446744073709551615 1 1 0 0 0 0 0 4096 134234626 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n'
+    const line =
+      '4242 (node (worker) x) S 4100 4242 4100 0 -1 4194560 53186 0 0 0 1234 567 8 9 20 0 12 0 98765 1268490240 41234 18446744073709551615 1 1 0 0 0 0 0 4096 134234626 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n'
     assert.deepEqual(parseStat(line), { comm: 'node (worker) x', ppid: 4100, utime: 1234, stime: 567, cutime: 8, cstime: 9, starttime: 98765 })
     assert.throws(() => parseStat('no parentheses here'))
     assert.throws(() => parseStat('1 (short) S 0'))
@@ -41,7 +42,7 @@ describe('bench: /proc and /metrics parsers', () => {
   })
 })
 
-describe('bench: the SQLite writer thread among a Node process\'s threads', { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
+describe("bench: the SQLite writer thread among a Node process's threads", { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
   /** A Node process, with or without a worker_threads Worker, that says when it is ready and then idles. */
   async function node(withWorker: boolean, flags: string[] = []): Promise<ChildProcess> {
     const code = withWorker
@@ -55,7 +56,7 @@ describe('bench: the SQLite writer thread among a Node process\'s threads', { sk
   }
 
   for (const flags of [[], ['--import', 'tsx']]) {
-    test(`the Worker is found, not the V8 platform's own loop thread${flags.length ? ', nor the module loader\'s of tsx' : ''}`, async () => {
+    test(`the Worker is found, not the V8 platform's own loop thread${flags.length ? ", nor the module loader's of tsx" : ''}`, async () => {
       const child = await node(true, flags)
       try {
         const found = await writerThread(child.pid!)

@@ -65,7 +65,10 @@ describe('bench: reading a SQLite WAL', () => {
     assert.ok(byName.get('items')!.distinct_pages > 100, JSON.stringify(report.btrees))
     assert.ok(byName.get('items_name')!.distinct_pages > 5)
     assert.ok(byName.get('items')!.distinct_pages > byName.get('items_name')!.distinct_pages)
-    assert.equal(report.btrees.reduce((n, b) => n + b.frames, 0), frames.length)
+    assert.equal(
+      report.btrees.reduce((n, b) => n + b.frames, 0),
+      frames.length,
+    )
     assert.equal(report.bytes_per_webhook, Math.round((frames.length * 4096) / 2000))
     db.close()
   })
@@ -78,7 +81,10 @@ describe('bench: reading a SQLite WAL', () => {
     const owners = new Map<number, string>()
     for (const row of db.prepare('SELECT name, pageno FROM dbstat').all() as { name: string; pageno: number }[]) owners.set(row.pageno, row.name)
     assert.ok(!owners.has(2))
-    assert.ok(frames.some((f) => f.page === 2), 'new pages are recorded in the pointer map')
+    assert.ok(
+      frames.some((f) => f.page === 2),
+      'new pages are recorded in the pointer map',
+    )
     const report = pagesByBtree(frames, owners, { pageSize: 4096, webhooks: 300, autoVacuum: true })
     assert.ok(report.btrees.some((b) => b.name === '(pointer map)'))
     assert.ok(!report.btrees.some((b) => b.name === '(free or unmapped)'), JSON.stringify(report.btrees))
@@ -86,8 +92,14 @@ describe('bench: reading a SQLite WAL', () => {
   })
 
   test('pointer-map pages: page 2, then one every usable size / 5 + 1 pages', () => {
-    assert.deepEqual([1, 2, 3, 821, 822, 823, 1642].filter((p) => isPointerMapPage(p, 4096)), [2, 822, 1642])
-    assert.deepEqual([2, 206, 207, 411, 412].filter((p) => isPointerMapPage(p, 1024)), [2, 207, 412])
+    assert.deepEqual(
+      [1, 2, 3, 821, 822, 823, 1642].filter((p) => isPointerMapPage(p, 4096)),
+      [2, 822, 1642],
+    )
+    assert.deepEqual(
+      [2, 206, 207, 411, 412].filter((p) => isPointerMapPage(p, 1024)),
+      [2, 207, 412],
+    )
   })
 
   test('after a restart of the log, the old frames left in the file are not read, and every frame is new', () => {
@@ -105,7 +117,7 @@ describe('bench: reading a SQLite WAL', () => {
     db.close()
   })
 
-  test('while a reader holds its snapshot, a TRUNCATE checkpoint (the service\'s after erasures) keeps every frame', () => {
+  test("while a reader holds its snapshot, a TRUNCATE checkpoint (the service's after erasures) keeps every frame", () => {
     const { db, wal } = open('held.db')
     insert(db, 0, 200)
     // The bench's reader: a snapshot taken before the writes it measures.

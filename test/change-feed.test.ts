@@ -9,7 +9,13 @@ import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, POS
 // repeats, the long poll, the problems, and (PostgreSQL) a transaction that took a lower id
 // committing after a higher one: no reader passes it.
 
-interface Entry { id: string; position: number; type: string; created_at: string; data: Record<string, unknown> }
+interface Entry {
+  id: string
+  position: number
+  type: string
+  created_at: string
+  data: Record<string, unknown>
+}
 
 forEachDatabase((kind) => {
   let t: TestApp
@@ -50,41 +56,95 @@ forEachDatabase((kind) => {
     return { key, shopId, post, changes, all }
   }
 
-  test('an operator\'s manual adjustment is one points.changed entry naming the adjustment', async () => {
+  test("an operator's manual adjustment is one points.changed entry naming the adjustment", async () => {
     const s = await shop('adjusted')
     await s.post(CUSTOMER_CREATED, { id: 5, email: 'five@example.com', updated_at: '2024-05-01T10:00:00Z' })
     const operator = await newOperator(t, `${kind}-feed-operator`)
-    const res = await adminClient(t, operator.key).post(`/v3/admin/shops/${kind}-adjusted/customers/5/adjustments`, { points: 25, reason: 'goodwill for a late parcel' })
+    const res = await adminClient(t, operator.key).post(`/v3/admin/shops/${kind}-adjusted/customers/5/adjustments`, {
+      points: 25,
+      reason: 'goodwill for a late parcel',
+    })
     assert.equal(res.statusCode, 201, res.body)
     const adjustment = res.json() as { adjustment_id: string }
     const entries = await s.all(500, 2)
     const points = entries.filter((e) => e.type === 'points.changed')
-    assert.deepEqual(points.map((e) => e.data), [
-      { customer_id: 5, guest: false, order_id: null, redemption_id: null, adjustment_id: adjustment.adjustment_id, points: 25, reason: 'adjusted_manually', debt: false, event_id: null },
-    ])
+    assert.deepEqual(
+      points.map((e) => e.data),
+      [
+        {
+          customer_id: 5,
+          guest: false,
+          order_id: null,
+          redemption_id: null,
+          adjustment_id: adjustment.adjustment_id,
+          points: 25,
+          reason: 'adjusted_manually',
+          debt: false,
+          event_id: null,
+        },
+      ],
+    )
     assert.ok(!JSON.stringify(entries).includes('goodwill'), 'the reason text stays out of the feed')
   })
 
   test('each change has its entry: customer, order with flags and amount, points, delete; thin and in commit order', async () => {
     const s = await shop('kinds')
-    const c = await s.post(CUSTOMER_CREATED, { id: 1, first_name: 'Ada', email: 'ada@example.com', tags: ['vip'], is_newsletter: true, updated_at: '2024-05-01T10:00:00Z' })
-    const o = await s.post(ORDER_CREATED, { id: 10, currency: 'EUR', subtotal: '40.00', total: '47.60', is_paid: true, processed_at: '2024-05-01T09:00:00Z', email: 'ada@example.com', customer: { id: 1, updated_at: '2024-05-01T09:30:00Z' } })
+    const c = await s.post(CUSTOMER_CREATED, {
+      id: 1,
+      first_name: 'Ada',
+      email: 'ada@example.com',
+      tags: ['vip'],
+      is_newsletter: true,
+      updated_at: '2024-05-01T10:00:00Z',
+    })
+    const o = await s.post(ORDER_CREATED, {
+      id: 10,
+      currency: 'EUR',
+      subtotal: '40.00',
+      total: '47.60',
+      is_paid: true,
+      processed_at: '2024-05-01T09:00:00Z',
+      email: 'ada@example.com',
+      customer: { id: 1, updated_at: '2024-05-01T09:30:00Z' },
+    })
     const d = await s.post(CUSTOMER_DELETED, { id: 1, updated_at: '2024-05-02T10:00:00Z' })
     const entries = await s.all(500, 6)
     // The order's embedded customer is older than the stored one: it changes nothing of the customer.
-    assert.deepEqual(entries.map((e) => [e.type, e.data.event_id]), [
-      ['customer.updated', c.event_id],
-      ['order.updated', o.event_id],
-      ['points.changed', o.event_id],
-      ['customer.deleted', d.event_id],
-      ['order.updated', d.event_id],
-      ['points.changed', d.event_id],
-    ])
+    assert.deepEqual(
+      entries.map((e) => [e.type, e.data.event_id]),
+      [
+        ['customer.updated', c.event_id],
+        ['order.updated', o.event_id],
+        ['points.changed', o.event_id],
+        ['customer.deleted', d.event_id],
+        ['order.updated', d.event_id],
+        ['points.changed', d.event_id],
+      ],
+    )
     assert.deepEqual(entries[1]!.data, {
-      order_id: 10, rev: 1, customer_id: 1, currency: 'EUR', total: '47.60', is_paid: true, is_fulfilled: false, is_refunded: false, is_cancelled: false,
-      event_id: o.event_id, outcome: 'applied',
+      order_id: 10,
+      rev: 1,
+      customer_id: 1,
+      currency: 'EUR',
+      total: '47.60',
+      is_paid: true,
+      is_fulfilled: false,
+      is_refunded: false,
+      is_cancelled: false,
+      event_id: o.event_id,
+      outcome: 'applied',
     })
-    assert.deepEqual(entries[2]!.data, { customer_id: 1, guest: false, order_id: 10, redemption_id: null, adjustment_id: null, points: 40, reason: 'earned', debt: false, event_id: o.event_id })
+    assert.deepEqual(entries[2]!.data, {
+      customer_id: 1,
+      guest: false,
+      order_id: 10,
+      redemption_id: null,
+      adjustment_id: null,
+      points: 40,
+      reason: 'earned',
+      debt: false,
+      event_id: o.event_id,
+    })
     assert.deepEqual(entries[5]!.data.points, -40)
     const text = JSON.stringify(entries)
     for (const word of ['Ada', 'ada@example.com', 'vip']) assert.ok(!text.includes(word), `no "${word}" in the feed`)
@@ -92,9 +152,13 @@ forEachDatabase((kind) => {
     const stored = await t.app.services.backend.db.selectFrom('feed').select('entries').where('shop_id', '=', s.shopId).execute()
     const storedText = stored.map((r) => r.entries).join('\n')
     assert.equal(JSON.parse(`[${stored.map((r) => r.entries).join(',')}]`).flat().length, 6, 'the stored rows hold the six entries')
-    for (const word of ['Ada', 'ada', 'vip', 'example.com']) assert.ok(!storedText.toLowerCase().includes(word.toLowerCase()), `no "${word}" stored in the feed`)
+    for (const word of ['Ada', 'ada', 'vip', 'example.com'])
+      assert.ok(!storedText.toLowerCase().includes(word.toLowerCase()), `no "${word}" stored in the feed`)
     const positions = entries.map((e) => e.position)
-    assert.deepEqual(positions, [...positions].sort((a, b) => a - b))
+    assert.deepEqual(
+      positions,
+      [...positions].sort((a, b) => a - b),
+    )
     assert.equal(new Set(entries.map((e) => e.id)).size, entries.length)
     for (const e of entries) assert.match(e.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/)
   })
@@ -109,7 +173,13 @@ forEachDatabase((kind) => {
     assert.equal(c.statusCode, 200, c.body)
     const ofIt = (entries: Entry[]) => entries.filter((e) => e.type === 'points.changed' && e.data.redemption_id === id)
     const points = ofIt(await s.all(500, (entries) => ofIt(entries).length >= 2))
-    assert.deepEqual(points.map((e) => [e.data.points, e.data.reason, e.data.event_id]), [[-30, 'redeemed', null], [30, 'redemption_cancelled', null]])
+    assert.deepEqual(
+      points.map((e) => [e.data.points, e.data.reason, e.data.event_id]),
+      [
+        [-30, 'redeemed', null],
+        [30, 'redemption_cancelled', null],
+      ],
+    )
   })
 
   test('pages: after and limit walk every entry once, next_after stays put at the end, shops see only their own', async () => {
@@ -120,15 +190,27 @@ forEachDatabase((kind) => {
     const whole = await s.all(500, 12)
     assert.equal(whole.length, 12)
     const paged = await s.all(5)
-    assert.deepEqual(paged.map((e) => e.id), whole.map((e) => e.id))
-    assert.deepEqual(whole.map((e) => e.data.customer_id), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+    assert.deepEqual(
+      paged.map((e) => e.id),
+      whole.map((e) => e.id),
+    )
+    assert.deepEqual(
+      whole.map((e) => e.data.customer_id),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+    )
     const tail = await s.changes(`?after=${whole[11]!.position}`)
     assert.deepEqual(tail, { changes: [], next_after: whole[11]!.position })
     const middle = await s.changes(`?after=${whole[3]!.position}&limit=2`)
-    assert.deepEqual(middle.changes.map((e) => e.data.customer_id), [5, 6])
+    assert.deepEqual(
+      middle.changes.map((e) => e.data.customer_id),
+      [5, 6],
+    )
     assert.equal(middle.next_after, whole[5]!.position)
     const theirs = await other.all(500, 1)
-    assert.deepEqual(theirs.map((e) => e.data.customer_id), [1])
+    assert.deepEqual(
+      theirs.map((e) => e.data.customer_id),
+      [1],
+    )
   })
 
   test('wait: an empty page waits for the next entry and answers as soon as it commits', async () => {
@@ -141,7 +223,10 @@ forEachDatabase((kind) => {
     const posted = await s.post(CUSTOMER_CREATED, { id: 2, updated_at: '2024-05-01T10:00:00Z' })
     const page = await waiting
     const took = Date.now() - started
-    assert.deepEqual(page.changes.map((e) => e.data.event_id), [posted.event_id])
+    assert.deepEqual(
+      page.changes.map((e) => e.data.event_id),
+      [posted.event_id],
+    )
     assert.ok(took >= 450, `it waited for the entry (${took} ms)`)
     assert.ok(took < 15_000, `and answered when it came, not at the end of the wait (${took} ms)`)
   })
@@ -170,8 +255,15 @@ forEachDatabase((kind) => {
   test('problems: a bad after, limit or wait is a 400; no key is a 401', async () => {
     const s = await shop('problems')
     for (const [query, says] of [
-      ['?limit=501', /limit must be at most 500/], ['?limit=0', /limit/], ['?limit=x', /limit/], ['?wait=31', /wait must be at most 30/],
-      ['?wait=-1', /wait/], ['?after=-1', /after/], ['?after=1.5', /after/], ['?after=abc', /after/], ['?after=1234567890123456', /after/],
+      ['?limit=501', /limit must be at most 500/],
+      ['?limit=0', /limit/],
+      ['?limit=x', /limit/],
+      ['?wait=31', /wait must be at most 30/],
+      ['?wait=-1', /wait/],
+      ['?after=-1', /after/],
+      ['?after=1.5', /after/],
+      ['?after=abc', /after/],
+      ['?after=1234567890123456', /after/],
     ] as const) {
       const res = await t.get(`/v3/changes${query}`, s.key)
       assert.equal(res.statusCode, 400, `${query}: ${res.body}`)
@@ -202,7 +294,11 @@ forEachDatabase((kind) => {
     await reader
     const final = await s.all(500)
     assert.equal(final.length, 200)
-    assert.deepEqual(seen.map((e) => e.id), final.map((e) => e.id), 'the reader saw exactly the entries, in their order')
+    assert.deepEqual(
+      seen.map((e) => e.id),
+      final.map((e) => e.id),
+      'the reader saw exactly the entries, in their order',
+    )
     assert.equal(new Set(seen.map((e) => e.data.customer_id)).size, 200)
   })
 
@@ -217,11 +313,29 @@ forEachDatabase((kind) => {
       try {
         // As a batch of another process would: it takes the next position, writes its row, and has not committed yet.
         await client.query('BEGIN')
-        const [{ position: held }] = (await client.query<{ position: string }>('UPDATE feed_head SET position = position + 1 WHERE id = 1 RETURNING position')).rows as [{ position: string }]
-        await client.query(
-          'INSERT INTO feed (position, first_position, shop_id, created_us, entries) VALUES ($1, $1, $2, $3, $4)',
-          [held, s.shopId, Date.now() * 1000, JSON.stringify([['points.changed', { customer_id: 99, guest: false, order_id: null, redemption_id: null, adjustment_id: null, points: 5, reason: 'adjusted', debt: false, event_id: null }]])],
-        )
+        const [{ position: held }] = (await client.query<{ position: string }>('UPDATE feed_head SET position = position + 1 WHERE id = 1 RETURNING position'))
+          .rows as [{ position: string }]
+        await client.query('INSERT INTO feed (position, first_position, shop_id, created_us, entries) VALUES ($1, $1, $2, $3, $4)', [
+          held,
+          s.shopId,
+          Date.now() * 1000,
+          JSON.stringify([
+            [
+              'points.changed',
+              {
+                customer_id: 99,
+                guest: false,
+                order_id: null,
+                redemption_id: null,
+                adjustment_id: null,
+                points: 5,
+                reason: 'adjusted',
+                debt: false,
+                event_id: null,
+              },
+            ],
+          ]),
+        ])
         assert.equal(Number(held), before!.position + 1)
         // A webhook now commits after it: its batch waits for the head's lock rather than take a position of its own first.
         let answered = false
@@ -235,7 +349,11 @@ forEachDatabase((kind) => {
         assert.equal(page.changes[0]!.position, Number(held), 'the reader gets the held position first')
         const { event_id } = await later
         const all = await s.all(500)
-        assert.deepEqual(all.map((e) => e.position), [before!.position, Number(held), Number(held) + 1], 'consecutive positions, in commit order')
+        assert.deepEqual(
+          all.map((e) => e.position),
+          [before!.position, Number(held), Number(held) + 1],
+          'consecutive positions, in commit order',
+        )
         assert.equal(all[2]!.data.event_id, event_id)
       } finally {
         await client.query('ROLLBACK').catch(() => {})

@@ -14,7 +14,6 @@ import { runCli, type CliRun } from './support/cli-process.ts'
 // The command line as a user meets it: --version, descriptions, ranges, revoke and rules set
 // that change nothing, keys list's last use, and `send`, the sender's side of the contract.
 
-
 const cli = runCli
 
 const fails = (run: CliRun, pattern: RegExp) => {
@@ -41,7 +40,10 @@ describe('the command line (SQLite)', onDatabase('sqlite'), () => {
     const runs = await Promise.all([[], ['keys'], ['admins'], ['rules'], ['points']].map((path) => cli([...path, '--help'])))
     for (const run of runs) {
       assert.equal(run.code, 0)
-      const commands = run.stdout.split('Commands:\n')[1]!.split('\n').filter((l) => /^ {2}\S/.test(l))
+      const commands = run.stdout
+        .split('Commands:\n')[1]!
+        .split('\n')
+        .filter((l) => /^ {2}\S/.test(l))
       assert.ok(commands.length > 0)
       for (const line of commands) assert.match(line, /^ {2}\S.*\S {2,}\S/, `a description for: ${line}`)
     }
@@ -81,12 +83,28 @@ describe('the command line (SQLite)', onDatabase('sqlite'), () => {
     const backend = openBackend(database.url)
     try {
       // An event received a second ago: a period of 0 days would take it.
-      await backend.db.insertInto('events').values({
-        id: 'evt-prune-zero', shop_id: 1, topic: 'customer/hook_created', resource_id: 1, customer_id: 1, received_at: '2024-01-01T00:00:00Z',
-        received_us: Date.now() * 1000 - 1_000_000, body: Buffer.from('{"id":1}'), headers: '{}', outcome: 'applied', duplicate_of: null, errors: null,
-      } as never).execute()
+      await backend.db
+        .insertInto('events')
+        .values({
+          id: 'evt-prune-zero',
+          shop_id: 1,
+          topic: 'customer/hook_created',
+          resource_id: 1,
+          customer_id: 1,
+          received_at: '2024-01-01T00:00:00Z',
+          received_us: Date.now() * 1000 - 1_000_000,
+          body: Buffer.from('{"id":1}'),
+          headers: '{}',
+          outcome: 'applied',
+          duplicate_of: null,
+          errors: null,
+        } as never)
+        .execute()
       for (const zero of ['0', '0.0', '0.00']) {
-        const [dry, run] = await Promise.all([cli(['events', 'prune', '--older-than', zero, '--dry-run'], env), cli(['events', 'prune', '--older-than', zero], env)])
+        const [dry, run] = await Promise.all([
+          cli(['events', 'prune', '--older-than', zero, '--dry-run'], env),
+          cli(['events', 'prune', '--older-than', zero], env),
+        ])
         for (const r of [dry, run]) fails(r, /--older-than 0 would delete every event.*EVENT_RETENTION_DAYS=0 keeps every event.*above 0/)
       }
       const left = await backend.db.selectFrom('events').select('id').where('id', '=', 'evt-prune-zero').execute()
@@ -178,18 +196,29 @@ describe('shop-intake send', onDatabase('sqlite'), () => {
     try {
       const run = await cli(['send', '--topic', 'customer/hook_created', '-'], { SHOP_INTAKE_URL: stand, SHOP_INTAKE_KEY: 'sk_x' }, '{"id":1}')
       assert.equal(run.code, 0, run.stderr)
-      assert.deepEqual(seen.map((s) => s.status), [503, 408, 200])
+      assert.deepEqual(
+        seen.map((s) => s.status),
+        [503, 408, 200],
+      )
       assert.equal(new Set(seen.map((s) => s.key)).size, 1)
       assert.match(run.stderr, /attempt 1 of 6: 503 Service Unavailable; retrying in 1\.\d s/)
       assert.match(run.stderr, /attempt 2 of 6: 408 Request Timeout; retrying in/)
       seen.length = 0
       const refused = await cli(['send', '--topic', 'customer/hook_created', '-'], { SHOP_INTAKE_URL: stand, SHOP_INTAKE_KEY: 'sk_x' }, '{"id":1}')
       assert.equal(refused.code, 1)
-      assert.deepEqual(seen.map((s) => s.status), [400], 'a 400 is not retried')
+      assert.deepEqual(
+        seen.map((s) => s.status),
+        [400],
+        'a 400 is not retried',
+      )
     } finally {
       server.close()
     }
-    const down = await cli(['send', '--topic', 'customer/hook_created', '--attempts', '2', '-'], { SHOP_INTAKE_URL: stand, SHOP_INTAKE_KEY: 'sk_x' }, '{"id":1}')
+    const down = await cli(
+      ['send', '--topic', 'customer/hook_created', '--attempts', '2', '-'],
+      { SHOP_INTAKE_URL: stand, SHOP_INTAKE_KEY: 'sk_x' },
+      '{"id":1}',
+    )
     fails(down, /no answer from .* after 2 attempts: ECONNREFUSED/)
     assert.match(down.stderr, /attempt 1 of 2: no answer \(ECONNREFUSED\)/)
   })

@@ -20,7 +20,11 @@ interface Run {
 const start = startCli
 const cli = runCli
 
-const lines = (text: string) => text.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '')
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => l !== '')
 
 function assertSuccess(run: Run, what: string): void {
   assert.equal(run.code, 0, `${what} exited ${run.code}; stderr: ${run.stderr}`)
@@ -50,7 +54,10 @@ function printedKey(run: Run): string {
 function parseList(stdout: string): Record<string, string>[] {
   const [header, ...rows] = lines(stdout)
   assert.ok(header, 'keys list prints a header')
-  const columns = header.trim().split(/\s{2,}/).map((c) => c.toLowerCase())
+  const columns = header
+    .trim()
+    .split(/\s{2,}/)
+    .map((c) => c.toLowerCase())
   for (const c of ['id', 'hint', 'shop', 'created', 'last used', 'revoked']) assert.ok(columns.includes(c), `column ${c} in ${header}`)
   return rows.map((row) => {
     const cells = row.trim().split(/\s{2,}/)
@@ -123,7 +130,11 @@ forEachDatabase((kind) => {
     const backend = openBackend(database.url)
     try {
       const shops = await backend.db.selectFrom('shops').select(['id', 'name']).orderBy('name').execute()
-      assert.deepEqual(shops.map((s) => s.name), ['alpha'], 'a second key does not create a second shop')
+      assert.deepEqual(
+        shops.map((s) => s.name),
+        ['alpha'],
+        'a second key does not create a second shop',
+      )
       const rows = await backend.db.selectFrom('api_keys').select(['shop_id', 'key_hash', 'revoked_at']).execute()
       assert.equal(rows.length, 2)
       const shopOf = (key: string) => rows.find((r) => r.key_hash === hashKey(key))?.shop_id
@@ -145,7 +156,7 @@ forEachDatabase((kind) => {
     assert.equal((await t.get('/v3/customers/7')).statusCode, 404, 'not the shop "test"')
   })
 
-  test('keys revoke ID revokes the key: it then gets 401, the shop\'s other key still works', async () => {
+  test("keys revoke ID revokes the key: it then gets 401, the shop's other key still works", async () => {
     assert.ok(t && keys.alpha1, 'runs after keys create')
     const id = await keyId(keys.alpha1)
     const run = await cli(['keys', 'revoke', String(id)], env)
@@ -181,7 +192,11 @@ forEachDatabase((kind) => {
       return found
     }
     const isTime = (text: string) => Number.isFinite(Date.parse(text))
-    for (const [id, key, shop] of [[a1, keys.alpha1, 'alpha'], [a2, keys.alpha2, 'alpha'], [b, t.key, 'test']] as const) {
+    for (const [id, key, shop] of [
+      [a1, keys.alpha1, 'alpha'],
+      [a2, keys.alpha2, 'alpha'],
+      [b, t.key, 'test'],
+    ] as const) {
       const r = row(id)
       assert.equal(r.shop, shop)
       assert.ok(isTime(r.created!), `created is a time: ${r.created}`)
@@ -197,7 +212,13 @@ forEachDatabase((kind) => {
     assert.equal(row(a2).revoked, row(b).revoked)
 
     const alphaRows = parseList(onlyAlpha.stdout)
-    assert.deepEqual(alphaRows.map((r) => [r.id, r.shop]).sort(), [[String(a1), 'alpha'], [String(a2), 'alpha']].sort())
+    assert.deepEqual(
+      alphaRows.map((r) => [r.id, r.shop]).sort(),
+      [
+        [String(a1), 'alpha'],
+        [String(a2), 'alpha'],
+      ].sort(),
+    )
   })
 
   test('serve applies migrations, answers /healthz and webhooks, and exits 0 on SIGTERM', async () => {

@@ -72,7 +72,10 @@ forEachDatabase((kind) => {
       c.socket.destroy()
       assert.equal(await eventually(() => metric(t, 'shop_intake_client_aborts_total'), before + 1), before + 1)
       assertNoDatabaseBlame()
-      assert.ok(lines.some((l) => l.level === 30 && /client went away/.test(l.msg)), JSON.stringify(lines))
+      assert.ok(
+        lines.some((l) => l.level === 30 && /client went away/.test(l.msg)),
+        JSON.stringify(lines),
+      )
     })
 
     test('a slow body cut off with a 408: counted as a client abort, not logged as a database outage', async () => {

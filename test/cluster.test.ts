@@ -47,9 +47,18 @@ function logLines(server: ServerProcess): LogLine[] {
 }
 
 /** The processes whose log says they answered a webhook. */
-const webhookPids = (server: ServerProcess, from = 0) => new Set(logLines(server).slice(from).filter((l) => l.msg === 'webhook').map((l) => l.pid))
+const webhookPids = (server: ServerProcess, from = 0) =>
+  new Set(
+    logLines(server)
+      .slice(from)
+      .filter((l) => l.msg === 'webhook')
+      .map((l) => l.pid),
+  )
 /** The processes that said they listen. */
-const listeningPids = (server: ServerProcess) => logLines(server).filter((l) => l.msg.startsWith('shop-intake listening on')).map((l) => l.pid)
+const listeningPids = (server: ServerProcess) =>
+  logLines(server)
+    .filter((l) => l.msg.startsWith('shop-intake listening on'))
+    .map((l) => l.pid)
 
 /** `count` webhooks, CONCURRENCY at a time, each on a connection of its own (so the primary hands them round). */
 async function send(server: ServerProcess, key: string, factory: WebhookFactory, count: number): Promise<Sent[]> {
@@ -95,7 +104,11 @@ describe('postgres: WORKERS=2', onDatabase('postgres'), () => {
   test('both workers serve webhooks, and every one answered is stored and applied', { timeout: TEST_TIMEOUT_MS }, async () => {
     const sent = await send(server, key, factory, 200)
     all.push(...sent)
-    assert.deepEqual(sent.filter((s) => s.answer?.status !== 200).map((s) => s.answer), [], 'every webhook answered 200')
+    assert.deepEqual(
+      sent.filter((s) => s.answer?.status !== 200).map((s) => s.answer),
+      [],
+      'every webhook answered 200',
+    )
     const pids = webhookPids(server)
     assert.equal(pids.size, 2, `two processes answered webhooks: ${[...pids].join(', ')}`)
     assert.ok(!pids.has(server.child.pid!), 'the primary serves nothing itself')
@@ -107,7 +120,11 @@ describe('postgres: WORKERS=2', onDatabase('postgres'), () => {
       const metrics = await request(server.port, { method: 'GET', path: '/metrics', agent: false })
       assert.equal(metrics.status, 200, metrics.body)
       const applied = metrics.body!.split('\n').filter((l) => l.startsWith(`shop_intake_webhooks_total{shop="${shopId}",`) && l.includes('outcome="applied"'))
-      assert.equal(applied.reduce((n, l) => n + Number(l.split(' ').at(-1)), 0), sent.length, `answer ${i}: every worker's webhooks counted:\n${applied.join('\n')}`)
+      assert.equal(
+        applied.reduce((n, l) => n + Number(l.split(' ').at(-1)), 0),
+        sent.length,
+        `answer ${i}: every worker's webhooks counted:\n${applied.join('\n')}`,
+      )
       const sizes = metrics.body!.split('\n').filter((l) => l.startsWith('shop_intake_database_bytes '))
       assert.equal(sizes.length, 1, 'one database size')
     }
@@ -129,62 +146,81 @@ describe('postgres: WORKERS=2', onDatabase('postgres'), () => {
     const sent = await send(server, key, factory, 100)
     all.push(...sent)
     // A connection the killed worker held may have broken; everything else is answered 200.
-    assert.deepEqual(sent.filter((s) => s.answer?.status !== 200).map((s) => s.answer), [], 'every webhook answered 200')
+    assert.deepEqual(
+      sent.filter((s) => s.answer?.status !== 200).map((s) => s.answer),
+      [],
+      'every webhook answered 200',
+    )
     const pids = webhookPids(server, from)
     assert.ok(pids.has(replacement), `the new worker ${replacement} answers webhooks (answered by ${[...pids].join(', ')})`)
     assert.ok(!pids.has(victim), 'the killed worker answers nothing')
   })
 
-  test('SIGTERM to the primary: every worker finishes what it accepted, exit 0 within 15 s, every 2xx stored, nothing else', { timeout: TEST_TIMEOUT_MS }, async () => {
-    const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
-    const sent: Sent[] = []
-    /** Answered before the signal (webhooks in flight at the signal may get the shutdown's 503). */
-    const answeredBefore = new Set<Sent>()
-    let acked = 0
-    let signalledAt: number | undefined
-    let exitedAt: number | undefined
-    const exited = server.exited.then((exit) => {
-      exitedAt = performance.now()
-      return exit
-    })
-    // Kept-alive connections and fresh ones, until the process is gone.
-    await workers(CONCURRENCY, async (worker) => {
-      while (exitedAt === undefined) {
-        const webhook = factory.make()
-        webhook.afterSignal = signalledAt !== undefined
-        sent.push(webhook)
-        await post(server.port, worker % 2 === 0 ? agent : false, key, webhook)
-        if (signalledAt === undefined) answeredBefore.add(webhook)
-        if (isAcked(webhook) && ++acked === 300) {
-          signalledAt = performance.now()
-          server.child.kill('SIGTERM')
+  test(
+    'SIGTERM to the primary: every worker finishes what it accepted, exit 0 within 15 s, every 2xx stored, nothing else',
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
+      const sent: Sent[] = []
+      /** Answered before the signal (webhooks in flight at the signal may get the shutdown's 503). */
+      const answeredBefore = new Set<Sent>()
+      let acked = 0
+      let signalledAt: number | undefined
+      let exitedAt: number | undefined
+      const exited = server.exited.then((exit) => {
+        exitedAt = performance.now()
+        return exit
+      })
+      // Kept-alive connections and fresh ones, until the process is gone.
+      await workers(CONCURRENCY, async (worker) => {
+        while (exitedAt === undefined) {
+          const webhook = factory.make()
+          webhook.afterSignal = signalledAt !== undefined
+          sent.push(webhook)
+          await post(server.port, worker % 2 === 0 ? agent : false, key, webhook)
+          if (signalledAt === undefined) answeredBefore.add(webhook)
+          if (isAcked(webhook) && ++acked === 300) {
+            signalledAt = performance.now()
+            server.child.kill('SIGTERM')
+          }
+          if (signalledAt !== undefined && webhook.answer?.status === undefined) await sleep(20)
         }
-        if (signalledAt !== undefined && webhook.answer?.status === undefined) await sleep(20)
-      }
-    })
-    agent.destroy()
-    const exit = await exited
-    all.push(...sent)
-    assert.deepEqual(exit, { code: 0, signal: null }, `the primary exits 0; stderr:\n${server.stderr().slice(-2000)}`)
-    const tookMs = exitedAt! - signalledAt!
-    assert.ok(tookMs < 15_000, `exited ${tookMs.toFixed(0)} ms after SIGTERM`)
-    const shutdowns = logLines(server).filter((l) => l.msg.startsWith('shutdown complete'))
-    assert.equal(shutdowns.filter((l) => l.role === 'primary').length, 1, 'the primary says it is done')
-    assert.equal(shutdowns.filter((l) => l.role === undefined).length, 2, 'both workers shut down cleanly')
+      })
+      agent.destroy()
+      const exit = await exited
+      all.push(...sent)
+      assert.deepEqual(exit, { code: 0, signal: null }, `the primary exits 0; stderr:\n${server.stderr().slice(-2000)}`)
+      const tookMs = exitedAt! - signalledAt!
+      assert.ok(tookMs < 15_000, `exited ${tookMs.toFixed(0)} ms after SIGTERM`)
+      const shutdowns = logLines(server).filter((l) => l.msg.startsWith('shutdown complete'))
+      assert.equal(shutdowns.filter((l) => l.role === 'primary').length, 1, 'the primary says it is done')
+      assert.equal(shutdowns.filter((l) => l.role === undefined).length, 2, 'both workers shut down cleanly')
 
-    const before = [...answeredBefore]
-    assert.deepEqual(before.filter((s) => s.answer?.status !== 200).map((s) => s.answer), [], 'before the signal, every webhook answered 200')
-    const odd = sent.filter((s) => s.answer?.status !== undefined && s.answer.status !== 200 && s.answer.status !== 503)
-    assert.deepEqual(odd.map((s) => s.answer), [], 'after the signal, 200 or 503 (or no connection)')
+      const before = [...answeredBefore]
+      assert.deepEqual(
+        before.filter((s) => s.answer?.status !== 200).map((s) => s.answer),
+        [],
+        'before the signal, every webhook answered 200',
+      )
+      const odd = sent.filter((s) => s.answer?.status !== undefined && s.answer.status !== 200 && s.answer.status !== 503)
+      assert.deepEqual(
+        odd.map((s) => s.answer),
+        [],
+        'after the signal, 200 or 503 (or no connection)',
+      )
 
-    const stored = await readStored(database.url, shopId)
-    const problems = all.filter(isAcked).map((s) => problemWith(s, stored)).filter((p) => p !== null)
-    assert.deepEqual(problems, [], summarize(problems, 'acknowledged webhooks not stored as answered'))
-    const storedUnacked = sent.filter((s) => s.answer?.status === 503 && isStored(s, stored)).map((s) => s.ref)
-    assert.deepEqual(storedUnacked, [], 'a webhook answered 503 while shutting down is not stored')
-    const ackedBefore = before.filter(isAcked).length
-    console.log(`# ${ackedBefore} acknowledged before the signal, ${sent.filter(isAcked).length - ackedBefore} after it; exit after ${tookMs.toFixed(0)} ms`)
-  })
+      const stored = await readStored(database.url, shopId)
+      const problems = all
+        .filter(isAcked)
+        .map((s) => problemWith(s, stored))
+        .filter((p) => p !== null)
+      assert.deepEqual(problems, [], summarize(problems, 'acknowledged webhooks not stored as answered'))
+      const storedUnacked = sent.filter((s) => s.answer?.status === 503 && isStored(s, stored)).map((s) => s.ref)
+      assert.deepEqual(storedUnacked, [], 'a webhook answered 503 while shutting down is not stored')
+      const ackedBefore = before.filter(isAcked).length
+      console.log(`# ${ackedBefore} acknowledged before the signal, ${sent.filter(isAcked).length - ackedBefore} after it; exit after ${tookMs.toFixed(0)} ms`)
+    },
+  )
 })
 
 describe('postgres: WORKERS=2 that cannot start', onDatabase('postgres'), () => {

@@ -85,8 +85,7 @@ forEachDatabase((kind) => {
   })
   after(() => t.close())
 
-  const customerRow = (id: number) =>
-    t.app.services.backend.db.selectFrom('customers').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+  const customerRow = (id: number) => t.app.services.backend.db.selectFrom('customers').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
   const eventsOf = (resourceId: number) =>
     t.app.services.backend.db
       .selectFrom('events')
@@ -110,7 +109,15 @@ forEachDatabase((kind) => {
     assert.equal((await t.post(CUSTOMER_DELETED, { id: 200, updated_at: '2024-05-02T00:00:00Z' })).json().status, 'applied')
     const row = await customerRow(200)
     assert.deepEqual(
-      { first_name: row.first_name, last_name: row.last_name, email: row.email, email_lower: row.email_lower, is_newsletter: row.is_newsletter, tags: row.tags, created_at: row.created_at },
+      {
+        first_name: row.first_name,
+        last_name: row.last_name,
+        email: row.email,
+        email_lower: row.email_lower,
+        is_newsletter: row.is_newsletter,
+        tags: row.tags,
+        created_at: row.created_at,
+      },
       { first_name: null, last_name: null, email: null, email_lower: null, is_newsletter: null, tags: null, created_at: null },
     )
     assert.equal(Number(row.deleted), 1, 'the tombstone')
@@ -120,7 +127,10 @@ forEachDatabase((kind) => {
     await t.post(CUSTOMER_CREATED, { ...full, id: 201 })
     await t.post(CUSTOMER_DELETED, { ...full, id: 201, updated_at: '2024-05-02T00:00:00Z' })
     const carried = await customerRow(201)
-    assert.deepEqual([carried.first_name, carried.last_name, carried.email, carried.is_newsletter, carried.tags, carried.created_at], [null, null, null, null, null, null])
+    assert.deepEqual(
+      [carried.first_name, carried.last_name, carried.email, carried.is_newsletter, carried.tags, carried.created_at],
+      [null, null, null, null, null, null],
+    )
     // A newer create brings back only what it carries.
     await t.post(CUSTOMER_CREATED, { id: 200, first_name: 'Back', updated_at: '2024-05-03T00:00:00Z' })
     const back = (await t.get('/v3/customers/200')).json()
@@ -133,13 +143,26 @@ forEachDatabase((kind) => {
   test("a delete redacts the customer's events but keeps each event's metadata: shop, topic, ids, received time, outcome", async () => {
     await t.post(CUSTOMER_CREATED, { id: 210, first_name: 'Meta', email: 'meta@example.com', updated_at: '2024-05-01T09:00:00Z' })
     await t.post(CUSTOMER_CREATED, { id: 210, first_name: 'Old', updated_at: '2024-04-01T09:00:00Z' })
-    const order = { id: 211, email: 'meta@example.com', updated_at: '2024-05-01T10:00:00Z', customer: { id: 210, first_name: 'Meta', updated_at: '2024-05-01T10:00:00Z' } }
+    const order = {
+      id: 211,
+      email: 'meta@example.com',
+      updated_at: '2024-05-01T10:00:00Z',
+      customer: { id: 210, first_name: 'Meta', updated_at: '2024-05-01T10:00:00Z' },
+    }
     await t.post(ORDER_CREATED, order)
     const before = [...(await eventsOf(210)), ...(await eventsOf(211))]
-    assert.deepEqual(before.map((e) => e.outcome), ['applied', 'stale', 'applied'])
+    assert.deepEqual(
+      before.map((e) => e.outcome),
+      ['applied', 'stale', 'applied'],
+    )
     await t.post(CUSTOMER_DELETED, { id: 210, updated_at: '2024-06-01T00:00:00Z' })
     const after = [...(await eventsOf(210)), ...(await eventsOf(211))].filter((e) => e.topic !== 'customer/hook_deleted')
-    const metadata = ({ body: _b, headers: _h, ...rest }: (typeof before)[number]) => ({ ...rest, resource_id: Number(rest.resource_id), customer_id: rest.customer_id === null ? null : Number(rest.customer_id), received_us: Number(rest.received_us) })
+    const metadata = ({ body: _b, headers: _h, ...rest }: (typeof before)[number]) => ({
+      ...rest,
+      resource_id: Number(rest.resource_id),
+      customer_id: rest.customer_id === null ? null : Number(rest.customer_id),
+      received_us: Number(rest.received_us),
+    })
     assert.deepEqual(after.map(metadata), before.map(metadata), 'the metadata is unchanged by the redaction')
     for (const e of after) {
       assert.ok(!Buffer.from(e.body).toString('utf8').includes('meta@example.com'), 'the body is redacted')
@@ -171,7 +194,14 @@ forEachDatabase((kind) => {
   })
 
   test('a delete older than a later registration answers stale, and still erases every field that predates it', async () => {
-    await t.post(CUSTOMER_CREATED, { id: 240, first_name: 'Old', last_name: 'Name', email: 'e240@example.com', tags: ['a'], updated_at: '2024-05-01T00:00:00Z' })
+    await t.post(CUSTOMER_CREATED, {
+      id: 240,
+      first_name: 'Old',
+      last_name: 'Name',
+      email: 'e240@example.com',
+      tags: ['a'],
+      updated_at: '2024-05-01T00:00:00Z',
+    })
     await t.post(CUSTOMER_CREATED, { id: 240, first_name: 'New', updated_at: '2024-05-03T00:00:00Z' })
     const del = await t.post(CUSTOMER_DELETED, { id: 240, updated_at: '2024-05-02T00:00:00Z' })
     assert.equal(del.json().status, 'stale')
@@ -182,7 +212,7 @@ forEachDatabase((kind) => {
     assert.equal(read.email ?? null, null)
   })
 
-  test("a delete erases its e-mail from orders sent with it no later than the delete (which hold no points unless they embed another customer); later orders keep it", async () => {
+  test('a delete erases its e-mail from orders sent with it no later than the delete (which hold no points unless they embed another customer); later orders keep it', async () => {
     await t.post(CUSTOMER_CREATED, { id: 250, email: 'Mail250@example.com', updated_at: '2024-05-01T00:00:00Z' })
     const paid = { currency: 'EUR', subtotal: '20.00', is_paid: true, processed_at: '2024-01-01T00:00:00Z' }
     await t.post(ORDER_CREATED, { id: 251, email: 'mail250@EXAMPLE.com', updated_at: '2024-05-01T12:00:00Z', ...paid })
@@ -245,10 +275,19 @@ forEachDatabase((kind) => {
     await t.post(ORDER_CREATED, { id: 281, ...paid, updated_at: '2024-05-01T00:00:00Z', customer: { id: 280, updated_at: '2024-05-01T00:00:00Z' } })
     await t.post(CUSTOMER_DELETED, { id: 280, updated_at: '2024-05-02T00:00:00Z' })
     await t.post(ORDER_CREATED, { id: 281, ...paid, updated_at: '2024-05-03T00:00:00Z', customer: { id: 282, updated_at: '2024-05-03T00:00:00Z' } })
-    const ledger = await t.app.services.backend.db.selectFrom('ledger').select(['customer_id', 'reason', 'points']).where('order_id', '=', 281).orderBy('id').execute()
+    const ledger = await t.app.services.backend.db
+      .selectFrom('ledger')
+      .select(['customer_id', 'reason', 'points'])
+      .where('order_id', '=', 281)
+      .orderBy('id')
+      .execute()
     assert.deepEqual(
       ledger.map((e) => [Number(e.customer_id), e.reason, Number(e.points)]),
-      [[280, 'earned', 30], [280, 'forfeited', -30], [282, 'earned', 30]],
+      [
+        [280, 'earned', 30],
+        [280, 'forfeited', -30],
+        [282, 'earned', 30],
+      ],
     )
   })
 

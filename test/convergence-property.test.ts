@@ -45,8 +45,15 @@ const RUNS = Number(process.env.CONVERGENCE_RUNS ?? 75)
 // (or more), so that wall-clock order and instant order disagree.
 
 const OFFSETS = [
-  [0, 'Z'], [0, '+00:00'], [120, '+02:00'], [120, '+0200'], [-300, '-05:00'], [330, '+05:30'],
-  [840, '+14:00'], [-720, '-12:00'], [-210, '-0330'],
+  [0, 'Z'],
+  [0, '+00:00'],
+  [120, '+02:00'],
+  [120, '+0200'],
+  [-300, '-05:00'],
+  [330, '+05:30'],
+  [840, '+14:00'],
+  [-720, '-12:00'],
+  [-210, '-0330'],
 ] as const
 type Offset = (typeof OFFSETS)[number]
 const offsetArb = fc.constantFrom(...OFFSETS)
@@ -169,8 +176,14 @@ const orderOpArb = fc.record({
 })
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('upsert' as const), id: fc.constantFrom(...CUSTOMER_IDS), stamp: stampArb, fields: customerFieldsArb }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), id: fc.constantFrom(...CUSTOMER_IDS), stamp: stampArb, fields: customerFieldsArb }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('upsert' as const), id: fc.constantFrom(...CUSTOMER_IDS), stamp: stampArb, fields: customerFieldsArb }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('delete' as const), id: fc.constantFrom(...CUSTOMER_IDS), stamp: stampArb, fields: customerFieldsArb }),
+  },
   { weight: 3, arbitrary: orderOpArb },
 )
 
@@ -269,7 +282,10 @@ const money = (minor: number | null) => (minor === null ? null : fromMinor(minor
 function expectedCustomer(c: CustomerRecord | undefined) {
   if (!c || c.deleted) return { status: 404 }
   const { id, first_name, last_name, email, is_newsletter, tags, created_at, updated_at } = c
-  return { status: 200, body: { id, first_name, last_name, email, is_newsletter, tags, created_at: formatInstant(created_at), updated_at: formatInstant(updated_at) } }
+  return {
+    status: 200,
+    body: { id, first_name, last_name, email, is_newsletter, tags, created_at: formatInstant(created_at), updated_at: formatInstant(updated_at) },
+  }
 }
 
 function expectedOrder(o: OrderRecord | undefined) {
@@ -277,12 +293,22 @@ function expectedOrder(o: OrderRecord | undefined) {
   return {
     status: 200,
     body: {
-      id: o.id, currency: o.currency, email: o.email, ref: o.ref,
-      total: money(o.total), subtotal: money(o.subtotal), amount_shipping: money(o.amount_shipping),
-      amount_giftcard: money(o.amount_giftcard), amount_tax: money(o.amount_tax),
-      cancelled_at: formatInstant(o.cancelled_at), processed_at: formatInstant(o.processed_at),
-      is_fulfilled: o.is_fulfilled, is_refunded: o.is_refunded, is_paid: o.is_paid,
-      updated_at: formatInstant(o.updated_at), customer_id: o.customer_id,
+      id: o.id,
+      currency: o.currency,
+      email: o.email,
+      ref: o.ref,
+      total: money(o.total),
+      subtotal: money(o.subtotal),
+      amount_shipping: money(o.amount_shipping),
+      amount_giftcard: money(o.amount_giftcard),
+      amount_tax: money(o.amount_tax),
+      cancelled_at: formatInstant(o.cancelled_at),
+      processed_at: formatInstant(o.processed_at),
+      is_fulfilled: o.is_fulfilled,
+      is_refunded: o.is_refunded,
+      is_paid: o.is_paid,
+      updated_at: formatInstant(o.updated_at),
+      customer_id: o.customer_id,
     },
   }
 }

@@ -84,105 +84,116 @@ for (const kind of DATABASES) {
     })
 
     killPoints.forEach((killAt, loop) => {
-      test(`loop ${loop + 1}: SIGKILL after ${killAt} acknowledged webhooks; after a restart every acknowledged webhook is stored and applied, with its points, and a retry of what was stored unanswered is a duplicate`, { timeout: TEST_TIMEOUT_MS }, async (t) => {
-        const url = database!.url
-        const victim = (server ??= await startServerProcess(url, key))
-        const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
-        const sent: Sent[] = []
-        let acked = 0
-        let killed = false
-        let errorsBeforeKill = 0
-        let lastAckAt = performance.now()
-        try {
-          await workers(CONCURRENCY, async () => {
-            while (!killed && sent.length < PER_LOOP) {
-              const webhook = factory.make()
-              sent.push(webhook)
-              await post(victim.port, agent, key, webhook)
-              if (gotConnectionError(webhook) && !killed) errorsBeforeKill++
-              if (!isAcked(webhook)) continue
-              acked++
-              const now = performance.now()
-              const burstStart = now - lastAckAt >= BURST_GAP_MS
-              lastAckAt = now
-              if (!killed && acked >= killAt && (burstStart || acked >= killAt + KILL_LATEST)) {
-                killed = true
-                victim.child.kill('SIGKILL')
+      test(
+        `loop ${loop + 1}: SIGKILL after ${killAt} acknowledged webhooks; after a restart every acknowledged webhook is stored and applied, with its points, and a retry of what was stored unanswered is a duplicate`,
+        { timeout: TEST_TIMEOUT_MS },
+        async (t) => {
+          const url = database!.url
+          const victim = (server ??= await startServerProcess(url, key))
+          const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
+          const sent: Sent[] = []
+          let acked = 0
+          let killed = false
+          let errorsBeforeKill = 0
+          let lastAckAt = performance.now()
+          try {
+            await workers(CONCURRENCY, async () => {
+              while (!killed && sent.length < PER_LOOP) {
+                const webhook = factory.make()
+                sent.push(webhook)
+                await post(victim.port, agent, key, webhook)
+                if (gotConnectionError(webhook) && !killed) errorsBeforeKill++
+                if (!isAcked(webhook)) continue
+                acked++
+                const now = performance.now()
+                const burstStart = now - lastAckAt >= BURST_GAP_MS
+                lastAckAt = now
+                if (!killed && acked >= killAt && (burstStart || acked >= killAt + KILL_LATEST)) {
+                  killed = true
+                  victim.child.kill('SIGKILL')
+                }
               }
-            }
-          })
-        } finally {
-          agent.destroy()
-        }
-        sentSoFar.push(...sent)
-        const exit = await victim.exited
-        server = undefined
+            })
+          } finally {
+            agent.destroy()
+          }
+          sentSoFar.push(...sent)
+          const exit = await victim.exited
+          server = undefined
 
-        assert.ok(killed, `the stream ended after ${acked} acknowledged webhooks, before the kill point ${killAt}`)
-        assert.equal(exit.signal, 'SIGKILL', `the server died by itself (exit ${exit.code}) before the kill; stderr:\n${victim.stderr()}`)
-        assert.equal(errorsBeforeKill, 0, 'no connection broke while the server was up')
-        const answered = sent.filter((s) => s.answer?.status !== undefined)
-        const odd = answered.filter((s) => s.answer!.status !== 200 || (s.answer!.error === undefined && s.outcome !== 'applied'))
-        assert.deepEqual(
-          odd.map((s) => `${s.ref}: ${s.answer!.status} ${s.answer!.body}`),
-          [],
-          'every answer before the kill is 200 applied (distinct webhooks, valid bodies)',
-        )
+          assert.ok(killed, `the stream ended after ${acked} acknowledged webhooks, before the kill point ${killAt}`)
+          assert.equal(exit.signal, 'SIGKILL', `the server died by itself (exit ${exit.code}) before the kill; stderr:\n${victim.stderr()}`)
+          assert.equal(errorsBeforeKill, 0, 'no connection broke while the server was up')
+          const answered = sent.filter((s) => s.answer?.status !== undefined)
+          const odd = answered.filter((s) => s.answer!.status !== 200 || (s.answer!.error === undefined && s.outcome !== 'applied'))
+          assert.deepEqual(
+            odd.map((s) => `${s.ref}: ${s.answer!.status} ${s.answer!.body}`),
+            [],
+            'every answer before the kill is 200 applied (distinct webhooks, valid bodies)',
+          )
 
-        // The restart: the same database, a new process.
-        server = await startServerProcess(url, key)
+          // The restart: the same database, a new process.
+          server = await startServerProcess(url, key)
 
-        // What the kill cut off got no answer: some of it was committed, some not. The sender
-        // retries it all, as the README tells it to: what was stored is answered `duplicate`
-        // (naming the stored event) and not applied again; the rest is applied now.
-        const before = await readStored(url, shopId)
-        const connectionErrors = sent.filter(gotConnectionError).length
-        const unanswered = sent.filter((s) => !isAcked(s))
-        const storedUnanswered = unanswered.filter((s) => isStored(s, before))
-        const storedEventId = (s: Sent) => (before.events.get(s.id) ?? []).find((e) => e.outcome === 'applied')?.id
-        const retryAgent = new http.Agent({ keepAlive: true, maxSockets: 8 })
-        const wrongRetries: string[] = []
-        try {
-          await workers(8, async () => {
-            for (let s = unanswered.pop(); s !== undefined; s = unanswered.pop()) {
-              const wasStored = storedUnanswered.includes(s)
-              const expected = wasStored ? `duplicate of ${storedEventId(s)}` : 'applied'
-              await post(server!.port, retryAgent, key, s)
-              const got = s.outcome === 'duplicate' ? `duplicate of ${s.eventId}` : (s.outcome ?? `${s.answer?.status ?? s.answer?.error}`)
-              if (s.answer?.status !== 200 || got !== expected) wrongRetries.push(`${s.ref}: retried, expected ${expected}, got ${s.answer?.status} ${got}`)
-            }
-          })
-        } finally {
-          retryAgent.destroy()
-        }
-        assert.deepEqual(wrongRetries, [], 'a retry of a webhook the kill cut off is answered duplicate if it was stored, else applied')
+          // What the kill cut off got no answer: some of it was committed, some not. The sender
+          // retries it all, as the README tells it to: what was stored is answered `duplicate`
+          // (naming the stored event) and not applied again; the rest is applied now.
+          const before = await readStored(url, shopId)
+          const connectionErrors = sent.filter(gotConnectionError).length
+          const unanswered = sent.filter((s) => !isAcked(s))
+          const storedUnanswered = unanswered.filter((s) => isStored(s, before))
+          const storedEventId = (s: Sent) => (before.events.get(s.id) ?? []).find((e) => e.outcome === 'applied')?.id
+          const retryAgent = new http.Agent({ keepAlive: true, maxSockets: 8 })
+          const wrongRetries: string[] = []
+          try {
+            await workers(8, async () => {
+              for (let s = unanswered.pop(); s !== undefined; s = unanswered.pop()) {
+                const wasStored = storedUnanswered.includes(s)
+                const expected = wasStored ? `duplicate of ${storedEventId(s)}` : 'applied'
+                await post(server!.port, retryAgent, key, s)
+                const got = s.outcome === 'duplicate' ? `duplicate of ${s.eventId}` : (s.outcome ?? `${s.answer?.status ?? s.answer?.error}`)
+                if (s.answer?.status !== 200 || got !== expected) wrongRetries.push(`${s.ref}: retried, expected ${expected}, got ${s.answer?.status} ${got}`)
+              }
+            })
+          } finally {
+            retryAgent.destroy()
+          }
+          assert.deepEqual(wrongRetries, [], 'a retry of a webhook the kill cut off is answered duplicate if it was stored, else applied')
 
-        const stored = await readStored(url, shopId)
-        const ackedSoFar = sentSoFar.filter(isAcked)
-        const lost = ackedSoFar.map((s) => problemWith(s, stored)).filter((p): p is string => p !== null)
-        const orders = ackedSoFar.filter((s) => s.points !== undefined)
-        t.diagnostic(
-          `${kind} loop ${loop + 1}: kill at ${killAt}; this loop sent ${sent.length}, acknowledged ${acked}, ` +
-            `connection errors ${connectionErrors}, stored without an answer ${storedUnanswered.length} (each retried: duplicate); ` +
-            `so far acknowledged ${ackedSoFar.length}, of them ${orders.length} orders holding ${orders.reduce((n, s) => n + s.points!, 0)} points`,
-        )
-        assert.ok(orders.some((s) => s.points! > 0), 'the load has orders that earn points')
-        assert.equal(lost.length, 0, summarize(lost, `acknowledged webhooks lost, not applied or not holding their points after SIGKILL at ${killAt} and a restart`))
+          const stored = await readStored(url, shopId)
+          const ackedSoFar = sentSoFar.filter(isAcked)
+          const lost = ackedSoFar.map((s) => problemWith(s, stored)).filter((p): p is string => p !== null)
+          const orders = ackedSoFar.filter((s) => s.points !== undefined)
+          t.diagnostic(
+            `${kind} loop ${loop + 1}: kill at ${killAt}; this loop sent ${sent.length}, acknowledged ${acked}, ` +
+              `connection errors ${connectionErrors}, stored without an answer ${storedUnanswered.length} (each retried: duplicate); ` +
+              `so far acknowledged ${ackedSoFar.length}, of them ${orders.length} orders holding ${orders.reduce((n, s) => n + s.points!, 0)} points`,
+          )
+          assert.ok(
+            orders.some((s) => s.points! > 0),
+            'the load has orders that earn points',
+          )
+          assert.equal(
+            lost.length,
+            0,
+            summarize(lost, `acknowledged webhooks lost, not applied or not holding their points after SIGKILL at ${killAt} and a restart`),
+          )
 
-        // The restarted server answers with them too: the last acknowledged before the kill (the ones most at risk) and a random sample.
-        const thisLoop = sent.filter(isAcked)
-        const sample = new Set([...thisLoop.slice(-32), ...Array.from({ length: 32 }, () => ackedSoFar[randomInt(0, ackedSoFar.length - 1)]!)])
-        const readErrors: string[] = []
-        for (const s of sample) {
-          const path = s.kind === 'customer' ? `/v3/customers/${s.id}` : `/v3/orders/${s.id}`
-          const answer = await request(server.port, { method: 'GET', path, agent: false, timeoutMs: 10_000, headers: { authorization: basic(key) } })
-          const body = answer.status === 200 ? (JSON.parse(answer.body!) as Record<string, unknown>) : {}
-          const value = s.kind === 'customer' ? body.first_name : body.ref
-          if (answer.status !== 200 || value !== s.ref) readErrors.push(`GET ${path}: ${answer.status ?? answer.error} ${answer.body ?? ''}`)
-          if (readErrors.length >= 5) break
-        }
-        assert.equal(readErrors.length, 0, summarize(readErrors, 'acknowledged webhooks the restarted server does not show'))
-      })
+          // The restarted server answers with them too: the last acknowledged before the kill (the ones most at risk) and a random sample.
+          const thisLoop = sent.filter(isAcked)
+          const sample = new Set([...thisLoop.slice(-32), ...Array.from({ length: 32 }, () => ackedSoFar[randomInt(0, ackedSoFar.length - 1)]!)])
+          const readErrors: string[] = []
+          for (const s of sample) {
+            const path = s.kind === 'customer' ? `/v3/customers/${s.id}` : `/v3/orders/${s.id}`
+            const answer = await request(server.port, { method: 'GET', path, agent: false, timeoutMs: 10_000, headers: { authorization: basic(key) } })
+            const body = answer.status === 200 ? (JSON.parse(answer.body!) as Record<string, unknown>) : {}
+            const value = s.kind === 'customer' ? body.first_name : body.ref
+            if (answer.status !== 200 || value !== s.ref) readErrors.push(`GET ${path}: ${answer.status ?? answer.error} ${answer.body ?? ''}`)
+            if (readErrors.length >= 5) break
+          }
+          assert.equal(readErrors.length, 0, summarize(readErrors, 'acknowledged webhooks the restarted server does not show'))
+        },
+      )
     })
   })
 }

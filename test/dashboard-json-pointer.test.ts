@@ -34,6 +34,9 @@ describe('where an error is marked in the body', () => {
     ]
     const marks = marksOf(body, errors)
     assert.deepEqual([...marks.keys()], ['', '/tags/1'])
-    assert.deepEqual(marks.get('')!.map((e) => e.pointer), ['/email', '/first_name'])
+    assert.deepEqual(
+      marks.get('')!.map((e) => e.pointer),
+      ['/email', '/first_name'],
+    )
   })
 })

@@ -59,7 +59,10 @@ forEachDatabase((kind) => {
           t.post(ORDER_CREATED, { id: 5200 + i, email: `calls${i}@example.com`, total: '10.00', currency: 'EUR', is_paid: true }),
           t.post(CUSTOMER_CREATED, { id: 5300 + i }),
         ])
-        assert.deepEqual(answers.map((a) => a.statusCode), [200, 200])
+        assert.deepEqual(
+          answers.map((a) => a.statusCode),
+          [200, 200],
+        )
         const now = (await scrape()).calls
         assert.ok(now.batches > last.batches)
         assert.ok(now.statements >= last.statements + 3 * (now.batches - last.batches))

@@ -145,13 +145,27 @@ async function send(base: string, key: string, customerId: number): Promise<Sent
       body = { unparsed: text }
     }
     return {
-      customerId, start, end: Date.now(), status: res.status,
-      contentType: res.headers.get('content-type'), retryAfter: res.headers.get('retry-after'), body,
+      customerId,
+      start,
+      end: Date.now(),
+      status: res.status,
+      contentType: res.headers.get('content-type'),
+      retryAfter: res.headers.get('retry-after'),
+      body,
     }
   } catch (err) {
     const e = err as Error
     const hang = e.name === 'TimeoutError' || e.name === 'AbortError'
-    return { customerId, start, end: Date.now(), status: hang ? 'hang' : 'error', contentType: null, retryAfter: null, body: null, error: String((e as { cause?: unknown }).cause ?? e) }
+    return {
+      customerId,
+      start,
+      end: Date.now(),
+      status: hang ? 'hang' : 'error',
+      contentType: null,
+      retryAfter: null,
+      body: null,
+      error: String((e as { cause?: unknown }).cause ?? e),
+    }
   }
 }
 
@@ -196,7 +210,13 @@ class Traffic {
           try {
             const res = await fetch(`${this.base}/readyz`, { signal: AbortSignal.timeout(HANG_MS) })
             await res.arrayBuffer()
-            this.readiness.push({ start, end: Date.now(), status: res.status, contentType: res.headers.get('content-type'), retryAfter: res.headers.get('retry-after') })
+            this.readiness.push({
+              start,
+              end: Date.now(),
+              status: res.status,
+              contentType: res.headers.get('content-type'),
+              retryAfter: res.headers.get('retry-after'),
+            })
           } catch {
             this.readiness.push({ start, end: Date.now(), status: 'error', contentType: null, retryAfter: null })
           }
@@ -246,7 +266,11 @@ async function assertAllStored(database: TestDatabase, shopId: number, acknowled
     const events = await client.query<{ id: string }>('SELECT id FROM events WHERE id = ANY($1::text[])', [eventIds])
     const stored = new Set(events.rows.map((r) => r.id))
     const lostEvents = acknowledged.filter((s) => !stored.has(String(s.body?.event_id)))
-    assert.deepEqual(lostEvents.map((s) => s.customerId), [], `acknowledged with 200 but no event stored: ${lostEvents.length} of ${acknowledged.length}`)
+    assert.deepEqual(
+      lostEvents.map((s) => s.customerId),
+      [],
+      `acknowledged with 200 but no event stored: ${lostEvents.length} of ${acknowledged.length}`,
+    )
     const customers = await client.query<{ id: string }>('SELECT id FROM customers WHERE shop_id = $1 AND id = ANY($2::bigint[])', [shopId, customerIds])
     const present = new Set(customers.rows.map((r) => Number(r.id)))
     const lostCustomers = customerIds.filter((id) => !present.has(id))
@@ -284,7 +308,13 @@ describe('postgres', onDatabase('postgres'), () => {
 
         // Before: the service works.
         const warmedUp = await traffic.waitFor(() => traffic!.sent.filter((s) => s.status === 200).length >= 50, 10_000)
-        assert.ok(warmedUp, `no steady 200s before the outage: ${traffic.sent.slice(0, 5).map((s) => describeSent(s, origin)).join('; ')}`)
+        assert.ok(
+          warmedUp,
+          `no steady 200s before the outage: ${traffic.sent
+            .slice(0, 5)
+            .map((s) => describeSent(s, origin))
+            .join('; ')}`,
+        )
 
         // During: the database is cut.
         const cutAt = Date.now()
@@ -295,9 +325,7 @@ describe('postgres', onDatabase('postgres'), () => {
 
         // After: it recovers by itself.
         const recovered = await traffic.waitFor(
-          () =>
-            traffic!.sent.some((s) => s.start >= restoreAt && s.status === 200) &&
-            traffic!.readiness.some((p) => p.start >= restoreAt && p.status === 200),
+          () => traffic!.sent.some((s) => s.start >= restoreAt && s.status === 200) && traffic!.readiness.some((p) => p.start >= restoreAt && p.status === 200),
           RECOVERY_MS,
         )
         const recoveredAt = Date.now()
@@ -309,7 +337,11 @@ describe('postgres', onDatabase('postgres'), () => {
 
         // Nothing but 200 and 503 at any time: no 500, no hang, no dropped connection.
         const odd = sent.filter((s) => s.status !== 200 && s.status !== 503)
-        assert.deepEqual(odd.map((s) => describeSent(s, origin)), [], 'answers other than 200 and 503')
+        assert.deepEqual(
+          odd.map((s) => describeSent(s, origin)),
+          [],
+          'answers other than 200 and 503',
+        )
 
         // Every 503 is a problem with Retry-After, answered within the issue's 2 s.
         for (const s of sent.filter((s) => s.status === 503)) assertProblem503(s, origin)
@@ -323,7 +355,8 @@ describe('postgres', onDatabase('postgres'), () => {
             s.end - s.start <= OUTAGE_ANSWER_MS,
             `a webhook sent during the outage took ${s.end - s.start} ms (cut at ${at(cutAt)}): ${describeSent(s, origin)}`,
           )
-          if (s.status === 200) assert.ok(s.end > restoreAt, `a 2xx while the database was cut (cut ${at(cutAt)}, restored ${at(restoreAt)}): ${describeSent(s, origin)}`)
+          if (s.status === 200)
+            assert.ok(s.end > restoreAt, `a 2xx while the database was cut (cut ${at(cutAt)}, restored ${at(restoreAt)}): ${describeSent(s, origin)}`)
           else assertProblem503(s, origin)
         }
         // Those in flight at the moment of the cut are answered within 2 s as well.
@@ -344,13 +377,20 @@ describe('postgres', onDatabase('postgres'), () => {
         // Recovery, without a restart.
         assert.ok(
           recovered,
-          `no recovery within ${RECOVERY_MS} ms of the restore (${at(restoreAt)}): last webhooks ${sent.slice(-3).map((s) => describeSent(s, origin)).join('; ')}; last /readyz ${JSON.stringify(readiness.slice(-2))}`,
+          `no recovery within ${RECOVERY_MS} ms of the restore (${at(restoreAt)}): last webhooks ${sent
+            .slice(-3)
+            .map((s) => describeSent(s, origin))
+            .join('; ')}; last /readyz ${JSON.stringify(readiness.slice(-2))}`,
         )
         // ...and it stays recovered: every webhook sent a second after recovery is stored.
         const settled = sent.filter((s) => s.start >= recoveredAt + 500)
         assert.ok(settled.length >= 5, `too few webhooks after recovery (${settled.length})`)
         const unsettled = settled.filter((s) => s.status !== 200)
-        assert.deepEqual(unsettled.map((s) => describeSent(s, origin)), [], 'refusals after the service had recovered')
+        assert.deepEqual(
+          unsettled.map((s) => describeSent(s, origin)),
+          [],
+          'refusals after the service had recovered',
+        )
         const lastReady = readiness.filter((p) => p.start >= recoveredAt + 500)
         for (const p of lastReady) assert.equal(p.status, 200, '/readyz after recovery')
 
@@ -408,8 +448,7 @@ describe('postgres', onDatabase('postgres'), () => {
 
       const recovered = await traffic.waitFor(
         () =>
-          traffic!.sent.some((s) => s.start >= stopKillsAt && s.status === 200) &&
-          traffic!.readiness.some((p) => p.start >= stopKillsAt && p.status === 200),
+          traffic!.sent.some((s) => s.start >= stopKillsAt && s.status === 200) && traffic!.readiness.some((p) => p.start >= stopKillsAt && p.status === 200),
         RECOVERY_MS,
       )
       const recoveredAt = Date.now()
@@ -418,12 +457,24 @@ describe('postgres', onDatabase('postgres'), () => {
       const { sent } = traffic
 
       const odd = sent.filter((s) => s.status !== 200 && s.status !== 503)
-      assert.deepEqual(odd.map((s) => describeSent(s, origin)), [], `answers other than 200 and 503 (${terminated} backends terminated)`)
+      assert.deepEqual(
+        odd.map((s) => describeSent(s, origin)),
+        [],
+        `answers other than 200 and 503 (${terminated} backends terminated)`,
+      )
       for (const s of sent.filter((s) => s.status === 503)) assertProblem503(s, origin)
       assert.ok(recovered, 'no recovery after the kills stopped')
       const unsettled = sent.filter((s) => s.start >= recoveredAt + 500 && s.status !== 200)
-      assert.deepEqual(unsettled.map((s) => describeSent(s, origin)), [], 'refusals after the service had recovered')
-      await assertAllStored(database, t.shopId, sent.filter((s) => s.status === 200))
+      assert.deepEqual(
+        unsettled.map((s) => describeSent(s, origin)),
+        [],
+        'refusals after the service had recovered',
+      )
+      await assertAllStored(
+        database,
+        t.shopId,
+        sent.filter((s) => s.status === 200),
+      )
     } finally {
       await traffic?.stop()
       await admin.end().catch(() => {})

@@ -106,8 +106,7 @@ forEachDatabase((kind) => {
   })
 
   describe('bodies that cannot be parsed are stored too', () => {
-    const rowsWithBody = async (raw: Buffer) =>
-      (await db().selectFrom('events').selectAll().execute()).filter((r) => bytes(r.body).equals(raw))
+    const rowsWithBody = async (raw: Buffer) => (await db().selectFrom('events').selectAll().execute()).filter((r) => bytes(r.body).equals(raw))
 
     for (const [name, raw] of [
       ['not UTF-8', Buffer.concat([Buffer.from('{"id":1,"note":"unparsable-1 '), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')])],

@@ -39,7 +39,15 @@ forEachDatabase((kind) => {
     const points = async (id: number) => (await t.get(`/v3/customers/${id}/points?limit=500`, key)).json()
     const reasons = async (id: number) => ((await points(id)).entries as Entry[]).map((e) => [e.reason, e.points]).reverse()
     async function earn(customerId: number, orderId: number, subtotal: string, processedAt: string, extra: Record<string, unknown> = {}) {
-      const res = await post(ORDER_CREATED, { id: orderId, currency: 'EUR', subtotal, is_paid: true, processed_at: processedAt, customer: { id: customerId }, ...extra })
+      const res = await post(ORDER_CREATED, {
+        id: orderId,
+        currency: 'EUR',
+        subtotal,
+        is_paid: true,
+        processed_at: processedAt,
+        customer: { id: customerId },
+        ...extra,
+      })
       assert.equal(res.statusCode, 200, res.body)
     }
     return { key, shopId, post, points, reasons, earn }
@@ -54,10 +62,18 @@ forEachDatabase((kind) => {
     await t.app.services.sweeper.sweep()
     const p = await s.points(1)
     assert.deepEqual([p.available, p.pending, p.lifetime_earned], [50, 0, 150])
-    assert.deepEqual(await s.reasons(1), [['earned', 100], ['earned', 50], ['expired', -100]])
+    assert.deepEqual(await s.reasons(1), [
+      ['earned', 100],
+      ['earned', 50],
+      ['expired', -100],
+    ])
     assert.equal((p.entries as Entry[])[0]!.available_at, iso(T - 40 * DAY_MS).replace('.000Z', '.000000Z'), 'on the date of the points it took')
     await t.app.services.sweeper.sweep()
-    assert.deepEqual(await s.reasons(1), [['earned', 100], ['earned', 50], ['expired', -100]])
+    assert.deepEqual(await s.reasons(1), [
+      ['earned', 100],
+      ['earned', 50],
+      ['expired', -100],
+    ])
     assert.deepEqual(p.expiring, [{ points: 50, at: iso(T + 20 * DAY_MS).replace('.000Z', '.000000Z') }])
   })
 
@@ -75,7 +91,12 @@ forEachDatabase((kind) => {
     await t.app.services.sweeper.sweep()
     const q = await s.points(1)
     assert.deepEqual([q.available, q.pending], [40, 0])
-    assert.deepEqual(await s.reasons(1), [['earned', 100], ['earned', 40], ['redeemed', -30], ['expired', -70]])
+    assert.deepEqual(await s.reasons(1), [
+      ['earned', 100],
+      ['earned', 40],
+      ['redeemed', -30],
+      ['expired', -70],
+    ])
     assert.deepEqual(q.expiring, [{ points: 40, at: '2024-07-06T00:00:00.000000Z' }])
   })
 
@@ -86,9 +107,15 @@ forEachDatabase((kind) => {
     const res = await s.post('/v3/customers/1/redemptions', { points: 10, reference: 'R' })
     assert.equal(res.statusCode, 409)
     assert.equal(res.json().available, 0)
-    assert.deepEqual(await s.reasons(1), [['earned', 100], ['expired', -100]])
+    assert.deepEqual(await s.reasons(1), [
+      ['earned', 100],
+      ['expired', -100],
+    ])
     await t.app.services.sweeper.sweep()
-    assert.deepEqual(await s.reasons(1), [['earned', 100], ['expired', -100]])
+    assert.deepEqual(await s.reasons(1), [
+      ['earned', 100],
+      ['expired', -100],
+    ])
   })
 
   test('a cancel after expiry gives the points back to their lot, which has lapsed: they expire again at once', async () => {
@@ -100,7 +127,13 @@ forEachDatabase((kind) => {
     await t.app.services.sweeper.sweep()
     const cancel = await s.post(`/v3/customers/1/redemptions/${r.redemption_id}/cancel`, {})
     assert.equal(cancel.json().available_after, 0)
-    assert.deepEqual(await s.reasons(1), [['earned', 100], ['redeemed', -30], ['expired', -70], ['redemption_cancelled', 30], ['expired', -30]])
+    assert.deepEqual(await s.reasons(1), [
+      ['earned', 100],
+      ['redeemed', -30],
+      ['expired', -70],
+      ['redemption_cancelled', 30],
+      ['expired', -30],
+    ])
   })
 
   test('a refund of points that had expired takes nothing twice: the expiry is undone, no debt', async () => {
@@ -112,7 +145,13 @@ forEachDatabase((kind) => {
     await s.earn(1, 10, '100.00', processedFor(40), { is_refunded: true })
     const p = await s.points(1)
     assert.equal(p.available, 10)
-    assert.deepEqual(await s.reasons(1), [['earned', 100], ['earned', 10], ['expired', -100], ['reversed_refund', -100], ['expired', 100]])
+    assert.deepEqual(await s.reasons(1), [
+      ['earned', 100],
+      ['earned', 10],
+      ['expired', -100],
+      ['reversed_refund', -100],
+      ['expired', 100],
+    ])
     assert.ok((p.entries as Entry[]).every((e) => !e.debt))
   })
 
@@ -125,7 +164,12 @@ forEachDatabase((kind) => {
     }
     const second = await startTestApp(kind, {}, { database: t.database, clock: () => now, sweepEveryMs: 0 })
     try {
-      await Promise.all([t.app.services.sweeper.sweep(), second.app.services.sweeper.sweep(), t.app.services.sweeper.sweep(), second.app.services.sweeper.sweep()])
+      await Promise.all([
+        t.app.services.sweeper.sweep(),
+        second.app.services.sweeper.sweep(),
+        t.app.services.sweeper.sweep(),
+        second.app.services.sweeper.sweep(),
+      ])
     } finally {
       await second.close()
     }
@@ -138,7 +182,14 @@ forEachDatabase((kind) => {
     for (let c = 1; c <= 20; c++) {
       const p = await s.points(c)
       assert.equal(p.available, 0, `customer ${c}`)
-      assert.deepEqual((await s.reasons(c)).filter(([reason]) => reason === 'expired').map(([, points]) => points).sort(), [-10, -7], `customer ${c}`)
+      assert.deepEqual(
+        (await s.reasons(c))
+          .filter(([reason]) => reason === 'expired')
+          .map(([, points]) => points)
+          .sort(),
+        [-10, -7],
+        `customer ${c}`,
+      )
     }
   })
 
@@ -168,12 +219,19 @@ forEachDatabase((kind) => {
     await writeRule(db, s.shopId, JSON.stringify(normalizeRule({ expire_after_days: 30 })))
     assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 1)
     assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 0)
-    assert.deepEqual(await s.reasons(1), [['earned', 100], ['expired', -100]])
+    assert.deepEqual(await s.reasons(1), [
+      ['earned', 100],
+      ['expired', -100],
+    ])
     // Relaxed: points expire after 1000 days; they come back.
     await writeRule(db, s.shopId, JSON.stringify(normalizeRule({ expire_after_days: 1000 })))
     assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 1)
     assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 0)
-    assert.deepEqual(await s.reasons(1), [['earned', 100], ['expired', -100], ['expired', 100]])
+    assert.deepEqual(await s.reasons(1), [
+      ['earned', 100],
+      ['expired', -100],
+      ['expired', 100],
+    ])
     // Redemptions stay as they are.
     now = Date.now()
     assert.equal((await s.post('/v3/customers/1/redemptions', { points: 40, reference: 'kept' })).statusCode, 201)

@@ -50,11 +50,7 @@ forEachDatabase((kind) => {
           return t.post(CUSTOMER_CREATED, customer(id), { key }).then((res) => ({ id, res }))
         })
       // All at once, so that they all fall in one one-second window.
-      const [a, b, c] = await Promise.all([
-        Promise.all(burst(t.key, 8)),
-        Promise.all(burst(sameShopKey, 5)),
-        Promise.all(burst(otherShopKey, 5)),
-      ])
+      const [a, b, c] = await Promise.all([Promise.all(burst(t.key, 8)), Promise.all(burst(sameShopKey, 5)), Promise.all(burst(otherShopKey, 5))])
       const codes = (xs: { res: LightMyRequestResponse }[]) => xs.map((x) => x.res.statusCode).sort()
       assert.deepEqual(codes(a), [200, 200, 200, 200, 200, 429, 429, 429], 'key A: 5 accepted, the rest limited')
       assert.deepEqual(codes(b), [200, 200, 200, 200, 200], 'another key of the same shop has its own budget')
@@ -98,7 +94,11 @@ forEachDatabase((kind) => {
       const results = await Promise.all(ids.map((id) => t.post(CUSTOMER_CREATED, customer(id)).then((res) => ({ id, res }))))
       const byStatus = new Map<number, number>()
       for (const { res } of results) byStatus.set(res.statusCode, (byStatus.get(res.statusCode) ?? 0) + 1)
-      assert.deepEqual([...byStatus.keys()].filter((s) => s !== 200 && s !== 503), [], `only 200 and 503: ${JSON.stringify([...byStatus])}`)
+      assert.deepEqual(
+        [...byStatus.keys()].filter((s) => s !== 200 && s !== 503),
+        [],
+        `only 200 and 503: ${JSON.stringify([...byStatus])}`,
+      )
       assert.ok((byStatus.get(503) ?? 0) > 0, `a burst of 80 into a queue of 1 must overflow: ${JSON.stringify([...byStatus])}`)
       assert.ok((byStatus.get(200) ?? 0) > 0, `some of the burst must be accepted: ${JSON.stringify([...byStatus])}`)
       for (const { res } of results.filter((r) => r.res.statusCode === 503)) {
@@ -106,9 +106,16 @@ forEachDatabase((kind) => {
         assert.equal(retryAfter(res), 3, 'Retry-After is RETRY_AFTER_SECONDS')
       }
       const accepted = results.filter((r) => r.res.statusCode === 200)
-      const stored = await storedEventIds(t, accepted.map((r) => r.res.json().event_id as string))
+      const stored = await storedEventIds(
+        t,
+        accepted.map((r) => r.res.json().event_id as string),
+      )
       const lost = accepted.filter((r) => !stored.has(r.res.json().event_id))
-      assert.deepEqual(lost.map((r) => r.id), [], 'acknowledged but not stored')
+      assert.deepEqual(
+        lost.map((r) => r.id),
+        [],
+        'acknowledged but not stored',
+      )
       for (const { id } of accepted) assert.equal((await t.get(`/v3/customers/${id}`)).statusCode, 200)
       // A 503 stores nothing: no event, no customer, even after the queue has drained.
       await t.app.services.writer.drain()
@@ -310,8 +317,7 @@ describe('sqlite: connection cap, MAX_CONNECTIONS=5', onDatabase('sqlite'), () =
     return c
   }
 
-  const serverConnections = () =>
-    new Promise<number>((resolve, reject) => t.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))))
+  const serverConnections = () => new Promise<number>((resolve, reject) => t.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))))
 
   async function waitForConnections(n: number): Promise<number> {
     const deadline = Date.now() + CUT_OFF_WITHIN_MS
@@ -399,7 +405,10 @@ describe('sqlite: body limit enforced while the body streams in, BODY_LIMIT=1048
       `POST ${CUSTOMER_CREATED} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic(t.key)}\r\n` +
         `Content-Type: application/json\r\nContent-Length: ${DECLARED}\r\n\r\n{"id":${id},"pad":"`,
     )
-    const result = await within(stream(c, DECLARED, (b) => b), 60_000)
+    const result = await within(
+      stream(c, DECLARED, (b) => b),
+      60_000,
+    )
     assert.notEqual(result, 'timed out', 'the server neither read the body nor answered')
     assertRefusedEarly(c, result as { sent: number; finished: boolean }, 'Content-Length: 50 MB')
     await within(c.answeredOrClosed, CUT_OFF_WITHIN_MS)

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
+import {
+  basic,
+  createTestDatabase,
+  CUSTOMER_CREATED,
+  forEachDatabase,
+  ORDER_CREATED,
+  startTestApp,
+  type TestApp,
+  type TestDatabase,
+} from './support/harness.ts'
 import { openRaw, type RawResponse } from './support/raw-http.ts'
 import { createKey, killAllServers, startServerProcess } from './support/server-process.ts'
 
@@ -65,7 +74,11 @@ forEachDatabase((kind) => {
         Array.from({ length: MAX_ERRORS }, (_, i) => `/tags/${i}`),
       )
       assert.match(problem.detail, new RegExp(`${items} invalid fields, the first 100 listed`))
-      const event = await t.app.services.backend.db.selectFrom('events').select(['errors', 'outcome']).where('id', '=', problem.event_id).executeTakeFirstOrThrow()
+      const event = await t.app.services.backend.db
+        .selectFrom('events')
+        .select(['errors', 'outcome'])
+        .where('id', '=', problem.event_id)
+        .executeTakeFirstOrThrow()
       assert.equal(event.outcome, 'rejected')
       assert.deepEqual(JSON.parse(event.errors!), problem.errors)
     })
@@ -112,7 +125,10 @@ forEachDatabase((kind) => {
       const { answer, health } = await withHealthz(port, post(CUSTOMER_CREATED, key, `{"id":${digits}}`))
       assert.equal(health.status, 200, health.body)
       assert.equal(answer.status, 422, answer.body.slice(0, 300))
-      assert.deepEqual(JSON.parse(answer.body).errors.map((e: { pointer: string }) => e.pointer), ['/id'])
+      assert.deepEqual(
+        JSON.parse(answer.body).errors.map((e: { pointer: string }) => e.pointer),
+        ['/id'],
+      )
     })
   })
 })

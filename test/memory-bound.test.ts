@@ -48,7 +48,10 @@ function post(port: number, agent: http.Agent, key: string, body: string): Promi
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
-        port, method: 'POST', path: CUSTOMER_CREATED, agent,
+        port,
+        method: 'POST',
+        path: CUSTOMER_CREATED,
+        agent,
         headers: { authorization: basic(key), 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       },
       (res) => {
@@ -107,7 +110,10 @@ for (const kind of DATABASES) {
           assert.ok([200, 422, 503].includes(a.status), `statuses: ${JSON.stringify(byStatus)}`)
           if (a.status === 503) assert.ok(a.retryAfter, 'a 503 has Retry-After')
         }
-        assert.ok(answers.some((a) => a.status !== 503), `some bodies were taken: ${JSON.stringify(byStatus)}`)
+        assert.ok(
+          answers.some((a) => a.status !== 503),
+          `some bodies were taken: ${JSON.stringify(byStatus)}`,
+        )
         assert.ok(growth < BOUND_MB, `peak resident set grew by ${growth.toFixed(0)} MB (bound ${BOUND_MB}); statuses ${JSON.stringify(byStatus)}`)
       })
     }

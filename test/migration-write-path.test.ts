@@ -17,12 +17,28 @@ forEachDatabase((kind) => {
       const { shopId } = await issueKey(old.db, 'test')
       // What the service before the upgrade stored for `Idempotency-Key: retry-1`: 'h:' and its SHA-256.
       const hash = createHash('sha256').update('retry-1').digest('base64url')
-      await old.db.insertInto('events' as never).values({
-        // Received just now: an event past EVENT_RETENTION_DAYS would be pruned when the service starts.
-        id: 'ev-before', shop_id: shopId, topic: 'customer/hook_created', resource_id: 5, customer_id: 5, received_at: new Date().toISOString(),
-        received_us: Date.now() * 1000, body: Buffer.from('{"id":5}'), headers: '{}', outcome: 'applied', duplicate_of: null, errors: null,
-      } as never).execute()
-      await old.db.insertInto('dedup_keys' as never).values({ shop_id: shopId, key: `h:${hash}`, event_id: 'ev-before' } as never).execute()
+      await old.db
+        .insertInto('events' as never)
+        .values({
+          // Received just now: an event past EVENT_RETENTION_DAYS would be pruned when the service starts.
+          id: 'ev-before',
+          shop_id: shopId,
+          topic: 'customer/hook_created',
+          resource_id: 5,
+          customer_id: 5,
+          received_at: new Date().toISOString(),
+          received_us: Date.now() * 1000,
+          body: Buffer.from('{"id":5}'),
+          headers: '{}',
+          outcome: 'applied',
+          duplicate_of: null,
+          errors: null,
+        } as never)
+        .execute()
+      await old.db
+        .insertInto('dedup_keys' as never)
+        .values({ shop_id: shopId, key: `h:${hash}`, event_id: 'ev-before' } as never)
+        .execute()
       await old.close()
 
       const t = await startTestApp(kind, {}, { database })

@@ -3,7 +3,17 @@ import http from 'node:http'
 import { isDeepStrictEqual } from 'node:util'
 import { after, before, test } from 'node:test'
 import fc from 'fast-check'
-import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, onDatabase, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from './support/harness.ts'
+import {
+  basic,
+  createTestDatabase,
+  CUSTOMER_CREATED,
+  CUSTOMER_DELETED,
+  onDatabase,
+  ORDER_CREATED,
+  startTestApp,
+  type TestApp,
+  type TestDatabase,
+} from './support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from './support/server-process.ts'
 
 // Several server processes on one PostgreSQL converge (README, "How state converges":
@@ -47,7 +57,14 @@ const MAX_ATTEMPTS = 30
 // ---------------------------------------------------------------------------------------------
 // Instants, written at various offsets so that wall-clock order and instant order disagree.
 
-const OFFSETS = [[0, 'Z'], [120, '+02:00'], [-300, '-05:00'], [330, '+0530'], [840, '+14:00'], [-720, '-12:00']] as const
+const OFFSETS = [
+  [0, 'Z'],
+  [120, '+02:00'],
+  [-300, '-05:00'],
+  [330, '+0530'],
+  [840, '+14:00'],
+  [-720, '-12:00'],
+] as const
 const STEPS_US = [1, 999, 1000, 1_000_000, 3_600_000_000]
 
 const pad = (n: number, width = 2) => String(n).padStart(width, '0')
@@ -97,14 +114,22 @@ const chance = (g: Gen, percent: number) => g(fc.integer, { min: 1, max: 100 }) 
 
 function ownerOf(g: Gen, order: number): Owner {
   switch (order) {
-    case 101: return { kind: 'embed', customer: 1, always: true }
-    case 102: return { kind: 'embed', customer: 2, always: true }
-    case 103: return { kind: 'embed', customer: pick(g, DELETABLE), always: true }
-    case 104: return { kind: 'email', customer: 4 }
-    case 105: return { kind: 'email', customer: 5 }
-    case 106: return { kind: 'embed', customer: pick(g, BY_EMAIL), always: false }
-    case 107: return { kind: 'guest' }
-    default: return pick<Owner>(g, [{ kind: 'embed', customer: pick(g, DELETABLE), always: true }, { kind: 'email', customer: pick(g, BY_EMAIL) }, { kind: 'guest' }])
+    case 101:
+      return { kind: 'embed', customer: 1, always: true }
+    case 102:
+      return { kind: 'embed', customer: 2, always: true }
+    case 103:
+      return { kind: 'embed', customer: pick(g, DELETABLE), always: true }
+    case 104:
+      return { kind: 'email', customer: 4 }
+    case 105:
+      return { kind: 'email', customer: 5 }
+    case 106:
+      return { kind: 'embed', customer: pick(g, BY_EMAIL), always: false }
+    case 107:
+      return { kind: 'guest' }
+    default:
+      return pick<Owner>(g, [{ kind: 'embed', customer: pick(g, DELETABLE), always: true }, { kind: 'email', customer: pick(g, BY_EMAIL) }, { kind: 'guest' }])
   }
 }
 
@@ -115,7 +140,12 @@ function resourceOps(g: Gen): Op[][] {
   // Customer 1 is deleted between two dated versions; 2 and 3 vary.
   sequences.push(customer(['upsert', 'delete', 'upsert'], 1))
   for (const id of [2, 3]) {
-    sequences.push(customer(pick(g, [['upsert', 'delete'], ['delete', 'upsert'], ['upsert', 'upsert'], ['upsert', 'delete', 'upsert', 'delete'], ['upsert']] as const).slice(), id))
+    sequences.push(
+      customer(
+        pick(g, [['upsert', 'delete'], ['delete', 'upsert'], ['upsert', 'upsert'], ['upsert', 'delete', 'upsert', 'delete'], ['upsert']] as const).slice(),
+        id,
+      ),
+    )
   }
   // E-mail-matched customers register once or more, or (5) never: its orders stay guest orders.
   sequences.push(customer(Array(g(fc.integer, { min: 1, max: 3 })).fill('upsert'), 4))
@@ -143,7 +173,10 @@ function buildRound(g: Gen): Round {
   const created = new Map(CUSTOMER_IDS.map((id) => [id, writeInstant(BASE_US - g(fc.integer, { min: 1, max: 900 }) * DAY_MS * 1000, pick(g, OFFSETS))]))
   // Undated orders: one template each, and the lifecycle so far.
   const templates = new Map(
-    ORDER_IDS.map((id) => [id as number, { ref: `R-${id}`, currency: 'EUR', subtotal: pick(g, MONEY), total: pick(g, MONEY), amount_giftcard: pick(g, ['0.00', '5.00']) }]),
+    ORDER_IDS.map((id) => [
+      id as number,
+      { ref: `R-${id}`, currency: 'EUR', subtotal: pick(g, MONEY), total: pick(g, MONEY), amount_giftcard: pick(g, ['0.00', '5.00']) },
+    ]),
   )
   const lifecycle = new Map<number, { is_paid: boolean; is_fulfilled: boolean; is_refunded: boolean; cancelled: string | null }>()
 
@@ -174,10 +207,19 @@ function buildRound(g: Gen): Round {
     if (datedOrders.has(id)) {
       // Dated: last writer wins, so every field may change, flags may go back.
       body = {
-        id, ref: `R-${id}`, currency: 'EUR', email, subtotal: pick(g, MONEY), total: pick(g, MONEY),
-        amount_giftcard: pick(g, ['0.00', '0.00', '5.00']), ...(processedAt ? { processed_at: processedAt } : {}),
-        is_paid: chance(g, 70), is_fulfilled: chance(g, 40), is_refunded: chance(g, 20),
-        cancelled_at: chance(g, 20) ? pick(g, CANCELLED) : null, updated_at: tick(),
+        id,
+        ref: `R-${id}`,
+        currency: 'EUR',
+        email,
+        subtotal: pick(g, MONEY),
+        total: pick(g, MONEY),
+        amount_giftcard: pick(g, ['0.00', '0.00', '5.00']),
+        ...(processedAt ? { processed_at: processedAt } : {}),
+        is_paid: chance(g, 70),
+        is_fulfilled: chance(g, 40),
+        is_refunded: chance(g, 20),
+        cancelled_at: chance(g, 20) ? pick(g, CANCELLED) : null,
+        updated_at: tick(),
       }
     } else {
       // Undated: constant fields; the lifecycle only moves forward, written with or without explicit false and null.
@@ -298,7 +340,11 @@ async function deliver(servers: ServerProcess[], agents: http.Agent[], key: stri
   for (;;) {
     sent.attempts++
     const answer: Answer = await request(server.port, {
-      method: 'POST', path: hook.path, agent: agents[delivery.process]!, body: hook.payload, timeoutMs: 60_000,
+      method: 'POST',
+      path: hook.path,
+      agent: agents[delivery.process]!,
+      body: hook.payload,
+      timeoutMs: 60_000,
       headers: { authorization: basic(key), 'content-type': 'application/json' },
     })
     if (answer.status === 200 && answer.body !== undefined) {
@@ -354,7 +400,6 @@ const PARTS = {
   points: (url: string) => url.endsWith('/points'),
 } as const
 
-
 interface Compared {
   roundNo: number
   actual: Snapshot
@@ -375,66 +420,78 @@ function assertPart(compared: Compared[], name: keyof typeof PARTS): void {
   )
 }
 
-test(`${PROCESSES} processes on one PostgreSQL converge to the state of one app fed the true order (seed ${SEED}, ${ROUNDS} rounds)`, { ...onDatabase('postgres'), timeout: TEST_TIMEOUT_MS }, async (t) => {
-  t.diagnostic(`seed ${SEED} (MULTIPROC_SEED replays it), ${ROUNDS} rounds`)
-  const rounds = fc.sample(fc.gen().map(buildRound), { seed: SEED, numRuns: ROUNDS })
-  const agents = servers.map(() => new http.Agent({ keepAlive: true, maxSockets: 64 }))
-  const compared: Compared[] = []
-  try {
-    for (const [i, round] of rounds.entries()) {
-      const roundNo = i + 1
-      const context = describeRound(round, roundNo)
-      const { key } = await createKey(database!.url, `multi-${SEED}-${roundNo}`)
-      const refKey = await reference!.newKey(`reference-${SEED}-${roundNo}`)
+test(
+  `${PROCESSES} processes on one PostgreSQL converge to the state of one app fed the true order (seed ${SEED}, ${ROUNDS} rounds)`,
+  { ...onDatabase('postgres'), timeout: TEST_TIMEOUT_MS },
+  async (t) => {
+    t.diagnostic(`seed ${SEED} (MULTIPROC_SEED replays it), ${ROUNDS} rounds`)
+    const rounds = fc.sample(fc.gen().map(buildRound), { seed: SEED, numRuns: ROUNDS })
+    const agents = servers.map(() => new http.Agent({ keepAlive: true, maxSockets: 64 }))
+    const compared: Compared[] = []
+    try {
+      for (const [i, round] of rounds.entries()) {
+        const roundNo = i + 1
+        const context = describeRound(round, roundNo)
+        const { key } = await createKey(database!.url, `multi-${SEED}-${roundNo}`)
+        const refKey = await reference!.newKey(`reference-${SEED}-${roundNo}`)
 
-      // Every delivery in flight at once, each to its process.
-      const sent = await Promise.all(round.deliveries.map((d) => deliver(servers, agents, key, round.hooks[d.hook]!, d)))
-      const odd = sent.filter((s) => s.odd !== undefined).map((s) => `webhook ${s.delivery.hook} to p${s.delivery.process}: ${s.odd}`)
-      assert.deepEqual(odd, [], `every webhook is answered 200 (after retrying 503s)${context}`)
+        // Every delivery in flight at once, each to its process.
+        const sent = await Promise.all(round.deliveries.map((d) => deliver(servers, agents, key, round.hooks[d.hook]!, d)))
+        const odd = sent.filter((s) => s.odd !== undefined).map((s) => `webhook ${s.delivery.hook} to p${s.delivery.process}: ${s.odd}`)
+        assert.deepEqual(odd, [], `every webhook is answered 200 (after retrying 503s)${context}`)
 
-      // A redelivery is never applied twice, whichever process gets it: each distinct webhook (path and bytes)
-      // is applied at most once (a copy is a duplicate while it repeats the latest change of its resource, and
-      // stale after a newer one), and every delivery of it is applied, duplicate or stale.
-      const byBytes = new Map<string, Sent[]>()
-      for (const s of sent) {
-        const webhook = short(round.hooks[s.delivery.hook]!)
-        byBytes.set(webhook, [...(byBytes.get(webhook) ?? []), s])
+        // A redelivery is never applied twice, whichever process gets it: each distinct webhook (path and bytes)
+        // is applied at most once (a copy is a duplicate while it repeats the latest change of its resource, and
+        // stale after a newer one), and every delivery of it is applied, duplicate or stale.
+        const byBytes = new Map<string, Sent[]>()
+        for (const s of sent) {
+          const webhook = short(round.hooks[s.delivery.hook]!)
+          byBytes.set(webhook, [...(byBytes.get(webhook) ?? []), s])
+        }
+        for (const [webhook, copies] of byBytes) {
+          const applied = copies.filter((s) => s.status === 'applied').length
+          const lost = copies.some((s) => s.lostAnswer)
+          const hook = round.hooks[copies[0]!.delivery.hook]!
+          // An undated order is news by its arrival alone: each copy that is not the latest change applies.
+          const undatedOrder = hook.path.endsWith('/order/hook_created') && (JSON.parse(hook.payload) as { updated_at?: string }).updated_at === undefined
+          assert.ok(
+            applied <= 1 || undatedOrder,
+            `${webhook} applied ${applied} times: ${copies.map((s) => `p${s.delivery.process} ${s.status}`).join(', ')}${context}`,
+          )
+          assert.ok(
+            applied === 1 || lost || copies.some((s) => s.status !== 'duplicate'),
+            `${webhook} never taken: ${copies.map((s) => `p${s.delivery.process} ${s.status}`).join(', ')}${context}`,
+          )
+        }
+
+        // The reference: the same webhooks, one at a time, in true order.
+        for (const hook of round.hooks) {
+          const res = await reference!.post(hook.path, hook.payload, { key: refKey })
+          assert.equal(res.statusCode, 200, `reference ${short(hook)}: ${res.body}`)
+        }
+        const expected = await snapshot({
+          async get(url) {
+            const res = await reference!.get(url, refKey)
+            return { status: res.statusCode, body: res.json() }
+          },
+        })
+
+        // Every process reads the same state.
+        const states = await Promise.all(servers.map((s, p) => snapshot(processReader(s, agents[p]!, key))))
+        for (const [p, state] of states.entries()) assert.deepEqual(state, states[0], `process ${p} reads what process 0 reads${context}`)
+        const diff = differences(states[0]!, expected)
+        const retries = sent.reduce((n, s) => n + s.attempts - 1, 0)
+        t.diagnostic(
+          `round ${roundNo}: ${round.hooks.length} webhooks, ${round.deliveries.length} deliveries, ${retries} retries; differs in: ${diff.join('; ') || 'nothing'}`,
+        )
+        compared.push({ roundNo, actual: states[0]!, expected, context })
       }
-      for (const [webhook, copies] of byBytes) {
-        const applied = copies.filter((s) => s.status === 'applied').length
-        const lost = copies.some((s) => s.lostAnswer)
-        const hook = round.hooks[copies[0]!.delivery.hook]!
-        // An undated order is news by its arrival alone: each copy that is not the latest change applies.
-        const undatedOrder = hook.path.endsWith('/order/hook_created') && (JSON.parse(hook.payload) as { updated_at?: string }).updated_at === undefined
-        assert.ok(applied <= 1 || undatedOrder, `${webhook} applied ${applied} times: ${copies.map((s) => `p${s.delivery.process} ${s.status}`).join(', ')}${context}`)
-        assert.ok(applied === 1 || lost || copies.some((s) => s.status !== 'duplicate'), `${webhook} never taken: ${copies.map((s) => `p${s.delivery.process} ${s.status}`).join(', ')}${context}`)
-      }
-
-      // The reference: the same webhooks, one at a time, in true order.
-      for (const hook of round.hooks) {
-        const res = await reference!.post(hook.path, hook.payload, { key: refKey })
-        assert.equal(res.statusCode, 200, `reference ${short(hook)}: ${res.body}`)
-      }
-      const expected = await snapshot({
-        async get(url) {
-          const res = await reference!.get(url, refKey)
-          return { status: res.statusCode, body: res.json() }
-        },
-      })
-
-      // Every process reads the same state.
-      const states = await Promise.all(servers.map((s, p) => snapshot(processReader(s, agents[p]!, key))))
-      for (const [p, state] of states.entries()) assert.deepEqual(state, states[0], `process ${p} reads what process 0 reads${context}`)
-      const diff = differences(states[0]!, expected)
-      const retries = sent.reduce((n, s) => n + s.attempts - 1, 0)
-      t.diagnostic(`round ${roundNo}: ${round.hooks.length} webhooks, ${round.deliveries.length} deliveries, ${retries} retries; differs in: ${diff.join('; ') || 'nothing'}`)
-      compared.push({ roundNo, actual: states[0]!, expected, context })
+    } finally {
+      for (const agent of agents) agent.destroy()
     }
-  } finally {
-    for (const agent of agents) agent.destroy()
-  }
 
-  await t.test('customers are the same', () => assertPart(compared, 'customers'))
-  await t.test('orders are the same', () => assertPart(compared, 'orders'))
-  await t.test('point balances and entry sums are the same', () => assertPart(compared, 'points'))
-})
+    await t.test('customers are the same', () => assertPart(compared, 'customers'))
+    await t.test('orders are the same', () => assertPart(compared, 'orders'))
+    await t.test('point balances and entry sums are the same', () => assertPart(compared, 'points'))
+  },
+)

@@ -32,17 +32,55 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
     assert.ok(doc.servers.length >= 1 && /^http:\/\//.test(doc.servers[0].url))
     const ids = operations().map((o) => o.op.operationId)
     assert.deepEqual(ids.sort(), [
-      'adminAdjustPoints', 'adminAudit', 'adminCancelRedemption', 'adminCreateKey', 'adminEventStream', 'adminGetCustomer', 'adminGetEvent', 'adminGetGuest',
-      'adminListCustomers', 'adminListEvents', 'adminListKeys', 'adminListRedemptions', 'adminListShops', 'adminReplayEvent', 'adminRevokeKey', 'adminSession',
-      'adminSignIn', 'adminSignOut', 'adminStats',
-      'cancelRedemption', 'createRedemption', 'customerCreated', 'customerDeleted', 'getCustomer', 'getCustomerPoints',
-      'getHealth', 'getMetrics', 'getOpenApiDocument', 'getOrder', 'getReadiness', 'listChanges', 'listRedemptions', 'orderCreated',
+      'adminAdjustPoints',
+      'adminAudit',
+      'adminCancelRedemption',
+      'adminCreateKey',
+      'adminEventStream',
+      'adminGetCustomer',
+      'adminGetEvent',
+      'adminGetGuest',
+      'adminListCustomers',
+      'adminListEvents',
+      'adminListKeys',
+      'adminListRedemptions',
+      'adminListShops',
+      'adminReplayEvent',
+      'adminRevokeKey',
+      'adminSession',
+      'adminSignIn',
+      'adminSignOut',
+      'adminStats',
+      'cancelRedemption',
+      'createRedemption',
+      'customerCreated',
+      'customerDeleted',
+      'getCustomer',
+      'getCustomerPoints',
+      'getHealth',
+      'getMetrics',
+      'getOpenApiDocument',
+      'getOrder',
+      'getReadiness',
+      'listChanges',
+      'listRedemptions',
+      'orderCreated',
     ])
   })
 
   test('openapi-typescript makes named types and named operations of it', async () => {
     const ts = await openapiTS(doc as never)
-    for (const name of ['CustomerBody', 'OrderBody', 'Accepted', 'CustomerView', 'OrderView', 'PointsView', 'LedgerEntryView', 'InvalidBodyProblem', 'UnavailableProblem']) {
+    for (const name of [
+      'CustomerBody',
+      'OrderBody',
+      'Accepted',
+      'CustomerView',
+      'OrderView',
+      'PointsView',
+      'LedgerEntryView',
+      'InvalidBodyProblem',
+      'UnavailableProblem',
+    ]) {
       assert.match(ts, new RegExp(`^    ${name}: \\{`, 'm'), `components["schemas"]["${name}"]`)
     }
     for (const id of ['customerCreated', 'orderCreated', 'getCustomerPoints', 'getReadiness']) {
@@ -90,7 +128,10 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
     walk(doc)
     assert.deepEqual([...formats], ['email'])
     const cancelled = doc.components.schemas.OrderBody.properties.cancelled_at
-    assert.deepEqual(cancelled.anyOf.map((s: Json) => s.type), ['string', 'null'])
+    assert.deepEqual(
+      cancelled.anyOf.map((s: Json) => s.type),
+      ['string', 'null'],
+    )
     const limit = doc.paths['/v3/customers/{id}/points'].get.parameters.find((p: Json) => p.name === 'limit').schema.pattern
     const re = new RegExp(limit)
     for (const ok of ['1', '9', '10', '99', '100', '499', '500']) assert.ok(re.test(ok), ok)

@@ -17,7 +17,11 @@ forEachDatabase((kind) => {
     let t: TestApp
     const lines: Line[] = []
     before(async () => {
-      t = await startTestApp(kind, { LOG_LEVEL: 'info', RATE_LIMIT_RPS: '1' }, { logStream: { write: (line: string) => void lines.push(JSON.parse(line) as Line) } })
+      t = await startTestApp(
+        kind,
+        { LOG_LEVEL: 'info', RATE_LIMIT_RPS: '1' },
+        { logStream: { write: (line: string) => void lines.push(JSON.parse(line) as Line) } },
+      )
     })
     after(() => t.close())
 

@@ -13,7 +13,11 @@ const OLD = '2024-01-10T10:00:00Z'
 
 const cli = (args: string[], databaseUrl: string) => runCli(args, { DATABASE_URL: databaseUrl })
 
-const lines = (text: string) => text.split('\n').map((l) => l.trim()).filter((l) => l !== '')
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
 
 function ok(run: CliRun, what: string): void {
   assert.equal(run.code, 0, `${what} exited ${run.code}; stderr: ${run.stderr}`)
@@ -51,7 +55,14 @@ forEachDatabase((kind) => {
       shops[name] = { key: issued.key, id: issued.shopId }
     }
     const order = (id: number, paid: boolean, customer: number) => ({
-      id, currency: 'EUR', subtotal: '100.00', amount_shipping: '10.00', processed_at: OLD, is_paid: paid, customer: { id: customer }, updated_at: '2024-05-01T00:00:00Z',
+      id,
+      currency: 'EUR',
+      subtotal: '100.00',
+      amount_shipping: '10.00',
+      processed_at: OLD,
+      is_paid: paid,
+      customer: { id: customer },
+      updated_at: '2024-05-01T00:00:00Z',
     })
     for (const body of [order(1, true, 1), order(2, true, 1), order(3, false, 2)]) {
       assert.equal((await t.post(ORDER_CREATED, body, { key: shops.a.key })).statusCode, 200)
@@ -99,12 +110,23 @@ forEachDatabase((kind) => {
     assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 2 })
     const a = await points('a', 1)
     assert.deepEqual([a.available, a.pending, a.lifetime_earned], [330, 0, 330])
-    assert.deepEqual(a.entries.map((e: { order_id: number; reason: string; points: number; basis: { rate: string; rule_version: number } }) => [e.order_id, e.reason, e.points, e.basis.rate, e.basis.rule_version]).sort(), [
-      [1, 'adjusted', 65, '1.5', 2],
-      [1, 'earned', 100, '1', 1],
-      [2, 'adjusted', 65, '1.5', 2],
-      [2, 'earned', 100, '1', 1],
-    ])
+    assert.deepEqual(
+      a.entries
+        .map((e: { order_id: number; reason: string; points: number; basis: { rate: string; rule_version: number } }) => [
+          e.order_id,
+          e.reason,
+          e.points,
+          e.basis.rate,
+          e.basis.rule_version,
+        ])
+        .sort(),
+      [
+        [1, 'adjusted', 65, '1.5', 2],
+        [1, 'earned', 100, '1', 1],
+        [2, 'adjusted', 65, '1.5', 2],
+        [2, 'earned', 100, '1', 1],
+      ],
+    )
     assert.equal((await points('b', 1)).available, 100)
     assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 0 })
   })

@@ -26,7 +26,10 @@ forEachDatabase((kind) => {
     const post = (path: string, body: unknown) => t.post(path, body, { key })
     const get = (url: string) => t.get(url, key)
     await post(CUSTOMER_CREATED, { id: 1, email: 'd1@example.com' })
-    assert.equal((await post(ORDER_CREATED, { id: 10, currency: 'EUR', subtotal: '100.00', is_paid: true, processed_at: FUTURE, customer: { id: 1 } })).statusCode, 200)
+    assert.equal(
+      (await post(ORDER_CREATED, { id: 10, currency: 'EUR', subtotal: '100.00', is_paid: true, processed_at: FUTURE, customer: { id: 1 } })).statusCode,
+      200,
+    )
     assert.deepEqual(pick((await get('/v3/customers/1/points')).json()), [0, 100, 100])
     // Larger and dated in the past: everything is available, none left pending.
     await post(ORDER_CREATED, { id: 10, currency: 'EUR', subtotal: '150.00', is_paid: true, processed_at: PAST, customer: { id: 1 } })
@@ -68,4 +71,8 @@ forEachDatabase((kind) => {
 })
 
 const pick = (p: { available: number; pending: number; lifetime_earned: number }) => [p.available, p.pending, p.lifetime_earned]
-const holder = (o: { points: { customer_id: number | null; guest_email: string | null; held: number } }) => [o.points.customer_id, o.points.guest_email, o.points.held]
+const holder = (o: { points: { customer_id: number | null; guest_email: string | null; held: number } }) => [
+  o.points.customer_id,
+  o.points.guest_email,
+  o.points.held,
+]

@@ -54,41 +54,119 @@ const EXAMPLES: Example[] = [
     steps: [
       {
         post: ORDER_CREATED,
-        body: { id: 100, currency: 'EUR', subtotal: '120.50', amount_shipping: '4.95', amount_tax: '22.90', processed_at: OLD, customer: cust(1), updated_at: at(1) },
+        body: {
+          id: 100,
+          currency: 'EUR',
+          subtotal: '120.50',
+          amount_shipping: '4.95',
+          amount_tax: '22.90',
+          processed_at: OLD,
+          customer: cust(1),
+          updated_at: at(1),
+        },
         expect: { ledger: [], balances: { 1: [0, 0, 0] }, orders: { 100: [0, 'not paid yet'] } },
       },
       {
         post: ORDER_CREATED,
-        body: { id: 100, currency: 'EUR', subtotal: '120.50', amount_shipping: '4.95', amount_tax: '22.90', processed_at: OLD, is_paid: true, customer: cust(1), updated_at: at(2) },
+        body: {
+          id: 100,
+          currency: 'EUR',
+          subtotal: '120.50',
+          amount_shipping: '4.95',
+          amount_tax: '22.90',
+          processed_at: OLD,
+          is_paid: true,
+          customer: cust(1),
+          updated_at: at(2),
+        },
         expect: { ledger: [['c1', 'earned', 120]], balances: { 1: [120, 0, 120] }, orders: { 100: [120, /^paid order: 120\.50 EUR at 1 point per unit/] } },
       },
       {
         post: ORDER_CREATED,
-        body: { id: 100, currency: 'EUR', subtotal: '120.50', amount_shipping: '4.95', amount_tax: '22.90', processed_at: OLD, is_paid: true, is_fulfilled: true, customer: cust(1), updated_at: at(3) },
+        body: {
+          id: 100,
+          currency: 'EUR',
+          subtotal: '120.50',
+          amount_shipping: '4.95',
+          amount_tax: '22.90',
+          processed_at: OLD,
+          is_paid: true,
+          is_fulfilled: true,
+          customer: cust(1),
+          updated_at: at(3),
+        },
         expect: { ledger: [['c1', 'earned', 120]], balances: { 1: [120, 0, 120] }, orders: { 100: [120, /^paid order/] } },
       },
       {
         post: ORDER_CREATED,
-        body: { id: 100, currency: 'EUR', subtotal: '120.50', amount_shipping: '4.95', amount_tax: '22.90', processed_at: OLD, is_paid: true, is_fulfilled: true, is_refunded: true, customer: cust(1), updated_at: at(4) },
-        expect: { ledger: [['c1', 'earned', 120], ['c1', 'reversed_refund', -120]], balances: { 1: [0, 0, 0] }, orders: { 100: [0, 'refunded'] } },
+        body: {
+          id: 100,
+          currency: 'EUR',
+          subtotal: '120.50',
+          amount_shipping: '4.95',
+          amount_tax: '22.90',
+          processed_at: OLD,
+          is_paid: true,
+          is_fulfilled: true,
+          is_refunded: true,
+          customer: cust(1),
+          updated_at: at(4),
+        },
+        expect: {
+          ledger: [
+            ['c1', 'earned', 120],
+            ['c1', 'reversed_refund', -120],
+          ],
+          balances: { 1: [0, 0, 0] },
+          orders: { 100: [0, 'refunded'] },
+        },
       },
       // The paid webhook again, after a later change (so not a redelivery of the latest: stale), then
       // the refund again (a redelivery: duplicate), then an older one arriving late: nothing changes.
       {
         post: ORDER_CREATED,
-        body: { id: 100, currency: 'EUR', subtotal: '120.50', amount_shipping: '4.95', amount_tax: '22.90', processed_at: OLD, is_paid: true, customer: cust(1), updated_at: at(2) },
+        body: {
+          id: 100,
+          currency: 'EUR',
+          subtotal: '120.50',
+          amount_shipping: '4.95',
+          amount_tax: '22.90',
+          processed_at: OLD,
+          is_paid: true,
+          customer: cust(1),
+          updated_at: at(2),
+        },
         status: 'stale',
       },
       {
         post: ORDER_CREATED,
-        body: { id: 100, currency: 'EUR', subtotal: '120.50', amount_shipping: '4.95', amount_tax: '22.90', processed_at: OLD, is_paid: true, is_fulfilled: true, is_refunded: true, customer: cust(1), updated_at: at(4) },
+        body: {
+          id: 100,
+          currency: 'EUR',
+          subtotal: '120.50',
+          amount_shipping: '4.95',
+          amount_tax: '22.90',
+          processed_at: OLD,
+          is_paid: true,
+          is_fulfilled: true,
+          is_refunded: true,
+          customer: cust(1),
+          updated_at: at(4),
+        },
         status: 'duplicate',
       },
       {
         post: ORDER_CREATED,
         body: { id: 100, currency: 'EUR', subtotal: '120.50', processed_at: OLD, is_paid: true, customer: cust(1), updated_at: at(3) },
         status: 'stale',
-        expect: { ledger: [['c1', 'earned', 120], ['c1', 'reversed_refund', -120]], balances: { 1: [0, 0, 0] }, orders: { 100: [0, 'refunded'] } },
+        expect: {
+          ledger: [
+            ['c1', 'earned', 120],
+            ['c1', 'reversed_refund', -120],
+          ],
+          balances: { 1: [0, 0, 0] },
+          orders: { 100: [0, 'refunded'] },
+        },
       },
     ],
   },
@@ -96,14 +174,22 @@ const EXAMPLES: Example[] = [
     name: 'earn on fulfilled, undated webhooks',
     rule: { earn_on: 'fulfilled' },
     steps: [
-      { post: ORDER_CREATED, body: { id: 101, currency: 'EUR', subtotal: '30.00', processed_at: OLD, is_paid: true, customer: cust(1) }, expect: { ledger: [], orders: { 101: [0, 'not fulfilled yet'] } } },
+      {
+        post: ORDER_CREATED,
+        body: { id: 101, currency: 'EUR', subtotal: '30.00', processed_at: OLD, is_paid: true, customer: cust(1) },
+        expect: { ledger: [], orders: { 101: [0, 'not fulfilled yet'] } },
+      },
       {
         post: ORDER_CREATED,
         body: { id: 101, currency: 'EUR', subtotal: '30.00', processed_at: OLD, is_paid: true, is_fulfilled: true, customer: cust(1) },
         expect: { ledger: [['c1', 'earned', 30]], balances: { 1: [30, 0, 30] }, orders: { 101: [30, /^fulfilled order: 30\.00 EUR/] } },
       },
       // An undated redelivery without the flags cannot undo them.
-      { post: ORDER_CREATED, body: { id: 101, currency: 'EUR', subtotal: '30.00', processed_at: OLD, customer: cust(1) }, expect: { ledger: [['c1', 'earned', 30]] } },
+      {
+        post: ORDER_CREATED,
+        body: { id: 101, currency: 'EUR', subtotal: '30.00', processed_at: OLD, customer: cust(1) },
+        expect: { ledger: [['c1', 'earned', 30]] },
+      },
     ],
   },
   {
@@ -114,13 +200,24 @@ const EXAMPLES: Example[] = [
       {
         post: ORDER_CREATED,
         body: { id: 111, currency: 'EUR', subtotal: '50.99', processed_at: RECENT, is_paid: true, customer: cust(2), updated_at: at(1) },
-        expect: { ledger: [['c2', 'earned', 30], ['c2', 'earned', 50]], balances: { 2: [30, 50, 80] }, orders: { 111: [50, /^paid order: 50\.99 EUR/] } },
+        expect: {
+          ledger: [
+            ['c2', 'earned', 30],
+            ['c2', 'earned', 50],
+          ],
+          balances: { 2: [30, 50, 80] },
+          orders: { 111: [50, /^paid order: 50\.99 EUR/] },
+        },
       },
       {
         post: ORDER_CREATED,
         body: { id: 111, currency: 'EUR', subtotal: '50.99', processed_at: RECENT, is_paid: true, cancelled_at: at(2), customer: cust(2), updated_at: at(2) },
         expect: {
-          ledger: [['c2', 'earned', 30], ['c2', 'earned', 50], ['c2', 'reversed_cancel', -50]],
+          ledger: [
+            ['c2', 'earned', 30],
+            ['c2', 'earned', 50],
+            ['c2', 'reversed_cancel', -50],
+          ],
           balances: { 2: [30, 0, 30] },
           orders: { 111: [0, 'cancelled'], 110: [30, /^paid order/] },
         },
@@ -142,7 +239,17 @@ const EXAMPLES: Example[] = [
     steps: [
       {
         post: ORDER_CREATED,
-        body: { id: 120, currency: 'EUR', subtotal: '40.00', amount_giftcard: '40.00', amount_shipping: '5.00', processed_at: OLD, is_paid: true, customer: cust(3), updated_at: at(1) },
+        body: {
+          id: 120,
+          currency: 'EUR',
+          subtotal: '40.00',
+          amount_giftcard: '40.00',
+          amount_shipping: '5.00',
+          processed_at: OLD,
+          is_paid: true,
+          customer: cust(3),
+          updated_at: at(1),
+        },
         expect: { ledger: [], balances: { 3: [0, 0, 0] }, orders: { 120: [0, /below one point/] } },
       },
       // A larger gift card than the subtotal does not earn negative points either.
@@ -178,16 +285,35 @@ const EXAMPLES: Example[] = [
   {
     name: 'an amount edited down, then up',
     steps: [
-      { post: ORDER_CREATED, body: { id: 140, currency: 'EUR', subtotal: '200.00', processed_at: OLD, is_paid: true, customer: cust(5), updated_at: at(1) }, expect: { ledger: [['c5', 'earned', 200]] } },
+      {
+        post: ORDER_CREATED,
+        body: { id: 140, currency: 'EUR', subtotal: '200.00', processed_at: OLD, is_paid: true, customer: cust(5), updated_at: at(1) },
+        expect: { ledger: [['c5', 'earned', 200]] },
+      },
       {
         post: ORDER_CREATED,
         body: { id: 140, currency: 'EUR', subtotal: '150.40', processed_at: OLD, is_paid: true, customer: cust(5), updated_at: at(2) },
-        expect: { ledger: [['c5', 'earned', 200], ['c5', 'adjusted', -50]], balances: { 5: [150, 0, 150] }, orders: { 140: [150, /^paid order: 150\.40 EUR/] } },
+        expect: {
+          ledger: [
+            ['c5', 'earned', 200],
+            ['c5', 'adjusted', -50],
+          ],
+          balances: { 5: [150, 0, 150] },
+          orders: { 140: [150, /^paid order: 150\.40 EUR/] },
+        },
       },
       {
         post: ORDER_CREATED,
         body: { id: 140, currency: 'EUR', subtotal: '170.00', processed_at: OLD, is_paid: true, customer: cust(5), updated_at: at(3) },
-        expect: { ledger: [['c5', 'earned', 200], ['c5', 'adjusted', -50], ['c5', 'adjusted', 20]], balances: { 5: [170, 0, 170] }, orders: { 140: [170, /^paid order: 170\.00 EUR/] } },
+        expect: {
+          ledger: [
+            ['c5', 'earned', 200],
+            ['c5', 'adjusted', -50],
+            ['c5', 'adjusted', 20],
+          ],
+          balances: { 5: [170, 0, 170] },
+          orders: { 140: [170, /^paid order: 170\.00 EUR/] },
+        },
       },
     ],
   },
@@ -198,7 +324,17 @@ const EXAMPLES: Example[] = [
       {
         // (70.00 + 14.90 + 5.99 = 90.89) × 1.1 = 99.979: 99.
         post: ORDER_CREATED,
-        body: { id: 150, currency: 'EUR', subtotal: '70.00', amount_shipping: '14.90', amount_tax: '5.99', processed_at: OLD, is_paid: true, customer: cust(6), updated_at: at(1) },
+        body: {
+          id: 150,
+          currency: 'EUR',
+          subtotal: '70.00',
+          amount_shipping: '14.90',
+          amount_tax: '5.99',
+          processed_at: OLD,
+          is_paid: true,
+          customer: cust(6),
+          updated_at: at(1),
+        },
         expect: { ledger: [['c6', 'earned', 99]], balances: { 6: [99, 0, 99] } },
       },
     ],
@@ -215,7 +351,11 @@ const EXAMPLES: Example[] = [
         post: CUSTOMER_CREATED,
         body: { id: 9, email: 'MIA.GUEST@example.COM', updated_at: at(2) },
         expect: {
-          ledger: [['g:mia.guest@example.com', 'earned', 80], ['g:mia.guest@example.com', 'claimed', -80], ['c9', 'claimed', 80]],
+          ledger: [
+            ['g:mia.guest@example.com', 'earned', 80],
+            ['g:mia.guest@example.com', 'claimed', -80],
+            ['c9', 'claimed', 80],
+          ],
           balances: { 9: [80, 0, 80] },
           orders: { 160: [80, /^paid order/] },
         },
@@ -223,9 +363,23 @@ const EXAMPLES: Example[] = [
       // Later changes of the order are settled with the customer.
       {
         post: ORDER_CREATED,
-        body: { id: 160, currency: 'EUR', subtotal: '80.00', email: 'Mia.Guest@Example.com', processed_at: OLD, is_paid: true, is_refunded: true, updated_at: at(3) },
+        body: {
+          id: 160,
+          currency: 'EUR',
+          subtotal: '80.00',
+          email: 'Mia.Guest@Example.com',
+          processed_at: OLD,
+          is_paid: true,
+          is_refunded: true,
+          updated_at: at(3),
+        },
         expect: {
-          ledger: [['g:mia.guest@example.com', 'earned', 80], ['g:mia.guest@example.com', 'claimed', -80], ['c9', 'claimed', 80], ['c9', 'reversed_refund', -80]],
+          ledger: [
+            ['g:mia.guest@example.com', 'earned', 80],
+            ['g:mia.guest@example.com', 'claimed', -80],
+            ['c9', 'claimed', 80],
+            ['c9', 'reversed_refund', -80],
+          ],
           balances: { 9: [0, 0, 0] },
           orders: { 160: [0, 'refunded'] },
         },
@@ -236,18 +390,40 @@ const EXAMPLES: Example[] = [
     name: 'deletion with a remaining balance',
     steps: [
       { post: CUSTOMER_CREATED, body: { id: 11, first_name: 'Del', email: 'del.me@example.com', updated_at: at(1) } },
-      { post: ORDER_CREATED, body: { id: 170, currency: 'EUR', subtotal: '60.00', processed_at: OLD, is_paid: true, customer: { id: 11, email: 'del.me@example.com', updated_at: at(1) }, updated_at: at(1) } },
+      {
+        post: ORDER_CREATED,
+        body: {
+          id: 170,
+          currency: 'EUR',
+          subtotal: '60.00',
+          processed_at: OLD,
+          is_paid: true,
+          customer: { id: 11, email: 'del.me@example.com', updated_at: at(1) },
+          updated_at: at(1),
+        },
+      },
       // Matched to customer 11 by its e-mail; processed yesterday, so pending.
       {
         post: ORDER_CREATED,
         body: { id: 171, currency: 'EUR', subtotal: '25.00', email: 'Del.Me@Example.com', processed_at: RECENT, is_paid: true, updated_at: at(1) },
-        expect: { ledger: [['c11', 'earned', 60], ['c11', 'earned', 25]], balances: { 11: [60, 25, 85] } },
+        expect: {
+          ledger: [
+            ['c11', 'earned', 60],
+            ['c11', 'earned', 25],
+          ],
+          balances: { 11: [60, 25, 85] },
+        },
       },
       {
         post: CUSTOMER_DELETED,
         body: { id: 11, email: 'del.me@example.com', updated_at: at(5) },
         expect: {
-          ledger: [['c11', 'earned', 60], ['c11', 'earned', 25], ['c11', 'forfeited', -60], ['c11', 'forfeited', -25]],
+          ledger: [
+            ['c11', 'earned', 60],
+            ['c11', 'earned', 25],
+            ['c11', 'forfeited', -60],
+            ['c11', 'forfeited', -25],
+          ],
           anyOrderFrom: 2,
           orders: { 170: [0, /deleted/], 171: [0, /no customer or e-mail/] },
         },
@@ -288,8 +464,25 @@ const EXAMPLES: Example[] = [
       // A late webhook of the erased customer's order earns nothing and is stored redacted.
       {
         post: ORDER_CREATED,
-        body: { id: 170, currency: 'EUR', subtotal: '99.00', processed_at: OLD, is_paid: true, customer: { id: 11, email: 'del.me@example.com', updated_at: at(1) }, updated_at: at(6) },
-        expect: { ledger: [['c11', 'earned', 60], ['c11', 'earned', 25], ['c11', 'forfeited', -60], ['c11', 'forfeited', -25]], anyOrderFrom: 2, orders: { 170: [0, /deleted/] } },
+        body: {
+          id: 170,
+          currency: 'EUR',
+          subtotal: '99.00',
+          processed_at: OLD,
+          is_paid: true,
+          customer: { id: 11, email: 'del.me@example.com', updated_at: at(1) },
+          updated_at: at(6),
+        },
+        expect: {
+          ledger: [
+            ['c11', 'earned', 60],
+            ['c11', 'earned', 25],
+            ['c11', 'forfeited', -60],
+            ['c11', 'forfeited', -25],
+          ],
+          anyOrderFrom: 2,
+          orders: { 170: [0, /deleted/] },
+        },
       },
       {
         async check({ t, shopId }) {
@@ -305,17 +498,32 @@ const EXAMPLES: Example[] = [
   {
     name: 'a claimed guest order, then the customer is deleted: forfeited, and the guest entries lose the e-mail',
     steps: [
-      { post: ORDER_CREATED, body: { id: 190, currency: 'EUR', subtotal: '45.00', email: 'Ann.Guest@example.com', processed_at: RECENT, is_paid: true, updated_at: at(1) } },
+      {
+        post: ORDER_CREATED,
+        body: { id: 190, currency: 'EUR', subtotal: '45.00', email: 'Ann.Guest@example.com', processed_at: RECENT, is_paid: true, updated_at: at(1) },
+      },
       {
         post: CUSTOMER_CREATED,
         body: { id: 13, email: 'ann.guest@EXAMPLE.com', updated_at: at(2) },
-        expect: { ledger: [['g:ann.guest@example.com', 'earned', 45], ['g:ann.guest@example.com', 'claimed', -45], ['c13', 'claimed', 45]], balances: { 13: [0, 45, 45] } },
+        expect: {
+          ledger: [
+            ['g:ann.guest@example.com', 'earned', 45],
+            ['g:ann.guest@example.com', 'claimed', -45],
+            ['c13', 'claimed', 45],
+          ],
+          balances: { 13: [0, 45, 45] },
+        },
       },
       {
         post: CUSTOMER_DELETED,
         body: { id: 13, updated_at: at(3) },
         expect: {
-          ledger: [['g:null', 'earned', 45], ['g:null', 'claimed', -45], ['c13', 'claimed', 45], ['c13', 'forfeited', -45]],
+          ledger: [
+            ['g:null', 'earned', 45],
+            ['g:null', 'claimed', -45],
+            ['c13', 'claimed', 45],
+            ['c13', 'forfeited', -45],
+          ],
           orders: { 190: [0, /no customer or e-mail/] },
         },
       },
@@ -347,7 +555,14 @@ const EXAMPLES: Example[] = [
         post: ORDER_CREATED,
         body: { id: 185, currency: 'EUR', subtotal: '150.00', processed_at: RECENT, is_paid: true, customer: cust(14), updated_at: at(2) },
         // The points follow the order's current date under the current rule: all 150 are pending now.
-        expect: { ledger: [['c14', 'earned', 100], ['c14', 'adjusted', -100], ['c14', 'adjusted', 150]], balances: { 14: [0, 150, 150] } },
+        expect: {
+          ledger: [
+            ['c14', 'earned', 100],
+            ['c14', 'adjusted', -100],
+            ['c14', 'adjusted', 150],
+          ],
+          balances: { 14: [0, 150, 150] },
+        },
       },
       {
         post: ORDER_CREATED,
@@ -369,7 +584,14 @@ const EXAMPLES: Example[] = [
       {
         post: ORDER_CREATED,
         body: { id: 180, currency: 'EUR', subtotal: '100.00', processed_at: OLD, is_paid: true, is_refunded: true, customer: cust(12), updated_at: at(2) },
-        expect: { ledger: [['c12', 'earned', 100], ['c12', 'reversed_refund', -100]], balances: { 12: [0, 0, 0] }, orders: { 180: [0, 'refunded'] } },
+        expect: {
+          ledger: [
+            ['c12', 'earned', 100],
+            ['c12', 'reversed_refund', -100],
+          ],
+          balances: { 12: [0, 0, 0] },
+          orders: { 180: [0, 'refunded'] },
+        },
       },
       {
         async check({ t, shopId }) {
@@ -385,7 +607,14 @@ const EXAMPLES: Example[] = [
       {
         post: ORDER_CREATED,
         body: { id: 181, currency: 'EUR', subtotal: '10.00', processed_at: OLD, is_paid: true, customer: cust(12), updated_at: at(1) },
-        expect: { ledger: [['c12', 'earned', 100], ['c12', 'reversed_refund', -100], ['c12', 'earned', 20]], orders: { 181: [20, /at 2 points per unit/] } },
+        expect: {
+          ledger: [
+            ['c12', 'earned', 100],
+            ['c12', 'reversed_refund', -100],
+            ['c12', 'earned', 20],
+          ],
+          orders: { 181: [20, /at 2 points per unit/] },
+        },
       },
     ],
   },
@@ -485,7 +714,11 @@ forEachDatabase((kind) => {
 
   test('the basis of each entry is shown with the points', async () => {
     const { key } = await issueKey(t.app.services.backend.db, 'basis')
-    await t.post(ORDER_CREATED, { id: 1, currency: 'EUR', subtotal: '25.50', amount_giftcard: '5.00', processed_at: OLD, is_paid: true, customer: cust(1) }, { key })
+    await t.post(
+      ORDER_CREATED,
+      { id: 1, currency: 'EUR', subtotal: '25.50', amount_giftcard: '5.00', processed_at: OLD, is_paid: true, customer: cust(1) },
+      { key },
+    )
     const body = (await t.get('/v3/customers/1/points', key)).json()
     assert.equal(body.entries.length, 1)
     const [e] = body.entries
@@ -521,10 +754,18 @@ forEachDatabase((kind) => {
   test('points endpoint: limit and cursor walk all entries, newest first, without overlap', async () => {
     const { key, shopId } = await issueKey(t.app.services.backend.db, 'pages')
     for (let id = 1; id <= 6; id++) {
-      await t.post(ORDER_CREATED, { id, currency: 'EUR', subtotal: `${10 * id}.00`, processed_at: OLD, is_paid: true, customer: cust(8), updated_at: at(1) }, { key })
+      await t.post(
+        ORDER_CREATED,
+        { id, currency: 'EUR', subtotal: `${10 * id}.00`, processed_at: OLD, is_paid: true, customer: cust(8), updated_at: at(1) },
+        { key },
+      )
     }
     await t.post(ORDER_CREATED, { id: 2, currency: 'EUR', subtotal: '5.00', processed_at: OLD, is_paid: true, customer: cust(8), updated_at: at(2) }, { key })
-    await t.post(ORDER_CREATED, { id: 3, currency: 'EUR', subtotal: '30.00', processed_at: OLD, is_paid: true, is_refunded: true, customer: cust(8), updated_at: at(2) }, { key })
+    await t.post(
+      ORDER_CREATED,
+      { id: 3, currency: 'EUR', subtotal: '30.00', processed_at: OLD, is_paid: true, is_refunded: true, customer: cust(8), updated_at: at(2) },
+      { key },
+    )
     const all = (await ledgerRows(t, shopId)).filter((r) => r.customer_id === 8).reverse()
     assert.equal(all.length, 8)
     const full = (await t.get('/v3/customers/8/points?limit=500', key)).json()
@@ -540,13 +781,19 @@ forEachDatabase((kind) => {
         const body = res.json()
         assert.ok(body.entries.length <= limit)
         assert.equal(body.available, full.available)
-        seen.push(...body.entries.map((e: { order_id: number; reason: string; points: number }) => [e.order_id, e.reason, e.points] as [number, string, number]))
+        seen.push(
+          ...body.entries.map((e: { order_id: number; reason: string; points: number }) => [e.order_id, e.reason, e.points] as [number, string, number]),
+        )
         cursor = body.next_cursor
         pages++
         assert.ok(pages <= 20, 'pagination does not end')
       } while (cursor !== null)
       assert.equal(pages, Math.ceil(8 / limit), `limit ${limit}`)
-      assert.deepEqual(seen, all.map((r) => [r.order_id, r.reason, r.points]), `limit ${limit}`)
+      assert.deepEqual(
+        seen,
+        all.map((r) => [r.order_id, r.reason, r.points]),
+        `limit ${limit}`,
+      )
     }
     assert.equal((await t.get('/v3/customers/8/points?limit=501', key)).statusCode, 400)
     assert.equal((await t.get('/v3/customers/8/points?limit=0', key)).statusCode, 400)
@@ -559,7 +806,15 @@ forEachDatabase((kind) => {
     // a duplicate or a stale one must not keep it either.
     const { key, shopId } = await issueKey(t.app.services.backend.db, 'erased-late')
     const created = { id: 21, first_name: 'Late', email: 'late.erased@example.com', updated_at: at(1) }
-    const order = { id: 210, currency: 'EUR', subtotal: '20.00', processed_at: OLD, is_paid: true, customer: { id: 21, email: 'late.erased@example.com', updated_at: at(1) }, updated_at: at(1) }
+    const order = {
+      id: 210,
+      currency: 'EUR',
+      subtotal: '20.00',
+      processed_at: OLD,
+      is_paid: true,
+      customer: { id: 21, email: 'late.erased@example.com', updated_at: at(1) },
+      updated_at: at(1),
+    }
     await t.post(CUSTOMER_CREATED, created, { key })
     await t.post(ORDER_CREATED, order, { key })
     assert.equal((await t.post(CUSTOMER_DELETED, { id: 21, updated_at: at(5) }, { key })).json().status, 'applied')
@@ -571,11 +826,24 @@ forEachDatabase((kind) => {
     ]
     // The registration again is older than the delete (stale), not a copy of the latest change.
     assert.deepEqual(outcomes, ['stale', 'stale', 'duplicate', 'stale'])
-    const events = await t.app.services.backend.db.selectFrom('events').select(['topic', 'outcome', 'body']).where('shop_id', '=', shopId).orderBy('received_us').execute()
-    const leaking = events.filter((e) => Buffer.from(e.body).toString('utf8').toLowerCase().includes('late.erased@example.com')).map((e) => `${e.topic} (${e.outcome})`)
+    const events = await t.app.services.backend.db
+      .selectFrom('events')
+      .select(['topic', 'outcome', 'body'])
+      .where('shop_id', '=', shopId)
+      .orderBy('received_us')
+      .execute()
+    const leaking = events
+      .filter((e) => Buffer.from(e.body).toString('utf8').toLowerCase().includes('late.erased@example.com'))
+      .map((e) => `${e.topic} (${e.outcome})`)
     assert.deepEqual(leaking, [], 'stored bodies with the erased e-mail')
     // Nothing of it reached the ledger or the customer.
     assert.equal((await t.get('/v3/customers/21', key)).statusCode, 404)
-    assert.deepEqual((await ledgerRows(t, shopId)).map((r) => [r.reason, r.points]), [['earned', 20], ['forfeited', -20]])
+    assert.deepEqual(
+      (await ledgerRows(t, shopId)).map((r) => [r.reason, r.points]),
+      [
+        ['earned', 20],
+        ['forfeited', -20],
+      ],
+    )
   })
 })

@@ -37,7 +37,11 @@ forEachDatabase((kind) => {
     const shopName = `${kind}-${name}`
     const { key, shopId } = await issueKey(t.app.services.backend.db, shopName)
     const post = (path: string, body: unknown, headers: Record<string, string> = {}) => t.post(path, body, { key, headers })
-    const adjust = (id: number, points: unknown) => admin.post(`/v3/admin/shops/${shopName}/customers/${id}/adjustments`, typeof points === 'string' ? `{"points":${points},"reason":"limits"}` : { points, reason: 'limits' })
+    const adjust = (id: number, points: unknown) =>
+      admin.post(
+        `/v3/admin/shops/${shopName}/customers/${id}/adjustments`,
+        typeof points === 'string' ? `{"points":${points},"reason":"limits"}` : { points, reason: 'limits' },
+      )
     const points = async (id: number) => (await t.get(`/v3/customers/${id}/points?limit=500`, key)).json()
     async function customer(id: number, subtotal = '100.00') {
       const res = await post(ORDER_CREATED, { id: id * 10, currency: 'EUR', subtotal, is_paid: true, processed_at: OLD, customer: { id } })
@@ -62,7 +66,11 @@ forEachDatabase((kind) => {
     assert.equal((await s.adjust(1, ADJUSTMENT_POINTS_MAX)).statusCode, 201)
     const p = await s.points(1)
     assert.equal(p.available, 100 + 2 * ADJUSTMENT_POINTS_MAX)
-    assert.equal(p.entries.reduce((n: number, e: { points: number }) => n + e.points, 0), p.available, 'the ledger sums to the balance, exactly')
+    assert.equal(
+      p.entries.reduce((n: number, e: { points: number }) => n + e.points, 0),
+      p.available,
+      'the ledger sums to the balance, exactly',
+    )
   })
 
   test('a number of points the JSON parser would round is a 422, for a redemption and an adjustment; nothing is spent', async () => {
@@ -89,9 +97,20 @@ forEachDatabase((kind) => {
 
   test('an order earns at most 1,000,000,000 points, however large its amount and the rate, and says so', async () => {
     const s = await shop('order-cap')
-    await writeRule(t.app.services.backend.db, s.shopId, JSON.stringify(normalizeRule({ points_per_unit: 1_000_000, include_shipping: true, include_tax: true })))
+    await writeRule(
+      t.app.services.backend.db,
+      s.shopId,
+      JSON.stringify(normalizeRule({ points_per_unit: 1_000_000, include_shipping: true, include_tax: true })),
+    )
     const res = await s.post(ORDER_CREATED, {
-      id: 1, currency: 'EUR', subtotal: '9999999999999.99', amount_shipping: '9999999999999.99', amount_tax: '9999999999999.99', is_paid: true, processed_at: OLD, customer: { id: 1 },
+      id: 1,
+      currency: 'EUR',
+      subtotal: '9999999999999.99',
+      amount_shipping: '9999999999999.99',
+      amount_tax: '9999999999999.99',
+      is_paid: true,
+      processed_at: OLD,
+      customer: { id: 1 },
     })
     assert.equal(res.statusCode, 200, res.body)
     const order = (await s.get('/v3/orders/1')).json()
@@ -100,14 +119,29 @@ forEachDatabase((kind) => {
     assert.equal((await s.points(1)).available, ORDER_POINTS_MAX)
   })
 
-  test('no adjustment or cancel takes the customer\'s points past 1,000,000,000,000: a 409 points-limit, nothing written', async () => {
+  test("no adjustment or cancel takes the customer's points past 1,000,000,000,000: a 409 points-limit, nothing written", async () => {
     const s = await shop('balance-limit')
     await s.customer(1) // 100 points
     // A balance just under the limit, as a version without it could have left: one ledger entry.
-    await t.app.services.backend.db.insertInto('ledger').values({
-      shop_id: s.shopId, order_id: null, customer_id: 1, guest_email: null, points: BALANCE_POINTS_MAX - 110, reason: 'adjusted_manually', amount_minor: 0,
-      currency: null, rate: '0', rule_version: 1, created_at: OLD, available_at: OLD, available_us: Date.parse(OLD) * 1000, debt: 0,
-    } as never).execute()
+    await t.app.services.backend.db
+      .insertInto('ledger')
+      .values({
+        shop_id: s.shopId,
+        order_id: null,
+        customer_id: 1,
+        guest_email: null,
+        points: BALANCE_POINTS_MAX - 110,
+        reason: 'adjusted_manually',
+        amount_minor: 0,
+        currency: null,
+        rate: '0',
+        rule_version: 1,
+        created_at: OLD,
+        available_at: OLD,
+        available_us: Date.parse(OLD) * 1000,
+        debt: 0,
+      } as never)
+      .execute()
     assert.equal((await s.adjust(1, 10)).statusCode, 201, 'up to the limit exactly')
     assert.equal((await s.points(1)).available, BALANCE_POINTS_MAX)
     const over = await s.adjust(1, 1)

@@ -160,13 +160,14 @@ function deliveriesArb(n: number): fc.Arbitrary<number[]> {
     )
     .map(([copies, keys]) => {
       const list = copies.flatMap((c, i) => Array.from({ length: c }, () => i))
-      return list.map((i, k) => [keys[k]!, i] as const).sort((x, y) => x[0] - y[0]).map(([, i]) => i)
+      return list
+        .map((i, k) => [keys[k]!, i] as const)
+        .sort((x, y) => x[0] - y[0])
+        .map(([, i]) => i)
     })
 }
 
-const scenarioArb = fc
-  .tuple(ruleArb, lifecycleArb)
-  .chain(([rule, l]) => deliveriesArb(l.states.length).map((deliveries) => ({ rule, l, deliveries })))
+const scenarioArb = fc.tuple(ruleArb, lifecycleArb).chain(([rule, l]) => deliveriesArb(l.states.length).map((deliveries) => ({ rule, l, deliveries })))
 
 interface Balances {
   available: number
@@ -249,7 +250,7 @@ forEachDatabase((kind) => {
   describe('interleavings', () => {
     withApp()
 
-    test('property: any interleaving and duplication of an order\'s webhooks gives the balances of its final state once', async () => {
+    test("property: any interleaving and duplication of an order's webhooks gives the balances of its final state once", async () => {
       await fc.assert(
         fc.asyncProperty(scenarioArb, (s) => checkInterleaving(false, s)),
         { numRuns: RUNS, includeErrorInReport: true },
@@ -354,58 +355,53 @@ forEachDatabase((kind) => {
 
     test('property: rebuild equals the incremental ledger; after a rule change it corrects once, then appends nothing', async () => {
       await fc.assert(
-        fc.asyncProperty(
-          fc.array(opArb, { minLength: 1, maxLength: 8 }),
-          ruleArb,
-          ruleArb,
-          async (ops, ruleA, ruleBRaw) => {
-            const db = t.app.services.backend.db
-            // The pending window stays: a new window is not applied to points already dated.
-            const ruleB = { ...ruleBRaw, pending_days: ruleA.pending_days }
-            const a = await nextShop(t)
-            const b = await nextShop(t)
-            await writeRule(db, a.shopId, JSON.stringify(ruleA))
-            await writeRule(db, b.shopId, JSON.stringify(ruleB))
-            for (const [path, body] of hooks(ops)) {
-              await post(t, a.key, path, body)
-              await post(t, b.key, path, body)
-            }
-            const nowUs = Date.now() * 1000
-            const incremental = await ledgerState(a.shopId, nowUs)
+        fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 8 }), ruleArb, ruleArb, async (ops, ruleA, ruleBRaw) => {
+          const db = t.app.services.backend.db
+          // The pending window stays: a new window is not applied to points already dated.
+          const ruleB = { ...ruleBRaw, pending_days: ruleA.pending_days }
+          const a = await nextShop(t)
+          const b = await nextShop(t)
+          await writeRule(db, a.shopId, JSON.stringify(ruleA))
+          await writeRule(db, b.shopId, JSON.stringify(ruleB))
+          for (const [path, body] of hooks(ops)) {
+            await post(t, a.key, path, body)
+            await post(t, b.key, path, body)
+          }
+          const nowUs = Date.now() * 1000
+          const incremental = await ledgerState(a.shopId, nowUs)
 
-            // Same rule: nothing to correct, twice.
-            assert.equal(await rebuild(a.shopId), 0)
-            assert.equal(await rebuild(a.shopId), 0)
-            assert.deepEqual(await ledgerState(a.shopId, nowUs), incremental)
+          // Same rule: nothing to correct, twice.
+          assert.equal(await rebuild(a.shopId), 0)
+          assert.equal(await rebuild(a.shopId), 0)
+          assert.deepEqual(await ledgerState(a.shopId, nowUs), incremental)
 
-            // New rule: corrections once, then nothing; balances as if the rule had always been B.
-            await writeRule(db, a.shopId, JSON.stringify(ruleB))
-            await rebuild(a.shopId)
-            const rebuilt = await ledgerState(a.shopId, nowUs)
-            assert.equal(await rebuild(a.shopId), 0)
-            assert.equal((await ledgerState(a.shopId, nowUs)).entries, rebuilt.entries)
-            const always = await ledgerState(b.shopId, nowUs)
-            assert.deepEqual(rebuilt.holders, always.holders)
-            assert.deepEqual(rebuilt.orders, always.orders)
+          // New rule: corrections once, then nothing; balances as if the rule had always been B.
+          await writeRule(db, a.shopId, JSON.stringify(ruleB))
+          await rebuild(a.shopId)
+          const rebuilt = await ledgerState(a.shopId, nowUs)
+          assert.equal(await rebuild(a.shopId), 0)
+          assert.equal((await ledgerState(a.shopId, nowUs)).entries, rebuilt.entries)
+          const always = await ledgerState(b.shopId, nowUs)
+          assert.deepEqual(rebuilt.holders, always.holders)
+          assert.deepEqual(rebuilt.orders, always.orders)
 
-            // The API agrees for every customer and order of the shop.
-            for (const id of [1, 2, 3]) {
-              const [ra, rb] = [await t.get(`/v3/customers/${id}/points`, a.key), await t.get(`/v3/customers/${id}/points`, b.key)]
-              assert.equal(ra.statusCode, rb.statusCode)
-              if (ra.statusCode === 200) {
-                const pick = (j: { available: number; pending: number; lifetime_earned: number }) => [j.available, j.pending, j.lifetime_earned]
-                assert.deepEqual(pick(ra.json()), pick(rb.json()), `customer ${id}`)
-              }
+          // The API agrees for every customer and order of the shop.
+          for (const id of [1, 2, 3]) {
+            const [ra, rb] = [await t.get(`/v3/customers/${id}/points`, a.key), await t.get(`/v3/customers/${id}/points`, b.key)]
+            assert.equal(ra.statusCode, rb.statusCode)
+            if (ra.statusCode === 200) {
+              const pick = (j: { available: number; pending: number; lifetime_earned: number }) => [j.available, j.pending, j.lifetime_earned]
+              assert.deepEqual(pick(ra.json()), pick(rb.json()), `customer ${id}`)
             }
-            for (const id of [1, 2, 3, 4]) {
-              const [oa, ob] = [await t.get(`/v3/orders/${id}`, a.key), await t.get(`/v3/orders/${id}`, b.key)]
-              assert.equal(oa.statusCode, ob.statusCode)
-              // The same points for the same reason; the shops' rule versions differ.
-              const why = (r: typeof oa) => ({ ...r.json().points, why: r.json().points.why.replace(/rule v\d+/, 'rule v*') })
-              if (oa.statusCode === 200) assert.deepEqual(why(oa), why(ob), `order ${id}`)
-            }
-          },
-        ),
+          }
+          for (const id of [1, 2, 3, 4]) {
+            const [oa, ob] = [await t.get(`/v3/orders/${id}`, a.key), await t.get(`/v3/orders/${id}`, b.key)]
+            assert.equal(oa.statusCode, ob.statusCode)
+            // The same points for the same reason; the shops' rule versions differ.
+            const why = (r: typeof oa) => ({ ...r.json().points, why: r.json().points.why.replace(/rule v\d+/, 'rule v*') })
+            if (oa.statusCode === 200) assert.deepEqual(why(oa), why(ob), `order ${id}`)
+          }
+        }),
         { numRuns: RUNS, includeErrorInReport: true },
       )
     })
@@ -418,7 +414,13 @@ forEachDatabase((kind) => {
       const N = 150
       // Guest orders: their settlement locks no customer row that would make the webhooks wait for the rebuild.
       const body = (id: number, version: number, refunded: boolean) => ({
-        id, currency: 'EUR', subtotal: '100.00', processed_at: OLD, is_paid: true, is_refunded: refunded, email: `g${id % 3}@example.com`,
+        id,
+        currency: 'EUR',
+        subtotal: '100.00',
+        processed_at: OLD,
+        is_paid: true,
+        is_refunded: refunded,
+        email: `g${id % 3}@example.com`,
         updated_at: new Date(Date.UTC(2024, 4, 1) + version * 60_000).toISOString(),
       })
       // A race: two rounds, each in a shop of its own, so that one lucky schedule does not hide it.

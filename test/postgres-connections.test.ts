@@ -37,10 +37,14 @@ test('each pooled connection uses DATABASE_SCHEMA and generic plans', async () =
     assert.equal(s.search_path, 'some_schema')
     assert.equal(s.plan_cache_mode, 'force_generic_plan')
   }
-  assert.deepEqual(warnings.map((w) => w.message), [], 'setting them queued no query on a busy client')
+  assert.deepEqual(
+    warnings.map((w) => w.message),
+    [],
+    'setting them queued no query on a busy client',
+  )
 })
 
-test('a URL\'s own options keep working: its search_path wins over DATABASE_SCHEMA, its other settings stay', async () => {
+test("a URL's own options keep working: its search_path wins over DATABASE_SCHEMA, its other settings stay", async () => {
   const options = encodeURIComponent('-c search_path=from_url -c application_name=from-url-options')
   for (const s of await settingsOf(`${POSTGRES_URL}?options=${options}`, 'ignored_schema')) {
     assert.equal(s.search_path, 'from_url')
@@ -60,7 +64,10 @@ test('a server on PostgreSQL prints no warning (no queries queued on a busy clie
     const server = await startServerProcess(POSTGRES_URL, key, { DATABASE_SCHEMA: schema, NODE_NO_WARNINGS: '0' })
     const sends = Array.from({ length: 20 }, (_, i) =>
       request(server.port, {
-        method: 'POST', path: CUSTOMER_CREATED, agent: false, body: JSON.stringify({ id: i + 1 }),
+        method: 'POST',
+        path: CUSTOMER_CREATED,
+        agent: false,
+        body: JSON.stringify({ id: i + 1 }),
         headers: { authorization: basic(key), 'content-type': 'application/json' },
       }),
     )
@@ -84,7 +91,10 @@ test('the pool keeps its connections healthy: a connection PostgreSQL ends is re
     // The pool notices the ended connection by itself or on its next use; either way one query may fail.
     let row
     for (let attempt = 0; attempt < 3 && !row; attempt++) {
-      row = await sql<{ search_path: string }>`SELECT current_setting('search_path') AS search_path`.execute(backend.db).then((r) => r.rows[0], () => undefined)
+      row = await sql<{ search_path: string }>`SELECT current_setting('search_path') AS search_path`.execute(backend.db).then(
+        (r) => r.rows[0],
+        () => undefined,
+      )
     }
     assert.equal(row?.search_path, 'after_reconnect')
   } finally {

@@ -88,7 +88,9 @@ forEachDatabase((kind) => {
 
       test('a POST to no endpoint is a 404 before its body is read', async () => {
         const c = await connect()
-        c.socket.write(`POST /v3/hook/radix/vanilla/customer/hook_updated HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`)
+        c.socket.write(
+          `POST /v3/hook/radix/vanilla/customer/hook_updated HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`,
+        )
         const [res] = await c.responded()
         assert.ok(res, c.text().slice(0, 200))
         assertProblem(res, 404, 'not-found')
@@ -99,7 +101,10 @@ forEachDatabase((kind) => {
       test('no Host header: 400 problem', async () => {
         assertProblem(await rawRequest(port, 'GET /healthz HTTP/1.1\r\n\r\n'), 400, 'malformed-request')
         assertProblem(
-          await rawRequest(port, `POST ${CUSTOMER_CREATED} HTTP/1.1\r\nAuthorization: ${basic(t.key)}\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{"id":701}`),
+          await rawRequest(
+            port,
+            `POST ${CUSTOMER_CREATED} HTTP/1.1\r\nAuthorization: ${basic(t.key)}\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{"id":701}`,
+          ),
           400,
           'malformed-request',
         )
@@ -164,7 +169,11 @@ forEachDatabase((kind) => {
       test('on a webhook, whichever comes first: 400 problem, nothing stored', async () => {
         const body = '{"id":704}'
         const post = `POST ${CUSTOMER_CREATED} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`
-        for (const [a, b] of [[basic(t.key), basic(BAD_KEY)], [basic(BAD_KEY), basic(t.key)], [basic(t.key), basic(t.key)]]) {
+        for (const [a, b] of [
+          [basic(t.key), basic(BAD_KEY)],
+          [basic(BAD_KEY), basic(t.key)],
+          [basic(t.key), basic(t.key)],
+        ]) {
           const res = await rawRequest(port, twice(a!, b!, post) + body)
           assertProblem(res, 400, 'malformed-request')
         }

@@ -27,13 +27,17 @@ describe('postgres: pruners of several processes at once', onDatabase('postgres'
 
   test(`four pruners at once delete ${EVENTS} old events once each, the counts summing to ${EVENTS}`, async () => {
     for (let i = 1; i <= EVENTS; i++) {
-      const res = i % 3 === 0
-        ? await t.post(ORDER_CREATED, { id: i, currency: 'EUR', total: '10.00', customer: { id: 100_000 + i } })
-        : await t.post(CUSTOMER_CREATED, { id: i })
+      const res =
+        i % 3 === 0
+          ? await t.post(ORDER_CREATED, { id: i, currency: 'EUR', total: '10.00', customer: { id: 100_000 + i } })
+          : await t.post(CUSTOMER_CREATED, { id: i })
       assert.equal(res.statusCode, 200, res.body)
     }
     const db = t.app.services.backend.db
-    await db.updateTable('events').set((eb) => ({ received_us: eb('received_us', '-', 60 * DAY_US) })).execute()
+    await db
+      .updateTable('events')
+      .set((eb) => ({ received_us: eb('received_us', '-', 60 * DAY_US) }))
+      .execute()
     const cutoffUs = Date.now() * 1000 - 30 * DAY_US
     // Small transactions, so that the pruners overlap many times.
     const counts = await Promise.all(
@@ -46,10 +50,20 @@ describe('postgres: pruners of several processes at once', onDatabase('postgres'
         }
       }),
     )
-    assert.equal(counts.reduce((a, b) => a + b, 0), EVENTS, `each event counted once (by pruner: ${counts.join(', ')})`)
-    const left = await db.selectFrom('events').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
+    assert.equal(
+      counts.reduce((a, b) => a + b, 0),
+      EVENTS,
+      `each event counted once (by pruner: ${counts.join(', ')})`,
+    )
+    const left = await db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow()
     assert.equal(Number(left.n), 0)
-    const links = await db.selectFrom('order_customer_links').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
+    const links = await db
+      .selectFrom('order_customer_links')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow()
     assert.equal(Number(links.n), EVENTS / 3, 'one link per order event that embedded a customer')
   })
 })

@@ -69,7 +69,8 @@ const PHASES: Record<DatabaseKind, Phase[]> = {
     ...YOUNG_ROWS.map((rows): Phase => ({ name: `prepared on young tables (${rows} rows per table)`, covers: (s) => s.prepared, ownDatabase: rows })),
     { name: `${FILL_ROWS.toLocaleString('en')} rows per table, no ANALYZE`, covers: () => true, enter: (db) => fill(db.backend, db.a, db.b) },
     {
-      name: `${FILL_ROWS.toLocaleString('en')} rows per table, after ANALYZE`, covers: () => true,
+      name: `${FILL_ROWS.toLocaleString('en')} rows per table, after ANALYZE`,
+      covers: () => true,
       enter: async (db) => {
         for (const table of db.explainer.tables) await db.explainer.exec(`ANALYZE ${table}`)
       },
@@ -105,14 +106,16 @@ function report(kind: DatabaseKind, phase: string, path: StatementPath, explaine
   const bad = mine.filter((e) => e.faults.length > 0)
   return [
     `${bad.length} of ${mine.length} statements (${path}, ${kind}, ${phase}) read more than the rows of their keys:`,
-    ...bad.map((e) => [
-      '',
-      `${e.statement.origin}${e.statement.prepared ? '' : ' (Kysely)'}`,
-      `  ${clip(e.statement.sql)}`,
-      ...e.faults.map((f) => `  ✗ ${f}`),
-      '  plan:',
-      ...e.plan.text.map((line) => `    ${line}`),
-    ].join('\n')),
+    ...bad.map((e) =>
+      [
+        '',
+        `${e.statement.origin}${e.statement.prepared ? '' : ' (Kysely)'}`,
+        `  ${clip(e.statement.sql)}`,
+        ...e.faults.map((f) => `  ✗ ${f}`),
+        '  plan:',
+        ...e.plan.text.map((line) => `    ${line}`),
+      ].join('\n'),
+    ),
   ].join('\n')
 }
 
@@ -165,6 +168,9 @@ forEachDatabase((kind) => {
 
   test('every allow-list entry still covers a statement the code issues', () => {
     const stale = ALLOWED.filter((e) => e.shape[kind] && !used.has(e))
-    assert.deepEqual(stale.map((e) => `${e.table}: ${e.statement}`), [])
+    assert.deepEqual(
+      stale.map((e) => `${e.table}: ${e.statement}`),
+      [],
+    )
   })
 })

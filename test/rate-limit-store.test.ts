@@ -43,7 +43,15 @@ test('an answer that arrived while the process was busy for longer than the time
     const answers = [incr(key), incr(key), incr(key)]
     busy(400) // Redis answers within a millisecond; the process reads it only afterwards
     const got = await Promise.all(answers)
-    assert.deepEqual(got.map((a) => [a.err?.message ?? null, a.current]), [[null, 1], [null, 2], [null, 3]], `round ${round}`)
+    assert.deepEqual(
+      got.map((a) => [a.err?.message ?? null, a.current]),
+      [
+        [null, 1],
+        [null, 2],
+        [null, 3],
+      ],
+      `round ${round}`,
+    )
   }
   assert.equal(await unchecked(), before, 'nothing let through uncounted')
   assert.equal(store.redisUp(), true, 'and Redis is not skipped afterwards')

@@ -12,7 +12,9 @@ const ONE_FORMAT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 function timestamps(value: unknown, path = ''): [string, unknown][] {
   if (Array.isArray(value)) return value.flatMap((v, i) => timestamps(v, `${path}/${i}`))
   if (typeof value !== 'object' || value === null) return []
-  return Object.entries(value).flatMap(([k, v]) => (k.endsWith('_at') && typeof v !== 'object' ? [[`${path}/${k}`, v] as [string, unknown]] : timestamps(v, `${path}/${k}`)))
+  return Object.entries(value).flatMap(([k, v]) =>
+    k.endsWith('_at') && typeof v !== 'object' ? [[`${path}/${k}`, v] as [string, unknown]] : timestamps(v, `${path}/${k}`),
+  )
 }
 
 async function keysList(databaseUrl: string): Promise<string> {
@@ -31,8 +33,26 @@ forEachDatabase((kind) => {
       // Offsets, fractions of every length, and no fraction at all.
       old.setUTCMilliseconds(0)
       const processed = old.toISOString().replace('.000Z', '.5-03:00')
-      assert.equal((await t.post(CUSTOMER_CREATED, { id: 801, email: 'a@example.com', created_at: '2024-05-01T10:00:00+02:00', updated_at: '2024-05-02T10:00:00.123456789Z' })).statusCode, 200)
-      const order = { id: 802, currency: 'EUR', subtotal: '25.00', is_paid: true, processed_at: processed, updated_at: '2024-06-01T12:00:00.1+05:30', customer: { id: 801, email: 'a@example.com', created_at: '2024-05-01T10:00:00+02:00', updated_at: '2024-05-02T10:00:00.123456789Z' } }
+      assert.equal(
+        (
+          await t.post(CUSTOMER_CREATED, {
+            id: 801,
+            email: 'a@example.com',
+            created_at: '2024-05-01T10:00:00+02:00',
+            updated_at: '2024-05-02T10:00:00.123456789Z',
+          })
+        ).statusCode,
+        200,
+      )
+      const order = {
+        id: 802,
+        currency: 'EUR',
+        subtotal: '25.00',
+        is_paid: true,
+        processed_at: processed,
+        updated_at: '2024-06-01T12:00:00.1+05:30',
+        customer: { id: 801, email: 'a@example.com', created_at: '2024-05-01T10:00:00+02:00', updated_at: '2024-05-02T10:00:00.123456789Z' },
+      }
       assert.equal((await t.post(ORDER_CREATED, order)).statusCode, 200)
       assert.equal((await t.post(ORDER_CREATED, { ...order, cancelled_at: '2024-06-02T00:00:00-00:00', updated_at: '2024-06-02T00:00:00Z' })).statusCode, 200)
     })

@@ -29,8 +29,20 @@ const pick = (record: Record<string, unknown>, fields: readonly string[]) => Obj
 
 const CUSTOMER_FIELDS = ['id', 'first_name', 'last_name', 'email', 'is_newsletter', 'tags', 'created_at', 'updated_at'] as const
 const ORDER_FIELDS = [
-  'id', 'currency', 'email', 'ref', 'total', 'subtotal', 'amount_shipping', 'amount_giftcard', 'amount_tax',
-  'cancelled_at', 'processed_at', 'is_fulfilled', 'is_refunded', 'is_paid',
+  'id',
+  'currency',
+  'email',
+  'ref',
+  'total',
+  'subtotal',
+  'amount_shipping',
+  'amount_giftcard',
+  'amount_tax',
+  'cancelled_at',
+  'processed_at',
+  'is_fulfilled',
+  'is_refunded',
+  'is_paid',
 ] as const
 
 forEachDatabase((kind) => {

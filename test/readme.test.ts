@@ -44,7 +44,11 @@ test('the quick start, run as written in a shell against a fresh server, creates
     const server = await startServerProcess(databaseUrl, probe.key)
     const script = secondTerminalBlock().replaceAll('http://127.0.0.1:8080', `http://127.0.0.1:${server.port}`)
     const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
-      const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, env: childEnv({ DATABASE_URL: databaseUrl }), stdio: ['ignore', 'pipe', 'pipe'] })
+      const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
+        cwd: ROOT,
+        env: childEnv({ DATABASE_URL: databaseUrl }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
       let stdout = ''
       let stderr = ''
       child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c))

@@ -59,7 +59,10 @@ describe('postgres', onDatabase('postgres'), () => {
       await c.query('SELECT * FROM shops WHERE id = $1 FOR UPDATE', [t.shopId])
       await c.query("UPDATE orders SET ref = 'uncommitted', subtotal = 99900 WHERE shop_id = $1", [t.shopId])
       await c.query("UPDATE customers SET first_name = 'Uncommitted' WHERE shop_id = $1", [t.shopId])
-      await c.query('INSERT INTO ledger (shop_id, order_id, customer_id, guest_email, points, reason, amount_minor, currency, rate, rule_version, created_at, available_at, available_us) SELECT shop_id, order_id, customer_id, guest_email, points, reason, amount_minor, currency, rate, rule_version, created_at, available_at, available_us FROM ledger WHERE shop_id = $1', [t.shopId])
+      await c.query(
+        'INSERT INTO ledger (shop_id, order_id, customer_id, guest_email, points, reason, amount_minor, currency, rate, rule_version, created_at, available_at, available_us) SELECT shop_id, order_id, customer_id, guest_email, points, reason, amount_minor, currency, rate, rule_version, created_at, available_at, available_us FROM ledger WHERE shop_id = $1',
+        [t.shopId],
+      )
     })
   })
 

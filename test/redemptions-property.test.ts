@@ -12,11 +12,7 @@ import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from './su
 const SEED = Number(process.env.REDEMPTION_SEED ?? Date.now() % 1_000_000)
 const OLD = '2024-01-10T10:00:00Z'
 
-type Op =
-  | { op: 'earn'; order: number; amount: number }
-  | { op: 'refund'; order: number }
-  | { op: 'redeem'; points: number }
-  | { op: 'cancel'; index: number }
+type Op = { op: 'earn'; order: number; amount: number } | { op: 'refund'; order: number } | { op: 'redeem'; points: number } | { op: 'cancel'; index: number }
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ op: fc.constant('earn' as const), order: fc.integer({ min: 1, max: 5 }), amount: fc.integer({ min: 1, max: 90 }) }) },
@@ -41,7 +37,11 @@ forEachDatabase((kind) => {
         const orders = new Map<number, { amount: number; refunded: boolean }>()
         const redeemed: { id: string; points: number; cancelled: boolean }[] = []
         const order = (id: number, amount: number, refunded: boolean) =>
-          t.post(ORDER_CREATED, { id, currency: 'EUR', subtotal: `${amount}.00`, is_paid: true, is_refunded: refunded, processed_at: OLD, customer: { id: 1 } }, { key })
+          t.post(
+            ORDER_CREATED,
+            { id, currency: 'EUR', subtotal: `${amount}.00`, is_paid: true, is_refunded: refunded, processed_at: OLD, customer: { id: 1 } },
+            { key },
+          )
         for (const group of groups) {
           const sends = group.map(async (op) => {
             if (op.op === 'earn') {
@@ -74,8 +74,16 @@ forEachDatabase((kind) => {
           if (res.statusCode === 404) continue // no order has named the customer yet
           const p = res.json()
           const entries = p.entries as { points: number; debt: boolean; reason: string }[]
-          assert.equal(entries.reduce((sum, e) => sum + e.points, 0), p.available + p.pending, 'the ledger sums to the balance')
-          if (p.available < 0) assert.ok(entries.some((e) => e.debt && e.reason === 'reversed_refund'), 'only a refund of spent points leaves debt')
+          assert.equal(
+            entries.reduce((sum, e) => sum + e.points, 0),
+            p.available + p.pending,
+            'the ledger sums to the balance',
+          )
+          if (p.available < 0)
+            assert.ok(
+              entries.some((e) => e.debt && e.reason === 'reversed_refund'),
+              'only a refund of spent points leaves debt',
+            )
         }
         const res = await t.get('/v3/customers/1/points?limit=500', key)
         if (res.statusCode === 404) return

@@ -31,7 +31,14 @@ forEachDatabase((kind) => {
     const redeem = (id: number, body: unknown, headers: Record<string, string> = {}) => post(`/v3/customers/${id}/redemptions`, body, headers)
     /** A customer with one paid order per amount, processed on the given date. */
     async function earn(customerId: number, orderId: number, subtotal: string, processedAt = OLD) {
-      const res = await post(ORDER_CREATED, { id: orderId, currency: 'EUR', subtotal, is_paid: true, processed_at: processedAt, customer: { id: customerId, email: `c${customerId}@example.com` } })
+      const res = await post(ORDER_CREATED, {
+        id: orderId,
+        currency: 'EUR',
+        subtotal,
+        is_paid: true,
+        processed_at: processedAt,
+        customer: { id: customerId, email: `c${customerId}@example.com` },
+      })
       assert.equal(res.statusCode, 200, res.body)
     }
     return { key, shopId, post, get, points, redeem, earn }
@@ -44,15 +51,30 @@ forEachDatabase((kind) => {
     assert.equal(res.statusCode, 201, res.body)
     const r = res.json()
     assert.match(r.redemption_id, /^[0-9a-f-]{36}$/)
-    assert.deepEqual({ ...r, redemption_id: '', created_at: '' }, {
-      redemption_id: '', customer_id: 1, points: 30, reference: 'COUPON-30', created_at: '', available_after: 70, cancelled_at: null,
-    })
+    assert.deepEqual(
+      { ...r, redemption_id: '', created_at: '' },
+      {
+        redemption_id: '',
+        customer_id: 1,
+        points: 30,
+        reference: 'COUPON-30',
+        created_at: '',
+        available_after: 70,
+        cancelled_at: null,
+      },
+    )
     assert.match(r.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/)
     const p = await s.points(1)
     assert.deepEqual([p.available, p.pending, p.lifetime_earned], [70, 0, 100], 'redemptions do not change what was earned')
     assert.deepEqual(p.entries[0], {
-      order_id: null, redemption_id: r.redemption_id, points: -30, reason: 'redeemed', debt: false, basis: null,
-      created_at: p.entries[0].created_at, available_at: '2024-01-24T10:00:00.000000Z',
+      order_id: null,
+      redemption_id: r.redemption_id,
+      points: -30,
+      reason: 'redeemed',
+      debt: false,
+      basis: null,
+      created_at: p.entries[0].created_at,
+      available_at: '2024-01-24T10:00:00.000000Z',
     })
     const list = (await s.get('/v3/customers/1/redemptions')).json()
     assert.deepEqual(list, { redemptions: [r], next_cursor: null })
@@ -73,8 +95,21 @@ forEachDatabase((kind) => {
     const bad = await s.redeem(1, { points: 0, reference: '' })
     assert.equal(bad.statusCode, 422)
     assert.equal(bad.json().type, '/problems/invalid-body')
-    assert.deepEqual(bad.json().errors.map((e: { pointer: string }) => e.pointer).sort(), ['/points', '/reference'])
-    for (const body of [{}, { points: 1.5, reference: 'x' }, { points: '1', reference: 'x' }, { points: 1, reference: 'x'.repeat(201) }, { points: 1, reference: 'a\u0000b' }, { points: -5, reference: 'x' }]) {
+    assert.deepEqual(
+      bad
+        .json()
+        .errors.map((e: { pointer: string }) => e.pointer)
+        .sort(),
+      ['/points', '/reference'],
+    )
+    for (const body of [
+      {},
+      { points: 1.5, reference: 'x' },
+      { points: '1', reference: 'x' },
+      { points: 1, reference: 'x'.repeat(201) },
+      { points: 1, reference: 'a\u0000b' },
+      { points: -5, reference: 'x' },
+    ]) {
       const res = await s.redeem(1, body)
       assert.equal(res.statusCode, 422, `${JSON.stringify(body)}: ${res.body}`)
     }
@@ -125,8 +160,14 @@ forEachDatabase((kind) => {
     assert.deepEqual([again.statusCode, again.json()], [200, cancel.json()])
     const p = await s.points(1)
     assert.equal(p.available, 50)
-    assert.deepEqual(p.entries.slice(0, 2).map((e: { reason: string; points: number }) => [e.reason, e.points]), [['redemption_cancelled', 20], ['redeemed', -20]])
-    assert.equal((await s.post(`/v3/customers/2/redemptions/${r.redemption_id}/cancel`, {})).statusCode, 404, 'another customer\'s redemption')
+    assert.deepEqual(
+      p.entries.slice(0, 2).map((e: { reason: string; points: number }) => [e.reason, e.points]),
+      [
+        ['redemption_cancelled', 20],
+        ['redeemed', -20],
+      ],
+    )
+    assert.equal((await s.post(`/v3/customers/2/redemptions/${r.redemption_id}/cancel`, {})).statusCode, 404, "another customer's redemption")
     assert.equal((await s.post('/v3/customers/1/redemptions/00000000-0000-7000-8000-000000000000/cancel', {})).statusCode, 404)
     assert.equal((await s.post('/v3/customers/1/redemptions/nope/cancel', {})).statusCode, 404)
     const list = (await s.get('/v3/customers/1/redemptions')).json()
@@ -143,8 +184,14 @@ forEachDatabase((kind) => {
     const p = await s.points(1)
     assert.deepEqual([p.available, p.pending], [20, 500])
     assert.deepEqual(
-      p.entries.filter((e: { reason: string }) => e.reason === 'redeemed').map((e: { points: number; available_at: string }) => [e.points, e.available_at]).sort(),
-      [[-10, '2024-01-24T10:00:00.000000Z'], [-30, '2023-06-15T10:00:00.000000Z']],
+      p.entries
+        .filter((e: { reason: string }) => e.reason === 'redeemed')
+        .map((e: { points: number; available_at: string }) => [e.points, e.available_at])
+        .sort(),
+      [
+        [-10, '2024-01-24T10:00:00.000000Z'],
+        [-30, '2023-06-15T10:00:00.000000Z'],
+      ],
     )
     assert.equal((await s.redeem(1, { points: 21, reference: 'F' })).json().available, 20)
   })
@@ -178,15 +225,26 @@ forEachDatabase((kind) => {
     await s.earn(1, 11, '55.00', OLDER)
     const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => s.redeem(1, { points: 7, reference: `P${i}` })))
     const codes = answers.map((r) => r.statusCode)
-    assert.ok(codes.every((c) => c === 201 || c === 409), `only 201 and 409: ${codes}`)
+    assert.ok(
+      codes.every((c) => c === 201 || c === 409),
+      `only 201 and 409: ${codes}`,
+    )
     const spent = answers.filter((r) => r.statusCode === 201)
     assert.equal(spent.length, Math.floor(155 / 7), 'as many as the balance pays for')
     for (const r of answers.filter((a) => a.statusCode === 409)) assert.ok(r.json().available >= 0 && r.json().available < 7)
     const afters = spent.map((r) => r.json().available_after).sort((a, b) => b - a)
-    assert.deepEqual(afters, Array.from({ length: spent.length }, (_, i) => 155 - 7 * (i + 1)), 'each saw the one before')
+    assert.deepEqual(
+      afters,
+      Array.from({ length: spent.length }, (_, i) => 155 - 7 * (i + 1)),
+      'each saw the one before',
+    )
     const p = await s.points(1)
     assert.equal(p.available, 155 % 7)
-    assert.equal(p.entries.reduce((sum: number, e: { points: number }) => sum + e.points, 0), p.available + p.pending, 'the ledger sums to the balance')
+    assert.equal(
+      p.entries.reduce((sum: number, e: { points: number }) => sum + e.points, 0),
+      p.available + p.pending,
+      'the ledger sums to the balance',
+    )
     // Cancels at once, with redemptions: still never below zero.
     const mixed = await Promise.all([
       ...spent.slice(0, 10).map((r) => s.post(`/v3/customers/1/redemptions/${r.json().redemption_id}/cancel`, {})),
@@ -195,7 +253,10 @@ forEachDatabase((kind) => {
     assert.ok(mixed.slice(0, 10).every((r) => r.statusCode === 200))
     const q = await s.points(1)
     assert.ok(q.available >= 0 && q.available < 5, `available ${q.available}`)
-    assert.equal(q.entries.reduce((sum: number, e: { points: number }) => sum + e.points, 0), q.available)
+    assert.equal(
+      q.entries.reduce((sum: number, e: { points: number }) => sum + e.points, 0),
+      q.available,
+    )
   })
 })
 
@@ -224,14 +285,25 @@ describe('the OpenAPI document and hostile requests', onDatabase('sqlite'), () =
     await t.post(ORDER_CREATED, { id: 10, currency: 'EUR', subtotal: '100.00', is_paid: true, processed_at: OLD, customer: { id: 1 } })
     await fc.assert(
       fc.asyncProperty(
-        fc.oneof(fc.json(), fc.string(), fc.record({ points: fc.anything(), reference: fc.anything() }), fc.record({ points: fc.integer(), reference: fc.string({ maxLength: 300 }) })),
+        fc.oneof(
+          fc.json(),
+          fc.string(),
+          fc.record({ points: fc.anything(), reference: fc.anything() }),
+          fc.record({ points: fc.integer(), reference: fc.string({ maxLength: 300 }) }),
+        ),
         fc.constantFrom('1', '2', '0', '-1', '1e3', '9007199254740993', '%00', 'x'),
         fc.constantFrom('', '/cancel', '/00000000-0000-7000-8000-000000000000/cancel', '/x/cancel'),
         fc.option(fc.string({ maxLength: 300 }), { nil: undefined }),
         async (body, id, tail, idem) => {
           const res = await t.app.inject({
-            method: 'POST', url: `/v3/customers/${id}/redemptions${tail}`, payload: typeof body === 'string' ? body : JSON.stringify(body),
-            headers: { authorization: `Basic ${Buffer.from(`:${t.key}`).toString('base64')}`, 'content-type': 'application/json', ...(idem ? { 'idempotency-key': idem } : {}) },
+            method: 'POST',
+            url: `/v3/customers/${id}/redemptions${tail}`,
+            payload: typeof body === 'string' ? body : JSON.stringify(body),
+            headers: {
+              authorization: `Basic ${Buffer.from(`:${t.key}`).toString('base64')}`,
+              'content-type': 'application/json',
+              ...(idem ? { 'idempotency-key': idem } : {}),
+            },
           })
           assert.ok(res.statusCode < 500, `${res.statusCode} ${res.body}`)
           if (res.statusCode >= 400) assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
@@ -241,7 +313,10 @@ describe('the OpenAPI document and hostile requests', onDatabase('sqlite'), () =
     )
     const p = (await t.get('/v3/customers/1/points?limit=500')).json()
     assert.ok(p.available >= 0)
-    assert.equal(p.entries.reduce((sum: number, e: { points: number }) => sum + e.points, 0), p.available)
+    assert.equal(
+      p.entries.reduce((sum: number, e: { points: number }) => sum + e.points, 0),
+      p.available,
+    )
   })
 })
 
@@ -278,7 +353,9 @@ describe('redemptions are listed newest first, a page at a time', onDatabase('sq
     const seen: string[] = []
     let cursor: string | null = null
     do {
-      const page: { redemptions: { redemption_id: string }[]; next_cursor: string | null } = (await t.get(`/v3/customers/1/redemptions?limit=2${cursor ? `&cursor=${cursor}` : ''}`)).json()
+      const page: { redemptions: { redemption_id: string }[]; next_cursor: string | null } = (
+        await t.get(`/v3/customers/1/redemptions?limit=2${cursor ? `&cursor=${cursor}` : ''}`)
+      ).json()
       seen.push(...page.redemptions.map((r) => r.redemption_id))
       cursor = page.next_cursor
     } while (cursor)

@@ -35,9 +35,10 @@ forEachDatabase((kind) => {
 
   test('SIGKILL during `events prune`: whole transactions only, bodies intact, links kept, state unchanged; a second run finishes', async () => {
     for (let i = 1; i <= 200; i++) {
-      const res = i % 2 === 0
-        ? await t.post(ORDER_CREATED, { id: 3000 + i, currency: 'EUR', subtotal: '10.00', is_paid: true, customer: { id: 4000 + i, first_name: `c${i}` } })
-        : await t.post(CUSTOMER_CREATED, { id: 4000 + i, first_name: `n${i}`, email: `n${i}@example.com` })
+      const res =
+        i % 2 === 0
+          ? await t.post(ORDER_CREATED, { id: 3000 + i, currency: 'EUR', subtotal: '10.00', is_paid: true, customer: { id: 4000 + i, first_name: `c${i}` } })
+          : await t.post(CUSTOMER_CREATED, { id: 4000 + i, first_name: `n${i}`, email: `n${i}@example.com` })
       assert.equal(res.statusCode, 200, res.body)
     }
     // Many more events past the period, as copies of these, so the prune takes many transactions.
@@ -46,7 +47,10 @@ forEachDatabase((kind) => {
       SELECT e.id || '-' || CAST(n.k AS text), e.shop_id, e.topic, e.resource_id, e.customer_id, e.received_at, e.received_us - n.k, e.body, e.headers,
         e.outcome, e.duplicate_of, e.errors, NULL
       FROM events e CROSS JOIN n`.execute(side.db)
-    await side.db.updateTable('events').set((eb) => ({ received_us: eb('received_us', '-', 60 * DAY_US) })).execute()
+    await side.db
+      .updateTable('events')
+      .set((eb) => ({ received_us: eb('received_us', '-', 60 * DAY_US) }))
+      .execute()
     const before = await bodies(side)
     const total = before.size
     assert.equal(total, 200 * (COPIES + 1))
@@ -56,7 +60,15 @@ forEachDatabase((kind) => {
       ledger: await side.db.selectFrom('ledger').selectAll().orderBy('id').execute(),
     })
     const stateBefore = await state()
-    const count = async () => Number((await side.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
+    const count = async () =>
+      Number(
+        (
+          await side.db
+            .selectFrom('events')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      )
 
     const prune = startCli(['events', 'prune', '--older-than', '30'], { DATABASE_URL: t.config.DATABASE_URL })
     // Killed once it has committed something, long before it is done.
@@ -74,14 +86,20 @@ forEachDatabase((kind) => {
 
     if (kind === 'sqlite') {
       const check = await sql<{ integrity_check: string }>`PRAGMA integrity_check`.execute(side.db)
-      assert.deepEqual(check.rows.map((r) => r.integrity_check), ['ok'])
+      assert.deepEqual(
+        check.rows.map((r) => r.integrity_check),
+        ['ok'],
+      )
     }
     const after = await bodies(side)
     for (const [id, value] of after) assert.equal(value, before.get(id), `event ${id} is intact`)
     // Every pruned order event that embedded a customer left its link.
     const links = new Set((await side.db.selectFrom('order_customer_links').selectAll().execute()).map((l) => `${l.customer_id}:${l.order_id}`))
-    const keptPairs = new Set((await side.db.selectFrom('events').select(['customer_id', 'resource_id']).where('topic', '=', 'order/hook_created').execute())
-      .map((e) => `${e.customer_id}:${e.resource_id}`))
+    const keptPairs = new Set(
+      (await side.db.selectFrom('events').select(['customer_id', 'resource_id']).where('topic', '=', 'order/hook_created').execute()).map(
+        (e) => `${e.customer_id}:${e.resource_id}`,
+      ),
+    )
     for (let i = 2; i <= 200; i += 2) {
       const pair = `${4000 + i}:${3000 + i}`
       assert.ok(links.has(pair) || keptPairs.has(pair), `order ${3000 + i} still leads to customer ${4000 + i}`)

@@ -4,7 +4,16 @@ import { sql } from 'kysely'
 import { openBackend } from '../src/store/database.ts'
 import type { Backend } from '../src/store/dialect.ts'
 import { runCli } from './support/cli-process.ts'
-import { createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from './support/harness.ts'
+import {
+  createTestDatabase,
+  CUSTOMER_CREATED,
+  CUSTOMER_DELETED,
+  forEachDatabase,
+  onDatabase,
+  ORDER_CREATED,
+  startTestApp,
+  type TestApp,
+} from './support/harness.ts'
 
 // Event retention: what is pruned, what is kept, and what a late retry gets once its event is gone.
 
@@ -13,8 +22,11 @@ const DAY_US = 86_400_000_000
 /** Moves these events' receive time `days` days back, as if they had arrived then. */
 async function backdate(backend: Backend, ids: readonly string[], days: number): Promise<void> {
   if (ids.length === 0) return
-  await backend.db.updateTable('events').set((eb) => ({ received_us: eb('received_us', '-', days * DAY_US) }))
-    .where('id', 'in', ids).execute()
+  await backend.db
+    .updateTable('events')
+    .set((eb) => ({ received_us: eb('received_us', '-', days * DAY_US) }))
+    .where('id', 'in', ids)
+    .execute()
 }
 
 async function eventIds(backend: Backend): Promise<string[]> {
@@ -56,11 +68,29 @@ forEachDatabase((kind) => {
       const recent: string[] = []
       for (let i = 1; i <= 40; i++) {
         const into = i % 2 === 0 ? old : recent
-        into.push(applied(await t.post(CUSTOMER_CREATED, { id: 100 + i, email: `c${i}@example.com`, first_name: `n${i}`, updated_at: `2024-05-01T10:00:${String(i).padStart(2, '0')}Z` })))
-        into.push(applied(await t.post(ORDER_CREATED, {
-          id: 900 + i, currency: 'EUR', subtotal: `${i}0.00`, total: `${i}0.00`, is_paid: true, processed_at: '2024-01-10T10:00:00Z',
-          customer: { id: 100 + i, email: `c${i}@example.com` },
-        })))
+        into.push(
+          applied(
+            await t.post(CUSTOMER_CREATED, {
+              id: 100 + i,
+              email: `c${i}@example.com`,
+              first_name: `n${i}`,
+              updated_at: `2024-05-01T10:00:${String(i).padStart(2, '0')}Z`,
+            }),
+          ),
+        )
+        into.push(
+          applied(
+            await t.post(ORDER_CREATED, {
+              id: 900 + i,
+              currency: 'EUR',
+              subtotal: `${i}0.00`,
+              total: `${i}0.00`,
+              is_paid: true,
+              processed_at: '2024-01-10T10:00:00Z',
+              customer: { id: 100 + i, email: `c${i}@example.com` },
+            }),
+          ),
+        )
       }
       // A rejected event is pruned like any other.
       const rejected = await t.post(CUSTOMER_CREATED, { id: 'x' })
@@ -93,7 +123,14 @@ forEachDatabase((kind) => {
 
     test('erasing a customer still reaches an order that embedded it once its events are pruned', async () => {
       // The customer carries no e-mail: nothing but the order's events (or their links) leads from it to the order.
-      applied(await t.post(ORDER_CREATED, { id: 7001, email: 'first@example.com', updated_at: '2024-05-01T10:00:00Z', customer: { id: 7101, first_name: 'Ada', updated_at: '2024-05-01T10:00:00Z' } }))
+      applied(
+        await t.post(ORDER_CREATED, {
+          id: 7001,
+          email: 'first@example.com',
+          updated_at: '2024-05-01T10:00:00Z',
+          customer: { id: 7101, first_name: 'Ada', updated_at: '2024-05-01T10:00:00Z' },
+        }),
+      )
       // The order now names another buyer; only its pruned event remembers customer 7101.
       applied(await t.post(ORDER_CREATED, { id: 7001, updated_at: '2024-05-02T10:00:00Z', customer: { id: 7102, updated_at: '2024-05-02T10:00:00Z' } }))
       await backdate(side, await eventIds(side), 60)
@@ -102,7 +139,11 @@ forEachDatabase((kind) => {
       assert.equal((await eventIds(side)).length, 0)
       assert.equal(((await t.get('/v3/orders/7001')).json() as { email: string | null }).email, 'first@example.com')
       applied(await t.post(CUSTOMER_DELETED, { id: 7101, updated_at: '2024-06-01T10:00:00Z' }))
-      assert.equal(((await t.get('/v3/orders/7001')).json() as { email: string | null }).email, null, 'the e-mail of the erased customer is gone from the order')
+      assert.equal(
+        ((await t.get('/v3/orders/7001')).json() as { email: string | null }).email,
+        null,
+        'the e-mail of the erased customer is gone from the order',
+      )
     })
   })
 

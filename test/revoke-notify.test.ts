@@ -76,7 +76,7 @@ describe('postgres: two server processes, KEY_CACHE_SECONDS=60', onDatabase('pos
     await db?.drop()
   })
 
-  test('a key revoked by the command line is refused by every process within a second; the shop\'s other key still works', async () => {
+  test("a key revoked by the command line is refused by every process within a second; the shop's other key still works", async () => {
     const revoked = await issue(db.url, 'shop')
     const kept = await issue(db.url, 'shop')
     // Cached on both processes.
@@ -98,7 +98,11 @@ describe('postgres: two server processes, KEY_CACHE_SECONDS=60', onDatabase('pos
       await admin.query(`LOCK TABLE ${schemaOf(db.url)}.api_keys IN ACCESS EXCLUSIVE MODE`)
       for (const server of servers) {
         const answers = await Promise.all(Array.from({ length: 20 }, () => read(server, cached.key)))
-        assert.deepEqual(answers.map((a) => a.status ?? a.error), answers.map(() => 404), 'a cached key needs no lookup')
+        assert.deepEqual(
+          answers.map((a) => a.status ?? a.error),
+          answers.map(() => 404),
+          'a cached key needs no lookup',
+        )
       }
       // The lock is real: a key that is not cached has to look itself up, and waits for it.
       const uncached = await read(servers[0]!, fresh.key, 5000)

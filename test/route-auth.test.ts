@@ -68,7 +68,9 @@ forEachDatabase((kind) => {
     const admin = all.filter((r) => r.url.startsWith('/v3/admin/') && name(r) !== SIGN_IN && !SESSION_READ.has(name(r)))
     const webhookOthers = all.filter((r) => WEBHOOKS.has(r.url) && r.method !== 'POST')
     const shop = all.filter((r) => r.url.startsWith('/v3/') && !r.url.startsWith('/v3/admin/') && !webhookOthers.includes(r))
-    const unclassified = all.filter((r) => !admin.includes(r) && !shop.includes(r) && !webhookOthers.includes(r) && !PUBLIC.has(name(r)) && name(r) !== SIGN_IN && !SESSION_READ.has(name(r)))
+    const unclassified = all.filter(
+      (r) => !admin.includes(r) && !shop.includes(r) && !webhookOthers.includes(r) && !PUBLIC.has(name(r)) && name(r) !== SIGN_IN && !SESSION_READ.has(name(r)),
+    )
     return { all, admin, shop, webhookOthers, unclassified }
   }
 
@@ -77,11 +79,30 @@ forEachDatabase((kind) => {
       const { admin, shop, unclassified } = table()
       assert.deepEqual(unclassified.map(name), [], 'classify these routes: admin (/v3/admin/…), shop (/v3/…), or public')
       // The walk sees the routes the README lists, so it cannot pass by seeing none.
-      for (const known of ['GET /v3/admin/shops/:shop/keys', 'POST /v3/admin/shops/:shop/customers/:id/adjustments', 'DELETE /v3/admin/session', 'GET /v3/admin/events/stream']) {
-        assert.ok(admin.some((r) => name(r) === known), `${known} among the admin routes`)
+      for (const known of [
+        'GET /v3/admin/shops/:shop/keys',
+        'POST /v3/admin/shops/:shop/customers/:id/adjustments',
+        'DELETE /v3/admin/session',
+        'GET /v3/admin/events/stream',
+      ]) {
+        assert.ok(
+          admin.some((r) => name(r) === known),
+          `${known} among the admin routes`,
+        )
       }
-      for (const known of [`POST ${CUSTOMER_CREATED}`, 'GET /v3/customers/:id', 'GET /v3/customers/:id/points', 'POST /v3/customers/:id/redemptions', 'POST /v3/customers/:id/redemptions/:redemption_id/cancel', 'GET /v3/orders/:id', 'GET /v3/changes']) {
-        assert.ok(shop.some((r) => name(r) === known), `${known} among the shop routes`)
+      for (const known of [
+        `POST ${CUSTOMER_CREATED}`,
+        'GET /v3/customers/:id',
+        'GET /v3/customers/:id/points',
+        'POST /v3/customers/:id/redemptions',
+        'POST /v3/customers/:id/redemptions/:redemption_id/cancel',
+        'GET /v3/orders/:id',
+        'GET /v3/changes',
+      ]) {
+        assert.ok(
+          shop.some((r) => name(r) === known),
+          `${known} among the shop routes`,
+        )
       }
       assert.ok(admin.length >= 15, `${admin.length} admin routes`)
     })
@@ -99,7 +120,12 @@ forEachDatabase((kind) => {
         assertProblem(await call(route), route, 401, 'unauthorized', 'without credentials')
         assertProblem(await call(route, basic(t.key)), route, 401, 'unauthorized', 'with a shop key')
       }
-      const signIn = await t.app.inject({ method: 'POST', url: '/v3/admin/session', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ key: t.key }) })
+      const signIn = await t.app.inject({
+        method: 'POST',
+        url: '/v3/admin/session',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ key: t.key }),
+      })
       assertProblem(signIn, { method: 'POST', url: '/v3/admin/session' }, 401, 'unauthorized', 'with a shop key')
     })
 
@@ -110,19 +136,19 @@ forEachDatabase((kind) => {
       }
     })
 
-    test('the webhook paths\' other methods: 405, credentials or not', async () => {
+    test("the webhook paths' other methods: 405, credentials or not", async () => {
       const { webhookOthers } = table()
       assert.ok(webhookOthers.length > 0)
       for (const route of webhookOthers) assertProblem(await call(route), route, 405, 'method-not-allowed', 'without credentials')
     })
 
-    test('a viewer\'s key on every admin route that changes something: 403 read-only; signing out is allowed', async () => {
+    test("a viewer's key on every admin route that changes something: 403 read-only; signing out is allowed", async () => {
       const changing = table().admin.filter((r) => r.method !== 'GET' && r.method !== 'HEAD')
       assert.ok(changing.length >= 6, changing.map(name).join(', '))
       for (const route of changing) {
         const res = await call(route, basic(viewerKey))
         if (name(route) === 'DELETE /v3/admin/session') assert.equal(res.statusCode, 204, res.body)
-        else assertProblem(res, route, 403, 'read-only', 'with a viewer\'s key')
+        else assertProblem(res, route, 403, 'read-only', "with a viewer's key")
       }
     })
 

@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, test } from 'node:test'
-import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, onDatabase, ORDER_CREATED, startTestApp, type TestDatabase } from './support/harness.ts'
+import {
+  basic,
+  createTestDatabase,
+  CUSTOMER_CREATED,
+  CUSTOMER_DELETED,
+  forEachDatabase,
+  onDatabase,
+  ORDER_CREATED,
+  startTestApp,
+  type TestDatabase,
+} from './support/harness.ts'
 import { startRedis, type RedisServer } from './support/redis-server.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from './support/server-process.ts'
 
@@ -27,13 +37,19 @@ function webhook(t: Target, key: string): Promise<Answer & { retryAfter?: string
     const body = JSON.stringify({ id, email: `c${id}@example.com` })
     const req = http.request(
       {
-        host: '127.0.0.1', port: t.server.port, method: 'POST', path: CUSTOMER_CREATED, agent: t.agent,
+        host: '127.0.0.1',
+        port: t.server.port,
+        method: 'POST',
+        path: CUSTOMER_CREATED,
+        agent: t.agent,
         headers: { authorization: basic(key), 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       },
       (res) => {
         let text = ''
         res.setEncoding('utf8').on('data', (c: string) => (text += c))
-        res.on('end', () => resolve({ status: res.statusCode, body: text, ...(res.headers['retry-after'] ? { retryAfter: String(res.headers['retry-after']) } : {}) }))
+        res.on('end', () =>
+          resolve({ status: res.statusCode, body: text, ...(res.headers['retry-after'] ? { retryAfter: String(res.headers['retry-after']) } : {}) }),
+        )
       },
     )
     req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }))
@@ -83,7 +99,11 @@ async function failsOpen(redis: RedisServer, targets: Target[], url: string, sho
   const before = await Promise.all(targets.map((t) => metric(t, 'shop_intake_rate_limit_unchecked_total')))
   const { answers } = await burst(targets, key, LIMIT * 2)
   for (const [i, got] of answers.entries()) {
-    assert.deepEqual(statuses(got), got.map(() => 200), `process ${i}: every webhook taken with Redis stopped, ${LIMIT * 2} of a key limited to ${LIMIT}/s`)
+    assert.deepEqual(
+      statuses(got),
+      got.map(() => 200),
+      `process ${i}: every webhook taken with Redis stopped, ${LIMIT * 2} of a key limited to ${LIMIT}/s`,
+    )
     const counted = (await metric(targets[i]!, 'shop_intake_rate_limit_unchecked_total')) - before[i]!
     assert.equal(counted, LIMIT * 2, `process ${i}: each webhook let through uncounted is counted in the metric`)
     const ready = await readiness(targets[i]!)
@@ -109,7 +129,11 @@ async function failsOpen(redis: RedisServer, targets: Target[], url: string, sho
     const got: Answer[] = []
     for (let i = 0; i < LIMIT * 2; i++) got.push(await webhook(t, frozenKey))
     const elapsed = performance.now() - started
-    assert.deepEqual(statuses(got), got.map(() => 200), 'with Redis frozen every webhook is taken')
+    assert.deepEqual(
+      statuses(got),
+      got.map(() => 200),
+      'with Redis frozen every webhook is taken',
+    )
     assert.ok((await metric(t, 'shop_intake_rate_limit_unchecked_total')) - uncheckedBefore >= LIMIT * 2, 'each counted as unchecked')
     assert.equal((await readiness(t)).status, 200, '/readyz stays 200 with Redis frozen')
     console.log(`# ${LIMIT * 2} webhooks one after another with Redis frozen: ${elapsed.toFixed(0)} ms`)
@@ -155,12 +179,19 @@ describe('postgres: two processes on one database, REDIS_URL', onDatabase('postg
       // Redis is up: a process too busy to read its answers in time must still count every webhook.
       const uncheckedAfter = await Promise.all(targets.map((t) => metric(t, 'shop_intake_rate_limit_unchecked_total')))
       assert.deepEqual(uncheckedAfter, uncheckedBefore, 'no webhook let through uncounted while Redis is up')
-      assert.deepEqual(all.filter((a) => a.status !== 200 && a.status !== 429), [], 'only 200 and 429')
+      assert.deepEqual(
+        all.filter((a) => a.status !== 200 && a.status !== 429),
+        [],
+        'only 200 and 429',
+      )
       assert.equal(count(all, 200), LIMIT, `${LIMIT} taken in all (per process: ${answers.map((a) => count(a, 200)).join(' + ')})`)
       assert.equal(count(all, 429), LIMIT * 3, 'the rest limited')
       for (const a of all.filter((x) => x.status === 429)) assert.equal(a.retryAfter, '1', 'Retry-After: the rest of the one-second window')
       // Each process saw the other's count: neither took LIMIT alone unless the other took none.
-      assert.ok(answers.every((a) => count(a, 429) > 0), `both processes limited: ${answers.map((a) => statuses(a).join(' ')).join(' | ')}`)
+      assert.ok(
+        answers.every((a) => count(a, 429) > 0),
+        `both processes limited: ${answers.map((a) => statuses(a).join(' ')).join(' | ')}`,
+      )
       return
     }
     assert.fail('no burst of 40 webhooks fitted in one second in 5 tries (the machine is too busy)')

@@ -40,7 +40,11 @@ const accepted = [
 function assertRefused(res: LightMyRequestResponse, pointer: string): void {
   assert.equal(res.statusCode, 422, res.body)
   const errors = res.json().errors as { pointer: string; detail: string }[]
-  assert.deepEqual(errors.map((e) => e.pointer), [pointer], res.body)
+  assert.deepEqual(
+    errors.map((e) => e.pointer),
+    [pointer],
+    res.body,
+  )
   assert.match(errors[0]!.detail, SPAN)
 }
 

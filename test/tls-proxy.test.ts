@@ -31,7 +31,9 @@ async function adminKeyIn(url: string, name: string): Promise<string> {
 
 /** The attributes of a Set-Cookie header, lower-cased names, in a set. */
 function cookieAttributes(header: string | string[] | undefined): { pair: string; attributes: Set<string> } {
-  const [pair, ...attributes] = String(header).split(';').map((s) => s.trim())
+  const [pair, ...attributes] = String(header)
+    .split(';')
+    .map((s) => s.trim())
   return { pair: pair!, attributes: new Set(attributes.map((a) => a.toLowerCase())) }
 }
 
@@ -47,7 +49,10 @@ forEachDatabase((kind) => {
       ctx.server = await startServerProcess(ctx.database.url, ctx.shopKey, settings(ctx.proxy))
       ctx.proxy.target = ctx.server.port
       const hook = await request(ctx.server.port, {
-        method: 'POST', path: CUSTOMER_CREATED, agent: false, body: JSON.stringify({ id: 1, email: 'tls@example.com' }),
+        method: 'POST',
+        path: CUSTOMER_CREATED,
+        agent: false,
+        body: JSON.stringify({ id: 1, email: 'tls@example.com' }),
         headers: { authorization: basic(ctx.shopKey), 'content-type': 'application/json' },
       })
       assert.equal(hook.status, 200, hook.body)
@@ -61,7 +66,9 @@ forEachDatabase((kind) => {
     /** A request through the proxy, held to the OpenAPI document. */
     const through = async (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) => {
       const answer = await requestThrough(ctx.proxy, {
-        method, path, headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        method,
+        path,
+        headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       })
       checkAnswer({ method, url: path, ...answer })
@@ -139,16 +146,23 @@ forEachDatabase((kind) => {
       }
     })
 
-    test('without TRUST_PROXY, a client\'s own X-Forwarded-Proto is ignored', async () => {
+    test("without TRUST_PROXY, a client's own X-Forwarded-Proto is ignored", async () => {
       const cookie = cookieAttributes((await signIn()).headers['set-cookie']).pair
       const host = `127.0.0.1:${ctx.server.port}`
       const spoofed = await request(ctx.server.port, {
-        method: 'POST', path: `/v3/admin/shops/${SHOP}/keys`, agent: false,
+        method: 'POST',
+        path: `/v3/admin/shops/${SHOP}/keys`,
+        agent: false,
         headers: { cookie, host, origin: `https://${host}`, 'x-forwarded-proto': 'https' },
       })
       assert.equal(spoofed.status, 403, spoofed.body)
-      const plain = await request(ctx.server.port, { method: 'POST', path: `/v3/admin/shops/${SHOP}/keys`, agent: false, headers: { cookie, host, origin: `http://${host}` } })
-      assert.equal(plain.status, 201, 'reached directly, the service\'s own http origin is its origin')
+      const plain = await request(ctx.server.port, {
+        method: 'POST',
+        path: `/v3/admin/shops/${SHOP}/keys`,
+        agent: false,
+        headers: { cookie, host, origin: `http://${host}` },
+      })
+      assert.equal(plain.status, 201, "reached directly, the service's own http origin is its origin")
     })
   })
 })
@@ -158,8 +172,20 @@ describe('the proxy settings are checked at start', () => {
     for (const good of ['', 'https://console.example.com', 'https://console.example.com:8443', 'http://127.0.0.1:8080']) {
       assert.equal(loadConfig({ PUBLIC_ORIGIN: good }).PUBLIC_ORIGIN, good)
     }
-    for (const bad of ['console.example.com', 'https://console.example.com/', 'https://console.example.com/admin', 'ftp://console.example.com', 'https://', 'https://user@console.example.com', 'https://Console.example.com']) {
-      assert.throws(() => loadConfig({ PUBLIC_ORIGIN: bad }), (err) => err instanceof ConfigError && /^PUBLIC_ORIGIN /.test(err.message), bad)
+    for (const bad of [
+      'console.example.com',
+      'https://console.example.com/',
+      'https://console.example.com/admin',
+      'ftp://console.example.com',
+      'https://',
+      'https://user@console.example.com',
+      'https://Console.example.com',
+    ]) {
+      assert.throws(
+        () => loadConfig({ PUBLIC_ORIGIN: bad }),
+        (err) => err instanceof ConfigError && /^PUBLIC_ORIGIN /.test(err.message),
+        bad,
+      )
     }
   })
 
@@ -169,7 +195,11 @@ describe('the proxy settings are checked at start', () => {
       assert.equal(loadConfig({ TRUST_PROXY: good }).TRUST_PROXY, good)
     }
     for (const bad of ['yes', '1', '-1', '10.0.0.0/33', '300.1.1.1', 'loopback,', 'example.com']) {
-      assert.throws(() => loadConfig({ TRUST_PROXY: bad }), (err) => err instanceof ConfigError && /^TRUST_PROXY /.test(err.message), bad)
+      assert.throws(
+        () => loadConfig({ TRUST_PROXY: bad }),
+        (err) => err instanceof ConfigError && /^TRUST_PROXY /.test(err.message),
+        bad,
+      )
     }
   })
 

@@ -325,9 +325,31 @@ forEachDatabase((kind) => {
 
   describe('order fields', () => {
     const badMoney: unknown[] = [
-      '12.5', '12', '12.345', '.50', '12.', '', ' 12.00', '12.00 ', '+12.00', '1,00', '1,000.00', '€12.00', '12.00 EUR',
-      '1e3', '0x10', 'NaN', '--1.00', '12345678901234.00', // 14 integer digits
-      12.5, 12, 0, null, true, ['12.00'], { amount: '12.00' },
+      '12.5',
+      '12',
+      '12.345',
+      '.50',
+      '12.',
+      '',
+      ' 12.00',
+      '12.00 ',
+      '+12.00',
+      '1,00',
+      '1,000.00',
+      '€12.00',
+      '12.00 EUR',
+      '1e3',
+      '0x10',
+      'NaN',
+      '--1.00',
+      '12345678901234.00', // 14 integer digits
+      12.5,
+      12,
+      0,
+      null,
+      true,
+      ['12.00'],
+      { amount: '12.00' },
     ]
     for (const field of MONEY_FIELDS) {
       for (const value of badMoney) {
@@ -464,7 +486,9 @@ forEachDatabase((kind) => {
       assertApplied(await t.post(ORDER_CREATED, { id, total: '1.00', customer }))
       assert.equal((await t.get(`/v3/orders/${id}`)).json().customer_id, customer.id)
       assert.deepEqual((await t.get(`/v3/customers/${customer.id}`)).json(), {
-        ...customer, created_at: '2024-04-01T03:00:00.000000Z', updated_at: '2024-04-02T00:00:00.000000Z',
+        ...customer,
+        created_at: '2024-04-01T03:00:00.000000Z',
+        updated_at: '2024-04-02T00:00:00.000000Z',
       })
     })
 
@@ -545,9 +569,27 @@ forEachDatabase((kind) => {
         unknown: { deep: true },
       })
       const errors = assertPointers(res, [
-        '/id', '/currency', '/email', '/ref', '/total', '/subtotal', '/amount_shipping', '/amount_giftcard', '/amount_tax',
-        '/cancelled_at', '/processed_at', '/is_fulfilled', '/is_refunded', '/is_paid', '/updated_at',
-        '/customer/id', '/customer/email', '/customer/is_newsletter', '/customer/tags', '/customer/created_at', '/customer/first_name',
+        '/id',
+        '/currency',
+        '/email',
+        '/ref',
+        '/total',
+        '/subtotal',
+        '/amount_shipping',
+        '/amount_giftcard',
+        '/amount_tax',
+        '/cancelled_at',
+        '/processed_at',
+        '/is_fulfilled',
+        '/is_refunded',
+        '/is_paid',
+        '/updated_at',
+        '/customer/id',
+        '/customer/email',
+        '/customer/is_newsletter',
+        '/customer/tags',
+        '/customer/created_at',
+        '/customer/first_name',
       ])
       const detail = (pointer: string) => errors.find((e) => e.pointer === pointer)!.detail
       assert.match(detail('/customer/id'), /required/)

@@ -71,7 +71,9 @@ export async function api<T>(method: string, path: string, body?: unknown, heade
     parsed = null
   }
   if (!res.ok) {
-    const problem = (parsed && typeof parsed === 'object' ? parsed : { type: 'about:blank', title: res.statusText, status: res.status, detail: text }) as Problem
+    const problem = (
+      parsed && typeof parsed === 'object' ? parsed : { type: 'about:blank', title: res.statusText, status: res.status, detail: text }
+    ) as Problem
     if (res.status === 401 && path !== '/v3/admin/session') onUnauthorized()
     throw new ApiError({ ...problem, status: res.status })
   }

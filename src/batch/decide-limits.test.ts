@@ -20,27 +20,56 @@ function given(lots: [day: number, points: number][]): BatchState {
   const state = emptyState()
   state.rules.set(1, { rule: normalizeRule({}), version: 1 })
   state.customers.set(keyOf(1, 7), { shopId: 1, rev: 1, lastHash: null, lastEventId: null, erasedEmailSha: null, record: { id: 7, deleted: false } as never })
-  state.wallets.set(keyOf(1, 7), lots.map(([day, points]) => ({ available_us: day * DAY_US, points, expired: 0 })))
+  state.wallets.set(
+    keyOf(1, 7),
+    lots.map(([day, points]) => ({ available_us: day * DAY_US, points, expired: 0 })),
+  )
   return state
 }
 
 let n = 0
 const adjust = (points: number): AdjustCommand => ({
-  command: 'adjust', shopId: 1, customerId: 7, adjustmentId: `a${n++}`, points, reason: 'why', operator: 'Ada', atUs: NOW, idemKey: null, requestHash: 'h',
+  command: 'adjust',
+  shopId: 1,
+  customerId: 7,
+  adjustmentId: `a${n++}`,
+  points,
+  reason: 'why',
+  operator: 'Ada',
+  atUs: NOW,
+  idemKey: null,
+  requestHash: 'h',
 })
 const redeem = (points: number, redemptionId = `r${n++}`): RedeemCommand => ({
-  command: 'redeem', shopId: 1, customerId: 7, redemptionId, points, reference: 'ref', atUs: NOW, idemKey: null, requestHash: 'h',
+  command: 'redeem',
+  shopId: 1,
+  customerId: 7,
+  redemptionId,
+  points,
+  reference: 'ref',
+  atUs: NOW,
+  idemKey: null,
+  requestHash: 'h',
 })
 const cancel = (redemptionId: string): CancelCommand => ({ command: 'cancel', shopId: 1, customerId: 7, redemptionId, atUs: NOW })
 
 describe('the balance limit', () => {
   test('given points up to the limit, an adjustment that reaches it is made; one more point is refused with the limit, and nothing is written', () => {
-    const state = given([[10, BALANCE_POINTS_MAX - 10], [200, 5]])
+    const state = given([
+      [10, BALANCE_POINTS_MAX - 10],
+      [200, 5],
+    ])
     const ledger: LedgerRow[] = []
     const d = decidePoints(state, ledger, [adjust(5), adjust(1), adjust(-3)], NOW)
-    assert.deepEqual(d.outcomes.map((o) => o.status), ['adjusted', 'points-limit', 'adjusted'])
+    assert.deepEqual(
+      d.outcomes.map((o) => o.status),
+      ['adjusted', 'points-limit', 'adjusted'],
+    )
     assert.deepEqual(d.outcomes[1], { status: 'points-limit', held: BALANCE_POINTS_MAX, limit: BALANCE_POINTS_MAX })
-    assert.deepEqual(ledger.map((r) => r.points), [5, -3])
+    assert.deepEqual(
+      ledger.map((r) => r.points),
+      [5, -3],
+    )
     assert.equal(held(state), BALANCE_POINTS_MAX - 3)
   })
 
@@ -48,46 +77,67 @@ describe('the balance limit', () => {
     const state = given([[10, BALANCE_POINTS_MAX]])
     const ledger: LedgerRow[] = []
     const d = decidePoints(state, ledger, [redeem(100, 'r'), adjust(100), cancel('r'), adjust(-100), cancel('r')], NOW)
-    assert.deepEqual(d.outcomes.map((o) => o.status), ['redeemed', 'adjusted', 'points-limit', 'adjusted', 'cancelled'])
+    assert.deepEqual(
+      d.outcomes.map((o) => o.status),
+      ['redeemed', 'adjusted', 'points-limit', 'adjusted', 'cancelled'],
+    )
     assert.deepEqual(d.outcomes[2], { status: 'points-limit', held: BALANCE_POINTS_MAX, limit: BALANCE_POINTS_MAX })
-    assert.deepEqual(ledger.map((r) => [r.reason, r.points]), [['redeemed', -100], ['adjusted_manually', 100], ['adjusted_manually', -100], ['redemption_cancelled', 100]])
+    assert.deepEqual(
+      ledger.map((r) => [r.reason, r.points]),
+      [
+        ['redeemed', -100],
+        ['adjusted_manually', 100],
+        ['adjusted_manually', -100],
+        ['redemption_cancelled', 100],
+      ],
+    )
     assert.equal(held(state), BALANCE_POINTS_MAX)
   })
 
   test('points held past the limit (orders can earn past it) refuse every addition, never a taking', () => {
     const state = given([[10, BALANCE_POINTS_MAX + 7]])
     const d = decidePoints(state, [], [adjust(1), adjust(-7), adjust(1)], NOW)
-    assert.deepEqual(d.outcomes.map((o) => o.status), ['points-limit', 'adjusted', 'points-limit'])
+    assert.deepEqual(
+      d.outcomes.map((o) => o.status),
+      ['points-limit', 'adjusted', 'points-limit'],
+    )
   })
 
   test('whatever the sequence of adjustments, redemptions and cancels at their bounds, a balance never passes the limit and every sum stays exact', () => {
     const command = fc.oneof(
-      fc.oneof(fc.constantFrom(ADJUSTMENT_POINTS_MAX, -ADJUSTMENT_POINTS_MAX, 1, -1), fc.integer({ min: -ADJUSTMENT_POINTS_MAX, max: ADJUSTMENT_POINTS_MAX })).filter((p) => p !== 0).map((p) => ({ kind: 'adjust' as const, p })),
+      fc
+        .oneof(fc.constantFrom(ADJUSTMENT_POINTS_MAX, -ADJUSTMENT_POINTS_MAX, 1, -1), fc.integer({ min: -ADJUSTMENT_POINTS_MAX, max: ADJUSTMENT_POINTS_MAX }))
+        .filter((p) => p !== 0)
+        .map((p) => ({ kind: 'adjust' as const, p })),
       fc.oneof(fc.constantFrom(REDEMPTION_POINTS_MAX, 1), fc.integer({ min: 1, max: REDEMPTION_POINTS_MAX })).map((p) => ({ kind: 'redeem' as const, p })),
       fc.nat(20).map((i) => ({ kind: 'cancel' as const, i })),
     )
-    fc.assert(fc.property(
-      fc.integer({ min: 0, max: BALANCE_POINTS_MAX }), fc.array(fc.array(command, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 12 }),
-      (start, batches) => {
-        const state = given([[10, start]])
-        const redemptions: string[] = []
-        for (const batch of batches) {
-          const commands: PointsCommand[] = batch.map((c) => {
-            if (c.kind === 'adjust') return adjust(c.p)
-            if (c.kind === 'redeem') {
-              const r = redeem(c.p)
-              redemptions.push(r.redemptionId)
-              return r
-            }
-            return cancel(redemptions[c.i % Math.max(1, redemptions.length)] ?? 'none')
-          })
-          const ledger: LedgerRow[] = []
-          decidePoints(state, ledger, commands, NOW)
-          for (const row of ledger) assert.ok(Number.isSafeInteger(row.points))
-          const now = held(state)
-          assert.ok(Number.isSafeInteger(now) && now <= BALANCE_POINTS_MAX && now >= 0, `held ${now}`)
-        }
-      },
-    ), { numRuns: 200 })
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: BALANCE_POINTS_MAX }),
+        fc.array(fc.array(command, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 12 }),
+        (start, batches) => {
+          const state = given([[10, start]])
+          const redemptions: string[] = []
+          for (const batch of batches) {
+            const commands: PointsCommand[] = batch.map((c) => {
+              if (c.kind === 'adjust') return adjust(c.p)
+              if (c.kind === 'redeem') {
+                const r = redeem(c.p)
+                redemptions.push(r.redemptionId)
+                return r
+              }
+              return cancel(redemptions[c.i % Math.max(1, redemptions.length)] ?? 'none')
+            })
+            const ledger: LedgerRow[] = []
+            decidePoints(state, ledger, commands, NOW)
+            for (const row of ledger) assert.ok(Number.isSafeInteger(row.points))
+            const now = held(state)
+            assert.ok(Number.isSafeInteger(now) && now <= BALANCE_POINTS_MAX && now >= 0, `held ${now}`)
+          }
+        },
+      ),
+      { numRuns: 200 },
+    )
   })
 })

@@ -25,7 +25,11 @@ export interface PointsDecision {
 /** The view of a redemption an answer carries. */
 export function redemptionView(r: StoredRedemption): RedemptionView {
   return {
-    redemption_id: r.id, customer_id: r.customerId, points: r.points, reference: r.reference, created_at: formatUs(r.createdUs),
+    redemption_id: r.id,
+    customer_id: r.customerId,
+    points: r.points,
+    reference: r.reference,
+    created_at: formatUs(r.createdUs),
     available_after: r.cancelledUs === null ? r.availableAfter : r.cancelAvailableAfter!,
     cancelled_at: r.cancelledUs === null ? null : formatUs(r.cancelledUs),
   }
@@ -34,8 +38,13 @@ export function redemptionView(r: StoredRedemption): RedemptionView {
 /** The view of an adjustment an answer carries. */
 export function adjustmentView(a: StoredAdjustment): AdjustmentView {
   return {
-    adjustment_id: a.id, customer_id: a.customerId, points: a.points, reason: a.reason, operator: a.operator,
-    created_at: formatUs(a.createdUs), available_after: a.availableAfter,
+    adjustment_id: a.id,
+    customer_id: a.customerId,
+    points: a.points,
+    reason: a.reason,
+    operator: a.operator,
+    created_at: formatUs(a.createdUs),
+    available_after: a.availableAfter,
   }
 }
 
@@ -48,7 +57,15 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
   const out: PointsDecision = { redemptions: [], cancels: [], adjustments: [], outcomes: [], touched: [] }
 
   const row = (shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow => ({
-    shopId, orderId: null, redemptionId, customerId, guestEmail: null, points: entry.points, reason, eventId: null, debt: false,
+    shopId,
+    orderId: null,
+    redemptionId,
+    customerId,
+    guestEmail: null,
+    points: entry.points,
+    reason,
+    eventId: null,
+    debt: false,
     basis: { amount_minor: 0, currency: null, rate: '0', rule_version: ruleOf(shopId).version, available_us: entry.available_us },
   })
   /** Appends the expiry due by `atUs`; returns the points it took (negative when it gave back). */
@@ -96,14 +113,22 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
       const prior = redemptionIdem.get(keyOf(c.shopId, c.idemKey))
       const stored = prior === undefined ? undefined : state.redemptions.get(keyOf(c.shopId, prior))
       if (stored) {
-        out.outcomes.push(stored.requestHash === c.requestHash ? { status: 'redeemed', redemption: redemptionView(stored), replayed: true } : { status: 'idempotency-conflict' })
+        out.outcomes.push(
+          stored.requestHash === c.requestHash
+            ? { status: 'redeemed', redemption: redemptionView(stored), replayed: true }
+            : { status: 'idempotency-conflict' },
+        )
         continue
       }
     }
     if (c.command === 'adjust' && c.idemKey !== null) {
       const stored = adjustmentIdem.get(keyOf(c.shopId, c.idemKey))
       if (stored) {
-        out.outcomes.push(stored.requestHash === c.requestHash ? { status: 'adjusted', adjustment: adjustmentView(stored), replayed: true } : { status: 'idempotency-conflict' })
+        out.outcomes.push(
+          stored.requestHash === c.requestHash
+            ? { status: 'adjusted', adjustment: adjustmentView(stored), replayed: true }
+            : { status: 'idempotency-conflict' },
+        )
         continue
       }
     }
@@ -137,8 +162,17 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     const entries = book(c, lots, spend, (entry) => row(c.shopId, c.customerId, entry, 'redeemed', c.redemptionId))
     if (!entries) return { status: 'insufficient-points', available: availableAt(lots, c.atUs) }
     const stored: StoredRedemption = {
-      shopId: c.shopId, id: c.redemptionId, customerId: c.customerId, points: c.points, reference: c.reference, createdUs: c.atUs,
-      availableAfter: availableAt(lots, c.atUs), idemKey: c.idemKey, requestHash: c.requestHash, cancelledUs: null, cancelAvailableAfter: null,
+      shopId: c.shopId,
+      id: c.redemptionId,
+      customerId: c.customerId,
+      points: c.points,
+      reference: c.reference,
+      createdUs: c.atUs,
+      availableAfter: availableAt(lots, c.atUs),
+      idemKey: c.idemKey,
+      requestHash: c.requestHash,
+      cancelledUs: null,
+      cancelAvailableAfter: null,
       entries,
     }
     state.redemptions.set(keyOf(c.shopId, c.redemptionId), stored)
@@ -160,8 +194,16 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     if (overLimit) return { status: 'points-limit', held: pointsHeld(lots), limit: BALANCE_POINTS_MAX }
     if (!entries) return { status: 'insufficient-points', available: availableAt(lots, c.atUs) }
     const stored: StoredAdjustment = {
-      shopId: c.shopId, id: c.adjustmentId, customerId: c.customerId, points: c.points, reason: c.reason, operator: c.operator,
-      createdUs: c.atUs, availableAfter: availableAt(lots, c.atUs), idemKey: c.idemKey, requestHash: c.requestHash,
+      shopId: c.shopId,
+      id: c.adjustmentId,
+      customerId: c.customerId,
+      points: c.points,
+      reason: c.reason,
+      operator: c.operator,
+      createdUs: c.atUs,
+      availableAfter: availableAt(lots, c.atUs),
+      idemKey: c.idemKey,
+      requestHash: c.requestHash,
     }
     if (c.idemKey !== null) adjustmentIdem.set(keyOf(c.shopId, c.idemKey), stored)
     out.adjustments.push(stored)

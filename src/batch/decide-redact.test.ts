@@ -16,7 +16,14 @@ function webhook(topic: Topic, body: CustomerBody | OrderBody, rejected = false)
   const raw = Buffer.from(JSON.stringify(body))
   const receivedUs = ++clockUs
   return {
-    eventId: `d${++seq}`, shopId: 1, keyId: 1, topic, receivedUs, body: raw, headers: '{}', idemKey: null,
+    eventId: `d${++seq}`,
+    shopId: 1,
+    keyId: 1,
+    topic,
+    receivedUs,
+    body: raw,
+    headers: '{}',
+    idemKey: null,
     bodyHash: createHash('sha256').update(topic).update('\n').update(raw).digest('base64url'),
     resourceId: body.id,
     customerId: topic === 'order/hook_created' ? ((body as OrderBody).customer?.id ?? null) : body.id,
@@ -27,11 +34,14 @@ function webhook(topic: Topic, body: CustomerBody | OrderBody, rejected = false)
 
 test('a rejected webhook about an erased order is stored redacted; one about a live order, or a customer with the same id, is not', () => {
   const state = emptyState()
-  decideBatch([
-    webhook('customer/hook_created', { id: 3, email: 'a@x.com', updated_at: '2024-05-01T00:00:00Z' }),
-    webhook('order/hook_created', { id: 10, email: 'a@x.com', updated_at: '2024-05-01T00:00:00Z', customer: { id: 3, updated_at: '2024-05-01T00:00:00Z' } }),
-    webhook('order/hook_created', { id: 11, email: 'b@x.com', updated_at: '2024-05-01T00:00:00Z' }),
-  ], state)
+  decideBatch(
+    [
+      webhook('customer/hook_created', { id: 3, email: 'a@x.com', updated_at: '2024-05-01T00:00:00Z' }),
+      webhook('order/hook_created', { id: 10, email: 'a@x.com', updated_at: '2024-05-01T00:00:00Z', customer: { id: 3, updated_at: '2024-05-01T00:00:00Z' } }),
+      webhook('order/hook_created', { id: 11, email: 'b@x.com', updated_at: '2024-05-01T00:00:00Z' }),
+    ],
+    state,
+  )
   decideBatch([webhook('customer/hook_deleted', { id: 3, updated_at: '2024-05-02T00:00:00Z' })], state)
   const erased = webhook('order/hook_created', { id: 10 } as OrderBody, true)
   const live = webhook('order/hook_created', { id: 11 } as OrderBody, true)
@@ -40,5 +50,8 @@ test('a rejected webhook about an erased order is stored redacted; one about a l
   const d = decideBatch([erased, live, unknown, sameIdCustomer], state)
   const redacted = d.events.map((e) => Buffer.from(e.body).equals(Buffer.from(REDACTED_BODY)))
   assert.deepEqual(redacted, [true, false, false, false])
-  assert.deepEqual(d.events.map((e) => e.outcome), ['rejected', 'rejected', 'rejected', 'rejected'])
+  assert.deepEqual(
+    d.events.map((e) => e.outcome),
+    ['rejected', 'rejected', 'rejected', 'rejected'],
+  )
 })

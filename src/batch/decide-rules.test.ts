@@ -40,10 +40,19 @@ const deleteHook = (body: CustomerBody, opts?: Parameters<typeof webhook>[2]) =>
 const orderHook = (body: OrderBody, opts?: Parameters<typeof webhook>[2]) => webhook('order/hook_created', body, opts)
 
 const storedCustomer = (shopId: number, record: Partial<CustomerRecord> & { id: number }, erasedEmailSha: string | null = null) => ({
-  shopId, record: { ...emptyCustomer(record.id), ...record }, rev: 1, lastHash: null, lastEventId: null, erasedEmailSha,
+  shopId,
+  record: { ...emptyCustomer(record.id), ...record },
+  rev: 1,
+  lastHash: null,
+  lastEventId: null,
+  erasedEmailSha,
 })
 const storedOrder = (shopId: number, record: Partial<OrderRecord> & { id: number }): StoredOrder => ({
-  shopId, record: { ...emptyOrder(record.id, T0), ...record }, rev: 1, lastHash: null, lastEventId: null,
+  shopId,
+  record: { ...emptyOrder(record.id, T0), ...record },
+  rev: 1,
+  lastHash: null,
+  lastEventId: null,
 })
 function stateWith(customers: ReturnType<typeof storedCustomer>[]): BatchState {
   const state = emptyState()
@@ -54,8 +63,16 @@ function stateWith(customers: ReturnType<typeof storedCustomer>[]): BatchState {
 describe('owners', () => {
   test('an order without a link belongs to the live customer with its e-mail, the lowest id of several, in any case; deleted ones do not count', () => {
     for (const customers of [
-      [storedCustomer(1, { id: 9, email: 'A@x.com' }), storedCustomer(1, { id: 4, email: 'a@X.com' }), storedCustomer(1, { id: 2, email: 'a@x.com', deleted: true })],
-      [storedCustomer(1, { id: 2, email: 'a@x.com', deleted: true }), storedCustomer(1, { id: 4, email: 'a@X.com' }), storedCustomer(1, { id: 9, email: 'A@x.com' })],
+      [
+        storedCustomer(1, { id: 9, email: 'A@x.com' }),
+        storedCustomer(1, { id: 4, email: 'a@X.com' }),
+        storedCustomer(1, { id: 2, email: 'a@x.com', deleted: true }),
+      ],
+      [
+        storedCustomer(1, { id: 2, email: 'a@x.com', deleted: true }),
+        storedCustomer(1, { id: 4, email: 'a@X.com' }),
+        storedCustomer(1, { id: 9, email: 'A@x.com' }),
+      ],
     ]) {
       const { ownerOf, liveByEmail } = owners(stateWith(customers))
       assert.deepEqual(ownerOf(storedOrder(1, { id: 10, email: 'A@X.COM' })), { state: 'customer', customerId: 4, guestEmail: null })
@@ -63,7 +80,7 @@ describe('owners', () => {
     }
   })
 
-  test('another shop\'s customer with the e-mail is not the owner: the order is a guest\'s; no e-mail, no owner', () => {
+  test("another shop's customer with the e-mail is not the owner: the order is a guest's; no e-mail, no owner", () => {
     const { ownerOf } = owners(stateWith([storedCustomer(2, { id: 4, email: 'a@x.com' })]))
     assert.deepEqual(ownerOf(storedOrder(1, { id: 10, email: 'A@x.com' })), { state: 'guest', customerId: null, guestEmail: 'a@x.com' })
     assert.deepEqual(ownerOf(storedOrder(1, { id: 10 })), { state: 'none', customerId: null, guestEmail: null })
@@ -99,7 +116,7 @@ describe('owners', () => {
     assert.equal(emailErased(storedOrder(1, { id: 10, email: 'a@x.com', first_arrival_us: 750 })), false)
   })
 
-  test('a snapshot no newer than that customer\'s delete erases the order\'s e-mail, whoever the order names now', () => {
+  test("a snapshot no newer than that customer's delete erases the order's e-mail, whoever the order names now", () => {
     const { emailErased } = owners(stateWith([storedCustomer(1, { id: 4, deleted: true, erased_us: 500 }), storedCustomer(1, { id: 5, email: 'b@x.com' })]))
     const order = (snapshots: Record<number, number>) => storedOrder(1, { id: 10, email: 'b@x.com', customer_id: 5, snapshots })
     assert.equal(emailErased(order({ 4: 500, 5: 900 })), true)
@@ -119,7 +136,7 @@ describe('the decision', () => {
     assert.equal(REDACTED_HEADERS, '{"redacted":"personal data erased when the customer was deleted"}')
   })
 
-  test('holdingsOf groups an order\'s ledger by holder and date, keeping the basis of the latest award', () => {
+  test("holdingsOf groups an order's ledger by holder and date, keeping the basis of the latest award", () => {
     const basis = (rule_version: number, available_us = 1): Basis => ({ amount_minor: 100, currency: 'EUR', rate: '1', rule_version, available_us })
     const groups = holdingsOf([
       { customerId: 4, guestEmail: null, points: 10, basis: basis(1) },
@@ -154,12 +171,18 @@ describe('the decision', () => {
     const stale = customerHook({ id: 3, first_name: 'Old', updated_at: '2024-05-01T00:00:00Z' })
     const copy = customerHook({ id: 3, first_name: 'New', updated_at: '2024-05-02T00:00:00Z' })
     const d = decideBatch([stale, copy], state)
-    assert.deepEqual(outcomesOf([stale, copy], d), [{ status: 'stale', eventId: stale.eventId }, { status: 'duplicate', eventId: latest.eventId }])
+    assert.deepEqual(outcomesOf([stale, copy], d), [
+      { status: 'stale', eventId: stale.eventId },
+      { status: 'duplicate', eventId: latest.eventId },
+    ])
     const orderLatest = orderHook({ id: 20, ref: 'B', updated_at: '2024-05-02T00:00:00Z' })
     decideBatch([orderLatest], state)
     const orderStale = orderHook({ id: 20, ref: 'A', updated_at: '2024-05-01T00:00:00Z' })
     const orderCopy = orderHook({ id: 20, ref: 'B', updated_at: '2024-05-02T00:00:00Z' })
-    assert.deepEqual(outcomesOf([orderStale, orderCopy], decideBatch([orderStale, orderCopy], state)), [{ status: 'stale', eventId: orderStale.eventId }, { status: 'duplicate', eventId: orderLatest.eventId }])
+    assert.deepEqual(outcomesOf([orderStale, orderCopy], decideBatch([orderStale, orderCopy], state)), [
+      { status: 'stale', eventId: orderStale.eventId },
+      { status: 'duplicate', eventId: orderLatest.eventId },
+    ])
   })
 
   test('a decision lists each changed row once, new rows at revision 0, and no redaction when nothing was erased', () => {
@@ -168,13 +191,19 @@ describe('the decision', () => {
       [customerHook({ id: 3, first_name: 'A' }), customerHook({ id: 3, last_name: 'B' }), orderHook({ id: 20, ref: 'R', customer: { id: 3 } })],
       state,
     )
-    assert.deepEqual(d.customers.map((c) => [c.record.id, c.rev, c.record.first_name, c.record.last_name]), [[3, 0, 'A', 'B']])
-    assert.deepEqual(d.orders.map((o) => [o.record.id, o.rev, o.record.customer_id]), [[20, 0, 3]])
+    assert.deepEqual(
+      d.customers.map((c) => [c.record.id, c.rev, c.record.first_name, c.record.last_name]),
+      [[3, 0, 'A', 'B']],
+    )
+    assert.deepEqual(
+      d.orders.map((o) => [o.record.id, o.rev, o.record.customer_id]),
+      [[20, 0, 3]],
+    )
     assert.deepEqual(d.redactions, [])
     assert.equal(d.customers[0]!.lastEventId, d.events[2]!.id, 'the latest change of the customer is the order that embedded it')
   })
 
-  test('a delete redacts the customer\'s events in the batch, before and after it, with their headers; another customer\'s stay', () => {
+  test("a delete redacts the customer's events in the batch, before and after it, with their headers; another customer's stay", () => {
     const state = emptyState()
     const before = customerHook({ id: 3, email: 'a@x.com' })
     const other = customerHook({ id: 4, email: 'b@x.com' })
@@ -189,7 +218,10 @@ describe('the decision', () => {
     assert.equal(byId.get(other.eventId)!.headers, '{"x":"y"}')
     assert.deepEqual(d.redactions, [{ shopId: 1, customerIds: [3], orderIds: [] }])
     // An order webhook about the deleted customer, dated before the delete, arriving later: redacted too.
-    const late = decideBatch([orderHook({ id: 21, email: 'a@x.com', updated_at: '2024-05-01T00:00:00Z', customer: { id: 3, updated_at: '2024-05-01T00:00:00Z' } })], state)
+    const late = decideBatch(
+      [orderHook({ id: 21, email: 'a@x.com', updated_at: '2024-05-01T00:00:00Z', customer: { id: 3, updated_at: '2024-05-01T00:00:00Z' } })],
+      state,
+    )
     assert.deepEqual(Buffer.from(late.events[0]!.body), Buffer.from(REDACTED_BODY))
   })
 })

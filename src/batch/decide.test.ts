@@ -53,7 +53,12 @@ const deleteHook = (body: CustomerBody, opts?: Parameters<typeof webhook>[2]) =>
 const orderHook = (body: OrderBody, opts?: Parameters<typeof webhook>[2]) => webhook('order/hook_created', body, opts)
 
 const paidOrder = (fields: Partial<OrderBody> = {}): OrderBody => ({
-  id: 10, currency: 'EUR', subtotal: '100.00', is_paid: true, processed_at: PROCESSED_AT, ...fields,
+  id: 10,
+  currency: 'EUR',
+  subtotal: '100.00',
+  is_paid: true,
+  processed_at: PROCESSED_AT,
+  ...fields,
 })
 
 /** What the store does with a decision before the next batch: append the ledger, keep idempotency keys and guest holdings. */
@@ -113,7 +118,10 @@ describe('outcomes', () => {
     assert.equal(d.events[0]!.idemKey, 'k1')
     assert.equal(d.events[0]!.duplicateOf, null)
     assert.equal(d.events[0]!.body, w.body)
-    assert.deepEqual(d.customers.map((c) => [c.record.id, c.record.first_name, c.rev, c.lastEventId]), [[5, 'Ann', 0, w.eventId]])
+    assert.deepEqual(
+      d.customers.map((c) => [c.record.id, c.record.first_name, c.rev, c.lastEventId]),
+      [[5, 'Ann', 0, w.eventId]],
+    )
     assert.deepEqual([d.orders, d.ledger, d.redactions], [[], [], []])
   })
 
@@ -153,8 +161,18 @@ describe('outcomes', () => {
       { status: 'duplicate', eventId: first.eventId },
     ])
     // Only the applied event claims the key; duplicates change nothing.
-    assert.deepEqual(d.events.map((e) => [e.idemKey, e.duplicateOf]), [[null, 'e-stored'], ['k', null], [null, first.eventId]])
-    assert.deepEqual(d.customers.map((c) => [c.record.id, c.record.first_name]), [[6, 'B']])
+    assert.deepEqual(
+      d.events.map((e) => [e.idemKey, e.duplicateOf]),
+      [
+        [null, 'e-stored'],
+        ['k', null],
+        [null, first.eventId],
+      ],
+    )
+    assert.deepEqual(
+      d.customers.map((c) => [c.record.id, c.record.first_name]),
+      [[6, 'B']],
+    )
   })
 
   test('duplicate by body hash only while it repeats the latest change: true, false, true all apply; a retry of the last is a duplicate', () => {
@@ -171,7 +189,7 @@ describe('outcomes', () => {
     assert.equal(d.customers[0]!.record.is_newsletter, true)
   })
 
-  test('duplicate by body hash across batches: the stored latest change is remembered, an order\'s too', () => {
+  test("duplicate by body hash across batches: the stored latest change is remembered, an order's too", () => {
     const o = orderHook(paidOrder())
     const c = customerHook({ id: 5, first_name: 'Ann' })
     const { state } = run([o, c])
@@ -192,20 +210,37 @@ describe('outcomes', () => {
 })
 
 describe('points', () => {
-  test('given a customer, when their paid order arrives, then it earns at the rule\'s basis', () => {
+  test("given a customer, when their paid order arrives, then it earns at the rule's basis", () => {
     const c = customerHook({ id: 5, email: 'ann@example.com', updated_at: iso(1) })
     const o = orderHook(paidOrder({ customer: { id: 5, updated_at: iso(1) } }))
     const d = decideBatch([c, o], emptyState())
-    assert.deepEqual(d.ledger, [{ shopId: 1, orderId: 10, customerId: 5, guestEmail: null, points: 100, reason: 'earned', basis: BASIS, eventId: o.eventId, redemptionId: null, debt: false }])
+    assert.deepEqual(d.ledger, [
+      {
+        shopId: 1,
+        orderId: 10,
+        customerId: 5,
+        guestEmail: null,
+        points: 100,
+        reason: 'earned',
+        basis: BASIS,
+        eventId: o.eventId,
+        redemptionId: null,
+        debt: false,
+      },
+    ])
   })
 
-  test('the shop\'s rule decides the amount and the date; a batch settles each order once, from its final state', () => {
+  test("the shop's rule decides the amount and the date; a batch settles each order once, from its final state", () => {
     const state = emptyState()
     state.rules.set(1, { rule: normalizeRule({ points_per_unit: 2, pending_days: 0 }), version: 3 })
     const d = decideBatch([orderHook(paidOrder({ email: 'g@example.com', is_paid: false })), orderHook(paidOrder({ email: 'g@example.com' }))], state)
     assert.deepEqual(rowsOf(d), [
       {
-        orderId: 10, customerId: null, guestEmail: 'g@example.com', points: 200, reason: 'earned',
+        orderId: 10,
+        customerId: null,
+        guestEmail: 'g@example.com',
+        points: 200,
+        reason: 'earned',
         basis: { ...BASIS, rate: '2', rule_version: 3, available_us: parseInstantUs(PROCESSED_AT)! },
       },
     ])
@@ -217,20 +252,34 @@ describe('points', () => {
     assert.deepEqual(balances(decisions[0]!.ledger), { 'gg@example.com': 100 })
 
     const edited = decideBatch([orderHook(paidOrder({ email: 'g@example.com', subtotal: '150.00', updated_at: iso(2) }))], state)
-    assert.deepEqual(rowsOf(edited), [{ orderId: 10, customerId: null, guestEmail: 'g@example.com', points: 50, reason: 'adjusted', basis: { ...BASIS, amount_minor: 15_000 } }])
+    assert.deepEqual(rowsOf(edited), [
+      { orderId: 10, customerId: null, guestEmail: 'g@example.com', points: 50, reason: 'adjusted', basis: { ...BASIS, amount_minor: 15_000 } },
+    ])
     commit(state, edited)
 
     const moved = decideBatch([orderHook({ id: 10, processed_at: '2024-05-10T09:00:00Z', updated_at: iso(3) })], state)
     const later = parseInstantUs('2024-05-10T09:00:00Z')! + 14 * DAY_US
     assert.deepEqual(
       rowsOf(moved).map((r) => [r.points, r.reason, r.basis.available_us]),
-      [[-150, 'adjusted', AVAILABLE_US], [150, 'adjusted', later]],
+      [
+        [-150, 'adjusted', AVAILABLE_US],
+        [150, 'adjusted', later],
+      ],
     )
     commit(state, moved)
 
     const refund = orderHook({ id: 10, is_refunded: true, updated_at: iso(4) })
     const refunded = decideBatch([refund], state)
-    assert.deepEqual(rowsOf(refunded), [{ orderId: 10, customerId: null, guestEmail: 'g@example.com', points: -150, reason: 'reversed_refund', basis: { ...BASIS, amount_minor: 15_000, available_us: later } }])
+    assert.deepEqual(rowsOf(refunded), [
+      {
+        orderId: 10,
+        customerId: null,
+        guestEmail: 'g@example.com',
+        points: -150,
+        reason: 'reversed_refund',
+        basis: { ...BASIS, amount_minor: 15_000, available_us: later },
+      },
+    ])
     commit(state, refunded)
 
     const again = decideBatch([orderHook({ id: 10, is_refunded: true, updated_at: iso(4) }), orderHook(paidOrder({ updated_at: iso(1) }))], state)
@@ -241,12 +290,30 @@ describe('points', () => {
   test('a rebuild (settleAlso) adds nothing when nothing changed, and the difference after a rule change, caused by no webhook', () => {
     const { state } = run([orderHook(paidOrder({ email: 'g@example.com' }))])
     assert.deepEqual(decideBatch([], state, [keyOf(1, 10)]), {
-      events: [], customers: [], orders: [], ledger: [], redactions: [], redemptions: [], cancels: [], commands: [], feed: [],
+      events: [],
+      customers: [],
+      orders: [],
+      ledger: [],
+      redactions: [],
+      redemptions: [],
+      cancels: [],
+      commands: [],
+      feed: [],
     })
     state.rules.set(1, { rule: normalizeRule({ points_per_unit: 1.5 }), version: 2 })
     assert.deepEqual(decideBatch([], state, [keyOf(1, 10)]).ledger, [
-      { shopId: 1, orderId: 10, customerId: null, guestEmail: 'g@example.com', points: 50, reason: 'adjusted', basis: { ...BASIS, rate: '1.5', rule_version: 2 }, eventId: null,
-        redemptionId: null, debt: false },
+      {
+        shopId: 1,
+        orderId: 10,
+        customerId: null,
+        guestEmail: 'g@example.com',
+        points: 50,
+        reason: 'adjusted',
+        basis: { ...BASIS, rate: '1.5', rule_version: 2 },
+        eventId: null,
+        redemptionId: null,
+        debt: false,
+      },
     ])
   })
 
@@ -260,8 +327,30 @@ describe('points', () => {
     const register = customerHook({ id: 5, email: 'G@Example.com', updated_at: iso(1) })
     const d = decideBatch([register], state)
     assert.deepEqual(d.ledger, [
-      { shopId: 1, orderId: 10, customerId: null, guestEmail: 'g@example.com', points: -100, reason: 'claimed', basis: BASIS, eventId: register.eventId, redemptionId: null, debt: false },
-      { shopId: 1, orderId: 10, customerId: 5, guestEmail: null, points: 100, reason: 'claimed', basis: BASIS, eventId: register.eventId, redemptionId: null, debt: false },
+      {
+        shopId: 1,
+        orderId: 10,
+        customerId: null,
+        guestEmail: 'g@example.com',
+        points: -100,
+        reason: 'claimed',
+        basis: BASIS,
+        eventId: register.eventId,
+        redemptionId: null,
+        debt: false,
+      },
+      {
+        shopId: 1,
+        orderId: 10,
+        customerId: 5,
+        guestEmail: null,
+        points: 100,
+        reason: 'claimed',
+        basis: BASIS,
+        eventId: register.eventId,
+        redemptionId: null,
+        debt: false,
+      },
     ])
     assert.deepEqual(d.orders, [], 'the order itself is unchanged')
 
@@ -278,7 +367,13 @@ describe('points', () => {
   test('when the customer named by an order changes, then its points are transferred', () => {
     const { state } = run([orderHook(paidOrder({ customer: { id: 5 }, updated_at: iso(1) }))])
     const d = decideBatch([orderHook(paidOrder({ customer: { id: 6 }, updated_at: iso(2) }))], state)
-    assert.deepEqual(rowsOf(d).map((r) => [holderKey(r), r.points, r.reason]), [['c5', -100, 'transferred'], ['c6', 100, 'transferred']])
+    assert.deepEqual(
+      rowsOf(d).map((r) => [holderKey(r), r.points, r.reason]),
+      [
+        ['c5', -100, 'transferred'],
+        ['c6', 100, 'transferred'],
+      ],
+    )
   })
 })
 
@@ -293,9 +388,23 @@ describe('erasure', () => {
     const d = decideBatch([del], state)
     assert.deepEqual(outcomesOf([del], d), [{ status: 'applied', eventId: del.eventId }])
     assert.deepEqual(d.ledger, [
-      { shopId: 1, orderId: 10, redemptionId: null, customerId: 5, guestEmail: null, points: -100, reason: 'forfeited', basis: BASIS, eventId: del.eventId, debt: false },
+      {
+        shopId: 1,
+        orderId: 10,
+        redemptionId: null,
+        customerId: 5,
+        guestEmail: null,
+        points: -100,
+        reason: 'forfeited',
+        basis: BASIS,
+        eventId: del.eventId,
+        debt: false,
+      },
     ])
-    assert.deepEqual(d.orders.map((o) => [o.record.id, o.record.email]), [[10, null]])
+    assert.deepEqual(
+      d.orders.map((o) => [o.record.id, o.record.email]),
+      [[10, null]],
+    )
     const c = d.customers[0]!
     assert.deepEqual([c.record.deleted, c.record.email, c.record.first_name, c.record.erased_us], [true, null, null, us(5)])
     assert.equal(c.erasedEmailSha, emailSha(1, 'ann@example.com'))
@@ -315,35 +424,55 @@ describe('erasure', () => {
 
   test('given everything in one batch, when the customer is deleted last, then nothing is earned and every body is redacted', () => {
     const d = decideBatch(
-      [customerHook(ann()), orderHook(paidOrder({ customer: { id: 5, updated_at: iso(1) }, email: 'ann@example.com' })), deleteHook({ id: 5, updated_at: iso(5) })],
+      [
+        customerHook(ann()),
+        orderHook(paidOrder({ customer: { id: 5, updated_at: iso(1) }, email: 'ann@example.com' })),
+        deleteHook({ id: 5, updated_at: iso(5) }),
+      ],
       emptyState(),
     )
     assert.deepEqual(statuses(d), ['applied', 'applied', 'applied'])
     assert.deepEqual(d.ledger, [])
-    assert.deepEqual(d.events.map((e) => e.body), [REDACTED_BODY, REDACTED_BODY, REDACTED_BODY])
+    assert.deepEqual(
+      d.events.map((e) => e.body),
+      [REDACTED_BODY, REDACTED_BODY, REDACTED_BODY],
+    )
     assert.equal(d.orders[0]!.record.email, null)
     assert.deepEqual(d.redactions, [{ shopId: 1, customerIds: [5], orderIds: [10] }])
   })
 
   test('a rejected webhook about an erased customer is stored redacted too; one about another customer is not', () => {
-    const rejected = (id: number): Webhook => ({ ...customerHook({ id, email: 'ann@example.com' }), change: null, errors: [{ pointer: '/tags', detail: 'must be an array of strings' }] })
+    const rejected = (id: number): Webhook => ({
+      ...customerHook({ id, email: 'ann@example.com' }),
+      change: null,
+      errors: [{ pointer: '/tags', detail: 'must be an array of strings' }],
+    })
     const [about5, about6] = [rejected(5), rejected(6)]
     const d = decideBatch([about5, about6, deleteHook({ id: 5, updated_at: iso(5) })], emptyState())
     assert.deepEqual(statuses(d), ['rejected', 'rejected', 'applied'])
-    assert.deepEqual(d.events.map((e) => e.body === REDACTED_BODY), [true, false, true])
+    assert.deepEqual(
+      d.events.map((e) => e.body === REDACTED_BODY),
+      [true, false, true],
+    )
   })
 
   test('given an order matched by e-mail, when the customer is deleted after it, then it is erased and its points forfeited', () => {
     const { state } = run([customerHook(ann())], [orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))])
     assert.deepEqual(balances(state.ledger.get(keyOf(1, 10))!), { c5: 100 })
     const d = decideBatch([deleteHook({ id: 5, updated_at: iso(3) })], state)
-    assert.deepEqual(rowsOf(d).map((r) => [holderKey(r), r.points, r.reason]), [['c5', -100, 'forfeited']])
+    assert.deepEqual(
+      rowsOf(d).map((r) => [holderKey(r), r.points, r.reason]),
+      [['c5', -100, 'forfeited']],
+    )
     assert.equal(orderOf(state, 10)!.email, null)
     assert.deepEqual(d.redactions[0]!.orderIds, [10])
   })
 
   test('an order sent by e-mail after the delete is erased too if it is dated before it', () => {
-    const { state, decisions } = run([customerHook(ann()), deleteHook({ id: 5, updated_at: iso(3) })], [orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))])
+    const { state, decisions } = run(
+      [customerHook(ann()), deleteHook({ id: 5, updated_at: iso(3) })],
+      [orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))],
+    )
     assert.equal(orderOf(state, 10)!.email, null)
     assert.deepEqual(decisions[1]!.ledger, [])
     assert.equal(decisions[1]!.events[0]!.body, REDACTED_BODY)
@@ -371,7 +500,7 @@ describe('erasure', () => {
       })
     }
 
-    test('and in every case the order\'s points end with the same holder', () => {
+    test("and in every case the order's points end with the same holder", () => {
       // The final owner is the guest: the customer is gone, and the order was not erased.
       const held = Object.fromEntries(Object.entries(scenarios).map(([name, scenario]) => [name, balances(scenario().decisions.flatMap((d) => d.ledger))]))
       for (const [name, b] of Object.entries(held)) assert.deepEqual(b, { 'gann@example.com': 100 }, `${name}: ${JSON.stringify(held)}`)
@@ -388,7 +517,10 @@ describe('erasure', () => {
     }
     // A guest's points earned before the delete are forfeited, and the order is redacted by id: its ledger loses the guest e-mail.
     const { decisions } = run([order()], [del()])
-    assert.deepEqual(rowsOf(decisions[1]!).map((r) => [holderKey(r), r.points, r.reason]), [['gann@example.com', -100, 'forfeited']])
+    assert.deepEqual(
+      rowsOf(decisions[1]!).map((r) => [holderKey(r), r.points, r.reason]),
+      [['gann@example.com', -100, 'forfeited']],
+    )
     assert.deepEqual(decisions[1]!.redactions, [{ shopId: 1, customerIds: [5], orderIds: [10] }])
   })
 
@@ -396,7 +528,10 @@ describe('erasure', () => {
     const order = () => orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))
     const inOrder = run([customerHook(ann())], [deleteHook({ id: 5, updated_at: iso(3) })], [order()])
     assert.equal(orderOf(inOrder.state, 10)!.email, null)
-    for (const late of [run([deleteHook({ id: 5, updated_at: iso(3) })], [customerHook(ann())], [order()]), run([deleteHook({ id: 5, updated_at: iso(3) })], [order()], [customerHook(ann())])]) {
+    for (const late of [
+      run([deleteHook({ id: 5, updated_at: iso(3) })], [customerHook(ann())], [order()]),
+      run([deleteHook({ id: 5, updated_at: iso(3) })], [order()], [customerHook(ann())]),
+    ]) {
       assert.equal(customerOf(late.state, 5)!.deleted, true)
       assert.equal(state5(late.state).erasedEmailSha, emailSha(1, 'ann@example.com'))
       assert.deepEqual(customerOf(late.state, 5)!.clocks.first_email?.version_us, us(1))
@@ -405,28 +540,24 @@ describe('erasure', () => {
     }
   })
 
-  test(
-    'a customer who registers again with the same e-mail: orders sent with it before the delete are erased, whatever the order of arrival',
-
-    () => {
-      const first = () => customerHook(ann({ updated_at: iso(1) }))
-      const again = () => customerHook(ann({ updated_at: iso(5) }))
-      const del = () => deleteHook({ id: 5, updated_at: iso(3) })
-      const order = () => orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))
-      const scenarios = {
-        'first, delete, again, order': () => run([first(), del(), again(), order()]),
-        'first, again, delete, order': () => run([first(), again(), del(), order()]),
-        'first, again, delete, order, in batches': () => run([first()], [again()], [del()], [order()]),
-      }
-      for (const [name, scenario] of Object.entries(scenarios)) {
-        const { state, decisions } = scenario()
-        assert.deepEqual([customerOf(state, 5)!.deleted, customerOf(state, 5)!.erased_us], [false, us(3)], name)
-        assert.equal(state5(state).erasedEmailSha, emailSha(1, 'ann@example.com'), name)
-        assert.equal(orderOf(state, 10)!.email, null, name)
-        assert.deepEqual(balances(decisions.flatMap((d) => d.ledger)), {}, name)
-      }
-    },
-  )
+  test('a customer who registers again with the same e-mail: orders sent with it before the delete are erased, whatever the order of arrival', () => {
+    const first = () => customerHook(ann({ updated_at: iso(1) }))
+    const again = () => customerHook(ann({ updated_at: iso(5) }))
+    const del = () => deleteHook({ id: 5, updated_at: iso(3) })
+    const order = () => orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))
+    const scenarios = {
+      'first, delete, again, order': () => run([first(), del(), again(), order()]),
+      'first, again, delete, order': () => run([first(), again(), del(), order()]),
+      'first, again, delete, order, in batches': () => run([first()], [again()], [del()], [order()]),
+    }
+    for (const [name, scenario] of Object.entries(scenarios)) {
+      const { state, decisions } = scenario()
+      assert.deepEqual([customerOf(state, 5)!.deleted, customerOf(state, 5)!.erased_us], [false, us(3)], name)
+      assert.equal(state5(state).erasedEmailSha, emailSha(1, 'ann@example.com'), name)
+      assert.equal(orderOf(state, 10)!.email, null, name)
+      assert.deepEqual(balances(decisions.flatMap((d) => d.ledger)), {}, name)
+    }
+  })
 
   test('a stale delete arriving after the customer registered again with a new e-mail does not erase orders of the new e-mail, and answers stale', () => {
     const again = () => customerHook({ id: 5, email: 'new@example.com', updated_at: iso(5) })
@@ -442,7 +573,10 @@ describe('erasure', () => {
     }
     // The stale delete sets no tombstone, so it answers stale, though it erases the fields older than it.
     assert.deepEqual(statuses(deleteLast.decisions[2]!), ['stale'])
-    assert.deepEqual(deleteLast.decisions[2]!.customers.map((c) => [c.record.deleted, c.record.email, c.record.clocks.first_name?.version_us]), [[false, 'new@example.com', us(3)]])
+    assert.deepEqual(
+      deleteLast.decisions[2]!.customers.map((c) => [c.record.deleted, c.record.email, c.record.clocks.first_name?.version_us]),
+      [[false, 'new@example.com', us(3)]],
+    )
     assert.deepEqual(deleteLast.decisions[2]!.redactions, [])
     assert.notEqual(deleteLast.decisions[2]!.events[0]!.body, REDACTED_BODY)
   })
@@ -457,11 +591,20 @@ describe('erasure', () => {
     }
   })
 
-  test('when an erased customer\'s order names a live new owner, the erased points are forfeited and the new owner earns', () => {
+  test("when an erased customer's order names a live new owner, the erased points are forfeited and the new owner earns", () => {
     const { state } = run([customerHook(ann()), orderHook(paidOrder({ customer: { id: 5, updated_at: iso(1) }, updated_at: iso(1) }))])
     assert.deepEqual(balances(state.ledger.get(keyOf(1, 10))!), { c5: 100 })
-    const d = decideBatch([deleteHook({ id: 5, updated_at: iso(3) }), orderHook(paidOrder({ customer: { id: 6, updated_at: iso(4) }, updated_at: iso(4) }))], state)
-    assert.deepEqual(rowsOf(d).map((r) => [holderKey(r), r.points, r.reason]), [['c5', -100, 'forfeited'], ['c6', 100, 'earned']])
+    const d = decideBatch(
+      [deleteHook({ id: 5, updated_at: iso(3) }), orderHook(paidOrder({ customer: { id: 6, updated_at: iso(4) }, updated_at: iso(4) }))],
+      state,
+    )
+    assert.deepEqual(
+      rowsOf(d).map((r) => [holderKey(r), r.points, r.reason]),
+      [
+        ['c5', -100, 'forfeited'],
+        ['c6', 100, 'earned'],
+      ],
+    )
   })
 })
 
@@ -471,7 +614,15 @@ describe('erasure', () => {
 type Spec =
   | { kind: 'customer'; id: number; email: string | null; name: string }
   | { kind: 'delete'; id: number }
-  | { kind: 'order'; id: number; subtotal: string; paid: boolean; refunded: boolean; email: string | null; customer: { id: number; email: string | null } | null }
+  | {
+      kind: 'order'
+      id: number
+      subtotal: string
+      paid: boolean
+      refunded: boolean
+      email: string | null
+      customer: { id: number; email: string | null } | null
+    }
 
 const EMAILS = ['a@example.com', 'b@example.com'] as const
 const emailArb = fc.option(fc.constantFrom(...EMAILS), { nil: null })
@@ -497,14 +648,16 @@ function specArb({ deletes, oneCustomerPerOrder, customerEmails = true }: { dele
         refunded: fc.boolean(),
         email: emailArb,
         customer: fc.option(
-          (oneCustomerPerOrder ? fc.constant(id === 10 ? 1 : 2) : fc.constantFrom(1, 2)).chain((c) => fc.record({ id: fc.constant(c), email: customerEmail(c) })),
+          (oneCustomerPerOrder ? fc.constant(id === 10 ? 1 : 2) : fc.constantFrom(1, 2)).chain((c) =>
+            fc.record({ id: fc.constant(c), email: customerEmail(c) }),
+          ),
           { nil: null },
         ),
       }),
     )
-    const customer = fc.constantFrom(1, 2).chain((id) =>
-      fc.record({ kind: fc.constant('customer' as const), id: fc.constant(id), email: customerEmail(id), name: fc.constantFrom('Ann', 'Bob') }),
-    )
+    const customer = fc
+      .constantFrom(1, 2)
+      .chain((id) => fc.record({ kind: fc.constant('customer' as const), id: fc.constant(id), email: customerEmail(id), name: fc.constantFrom('Ann', 'Bob') }))
     return fc.oneof(customer, order, ...(deletes ? [fc.record({ kind: fc.constant('delete' as const), id: fc.constantFrom(1, 2) })] : []))
   }
 }
@@ -512,13 +665,22 @@ function specArb({ deletes, oneCustomerPerOrder, customerEmails = true }: { dele
 /** The webhook of a spec; every webhook and every embedded customer has its own updated_at. */
 function specHook(spec: Spec, version: number, snapshot: number, eventId: string, receivedUs: number): Webhook {
   const opts = { eventId, receivedUs }
-  if (spec.kind === 'customer') return customerHook({ id: spec.id, first_name: spec.name, ...(spec.email ? { email: spec.email } : {}), updated_at: iso(version) }, opts)
+  if (spec.kind === 'customer')
+    return customerHook({ id: spec.id, first_name: spec.name, ...(spec.email ? { email: spec.email } : {}), updated_at: iso(version) }, opts)
   if (spec.kind === 'delete') return deleteHook({ id: spec.id, updated_at: iso(version) }, opts)
   return orderHook(
     {
-      id: spec.id, currency: 'EUR', subtotal: spec.subtotal, is_paid: spec.paid, is_refunded: spec.refunded, processed_at: PROCESSED_AT, updated_at: iso(version),
+      id: spec.id,
+      currency: 'EUR',
+      subtotal: spec.subtotal,
+      is_paid: spec.paid,
+      is_refunded: spec.refunded,
+      processed_at: PROCESSED_AT,
+      updated_at: iso(version),
       ...(spec.email ? { email: spec.email } : {}),
-      ...(spec.customer ? { customer: { id: spec.customer.id, ...(spec.customer.email ? { email: spec.customer.email } : {}), updated_at: iso(snapshot) } } : {}),
+      ...(spec.customer
+        ? { customer: { id: spec.customer.id, ...(spec.customer.email ? { email: spec.customer.email } : {}), updated_at: iso(snapshot) } }
+        : {}),
     },
     opts,
   )
@@ -537,29 +699,35 @@ function finalOf(specs: readonly Spec[], order: readonly number[], versions: rea
   const batch = order.map((i, position) => specHook(specs[i]!, versions[2 * i]!, versions[2 * i + 1]!, `e${i}`, T0 + 1_000 + position))
   const state = emptyState()
   const d = decideBatch(batch, state)
-  const customers = Object.fromEntries([...state.customers].sort().map(([k, c]) => [k, { record: withoutArrival(c.record), rev: c.rev, erasedEmailSha: c.erasedEmailSha }]))
+  const customers = Object.fromEntries(
+    [...state.customers].sort().map(([k, c]) => [k, { record: withoutArrival(c.record), rev: c.rev, erasedEmailSha: c.erasedEmailSha }]),
+  )
   const orders = Object.fromEntries([...state.orders].sort().map(([k, o]) => [k, { record: withoutArrival(o.record), rev: o.rev }]))
   return { customers, orders, points: balances(d.ledger) }
 }
 
 const batchArb = (spec: (emails: Emails) => fc.Arbitrary<Spec>) =>
-  emailsArb.chain((emails) => fc.array(spec(emails), { minLength: 1, maxLength: 6 })).chain((specs) =>
-    fc.tuple(
-      fc.constant(specs),
-      fc.uniqueArray(fc.integer({ min: 1, max: 59 }), { minLength: 2 * specs.length, maxLength: 2 * specs.length }),
-      fc.shuffledSubarray([...specs.keys()], { minLength: specs.length, maxLength: specs.length }),
-    ),
-  )
+  emailsArb
+    .chain((emails) => fc.array(spec(emails), { minLength: 1, maxLength: 6 }))
+    .chain((specs) =>
+      fc.tuple(
+        fc.constant(specs),
+        fc.uniqueArray(fc.integer({ min: 1, max: 59 }), { minLength: 2 * specs.length, maxLength: 2 * specs.length }),
+        fc.shuffledSubarray([...specs.keys()], { minLength: specs.length, maxLength: specs.length }),
+      ),
+    )
 
 describe('property', () => {
-  const permutationsAgree = (spec: (emails: Emails) => fc.Arbitrary<Spec>, numRuns = 500) => () => {
-    fc.assert(
-      fc.property(batchArb(spec), ([specs, versions, permuted]) => {
-        assert.deepEqual(finalOf(specs, permuted, versions), finalOf(specs, [...specs.keys()], versions))
-      }),
-      { numRuns },
-    )
-  }
+  const permutationsAgree =
+    (spec: (emails: Emails) => fc.Arbitrary<Spec>, numRuns = 500) =>
+    () => {
+      fc.assert(
+        fc.property(batchArb(spec), ([specs, versions, permuted]) => {
+          assert.deepEqual(finalOf(specs, permuted, versions), finalOf(specs, [...specs.keys()], versions))
+        }),
+        { numRuns },
+      )
+    }
 
   test(
     'every order of one batch of dated webhooks gives the same customers, orders and points per holder',

@@ -68,7 +68,10 @@ export function decideBatch(items: readonly BatchItem[], state: BatchState, sett
     const { applied, next } = mergeCustomer(before, patch)
     if (next !== before) {
       state.customers.set(key, {
-        shopId, record: next, rev: stored?.rev ?? 0, erasedEmailSha: stored?.erasedEmailSha ?? null,
+        shopId,
+        record: next,
+        rev: stored?.rev ?? 0,
+        erasedEmailSha: stored?.erasedEmailSha ?? null,
         lastHash: applied ? w.bodyHash : (stored?.lastHash ?? null),
         lastEventId: applied ? w.eventId : (stored?.lastEventId ?? null),
       })
@@ -138,7 +141,9 @@ export function decideBatch(items: readonly BatchItem[], state: BatchState, sett
     const { applied, next } = mergeOrder(stored?.record, change.order)
     if (next === stored?.record) return false
     state.orders.set(key, {
-      shopId: w.shopId, record: next, rev: stored?.rev ?? 0,
+      shopId: w.shopId,
+      record: next,
+      rev: stored?.rev ?? 0,
       lastHash: applied ? w.bodyHash : (stored?.lastHash ?? null),
       lastEventId: applied ? w.eventId : (stored?.lastEventId ?? null),
     })
@@ -173,8 +178,18 @@ export function decideBatch(items: readonly BatchItem[], state: BatchState, sett
       }
     }
     events.push({
-      id: w.eventId, shopId: w.shopId, topic: w.topic, resourceId: w.resourceId, customerId: w.customerId, receivedUs: w.receivedUs,
-      body: w.body, headers: w.headers, outcome, duplicateOf, errors: w.errors, idemKey,
+      id: w.eventId,
+      shopId: w.shopId,
+      topic: w.topic,
+      resourceId: w.resourceId,
+      customerId: w.customerId,
+      receivedUs: w.receivedUs,
+      body: w.body,
+      headers: w.headers,
+      outcome,
+      duplicateOf,
+      errors: w.errors,
+      idemKey,
       ...(w.replayOf === undefined ? {} : { replayOf: w.replayOf }),
     })
   }
@@ -232,7 +247,9 @@ export function decideBatch(items: readonly BatchItem[], state: BatchState, sett
   for (const key of points.touched) if (state.customers.has(key)) changedCustomers.add(key)
 
   const list: Redaction[] = [...redactions].map(([shopId, r]) => ({
-    shopId, customerIds: [...r.customerIds], orderIds: [...r.orderIds],
+    shopId,
+    customerIds: [...r.customerIds],
+    orderIds: [...r.orderIds],
   }))
   const decision = {
     events,

@@ -23,7 +23,13 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
     return undefined
   }
   const entries: FeedEntry[] = []
-  for (const c of d.customers) entries.push(customerEntry(c, causeOf(c.lastEventId, (e) => e.customerId === c.record.id && e.shopId === c.shopId)))
+  for (const c of d.customers)
+    entries.push(
+      customerEntry(
+        c,
+        causeOf(c.lastEventId, (e) => e.customerId === c.record.id && e.shopId === c.shopId),
+      ),
+    )
   for (const o of d.orders) {
     const cause = causeOf(o.lastEventId, (e) => e.topic === 'order/hook_created' && e.resourceId === o.record.id && e.shopId === o.shopId)
     // An order changed by settlement alone (erased by a customer's delete) is credited as its ledger entries are.
@@ -35,8 +41,15 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
       shopId: l.shopId,
       type: 'points.changed',
       data: {
-        customer_id: l.customerId, guest: l.customerId === null, order_id: l.orderId, redemption_id: l.redemptionId, adjustment_id: l.adjustmentId ?? null,
-        points: l.points, reason: l.reason, debt: l.debt, event_id: l.eventId,
+        customer_id: l.customerId,
+        guest: l.customerId === null,
+        order_id: l.orderId,
+        redemption_id: l.redemptionId,
+        adjustment_id: l.adjustmentId ?? null,
+        points: l.points,
+        reason: l.reason,
+        debt: l.debt,
+        event_id: l.eventId,
       },
     })
   }
@@ -55,9 +68,17 @@ function orderEntry(o: StoredOrder, eventId: string | null, outcome: string | nu
     shopId: o.shopId,
     type: 'order.updated',
     data: {
-      order_id: r.id, rev: o.rev + 1, customer_id: r.customer_id, currency: r.currency, total: r.total === null ? null : fromMinor(r.total),
-      is_paid: r.is_paid, is_fulfilled: r.is_fulfilled, is_refunded: r.is_refunded, is_cancelled: r.cancelled_at !== null,
-      event_id: eventId, outcome: outcomeOf(outcome ?? undefined),
+      order_id: r.id,
+      rev: o.rev + 1,
+      customer_id: r.customer_id,
+      currency: r.currency,
+      total: r.total === null ? null : fromMinor(r.total),
+      is_paid: r.is_paid,
+      is_fulfilled: r.is_fulfilled,
+      is_refunded: r.is_refunded,
+      is_cancelled: r.cancelled_at !== null,
+      event_id: eventId,
+      outcome: outcomeOf(outcome ?? undefined),
     },
   }
 }

@@ -92,8 +92,16 @@ export interface StoredRedemption {
 
 export function emptyState(): BatchState {
   return {
-    customers: new Map(), orders: new Map(), ledger: new Map(), rules: new Map(), idem: new Map(), guestOrders: new Map(),
-    wallets: new Map(), redemptions: new Map(), redemptionIdem: new Map(), adjustmentIdem: new Map(),
+    customers: new Map(),
+    orders: new Map(),
+    ledger: new Map(),
+    rules: new Map(),
+    idem: new Map(),
+    guestOrders: new Map(),
+    wallets: new Map(),
+    redemptions: new Map(),
+    redemptionIdem: new Map(),
+    adjustmentIdem: new Map(),
   }
 }
 

@@ -24,12 +24,12 @@ function adminId(value: string): number {
 }
 
 export function adminsCommand(): Command {
-  const admins = new Command('admins').description('create, list and revoke the console\'s operators and their admin keys')
+  const admins = new Command('admins').description("create, list and revoke the console's operators and their admin keys")
 
   admins
     .command('create')
     .description('create an operator and an admin key; the key is printed once, on the last line')
-    .requiredOption('--name <name>', 'the operator\'s name, recorded with every change they make', operatorName)
+    .requiredOption('--name <name>', "the operator's name, recorded with every change they make", operatorName)
     .addOption(new Option('--role <role>', 'operator: may look and change; viewer: may look only').choices(ADMIN_ROLES).default('operator'))
     .action((options: { name: string; role: AdminRole }) =>
       withBackend(async ({ db }) => {
@@ -49,7 +49,14 @@ export function adminsCommand(): Command {
       withBackend(async ({ db }) => {
         const rows = await listAdmins(db)
         printTable(
-          rows.map((r) => ({ id: String(r.id), name: r.name, role: r.role, hint: r.hint, created: formatInstant(r.created_at) ?? '', revoked: formatInstant(r.revoked_at) ?? 'no' })),
+          rows.map((r) => ({
+            id: String(r.id),
+            name: r.name,
+            role: r.role,
+            hint: r.hint,
+            created: formatInstant(r.created_at) ?? '',
+            revoked: formatInstant(r.revoked_at) ?? 'no',
+          })),
           ['id', 'name', 'role', 'hint', 'created', 'revoked'],
         )
       }),
@@ -57,7 +64,7 @@ export function adminsCommand(): Command {
 
   admins
     .command('revoke')
-    .description('revoke an operator\'s key and end their sessions, at once')
+    .description("revoke an operator's key and end their sessions, at once")
     .argument('<id>', 'the operator id, as admins list shows it', adminId)
     .action((id: number) =>
       withBackend(async ({ db }) => {

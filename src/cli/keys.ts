@@ -28,7 +28,12 @@ export function keysCommand(): Command {
       withBackend(async ({ db }) => {
         const issued = await issueKey(db, options.shop)
         const stored = (await findKeyById(db, issued.keyId))!
-        await auditCommandLine(db, { action: 'key.create', shopId: issued.shopId, target: String(issued.keyId), detail: { hint: stored.hint, shop_created: issued.shopCreated } })
+        await auditCommandLine(db, {
+          action: 'key.create',
+          shopId: issued.shopId,
+          target: String(issued.keyId),
+          detail: { hint: stored.hint, shop_created: issued.shopCreated },
+        })
         if (issued.shopCreated) console.log(`created shop ${options.shop}`)
         console.log(`created key ${issued.keyId} for shop ${options.shop}; store it now, it is not shown again:`)
         console.log(issued.key)
@@ -38,7 +43,7 @@ export function keysCommand(): Command {
   keys
     .command('list')
     .description('list keys: id, masked hint, shop, created, last used (by any request, reads included; to within 10 s), revoked')
-    .option('--shop <name>', 'only this shop\'s keys', shopName)
+    .option('--shop <name>', "only this shop's keys", shopName)
     .action((options: { shop?: string }) =>
       withBackend(async ({ db }) => {
         if (options.shop !== undefined && !(await findShop(db, options.shop))) throw new Error(`no shop named ${options.shop}`)
@@ -74,7 +79,11 @@ export function keysCommand(): Command {
 
 export function printTable(rows: Record<string, string>[], columns: string[]): void {
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => r[c]!.length)))
-  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd()
   console.log(line(columns))
   for (const row of rows) console.log(line(columns.map((c) => row[c]!)))
 }

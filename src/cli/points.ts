@@ -9,7 +9,8 @@ import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
 
 function customerId(value: string): number {
-  if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('a positive whole number, the shop\'s id of the customer')
+  if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value)))
+    throw new InvalidArgumentError("a positive whole number, the shop's id of the customer")
   return Number(value)
 }
 
@@ -21,16 +22,23 @@ function count(value: string): number {
 /** Text columns padded to their widest cell. */
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n')
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')
 }
 
 export function pointsCommand(): Command {
   const points = new Command('points').description('the points ledger')
   points
     .command('show')
-    .description('a customer\'s balances, what expires in the next 30 days and their latest ledger entries, for support staff')
+    .description("a customer's balances, what expires in the next 30 days and their latest ledger entries, for support staff")
     .requiredOption('--shop <name>', 'the shop', shopName)
-    .requiredOption('--customer <id>', 'the shop\'s id of the customer', customerId)
+    .requiredOption('--customer <id>', "the shop's id of the customer", customerId)
     .option('--limit <n>', 'how many of the latest entries to list (default 20)', count)
     .action((options: { shop: string; customer: number; limit?: number }) =>
       withBackend(async ({ db }) => {
@@ -47,15 +55,17 @@ export function pointsCommand(): Command {
         if (!customer && page.rows.length === 0) throw new Error(`no customer ${options.customer} in shop ${options.shop}`)
         const name = [customer?.first_name, customer?.last_name].filter(Boolean).join(' ')
         console.log(`customer ${options.customer}${name ? ` (${name})` : ''} of shop ${options.shop}${customer?.deleted ? ', deleted' : ''}`)
-        console.log(table([
-          ['available', String(balances.available)],
-          ['pending', String(balances.pending)],
-          ['lifetime earned', String(balances.lifetime_earned)],
-        ]))
+        console.log(
+          table([
+            ['available', String(balances.available)],
+            ['pending', String(balances.pending)],
+            ['lifetime earned', String(balances.lifetime_earned)],
+          ]),
+        )
         if (balances.available < 0) console.log('in debt: a refund or cancel took back points that had been spent')
         const expireAfterDays = parseStoredRule(rule.rule).expire_after_days
         const expiring = expiringBetween(lots, nowUs, nowUs + 30 * DAY_US, expireAfterDays)
-        if (expireAfterDays === 0) console.log('points never expire under the shop\'s rule')
+        if (expireAfterDays === 0) console.log("points never expire under the shop's rule")
         else if (expiring.length === 0) console.log('nothing expires in the next 30 days')
         else for (const e of expiring) console.log(`${e.points} points expire at ${formatUs(e.at_us)}`)
         if (page.rows.length === 0) {
@@ -63,18 +73,25 @@ export function pointsCommand(): Command {
           return
         }
         console.log(`latest ${page.rows.length} entr${page.rows.length === 1 ? 'y' : 'ies'}, newest first:`)
-        console.log(table([
-          ['created_at', 'reason', 'points', 'order', 'redemption', 'available_at', 'debt'],
-          ...page.rows.map((r) => [
-            formatInstant(r.created_at), r.reason, String(r.points), r.order_id === null ? '-' : String(r.order_id), r.redemption_id ?? '-',
-            formatInstant(r.available_at), Number(r.debt) === 1 ? 'debt' : '',
+        console.log(
+          table([
+            ['created_at', 'reason', 'points', 'order', 'redemption', 'available_at', 'debt'],
+            ...page.rows.map((r) => [
+              formatInstant(r.created_at),
+              r.reason,
+              String(r.points),
+              r.order_id === null ? '-' : String(r.order_id),
+              r.redemption_id ?? '-',
+              formatInstant(r.available_at),
+              Number(r.debt) === 1 ? 'debt' : '',
+            ]),
           ]),
-        ]))
+        )
       }),
     )
   points
     .command('rebuild')
-    .description('recompute every order\'s points from its stored state and the current rule; append only the corrections')
+    .description("recompute every order's points from its stored state and the current rule; append only the corrections")
     .option('--shop <name>', 'only this shop', shopName)
     .action((options: { shop?: string }) =>
       withBackend(async (backend) => {

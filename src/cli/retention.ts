@@ -14,7 +14,9 @@ function days(value: string): number {
   if (!/^\d+(\.\d+)?$/.test(value) || Number(value) > 36_500) throw new InvalidArgumentError('a number of days up to 36500, such as 30 or 0.5')
   // 0 is EVENT_RETENTION_DAYS's "keep everything": here it would mean the opposite.
   if (Number(value) === 0) {
-    throw new InvalidArgumentError('--older-than 0 would delete every event, while EVENT_RETENTION_DAYS=0 keeps every event; give a period above 0, such as 30 or 0.5')
+    throw new InvalidArgumentError(
+      '--older-than 0 would delete every event, while EVENT_RETENTION_DAYS=0 keeps every event; give a period above 0, such as 30 or 0.5',
+    )
   }
   return Number(value)
 }
@@ -30,7 +32,10 @@ export function retentionCommands(): Command[] {
     .description('delete events older than the retention period (their body, headers and idempotency key), oldest first, in small transactions')
     .option('--older-than <days>', 'the period in days (default EVENT_RETENTION_DAYS)', days)
     .option('--dry-run', 'only count what would be deleted')
-    .option('--vacuum', 'SQLite: afterwards, give every free page back to the file system (a file made before incremental vacuum is rewritten once, which needs the service stopped)')
+    .option(
+      '--vacuum',
+      'SQLite: afterwards, give every free page back to the file system (a file made before incremental vacuum is rewritten once, which needs the service stopped)',
+    )
     .action(async (options: { olderThan?: number; dryRun?: boolean; vacuum?: boolean }) => {
       const url = loadConfig().DATABASE_URL
       if (options.vacuum && !url.startsWith('sqlite:')) throw new Error('--vacuum is for SQLite; on PostgreSQL autovacuum reuses the space of pruned rows')
@@ -43,13 +48,12 @@ export function retentionCommands(): Command[] {
         const before = await eventsBefore(backend, cutoffUs)
         const sizeBefore = await backend.sizeBytes()
         if (options.dryRun) {
-          console.log(`${before.count} event${before.count === 1 ? '' : 's'} received before ${formatUs(cutoffUs)} would be deleted (oldest stored: ${when(before.oldestUs)}; database ${mb(sizeBefore)})`)
+          console.log(
+            `${before.count} event${before.count === 1 ? '' : 's'} received before ${formatUs(cutoffUs)} would be deleted (oldest stored: ${when(before.oldestUs)}; database ${mb(sizeBefore)})`,
+          )
           return
         }
-        const bar = new cliProgress.SingleBar(
-          { format: 'pruning events |{bar}| {value}/{total}', stream: process.stderr },
-          cliProgress.Presets.shades_classic,
-        )
+        const bar = new cliProgress.SingleBar({ format: 'pruning events |{bar}| {value}/{total}', stream: process.stderr }, cliProgress.Presets.shades_classic)
         bar.start(before.count, 0)
         let deleted = 0
         for (;;) {

@@ -44,7 +44,17 @@ function currencyRate(value: string, previous: Record<string, number> = {}): Rec
 }
 
 /** The options of `rules set` that change the rule (all but --shop). */
-const CHANGES = ['pointsPerUnit', 'includeShipping', 'includeTax', 'excludeGiftcard', 'currencyRate', 'clearCurrencyRates', 'earnOn', 'pendingDays', 'expireAfterDays']
+const CHANGES = [
+  'pointsPerUnit',
+  'includeShipping',
+  'includeTax',
+  'excludeGiftcard',
+  'currencyRate',
+  'clearCurrencyRates',
+  'earnOn',
+  'pendingDays',
+  'expireAfterDays',
+]
 
 async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
   const shop = await findShop(db, name)
@@ -67,10 +77,10 @@ function print(name: string, version: number, rule: Rule): void {
 }
 
 export function rulesCommand(): Command {
-  const rules = new Command('rules').description('show or change a shop\'s points rule')
+  const rules = new Command('rules').description("show or change a shop's points rule")
   rules
     .command('show')
-    .description('print the shop\'s points rule and its version, as JSON')
+    .description("print the shop's points rule and its version, as JSON")
     .requiredOption('--shop <name>', 'the shop', shopName)
     .action((options: { shop: string }) =>
       withBackend(async ({ db }) => {
@@ -102,7 +112,10 @@ export function rulesCommand(): Command {
         // Commander sets the defaults of --no-… options; only options given on the command line count.
         const given = CHANGES.filter((name) => rules.commands.find((c) => c.name() === 'set')!.getOptionValueSource(name) === 'cli')
         if (given.length === 0) throw new Error('nothing changed: give at least one option to change (rules set --help lists them)')
-        const [{ normalizeRule, parseStoredRule }, { readRule, writeRule }] = await Promise.all([import('../loyalty/rule.ts'), import('../store/points-repo.ts')])
+        const [{ normalizeRule, parseStoredRule }, { readRule, writeRule }] = await Promise.all([
+          import('../loyalty/rule.ts'),
+          import('../store/points-repo.ts'),
+        ])
         const current = parseStoredRule((await readRule(db, shop.id)).rule)
         const next: Rule = normalizeRule({
           ...current,
@@ -119,7 +132,12 @@ export function rulesCommand(): Command {
           ...(options.expireAfterDays !== undefined && { expire_after_days: options.expireAfterDays }),
         })
         const version = await writeRule(db, shop.id, JSON.stringify(next))
-        await auditCommandLine(db, { action: 'rule.set', shopId: Number(shop.id), target: String(version), detail: { version, changes: ruleChanges(current, next) } })
+        await auditCommandLine(db, {
+          action: 'rule.set',
+          shopId: Number(shop.id),
+          target: String(version),
+          detail: { version, changes: ruleChanges(current, next) },
+        })
         print(options.shop, version, next)
       }),
     )

@@ -32,7 +32,9 @@ function retryAfterMs(header: string | null, capMs: number): number | undefined 
 
 export function sendCommand(): Command {
   return new Command('send')
-    .description('post one webhook body (FILE, or - for stdin) to SHOP_INTAKE_URL with the key in SHOP_INTAKE_KEY, retrying 503, 429, 408 and connection errors as the README says, and print the answer')
+    .description(
+      'post one webhook body (FILE, or - for stdin) to SHOP_INTAKE_URL with the key in SHOP_INTAKE_KEY, retrying 503, 429, 408 and connection errors as the README says, and print the answer',
+    )
     .argument('<file>', 'the JSON body, or - to read it from stdin')
     .addOption(new Option('--topic <topic>', 'the webhook topic').choices(TOPICS).makeOptionMandatory())
     .option('--attempts <n>', 'most attempts in all, 1 to 20', attempts, 6)

@@ -1,8 +1,19 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import {
-  customerClock, emailHash, emptyCustomer, emptyOrder, mergeCustomer, mergeOrder, ORDER_RULES,
-  type Clock, type CustomerFields, type CustomerPatch, type OrderFields, type OrderPatch, type OrderRecord,
+  customerClock,
+  emailHash,
+  emptyCustomer,
+  emptyOrder,
+  mergeCustomer,
+  mergeOrder,
+  ORDER_RULES,
+  type Clock,
+  type CustomerFields,
+  type CustomerPatch,
+  type OrderFields,
+  type OrderPatch,
+  type OrderRecord,
 } from './merge.ts'
 
 // Given/when/then cases for what merge.test.ts leaves to its properties: redeliveries
@@ -12,10 +23,22 @@ import {
 const clock = (version_us: number, arrival_us = version_us): Clock => ({ version_us, arrival_us })
 const customer = (fields: Partial<CustomerFields>, c: Clock, id = 1): CustomerPatch => ({ id, fields, deleted: false, clock: c })
 const deletion = (c: Clock, id = 1): CustomerPatch => ({ id, fields: {}, deleted: true, clock: c })
-const dated = (c: Clock, fields: Partial<OrderFields>, extra: Partial<OrderPatch> = {}): OrderPatch =>
-  ({ id: 10, fields, dated: true, clock: c, customer: null, ...extra })
-const undated = (arrival: number, fields: Partial<OrderFields>, extra: Partial<OrderPatch> = {}): OrderPatch =>
-  ({ id: 10, fields, dated: false, clock: clock(arrival), customer: null, ...extra })
+const dated = (c: Clock, fields: Partial<OrderFields>, extra: Partial<OrderPatch> = {}): OrderPatch => ({
+  id: 10,
+  fields,
+  dated: true,
+  clock: c,
+  customer: null,
+  ...extra,
+})
+const undated = (arrival: number, fields: Partial<OrderFields>, extra: Partial<OrderPatch> = {}): OrderPatch => ({
+  id: 10,
+  fields,
+  dated: false,
+  clock: clock(arrival),
+  customer: null,
+  ...extra,
+})
 const link = (customer_id: number, link_us: number, snapshot_us = link_us) => ({ customer: { customer_id, link_us, snapshot_us } })
 
 describe('copies: the same value at the same version is no news', () => {
@@ -37,14 +60,14 @@ describe('copies: the same value at the same version is no news', () => {
     assert.deepEqual(tags.next.tags, ['a', 'c'])
   })
 
-  test('given a field a delete set to null, when a value comes at the delete\'s version, later, then it is news', () => {
+  test("given a field a delete set to null, when a value comes at the delete's version, later, then it is news", () => {
     const stored = mergeCustomer(mergeCustomer(undefined, customer({ tags: ['a'] }, clock(1))).next, deletion(clock(5, 2))).next
     const back = mergeCustomer(stored, customer({ tags: ['a'] }, clock(5, 3)))
     assert.equal(back.applied, true)
     assert.deepEqual(back.next.tags, ['a'])
   })
 
-  test('given a field a delete set to null, when a list comes at the delete\'s version after the customer is back, then it is news', () => {
+  test("given a field a delete set to null, when a list comes at the delete's version after the customer is back, then it is news", () => {
     let stored = mergeCustomer(mergeCustomer(undefined, customer({ tags: ['a'] }, clock(1))).next, deletion(clock(5, 2))).next
     stored = mergeCustomer(stored, customer({ first_name: 'Back' }, clock(5, 3))).next
     assert.equal(stored.deleted, false)
@@ -121,15 +144,32 @@ describe('lifecycle', () => {
 
   test('the rule of each order field: undated webhooks move the lifecycle forward only', () => {
     assert.deepEqual(ORDER_RULES, {
-      currency: 'latest', email: 'latest', ref: 'latest', total: 'latest', subtotal: 'latest', amount_shipping: 'latest',
-      amount_giftcard: 'latest', amount_tax: 'latest', processed_at: 'latest', updated_at: 'latest',
-      is_fulfilled: 'lifecycle', is_refunded: 'lifecycle', is_paid: 'lifecycle', cancelled_at: 'lifecycle',
+      currency: 'latest',
+      email: 'latest',
+      ref: 'latest',
+      total: 'latest',
+      subtotal: 'latest',
+      amount_shipping: 'latest',
+      amount_giftcard: 'latest',
+      amount_tax: 'latest',
+      processed_at: 'latest',
+      updated_at: 'latest',
+      is_fulfilled: 'lifecycle',
+      is_refunded: 'lifecycle',
+      is_paid: 'lifecycle',
+      cancelled_at: 'lifecycle',
     })
   })
 
   test('undated webhooks: amounts and processed_at take the latest arrival', () => {
-    const first = mergeOrder(undefined, undated(1, { subtotal: 100, amount_shipping: 1, amount_giftcard: 2, amount_tax: 3, processed_at: '2024-01-01T00:00:00Z' }, { processed_us: 1 })).next
-    const next = mergeOrder(first, undated(2, { subtotal: 50, amount_shipping: 0, amount_giftcard: 0, amount_tax: 0, processed_at: '2024-01-02T00:00:00Z' }, { processed_us: 2 })).next
+    const first = mergeOrder(
+      undefined,
+      undated(1, { subtotal: 100, amount_shipping: 1, amount_giftcard: 2, amount_tax: 3, processed_at: '2024-01-01T00:00:00Z' }, { processed_us: 1 }),
+    ).next
+    const next = mergeOrder(
+      first,
+      undated(2, { subtotal: 50, amount_shipping: 0, amount_giftcard: 0, amount_tax: 0, processed_at: '2024-01-02T00:00:00Z' }, { processed_us: 2 }),
+    ).next
     assert.deepEqual(
       [next.subtotal, next.amount_shipping, next.amount_giftcard, next.amount_tax, next.processed_at, next.processed_us],
       [50, 0, 0, 0, '2024-01-02T00:00:00Z', 2],

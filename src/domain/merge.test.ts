@@ -3,8 +3,19 @@ import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import '../../test/support/seed.ts'
 import {
-  CUSTOMER_FIELDS, emptyCustomer, emptyOrder, isNewer, mergeCustomer, mergeOrder,
-  type Clock, type CustomerFields, type CustomerPatch, type Merge, type OrderFields, type OrderPatch, type OrderRecord,
+  CUSTOMER_FIELDS,
+  emptyCustomer,
+  emptyOrder,
+  isNewer,
+  mergeCustomer,
+  mergeOrder,
+  type Clock,
+  type CustomerFields,
+  type CustomerPatch,
+  type Merge,
+  type OrderFields,
+  type OrderPatch,
+  type OrderRecord,
 } from './merge.ts'
 import { parseInstantUs } from './time.ts'
 import { customerPatch, orderPatch } from './webhook.ts'
@@ -19,10 +30,22 @@ const clock = (version_us: number, arrival_us = version_us): Clock => ({ version
 const customer = (fields: Partial<CustomerFields>, c: Clock, id = 1): CustomerPatch => ({ id, fields, deleted: false, clock: c })
 const deletion = (c: Clock, id = 1): CustomerPatch => ({ id, fields: {}, deleted: true, clock: c })
 
-const dated = (c: Clock, fields: Partial<OrderFields>, extra: Partial<OrderPatch> = {}): OrderPatch =>
-  ({ id: 10, fields, dated: true, clock: c, customer: null, ...extra })
-const undated = (arrival: number, fields: Partial<OrderFields>, extra: Partial<OrderPatch> = {}): OrderPatch =>
-  ({ id: 10, fields, dated: false, clock: clock(arrival), customer: null, ...extra })
+const dated = (c: Clock, fields: Partial<OrderFields>, extra: Partial<OrderPatch> = {}): OrderPatch => ({
+  id: 10,
+  fields,
+  dated: true,
+  clock: c,
+  customer: null,
+  ...extra,
+})
+const undated = (arrival: number, fields: Partial<OrderFields>, extra: Partial<OrderPatch> = {}): OrderPatch => ({
+  id: 10,
+  fields,
+  dated: false,
+  clock: clock(arrival),
+  customer: null,
+  ...extra,
+})
 /** The cancelled_at field and its instant, as orderPatch derives them. */
 const cancel = (iso: string | null) => ({ fields: { cancelled_at: iso }, extra: { cancelled_us: iso === null ? null : at(iso) } })
 const link = (customer_id: number, link_us: number, snapshot_us = link_us) => ({ customer: { customer_id, link_us, snapshot_us } })
@@ -70,7 +93,9 @@ describe('mergeCustomer', () => {
     const { applied, next } = mergeCustomer(undefined, customer({ first_name: 'Ann', email: 'ann@example.com' }, clock(5, 1)))
     assert.equal(applied, true)
     assert.deepEqual(next, {
-      ...emptyCustomer(1), first_name: 'Ann', email: 'ann@example.com',
+      ...emptyCustomer(1),
+      first_name: 'Ann',
+      email: 'ann@example.com',
       clocks: { first_name: clock(5, 1), email: clock(5, 1), deleted: clock(5, 1) },
     })
   })
@@ -87,7 +112,10 @@ describe('mergeCustomer', () => {
   test('given a field set by a newer webhook, when an older one carries it and another field, then each field keeps its own newest write', () => {
     const newer = customer({ first_name: 'New' }, clock(2))
     const older = customer({ first_name: 'Old', email: 'old@example.com' }, clock(1))
-    for (const order of [[newer, older], [older, newer]]) {
+    for (const order of [
+      [newer, older],
+      [older, newer],
+    ]) {
       const { state, applied } = fold(mergeCustomer, order)
       assert.equal(state.first_name, 'New')
       assert.equal(state.email, 'old@example.com')
@@ -166,7 +194,10 @@ describe('mergeCustomer', () => {
   })
 
   test('given fields older and newer than a delete, when the delete arrives, then only the older ones are nulled, and it answers stale', () => {
-    const stored = fold(mergeCustomer, [customer({ first_name: 'Ann', email: 'old@example.com' }, clock(1)), customer({ email: 'new@example.com' }, clock(3))]).state
+    const stored = fold(mergeCustomer, [
+      customer({ first_name: 'Ann', email: 'old@example.com' }, clock(1)),
+      customer({ email: 'new@example.com' }, clock(3)),
+    ]).state
     const { applied, next } = mergeCustomer(stored, deletion(clock(2)))
     // A delete is applied only when it sets the tombstone; erasing what predates it is not news.
     assert.equal(applied, false)
@@ -193,8 +224,13 @@ describe('mergeCustomer', () => {
   })
 
   const FULL: CustomerFields = {
-    first_name: 'Live', last_name: 'Lee', email: 'l@example.com', is_newsletter: true, tags: ['vip'],
-    created_at: '2024-01-01T00:00:00Z', updated_at: '2024-05-01T00:00:00Z',
+    first_name: 'Live',
+    last_name: 'Lee',
+    email: 'l@example.com',
+    is_newsletter: true,
+    tags: ['vip'],
+    created_at: '2024-01-01T00:00:00Z',
+    updated_at: '2024-05-01T00:00:00Z',
   }
 
   test('given a customer newer than a delete on every field, when the stale delete arrives, then nothing is nulled but erased_us is raised', () => {
@@ -253,7 +289,8 @@ describe('mergeCustomer', () => {
         const expected = fold(mergeCustomer, list).state
         assert.deepEqual(fold(mergeCustomer, permuted).state, expected)
         // And that state is the one the rules define, field by field.
-        const newest = (ps: CustomerPatch[]) => ps.reduce<CustomerPatch | undefined>((a, p) => (a === undefined || isNewer(p.clock, a.clock) ? p : a), undefined)
+        const newest = (ps: CustomerPatch[]) =>
+          ps.reduce<CustomerPatch | undefined>((a, p) => (a === undefined || isNewer(p.clock, a.clock) ? p : a), undefined)
         for (const field of CUSTOMER_FIELDS) {
           const writer = newest(list.filter((p) => p.deleted || p.fields[field] !== undefined))
           assert.equal(JSON.stringify(expected[field]), JSON.stringify(writer === undefined || writer.deleted ? null : writer.fields[field]), field)
@@ -278,7 +315,13 @@ describe('mergeOrder', () => {
 
   test('an order patch from a body: money in minor units, instants derived, the e-mail falls back to the embedded customer', () => {
     const p = orderPatch(
-      { id: 10, total: '12.50', processed_at: '2024-05-01T10:00:00+02:00', cancelled_at: null, customer: { id: 7, email: 'c@example.com', updated_at: '2024-04-01T00:00:00Z' } },
+      {
+        id: 10,
+        total: '12.50',
+        processed_at: '2024-05-01T10:00:00+02:00',
+        cancelled_at: null,
+        customer: { id: 7, email: 'c@example.com', updated_at: '2024-04-01T00:00:00Z' },
+      },
       42,
     )
     assert.deepEqual(p, {
@@ -306,7 +349,10 @@ describe('mergeOrder', () => {
     test('given an order, when an older partial body arrives, then each field keeps its newest write and absent fields are kept', () => {
       const newer = dated(clock(2), { ref: 'A' })
       const older = dated(clock(1), { ref: 'B', total: 500 })
-      for (const order of [[newer, older], [older, newer]]) {
+      for (const order of [
+        [newer, older],
+        [older, newer],
+      ]) {
         const { state, applied } = fold(mergeOrder, order)
         assert.deepEqual([state.ref, state.total], ['A', 500])
         assert.deepEqual(applied, [true, true])
@@ -328,7 +374,10 @@ describe('mergeOrder', () => {
     test('undated: the latest arrival wins, whichever is applied first', () => {
       const first = undated(1, { ref: 'A', total: 1000, currency: 'EUR', email: 'a@example.com' })
       const second = undated(2, { ref: 'B', total: 900, currency: 'USD', email: 'b@example.com' })
-      for (const order of [[first, second], [second, first]]) {
+      for (const order of [
+        [first, second],
+        [second, first],
+      ]) {
         const { state } = fold(mergeOrder, order)
         assert.deepEqual([state.ref, state.total, state.currency, state.email, state.arrival_us], ['B', 900, 'USD', 'b@example.com', 2])
       }
@@ -359,7 +408,10 @@ describe('mergeOrder', () => {
     test('dated: per field, a newer webhook that does not carry a flag leaves it alone', () => {
       const a = dated(clock(2), { is_paid: true })
       const b = dated(clock(1), { is_paid: false, is_fulfilled: true })
-      for (const order of [[a, b], [b, a]]) {
+      for (const order of [
+        [a, b],
+        [b, a],
+      ]) {
         const { state } = fold(mergeOrder, order)
         assert.deepEqual([state.is_paid, state.is_fulfilled, state.is_refunded], [true, true, false])
       }
@@ -381,7 +433,11 @@ describe('mergeOrder', () => {
       const c08 = cancelled(2, '2024-05-01T10:00:00+02:00') // 08:00Z
       const c09 = cancelled(3, '2024-05-01T09:00:00Z')
       const uncancel = cancelled(4, null)
-      for (const order of [[open, c08, c09, uncancel], [open, c09, c08, uncancel], [uncancel, c09, open, c08]]) {
+      for (const order of [
+        [open, c08, c09, uncancel],
+        [open, c09, c08, uncancel],
+        [uncancel, c09, open, c08],
+      ]) {
         const { state } = fold(mergeOrder, order)
         assert.equal(state.cancelled_at, '2024-05-01T10:00:00+02:00', '09:00Z reads earlier but is later')
         assert.equal(state.cancelled_us, at('2024-05-01T08:00:00Z'))
@@ -392,7 +448,10 @@ describe('mergeOrder', () => {
   test('undated: two cancels at the same instant written at different offsets keep the newest text and clock, whichever is applied first', () => {
     const a = undated(1, cancel('2024-05-01T10:00:00+02:00').fields, cancel('2024-05-01T10:00:00+02:00').extra)
     const b = undated(2, cancel('2024-05-01T08:00:00Z').fields, cancel('2024-05-01T08:00:00Z').extra)
-    for (const order of [[a, b], [b, a]]) {
+    for (const order of [
+      [a, b],
+      [b, a],
+    ]) {
       const { state } = fold(mergeOrder, order)
       assert.deepEqual([state.cancelled_at, state.cancelled_us, state.clocks.cancelled_at], ['2024-05-01T08:00:00Z', at('2024-05-01T08:00:00Z'), clock(2)])
     }
@@ -402,7 +461,11 @@ describe('mergeOrder', () => {
     const first = undated(1, { is_paid: true })
     const again = undated(3, { is_paid: true })
     const no = undated(5, { is_paid: false })
-    for (const order of [[first, again, no], [no, again, first], [again, first, no]]) {
+    for (const order of [
+      [first, again, no],
+      [no, again, first],
+      [again, first, no],
+    ]) {
       const { state } = fold(mergeOrder, order)
       assert.deepEqual([state.is_paid, state.clocks.is_paid], [true, clock(3)])
     }
@@ -423,13 +486,21 @@ describe('mergeOrder', () => {
       const a = dated(clock(3), { ref: 'A' }, link(50, 3))
       const b = dated(clock(5), { ref: 'B' }, link(51, 5))
       const c = dated(clock(6), { ref: 'C' })
-      for (const order of [[a, b, c], [c, b, a], [c, a, b], [b, c, a]]) {
+      for (const order of [
+        [a, b, c],
+        [c, b, a],
+        [c, a, b],
+        [b, c, a],
+      ]) {
         const { state } = fold(mergeOrder, order)
         assert.deepEqual([state.ref, state.customer_id], ['C', 51])
       }
       const newer = dated(clock(4), {}, link(51, 4))
       const older = dated(clock(2), {}, link(50, 2))
-      for (const order of [[newer, older], [older, newer]]) {
+      for (const order of [
+        [newer, older],
+        [older, newer],
+      ]) {
         const { state } = fold(mergeOrder, order)
         assert.deepEqual([state.customer_id, state.customer_link_us, state.customer_snapshot_us], [51, 4, 4])
       }
@@ -446,7 +517,10 @@ describe('mergeOrder', () => {
     test('same customer: the link and the snapshot only move forward, each on its own', () => {
       const a = dated(clock(2), {}, link(50, 2, 9))
       const b = dated(clock(6), {}, link(50, 6, 4))
-      for (const order of [[a, b], [b, a]]) {
+      for (const order of [
+        [a, b],
+        [b, a],
+      ]) {
         const { state } = fold(mergeOrder, order)
         assert.deepEqual([state.customer_id, state.customer_link_us, state.customer_snapshot_us, state.snapshots], [50, 6, 9, { 50: 9 }])
       }
@@ -460,14 +534,21 @@ describe('mergeOrder', () => {
     test('undated: the link follows the latest arrival that names one', () => {
       const first = undated(1, {}, link(50, 1))
       const second = undated(2, {}, link(51, 2))
-      for (const order of [[first, second], [second, first]]) assert.equal(fold(mergeOrder, order).state.customer_id, 51)
+      for (const order of [
+        [first, second],
+        [second, first],
+      ])
+        assert.equal(fold(mergeOrder, order).state.customer_id, 51)
       assert.equal(fold(mergeOrder, [first, undated(3, {})]).state.customer_id, 50)
     })
 
     test('on equal link versions (the same updated_at), the higher customer id is linked, not the later arrival nor the newer snapshot', () => {
       const a = dated(clock(5, 1), {}, link(51, 5, 3))
       const b = dated(clock(5, 2), {}, link(50, 5, 4))
-      for (const order of [[a, b], [b, a]]) {
+      for (const order of [
+        [a, b],
+        [b, a],
+      ]) {
         const { state } = fold(mergeOrder, order)
         assert.deepEqual([state.customer_id, state.customer_link_us, state.customer_snapshot_us, state.snapshots], [51, 5, 3, { 50: 4, 51: 3 }])
       }
@@ -477,7 +558,14 @@ describe('mergeOrder', () => {
       const x = dated(clock(30), {}, link(2, 30, 1))
       const y = dated(clock(20), {}, link(1, 20, 50))
       const z = dated(clock(10), {}, link(2, 10, 60))
-      for (const order of [[x, y, z], [x, z, y], [y, x, z], [y, z, x], [z, x, y], [z, y, x]]) {
+      for (const order of [
+        [x, y, z],
+        [x, z, y],
+        [y, x, z],
+        [y, z, x],
+        [z, x, y],
+        [z, y, x],
+      ]) {
         const { state } = fold(mergeOrder, order)
         const got = [state.customer_id, state.customer_link_us, state.customer_snapshot_us, state.snapshots]
         assert.deepEqual(got, [2, 30, 60, { 1: 50, 2: 60 }], JSON.stringify(order.map((p) => p.clock.version_us)))
@@ -593,7 +681,11 @@ describe('mergeOrder', () => {
         assert.deepEqual(actual, values)
         // The lifecycle the rules define: flags once true stay true, the earliest cancel stays.
         const fields = list.map((p) => p.fields)
-        for (const flag of ['is_paid', 'is_fulfilled', 'is_refunded'] as const) assert.equal(expected[flag], fields.some((f) => f[flag] === true))
+        for (const flag of ['is_paid', 'is_fulfilled', 'is_refunded'] as const)
+          assert.equal(
+            expected[flag],
+            fields.some((f) => f[flag] === true),
+          )
         const cancels = list.map((p) => p.cancelled_us).filter((c): c is number => typeof c === 'number')
         assert.equal(expected.cancelled_us, cancels.length === 0 ? null : Math.min(...cancels))
       }),
@@ -622,7 +714,10 @@ describe('mergeOrder', () => {
     const arrivals = fc.uniqueArray(fc.integer({ min: 0, max: 50 }), { minLength: 1, maxLength: 6 }).map((xs) => [...xs].sort((a, b) => a - b))
     fc.assert(
       fc.property(arrivals, (xs) => {
-        const { state } = fold(mergeOrder, xs.map((x) => undated(x, { ref: 'R' })))
+        const { state } = fold(
+          mergeOrder,
+          xs.map((x) => undated(x, { ref: 'R' })),
+        )
         assert.deepEqual([state.first_arrival_us, state.arrival_us], [xs[0], xs.at(-1)])
       }),
     )

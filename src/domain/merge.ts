@@ -78,7 +78,11 @@ export interface Merge<T> {
 // A new record is a copy of a blank one: a spread that comes first copies fast, and every
 // record has its keys in the same order.
 const NO_CUSTOMER: CustomerRecord = {
-  id: 0, ...(Object.fromEntries(CUSTOMER_FIELDS.map((field) => [field, null])) as CustomerFields), deleted: false, clocks: {}, erased_us: null,
+  id: 0,
+  ...(Object.fromEntries(CUSTOMER_FIELDS.map((field) => [field, null])) as CustomerFields),
+  deleted: false,
+  clocks: {},
+  erased_us: null,
 }
 
 export function emptyCustomer(id: number): CustomerRecord {
@@ -191,18 +195,38 @@ export interface OrderPatch {
  */
 export const ORDER_RULES: Record<OrderField, 'latest' | 'lifecycle'> = {
   // In the order stored clocks index the fields by (src/store/rows.ts): add a field last, never reorder.
-  currency: 'latest', email: 'latest', ref: 'latest', total: 'latest', subtotal: 'latest', amount_shipping: 'latest',
-  amount_giftcard: 'latest', amount_tax: 'latest', processed_at: 'latest', is_fulfilled: 'lifecycle', is_refunded: 'lifecycle',
-  is_paid: 'lifecycle', cancelled_at: 'lifecycle', updated_at: 'latest',
+  currency: 'latest',
+  email: 'latest',
+  ref: 'latest',
+  total: 'latest',
+  subtotal: 'latest',
+  amount_shipping: 'latest',
+  amount_giftcard: 'latest',
+  amount_tax: 'latest',
+  processed_at: 'latest',
+  is_fulfilled: 'lifecycle',
+  is_refunded: 'lifecycle',
+  is_paid: 'lifecycle',
+  cancelled_at: 'lifecycle',
+  updated_at: 'latest',
 }
 
 /** Every field of the order, in its rules' order. */
 export const ORDER_FIELDS = Object.keys(ORDER_RULES) as readonly OrderField[]
 
 const NO_ORDER: OrderRecord = {
-  id: 0, ...(Object.fromEntries(ORDER_FIELDS.map((field) => [field, isFlagSchema(OrderBody.properties[field]) ? false : null])) as OrderFields),
-  cancelled_us: null, processed_us: null, customer_id: null, customer_link_us: null, customer_snapshot_us: null,
-  snapshots: {}, clocks: {}, erased_email_sha: null, first_arrival_us: 0, arrival_us: 0,
+  id: 0,
+  ...(Object.fromEntries(ORDER_FIELDS.map((field) => [field, isFlagSchema(OrderBody.properties[field]) ? false : null])) as OrderFields),
+  cancelled_us: null,
+  processed_us: null,
+  customer_id: null,
+  customer_link_us: null,
+  customer_snapshot_us: null,
+  snapshots: {},
+  clocks: {},
+  erased_email_sha: null,
+  first_arrival_us: 0,
+  arrival_us: 0,
 }
 
 export function emptyOrder(id: number, arrivalUs: number): OrderRecord {

@@ -58,9 +58,28 @@ test('fromMinor: two decimals, the sign in front', () => {
 test('the money pattern: canonical two-decimal amounts of at most 13 integer digits', () => {
   for (const ok of ['0.00', '0.01', '-0.01', '19.90', '-1.00', '1000000000000.00', '9999999999999.99', '-9999999999999.99']) assert.match(ok, money, ok)
   const bad = [
-    '-0.00', '007.50', '00.00', '-01.00', '0000000000001.00', // not canonical
-    '1', '1.0', '1.000', '.50', '1.', '+1.00', '1,00', '1 .00', ' 1.00', '1.00 ', '--1.00', '1e2', '-', '',
-    '10000000000000.00', '١.٠٠', '1.00\n',
+    '-0.00',
+    '007.50',
+    '00.00',
+    '-01.00',
+    '0000000000001.00', // not canonical
+    '1',
+    '1.0',
+    '1.000',
+    '.50',
+    '1.',
+    '+1.00',
+    '1,00',
+    '1 .00',
+    ' 1.00',
+    '1.00 ',
+    '--1.00',
+    '1e2',
+    '-',
+    '',
+    '10000000000000.00',
+    '١.٠٠',
+    '1.00\n',
   ]
   for (const text of bad) assert.doesNotMatch(text, money, JSON.stringify(text))
 })

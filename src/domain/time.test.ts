@@ -271,14 +271,19 @@ function readByGroups(text: string): ReturnType<typeof readInstant> {
   const m = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/.exec(text)
   if (!m) return { ok: false, reason: 'format' }
   const [, y, mo, d, h, mi, s, frac, zulu, sign, oh, om] = m
-  const year = Number(y), month = Number(mo), day = Number(d)
-  const hour = Number(h), minute = Number(mi), second = Number(s)
+  const year = Number(y),
+    month = Number(mo),
+    day = Number(d)
+  const hour = Number(h),
+    minute = Number(mi),
+    second = Number(s)
   const monthDays = month === 2 && isLeapYear(year) ? 29 : [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]!
   if (month < 1 || month > 12 || day < 1 || day > monthDays) return { ok: false, reason: 'date' }
   if (hour > 23 || minute > 59 || second > 60) return { ok: false, reason: 'date' }
   let offsetMinutes = 0
   if (!zulu) {
-    const offH = Number(oh), offM = Number(om)
+    const offH = Number(oh),
+      offM = Number(om)
     if (offH > 23 || offM > 59) return { ok: false, reason: 'date' }
     offsetMinutes = (sign === '-' ? -1 : 1) * (offH * 60 + offM)
   }
@@ -288,16 +293,30 @@ function readByGroups(text: string): ReturnType<typeof readInstant> {
   return { ok: true, us: seconds * 1_000_000 + micros }
 }
 
-test('property: every text is read as the pattern\'s groups say (fields by position, fractions of any length, every offset form)', () => {
+test("property: every text is read as the pattern's groups say (fields by position, fractions of any length, every offset form)", () => {
   const digits = (n: number) => fc.array(fc.constantFrom(...'0123456789'), { minLength: n, maxLength: n }).map((a) => a.join(''))
   const year = fc.oneof(digits(4), fc.integer({ min: 1690, max: 2265 }).map(String))
-  const two = (max: number) => fc.oneof(digits(2), fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0')))
+  const two = (max: number) =>
+    fc.oneof(
+      digits(2),
+      fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0')),
+    )
   const zone = fc.oneof(
     fc.constantFrom('Z', 'z', ''),
     fc.tuple(fc.constantFrom('+', '-'), two(25), fc.constantFrom(':', '', '::'), two(61), fc.constantFrom('', '0')).map((p) => p.join('')),
   )
   const text = fc
-    .tuple(year, two(13), two(32), fc.constantFrom('T', 't', ' ', '_'), two(25), two(61), two(61), fc.option(fc.nat({ max: 11 }).chain(digits), { nil: undefined }), zone)
+    .tuple(
+      year,
+      two(13),
+      two(32),
+      fc.constantFrom('T', 't', ' ', '_'),
+      two(25),
+      two(61),
+      two(61),
+      fc.option(fc.nat({ max: 11 }).chain(digits), { nil: undefined }),
+      zone,
+    )
     .map(([y, mo, d, sep, h, mi, s, frac, z]) => `${y}-${mo}-${d}${sep}${h}:${mi}:${s}${frac === undefined ? '' : `.${frac}`}${z}`)
   fc.assert(
     fc.property(fc.oneof({ weight: 9, arbitrary: text }, { weight: 1, arbitrary: fc.string({ maxLength: 40 }) }), (t) => {

@@ -5,8 +5,7 @@
 // than compared inexactly (an older update could then win). The calendar is
 // computed here, not by Date.UTC, which reads years 0–99 as 1900–1999.
 
-const ISO_WITH_OFFSET =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/
+const ISO_WITH_OFFSET = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/
 
 /** The earliest instant accepted, and the first one refused after the accepted span. */
 export const EARLIEST_INSTANT = '1700-01-01T00:00:00Z'
@@ -14,9 +13,7 @@ export const END_OF_INSTANTS = '2255-01-01T00:00:00Z'
 const EARLIEST_S = daysFromCivil(1700, 1, 1) * 86_400
 const END_S = daysFromCivil(2255, 1, 1) * 86_400
 
-export type InstantReading =
-  | { ok: true; us: number }
-  | { ok: false; reason: 'format' | 'date' | 'range' }
+export type InstantReading = { ok: true; us: number } | { ok: false; reason: 'format' | 'date' | 'range' }
 
 /**
  * Reads an ISO 8601 timestamp with a UTC offset: its epoch microseconds, or why
@@ -28,8 +25,12 @@ export function readInstant(text: string): InstantReading {
   // The pattern fixes where each field is: the date and time in the first 19 characters, then
   // an optional fraction, then the offset. Read by position, every webhook's timestamps cost no
   // match array and no substring.
-  const year = digitsAt(text, 0, 4), month = digitsAt(text, 5, 7), day = digitsAt(text, 8, 10)
-  const hour = digitsAt(text, 11, 13), minute = digitsAt(text, 14, 16), second = digitsAt(text, 17, 19)
+  const year = digitsAt(text, 0, 4),
+    month = digitsAt(text, 5, 7),
+    day = digitsAt(text, 8, 10)
+  const hour = digitsAt(text, 11, 13),
+    minute = digitsAt(text, 14, 16),
+    second = digitsAt(text, 17, 19)
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return { ok: false, reason: 'date' }
   if (hour > 23 || minute > 59 || second > 60) return { ok: false, reason: 'date' }
   let at = 19

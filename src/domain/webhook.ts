@@ -7,9 +7,7 @@ import { parseInstantUs } from './time.ts'
 export const TOPICS = ['customer/hook_created', 'customer/hook_deleted', 'order/hook_created'] as const
 export type Topic = (typeof TOPICS)[number]
 
-export type Change =
-  | { kind: 'customer'; customer: CustomerPatch }
-  | { kind: 'order'; order: OrderPatch; customer: CustomerPatch | null }
+export type Change = { kind: 'customer'; customer: CustomerPatch } | { kind: 'order'; order: OrderPatch; customer: CustomerPatch | null }
 
 export interface FieldError {
   pointer: string

@@ -28,7 +28,11 @@ export function startChangeFeed(config: Config, backend: Backend, batchWriter: B
   const counters = feedMetrics(registry, () => relay)
   if (config.NATS_URL) {
     relay = startRelay({
-      backend, batchWriter, url: config.NATS_URL, stream: config.NATS_STREAM, report,
+      backend,
+      batchWriter,
+      url: config.NATS_URL,
+      stream: config.NATS_STREAM,
+      report,
       onPublished: (n) => counters.published.inc(n),
     })
   }

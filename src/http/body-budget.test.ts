@@ -33,5 +33,5 @@ test('approximateBytes: every string, item and key counts; larger values cost mo
   assert.equal(approximateBytes(['a', 'b']), 16 + 16 + 18 + 18)
   assert.equal(approximateBytes({ k: 1 }), 24 + 8 + 18 + 16)
   const tags = Array.from({ length: 1000 }, () => 'a')
-  assert.ok(approximateBytes({ tags }) > 8 * JSON.stringify(tags).length / 4)
+  assert.ok(approximateBytes({ tags }) > (8 * JSON.stringify(tags).length) / 4)
 })

@@ -39,16 +39,22 @@ const anything = fc.oneof(
 const customerKeys = ['id', 'first_name', 'last_name', 'email', 'is_newsletter', 'tags', 'created_at', 'updated_at', 'extra']
 const customer = fc.dictionary(fc.constantFrom(...customerKeys), anything, { maxKeys: 9 })
 const orderKeys = ['id', 'currency', 'email', 'ref', 'total', 'subtotal', 'amount_tax', 'cancelled_at', 'processed_at', 'is_paid', 'updated_at', 'note']
-const order = fc.record(
-  { fields: fc.dictionary(fc.constantFrom(...orderKeys), anything, { maxKeys: 12 }), customer: fc.option(fc.oneof(customer, anything)) },
-).map(({ fields, customer }) => (customer === null ? fields : { ...fields, customer }))
+const order = fc
+  .record({ fields: fc.dictionary(fc.constantFrom(...orderKeys), anything, { maxKeys: 12 }), customer: fc.option(fc.oneof(customer, anything)) })
+  .map(({ fields, customer }) => (customer === null ? fields : { ...fields, customer }))
 
 test('customer bodies: the same errors as ajv with allErrors, the first KEEP fields described and the rest counted', () => {
-  fc.assert(fc.property(fc.oneof(customer, anything), (data) => compare(CustomerBody, data)), { numRuns: 2000 })
+  fc.assert(
+    fc.property(fc.oneof(customer, anything), (data) => compare(CustomerBody, data)),
+    { numRuns: 2000 },
+  )
 })
 
 test('order bodies: the same errors as ajv with allErrors, the first KEEP fields described and the rest counted', () => {
-  fc.assert(fc.property(fc.oneof(order, anything), (data) => compare(OrderBody, data)), { numRuns: 2000 })
+  fc.assert(
+    fc.property(fc.oneof(order, anything), (data) => compare(OrderBody, data)),
+    { numRuns: 2000 },
+  )
 })
 
 test('half a million invalid tags: KEEP described, every other one counted, none built', () => {
@@ -58,5 +64,8 @@ test('half a million invalid tags: KEEP described, every other one counted, none
   const { error } = result as { error: BoundedErrors }
   assert.equal(error.length, KEEP)
   assert.equal(error.unlisted, 500_000 - KEEP)
-  assert.deepEqual(error.map((e) => e.instancePath), ['/tags/0', '/tags/1', '/tags/2', '/tags/3', '/tags/4'])
+  assert.deepEqual(
+    error.map((e) => e.instancePath),
+    ['/tags/0', '/tags/1', '/tags/2', '/tags/3', '/tags/4'],
+  )
 })

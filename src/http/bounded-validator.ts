@@ -109,10 +109,16 @@ function objectPlan(schema: Record<string, unknown>, quick: Compile, full: Compi
     }
     for (const name of required) {
       if (data[name] === undefined && sink.describes()) {
-        sink.field([{
-          instancePath: path, schemaPath: '#/required', keyword: 'required',
-          params: { missingProperty: name }, message: `must have required property '${name}'`, parentSchema: schema,
-        }])
+        sink.field([
+          {
+            instancePath: path,
+            schemaPath: '#/required',
+            keyword: 'required',
+            params: { missingProperty: name },
+            message: `must have required property '${name}'`,
+            parentSchema: schema,
+          },
+        ])
       }
     }
     for (const [key, segment, child] of properties) {
@@ -123,10 +129,16 @@ function objectPlan(schema: Record<string, unknown>, quick: Compile, full: Compi
         if (known.has(key)) continue
         if (extraNode) extraNode(data[key], `${path}/${escape(key)}`, sink)
         else if (sink.describes()) {
-          sink.field([{
-            instancePath: path, schemaPath: '#/additionalProperties', keyword: 'additionalProperties',
-            params: { additionalProperty: key }, message: 'must NOT have additional properties', parentSchema: schema,
-          }])
+          sink.field([
+            {
+              instancePath: path,
+              schemaPath: '#/additionalProperties',
+              keyword: 'additionalProperties',
+              params: { additionalProperty: key },
+              message: 'must NOT have additional properties',
+              parentSchema: schema,
+            },
+          ])
         }
       }
     }

@@ -7,7 +7,23 @@ import { integerTexts, inexactIntegerErrors, isExactInteger } from './exact-ids.
 const BOTH = ['/id', '/customer/id'] as const
 
 test('isExactInteger: integers in any notation, and nothing that a double would round to one', () => {
-  for (const text of ['3', '-3', '0', '-0', '3.0', '3.000', '30e-1', '3e0', '1e2', '1.5e1', '1E+2', '0.0e-5', '9007199254740991', '12345678901234567890', '1e400']) {
+  for (const text of [
+    '3',
+    '-3',
+    '0',
+    '-0',
+    '3.0',
+    '3.000',
+    '30e-1',
+    '3e0',
+    '1e2',
+    '1.5e1',
+    '1E+2',
+    '0.0e-5',
+    '9007199254740991',
+    '12345678901234567890',
+    '1e400',
+  ]) {
     assert.equal(isExactInteger(text), true, text)
   }
   for (const text of ['3.00000000000000001', '9007199254740990.9', '1.5', '1e-1', '15e-1', '0.1', '-2.5', '1.25e1', '3.0000000000000000000000001e0']) {
@@ -89,7 +105,9 @@ type Value = { kind: 'number'; text: string } | { kind: 'json'; value: unknown }
 const numberText = fc.oneof(
   fc.integer({ min: -1e6, max: 1e6 }).map(String),
   fc.tuple(fc.integer({ min: 0, max: 9999 }), fc.stringMatching(/^\d{1,20}$/)).map(([i, f]) => `${i}.${f}`),
-  fc.tuple(fc.integer({ min: 1, max: 999 }), fc.stringMatching(/^\d{0,3}$/), fc.integer({ min: -30, max: 30 })).map(([i, f, e]) => `${i}${f ? `.${f}` : ''}e${e}`),
+  fc
+    .tuple(fc.integer({ min: 1, max: 999 }), fc.stringMatching(/^\d{0,3}$/), fc.integer({ min: -30, max: 30 }))
+    .map(([i, f, e]) => `${i}${f ? `.${f}` : ''}e${e}`),
   fc.constantFrom('3.00000000000000001', '9007199254740990.9', '0', '-0', '1e400'),
 )
 const keyArb = fc.constantFrom('id', 'id', 'customer', 'customer', 'ID', 'idx', 'name', '"', '\\', '')

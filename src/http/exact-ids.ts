@@ -89,7 +89,7 @@ function skipSpace(text: string, i: number): number {
 
 /** The index after the string that starts at `i` (an opening quote). */
 function stringEnd(text: string, i: number): number {
-  for (let from = i + 1; ; ) {
+  for (let from = i + 1; ;) {
     const quote = text.indexOf('"', from)
     if (quote === -1) return text.length // not valid JSON; the caller parsed it first
     // The quote closes the string unless an odd run of backslashes escapes it.
@@ -124,7 +124,7 @@ function skipValue(text: string, i: number): number {
   if (c === QUOTE) return stringEnd(text, i)
   if (c === OPEN_BRACE || c === OPEN_BRACKET) {
     let depth = 0
-    for (let at = i; ; ) {
+    for (let at = i; ;) {
       STRUCTURE.lastIndex = at
       if (!STRUCTURE.test(text)) return text.length // not valid JSON; the caller parsed it first
       const index = STRUCTURE.lastIndex - 1

@@ -26,7 +26,9 @@ interface ObjectSchema {
 export function integerPointers(schema: unknown): IntegerPointer[] {
   const properties = (schema as ObjectSchema | undefined)?.properties ?? {}
   const integers = (of: ObjectSchema['properties'], prefix: string) =>
-    Object.entries(of ?? {}).filter(([, s]) => s.type === 'integer').map(([name]) => `${prefix}/${name}` as IntegerPointer)
+    Object.entries(of ?? {})
+      .filter(([, s]) => s.type === 'integer')
+      .map(([name]) => `${prefix}/${name}` as IntegerPointer)
   return [...integers(properties, ''), ...integers(properties.customer?.properties, '/customer')]
 }
 

@@ -31,7 +31,7 @@ export function createMetrics(sources: MetricSources) {
     registry,
     requestDuration: new Histogram({
       name: 'shop_intake_http_request_duration_seconds',
-      help: 'Time from the request\'s arrival to its answer being written, by route template and status class',
+      help: "Time from the request's arrival to its answer being written, by route template and status class",
       labelNames: ['route', 'status_class'] as const,
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,

@@ -9,8 +9,7 @@ import { NAMED_SCHEMAS } from '../schemas/components.ts'
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 type JsonObject = { [key: string]: Json }
 
-const isObject = (value: Json | undefined): value is JsonObject =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
+const isObject = (value: Json | undefined): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** JSON text with sorted keys: equal schemas, equal keys. */
 function canonical(value: Json): string {

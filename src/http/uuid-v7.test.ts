@@ -6,7 +6,7 @@ import { createUuidV7, uuidv7 } from './uuid-v7.ts'
 /** The 48-bit millisecond timestamp at the start of a UUIDv7. */
 const msOf = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16)
 
-test('ids are valid UUIDv7 carrying the clock\'s millisecond', () => {
+test("ids are valid UUIDv7 carrying the clock's millisecond", () => {
   const clock = 1_780_000_000_123
   const next = createUuidV7(() => clock)
   for (let i = 0; i < 100; i++) {
@@ -52,7 +52,7 @@ test('a new millisecond starts a random counter: ids of different processes do n
   assert.equal(ids.size, 2000)
 })
 
-test('the process\'s generator follows the wall clock', () => {
+test("the process's generator follows the wall clock", () => {
   const start = Date.now()
   const id = uuidv7()
   assert.ok(msOf(id) >= start && msOf(id) <= Date.now() + 1, id)

@@ -5,7 +5,10 @@ import { firstErrors, MAX_REPORTED_ERRORS } from './validation.ts'
 const error = (pointer: string, detail = 'is invalid') => ({ pointer, detail })
 
 test('one error per field, the first list that names it wins, in the order found', () => {
-  const found = firstErrors([[error('/a', 'first'), error('/b'), error('/a', 'second')], [error('/b', 'later'), error('/c')]])
+  const found = firstErrors([
+    [error('/a', 'first'), error('/b'), error('/a', 'second')],
+    [error('/b', 'later'), error('/c')],
+  ])
   assert.deepEqual(found.errors, [error('/a', 'first'), error('/b'), error('/c')])
   assert.equal(found.count, 3)
 })

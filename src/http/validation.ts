@@ -23,7 +23,13 @@ function detailOf(raw: AjvError): string {
 }
 
 interface KeywordHost {
-  addKeyword(definition: { keyword: string; type: 'string'; schemaType: 'boolean'; errors: false; validate: (schema: boolean, data: string) => boolean }): unknown
+  addKeyword(definition: {
+    keyword: string
+    type: 'string'
+    schemaType: 'boolean'
+    errors: false
+    validate: (schema: boolean, data: string) => boolean
+  }): unknown
 }
 
 /** Our keywords beyond the standard ones (src/schemas/common.ts). */

@@ -25,7 +25,11 @@ const NONE: Owner = { state: 'none', customerId: null, guestEmail: null }
 
 const held = (holder: Holder, points: number, basis: Basis = V1): Holding => ({ customerId: holder.customerId, guestEmail: holder.guestEmail, points, basis })
 const entry = (holder: Holder, points: number, reason: Reason, basis: Basis): PlannedEntry => ({
-  customerId: holder.customerId, guestEmail: holder.guestEmail, points, reason, basis,
+  customerId: holder.customerId,
+  guestEmail: holder.guestEmail,
+  points,
+  reason,
+  basis,
 })
 
 const earns = (points: number, basis: Basis): Target => ({ points, basis, why: 'paid order' })
@@ -111,7 +115,7 @@ test('given points held by another customer, when the order names a new owner, t
   ])
 })
 
-test('given a guest claim, when the order is refunded, then the guest\'s points are reversed where they are', () => {
+test("given a guest claim, when the order is refunded, then the guest's points are reversed where they are", () => {
   const g = guest('a@example.com')
   assert.deepEqual(planOrderEntries([held(g, 100)], customer(7), refunded), [entry(g, -100, 'reversed_refund', V1)])
 })
@@ -124,7 +128,9 @@ test('when refunded or cancelled, then each award is taken back at its own basis
     entry(customer(7), -50, 'reversed_refund', on(V2, AVAILABLE)),
   ])
   assert.deepEqual(planOrderEntries([held(customer(7), 130)], customer(7), cancelled), [entry(customer(7), -130, 'reversed_cancel', V1)])
-  assert.deepEqual(planOrderEntries([held(guest('g@example.com'), 40)], guest('g@example.com'), refunded), [entry(guest('g@example.com'), -40, 'reversed_refund', V1)])
+  assert.deepEqual(planOrderEntries([held(guest('g@example.com'), 40)], guest('g@example.com'), refunded), [
+    entry(guest('g@example.com'), -40, 'reversed_refund', V1),
+  ])
 })
 
 test('when the order stops earning without a reversal, then what is held is adjusted to 0 at its basis', () => {
@@ -132,9 +138,11 @@ test('when the order stops earning without a reversal, then what is held is adju
   assert.deepEqual(planOrderEntries([held(guest('a@example.com'), 30)], NONE, notPaid), [entry(guest('a@example.com'), -30, 'adjusted', V1)])
 })
 
-test('when the customer is erased, then what they hold is forfeited at its basis, whatever the order\'s own reversal', () => {
+test("when the customer is erased, then what they hold is forfeited at its basis, whatever the order's own reversal", () => {
   assert.deepEqual(planOrderEntries([held(customer(7), 100)], deleted(7), forfeited, always), [entry(customer(7), -100, 'forfeited', V1)])
-  assert.deepEqual(planOrderEntries([held(customer(7), 60, on(V2, PENDING))], deleted(7), refunded, always), [entry(customer(7), -60, 'forfeited', on(V2, PENDING))])
+  assert.deepEqual(planOrderEntries([held(customer(7), 60, on(V2, PENDING))], deleted(7), refunded, always), [
+    entry(customer(7), -60, 'forfeited', on(V2, PENDING)),
+  ])
   // Only the erased holders forfeit; another holder of the order gives back with the order's reason.
   const erased = (h: Holder) => h.customerId === 7
   assert.deepEqual(planOrderEntries([held(customer(7), 60), held(guest('a@example.com'), 10)], NONE, refunded, erased), [

@@ -6,8 +6,17 @@ import type { Basis, OwnerState, Target } from './points.ts'
 // someone who is no longer the owner move with a pair of entries.
 
 export const REASONS = [
-  'earned', 'adjusted', 'reversed_refund', 'reversed_cancel', 'forfeited', 'claimed', 'transferred',
-  'redeemed', 'redemption_cancelled', 'expired', 'adjusted_manually',
+  'earned',
+  'adjusted',
+  'reversed_refund',
+  'reversed_cancel',
+  'forfeited',
+  'claimed',
+  'transferred',
+  'redeemed',
+  'redemption_cancelled',
+  'expired',
+  'adjusted_manually',
 ] as const
 
 export type Reason = (typeof REASONS)[number]

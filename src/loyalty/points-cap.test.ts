@@ -9,8 +9,14 @@ import { normalizeRule } from './rule.ts'
 // and so any sum of a few of them, stays a number a double holds exactly.
 
 const order = (subtotal: number, extra: Partial<OrderRecord> = {}): OrderRecord => ({
-  ...emptyOrder(1, 1_704_880_800_000_000), currency: 'EUR', subtotal, processed_at: '2024-01-10T10:00:00Z', processed_us: 1_704_880_800_000_000,
-  is_paid: true, customer_id: 7, ...extra,
+  ...emptyOrder(1, 1_704_880_800_000_000),
+  currency: 'EUR',
+  subtotal,
+  processed_at: '2024-01-10T10:00:00Z',
+  processed_us: 1_704_880_800_000_000,
+  is_paid: true,
+  customer_id: 7,
+  ...extra,
 })
 
 test('an award past ORDER_POINTS_MAX is ORDER_POINTS_MAX, and says why; one at it or below is exact', () => {

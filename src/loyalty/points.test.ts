@@ -144,7 +144,7 @@ test('targetFor: a paid order earns, with its basis', () => {
   assert.match(target.why, /^paid order: 120\.00 EUR at 1 point per unit \(rule v3\)$/)
 })
 
-test('targetFor: the default rule is the issue\'s default', () => {
+test("targetFor: the default rule is the issue's default", () => {
   assert.deepEqual(DEFAULT_RULE, {
     points_per_unit: 1,
     include_shipping: false,
@@ -267,8 +267,14 @@ test('targetFor is pure: once processed, the arrivals, clocks and updated_at of 
         const a = targetFor(order({ subtotal, amount_giftcard: giftcard, is_paid: paid, is_refunded: refunded }), rule(), 'customer')
         const b = targetFor(
           order({
-            subtotal, amount_giftcard: giftcard, is_paid: paid, is_refunded: refunded, arrival_us: arrival, first_arrival_us: arrival,
-            updated_at: '2030-01-01T00:00:00Z', clocks: { updated_at: { version_us: 1, arrival_us: arrival } },
+            subtotal,
+            amount_giftcard: giftcard,
+            is_paid: paid,
+            is_refunded: refunded,
+            arrival_us: arrival,
+            first_arrival_us: arrival,
+            updated_at: '2030-01-01T00:00:00Z',
+            clocks: { updated_at: { version_us: 1, arrival_us: arrival } },
           }),
           rule(),
           'customer',
@@ -291,5 +297,8 @@ test('targetFor explains itself: who is missing, an amount below one point, and 
   assert.equal(targetFor(order(), rule(), 'customer').why, 'paid order: 100.00 EUR at 1 point per unit (rule v1)')
   assert.equal(targetFor(order(), rule({ points_per_unit: 2 }, 3), 'guest').why, 'paid order: 100.00 EUR at 2 points per unit (rule v3)')
   assert.equal(targetFor(order({ currency: null }), rule(), 'customer').why, 'paid order: 100.00 at 1 point per unit (rule v1)')
-  assert.equal(targetFor(order({ is_fulfilled: true }), rule({ earn_on: 'fulfilled', points_per_unit: 0.5 }), 'customer').why, 'fulfilled order: 100.00 EUR at 0.5 points per unit (rule v1)')
+  assert.equal(
+    targetFor(order({ is_fulfilled: true }), rule({ earn_on: 'fulfilled', points_per_unit: 0.5 }), 'customer').why,
+    'fulfilled order: 100.00 EUR at 0.5 points per unit (rule v1)',
+  )
 })

@@ -93,6 +93,9 @@ export function targetFor(order: OrderRecord, versioned: VersionedRule, owner: O
   return {
     points,
     basis,
-    why: `${earnOn} order: ${fromMinor(amount)} ${order.currency ?? ''} at ${rate.rate} point${rate.rate === 1 ? '' : 's'} per unit (rule v${versioned.version})${capped}`.replace('  ', ' '),
+    why: `${earnOn} order: ${fromMinor(amount)} ${order.currency ?? ''} at ${rate.rate} point${rate.rate === 1 ? '' : 's'} per unit (rule v${versioned.version})${capped}`.replace(
+      '  ',
+      ' ',
+    ),
   }
 }

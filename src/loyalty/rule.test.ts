@@ -53,7 +53,8 @@ test('rates: from 0 to 1,000,000, in steps of 0.0001; currencies are three capit
   assert.equal(refusal({ currency_rates: { EUR: 1_000_001 } }), 'rule /currency_rates/EUR must be <= 1000000')
   assert.equal(refusal({ currency_rates: { EUR: 0.00001 } }), 'rule /currency_rates/EUR must be multiple of 0.0001')
   // A currency that no order can have (they are validated as three capital letters) is refused, not ignored.
-  for (const currency of ['eur', 'EURO', 'EU', '']) assert.match(refusal({ currency_rates: { [currency]: 1 } }), new RegExp(`^rule /currency_rates/${currency} `))
+  for (const currency of ['eur', 'EURO', 'EU', ''])
+    assert.match(refusal({ currency_rates: { [currency]: 1 } }), new RegExp(`^rule /currency_rates/${currency} `))
 })
 
 test('flags, earn_on and pending_days are checked by type and range', () => {

@@ -18,24 +18,130 @@ const lotsOf = (entries: [number, number, boolean?][]): Lot[] => {
 
 describe('wallet', () => {
   test('spending takes the oldest lots first, skipping what a debt consumed', () => {
-    assert.deepEqual(spend(lotsOf([[1, 10], [2, 10], [3, 10]]), 5 * DAY_US, 15), [{ available_us: DAY_US, points: -10 }, { available_us: 2 * DAY_US, points: -5 }])
-    assert.deepEqual(spend(lotsOf([[1, -4], [2, 10]]), 5 * DAY_US, 6), [{ available_us: 2 * DAY_US, points: -6 }])
-    assert.equal(spend(lotsOf([[1, -4], [2, 10]]), 5 * DAY_US, 7), null)
-    assert.equal(spend(lotsOf([[1, 10], [9, 10]]), 5 * DAY_US, 11), null, 'pending points are not spent')
+    assert.deepEqual(
+      spend(
+        lotsOf([
+          [1, 10],
+          [2, 10],
+          [3, 10],
+        ]),
+        5 * DAY_US,
+        15,
+      ),
+      [
+        { available_us: DAY_US, points: -10 },
+        { available_us: 2 * DAY_US, points: -5 },
+      ],
+    )
+    assert.deepEqual(
+      spend(
+        lotsOf([
+          [1, -4],
+          [2, 10],
+        ]),
+        5 * DAY_US,
+        6,
+      ),
+      [{ available_us: 2 * DAY_US, points: -6 }],
+    )
+    assert.equal(
+      spend(
+        lotsOf([
+          [1, -4],
+          [2, 10],
+        ]),
+        5 * DAY_US,
+        7,
+      ),
+      null,
+    )
+    assert.equal(
+      spend(
+        lotsOf([
+          [1, 10],
+          [9, 10],
+        ]),
+        5 * DAY_US,
+        11,
+      ),
+      null,
+      'pending points are not spent',
+    )
   })
 
   test('expiry takes what a due lot still holds, undoes itself when a reversal took the points back, and is idempotent', () => {
-    assert.deepEqual(expiryCorrections(lotsOf([[1, 10], [2, -3]]), 40 * DAY_US, 30), [{ available_us: DAY_US, points: -10 }])
+    assert.deepEqual(
+      expiryCorrections(
+        lotsOf([
+          [1, 10],
+          [2, -3],
+        ]),
+        40 * DAY_US,
+        30,
+      ),
+      [{ available_us: DAY_US, points: -10 }],
+    )
     // A redemption took 3 of lot 1: 7 expire.
-    assert.deepEqual(expiryCorrections(lotsOf([[1, 10], [1, -3]]), 40 * DAY_US, 30), [{ available_us: DAY_US, points: -7 }])
+    assert.deepEqual(
+      expiryCorrections(
+        lotsOf([
+          [1, 10],
+          [1, -3],
+        ]),
+        40 * DAY_US,
+        30,
+      ),
+      [{ available_us: DAY_US, points: -7 }],
+    )
     // Already expired: nothing.
-    assert.deepEqual(expiryCorrections(lotsOf([[1, 10], [1, -10, true]]), 40 * DAY_US, 30), [])
+    assert.deepEqual(
+      expiryCorrections(
+        lotsOf([
+          [1, 10],
+          [1, -10, true],
+        ]),
+        40 * DAY_US,
+        30,
+      ),
+      [],
+    )
     // Refunded after it expired: the expiry is undone.
-    assert.deepEqual(expiryCorrections(lotsOf([[1, 10], [1, -10, true], [1, -10]]), 40 * DAY_US, 30), [{ available_us: DAY_US, points: 10 }])
+    assert.deepEqual(
+      expiryCorrections(
+        lotsOf([
+          [1, 10],
+          [1, -10, true],
+          [1, -10],
+        ]),
+        40 * DAY_US,
+        30,
+      ),
+      [{ available_us: DAY_US, points: 10 }],
+    )
     // A debt from an older lot is paid by the next lot before it expires.
-    assert.deepEqual(expiryCorrections(lotsOf([[1, -4], [2, 10]]), 40 * DAY_US, 30), [{ available_us: 2 * DAY_US, points: -6 }])
+    assert.deepEqual(
+      expiryCorrections(
+        lotsOf([
+          [1, -4],
+          [2, 10],
+        ]),
+        40 * DAY_US,
+        30,
+      ),
+      [{ available_us: 2 * DAY_US, points: -6 }],
+    )
     // The rule relaxed (never): expired points come back.
-    assert.deepEqual(expiryCorrections(lotsOf([[1, 10], [1, -10, true]]), 40 * DAY_US, 0), [{ available_us: DAY_US, points: 10 }])
+    assert.deepEqual(
+      expiryCorrections(
+        lotsOf([
+          [1, 10],
+          [1, -10, true],
+        ]),
+        40 * DAY_US,
+        0,
+      ),
+      [{ available_us: DAY_US, points: 10 }],
+    )
   })
 })
 
@@ -48,7 +154,12 @@ type Op =
   | { op: 'sweep' }
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ op: fc.constant('earn' as const), order: fc.integer({ min: 1, max: 6 }), points: fc.integer({ min: 1, max: 100 }), day: fc.integer({ min: 0, max: 60 }) }),
+  fc.record({
+    op: fc.constant('earn' as const),
+    order: fc.integer({ min: 1, max: 6 }),
+    points: fc.integer({ min: 1, max: 100 }),
+    day: fc.integer({ min: 0, max: 60 }),
+  }),
   fc.record({ op: fc.constant('refund' as const), order: fc.integer({ min: 1, max: 6 }) }),
   fc.record({ op: fc.constant('redeem' as const), points: fc.integer({ min: 1, max: 120 }) }),
   fc.record({ op: fc.constant('cancel' as const), index: fc.nat(20) }),
@@ -73,7 +184,11 @@ test(`whatever the interleaving, redemptions never take the balance below zero, 
         const state = emptyState()
         state.rules.set(1, rule)
         state.customers.set(keyOf(1, 7), {
-          shopId: 1, rev: 1, lastHash: null, lastEventId: null, erasedEmailSha: null,
+          shopId: 1,
+          rev: 1,
+          lastHash: null,
+          lastEventId: null,
+          erasedEmailSha: null,
           record: { id: 7, deleted: false } as never,
         })
         const lots: Lot[] = []
@@ -89,11 +204,23 @@ test(`whatever the interleaving, redemptions never take the balance below zero, 
         const d = decidePoints(state, rows, commands, nowUs)
         ledger.push(...rows)
         for (const r of d.redemptions) redemptions.push(r)
-        for (const c of d.cancels) Object.assign(redemptions.find((r) => r.id === c.id)!, { cancelledUs: c.cancelledUs, cancelAvailableAfter: c.cancelAvailableAfter })
+        for (const c of d.cancels)
+          Object.assign(
+            redemptions.find((r) => r.id === c.id)!,
+            { cancelledUs: c.cancelledUs, cancelAvailableAfter: c.cancelAvailableAfter },
+          )
         return { d, rows }
       }
       const orderRow = (points: number, day: number, reason: 'earned' | 'reversed_refund'): LedgerRow => ({
-        shopId: 1, orderId: 1, redemptionId: null, customerId: 7, guestEmail: null, points, reason, eventId: null, debt: false,
+        shopId: 1,
+        orderId: 1,
+        redemptionId: null,
+        customerId: 7,
+        guestEmail: null,
+        points,
+        reason,
+        eventId: null,
+        debt: false,
         basis: { amount_minor: 0, currency: 'EUR', rate: '1', rule_version: 1, available_us: day * DAY_US },
       })
 
@@ -112,7 +239,22 @@ test(`whatever the interleaving, redemptions never take the balance below zero, 
           // Debt is flagged exactly when the refund leaves the balance below zero.
           assert.equal(refund.debt, balance() < 0)
         } else if (op.op === 'redeem') {
-          const { d } = run([], [{ command: 'redeem', shopId: 1, customerId: 7, redemptionId: `r${n++}`, points: op.points, reference: 'x', atUs: nowUs, idemKey: null, requestHash: 'h' }])
+          const { d } = run(
+            [],
+            [
+              {
+                command: 'redeem',
+                shopId: 1,
+                customerId: 7,
+                redemptionId: `r${n++}`,
+                points: op.points,
+                reference: 'x',
+                atUs: nowUs,
+                idemKey: null,
+                requestHash: 'h',
+              },
+            ],
+          )
           const outcome = d.outcomes[0]!
           if (outcome.status === 'redeemed') {
             assert.ok(outcome.redemption.available_after >= 0)

@@ -49,8 +49,7 @@ export function pendingAt(lots: readonly Lot[], nowUs: number): number {
   return lots.reduce((sum, l) => (l.available_us > nowUs ? sum + l.points : sum), 0)
 }
 
-const due = (lot: Lot, nowUs: number, expireAfterDays: number) =>
-  expireAfterDays > 0 && lot.available_us + expireAfterDays * DAY_US <= nowUs
+const due = (lot: Lot, nowUs: number, expireAfterDays: number) => expireAfterDays > 0 && lot.available_us + expireAfterDays * DAY_US <= nowUs
 
 /**
  * The `expired` entries that bring each available lot to what the rule says it has lost by

@@ -73,7 +73,13 @@ describe('the dashboard at /admin/', () => {
   })
 
   test('a missing file is a 404 problem, not the page', async () => {
-    for (const url of ['/admin/assets/index-gone.js', '/admin/robots.txt', '/admin/../secret.txt', '/admin/%2e%2e/secret.txt', '/admin/assets/..%2f..%2fsecret.txt']) {
+    for (const url of [
+      '/admin/assets/index-gone.js',
+      '/admin/robots.txt',
+      '/admin/../secret.txt',
+      '/admin/%2e%2e/secret.txt',
+      '/admin/assets/..%2f..%2fsecret.txt',
+    ]) {
       const res = await app.inject(url)
       assert.doesNotMatch(res.body, /not-for-browsers/, url)
       assert.equal(res.statusCode, 404, url)
@@ -89,7 +95,10 @@ describe('the dashboard at /admin/', () => {
       const res = await bare.inject('/admin/')
       assert.equal(res.statusCode, 404)
       assert.match(res.json().detail, /not built.*npm run build/)
-      assert.ok(lines.some((l) => /the dashboard is not built/.test(l)), lines.join(''))
+      assert.ok(
+        lines.some((l) => /the dashboard is not built/.test(l)),
+        lines.join(''),
+      )
     } finally {
       await bare.close()
       rmSync(empty, { recursive: true, force: true })

@@ -4,7 +4,9 @@ import { REASONS } from '../loyalty/ledger-plan.ts'
 // The change feed: what GET /v3/changes answers and what the NATS relay publishes, one shape.
 // Thin on purpose: ids, outcomes, flags, amounts and points, never names, e-mails or tags.
 
-const EventId = Type.Union([Type.String(), Type.Null()], { description: 'the webhook that caused the change; null when a command, a rebuild or the expiry sweep did' })
+const EventId = Type.Union([Type.String(), Type.Null()], {
+  description: 'the webhook that caused the change; null when a command, a rebuild or the expiry sweep did',
+})
 const Outcome = Type.Union([Type.Literal('applied'), Type.Literal('stale'), Type.Null()], {
   description: 'the outcome of the causing webhook (a stale one can still fill fields the customer or order never had); null without one',
 })
@@ -14,10 +16,7 @@ export const CustomerChange = Type.Object(
   { customer_id: Type.Integer(), rev: Rev, is_newsletter: Type.Union([Type.Boolean(), Type.Null()]), event_id: EventId, outcome: Outcome },
   { additionalProperties: false },
 )
-export const CustomerDeletion = Type.Object(
-  { customer_id: Type.Integer(), rev: Rev, event_id: EventId, outcome: Outcome },
-  { additionalProperties: false },
-)
+export const CustomerDeletion = Type.Object({ customer_id: Type.Integer(), rev: Rev, event_id: EventId, outcome: Outcome }, { additionalProperties: false })
 export const OrderChange = Type.Object(
   {
     order_id: Type.Integer(),
@@ -36,11 +35,13 @@ export const OrderChange = Type.Object(
 )
 export const PointsChange = Type.Object(
   {
-    customer_id: Type.Union([Type.Integer(), Type.Null()], { description: 'null for points held by a guest (an order\'s e-mail, which the feed never carries)' }),
+    customer_id: Type.Union([Type.Integer(), Type.Null()], {
+      description: "null for points held by a guest (an order's e-mail, which the feed never carries)",
+    }),
     guest: Type.Boolean(),
     order_id: Type.Union([Type.Integer(), Type.Null()]),
     redemption_id: Type.Union([Type.String(), Type.Null()]),
-    adjustment_id: Type.Union([Type.String(), Type.Null()], { description: 'the operator\'s manual adjustment (reason adjusted_manually), else null' }),
+    adjustment_id: Type.Union([Type.String(), Type.Null()], { description: "the operator's manual adjustment (reason adjusted_manually), else null" }),
     points: Type.Integer({ description: 'positive when credited, negative when taken' }),
     reason: Type.String({ description: `why: ${REASONS.join(', ')}, or a reason added later` }),
     debt: Type.Boolean(),
@@ -50,7 +51,7 @@ export const PointsChange = Type.Object(
 )
 
 const common = {
-  id: Type.String({ pattern: '^[1-9][0-9]*$', description: 'the entry\'s id; the Nats-Msg-Id of its NATS message' }),
+  id: Type.String({ pattern: '^[1-9][0-9]*$', description: "the entry's id; the Nats-Msg-Id of its NATS message" }),
   position: Type.Integer({ minimum: 1, description: 'its place in the feed: pass the last one seen as ?after=' }),
   created_at: Type.String({ description: 'when its batch committed (RFC 3339, UTC)' }),
 }
@@ -67,7 +68,7 @@ export const ChangeEntry = Type.Union(
 
 export const ChangeList = Type.Object(
   {
-    changes: Type.Array(ChangeEntry, { description: 'the shop\'s changes after `after`, in commit order' }),
+    changes: Type.Array(ChangeEntry, { description: "the shop's changes after `after`, in commit order" }),
     next_after: Type.Integer({ minimum: 0, description: 'pass as ?after= for the next page: the last position returned, or `after` again when none was' }),
   },
   { additionalProperties: false },
@@ -76,7 +77,9 @@ export const ChangeList = Type.Object(
 export const ChangesQuery = Type.Object({
   after: Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]{0,14})$', description: 'a position: the entries after it (default 0, from the start)' })),
   limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'entries per page, 1 to 500 (default 100)' })),
-  wait: Type.Optional(Type.String({ pattern: '^[0-9]{1,2}$', description: 'seconds, 0 to 30: with no entry after `after`, wait this long for one (default 0)' })),
+  wait: Type.Optional(
+    Type.String({ pattern: '^[0-9]{1,2}$', description: 'seconds, 0 to 30: with no entry after `after`, wait this long for one (default 0)' }),
+  ),
 })
 
 export type FeedType = Static<typeof ChangeEntry>['type']

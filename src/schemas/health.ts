@@ -12,12 +12,16 @@ export const Readiness = Type.Object(
           connected: Type.Boolean({ description: 'whether this process is connected to NATS now' }),
           relay_lag_seconds: Type.Number({ minimum: 0, description: 'age of the oldest change feed entry not yet published (0 when none)' }),
         },
-        { additionalProperties: false, description: 'with NATS_URL set: the change feed relay. NATS being down does not make the service unready: entries wait in the database' },
+        {
+          additionalProperties: false,
+          description: 'with NATS_URL set: the change feed relay. NATS being down does not make the service unready: entries wait in the database',
+        },
       ),
     ),
     redis: Type.Optional(
       Type.Union([Type.Literal('up'), Type.Literal('down')], {
-        description: 'with REDIS_URL: whether Redis, where the rate limit is counted, answers; while it is down the limit lets webhooks through (the service stays ready)',
+        description:
+          'with REDIS_URL: whether Redis, where the rate limit is counted, answers; while it is down the limit lets webhooks through (the service stays ready)',
       }),
     ),
   },

@@ -46,7 +46,7 @@ const WHEN: Record<ProblemStatus, string> = {
   404: 'No such endpoint, or no such resource in this shop.',
   405: 'A method other than POST on a webhook path.',
   408: 'The headers or the whole request took too long; the connection is closed.',
-  409: 'A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer\'s points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`).',
+  409: "A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`).",
   413: 'The body is larger than BODY_LIMIT.',
   415: 'The body is not sent as application/json.',
   417: 'An Expect header other than 100-continue; the connection is closed.',
@@ -68,7 +68,9 @@ const FieldError = Type.Object(
 const EXTENSIONS = {
   400: { event_id: Type.Optional(Type.String({ description: 'for malformed-json: the stored (rejected) event' })) },
   409: {
-    available: Type.Optional(Type.Integer({ description: 'for insufficient-points: the customer\'s available points when the redemption or adjustment was decided' })),
+    available: Type.Optional(
+      Type.Integer({ description: "for insufficient-points: the customer's available points when the redemption or adjustment was decided" }),
+    ),
     held: Type.Optional(Type.Integer({ description: 'for points-limit: the points the customer held (available and pending) when the request was decided' })),
     limit: Type.Optional(Type.Integer({ description: 'for points-limit: the most points a customer may hold through adjustments and cancels' })),
   },
@@ -89,7 +91,11 @@ function problemOf<S extends ProblemStatus>(status: S): ProblemSchema<S> {
   const extensions: Record<string, TSchema> = (EXTENSIONS as Partial<Record<ProblemStatus, Record<string, TSchema>>>)[status] ?? {}
   return Type.Object(
     {
-      type: Type.Unsafe<string>({ type: 'string', enum: types.map((t) => `/problems/${t}`), description: 'the kind of problem, a URI relative to the service' }),
+      type: Type.Unsafe<string>({
+        type: 'string',
+        enum: types.map((t) => `/problems/${t}`),
+        description: 'the kind of problem, a URI relative to the service',
+      }),
       title: Type.String({ description: `the status text, "${title}"` }),
       status: Type.Literal(status),
       detail: Type.String({ description: 'what went wrong in this request, in words' }),

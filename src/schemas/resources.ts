@@ -4,7 +4,7 @@ import { CustomerBody, OrderBody } from './webhooks.ts'
 
 // What the read API returns: a customer's and an order's fields are their bodies' (./record-view.ts).
 
-export const IdParams = Type.Object({ id: Type.String({ description: 'the shop\'s id of the resource' }) })
+export const IdParams = Type.Object({ id: Type.String({ description: "the shop's id of the resource" }) })
 
 export const CustomerView = Type.Object(viewFields(CustomerBody, [], Type.Union([Type.Boolean(), Type.Null()])))
 
@@ -26,36 +26,43 @@ export const LedgerEntryView = Type.Object({
   redemption_id: Type.Union([Type.String(), Type.Null()], { description: 'the redemption a redeemed or redemption_cancelled entry belongs to' }),
   points: Type.Integer(),
   reason: Type.String({
-    description: 'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired or adjusted_manually',
+    description:
+      'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired or adjusted_manually',
   }),
-  debt: Type.Boolean({ description: 'true on a reversal that took the customer\'s available points below zero: the points it took back were already spent' }),
-  basis: Type.Union([
-    Type.Object({
-      amount: Type.String({ description: 'the amount the points were computed on, two decimals' }),
-      currency: Type.Union([Type.String(), Type.Null()]),
-      rate: Type.String({ description: 'points per whole currency unit' }),
-      rule_version: Type.Integer(),
-    }),
-    Type.Null(),
-  ], { description: 'what an order\'s points were computed on; null for entries that are not an order\'s' }),
+  debt: Type.Boolean({ description: "true on a reversal that took the customer's available points below zero: the points it took back were already spent" }),
+  basis: Type.Union(
+    [
+      Type.Object({
+        amount: Type.String({ description: 'the amount the points were computed on, two decimals' }),
+        currency: Type.Union([Type.String(), Type.Null()]),
+        rate: Type.String({ description: 'points per whole currency unit' }),
+        rule_version: Type.Integer(),
+      }),
+      Type.Null(),
+    ],
+    { description: "what an order's points were computed on; null for entries that are not an order's" },
+  ),
   created_at: Type.String(),
-  available_at: Type.String({ description: 'when the points became (or become) available; for redeemed, cancelled and expired entries, the date of the points they took or gave back' }),
+  available_at: Type.String({
+    description: 'when the points became (or become) available; for redeemed, cancelled and expired entries, the date of the points they took or gave back',
+  }),
 })
 
 export const PointsView = Type.Object({
   customer_id: Type.Integer(),
   available: Type.Integer(),
   pending: Type.Integer(),
-  lifetime_earned: Type.Integer({ description: 'what the customer\'s orders have earned and still hold: net of reversals, adjustments and forfeitures' }),
-  expiring: Type.Array(
-    Type.Object({ points: Type.Integer(), at: Type.String({ description: 'when they expire' }) }),
-    { description: 'points that expire in the next 30 days unless spent first, soonest first (empty when the rule lets points never expire)' },
-  ),
+  lifetime_earned: Type.Integer({ description: "what the customer's orders have earned and still hold: net of reversals, adjustments and forfeitures" }),
+  expiring: Type.Array(Type.Object({ points: Type.Integer(), at: Type.String({ description: 'when they expire' }) }), {
+    description: 'points that expire in the next 30 days unless spent first, soonest first (empty when the rule lets points never expire)',
+  }),
   entries: Type.Array(LedgerEntryView, { description: 'newest first' }),
   next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as ?cursor= for the next page; null on the last' }),
 })
 
 export const PointsQuery = Type.Object({
-  limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'a whole number of entries per page from 1 to 500 (default 50)' })),
+  limit: Type.Optional(
+    Type.String({ pattern: '^([1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'a whole number of entries per page from 1 to 500 (default 50)' }),
+  ),
   cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,16}$', maxLength: 16, description: 'the next_cursor of the previous page' })),
 })

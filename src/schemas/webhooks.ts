@@ -55,7 +55,7 @@ export const MAX_IDEMPOTENCY_KEY = 255
 export const IdempotencyKeyHeader = Type.String({
   minLength: 1,
   maxLength: MAX_IDEMPOTENCY_KEY,
-  description: 'the sender\'s key for this delivery: a later webhook of the shop with the same key is answered `duplicate` (255 characters at most)',
+  description: "the sender's key for this delivery: a later webhook of the shop with the same key is answered `duplicate` (255 characters at most)",
 })
 export const WebhookIdHeader = Type.String({
   minLength: 1,
@@ -65,5 +65,5 @@ export const WebhookIdHeader = Type.String({
 export const RequestIdHeader = Type.String({
   minLength: 1,
   maxLength: 200,
-  description: 'an id for this request, echoed back in the answer\'s X-Request-Id and written on every log line of the request',
+  description: "an id for this request, echoed back in the answer's X-Request-Id and written on every log line of the request",
 })

@@ -43,9 +43,16 @@ export interface EventListRow {
 
 function toListRow(r: Record<string, unknown>): EventListRow {
   return {
-    id: r.id as string, shopId: Number(r.shop_id), topic: r.topic as string, resourceId: r.resource_id === null ? null : Number(r.resource_id),
-    receivedAt: r.received_at as string, receivedUs: Number(r.received_us), outcome: r.outcome as string,
-    duplicateOf: (r.duplicate_of as string | null) ?? null, replayOf: (r.replay_of as string | null) ?? null, errors: (r.errors as string | null) ?? null,
+    id: r.id as string,
+    shopId: Number(r.shop_id),
+    topic: r.topic as string,
+    resourceId: r.resource_id === null ? null : Number(r.resource_id),
+    receivedAt: r.received_at as string,
+    receivedUs: Number(r.received_us),
+    outcome: r.outcome as string,
+    duplicateOf: (r.duplicate_of as string | null) ?? null,
+    replayOf: (r.replay_of as string | null) ?? null,
+    errors: (r.errors as string | null) ?? null,
   }
 }
 
@@ -57,7 +64,10 @@ export function eventPageQuery(db: Kysely<Tables>, f: EventFilter, limit: number
   // plan walks events_received through every shop's events when its statistics say a shop holds
   // many (test/query-plans.test.ts).
   if (f.shopId !== undefined) query = query.where('shop_id', '>=', f.shopId).where('shop_id', '<=', f.shopId).where(BY_SHOP).orderBy('shop_id', 'desc')
-  query = query.orderBy('received_us', 'desc').orderBy('id', 'desc').limit(limit + 1)
+  query = query
+    .orderBy('received_us', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
   if (f.sinceUs !== undefined) query = query.where('received_us', '>=', f.sinceUs)
   if (f.untilUs !== undefined) query = query.where('received_us', '<', f.untilUs)
   if (f.before) query = query.where(sql<boolean>`(received_us, id) < (${f.before.us}, ${f.before.id})`)
@@ -74,13 +84,23 @@ export async function eventPage(db: Kysely<Tables>, f: EventFilter, limit: numbe
 
 /** Events received after `afterUs` (the stream's look back), oldest first, at most `limit`. */
 export async function eventsSince(db: Kysely<Tables>, afterUs: number, limit: number): Promise<EventListRow[]> {
-  const rows = await db.selectFrom('events').select([...LIST_COLUMNS]).where('received_us', '>', afterUs)
-    .orderBy('received_us', 'asc').orderBy('id', 'asc').limit(limit).execute()
+  const rows = await db
+    .selectFrom('events')
+    .select([...LIST_COLUMNS])
+    .where('received_us', '>', afterUs)
+    .orderBy('received_us', 'asc')
+    .orderBy('id', 'asc')
+    .limit(limit)
+    .execute()
   return rows.map(toListRow)
 }
 
 export async function findEvent(db: Kysely<Tables>, id: string) {
-  const row = await db.selectFrom('events').select([...LIST_COLUMNS, 'body', 'headers']).where('id', '=', id).executeTakeFirst()
+  const row = await db
+    .selectFrom('events')
+    .select([...LIST_COLUMNS, 'body', 'headers'])
+    .where('id', '=', id)
+    .executeTakeFirst()
   if (!row) return undefined
   const body = Buffer.from(row.body)
   return { ...toListRow(row), body, headers: row.headers, redacted: body.equals(REDACTED_BODY) }

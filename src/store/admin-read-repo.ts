@@ -13,7 +13,11 @@ export async function shopNames(db: Kysely<Tables>): Promise<Map<number, string>
 }
 
 export async function shopPage(db: Kysely<Tables>, limit: number, before: number | null) {
-  let query = db.selectFrom('shops').select(['id', 'name', 'created_at']).orderBy('id', 'desc').limit(limit + 1)
+  let query = db
+    .selectFrom('shops')
+    .select(['id', 'name', 'created_at'])
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
   const rows = await query.execute()
   return { rows: rows.slice(0, limit).map((r) => ({ ...r, id: Number(r.id) })), more: rows.length > limit }
@@ -23,8 +27,19 @@ export async function shopPage(db: Kysely<Tables>, limit: number, before: number
 export async function shopCounts(db: Kysely<Tables>, shopIds: readonly number[]) {
   if (shopIds.length === 0) return { customers: new Map<number, number>(), orders: new Map<number, number>() }
   const [customers, orders] = await Promise.all([
-    db.selectFrom('customers').select(['shop_id', sql<number>`count(*)`.as('n')]).where('shop_id', 'in', [...shopIds]).where('deleted', '=', 0).groupBy('shop_id').execute(),
-    db.selectFrom('orders').select(['shop_id', sql<number>`count(*)`.as('n')]).where('shop_id', 'in', [...shopIds]).groupBy('shop_id').execute(),
+    db
+      .selectFrom('customers')
+      .select(['shop_id', sql<number>`count(*)`.as('n')])
+      .where('shop_id', 'in', [...shopIds])
+      .where('deleted', '=', 0)
+      .groupBy('shop_id')
+      .execute(),
+    db
+      .selectFrom('orders')
+      .select(['shop_id', sql<number>`count(*)`.as('n')])
+      .where('shop_id', 'in', [...shopIds])
+      .groupBy('shop_id')
+      .execute(),
   ])
   return {
     customers: new Map(customers.map((r) => [Number(r.shop_id), Number(r.n)])),
@@ -33,10 +48,21 @@ export async function shopCounts(db: Kysely<Tables>, shopIds: readonly number[])
 }
 
 /** A page of a shop's customers (tombstones too), newest id first; by e-mail, the live ones with it and the deleted ones it was erased from. */
-export async function customerPage(db: Kysely<Tables>, shopId: number, email: string | null, limit: number, before: number | null): Promise<{ rows: CustomerRecord[]; more: boolean }> {
+export async function customerPage(
+  db: Kysely<Tables>,
+  shopId: number,
+  email: string | null,
+  limit: number,
+  before: number | null,
+): Promise<{ rows: CustomerRecord[]; more: boolean }> {
   let rows: Selectable<CustomersTable>[]
   if (email === null) {
-    let query = db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).orderBy('id', 'desc').limit(limit + 1)
+    let query = db
+      .selectFrom('customers')
+      .selectAll()
+      .where('shop_id', '=', shopId)
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
     if (before !== null) query = query.where('id', '<', before)
     rows = await query.execute()
   } else {
@@ -44,8 +70,13 @@ export async function customerPage(db: Kysely<Tables>, shopId: number, email: st
     // order), the few rows it finds sorted (unindexed: see src/store/unindexed.ts).
     const lower = email.toLowerCase()
     const by = (column: 'email_lower' | 'erased_email_sha', value: string) => {
-      let query = db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where(column, '=', value)
-        .orderBy(unindexed('id'), 'desc').limit(limit + 1)
+      let query = db
+        .selectFrom('customers')
+        .selectAll()
+        .where('shop_id', '=', shopId)
+        .where(column, '=', value)
+        .orderBy(unindexed('id'), 'desc')
+        .limit(limit + 1)
       if (before !== null) query = query.where(unindexed('id'), '<', before)
       return query.execute()
     }
@@ -69,38 +100,66 @@ export async function ledgerOf(db: Kysely<Tables>, shopId: number, by: { custome
     .leftJoin('adjustments', (join) => join.onRef('adjustments.shop_id', '=', 'ledger.shop_id').onRef('adjustments.id', '=', 'ledger.adjustment_id'))
     .leftJoin('redemptions', (join) => join.onRef('redemptions.shop_id', '=', 'ledger.shop_id').onRef('redemptions.id', '=', 'ledger.redemption_id'))
     .select([
-      'ledger.id', 'ledger.order_id', 'ledger.redemption_id', 'ledger.points', 'ledger.reason', 'ledger.debt', 'ledger.amount_minor', 'ledger.currency',
-      'ledger.rate', 'ledger.rule_version', 'ledger.created_at', 'ledger.available_at', 'ledger.available_us', 'ledger.adjustment_id',
-      'adjustments.reason as adjustment_reason', 'adjustments.operator as adjustment_operator', 'redemptions.reference as redemption_reference',
+      'ledger.id',
+      'ledger.order_id',
+      'ledger.redemption_id',
+      'ledger.points',
+      'ledger.reason',
+      'ledger.debt',
+      'ledger.amount_minor',
+      'ledger.currency',
+      'ledger.rate',
+      'ledger.rule_version',
+      'ledger.created_at',
+      'ledger.available_at',
+      'ledger.available_us',
+      'ledger.adjustment_id',
+      'adjustments.reason as adjustment_reason',
+      'adjustments.operator as adjustment_operator',
+      'redemptions.reference as redemption_reference',
     ])
     .where('ledger.shop_id', '=', shopId)
     .orderBy('ledger.id', 'desc')
     .limit(limit + 1)
   // A guest's entries are those without a customer (src/loyalty/ledger-plan.ts): so said, the partial index ledger_guest finds them.
-  query = 'customerId' in by
-    ? query.where('ledger.customer_id', '=', by.customerId)
-    : query.where('ledger.guest_email', '=', by.guestEmail).where('ledger.customer_id', 'is', null)
+  query =
+    'customerId' in by
+      ? query.where('ledger.customer_id', '=', by.customerId)
+      : query.where('ledger.guest_email', '=', by.guestEmail).where('ledger.customer_id', 'is', null)
   const rows = await query.execute()
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }
 
 /** What a guest e-mail holds: the sum of its entries. */
 export async function guestHeld(db: Kysely<Tables>, shopId: number, emailLower: string): Promise<number> {
-  const row = await db.selectFrom('ledger').select(sql<number>`COALESCE(SUM(points), 0)`.as('held'))
-    .where('shop_id', '=', shopId).where('guest_email', '=', emailLower).where('customer_id', 'is', null).executeTakeFirstOrThrow()
+  const row = await db
+    .selectFrom('ledger')
+    .select(sql<number>`COALESCE(SUM(points), 0)`.as('held'))
+    .where('shop_id', '=', shopId)
+    .where('guest_email', '=', emailLower)
+    .where('customer_id', 'is', null)
+    .executeTakeFirstOrThrow()
   return Number(row.held)
 }
 
 export async function keyPage(db: Kysely<Tables>, shopId: number, limit: number, before: number | null) {
-  let query = db.selectFrom('api_keys').select(['id', 'hint', 'created_at', 'last_used_at', 'revoked_at', 'key_hash'])
-    .where('shop_id', '=', shopId).orderBy('id', 'desc').limit(limit + 1)
+  let query = db
+    .selectFrom('api_keys')
+    .select(['id', 'hint', 'created_at', 'last_used_at', 'revoked_at', 'key_hash'])
+    .where('shop_id', '=', shopId)
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
   const rows = await query.execute()
   return { rows: rows.slice(0, limit).map((r) => ({ ...r, id: Number(r.id) })), more: rows.length > limit }
 }
 
 export async function findKey(db: Kysely<Tables>, shopId: number, id: number) {
-  const row = await db.selectFrom('api_keys').select(['id', 'hint', 'created_at', 'last_used_at', 'revoked_at', 'key_hash'])
-    .where('shop_id', '=', shopId).where('id', '=', id).executeTakeFirst()
+  const row = await db
+    .selectFrom('api_keys')
+    .select(['id', 'hint', 'created_at', 'last_used_at', 'revoked_at', 'key_hash'])
+    .where('shop_id', '=', shopId)
+    .where('id', '=', id)
+    .executeTakeFirst()
   return row && { ...row, id: Number(row.id) }
 }

@@ -30,7 +30,10 @@ export async function findAdmin(db: Kysely<Tables>, id: number) {
   return db.selectFrom('admins').select(['id', 'name', 'role', 'revoked_at']).where('id', '=', id).executeTakeFirst()
 }
 
-export async function revokeAdmin(db: Kysely<Tables>, id: number): Promise<{ result: 'revoked' } | { result: 'unknown' } | { result: 'already'; revokedAt: string }> {
+export async function revokeAdmin(
+  db: Kysely<Tables>,
+  id: number,
+): Promise<{ result: 'revoked' } | { result: 'unknown' } | { result: 'already'; revokedAt: string }> {
   const found = await db.selectFrom('admins').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst()
   if (!found) return { result: 'unknown' }
   if (found.revoked_at !== null) return { result: 'already', revokedAt: found.revoked_at }
@@ -48,7 +51,10 @@ export async function findActiveAdmin(db: Kysely<Tables>, keyHash: string): Prom
 export async function insertSession(db: Kysely<Tables>, tokenHash: string, adminId: number, expiresUs: number, nowUs: number): Promise<void> {
   // Expired sessions go as new ones come: the table holds live sessions and few others.
   await db.deleteFrom('admin_sessions').where('expires_us', '<=', nowUs).execute()
-  await db.insertInto('admin_sessions').values({ token_hash: tokenHash, admin_id: adminId, created_at: new Date().toISOString(), expires_us: expiresUs }).execute()
+  await db
+    .insertInto('admin_sessions')
+    .values({ token_hash: tokenHash, admin_id: adminId, created_at: new Date().toISOString(), expires_us: expiresUs })
+    .execute()
 }
 
 /** The live session's operator and expiry; none for an unknown or expired token or a revoked operator. */
@@ -80,8 +86,13 @@ export async function recordAudit(db: Kysely<Tables>, operator: Pick<Operator, '
   await db
     .insertInto('audit_log')
     .values({
-      admin_id: operator.id, operator: operator.name, action: entry.action, shop_id: entry.shopId, target: entry.target,
-      detail: entry.detail === null ? null : JSON.stringify(entry.detail), created_at: new Date().toISOString(),
+      admin_id: operator.id,
+      operator: operator.name,
+      action: entry.action,
+      shop_id: entry.shopId,
+      target: entry.target,
+      detail: entry.detail === null ? null : JSON.stringify(entry.detail),
+      created_at: new Date().toISOString(),
     })
     .execute()
 }

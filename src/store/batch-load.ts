@@ -39,8 +39,18 @@ interface ShopNeeds {
 const lower = (email: string | null | undefined) => (email == null ? null : email.toLowerCase())
 
 const emptyNeeds = (): ShopNeeds => ({
-  customers: new Set(), orders: new Set(), emails: new Set(), idemKeys: new Set(), claimEmails: new Set(), deleted: new Set(), deletedEmails: new Set(),
-  patches: [], wallets: new Set(), redemptionIds: new Set(), redemptionIdem: new Set(), adjustmentIdem: new Set(),
+  customers: new Set(),
+  orders: new Set(),
+  emails: new Set(),
+  idemKeys: new Set(),
+  claimEmails: new Set(),
+  deleted: new Set(),
+  deletedEmails: new Set(),
+  patches: [],
+  wallets: new Set(),
+  redemptionIds: new Set(),
+  redemptionIdem: new Set(),
+  adjustmentIdem: new Set(),
 })
 
 function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
@@ -102,7 +112,6 @@ export function lockKeysOf(batch: readonly BatchItem[]): string[] {
   return keys
 }
 
-
 /**
  * Loads the state a batch touches; `alsoOrders` names further orders (by shop) to load with
  * everything their points depend on, as a rebuild or an explanation needs.
@@ -129,7 +138,13 @@ export async function loadBatch(
 }
 
 async function loadShop(
-  backend: Backend, s: Session, state: BatchState, shopId: number, n: ShopNeeds, locked: ReadonlySet<string> | null, asLoaded: AsLoaded | undefined,
+  backend: Backend,
+  s: Session,
+  state: BatchState,
+  shopId: number,
+  n: ShopNeeds,
+  locked: ReadonlySet<string> | null,
+  asLoaded: AsLoaded | undefined,
 ): Promise<void> {
   const q = backend.statements
   const loadedCustomers = new Set<number>()
@@ -153,7 +168,14 @@ async function loadShop(
       asLoaded?.set(`o:${shopId}:${id}`, indexedOf(row, ORDER_INDEXED))
     }
   }
-  const byEmails = (emails: readonly string[]) => [q.customersByEmail(shopId, emails), q.customersByErasedEmail(shopId, emails.map((e) => emailSha(shopId, e)))] as const
+  const byEmails = (emails: readonly string[]) =>
+    [
+      q.customersByEmail(shopId, emails),
+      q.customersByErasedEmail(
+        shopId,
+        emails.map((e) => emailSha(shopId, e)),
+      ),
+    ] as const
 
   // Round 1: what the batch names, all of it locked already: the rule, the idempotency keys, the
   // customers and orders and their e-mails, the orders' ledger; and where claims and erasure
@@ -235,14 +257,20 @@ async function loadShop(
   // if those name more.
   for (let round = 0; round < 3; round++) {
     const inPlay = [...state.orders.values()].filter((o) => o.shopId === shopId)
-    const links = [...new Set(inPlay.flatMap((o) => [o.record.customer_id, ...Object.keys(o.record.snapshots).map(Number)]))]
-      .filter((id): id is number => id !== null && !loadedCustomers.has(id))
-    const emails = [...new Set([...n.deletedEmails, ...inPlay.map((o) => lower(o.record.email)).filter((e): e is string => e !== null)])]
-      .filter((e) => !queriedEmails.has(e))
+    const links = [...new Set(inPlay.flatMap((o) => [o.record.customer_id, ...Object.keys(o.record.snapshots).map(Number)]))].filter(
+      (id): id is number => id !== null && !loadedCustomers.has(id),
+    )
+    const emails = [...new Set([...n.deletedEmails, ...inPlay.map((o) => lower(o.record.email)).filter((e): e is string => e !== null)])].filter(
+      (e) => !queriedEmails.has(e),
+    )
     const orderIds = round === 0 ? [...loadedOrders].filter((id) => !withLedger.has(id)) : []
     if (links.length + emails.length + orderIds.length === 0) break
     emails.forEach((e) => queriedEmails.add(e))
-    const [byId, byEmail, byErasedEmail, ledger] = await s.runMany([q.customersById(shopId, links), ...byEmails(emails), q.ledgerOfOrders(shopId, orderIds)] as const)
+    const [byId, byEmail, byErasedEmail, ledger] = await s.runMany([
+      q.customersById(shopId, links),
+      ...byEmails(emails),
+      q.ledgerOfOrders(shopId, orderIds),
+    ] as const)
     for (const rows of [byId, byEmail, byErasedEmail]) addCustomers(rows)
     links.forEach((id) => loadedCustomers.add(id))
     addLedger(state, shopId, orderIds, ledger)
@@ -278,7 +306,9 @@ async function loadPoints(backend: Backend, s: Session, state: BatchState, shopI
   for (const id of ids) state.wallets.set(keyOf(shopId, id), [])
   for (const row of lots) {
     state.wallets.get(keyOf(shopId, Number(row.customer_id)))!.push({
-      available_us: Number(row.available_us), points: Number(row.points), expired: Number(row.expired),
+      available_us: Number(row.available_us),
+      points: Number(row.points),
+      expired: Number(row.expired),
     })
   }
   for (const wallet of state.wallets.values()) wallet.sort((a, b) => a.available_us - b.available_us)
@@ -300,8 +330,11 @@ function addLedger(state: BatchState, shopId: number, orderIds: readonly number[
       guestEmail: row.guest_email,
       points: Number(row.points),
       basis: {
-        amount_minor: Number(row.amount_minor), currency: row.currency, rate: row.rate,
-        rule_version: Number(row.rule_version), available_us: Number(row.available_us),
+        amount_minor: Number(row.amount_minor),
+        currency: row.currency,
+        rate: row.rate,
+        rule_version: Number(row.rule_version),
+        available_us: Number(row.available_us),
       },
     })
   }

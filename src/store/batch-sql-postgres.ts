@@ -83,7 +83,12 @@ export const postgresStatements: StatementFactory = {
     return [
       { ...CompiledQuery.raw('UPDATE feed_head SET position = position + $1 WHERE id = 1 RETURNING position', [total]), cte: 'feed_next' },
       CompiledQuery.raw(APPEND_FEED, [
-        total, rows.map((r) => r.last), rows.map((r) => r.first), rows.map((r) => r.shopId), rows.map((r) => r.createdUs), rows.map((r) => r.entries),
+        total,
+        rows.map((r) => r.last),
+        rows.map((r) => r.first),
+        rows.map((r) => r.shopId),
+        rows.map((r) => r.createdUs),
+        rows.map((r) => r.entries),
       ]),
     ]
   },

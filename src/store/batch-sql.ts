@@ -90,5 +90,8 @@ export interface FeedRowInput {
 
 /** `SET c = excluded.c` for every column but the keys. */
 export function excludedSet(columns: readonly string[], keys: readonly string[]): string {
-  return columns.filter((c) => !keys.includes(c)).map((c) => `${c} = excluded.${c}`).join(', ')
+  return columns
+    .filter((c) => !keys.includes(c))
+    .map((c) => `${c} = excluded.${c}`)
+    .join(', ')
 }

@@ -1,5 +1,14 @@
 import { excludedSet, type StatementFactory } from './batch-sql.ts'
-import { CUSTOMER_COLUMNS, CUSTOMER_INDEXED, EVENT_COLUMNS, LEDGER_COLUMNS, ORDER_COLUMNS, ORDER_INDEXED, REDEMPTION_COLUMNS, ADJUSTMENT_COLUMNS } from './rows.ts'
+import {
+  CUSTOMER_COLUMNS,
+  CUSTOMER_INDEXED,
+  EVENT_COLUMNS,
+  LEDGER_COLUMNS,
+  ORDER_COLUMNS,
+  ORDER_INDEXED,
+  REDEMPTION_COLUMNS,
+  ADJUSTMENT_COLUMNS,
+} from './rows.ts'
 import type { CustomersTable, OrdersTable, RedemptionsTable, AdjustmentsTable } from './tables.ts'
 import type { Selectable } from 'kysely'
 
@@ -31,7 +40,9 @@ export function batchStatements(f: StatementFactory) {
   /** `keeping`: columns an update leaves as they are (their values are unchanged), so that their indexes are not written. */
   const upsert = (table: 'customers' | 'orders', columns: readonly string[], types: readonly string[], keeping: readonly string[] = []) =>
     f.insert({
-      table, columns, types,
+      table,
+      columns,
+      types,
       // Only a row still at the revision the batch loaded is written (`rev` is the loaded one plus 1).
       conflict: `ON CONFLICT (shop_id, id) DO UPDATE SET ${excludedSet(columns, ['shop_id', 'id', ...keeping])} WHERE ${table}.rev = excluded.rev - 1 RETURNING 1`,
     })
@@ -48,23 +59,40 @@ export function batchStatements(f: StatementFactory) {
     ordersByCustomer: ordersBy('customer_id'),
     ordersByEmail: ordersBy('email_lower'),
     ledgerOfOrders: f.lookup<LedgerRead>({
-      table: 'ledger', columns: 'id, order_id, customer_id, guest_email, points, amount_minor, currency, rate, rule_version, available_us', column: 'order_id', keyType: 'bigint',
+      table: 'ledger',
+      columns: 'id, order_id, customer_id, guest_email, points, amount_minor, currency, rate, rule_version, available_us',
+      column: 'order_id',
+      keyType: 'bigint',
     }),
     /** Points held under guest e-mails (ledger_guest, a partial index of the rows without a customer). */
     guestHoldings: f.lookup<{ order_id: number; guest_email: string; points: number }>({
-      table: 'ledger', columns: 'order_id, guest_email, points', column: 'guest_email', keyType: 'text', where: 'AND customer_id IS NULL',
+      table: 'ledger',
+      columns: 'order_id, guest_email, points',
+      column: 'guest_email',
+      keyType: 'text',
+      where: 'AND customer_id IS NULL',
     }),
     /** Orders whose webhooks embedded these customers, by their events (events_customer). */
     embeddingEvents: f.lookup<{ resource_id: number | null }>({
-      table: 'events', columns: 'resource_id', column: 'customer_id', keyType: 'bigint', where: "AND topic = 'order/hook_created'",
+      table: 'events',
+      columns: 'resource_id',
+      column: 'customer_id',
+      keyType: 'bigint',
+      where: "AND topic = 'order/hook_created'",
     }),
     /** The same, for orders whose events were pruned (src/store/prune.ts keeps these links). */
     embeddingLinks: f.lookup<{ resource_id: number }>({
-      table: 'order_customer_links', columns: 'order_id AS resource_id', column: 'customer_id', keyType: 'bigint',
+      table: 'order_customer_links',
+      columns: 'order_id AS resource_id',
+      column: 'customer_id',
+      keyType: 'bigint',
     }),
     /** Each customer's lots: the net of their entries per availability date, and of the expired ones. */
     lots: f.lookup<{ customer_id: number; available_us: number; points: number; expired: number }>({
-      table: 'ledger', columns: 'customer_id, available_us, points, reason', column: 'customer_id', keyType: 'bigint',
+      table: 'ledger',
+      columns: 'customer_id, available_us, points, reason',
+      column: 'customer_id',
+      keyType: 'bigint',
       select: "t.customer_id, t.available_us, sum(t.points) AS points, sum(CASE WHEN t.reason = 'expired' THEN t.points ELSE 0 END) AS expired",
       groupBy: 't.customer_id, t.available_us',
     }),
@@ -84,10 +112,20 @@ export function batchStatements(f: StatementFactory) {
     insertAdjustments: claimOnce('adjustments', ADJUSTMENT_COLUMNS.names, ADJUSTMENT_COLUMNS.types),
     /** A cancel applies only to a redemption still uncancelled; the customer's lock makes that so. */
     cancelRedemption: f.update({
-      table: 'redemptions', set: 'cancelled_at = $3, cancelled_us = $4, cancel_available_after = $5', column: 'id', keyType: 'text', where: 'AND cancelled_us IS NULL',
+      table: 'redemptions',
+      set: 'cancelled_at = $3, cancelled_us = $4, cancel_available_after = $5',
+      column: 'id',
+      keyType: 'text',
+      where: 'AND cancelled_us IS NULL',
     }),
     redactCustomerEvents: f.update({ table: 'events', set: 'body = $3, headers = $4', column: 'customer_id', keyType: 'bigint' }),
-    redactOrderEvents: f.update({ table: 'events', set: 'body = $3, headers = $4', column: 'resource_id', keyType: 'bigint', where: "AND topic = 'order/hook_created'" }),
+    redactOrderEvents: f.update({
+      table: 'events',
+      set: 'body = $3, headers = $4',
+      column: 'resource_id',
+      keyType: 'bigint',
+      where: "AND topic = 'order/hook_created'",
+    }),
     redactGuestEmails: f.update({ table: 'ledger', set: 'guest_email = NULL', column: 'order_id', keyType: 'bigint', where: 'AND guest_email IS NOT NULL' }),
     appendFeed: f.appendFeed,
   }

@@ -6,8 +6,18 @@ import type { FeedRowInput } from './batch-sql.ts'
 import type { Backend, Session } from './dialect.ts'
 import { adjustmentRow, redemptionRow } from './redemption-rows.ts'
 import {
-  ADJUSTMENT_COLUMNS, CUSTOMER_COLUMNS, CUSTOMER_INDEXED, customerRow, EVENT_COLUMNS, indexedOf, LEDGER_COLUMNS, ORDER_COLUMNS, ORDER_INDEXED, orderRow,
-  REDEMPTION_COLUMNS, valuesOf,
+  ADJUSTMENT_COLUMNS,
+  CUSTOMER_COLUMNS,
+  CUSTOMER_INDEXED,
+  customerRow,
+  EVENT_COLUMNS,
+  indexedOf,
+  LEDGER_COLUMNS,
+  ORDER_COLUMNS,
+  ORDER_INDEXED,
+  orderRow,
+  REDEMPTION_COLUMNS,
+  valuesOf,
 } from './rows.ts'
 import type { AsLoaded } from './batch-load.ts'
 import type { EventsTable, LedgerTable } from './tables.ts'
@@ -49,16 +59,38 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
   // The redactions cover this batch's own entries too: they are written without the e-mail.
   const erased = new Set(d.redactions.flatMap((r) => r.orderIds.map((id) => `${r.shopId}:${id}`)))
   const ledger = d.ledger.map((e): Omit<Insertable<LedgerTable>, 'id'> => ({
-    shop_id: e.shopId, order_id: e.orderId, customer_id: e.customerId, points: e.points, reason: e.reason,
+    shop_id: e.shopId,
+    order_id: e.orderId,
+    customer_id: e.customerId,
+    points: e.points,
+    reason: e.reason,
     guest_email: e.orderId !== null && erased.has(`${e.shopId}:${e.orderId}`) ? null : e.guestEmail,
-    amount_minor: e.basis.amount_minor, currency: e.basis.currency, rate: e.basis.rate, rule_version: e.basis.rule_version, created_at: createdAt,
-    available_at: formatUs(e.basis.available_us), available_us: e.basis.available_us, redemption_id: e.redemptionId, debt: e.debt ? 1 : 0,
+    amount_minor: e.basis.amount_minor,
+    currency: e.basis.currency,
+    rate: e.basis.rate,
+    rule_version: e.basis.rule_version,
+    created_at: createdAt,
+    available_at: formatUs(e.basis.available_us),
+    available_us: e.basis.available_us,
+    redemption_id: e.redemptionId,
+    debt: e.debt ? 1 : 0,
     adjustment_id: e.adjustmentId ?? null,
   }))
   const events = d.events.map((e): Insertable<EventsTable> => ({
-    id: e.id, shop_id: e.shopId, topic: e.topic, resource_id: e.resourceId, customer_id: e.customerId, received_at: formatUs(e.receivedUs),
-    received_us: e.receivedUs, body: e.body, headers: e.headers, outcome: e.outcome, duplicate_of: e.duplicateOf,
-    errors: e.errors === null ? null : JSON.stringify(e.errors), idem_key: e.idemKey, replay_of: e.replayOf ?? null,
+    id: e.id,
+    shop_id: e.shopId,
+    topic: e.topic,
+    resource_id: e.resourceId,
+    customer_id: e.customerId,
+    received_at: formatUs(e.receivedUs),
+    received_us: e.receivedUs,
+    body: e.body,
+    headers: e.headers,
+    outcome: e.outcome,
+    duplicate_of: e.duplicateOf,
+    errors: e.errors === null ? null : JSON.stringify(e.errors),
+    idem_key: e.idemKey,
+    replay_of: e.replayOf ?? null,
   }))
   const write = (table: string, queries: CompiledQuery<unknown>[], expect: number | null): Write => ({ table, queries, expect })
   const feed = feedRows(d.feed, Date.parse(createdAt) * 1000)

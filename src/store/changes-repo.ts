@@ -37,12 +37,14 @@ export async function lastPosition(db: Kysely<Tables>): Promise<number> {
   return Number(row?.position ?? 0)
 }
 
-export const relayCursorQuery = (db: Kysely<Tables>, stream: string) =>
-  db.selectFrom('change_relay').select('position').where('stream', '=', stream).compile()
+export const relayCursorQuery = (db: Kysely<Tables>, stream: string) => db.selectFrom('change_relay').select('position').where('stream', '=', stream).compile()
 
 export const saveRelayCursorQuery = (db: Kysely<Tables>, stream: string, position: number, nowUs: number) =>
-  db.insertInto('change_relay').values({ stream, position, updated_us: nowUs })
-    .onConflict((oc) => oc.column('stream').doUpdateSet({ position, updated_us: nowUs })).compile()
+  db
+    .insertInto('change_relay')
+    .values({ stream, position, updated_us: nowUs })
+    .onConflict((oc) => oc.column('stream').doUpdateSet({ position, updated_us: nowUs }))
+    .compile()
 
 /** Commit time (epoch µs) of the oldest entry the relay has not published (past `cursor`); null when none. */
 export async function oldestUnpublishedUs(db: Kysely<Tables>, stream: string): Promise<number | null> {

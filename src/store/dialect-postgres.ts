@@ -143,7 +143,9 @@ const leaderKey = (name: string, schema: string) => {
 /** A pg client of its own that LISTENs on `channel`; `timeoutMs` bounds connecting, and (with the pings' own bound) each query. */
 function listenOn(url: string, timeoutMs: number, channel: string, handlers: ListenHandlers): Listener {
   const client = new pg.Client({
-    connectionString: url, connectionTimeoutMillis: timeoutMs, keepAlive: true,
+    connectionString: url,
+    connectionTimeoutMillis: timeoutMs,
+    keepAlive: true,
     query_timeout: Math.max(handlers.pingTimeoutMs, timeoutMs),
     // So that an operator (or a test) can tell it from the pool's connections in pg_stat_activity.
     application_name: handlers.name.slice(0, 63),
@@ -154,7 +156,10 @@ function listenOn(url: string, timeoutMs: number, channel: string, handlers: Lis
     if (message.channel === channel && message.payload) handlers.onNotification(message.payload)
   })
   return {
-    listening: client.connect().then(() => client.query(`LISTEN ${channel}`)).then(() => {}),
+    listening: client
+      .connect()
+      .then(() => client.query(`LISTEN ${channel}`))
+      .then(() => {}),
     ping: async () => {
       await client.query('SELECT 1')
     },
@@ -199,7 +204,9 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     schemaFromUrl: fromUrl !== undefined,
     db,
     types: {
-      serial: 'serial', binary: 'bytea', serialPrimaryKey: (c) => c.primaryKey(),
+      serial: 'serial',
+      binary: 'bytea',
+      serialPrimaryKey: (c) => c.primaryKey(),
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} = ANY(${values})`,
       skipLocked: true,
     },
@@ -223,7 +230,9 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       if (keys.length === 0) return true
       const numbers = [...new Set(keys.map(lockNumber))]
       const [row] = await session.run<{ ok: boolean }>(
-        CompiledQuery.raw('SELECT bool_and(ok) AS ok FROM (SELECT pg_try_advisory_xact_lock(k) AS ok FROM unnest($1::bigint[]) AS t(k) ORDER BY k) AS l', [numbers]),
+        CompiledQuery.raw('SELECT bool_and(ok) AS ok FROM (SELECT pg_try_advisory_xact_lock(k) AS ok FROM unnest($1::bigint[]) AS t(k) ORDER BY k) AS l', [
+          numbers,
+        ]),
       )
       return row?.ok === true
     },
@@ -231,7 +240,9 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     writerLanes: (configured) => configured,
     async leaderLock(name, _write, work) {
       return backend.transaction(async (s) => {
-        const [held] = await s.run(CompiledQuery.raw('SELECT pg_try_advisory_xact_lock($1) AS ok', [lockNumber(leaderKey(name, schema))]) as CompiledQuery<{ ok: boolean }>)
+        const [held] = await s.run(
+          CompiledQuery.raw('SELECT pg_try_advisory_xact_lock($1) AS ok', [lockNumber(leaderKey(name, schema))]) as CompiledQuery<{ ok: boolean }>,
+        )
         if (!held?.ok) return undefined
         return work({ read: async (query) => s.run(query), write: async (query) => void (await s.run(query)) })
       })

@@ -112,7 +112,9 @@ export function openSqlite(path: string, observe?: StatementObserver): Backend {
     schema: 'main',
     db,
     types: {
-      serial: 'integer', binary: 'blob', serialPrimaryKey: (c) => c.primaryKey().autoIncrement(),
+      serial: 'integer',
+      binary: 'blob',
+      serialPrimaryKey: (c) => c.primaryKey().autoIncrement(),
       anyOf: (column, values) => sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`,
     },
     statements: batchStatements(sqliteStatements),

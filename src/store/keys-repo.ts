@@ -9,12 +9,7 @@ export interface Principal {
 }
 
 export async function findActiveKey(db: Kysely<Tables>, keyHash: string): Promise<Principal | undefined> {
-  const row = await db
-    .selectFrom('api_keys')
-    .select(['id', 'shop_id'])
-    .where('key_hash', '=', keyHash)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst()
+  const row = await db.selectFrom('api_keys').select(['id', 'shop_id']).where('key_hash', '=', keyHash).where('revoked_at', 'is', null).executeTakeFirst()
   return row && { keyId: row.id, shopId: row.shop_id }
 }
 
@@ -28,7 +23,10 @@ export async function allShopIds(db: Kysely<Tables>): Promise<number[]> {
 }
 
 export async function countShops(db: Kysely<Tables>): Promise<number> {
-  const row = await db.selectFrom('shops').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  const row = await db
+    .selectFrom('shops')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow()
   return Number(row.n)
 }
 
@@ -56,7 +54,11 @@ export async function insertKey(db: Kysely<Tables>, shopId: number, keyHash: str
 
 /** The UPDATE that records when keys were last used. */
 export function touchKeysQuery(db: Kysely<Tables>, keyIds: readonly number[], at: string) {
-  return db.updateTable('api_keys').set({ last_used_at: at }).where('id', 'in', [...keyIds]).compile()
+  return db
+    .updateTable('api_keys')
+    .set({ last_used_at: at })
+    .where('id', 'in', [...keyIds])
+    .compile()
 }
 
 export async function listKeys(db: Kysely<Tables>, shopName?: string) {
@@ -83,7 +85,14 @@ export async function revokeKey(
   const found = await db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', keyId).executeTakeFirst()
   if (!found) return { result: 'unknown' }
   if (found.revoked_at !== null) return { result: 'already', revokedAt: found.revoked_at }
-  const done = await db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', keyId).where('revoked_at', 'is', null).executeTakeFirst()
+  const done = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: new Date().toISOString() })
+    .where('id', '=', keyId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst()
   // (Another revoke in between got there first.)
-  return done.numUpdatedRows > 0n ? { result: 'revoked' } : { result: 'already', revokedAt: (await db.selectFrom('api_keys').select('revoked_at').where('id', '=', keyId).executeTakeFirstOrThrow()).revoked_at! }
+  return done.numUpdatedRows > 0n
+    ? { result: 'revoked' }
+    : { result: 'already', revokedAt: (await db.selectFrom('api_keys').select('revoked_at').where('id', '=', keyId).executeTakeFirstOrThrow()).revoked_at! }
 }

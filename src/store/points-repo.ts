@@ -67,7 +67,13 @@ export async function customerLots(db: Kysely<Tables>, shopId: number, customerI
 
 /** A page of the customer's redemptions, newest first; `before` is the id the previous page ended at. */
 export async function customerRedemptions(db: Kysely<Tables>, shopId: number, customerId: number, limit: number, before: string | null) {
-  let query = db.selectFrom('redemptions').selectAll().where('shop_id', '=', shopId).where('customer_id', '=', customerId).orderBy('id', 'desc').limit(limit + 1)
+  let query = db
+    .selectFrom('redemptions')
+    .selectAll()
+    .where('shop_id', '=', shopId)
+    .where('customer_id', '=', customerId)
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
   const rows = (await query.execute()).map((row) => redemptionView(parseStoredEntries(shopId, row)))
   return { rows: rows.slice(0, limit), more: rows.length > limit }
@@ -101,13 +107,14 @@ export async function writeRule(db: Kysely<Tables>, shopId: number, ruleJson: st
 /** Shops whose rule lets points expire, with the days. */
 export async function expiryRules(db: Kysely<Tables>): Promise<{ shopId: number; expireAfterDays: number }[]> {
   const rows = await db.selectFrom('shops').select(['id', 'rule']).where('rule', 'is not', null).execute()
-  return rows
-    .map((r) => ({ shopId: r.id, expireAfterDays: parseStoredRule(r.rule).expire_after_days }))
-    .filter((r) => r.expireAfterDays > 0)
+  return rows.map((r) => ({ shopId: r.id, expireAfterDays: parseStoredRule(r.rule).expire_after_days })).filter((r) => r.expireAfterDays > 0)
 }
 
 export async function maxLedgerId(db: Kysely<Tables>): Promise<number> {
-  const row = await db.selectFrom('ledger').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst()
+  const row = await db
+    .selectFrom('ledger')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .executeTakeFirst()
   return Number(row?.id ?? 0)
 }
 
@@ -116,13 +123,25 @@ export async function maxLedgerId(db: Kysely<Tables>): Promise<number> {
  * holds points. After a first pass only lots that fell due since, or got entries since, are
  * looked at. The decider settles exactly; this only finds whom to ask.
  */
-export async function dueCandidates(db: Kysely<Tables>, shopId: number, cutoffUs: number, since: { cutoffUs: number; afterId: number } | null): Promise<number[]> {
+export async function dueCandidates(
+  db: Kysely<Tables>,
+  shopId: number,
+  cutoffUs: number,
+  since: { cutoffUs: number; afterId: number } | null,
+): Promise<number[]> {
   // The shop and the customer unindexed (src/store/unindexed.ts): the sweep reads a range of dates (ledger_available), or of ids, not a shop's ledger.
   const due = () =>
-    db.selectFrom('ledger').select('customer_id').distinct().where(unindexed('shop_id'), '=', shopId).where(unindexed('customer_id'), 'is not', null).where('available_us', '<=', cutoffUs)
-  const found = since === null
-    ? await due().execute()
-    : [...(await due().where('available_us', '>', since.cutoffUs).execute()), ...(await due().where('id', '>', since.afterId).execute())]
+    db
+      .selectFrom('ledger')
+      .select('customer_id')
+      .distinct()
+      .where(unindexed('shop_id'), '=', shopId)
+      .where(unindexed('customer_id'), 'is not', null)
+      .where('available_us', '<=', cutoffUs)
+  const found =
+    since === null
+      ? await due().execute()
+      : [...(await due().where('available_us', '>', since.cutoffUs).execute()), ...(await due().where('id', '>', since.afterId).execute())]
   const ids = [...new Set(found.map((r) => Number(r.customer_id)))]
   const out: number[] = []
   // Of those, the ones with a lot that still holds points.

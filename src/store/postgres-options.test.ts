@@ -13,7 +13,7 @@ test('the settings become -c options of a URL that has none', () => {
   assert.equal(parsed.pathname, '/app')
 })
 
-test('they come after the URL\'s own options, which are kept, as are its other parameters', () => {
+test("they come after the URL's own options, which are kept, as are its other parameters", () => {
   const own = encodeURIComponent('-c search_path=mine -c statement_timeout=5s')
   const url = withSessionSettings(`postgres://u@h/db?sslmode=disable&options=${own}&application_name=x`, { plan_cache_mode: 'force_generic_plan' })
   assert.equal(optionsOf(url), '-c search_path=mine -c statement_timeout=5s -c plan_cache_mode=force_generic_plan')

@@ -37,8 +37,12 @@ export async function pruneEventsTimed(backend: Backend, cutoffUs: number, limit
   const db = backend.db
   const deleted = await backend.transaction(async (s) => {
     const rows = await s.run(
-      db.selectFrom('events').select(['id', 'shop_id', 'topic', 'resource_id', 'customer_id', 'received_us'])
-        .where('received_us', '<', cutoffUs).orderBy('received_us').limit(limit)
+      db
+        .selectFrom('events')
+        .select(['id', 'shop_id', 'topic', 'resource_id', 'customer_id', 'received_us'])
+        .where('received_us', '<', cutoffUs)
+        .orderBy('received_us')
+        .limit(limit)
         // Processes pruning at once (WORKERS, several hosts) take different events, each counted once.
         .$if(backend.types.skipLocked === true, (q) => q.forUpdate().skipLocked())
         .compile(),
@@ -51,13 +55,28 @@ export async function pruneEventsTimed(backend: Backend, cutoffUs: number, limit
       links.set(`${link.shop_id}:${link.customer_id}:${link.order_id}`, link)
     }
     if (links.size > 0) {
-      await s.run(db.insertInto('order_customer_links').values([...links.values()]).onConflict((oc) => oc.doNothing()).compile())
+      await s.run(
+        db
+          .insertInto('order_customer_links')
+          .values([...links.values()])
+          .onConflict((oc) => oc.doNothing())
+          .compile(),
+      )
     }
     // Within the span of receive times just read: PostgreSQL plans `id = ANY` alone, prepared while
     // the table is young, as a scan of every event (test/query-plans.test.ts).
     await s.run(
-      db.deleteFrom('events').where('received_us', '>=', rows[0]!.received_us).where('received_us', '<=', rows[rows.length - 1]!.received_us)
-        .where(backend.types.anyOf('id', rows.map((r) => r.id))).compile(),
+      db
+        .deleteFrom('events')
+        .where('received_us', '>=', rows[0]!.received_us)
+        .where('received_us', '<=', rows[rows.length - 1]!.received_us)
+        .where(
+          backend.types.anyOf(
+            'id',
+            rows.map((r) => r.id),
+          ),
+        )
+        .compile(),
     )
     return rows.length
   })
@@ -67,14 +86,19 @@ export async function pruneEventsTimed(backend: Backend, cutoffUs: number, limit
 
 /** How many events were received before `cutoffUs`, and the oldest receive time (null when none is stored). */
 export async function eventsBefore(backend: Backend, cutoffUs: number): Promise<{ count: number; oldestUs: number | null }> {
-  const row = await backend.db.selectFrom('events')
+  const row = await backend.db
+    .selectFrom('events')
     .select((eb) => [eb.fn.countAll<number | string>().as('count')])
-    .where('received_us', '<', cutoffUs).executeTakeFirst()
+    .where('received_us', '<', cutoffUs)
+    .executeTakeFirst()
   return { count: Number(row?.count ?? 0), oldestUs: await oldestEventUs(backend) }
 }
 
 /** The receive time of the oldest stored event (epoch µs), or null when there is none. */
 export async function oldestEventUs(backend: Backend): Promise<number | null> {
-  const row = await backend.db.selectFrom('events').select((eb) => eb.fn.min('received_us').as('oldest')).executeTakeFirst()
+  const row = await backend.db
+    .selectFrom('events')
+    .select((eb) => eb.fn.min('received_us').as('oldest'))
+    .executeTakeFirst()
   return row?.oldest == null ? null : Number(row.oldest)
 }

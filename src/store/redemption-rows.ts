@@ -44,14 +44,31 @@ export function redemptionRow(r: StoredRedemption): Insertable<RedemptionsTable>
 
 export function storedAdjustment(shopId: number, row: Selectable<AdjustmentsTable>): StoredAdjustment {
   return {
-    shopId, id: row.id, customerId: Number(row.customer_id), points: Number(row.points), reason: row.reason, operator: row.operator,
-    createdUs: Number(row.created_us), availableAfter: Number(row.available_after), idemKey: row.idem_key, requestHash: row.request_hash,
+    shopId,
+    id: row.id,
+    customerId: Number(row.customer_id),
+    points: Number(row.points),
+    reason: row.reason,
+    operator: row.operator,
+    createdUs: Number(row.created_us),
+    availableAfter: Number(row.available_after),
+    idemKey: row.idem_key,
+    requestHash: row.request_hash,
   }
 }
 
 export function adjustmentRow(a: StoredAdjustment): Insertable<AdjustmentsTable> {
   return {
-    shop_id: a.shopId, id: a.id, customer_id: a.customerId, points: a.points, reason: a.reason, operator: a.operator,
-    created_at: formatUs(a.createdUs), created_us: a.createdUs, available_after: a.availableAfter, idem_key: a.idemKey, request_hash: a.requestHash,
+    shop_id: a.shopId,
+    id: a.id,
+    customer_id: a.customerId,
+    points: a.points,
+    reason: a.reason,
+    operator: a.operator,
+    created_at: formatUs(a.createdUs),
+    created_us: a.createdUs,
+    available_after: a.availableAfter,
+    idem_key: a.idemKey,
+    request_hash: a.requestHash,
   }
 }

@@ -1,6 +1,16 @@
 import type { Insertable, Selectable } from 'kysely'
 import type { TObject } from 'typebox'
-import { CUSTOMER_FIELDS, emptyCustomer, emptyOrder, ORDER_FIELDS, type Clock, type CustomerField, type CustomerRecord, type OrderField, type OrderRecord } from '../domain/merge.ts'
+import {
+  CUSTOMER_FIELDS,
+  emptyCustomer,
+  emptyOrder,
+  ORDER_FIELDS,
+  type Clock,
+  type CustomerField,
+  type CustomerRecord,
+  type OrderField,
+  type OrderRecord,
+} from '../domain/merge.ts'
 import type { StoredCustomer, StoredOrder } from '../batch/state.ts'
 import { isFlagSchema, isListSchema } from '../schemas/field-kinds.ts'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
@@ -137,7 +147,14 @@ export function toCustomer(row: Selectable<CustomersTable>): CustomerRecord {
 }
 
 export function storedCustomer(shopId: number, row: Selectable<CustomersTable>): StoredCustomer {
-  return { shopId, record: toCustomer(row), rev: Number(row.rev), lastHash: row.last_hash, lastEventId: row.last_event_id, erasedEmailSha: row.erased_email_sha }
+  return {
+    shopId,
+    record: toCustomer(row),
+    rev: Number(row.rev),
+    lastHash: row.last_hash,
+    lastEventId: row.last_event_id,
+    erasedEmailSha: row.erased_email_sha,
+  }
 }
 
 function newest(clocks: Clocks): Clock {
@@ -181,9 +198,12 @@ export function toOrder(row: Selectable<OrdersTable>): OrderRecord {
     customer_id: num(row.customer_id),
     customer_link_us: num(row.customer_link_us),
     customer_snapshot_us: num(row.customer_snapshot_us),
-    snapshots: row.customer_snapshots !== null
-      ? (JSON.parse(row.customer_snapshots) as Record<string, number>)
-      : row.customer_id === null || row.customer_snapshot_us === null ? {} : { [String(row.customer_id)]: Number(row.customer_snapshot_us) },
+    snapshots:
+      row.customer_snapshots !== null
+        ? (JSON.parse(row.customer_snapshots) as Record<string, number>)
+        : row.customer_id === null || row.customer_snapshot_us === null
+          ? {}
+          : { [String(row.customer_id)]: Number(row.customer_snapshot_us) },
     clocks: clocksFromJson(row.clocks, ORDER_CLOCKS, row as unknown as Record<string, unknown>, fallback),
     erased_email_sha: row.erased_email_sha,
     first_arrival_us: row.first_arrival_us === null ? arrival : Number(row.first_arrival_us),
@@ -237,17 +257,59 @@ function columns<Row>(spec: Record<keyof Row & string, string>): Columns<Row> {
 export const valuesOf = <Row>(c: Columns<Row>, row: Row): unknown[] => c.names.map((name) => row[name] ?? null)
 
 export const CUSTOMER_COLUMNS = columns<Insertable<CustomersTable>>({
-  shop_id: 'bigint', id: 'bigint', first_name: 'text', last_name: 'text', email: 'text', email_lower: 'text', is_newsletter: 'smallint',
-  tags: 'text', created_at: 'text', updated_at: 'text', deleted: 'smallint', version_us: 'bigint', arrival_us: 'bigint', erased_us: 'bigint',
-  erased_email_sha: 'text', clocks: 'text', rev: 'bigint', last_hash: 'text', last_event_id: 'text',
+  shop_id: 'bigint',
+  id: 'bigint',
+  first_name: 'text',
+  last_name: 'text',
+  email: 'text',
+  email_lower: 'text',
+  is_newsletter: 'smallint',
+  tags: 'text',
+  created_at: 'text',
+  updated_at: 'text',
+  deleted: 'smallint',
+  version_us: 'bigint',
+  arrival_us: 'bigint',
+  erased_us: 'bigint',
+  erased_email_sha: 'text',
+  clocks: 'text',
+  rev: 'bigint',
+  last_hash: 'text',
+  last_event_id: 'text',
 })
 
 export const ORDER_COLUMNS = columns<Insertable<OrdersTable>>({
-  shop_id: 'bigint', id: 'bigint', currency: 'text', email: 'text', email_lower: 'text', ref: 'text', total: 'bigint', subtotal: 'bigint',
-  amount_shipping: 'bigint', amount_giftcard: 'bigint', amount_tax: 'bigint', cancelled_at: 'text', cancelled_us: 'bigint', processed_at: 'text',
-  processed_us: 'bigint', is_fulfilled: 'smallint', is_refunded: 'smallint', is_paid: 'smallint', customer_id: 'bigint', customer_link_us: 'bigint',
-  customer_snapshot_us: 'bigint', customer_snapshots: 'text', updated_at: 'text', updated_us: 'bigint', arrival_us: 'bigint',
-  first_arrival_us: 'bigint', clocks: 'text', erased_email_sha: 'text', rev: 'bigint', last_hash: 'text', last_event_id: 'text',
+  shop_id: 'bigint',
+  id: 'bigint',
+  currency: 'text',
+  email: 'text',
+  email_lower: 'text',
+  ref: 'text',
+  total: 'bigint',
+  subtotal: 'bigint',
+  amount_shipping: 'bigint',
+  amount_giftcard: 'bigint',
+  amount_tax: 'bigint',
+  cancelled_at: 'text',
+  cancelled_us: 'bigint',
+  processed_at: 'text',
+  processed_us: 'bigint',
+  is_fulfilled: 'smallint',
+  is_refunded: 'smallint',
+  is_paid: 'smallint',
+  customer_id: 'bigint',
+  customer_link_us: 'bigint',
+  customer_snapshot_us: 'bigint',
+  customer_snapshots: 'text',
+  updated_at: 'text',
+  updated_us: 'bigint',
+  arrival_us: 'bigint',
+  first_arrival_us: 'bigint',
+  clocks: 'text',
+  erased_email_sha: 'text',
+  rev: 'bigint',
+  last_hash: 'text',
+  last_event_id: 'text',
 })
 
 const CUSTOMER_FIELD_COLUMNS = fieldColumns(CUSTOMER_FIELDS, CustomerBody, CUSTOMER_COLUMNS)
@@ -256,25 +318,70 @@ const CUSTOMER_ROW = blankRow(CUSTOMER_COLUMNS)
 const ORDER_ROW = blankRow(ORDER_COLUMNS)
 
 export const LEDGER_COLUMNS = columns<Omit<Insertable<LedgerTable>, 'id'>>({
-  shop_id: 'bigint', order_id: 'bigint', customer_id: 'bigint', guest_email: 'text', points: 'bigint', reason: 'text', amount_minor: 'bigint',
-  currency: 'text', rate: 'text', rule_version: 'integer', created_at: 'text', available_at: 'text', available_us: 'bigint', redemption_id: 'text',
-  debt: 'smallint', adjustment_id: 'text',
+  shop_id: 'bigint',
+  order_id: 'bigint',
+  customer_id: 'bigint',
+  guest_email: 'text',
+  points: 'bigint',
+  reason: 'text',
+  amount_minor: 'bigint',
+  currency: 'text',
+  rate: 'text',
+  rule_version: 'integer',
+  created_at: 'text',
+  available_at: 'text',
+  available_us: 'bigint',
+  redemption_id: 'text',
+  debt: 'smallint',
+  adjustment_id: 'text',
 })
 
 export const EVENT_COLUMNS = columns<Insertable<EventsTable>>({
-  id: 'text', shop_id: 'bigint', topic: 'text', resource_id: 'bigint', customer_id: 'bigint', received_at: 'text', received_us: 'bigint',
-  body: 'bytea', headers: 'text', outcome: 'text', duplicate_of: 'text', errors: 'text', idem_key: 'text', replay_of: 'text',
+  id: 'text',
+  shop_id: 'bigint',
+  topic: 'text',
+  resource_id: 'bigint',
+  customer_id: 'bigint',
+  received_at: 'text',
+  received_us: 'bigint',
+  body: 'bytea',
+  headers: 'text',
+  outcome: 'text',
+  duplicate_of: 'text',
+  errors: 'text',
+  idem_key: 'text',
+  replay_of: 'text',
 })
 
 export const REDEMPTION_COLUMNS = columns<Insertable<RedemptionsTable>>({
-  shop_id: 'bigint', id: 'text', customer_id: 'bigint', points: 'bigint', reference: 'text', created_at: 'text', created_us: 'bigint',
-  available_after: 'bigint', idem_key: 'text', request_hash: 'text', entries: 'text', cancelled_at: 'text', cancelled_us: 'bigint',
+  shop_id: 'bigint',
+  id: 'text',
+  customer_id: 'bigint',
+  points: 'bigint',
+  reference: 'text',
+  created_at: 'text',
+  created_us: 'bigint',
+  available_after: 'bigint',
+  idem_key: 'text',
+  request_hash: 'text',
+  entries: 'text',
+  cancelled_at: 'text',
+  cancelled_us: 'bigint',
   cancel_available_after: 'bigint',
 })
 
 export const ADJUSTMENT_COLUMNS = columns<Insertable<AdjustmentsTable>>({
-  shop_id: 'bigint', id: 'text', customer_id: 'bigint', points: 'bigint', reason: 'text', operator: 'text', created_at: 'text', created_us: 'bigint',
-  available_after: 'bigint', idem_key: 'text', request_hash: 'text',
+  shop_id: 'bigint',
+  id: 'text',
+  customer_id: 'bigint',
+  points: 'bigint',
+  reason: 'text',
+  operator: 'text',
+  created_at: 'text',
+  created_us: 'bigint',
+  available_after: 'bigint',
+  idem_key: 'text',
+  request_hash: 'text',
 })
 
 /** The columns of customers and orders that secondary indexes hold. */

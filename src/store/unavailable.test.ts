@@ -11,7 +11,7 @@ test('deadlocks and serialization failures are conflicts to retry, not outages',
   }
 })
 
-test('a statement timeout, a lock timeout and pg\'s client-side deadlines are outages, never retried at once', () => {
+test("a statement timeout, a lock timeout and pg's client-side deadlines are outages, never retried at once", () => {
   const outages = [
     pgError('57014', 'canceling statement due to statement timeout'),
     pgError('55P03', 'canceling statement due to lock timeout'),

@@ -25,7 +25,21 @@ export function isUnavailable(err: unknown): boolean {
     // service) or a NOWAIT met a held lock. Like a statement timeout, a row held that long by
     // someone else is not cleared by retrying at once.
     if (c === '55P03') return true
-    if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'SQLITE_BUSY', 'SQLITE_FULL', 'SQLITE_IOERR', 'SQLITE_CANTOPEN', 'SQLITE_READONLY'].some((prefix) => c.startsWith(prefix))) return true
+    if (
+      [
+        'ECONNREFUSED',
+        'ECONNRESET',
+        'EPIPE',
+        'ETIMEDOUT',
+        'ENOTFOUND',
+        'SQLITE_BUSY',
+        'SQLITE_FULL',
+        'SQLITE_IOERR',
+        'SQLITE_CANTOPEN',
+        'SQLITE_READONLY',
+      ].some((prefix) => c.startsWith(prefix))
+    )
+      return true
   }
   // pg's own deadlines ("Query read timeout", "timeout exceeded when trying to connect") and lost connections.
   return /timeout|terminated|Connection terminated|not queryable|Client was closed/i.test(typeof message === 'string' ? message : '')

@@ -52,7 +52,10 @@ describe('batching', () => {
     const { writer, calls } = fakeWriter()
     const results = [1, 2, 3].map((n) => writer.submit(n))
     await turns()
-    assert.deepEqual(calls.map((c) => c.batch), [[1, 2, 3]])
+    assert.deepEqual(
+      calls.map((c) => c.batch),
+      [[1, 2, 3]],
+    )
     calls[0]!.commit()
     assert.deepEqual(await Promise.all(results), ['committed 1', 'committed 2', 'committed 3'])
   })
@@ -61,14 +64,26 @@ describe('batching', () => {
     const { writer, calls } = fakeWriter({ maxBatch: 2 })
     const results = [1, 2, 3, 4, 5].map((n) => writer.submit(n))
     await turns()
-    assert.deepEqual(calls.map((c) => c.batch), [[1, 2]])
+    assert.deepEqual(
+      calls.map((c) => c.batch),
+      [[1, 2]],
+    )
     calls[0]!.commit()
     await turns()
-    assert.deepEqual(calls.map((c) => c.batch), [[1, 2], [3, 4]])
+    assert.deepEqual(
+      calls.map((c) => c.batch),
+      [
+        [1, 2],
+        [3, 4],
+      ],
+    )
     calls[1]!.commit()
     await turns()
     calls[2]!.commit()
-    assert.deepEqual(calls.map((c) => c.batch), [[1, 2], [3, 4], [5]])
+    assert.deepEqual(
+      calls.map((c) => c.batch),
+      [[1, 2], [3, 4], [5]],
+    )
     assert.equal((await Promise.all(results)).length, 5)
   })
 
@@ -80,11 +95,18 @@ describe('batching', () => {
     await turns()
     const more = writer.submit(5)
     await turns()
-    assert.deepEqual(calls.map((c) => c.batch), [[1]], 'nothing else starts while the first batch commits')
+    assert.deepEqual(
+      calls.map((c) => c.batch),
+      [[1]],
+      'nothing else starts while the first batch commits',
+    )
     calls[0]!.commit()
     assert.equal(await first, 'committed 1')
     await turns()
-    assert.deepEqual(calls.map((c) => c.batch), [[1], [2, 3, 4, 5]])
+    assert.deepEqual(
+      calls.map((c) => c.batch),
+      [[1], [2, 3, 4, 5]],
+    )
     calls[1]!.commit()
     assert.deepEqual(await Promise.all([...later, more]), ['committed 2', 'committed 3', 'committed 4', 'committed 5'])
   })
@@ -101,7 +123,12 @@ describe('batching', () => {
         }
         return Promise.resolve(batch.map(String))
       },
-      maxBatch: 10, maxQueue: 10, lanes: 1, laneOf: () => 0, isUnavailable: () => false, cooldownMs: 1000,
+      maxBatch: 10,
+      maxQueue: 10,
+      lanes: 1,
+      laneOf: () => 0,
+      isUnavailable: () => false,
+      cooldownMs: 1000,
     })
     await assert.rejects(writer.submit(1), /bad batch/)
     assert.equal(await writer.submit(2), '2')
@@ -115,7 +142,10 @@ describe('lanes', () => {
     const results = [1, 2, 3, 4, 5, 6].map((n) => writer.submit(n))
     await turns()
     // Both lanes are in flight at once.
-    assert.deepEqual(calls.map((c) => c.batch).sort(), [[1, 3, 5], [2, 4, 6]])
+    assert.deepEqual(calls.map((c) => c.batch).sort(), [
+      [1, 3, 5],
+      [2, 4, 6],
+    ])
     const odd = calls.find((c) => c.batch[0] === 1)!
     const even = calls.find((c) => c.batch[0] === 2)!
     const moreOdd = [7, 9].map((n) => writer.submit(n))
@@ -131,7 +161,10 @@ describe('lanes', () => {
     assert.deepEqual(calls.map((c) => c.batch).slice(3), [[7, 9]])
     calls[2]!.commit()
     calls[3]!.commit()
-    assert.deepEqual(await Promise.all([...results, ...moreOdd, moreEven]), [1, 2, 3, 4, 5, 6, 7, 9, 8].map((n) => `committed ${n}`))
+    assert.deepEqual(
+      await Promise.all([...results, ...moreOdd, moreEven]),
+      [1, 2, 3, 4, 5, 6, 7, 9, 8].map((n) => `committed ${n}`),
+    )
   })
 
   test('negative, fractional or non-finite lane keys still land in a lane', async () => {
@@ -175,7 +208,10 @@ describe('the queue bound', () => {
     calls[0]!.commit()
     await writer.drain()
     assert.deepEqual(applied(), [1, 2, 3])
-    assert.deepEqual(outcomes.slice(0, 3).map((o) => o.value), ['committed 1', 'committed 2', 'committed 3'])
+    assert.deepEqual(
+      outcomes.slice(0, 3).map((o) => o.value),
+      ['committed 1', 'committed 2', 'committed 3'],
+    )
   })
 })
 

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
-import { basic, createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, type DatabaseKind, type TestDatabase } from '../support/harness.ts'
+import {
+  basic,
+  createTestDatabase,
+  CUSTOMER_CREATED,
+  CUSTOMER_DELETED,
+  forEachDatabase,
+  ORDER_CREATED,
+  type DatabaseKind,
+  type TestDatabase,
+} from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
 import { startTlsProxy, type TlsProxy } from '../support/tls-proxy.ts'
 
@@ -30,7 +39,10 @@ forEachDatabase((kind) => {
 
     const hook = async (path: string, body: unknown, headers: Record<string, string> = {}, key = shopKey) => {
       const answer = await request(server.port, {
-        method: 'POST', path, agent: false, body: JSON.stringify(body),
+        method: 'POST',
+        path,
+        agent: false,
+        body: JSON.stringify(body),
         headers: { authorization: basic(key), 'content-type': 'application/json', ...headers },
       })
       return { status: answer.status, body: answer.body === undefined ? undefined : (JSON.parse(answer.body) as Record<string, any>) }
@@ -53,7 +65,17 @@ forEachDatabase((kind) => {
       base = `http://127.0.0.1:${server.port}`
       // Some traffic for the chart: a customer, an order of theirs whose points are available, a refusal.
       assert.equal((await hook(CUSTOMER_CREATED, { id: 9, first_name: 'Grace', last_name: 'Hopper', email: 'grace@example.com' })).status, 200)
-      const order = { id: 501, currency: 'EUR', email: 'grace@example.com', ref: 'R-501', total: '129.90', subtotal: '120.00', is_paid: true, processed_at: processed(), customer: { id: 9 } }
+      const order = {
+        id: 501,
+        currency: 'EUR',
+        email: 'grace@example.com',
+        ref: 'R-501',
+        total: '129.90',
+        subtotal: '120.00',
+        is_paid: true,
+        processed_at: processed(),
+        customer: { id: 9 },
+      }
       assert.equal((await hook(ORDER_CREATED, order)).status, 200)
       for (let i = 0; i < 3; i++) assert.equal((await hook(CUSTOMER_CREATED, { id: 100 + i, email: `c${i}@example.com` })).status, 200)
       assert.equal((await hook(ORDER_CREATED, { id: 502, currency: 'EUR', total: '12.5' })).status, 422)
@@ -112,8 +134,14 @@ forEachDatabase((kind) => {
       await row.locator('a').click()
       await page.locator('h1', { hasText: rejectedId }).waitFor()
       const errors = await page.locator('ul.field-errors li').allInnerTexts()
-      assert.ok(errors.some((e) => e.startsWith('/email')), errors.join('; '))
-      assert.ok(errors.some((e) => e.startsWith('/tags')), errors.join('; '))
+      assert.ok(
+        errors.some((e) => e.startsWith('/email')),
+        errors.join('; '),
+      )
+      assert.ok(
+        errors.some((e) => e.startsWith('/tags')),
+        errors.join('; '),
+      )
       assert.equal(await page.locator('mark.j-error[data-pointer="/email"]').innerText(), '"not an e-mail"')
       assert.equal(await page.locator('mark.j-error[data-pointer="/tags"]').innerText(), '"vip"')
       // The rest of the body is there, not highlighted.
@@ -158,7 +186,9 @@ forEachDatabase((kind) => {
       await page.locator('dt', { hasText: 'duplicate of' }).waitFor()
       // The inspector leads back to the list as it was: the same filters.
       await page.click('main.inspector a.back')
-      await page.waitForURL((url) => url.pathname === '/admin/events' && url.searchParams.get('outcome') === 'duplicate' && url.searchParams.get('resource_id') === '11')
+      await page.waitForURL(
+        (url) => url.pathname === '/admin/events' && url.searchParams.get('outcome') === 'duplicate' && url.searchParams.get('resource_id') === '11',
+      )
       await page.locator('table.events tbody tr td', { hasText: 'duplicate' }).first().waitFor()
       assert.equal(await page.inputValue('input[name=resource_id]'), '11')
       await rows.first().locator('a').click()
@@ -194,7 +224,7 @@ forEachDatabase((kind) => {
       assert.match(await card.locator('table.ledger').innerText(), /earned/)
       assert.match(await card.locator('table.orders').innerText(), /501[\s\S]*R-501[\s\S]*120/)
       // Order 501 was sent with this e-mail, but customer 9 holds its points: no guest panel claims it.
-      assert.equal(await page.locator('main[data-query="grace@example.com"] section.guest').count(), 0, 'no guest panel for a customer\'s order')
+      assert.equal(await page.locator('main[data-query="grace@example.com"] section.guest').count(), 0, "no guest panel for a customer's order")
 
       await page.fill('input[name=q]', '9')
       await page.click('form.filters button[type=submit]')
@@ -223,7 +253,16 @@ forEachDatabase((kind) => {
       await shot('customer')
 
       // A guest's points, found by the e-mail they are held under.
-      const guestOrder = { id: 503, currency: 'EUR', email: 'Guest@Example.com', ref: 'R-503', total: '40.00', subtotal: '40.00', is_paid: true, processed_at: processed() }
+      const guestOrder = {
+        id: 503,
+        currency: 'EUR',
+        email: 'Guest@Example.com',
+        ref: 'R-503',
+        total: '40.00',
+        subtotal: '40.00',
+        is_paid: true,
+        processed_at: processed(),
+      }
       assert.equal((await hook(ORDER_CREATED, guestOrder)).status, 200)
       await page.fill('input[name=q]', 'guest@example.com')
       await page.click('form.filters button[type=submit]')
@@ -250,10 +289,13 @@ forEachDatabase((kind) => {
       watch.check()
     })
 
-    test('a customer\'s redemptions: listed, named in the ledger, cancelled from the console', async () => {
+    test("a customer's redemptions: listed, named in the ledger, cancelled from the console", async () => {
       const { page } = browser
       const redeemed = await request(server.port, {
-        method: 'POST', path: '/v3/customers/9/redemptions', agent: false, body: JSON.stringify({ points: 30, reference: 'GIFT-30' }),
+        method: 'POST',
+        path: '/v3/customers/9/redemptions',
+        agent: false,
+        body: JSON.stringify({ points: 30, reference: 'GIFT-30' }),
         headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
       })
       assert.equal(redeemed.status, 201, redeemed.body)
@@ -269,7 +311,11 @@ forEachDatabase((kind) => {
       await row.locator('button[name=confirm-cancel]').click()
       await card.locator('[data-balance=available]', { hasText: /^150$/ }).waitFor()
       await card.locator(`table.redemptions tr.cancelled[data-redemption="${redemptionId}"]`).waitFor()
-      assert.equal(await card.locator(`tr[data-redemption="${redemptionId}"] button[name=cancel-redemption]`).count(), 0, 'a cancelled redemption offers no cancel')
+      assert.equal(
+        await card.locator(`tr[data-redemption="${redemptionId}"] button[name=cancel-redemption]`).count(),
+        0,
+        'a cancelled redemption offers no cancel',
+      )
       assert.match(await card.locator('table.ledger tbody tr').first().innerText(), /\+30[\s\S]*redemption_cancelled[\s\S]*GIFT-30/)
       await shot('redemption-cancelled')
       watch.check()
@@ -295,7 +341,10 @@ forEachDatabase((kind) => {
 
       await page.click('.new-key button:text("Done")')
       assert.equal(await shown.count(), 0, 'the key is not shown again')
-      const row = page.locator('table.keys tbody tr:not(.revoked)').filter({ has: page.locator('button[name=revoke]') }).first()
+      const row = page
+        .locator('table.keys tbody tr:not(.revoked)')
+        .filter({ has: page.locator('button[name=revoke]') })
+        .first()
       const id = await row.getAttribute('data-key-id')
       // The newest key is the one just created (the list is newest first).
       assert.equal(id, await page.locator('table.keys tbody tr').first().getAttribute('data-key-id'))
@@ -327,7 +376,8 @@ forEachDatabase((kind) => {
         /revoked key \d+ \(sk_…\w{4}\)/,
         // The operators were made on the command line, which is recorded too.
         /command line \([^)]+\)[\s\S]*created operator \d+, Ada Operator, an operator/,
-      ]) assert.match(text, what)
+      ])
+        assert.match(text, what)
       await table.locator('a', { hasText: 'customer 9' }).first().click()
       await page.locator('main[data-query="9"] section.customer[data-customer="9"]').waitFor()
       await page.goBack()
@@ -342,7 +392,11 @@ forEachDatabase((kind) => {
       assert.ok(session)
       await page.click('button[name=sign-out]')
       await page.locator('input[name=key]').waitFor()
-      assert.equal((await context.cookies(base)).some((c) => c.name === 'si_admin'), false, 'the cookie is cleared')
+      assert.equal(
+        (await context.cookies(base)).some((c) => c.name === 'si_admin'),
+        false,
+        'the cookie is cleared',
+      )
       await page.reload()
       await page.locator('input[name=key]').waitFor()
       // The session is gone on the server too: the old cookie, sent again, is refused.
@@ -439,7 +493,11 @@ forEachDatabase((kind) => {
       await screenshot(page, `${kind}-tls-keys`)
       await page.click('button[name=sign-out]')
       await page.locator('input[name=key]').waitFor()
-      assert.equal((await context.cookies(configured.proxy.origin)).some((c) => c.name === 'si_admin'), false, 'the cookie is cleared')
+      assert.equal(
+        (await context.cookies(configured.proxy.origin)).some((c) => c.name === 'si_admin'),
+        false,
+        'the cookie is cleared',
+      )
       watch.check()
     })
 
@@ -459,7 +517,12 @@ forEachDatabase((kind) => {
       assert.equal(await page.locator('input[name=key]').count(), 0, 'no sign-in form while the session lives')
       await screenshot(page, `${kind}-sign-out-refused`)
       // The session is alive on the server: the page did not pretend otherwise.
-      const session = await request(unconfigured.server.port, { method: 'GET', path: '/v3/admin/session', agent: false, headers: { cookie: `si_admin=${before.value}` } })
+      const session = await request(unconfigured.server.port, {
+        method: 'GET',
+        path: '/v3/admin/session',
+        agent: false,
+        headers: { cookie: `si_admin=${before.value}` },
+      })
       assert.equal(session.status, 200)
       assert.ok((await context.cookies(unconfigured.proxy.origin)).some((c) => c.name === 'si_admin' && c.value === before.value))
       watch.check()
@@ -484,12 +547,17 @@ async function startConsoleServer(kind: DatabaseKind, settings: (proxy: TlsProxy
   const server = await startServerProcess(database.url, shopKey, settings(proxy))
   proxy.target = server.port
   const hook = await request(server.port, {
-    method: 'POST', path: CUSTOMER_CREATED, agent: false, body: JSON.stringify({ id: 1, email: 'tls@example.com' }),
+    method: 'POST',
+    path: CUSTOMER_CREATED,
+    agent: false,
+    body: JSON.stringify({ id: 1, email: 'tls@example.com' }),
     headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
   })
   assert.equal(hook.status, 200, hook.body)
   return {
-    proxy, server, adminKey: created.stdout.trim().split('\n').at(-1)!,
+    proxy,
+    server,
+    adminKey: created.stdout.trim().split('\n').at(-1)!,
     async stop() {
       await proxy.close()
       await stopServerProcess(server)

@@ -26,7 +26,9 @@ export function adminClient(t: TestApp, key: string): AdminClient {
     get: (url) => t.app.inject({ method: 'GET', url, headers: { authorization } }),
     post: (url, body, headers = {}) =>
       t.app.inject({
-        method: 'POST', url, headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        method: 'POST',
+        url,
+        headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
         ...(body === undefined ? {} : { payload: typeof body === 'string' ? body : JSON.stringify(body) }),
       }),
     delete: (url, headers = {}) => t.app.inject({ method: 'DELETE', url, headers: { authorization, ...headers } }),

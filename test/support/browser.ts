@@ -25,7 +25,12 @@ function newest(dir: string): number {
 export function buildDashboard(): void {
   const ui = join(ROOT, 'admin-ui')
   const index = join(ui, 'dist', 'index.html')
-  const sources = Math.max(newest(join(ui, 'src')), newest(join(ui, 'public')), statSync(join(ui, 'index.html')).mtimeMs, statSync(join(ui, 'vite.config.ts')).mtimeMs)
+  const sources = Math.max(
+    newest(join(ui, 'src')),
+    newest(join(ui, 'public')),
+    statSync(join(ui, 'index.html')).mtimeMs,
+    statSync(join(ui, 'vite.config.ts')).mtimeMs,
+  )
   if (existsSync(index) && statSync(index).mtimeMs >= sources) return
   const run = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', 'admin-ui'], { cwd: ROOT, encoding: 'utf8' })
   if (run.status !== 0) throw new Error(`vite build admin-ui failed:\n${run.stdout}\n${run.stderr}`)
@@ -40,7 +45,9 @@ export interface Browser {
 /** Throws (a test that needs a browser fails, never skips) when Chromium is not installed. */
 export function requireChromium(): void {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: the browser tests need it. Install Debian's package (apt-get install -y chromium; .ci/run does), or set CHROMIUM_PATH`)
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM}: the browser tests need it. Install Debian's package (apt-get install -y chromium; .ci/run does), or set CHROMIUM_PATH`,
+    )
   }
 }
 
@@ -51,7 +58,16 @@ export async function launchBrowser(args: string[] = []): Promise<Browser> {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...args],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      ...args,
+    ],
     viewport: { width: 1280, height: 860 },
     timezoneId: 'UTC',
   })

@@ -65,7 +65,10 @@ export class Contract {
     const path = answer.url.split('?')[0]!
     const asGet = method === 'head' ? 'get' : method
     const route = this.routes.find((r) => r.method === asGet && r.pattern.test(path))
-    const contentType = String(answer.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
+    const contentType = String(answer.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase()
     const bodyOf = (): { ok: true; value: unknown } | { ok: false } => {
       if (method === 'head') return { ok: false }
       try {
@@ -77,10 +80,14 @@ export class Contract {
     const where = `${answer.method} ${answer.url} → ${answer.status}`
     if (!route) {
       const validate = this.unrouted.get(answer.status)
-      if (!validate) return [`${where}: no operation of the document answers ${answer.method} ${path}, and ${answer.status} is not an answer to an unrouted request (${UNROUTED.join(', ')})`]
+      if (!validate)
+        return [
+          `${where}: no operation of the document answers ${answer.method} ${path}, and ${answer.status} is not an answer to an unrouted request (${UNROUTED.join(', ')})`,
+        ]
       if (contentType !== 'application/problem+json') return [`${where}: content type ${contentType || '(none)'}, not application/problem+json`]
       const body = bodyOf()
-      if (method !== 'head' && (!body.ok || !validate(body.value))) return [`${where}: the problem does not validate: ${this.ajv.errorsText(validate.errors)} in ${answer.body.slice(0, 300)}`]
+      if (method !== 'head' && (!body.ok || !validate(body.value)))
+        return [`${where}: the problem does not validate: ${this.ajv.errorsText(validate.errors)} in ${answer.body.slice(0, 300)}`]
       if (answer.status === 405 && answer.headers.allow !== 'POST') return [`${where}: a 405 without Allow: POST`]
       return []
     }
@@ -112,7 +119,8 @@ export class Contract {
     const validate = this.validator(`${base}/content/${escapePointer(contentType)}/schema`)
     const value = contentType.endsWith('json') ? bodyOf() : { ok: true as const, value: answer.body }
     if (!value.ok) problems.push(`${where}: the body is not JSON: ${answer.body.slice(0, 200)}`)
-    else if (!validate(value.value)) problems.push(`${where}: the body does not validate: ${this.ajv.errorsText(validate.errors)} in ${answer.body.slice(0, 300)}`)
+    else if (!validate(value.value))
+      problems.push(`${where}: the body does not validate: ${this.ajv.errorsText(validate.errors)} in ${answer.body.slice(0, 300)}`)
     return problems
   }
 }

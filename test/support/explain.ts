@@ -86,13 +86,18 @@ interface PgNode {
 const SCANS = new Set(['Seq Scan', 'Index Scan', 'Index Only Scan', 'Bitmap Heap Scan', 'Tid Scan', 'Tid Range Scan', 'Sample Scan'])
 
 function nodeLine(n: PgNode): string {
-  const name = n['Node Type'] === 'Index Scan' || n['Node Type'] === 'Index Only Scan'
-    ? `${n['Node Type']}${n['Scan Direction'] === 'Backward' ? ' Backward' : ''} using ${n['Index Name']} on ${n['Relation Name']}`
-    : n['Node Type'] === 'Bitmap Index Scan' ? `Bitmap Index Scan on ${n['Index Name']}`
-    : n['Relation Name'] ? `${n['Node Type']} on ${n['Relation Name']}` : n['Node Type']
+  const name =
+    n['Node Type'] === 'Index Scan' || n['Node Type'] === 'Index Only Scan'
+      ? `${n['Node Type']}${n['Scan Direction'] === 'Backward' ? ' Backward' : ''} using ${n['Index Name']} on ${n['Relation Name']}`
+      : n['Node Type'] === 'Bitmap Index Scan'
+        ? `Bitmap Index Scan on ${n['Index Name']}`
+        : n['Relation Name']
+          ? `${n['Node Type']} on ${n['Relation Name']}`
+          : n['Node Type']
   const alias = n.Alias && n.Alias !== n['Relation Name'] ? ` ${n.Alias}` : ''
   const conds = (['Index Cond', 'Recheck Cond', 'Filter', 'Hash Cond', 'Merge Cond', 'Join Filter'] as const)
-    .filter((k) => n[k]).map((k) => `${k}: ${n[k] as string}`)
+    .filter((k) => n[k])
+    .map((k) => `${k}: ${n[k] as string}`)
   return [`${name}${alias}`, ...conds].join('  ')
 }
 
@@ -112,7 +117,10 @@ function pgAccesses(root: PgNode, tables: ReadonlySet<string>): Plan {
     if (relation && tables.has(relation) && SCANS.has(n['Node Type'])) {
       const alias = n.Alias ?? relation
       // A TID scan fetches the rows a lookup just found, by their addresses: one row per address, as an index would.
-      const tid = n['Node Type'] === 'Tid Scan' && typeof n['TID Cond'] === 'string' ? [{ ...n, 'Index Name': '(tuple id)', 'Index Cond': n['TID Cond'] as string }] : null
+      const tid =
+        n['Node Type'] === 'Tid Scan' && typeof n['TID Cond'] === 'string'
+          ? [{ ...n, 'Index Name': '(tuple id)', 'Index Cond': n['TID Cond'] as string }]
+          : null
       const indexNodes = tid ?? (n['Node Type'] === 'Bitmap Heap Scan' ? bitmapIndexes(n) : n['Index Cond'] !== undefined || n['Index Name'] ? [n] : [])
       const equal = new Set<string>()
       const range = new Set<string>()
@@ -134,11 +142,20 @@ function pgAccesses(root: PgNode, tables: ReadonlySet<string>): Plan {
           for (const side of [c.left, c.right]) if (side && side.alias === alias) filtered.add(side.column)
         }
       }
-      const index = indexNodes.map((ix) => ix['Index Name']).filter(Boolean).join('+') || null
+      const index =
+        indexNodes
+          .map((ix) => ix['Index Name'])
+          .filter(Boolean)
+          .join('+') || null
       const line = nodeLine(n)
       accesses.push({
-        table: relation, alias, kind: indexNodes.length === 0 ? 'scan' : 'index', index,
-        equal: [...equal], range: [...range], filtered: [...filtered].filter((c) => !equal.has(c)),
+        table: relation,
+        alias,
+        kind: indexNodes.length === 0 ? 'scan' : 'index',
+        index,
+        equal: [...equal],
+        range: [...range],
+        filtered: [...filtered].filter((c) => !equal.has(c)),
         // A bitmap scan's line names its indexes, as an index scan's does.
         line: n['Node Type'] === 'Bitmap Heap Scan' ? line.replace(/^Bitmap Heap Scan on (\S+)/, `Bitmap Heap Scan using ${index} on $1`) : line,
       })
@@ -196,7 +213,10 @@ export async function postgresExplainer(url: string) {
 
 /** `SEARCH t USING INDEX i (a=? AND b>?)` and the like, as an access; null for other lines. */
 function sqliteAccess(detail: string, tables: ReadonlySet<string>, rowid: ReadonlyMap<string, string>): Access | null {
-  const m = /^(SCAN|SEARCH) (\w+)(?: AS (\w+))?(?: USING (?:(?:COVERING |AUTOMATIC (?:PARTIAL )?(?:COVERING )?)?INDEX (\w+)|(INTEGER PRIMARY KEY|PRIMARY KEY)))?(?: \((.*)\))?/.exec(detail)
+  const m =
+    /^(SCAN|SEARCH) (\w+)(?: AS (\w+))?(?: USING (?:(?:COVERING |AUTOMATIC (?:PARTIAL )?(?:COVERING )?)?INDEX (\w+)|(INTEGER PRIMARY KEY|PRIMARY KEY)))?(?: \((.*)\))?/.exec(
+      detail,
+    )
   if (!m || !tables.has(m[2]!)) return null
   const table = m[2]!
   const equal: string[] = []
@@ -209,8 +229,14 @@ function sqliteAccess(detail: string, tables: ReadonlySet<string>, rowid: Readon
   }
   const searched = m[1] === 'SEARCH' && equal.length + range.length > 0
   return {
-    table, alias: m[3] ?? table, kind: searched ? 'index' : 'scan', index: m[4] ?? m[5] ?? null,
-    equal, range, filtered: [], line: detail,
+    table,
+    alias: m[3] ?? table,
+    kind: searched ? 'index' : 'scan',
+    index: m[4] ?? m[5] ?? null,
+    equal,
+    range,
+    filtered: [],
+    line: detail,
   }
 }
 
@@ -234,8 +260,11 @@ export function sqlEqualities(sql: string): { alias: string | null; column: stri
 export function sqliteExplainer(path: string) {
   const db = new Database(path)
   const tables = new Set(
-    (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'kysely\\_%' ESCAPE '\\'`).all() as { name: string }[])
-      .map((r) => r.name),
+    (
+      db
+        .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'kysely\\_%' ESCAPE '\\'`)
+        .all() as { name: string }[]
+    ).map((r) => r.name),
   )
   // The INTEGER PRIMARY KEY column of each table is its rowid.
   const rowid = new Map<string, string>()
@@ -271,8 +300,11 @@ export function sqliteExplainer(path: string) {
       const asked = sqlEqualities(sql)
       for (const a of accesses) {
         const own = columns.get(a.table)!
-        a.filtered = [...new Set(asked.filter((r) => (r.alias === null ? own.has(r.column) : r.alias === a.alias || r.alias === a.table) && own.has(r.column)).map((r) => r.column))]
-          .filter((c) => !a.equal.includes(c))
+        a.filtered = [
+          ...new Set(
+            asked.filter((r) => (r.alias === null ? own.has(r.column) : r.alias === a.alias || r.alias === a.table) && own.has(r.column)).map((r) => r.column),
+          ),
+        ].filter((c) => !a.equal.includes(c))
       }
       return { accesses, text }
     },

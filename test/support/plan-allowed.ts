@@ -7,30 +7,38 @@ import type { AllowedRange } from './plan-rules.ts'
 
 /** An index of `table` searched by a range on its leading columns, on PostgreSQL (any scan type that searches it). */
 const pgRange = (index: string, table: string, cond: string) =>
-  new RegExp(`^(Index Scan|Index Scan Backward|Index Only Scan|Index Only Scan Backward|Bitmap Heap Scan) using ${index} on ${table}\\b.*(Index|Recheck) Cond: \\(+${cond}`)
+  new RegExp(
+    `^(Index Scan|Index Scan Backward|Index Only Scan|Index Only Scan Backward|Bitmap Heap Scan) using ${index} on ${table}\\b.*(Index|Recheck) Cond: \\(+${cond}`,
+  )
 
 export const ALLOWED: AllowedRange[] = [
   // The console.
   {
-    why: 'The console\'s events of every shop, newest first: a page of the receive-time index, the filters checked on its rows (src/store/admin-events-repo.ts).',
+    why: "The console's events of every shop, newest first: a page of the receive-time index, the filters checked on its rows (src/store/admin-events-repo.ts).",
     statement: /^select [^;]* from "events" (where \(received_us, id\) < \(\S+, \S+\) )?order by "received_us" desc, "id" desc limit \S+$/,
     table: 'events',
-    shape: { postgres: /^Index Scan Backward using events_received on events\b/, sqlite: /^(SCAN events USING INDEX events_received|SEARCH events USING INDEX events_received \(received_us<\?\))$/ },
+    shape: {
+      postgres: /^Index Scan Backward using events_received on events\b/,
+      sqlite: /^(SCAN events USING INDEX events_received|SEARCH events USING INDEX events_received \(received_us<\?\))$/,
+    },
   },
   {
-    why: 'A shop\'s events in the console, newest first: a page of the shop\'s range of (shop_id, received_us, id), in its order, other filters checked on its rows; test/admin-events.test.ts checks that no sort comes with it.',
+    why: "A shop's events in the console, newest first: a page of the shop's range of (shop_id, received_us, id), in its order, other filters checked on its rows; test/admin-events.test.ts checks that no sort comes with it.",
     statement: /from "events" where "shop_id" >= \S+ and "shop_id" <= \S+ .*order by "shop_id" desc, "received_us" desc, "id" desc limit/,
     table: 'events',
-    shape: { postgres: pgRange('events_shop_received', 'events', 'shop_id >= '), sqlite: /^SEARCH events USING (COVERING )?INDEX events_shop_received \(shop_id>\? AND shop_id<\?/ },
+    shape: {
+      postgres: pgRange('events_shop_received', 'events', 'shop_id >= '),
+      sqlite: /^SEARCH events USING (COVERING )?INDEX events_shop_received \(shop_id>\? AND shop_id<\?/,
+    },
   },
   {
-    why: 'The console\'s live stream polls the events received since its last look: a range of the receive-time index, at most 500 rows (src/routes/admin/stream.ts).',
+    why: "The console's live stream polls the events received since its last look: a range of the receive-time index, at most 500 rows (src/routes/admin/stream.ts).",
     statement: /from "events" where "received_us" > \S+ order by "received_us" asc, "id" asc limit/,
     table: 'events',
     shape: { postgres: pgRange('events_received', 'events', 'received_us > '), sqlite: /^SEARCH events USING INDEX events_received \(received_us>\?\)$/ },
   },
   {
-    why: 'The console\'s statistics count the webhooks of the last minutes (of one shop or all) and the shops list those of the last day: a time range, of all shops or of the shop.',
+    why: "The console's statistics count the webhooks of the last minutes (of one shop or all) and the shops list those of the last day: a time range, of all shops or of the shop.",
     statement: /^select (received_us \/ 60000000 as "minute", "outcome"|"shop_id", "outcome"), count\(\*\) as "n" from "events"/,
     table: 'events',
     shape: {
@@ -39,37 +47,43 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: 'The shops list counts each listed shop\'s live customers: the shop\'s whole range, or all rows where the shop holds most of them.',
+    why: "The shops list counts each listed shop's live customers: the shop's whole range, or all rows where the shop holds most of them.",
     statement: /^select "shop_id", count\(\*\) as "n" from "customers" where "shop_id" in/,
     table: 'customers',
-    shape: { postgres: /^(Seq Scan on customers|(Index Scan|Bitmap Heap Scan) using \w+ on customers .*(Index|Recheck) Cond: \(shop_id = \$1\))/, sqlite: /^SEARCH customers USING (COVERING )?INDEX \w+ \(shop_id=\?\)$/ },
+    shape: {
+      postgres: /^(Seq Scan on customers|(Index Scan|Bitmap Heap Scan) using \w+ on customers .*(Index|Recheck) Cond: \(shop_id = \$1\))/,
+      sqlite: /^SEARCH customers USING (COVERING )?INDEX \w+ \(shop_id=\?\)$/,
+    },
   },
   {
-    why: 'The shops list counts each listed shop\'s orders, and a points rebuild the orders of its shops: the shops\' whole ranges, or all rows where they hold most of them.',
+    why: "The shops list counts each listed shop's orders, and a points rebuild the orders of its shops: the shops' whole ranges, or all rows where they hold most of them.",
     statement: /^select ("shop_id", )?count\(\*\) as "n" from "orders" where "shop_id" in/,
     table: 'orders',
-    shape: { postgres: /^(Seq Scan on orders|(Index Only Scan|Bitmap Heap Scan) using \w+ on orders .*(Index|Recheck) Cond: \(shop_id = (ANY \(ARRAY\[)?\$1)/, sqlite: /^SEARCH orders USING COVERING INDEX \w+ \(shop_id=\?\)$/ },
+    shape: {
+      postgres: /^(Seq Scan on orders|(Index Only Scan|Bitmap Heap Scan) using \w+ on orders .*(Index|Recheck) Cond: \(shop_id = (ANY \(ARRAY\[)?\$1)/,
+      sqlite: /^SEARCH orders USING COVERING INDEX \w+ \(shop_id=\?\)$/,
+    },
   },
   {
-    why: 'The shops list, newest first: a page of the shops\' primary key.',
+    why: "The shops list, newest first: a page of the shops' primary key.",
     statement: /^select "id", "name", "created_at" from "shops" (where "id" < \S+ )?order by "id" desc limit \S+$/,
     table: 'shops',
     shape: { postgres: /^Index Scan Backward using shops_pkey on shops\b/, sqlite: /^(SCAN shops|SEARCH shops USING INTEGER PRIMARY KEY \(rowid<\?\))$/ },
   },
   {
-    why: 'Every shop\'s name, to name each event\'s shop in the console\'s lists and stream: the whole shops table (one row per shop).',
+    why: "Every shop's name, to name each event's shop in the console's lists and stream: the whole shops table (one row per shop).",
     statement: /^select "id", "name" from "shops"$/,
     table: 'shops',
     shape: { postgres: /^Seq Scan on shops$/, sqlite: /^SCAN shops( USING COVERING INDEX sqlite_autoindex_shops_1)?$/ },
   },
   {
-    why: 'The expiry sweeper reads every shop\'s rule once a pass: the whole shops table.',
+    why: "The expiry sweeper reads every shop's rule once a pass: the whole shops table.",
     statement: /^select "id", "rule" from "shops" where "rule" is not null$/,
     table: 'shops',
     shape: { postgres: /^Seq Scan on shops\b/, sqlite: /^SCAN shops$/ },
   },
   {
-    why: 'A shop\'s customers in the console, newest first: a page of its primary key. On PostgreSQL the key leads with the id (migration 0010, so that no index of customers leads with the shop for a lookup to take): the page walks the ids down, other shops\' customers among them checked and left.',
+    why: "A shop's customers in the console, newest first: a page of its primary key. On PostgreSQL the key leads with the id (migration 0010, so that no index of customers leads with the shop for a lookup to take): the page walks the ids down, other shops' customers among them checked and left.",
     statement: /^select \* from "customers" where "shop_id" = \S+ (and "id" < \S+ )?order by "id" desc limit \S+$/,
     table: 'customers',
     shape: {
@@ -78,13 +92,16 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: 'A shop\'s API keys in the console, newest first. api_keys has no index by shop (an index (shop_id, id) would make this a range of the shop): the page walks every shop\'s keys, a few per shop, written by operators.',
+    why: "A shop's API keys in the console, newest first. api_keys has no index by shop (an index (shop_id, id) would make this a range of the shop): the page walks every shop's keys, a few per shop, written by operators.",
     statement: /from "api_keys" where "shop_id" = \S+ (and "id" < \S+ )?order by "id" desc limit \S+$/,
     table: 'api_keys',
-    shape: { postgres: /^(Seq Scan on api_keys|Index Scan Backward using api_keys_pkey on api_keys)\b/, sqlite: /^(SCAN api_keys|SEARCH api_keys USING INTEGER PRIMARY KEY \(rowid<\?\))$/ },
+    shape: {
+      postgres: /^(Seq Scan on api_keys|Index Scan Backward using api_keys_pkey on api_keys)\b/,
+      sqlite: /^(SCAN api_keys|SEARCH api_keys USING INTEGER PRIMARY KEY \(rowid<\?\))$/,
+    },
   },
   {
-    why: 'Creating a shop (operators, rarely): SQLite checks the foreign key of api_keys on the shop\'s upsert, which api_keys has no index for.',
+    why: "Creating a shop (operators, rarely): SQLite checks the foreign key of api_keys on the shop's upsert, which api_keys has no index for.",
     statement: /^insert into "shops" /,
     table: 'api_keys',
     shape: { sqlite: /^SCAN api_keys$/ },
@@ -93,7 +110,10 @@ export const ALLOWED: AllowedRange[] = [
     why: 'The audit log in the console, newest first: a page of its primary key.',
     statement: /from "audit_log" left join "shops" .* order by "audit_log"\."id" desc limit/,
     table: 'audit_log',
-    shape: { postgres: /^Index Scan Backward using audit_log_pkey on audit_log\b/, sqlite: /^(SCAN audit_log|SEARCH audit_log USING INTEGER PRIMARY KEY \(rowid<\?\))$/ },
+    shape: {
+      postgres: /^Index Scan Backward using audit_log_pkey on audit_log\b/,
+      sqlite: /^(SCAN audit_log|SEARCH audit_log USING INTEGER PRIMARY KEY \(rowid<\?\))$/,
+    },
   },
   {
     why: 'Expired console sessions go as new ones come (src/store/admin-repo.ts): the table holds the live sessions and few others, and has no index by expiry.',
@@ -113,10 +133,13 @@ export const ALLOWED: AllowedRange[] = [
     why: 'Pruning deletes the events it took, within the span of receive times it read them from (src/store/prune.ts).',
     statement: /^delete from "events" where "received_us" >= \S+ and "received_us" <= \S+ and "id"/,
     table: 'events',
-    shape: { postgres: /^(Index Scan using events_received on events\s+Index Cond|Bitmap Heap Scan using events_received on events\s+Recheck Cond): \(\(received_us >= \$1\) AND \(received_us <= \$2\)\)/ },
+    shape: {
+      postgres:
+        /^(Index Scan using events_received on events\s+Index Cond|Bitmap Heap Scan using events_received on events\s+Recheck Cond): \(\(received_us >= \$1\) AND \(received_us <= \$2\)\)/,
+    },
   },
   {
-    why: 'The oldest event\'s receive time (the storage sample, the prune status): the first entry of the receive-time index.',
+    why: "The oldest event's receive time (the storage sample, the prune status): the first entry of the receive-time index.",
     statement: /^select min\("received_us"\) as "oldest" from "events"$/,
     table: 'events',
     shape: { postgres: /^Index Only Scan using events_received on events\b/, sqlite: /^SEARCH events USING COVERING INDEX events_received$/ },
@@ -125,47 +148,60 @@ export const ALLOWED: AllowedRange[] = [
     why: 'How many events a prune would delete (the prune status): a count of the range before the cutoff.',
     statement: /^select count\(\*\) as "count" from "events" where "received_us" < \S+$/,
     table: 'events',
-    shape: { postgres: pgRange('events_received', 'events', 'received_us < '), sqlite: /^SEARCH events USING COVERING INDEX events_received \(received_us<\?\)$/ },
+    shape: {
+      postgres: pgRange('events_received', 'events', 'received_us < '),
+      sqlite: /^SEARCH events USING COVERING INDEX events_received \(received_us<\?\)$/,
+    },
   },
 
   // Points upkeep.
   {
-    why: 'The expiry sweeper\'s highest ledger id, where the next pass starts: the last entry of the primary key.',
+    why: "The expiry sweeper's highest ledger id, where the next pass starts: the last entry of the primary key.",
     statement: /^select max\("id"\) as "id" from "ledger"$/,
     table: 'ledger',
     shape: { postgres: /^Index Only Scan Backward using ledger_pkey on ledger\b/, sqlite: /^SEARCH ledger$/ },
   },
   {
-    why: 'The expiry sweeper finds whom to ask: the entries dated up to the cutoff (on a later pass, those that fell due since the last), or the entries written since the last pass (src/store/points-repo.ts dueCandidates). A range of dates or of ids across shops, the shop and the customer checked on its rows: ledger_available holds only the date, so that no lookup of a customer\'s lots can take it (migration 0010).',
+    why: "The expiry sweeper finds whom to ask: the entries dated up to the cutoff (on a later pass, those that fell due since the last), or the entries written since the last pass (src/store/points-repo.ts dueCandidates). A range of dates or of ids across shops, the shop and the customer checked on its rows: ledger_available holds only the date, so that no lookup of a customer's lots can take it (migration 0010).",
     statement: /^select distinct "customer_id" from "ledger" where \+"shop_id" = \S+ and \+"customer_id" is not null and "available_us" <= /,
     table: 'ledger',
     shape: {
-      postgres: /^((Index Scan|Bitmap Heap Scan) using ledger_available on ledger .*(Index|Recheck) Cond: \(\(?available_us <= \$2\)|Index Scan using ledger_pkey on ledger\s+Index Cond: \(id > \$3\))/,
+      postgres:
+        /^((Index Scan|Bitmap Heap Scan) using ledger_available on ledger .*(Index|Recheck) Cond: \(\(?available_us <= \$2\)|Index Scan using ledger_pkey on ledger\s+Index Cond: \(id > \$3\))/,
       sqlite: /^(SEARCH ledger USING INDEX ledger_available \(available_us|SEARCH ledger USING INTEGER PRIMARY KEY \(rowid>\?\))/,
     },
   },
   {
-    why: 'A points rebuild walks a shop\'s orders by id, 500 at a time: pages of the primary key (src/store/rebuild-repo.ts); on PostgreSQL it leads with the id (migration 0010), other shops\' orders among them checked and left.',
+    why: "A points rebuild walks a shop's orders by id, 500 at a time: pages of the primary key (src/store/rebuild-repo.ts); on PostgreSQL it leads with the id (migration 0010), other shops' orders among them checked and left.",
     statement: /^select "id" from "orders" where "shop_id" = \S+ and "id" > \S+ order by "id" limit \S+$/,
     table: 'orders',
-    shape: { postgres: pgRange('orders_pk', 'orders', 'id > \\$2\\) AND \\(shop_id = \\$1'), sqlite: /^SEARCH orders USING COVERING INDEX sqlite_autoindex_orders_1 \(shop_id=\? AND id>\?\)$/ },
+    shape: {
+      postgres: pgRange('orders_pk', 'orders', 'id > \\$2\\) AND \\(shop_id = \\$1'),
+      sqlite: /^SEARCH orders USING COVERING INDEX sqlite_autoindex_orders_1 \(shop_id=\? AND id>\?\)$/,
+    },
   },
   {
-    why: 'A points rebuild walks a shop\'s customers with entries, 500 at a time: pages of the shop\'s range of ledger_customer (src/store/rebuild-repo.ts).',
+    why: "A points rebuild walks a shop's customers with entries, 500 at a time: pages of the shop's range of ledger_customer (src/store/rebuild-repo.ts).",
     statement: /^select distinct "customer_id" from "ledger" where .*"customer_id" > \S+ order by "customer_id" limit \S+$/,
     table: 'ledger',
-    shape: { postgres: pgRange('ledger_customer', 'ledger', 'customer_id > \\$2\\) AND \\(shop_id = '), sqlite: /^SEARCH ledger USING COVERING INDEX ledger_customer \(customer_id>\?\)$/ },
+    shape: {
+      postgres: pgRange('ledger_customer', 'ledger', 'customer_id > \\$2\\) AND \\(shop_id = '),
+      sqlite: /^SEARCH ledger USING COVERING INDEX ledger_customer \(customer_id>\?\)$/,
+    },
   },
 
   // The change feed.
   {
-    why: 'A shop\'s change feed, after a position: a page of the shop\'s range of (shop_id, position) (GET /v3/changes).',
+    why: "A shop's change feed, after a position: a page of the shop's range of (shop_id, position) (GET /v3/changes).",
     statement: /from "feed" where "position" > \S+ and "shop_id" = \S+ order by "position" limit \S+$/,
     table: 'feed',
-    shape: { postgres: pgRange('feed_shop', 'feed', 'shop_id = \\$2\\) AND \\("position" > '), sqlite: /^SEARCH feed USING INDEX feed_shop \(shop_id=\? AND position>\?\)$/ },
+    shape: {
+      postgres: pgRange('feed_shop', 'feed', 'shop_id = \\$2\\) AND \\("position" > '),
+      sqlite: /^SEARCH feed USING INDEX feed_shop \(shop_id=\? AND position>\?\)$/,
+    },
   },
   {
-    why: 'The relay\'s pages of every shop\'s changes after its cursor, and the oldest it has not published: a range of the primary key, the last position of each row.',
+    why: "The relay's pages of every shop's changes after its cursor, and the oldest it has not published: a range of the primary key, the last position of each row.",
     statement: /from "feed" where "position" > \S+ order by "position" limit \S+$/,
     table: 'feed',
     shape: { postgres: pgRange('feed_pkey', 'feed', '"position" > '), sqlite: /^SEARCH feed USING INDEX sqlite_autoindex_feed_1 \(position>\?\)$/ },

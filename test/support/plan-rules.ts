@@ -26,7 +26,8 @@ const keyed = (a: Access) => a.kind === 'index' && a.equal.some((c) => c !== 'sh
 function fault(a: Access, indexed: ReadonlyMap<string, ReadonlySet<string>>): string | null {
   const filtered = a.filtered.filter((c) => indexed.get(a.table)?.has(c))
   const named = filtered.map((c) => (new RegExp(`\\b${c} = ANY\\b`).test(a.line) ? `${c} = ANY` : c)).join(', ')
-  if (a.kind === 'scan') return `${a.index ? `a whole index (${a.index}) of ${a.table}` : `a sequential scan of ${a.table}`}${named ? `, ${named} tested on every row` : ''}`
+  if (a.kind === 'scan')
+    return `${a.index ? `a whole index (${a.index}) of ${a.table}` : `a sequential scan of ${a.table}`}${named ? `, ${named} tested on every row` : ''}`
   if (!keyed(a)) return `a range of ${a.table} by ${[...new Set([...a.equal, ...a.range])].join(', ')} only${named ? `; ${named} tested on the rows read` : ''}`
   if (named) return `${named} tested on the rows read, not in the index condition`
   return null
@@ -37,7 +38,14 @@ function fault(a: Access, indexed: ReadonlyMap<string, ReadonlySet<string>>): st
  * `indexed` lists each table's indexed columns (a filter on a column no index has is no lookup
  * gone wrong); `used` collects the allow-list entries that allowed something.
  */
-export function faults(kind: DatabaseKind, sql: string, plan: Plan, indexed: ReadonlyMap<string, ReadonlySet<string>>, allowed: readonly AllowedRange[], used: Set<AllowedRange>): string[] {
+export function faults(
+  kind: DatabaseKind,
+  sql: string,
+  plan: Plan,
+  indexed: ReadonlyMap<string, ReadonlySet<string>>,
+  allowed: readonly AllowedRange[],
+  used: Set<AllowedRange>,
+): string[] {
   const out: string[] = []
   for (const a of plan.accesses) {
     const problem = fault(a, indexed)

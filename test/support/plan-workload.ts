@@ -39,13 +39,34 @@ const rejected = (shopId: number, keyId: number, topic: Topic, body: Record<stri
 const at = (minute: number) => new Date(Date.UTC(2025, 0, 1) + minute * 60_000).toISOString()
 
 const customer = (id: number, minute: number, email = `c${id}@example.com`) => ({
-  id, first_name: 'Ada', last_name: `Lovelace ${id}`, email, is_newsletter: id % 2 === 0, tags: ['vip'], created_at: at(0), updated_at: at(minute),
+  id,
+  first_name: 'Ada',
+  last_name: `Lovelace ${id}`,
+  email,
+  is_newsletter: id % 2 === 0,
+  tags: ['vip'],
+  created_at: at(0),
+  updated_at: at(minute),
 })
 
 function order(id: number, minute: number, fields: Record<string, unknown> = {}) {
   return {
-    id, currency: 'EUR', email: `c${id}@example.com`, ref: `R${id}`, total: '120.00', subtotal: '100.00', amount_shipping: '4.90', amount_giftcard: '0.00',
-    amount_tax: '15.10', cancelled_at: null, processed_at: at(minute), is_fulfilled: false, is_refunded: false, is_paid: true, updated_at: at(minute), ...fields,
+    id,
+    currency: 'EUR',
+    email: `c${id}@example.com`,
+    ref: `R${id}`,
+    total: '120.00',
+    subtotal: '100.00',
+    amount_shipping: '4.90',
+    amount_giftcard: '0.00',
+    amount_tax: '15.10',
+    cancelled_at: null,
+    processed_at: at(minute),
+    is_fulfilled: false,
+    is_refunded: false,
+    is_paid: true,
+    updated_at: at(minute),
+    ...fields,
   }
 }
 
@@ -117,12 +138,27 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
 
   // Points commands, as the routes build them.
   const redeem = (customerId: number, points: number, idem: string | null): PointsCommand => ({
-    command: 'redeem', shopId: a.id, customerId, redemptionId: uuidv7(), points, reference: `R-${points}`, atUs: now(),
-    idemKey: idem === null ? null : hash(idem), requestHash: hash(JSON.stringify([customerId, points])),
+    command: 'redeem',
+    shopId: a.id,
+    customerId,
+    redemptionId: uuidv7(),
+    points,
+    reference: `R-${points}`,
+    atUs: now(),
+    idemKey: idem === null ? null : hash(idem),
+    requestHash: hash(JSON.stringify([customerId, points])),
   })
   const adjust = (customerId: number, points: number, idem: string | null): PointsCommand => ({
-    command: 'adjust', shopId: a.id, customerId, adjustmentId: uuidv7(), points, reason: 'goodwill', operator: 'ops', atUs: now(),
-    idemKey: idem === null ? null : hash(idem), requestHash: hash(JSON.stringify([customerId, points])),
+    command: 'adjust',
+    shopId: a.id,
+    customerId,
+    adjustmentId: uuidv7(),
+    points,
+    reason: 'goodwill',
+    operator: 'ops',
+    atUs: now(),
+    idemKey: idem === null ? null : hash(idem),
+    requestHash: hash(JSON.stringify([customerId, points])),
   })
   const first = redeem(8, 10, 'redeem-1') as Extract<PointsCommand, { command: 'redeem' }>
   const redeemed = await run('redemptions and adjustments', [first, redeem(8, 5, null), adjust(8, 50, 'adjust-1'), adjust(8, -5, null), adjust(2, 20, null)])
@@ -141,7 +177,15 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
     queue = result.catch(() => {})
     return result
   }
-  const sweeper = startExpirySweeper(backend, submit, () => Date.now(), 0, (_cause, err) => { throw err })
+  const sweeper = startExpirySweeper(
+    backend,
+    submit,
+    () => Date.now(),
+    0,
+    (_cause, err) => {
+      throw err
+    },
+  )
   await sweeper.sweep()
   await run('points after the first sweep', [hook('order/hook_created', order(107, 5, { customer: customer(4, 5) }))])
   await sweeper.sweep()
@@ -209,7 +253,12 @@ export async function readEverything(t: TestApp, shopName: string, _written: Wri
   await ok(admin.get(`/v3/admin/events/${event.event_id}`))
   await ok(admin.post(`/v3/admin/events/${event.event_id}/replay`), 200)
   await ok(admin.get('/v3/admin/audit?limit=1'))
-  const signIn = await t.app.inject({ method: 'POST', url: '/v3/admin/session', headers: { 'content-type': 'application/json' }, payload: { key: operator.key } })
+  const signIn = await t.app.inject({
+    method: 'POST',
+    url: '/v3/admin/session',
+    headers: { 'content-type': 'application/json' },
+    payload: { key: operator.key },
+  })
   assert.equal(signIn.statusCode, 200, signIn.body)
   const cookie = String(signIn.headers['set-cookie']).split(';')[0]!
   assert.equal((await t.app.inject({ method: 'GET', url: '/v3/admin/session', headers: { cookie } })).statusCode, 200)
@@ -241,21 +290,52 @@ export async function fill(backend: Backend, a: Shop, b: Shop, rows = FILL_ROWS)
       const shop = i % 10 === 9 ? b : a
       const id = 100_000 + i
       const fields = i % 5 === 4 ? { email: `g${i % 4000}@example.com` } : { customer: customer(id, 1) }
-      batch.push(webhook(shop.id, shop.keyId, 'order/hook_created', order(id, 1 + (i % 600), { ...fields, total: `${(i % 300) + 1}.00`, subtotal: `${(i % 300) + 1}.00` }), i % 3 === 0 ? `fill-${i}` : null))
+      batch.push(
+        webhook(
+          shop.id,
+          shop.keyId,
+          'order/hook_created',
+          order(id, 1 + (i % 600), { ...fields, total: `${(i % 300) + 1}.00`, subtotal: `${(i % 300) + 1}.00` }),
+          i % 3 === 0 ? `fill-${i}` : null,
+        ),
+      )
     }
     expectApplied(await apply(batch, atUs), 'the fill')
   }
   const commands: PointsCommand[] = []
   for (let i = 0; i < rows / 10; i++) {
-    const customerId = 100_000 + (i * 5) % rows
+    const customerId = 100_000 + ((i * 5) % rows)
     if (customerId % 10 === 9 || customerId % 5 === 4) continue
-    commands.push(i % 4 === 3
-      ? { command: 'adjust', shopId: a.id, customerId, adjustmentId: uuidv7(), points: 2, reason: 'fill', operator: 'ops', atUs, idemKey: hash(`fill-adjust-${i}`), requestHash: hash(`${i}`) }
-      : { command: 'redeem', shopId: a.id, customerId, redemptionId: uuidv7(), points: 1, reference: `F${i}`, atUs, idemKey: i % 2 === 0 ? hash(`fill-redeem-${i}`) : null, requestHash: hash(`${i}`) })
+    commands.push(
+      i % 4 === 3
+        ? {
+            command: 'adjust',
+            shopId: a.id,
+            customerId,
+            adjustmentId: uuidv7(),
+            points: 2,
+            reason: 'fill',
+            operator: 'ops',
+            atUs,
+            idemKey: hash(`fill-adjust-${i}`),
+            requestHash: hash(`${i}`),
+          }
+        : {
+            command: 'redeem',
+            shopId: a.id,
+            customerId,
+            redemptionId: uuidv7(),
+            points: 1,
+            reference: `F${i}`,
+            atUs,
+            idemKey: i % 2 === 0 ? hash(`fill-redeem-${i}`) : null,
+            requestHash: hash(`${i}`),
+          },
+    )
   }
-  for (let i = 0; i < commands.length; i += BATCH) expectApplied(await apply(commands.slice(i, i + BATCH), atUs), 'the fill\'s commands')
+  for (let i = 0; i < commands.length; i += BATCH) expectApplied(await apply(commands.slice(i, i + BATCH), atUs), "the fill's commands")
   const deletes = Array.from({ length: 200 }, (_, i) => webhook(a.id, a.keyId, 'customer/hook_deleted', { id: 100_000 + i * 50, updated_at: at(700) }))
-  for (let i = 0; i < deletes.length; i += 50) expectApplied(await apply(deletes.slice(i, i + 50), atUs), 'the fill\'s erasures')
+  for (let i = 0; i < deletes.length; i += 50) expectApplied(await apply(deletes.slice(i, i + 50), atUs), "the fill's erasures")
   for (const statement of topUps(a.id, rows)) await sql.raw(statement).execute(backend.db)
 }
 

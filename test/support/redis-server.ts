@@ -66,7 +66,9 @@ export async function startRedis(): Promise<RedisServer> {
     running.add(c)
     c.once('exit', () => running.delete(c))
     const missing = new Promise<never>((_, reject) =>
-      c.once('error', (err) => reject(new Error(`redis-server could not be started (${err.message}): the tests need it on the PATH (apt-get install -y redis-server)`))),
+      c.once('error', (err) =>
+        reject(new Error(`redis-server could not be started (${err.message}): the tests need it on the PATH (apt-get install -y redis-server)`)),
+      ),
     )
     await Promise.race([answers(port), missing])
   }

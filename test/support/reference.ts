@@ -22,12 +22,19 @@ export interface ReferenceHook {
 export function webhookOf(hook: ReferenceHook, arrivalUs: number, eventId: string): Webhook {
   const change = changeFor(hook.topic, hook.body, arrivalUs)
   return {
-    eventId, shopId: SHOP, keyId: 1, topic: hook.topic, receivedUs: arrivalUs,
-    body: Buffer.from(hook.payload), headers: '{}', idemKey: null,
+    eventId,
+    shopId: SHOP,
+    keyId: 1,
+    topic: hook.topic,
+    receivedUs: arrivalUs,
+    body: Buffer.from(hook.payload),
+    headers: '{}',
+    idemKey: null,
     bodyHash: createHash('sha256').update(hook.topic).update('\n').update(hook.payload).digest('base64url'),
     resourceId: hook.body.id,
     customerId: change.kind === 'customer' ? change.customer.id : (change.customer?.id ?? null),
-    change, errors: null,
+    change,
+    errors: null,
   }
 }
 

@@ -4,7 +4,8 @@ import fc from 'fast-check'
 // start, so that any run, failing or not, can be replayed: FC_SEED=<seed> node --import tsx --test <file>.
 // Imported for its effect by each file that uses fast-check.
 
-export const SEED = process.env.FC_SEED !== undefined && process.env.FC_SEED !== '' ? Number(process.env.FC_SEED) : (Date.now() ^ (Math.random() * 0x7fffffff)) | 0
+export const SEED =
+  process.env.FC_SEED !== undefined && process.env.FC_SEED !== '' ? Number(process.env.FC_SEED) : (Date.now() ^ (Math.random() * 0x7fffffff)) | 0
 
 if (!Number.isInteger(SEED)) throw new Error(`FC_SEED must be an integer, not ${process.env.FC_SEED}`)
 // No time limit: a property that stops early would pass on fewer cases than it says.

@@ -86,7 +86,6 @@ export async function killAllServers(): Promise<void> {
   failOnViolations()
 }
 
-
 async function portIsFree(port: number): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     const server = createServer()
@@ -146,7 +145,13 @@ export async function startServerProcess(databaseUrl: string, key: string, env: 
     while (!server.hasExited() && Date.now() < deadline) {
       const health = await request(server.port, { method: 'GET', path: '/healthz', agent: false, timeoutMs: 2000 })
       if (health.status === 200) {
-        const read = await request(server.port, { method: 'GET', path: '/v3/customers/1', agent: false, timeoutMs: 2000, headers: { authorization: basic(key) } })
+        const read = await request(server.port, {
+          method: 'GET',
+          path: '/v3/customers/1',
+          agent: false,
+          timeoutMs: 2000,
+          headers: { authorization: basic(key) },
+        })
         if (read.status !== undefined && read.status !== 401 && !server.hasExited()) {
           ready = true
           break
@@ -228,24 +233,21 @@ export function request(port: number, options: RequestOptions): Promise<Answer> 
     }
     const headers: Record<string, string> = { ...options.headers }
     if (options.body !== undefined) headers['content-length'] = String(Buffer.byteLength(options.body))
-    const req = http.request(
-      { host: '127.0.0.1', port, method: options.method, path: options.path, agent: options.agent, headers },
-      (res) => {
-        answer.status = res.statusCode
-        const chunks: Buffer[] = []
-        res.on('data', (chunk: Buffer) => chunks.push(chunk))
-        res.on('end', () => {
-          answer.body = Buffer.concat(chunks).toString('utf8')
-          if (contract && res.statusCode !== undefined) {
-            violations.push(...contract.check({ method: options.method, url: options.path, status: res.statusCode, headers: res.headers, body: answer.body }))
-          }
-          finish()
-        })
-        res.on('error', (err: NodeJS.ErrnoException) => finish(err.code ?? err.message))
-        res.on('aborted', () => finish('aborted'))
-        res.on('close', () => finish(answer.body === undefined ? 'closed' : undefined))
-      },
-    )
+    const req = http.request({ host: '127.0.0.1', port, method: options.method, path: options.path, agent: options.agent, headers }, (res) => {
+      answer.status = res.statusCode
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('end', () => {
+        answer.body = Buffer.concat(chunks).toString('utf8')
+        if (contract && res.statusCode !== undefined) {
+          violations.push(...contract.check({ method: options.method, url: options.path, status: res.statusCode, headers: res.headers, body: answer.body }))
+        }
+        finish()
+      })
+      res.on('error', (err: NodeJS.ErrnoException) => finish(err.code ?? err.message))
+      res.on('aborted', () => finish('aborted'))
+      res.on('close', () => finish(answer.body === undefined ? 'closed' : undefined))
+    })
     const timer = setTimeout(() => {
       finish('timeout')
       req.destroy()

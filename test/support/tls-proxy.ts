@@ -20,11 +20,29 @@ export interface Certificate {
 export function selfSignedCertificate(): Certificate {
   const dir = mkdtempSync(join(tmpdir(), 'shop-intake-tls-'))
   try {
-    const run = spawnSync('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-      '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-    ], { encoding: 'utf8' })
+    const run = spawnSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1,DNS:localhost',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { encoding: 'utf8' },
+    )
     if (run.status !== 0) throw new Error(`openssl could not make a certificate (Debian's openssl package is needed): ${run.error?.message ?? run.stderr}`)
     return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') }
   } finally {
@@ -94,7 +112,10 @@ export interface TlsAnswer {
 }
 
 /** One request through the proxy, trusting only its certificate. */
-export function requestThrough(proxy: TlsProxy, options: { method: string; path: string; headers?: Record<string, string>; body?: string }): Promise<TlsAnswer> {
+export function requestThrough(
+  proxy: TlsProxy,
+  options: { method: string; path: string; headers?: Record<string, string>; body?: string },
+): Promise<TlsAnswer> {
   return new Promise<TlsAnswer>((resolve, reject) => {
     const headers: Record<string, string> = { ...options.headers }
     if (options.body !== undefined) headers['content-length'] = String(Buffer.byteLength(options.body))

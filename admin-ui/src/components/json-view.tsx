@@ -54,7 +54,17 @@ export function JsonView({ text, errors = [] }: { text: string; errors?: FieldEr
     parsed = JSON.parse(text)
   } catch {
     // Not JSON (a malformed-json rejection): the text as it came, all of it marked if it was refused.
-    return <pre class="json">{errors.length > 0 ? <mark class="j-error" data-pointer="">{text}</mark> : text}</pre>
+    return (
+      <pre class="json">
+        {errors.length > 0 ? (
+          <mark class="j-error" data-pointer="">
+            {text}
+          </mark>
+        ) : (
+          text
+        )}
+      </pre>
+    )
   }
   return <pre class="json">{render(parsed, '', 0, marksOf(parsed, errors))}</pre>
 }

@@ -23,7 +23,12 @@ function Key({ shop, id, hint }: { shop: string | null; id: string | null; hint:
 }
 
 /** A value of a rule field as the command line would take it. */
-const ruleValue = (v: unknown) => (typeof v === 'object' && v !== null ? Object.entries(v).map(([k, x]) => `${k}=${text(x)}`).join(', ') || 'none' : text(v))
+const ruleValue = (v: unknown) =>
+  typeof v === 'object' && v !== null
+    ? Object.entries(v)
+        .map(([k, x]) => `${k}=${text(x)}`)
+        .join(', ') || 'none'
+    : text(v)
 
 export function AuditWhat({ entry }: { entry: AuditEntry }): ComponentChildren {
   const d = (entry.detail ?? {}) as Record<string, unknown>
@@ -77,6 +82,12 @@ export function AuditWhat({ entry }: { entry: AuditEntry }): ComponentChildren {
       return `revoked operator ${text(target)}, ${text(d.name)}`
     default:
       // An action this page does not know yet: its name and fields, still as words.
-      return `${entry.action}${target ? ` ${target}` : ''}${Object.keys(d).length > 0 ? `: ${Object.entries(d).map(([k, v]) => `${k} ${ruleValue(v)}`).join(', ')}` : ''}`
+      return `${entry.action}${target ? ` ${target}` : ''}${
+        Object.keys(d).length > 0
+          ? `: ${Object.entries(d)
+              .map(([k, v]) => `${k} ${ruleValue(v)}`)
+              .join(', ')}`
+          : ''
+      }`
   }
 }

@@ -1,5 +1,16 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type Adjustment, type CustomerSummary, type CustomerView, type Guest, type LedgerEntry, type OrderView, type Page, type Redemption } from '../api.ts'
+import {
+  api,
+  enc,
+  type Adjustment,
+  type CustomerSummary,
+  type CustomerView,
+  type Guest,
+  type LedgerEntry,
+  type OrderView,
+  type Page,
+  type Redemption,
+} from '../api.ts'
 import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
@@ -93,7 +104,12 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
     setBusy(true)
     setError(null)
     try {
-      await api<Adjustment>('POST', `/v3/admin/shops/${enc(shop)}/customers/${id}/adjustments`, { points: Number(points.trim()), reason }, { 'idempotency-key': idempotencyKey })
+      await api<Adjustment>(
+        'POST',
+        `/v3/admin/shops/${enc(shop)}/customers/${id}/adjustments`,
+        { points: Number(points.trim()), reason },
+        { 'idempotency-key': idempotencyKey },
+      )
       setPoints('')
       setReason('')
       setIdempotencyKey(crypto.randomUUID())
@@ -110,11 +126,25 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
     <form class="adjust" onSubmit={submit}>
       <h2>Adjust the balance</h2>
       <label>
-        Points <input name="points" inputMode="numeric" size={8} placeholder="+50 or -20" value={points} onInput={(e) => setPoints((e.currentTarget as HTMLInputElement).value)} />
+        Points{' '}
+        <input
+          name="points"
+          inputMode="numeric"
+          size={8}
+          placeholder="+50 or -20"
+          value={points}
+          onInput={(e) => setPoints((e.currentTarget as HTMLInputElement).value)}
+        />
       </label>
       <label class="grow">
         Reason{' '}
-        <input name="reason" maxLength={500} placeholder="why (kept in the ledger and the audit log)" value={reason} onInput={(e) => setReason((e.currentTarget as HTMLInputElement).value)} />
+        <input
+          name="reason"
+          maxLength={500}
+          placeholder="why (kept in the ledger and the audit log)"
+          value={reason}
+          onInput={(e) => setReason((e.currentTarget as HTMLInputElement).value)}
+        />
       </label>
       <button type="submit" disabled={busy || !valid}>
         Adjust
@@ -125,7 +155,21 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
 }
 
 /** The customer's redemptions, newest first, each with a cancel (asked to confirm) while it stands. */
-function Redemptions({ shop, id, items, more, changeable, onDone }: { shop: string; id: number; items: Redemption[]; more: boolean; changeable: boolean; onDone: () => void }) {
+function Redemptions({
+  shop,
+  id,
+  items,
+  more,
+  changeable,
+  onDone,
+}: {
+  shop: string
+  id: number
+  items: Redemption[]
+  more: boolean
+  changeable: boolean
+  onDone: () => void
+}) {
   const [confirming, setConfirming] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>(null)
@@ -166,7 +210,8 @@ function Redemptions({ shop, id, items, more, changeable, onDone }: { shop: stri
               <td class="num">{r.available_after}</td>
               <td>{r.cancelled_at ? time(r.cancelled_at) : ''}</td>
               <td>
-                {!r.cancelled_at && changeable &&
+                {!r.cancelled_at &&
+                  changeable &&
                   (confirming === r.redemption_id ? (
                     <span class="confirm">
                       Give the {r.points} points back?{' '}
@@ -227,15 +272,21 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
       </header>
       <div class="figures balances">
         <div>
-          <span class="figure" data-balance="available">{b.available}</span>
+          <span class="figure" data-balance="available">
+            {b.available}
+          </span>
           <span class="muted">available</span>
         </div>
         <div>
-          <span class="figure" data-balance="pending">{b.pending}</span>
+          <span class="figure" data-balance="pending">
+            {b.pending}
+          </span>
           <span class="muted">pending</span>
         </div>
         <div>
-          <span class="figure" data-balance="lifetime">{b.lifetime_earned}</span>
+          <span class="figure" data-balance="lifetime">
+            {b.lifetime_earned}
+          </span>
           <span class="muted">lifetime earned</span>
         </div>
       </div>
@@ -244,8 +295,14 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
       <Ledger entries={entries} />
       {b.more_entries && <p class="muted">Only the latest {entries.length} entries are listed.</p>}
       <h2>Redemptions</h2>
-      <Redemptions shop={shop} id={c.id} items={redemptions?.items ?? []} more={redemptions?.next_cursor != null}
-        changeable={!deleted && canChange.value} onDone={() => setTick((t) => t + 1)} />
+      <Redemptions
+        shop={shop}
+        id={c.id}
+        items={redemptions?.items ?? []}
+        more={redemptions?.next_cursor != null}
+        changeable={!deleted && canChange.value}
+        onDone={() => setTick((t) => t + 1)}
+      />
       <h2>Orders</h2>
       <Orders orders={view.orders} />
     </section>
@@ -318,7 +375,8 @@ export function Customer() {
       <form class="filters" onSubmit={submit}>
         <ShopPicker value={draftShop} onChange={setDraftShop} />
         <label class="grow">
-          Id or e-mail <input name="q" value={draft} placeholder="42 or ada@example.com" onInput={(e) => setDraft((e.currentTarget as HTMLInputElement).value)} />
+          Id or e-mail{' '}
+          <input name="q" value={draft} placeholder="42 or ada@example.com" onInput={(e) => setDraft((e.currentTarget as HTMLInputElement).value)} />
         </label>
         <button type="submit" disabled={draft.trim() === '' || draftShop === ''}>
           Find

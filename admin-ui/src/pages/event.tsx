@@ -8,7 +8,6 @@ import { link } from '../router.ts'
 import { canChange } from '../session.ts'
 import { lastListQuery } from './events.tsx'
 
-
 export function EventInspector({ id }: { id: string }) {
   const [event, setEvent] = useState<EventDetail | null>(null)
   const [error, setError] = useState<unknown>(null)
@@ -42,7 +41,12 @@ export function EventInspector({ id }: { id: string }) {
     }
   }
 
-  if (error) return <main><ErrorBox error={error} /></main>
+  if (error)
+    return (
+      <main>
+        <ErrorBox error={error} />
+      </main>
+    )
   if (!event) return <main class="muted">Loading…</main>
   const errors = event.errors ?? []
   let parsed: unknown
@@ -66,16 +70,21 @@ export function EventInspector({ id }: { id: string }) {
       <div class="toolbar">
         <h1>Event {event.event_id}</h1>
         {canChange.value && (
-          <button type="button" class="primary" name="replay" disabled={busy || event.body === null} onClick={replay}
-            title={event.body === null ? 'the body was erased: nothing to replay' : 'run the stored body through today\'s validation and rules as a new event'}>
+          <button
+            type="button"
+            class="primary"
+            name="replay"
+            disabled={busy || event.body === null}
+            onClick={replay}
+            title={event.body === null ? 'the body was erased: nothing to replay' : "run the stored body through today's validation and rules as a new event"}
+          >
             Replay
           </button>
         )}
       </div>
       {replayed && (
         <div class="notice" role="status" data-replay={replayed.status}>
-          Replayed: <Outcome outcome={replayed.status} />{' '}
-          {replayed.status === 'duplicate' ? 'a redelivery of ' : 'as '}
+          Replayed: <Outcome outcome={replayed.status} /> {replayed.status === 'duplicate' ? 'a redelivery of ' : 'as '}
           <a {...link(`events/${enc(replayed.event_id)}`)}>{replayed.event_id}</a>
           {replayed.status === 'duplicate' && ' (the replay is stored as an event of its own, marked replay, in Events)'}
         </div>
@@ -108,7 +117,9 @@ export function EventInspector({ id }: { id: string }) {
           <>
             <dt>duplicate of</dt>
             <dd>
-              <a class="original" {...link(`events/${enc(event.duplicate_of)}`)}>{event.duplicate_of}</a>
+              <a class="original" {...link(`events/${enc(event.duplicate_of)}`)}>
+                {event.duplicate_of}
+              </a>
             </dd>
           </>
         )}
@@ -142,7 +153,11 @@ export function EventInspector({ id }: { id: string }) {
       )}
       <section>
         <h2>Body</h2>
-        {event.body === null ? <p class="muted">Erased{event.redacted ? ' (redacted: the customer or order was deleted)' : ''}.</p> : <JsonView text={event.body} errors={errors} />}
+        {event.body === null ? (
+          <p class="muted">Erased{event.redacted ? ' (redacted: the customer or order was deleted)' : ''}.</p>
+        ) : (
+          <JsonView text={event.body} errors={errors} />
+        )}
       </section>
       <section class="headers">
         <h2>Headers</h2>

@@ -131,11 +131,21 @@ export function Events() {
         </label>
         <label>
           Since (UTC){' '}
-          <input type="datetime-local" name="since" value={toLocal(draft.since)} onInput={(e) => setDraft({ ...draft, since: toInstant((e.currentTarget as HTMLInputElement).value) })} />
+          <input
+            type="datetime-local"
+            name="since"
+            value={toLocal(draft.since)}
+            onInput={(e) => setDraft({ ...draft, since: toInstant((e.currentTarget as HTMLInputElement).value) })}
+          />
         </label>
         <label>
           Until (UTC){' '}
-          <input type="datetime-local" name="until" value={toLocal(draft.until)} onInput={(e) => setDraft({ ...draft, until: toInstant((e.currentTarget as HTMLInputElement).value) })} />
+          <input
+            type="datetime-local"
+            name="until"
+            value={toLocal(draft.until)}
+            onInput={(e) => setDraft({ ...draft, until: toInstant((e.currentTarget as HTMLInputElement).value) })}
+          />
         </label>
         <button type="submit">Apply</button>
         <a {...link('events')}>clear</a>

@@ -109,7 +109,8 @@ export function Keys() {
                 <td>{time(k.last_used_at)}</td>
                 <td>{k.revoked_at ? time(k.revoked_at) : ''}</td>
                 <td>
-                  {!k.revoked_at && canChange.value &&
+                  {!k.revoked_at &&
+                    canChange.value &&
                     (confirming === k.id ? (
                       <span class="confirm">
                         Revoke this key? Its shop's webhooks with it are refused within a second.{' '}

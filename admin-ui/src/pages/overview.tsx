@@ -45,7 +45,9 @@ function ShopCard({ shop, minutes, tick }: { shop: ShopSummary; minutes: number;
       </header>
       <div class="figures">
         <div>
-          <span class="figure" data-figure="rejection-rate">{percent(rejected, total)}</span>
+          <span class="figure" data-figure="rejection-rate">
+            {percent(rejected, total)}
+          </span>
           <span class="muted">
             rejected, last {minutes >= 120 ? `${minutes / 60} h` : `${minutes} min`} ({rejected} of {total})
           </span>
@@ -115,8 +117,14 @@ export function Overview() {
         )}
       </div>
       <ErrorBox error={error} />
-      {list && list.length === 0 && <p class="muted">No shop yet: <code>npx shop-intake keys create --shop NAME</code> creates one.</p>}
-      {list?.map((shop) => <ShopCard key={shop.name} shop={shop} minutes={minutes} tick={tick} />)}
+      {list && list.length === 0 && (
+        <p class="muted">
+          No shop yet: <code>npx shop-intake keys create --shop NAME</code> creates one.
+        </p>
+      )}
+      {list?.map((shop) => (
+        <ShopCard key={shop.name} shop={shop} minutes={minutes} tick={tick} />
+      ))}
     </main>
   )
 }

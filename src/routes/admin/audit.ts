@@ -11,18 +11,35 @@ export async function auditRoutes(scope: FastifyInstance, ctx: AdminContext): Pr
   const app = scope.withTypeProvider<TypeBoxTypeProvider>()
   const { db } = ctx.services.backend
 
-  app.get('/v3/admin/audit', {
-    onRequest: ctx.onRequest,
-    schema: {
-      summary: 'Who changed what, when', operationId: 'adminAudit', tags: TAGS, security: ADMIN_SECURITY, querystring: PageQuery,
-      response: { 200: readAnswer('A page of the audit log, newest first', AuditList), ...ADMIN_PROBLEMS() },
+  app.get(
+    '/v3/admin/audit',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        summary: 'Who changed what, when',
+        operationId: 'adminAudit',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        querystring: PageQuery,
+        response: { 200: readAnswer('A page of the audit log, newest first', AuditList), ...ADMIN_PROBLEMS() },
+      },
     },
-  }, async (request) => {
-    const position = decodeCursor(request.query.cursor, ['number'])
-    const page = await auditPage(db, limitOf(request.query), position === null ? null : (position[0] as number))
-    return listOf(page, (r) => ({
-      id: Number(r.id), operator: r.operator, action: r.action, shop: r.shop ?? null, target: r.target,
-      detail: r.detail === null ? null : (JSON.parse(r.detail) as Record<string, unknown>), created_at: formatInstant(r.created_at),
-    }), (r) => [Number(r.id)])
-  })
+    async (request) => {
+      const position = decodeCursor(request.query.cursor, ['number'])
+      const page = await auditPage(db, limitOf(request.query), position === null ? null : (position[0] as number))
+      return listOf(
+        page,
+        (r) => ({
+          id: Number(r.id),
+          operator: r.operator,
+          action: r.action,
+          shop: r.shop ?? null,
+          target: r.target,
+          detail: r.detail === null ? null : (JSON.parse(r.detail) as Record<string, unknown>),
+          created_at: formatInstant(r.created_at),
+        }),
+        (r) => [Number(r.id)],
+      )
+    },
+  )
 }

@@ -7,7 +7,10 @@ import { sql, type Kysely } from 'kysely'
 export const redemptions = {
   async up(db: Kysely<any>): Promise<void> {
     await db.schema.alterTable('ledger').addColumn('redemption_id', 'text').execute()
-    await db.schema.alterTable('ledger').addColumn('debt', 'smallint', (c) => c.notNull().defaultTo(0)).execute()
+    await db.schema
+      .alterTable('ledger')
+      .addColumn('debt', 'smallint', (c) => c.notNull().defaultTo(0))
+      .execute()
     await db.schema
       .createTable('redemptions')
       .addColumn('shop_id', 'integer', (c) => c.notNull())
@@ -27,10 +30,14 @@ export const redemptions = {
       .addPrimaryKeyConstraint('redemptions_pk', ['shop_id', 'id'])
       .execute()
     await db.schema.createIndex('redemptions_customer').on('redemptions').columns(['shop_id', 'customer_id', 'id']).execute()
-    await db.schema.createIndex('redemptions_idem').unique().on('redemptions').columns(['shop_id', 'idem_key'])
-      .where(sql.ref('idem_key'), 'is not', null).execute()
+    await db.schema
+      .createIndex('redemptions_idem')
+      .unique()
+      .on('redemptions')
+      .columns(['shop_id', 'idem_key'])
+      .where(sql.ref('idem_key'), 'is not', null)
+      .execute()
     // The sweeper looks for lots by date.
-    await db.schema.createIndex('ledger_available').on('ledger').columns(['shop_id', 'available_us'])
-      .where(sql.ref('customer_id'), 'is not', null).execute()
+    await db.schema.createIndex('ledger_available').on('ledger').columns(['shop_id', 'available_us']).where(sql.ref('customer_id'), 'is not', null).execute()
   },
 }

@@ -53,8 +53,13 @@ export function console_(t: DialectTypes) {
         .addColumn('request_hash', 'text', (c) => c.notNull())
         .addPrimaryKeyConstraint('adjustments_pk', ['shop_id', 'id'])
         .execute()
-      await db.schema.createIndex('adjustments_idem').unique().on('adjustments').columns(['shop_id', 'idem_key'])
-        .where(sql.ref('idem_key'), 'is not', null).execute()
+      await db.schema
+        .createIndex('adjustments_idem')
+        .unique()
+        .on('adjustments')
+        .columns(['shop_id', 'idem_key'])
+        .where(sql.ref('idem_key'), 'is not', null)
+        .execute()
       await db.schema.alterTable('ledger').addColumn('adjustment_id', 'text').execute()
       await db.schema.alterTable('events').addColumn('replay_of', 'text').execute()
       // The console lists a shop's events newest first and filters them by scanning this range

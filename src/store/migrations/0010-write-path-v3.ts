@@ -24,11 +24,22 @@ export function writePathV3(kind: 'sqlite' | 'postgres') {
     async up(db: Kysely<any>): Promise<void> {
       for (const [table, name, columns, where] of LOOKUP_INDEXES) {
         await db.schema.dropIndex(name).ifExists().execute()
-        await db.schema.createIndex(name).on(table).columns([...columns]).where(sql.raw<boolean>(where)).execute()
+        await db.schema
+          .createIndex(name)
+          .on(table)
+          .columns([...columns])
+          .where(sql.raw<boolean>(where))
+          .execute()
       }
       for (const [table, name, columns, where] of UNIQUE_LOOKUP_INDEXES) {
         await db.schema.dropIndex(name).ifExists().execute()
-        await db.schema.createIndex(name).unique().on(table).columns([...columns]).where(sql.raw<boolean>(where)).execute()
+        await db.schema
+          .createIndex(name)
+          .unique()
+          .on(table)
+          .columns([...columns])
+          .where(sql.raw<boolean>(where))
+          .execute()
       }
 
       if (kind === 'postgres') {
@@ -102,4 +113,3 @@ const UNIQUE_LOOKUP_INDEXES = [
   ['redemptions', 'redemptions_idem', ['idem_key', 'shop_id'], 'idem_key IS NOT NULL'],
   ['adjustments', 'adjustments_idem', ['idem_key', 'shop_id'], 'idem_key IS NOT NULL'],
 ] as const
-

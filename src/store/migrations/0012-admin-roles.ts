@@ -8,7 +8,12 @@ export const adminRoles = {
   async up(db: Kysely<any>): Promise<void> {
     await db.schema
       .alterTable('admins')
-      .addColumn('role', 'text', (c) => c.notNull().defaultTo('operator').check(sql`role IN ('operator', 'viewer')`))
+      .addColumn('role', 'text', (c) =>
+        c
+          .notNull()
+          .defaultTo('operator')
+          .check(sql`role IN ('operator', 'viewer')`),
+      )
       .execute()
   },
 }
