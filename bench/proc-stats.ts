@@ -1,5 +1,5 @@
 // What Linux's /proc says a process or thread has used: CPU time in clock ticks, bytes written.
-// The parsers are pure (test/bench-proc-stats.test.ts); the readers return undefined for a process
+// The parsers are pure (test/operations/bench-proc-stats.test.ts); the readers return undefined for a process
 // or thread that has gone.
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'

@@ -54,7 +54,7 @@ export interface BuildOptions {
   clock?: () => number
   /** How often the expiry sweeper runs (default 20 s: expiry is written within a minute of its due time); 0 turns it off. */
   sweepEveryMs?: number
-  /** Told of every statement the app runs with its parameters (tests: test/query-plans.test.ts). */
+  /** Told of every statement the app runs with its parameters (tests: test/operations/query-plans.test.ts). */
   onStatement?: StatementObserver
   /** Told of every route as it is added (Fastify's onRoute): the tests walk the route table with it. */
   onRoute?: (route: RouteOptions) => void

@@ -62,7 +62,7 @@ export function eventPageQuery(db: Kysely<Tables>, f: EventFilter, limit: number
   // The shop as the range [shop, shop], ordered by it first: only (shop_id, received_us, id) gives
   // that order without a sort. As `shop_id = x`, a constant the order drops, PostgreSQL's generic
   // plan walks events_received through every shop's events when its statistics say a shop holds
-  // many (test/query-plans.test.ts).
+  // many (test/operations/query-plans.test.ts).
   if (f.shopId !== undefined) query = query.where('shop_id', '>=', f.shopId).where('shop_id', '<=', f.shopId).where(BY_SHOP).orderBy('shop_id', 'desc')
   query = query
     .orderBy('received_us', 'desc')

@@ -13,7 +13,7 @@ export type KeyType = 'bigint' | 'text'
 /**
  * A lookup: the rows of `table` of one shop whose `column` is one of the keys, each key found by
  * an index condition on (shop_id, column) whatever the table's size and statistics (the generic
- * plan of a statement prepared on an empty table included: test/query-plans.test.ts).
+ * plan of a statement prepared on an empty table included: test/operations/query-plans.test.ts).
  */
 export interface LookupSpec {
   table: string

@@ -64,7 +64,7 @@ export async function pruneEventsTimed(backend: Backend, cutoffUs: number, limit
       )
     }
     // Within the span of receive times just read: PostgreSQL plans `id = ANY` alone, prepared while
-    // the table is young, as a scan of every event (test/query-plans.test.ts).
+    // the table is young, as a scan of every event (test/operations/query-plans.test.ts).
     await s.run(
       db
         .deleteFrom('events')

@@ -3,7 +3,7 @@ import type { AllowedRange } from './plan-rules.ts'
 // The statements meant to read a range, or a whole small table (test/support/plan-rules.ts):
 // each says why, which statements (a pattern of their text, as Kysely or the code writes it), and
 // the plan line each database must keep for it. Anything else that reads more than its keys
-// fails test/query-plans.test.ts. An entry no statement uses any more fails it too.
+// fails test/operations/query-plans.test.ts. An entry no statement uses any more fails it too.
 
 /** An index of `table` searched by a range on its leading columns, on PostgreSQL (any scan type that searches it). */
 const pgRange = (index: string, table: string, cond: string) =>
@@ -23,7 +23,7 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: "A shop's events in the console, newest first: a page of the shop's range of (shop_id, received_us, id), in its order, other filters checked on its rows; test/admin-events.test.ts checks that no sort comes with it.",
+    why: "A shop's events in the console, newest first: a page of the shop's range of (shop_id, received_us, id), in its order, other filters checked on its rows; test/console/admin-events.test.ts checks that no sort comes with it.",
     statement: /from "events" where "shop_id" >= \S+ and "shop_id" <= \S+ .*order by "shop_id" desc, "received_us" desc, "id" desc limit/,
     table: 'events',
     shape: {

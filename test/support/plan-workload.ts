@@ -18,7 +18,7 @@ import { eventsBefore, pruneEvents } from '../../src/store/prune.ts'
 import { adminClient, newOperator } from './admin.ts'
 import type { TestApp } from './harness.ts'
 
-// What test/query-plans.test.ts runs to see the statements the service issues: batches built as
+// What test/operations/query-plans.test.ts runs to see the statements the service issues: batches built as
 // the webhook routes and the points routes build them, through every path of the write path
 // (applied in this process, where the statement observer sees them: on SQLite the server applies
 // them on its writer thread), the upkeep (expiry, pruning, rebuild, the change feed's pages

@@ -2,7 +2,7 @@ import { relative } from 'node:path'
 import type { StatementObserver } from '../../src/store/dialect.ts'
 
 // Records the statements the code issues (openBackend's and buildApp's `onStatement`), so that
-// test/query-plans.test.ts explains whatever the code runs today, not a copy of its SQL.
+// test/operations/query-plans.test.ts explains whatever the code runs today, not a copy of its SQL.
 
 /** Whose statements: the write path's (being replaced as a whole) or the rest of the service's. */
 export type StatementPath = 'write path' | 'reads and upkeep'

@@ -8,7 +8,7 @@ import { GroupCommitWriter } from '../../writer/group-commit.ts'
 import { idempotencyKey, isEventId, isUuid, NotStored, parseId, problem, ProblemError, submit, type ProblemType, type Writing } from './index.ts'
 
 // The intake kit on its own: what the routes' answers are made of. The answers themselves are
-// tested over HTTP (test/hostile-input.test.ts, test/redemptions.test.ts, test/db-outage.test.ts).
+// tested over HTTP (test/intake/hostile-input.test.ts, test/points/redemptions.test.ts, test/resilience/db-outage.test.ts).
 
 const sha = (text: string) => createHash('sha256').update(text).digest('base64url')
 

@@ -7,7 +7,7 @@ import { sql, type Kysely } from 'kysely'
  * have that key. A statement prepared on an empty table (whose generic plan PostgreSQL keeps for
  * the life of the connection) otherwise took any index that starts with `shop_id`, with the key
  * as a filter: a scan of the shop's rows per key once the table had grown
- * (test/query-plans.test.ts).
+ * (test/operations/query-plans.test.ts).
  *
  * The change feed is one row per batch and shop, positioned in its own transaction.
  *
@@ -46,7 +46,7 @@ export function writePathV3(kind: 'sqlite' | 'postgres') {
         // The primary keys lead with the id, so that no index of these tables leads with the shop:
         // a young table (a few hundred rows, the shop's selectivity estimated at one row) made the
         // generic plan of a lookup by e-mail or by customer take the primary key by shop alone, a
-        // scan of the shop per key ever after (test/query-plans.test.ts, "prepared on young
+        // scan of the shop per key ever after (test/operations/query-plans.test.ts, "prepared on young
         // tables"). SQLite chooses the index with more of the statement's terms, whatever its size.
         for (const table of ['customers', 'orders', 'redemptions', 'adjustments']) {
           await sql`ALTER TABLE ${sql.table(table)} DROP CONSTRAINT ${sql.id(`${table}_pk`)}`.execute(db)

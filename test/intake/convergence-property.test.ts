@@ -1,0 +1,430 @@
+import assert from 'node:assert/strict'
+import { after, before, test } from 'node:test'
+import fc from 'fast-check'
+import '../support/seed.ts'
+import type { CustomerRecord, OrderRecord } from '../../src/domain/merge.ts'
+import { fromMinor } from '../../src/domain/money.ts'
+import type { Status, Topic } from '../../src/domain/webhook.ts'
+import { referenceFold } from '../support/reference.ts'
+import { formatInstant } from '../../src/domain/time.ts'
+import type { CustomerBody, OrderBody } from '../../src/schemas/webhooks.ts'
+import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
+
+// The issue's property: any interleaving and duplication of a set of customer, delete and
+// order webhooks ends in the same state as applying them in their true order, and that
+// state is the one the pure rules (mergeCustomer, mergeOrder, plus the erasure of a
+// deleted customer's e-mail on their orders) define. Both shops live in one app: shops are
+// isolated, so each run takes two fresh ones.
+//
+// Generation keeps out what the rules themselves make depend on arrival:
+// - every write of one resource has its own updated_at, increasing in true order (no ties);
+// - an order's history is either always dated or always undated;
+// - in an undated history only the lifecycle changes (forward), because the other fields
+//   take the latest arrival; the order names one customer or none.
+// Nothing else is kept out: a dated history may name a customer in some webhooks and not in
+// others and change buyer between them, deletes fall between a customer's versions, a deleted
+// customer may register again (or come back embedded in an order), orders are sent with the
+// e-mails of customers (in another case), and an order's webhooks send several cancel times.
+
+const CUSTOMER_IDS = [1, 2, 3] as const
+/**
+ * Each customer keeps one e-mail (README: erasure by e-mail assumes a customer's e-mail does not
+ * change across a delete); two of them are the e-mails orders are sent with, in another case, so
+ * orders are matched, claimed and erased by e-mail.
+ */
+const EMAIL_OF: Record<number, string> = { 1: 'Buyer@example.com', 2: 'b@example.com', 3: 'other@example.COM' }
+const withEmail = <F extends { email?: string }>(id: number, fields: F): F => (fields.email === undefined ? fields : { ...fields, email: EMAIL_OF[id]! })
+const ORDER_IDS = [101, 102, 103] as const
+const BASE_US = Date.UTC(2024, 4, 1, 12) * 1000
+const RUNS = Number(process.env.CONVERGENCE_RUNS ?? 75)
+// Exactly RUNS cases each, with no time limit (test/support/seed.ts prints the seed). A failing case
+// shrinks through many fresh shops, which takes a while; passing, a property takes a few seconds.
+
+// ---------------------------------------------------------------------------------------------
+// Timestamps: instants written at various offsets, with as many fraction digits as they need
+// (or more), so that wall-clock order and instant order disagree.
+
+const OFFSETS = [
+  [0, 'Z'],
+  [0, '+00:00'],
+  [120, '+02:00'],
+  [120, '+0200'],
+  [-300, '-05:00'],
+  [330, '+05:30'],
+  [840, '+14:00'],
+  [-720, '-12:00'],
+  [-210, '-0330'],
+] as const
+type Offset = (typeof OFFSETS)[number]
+const offsetArb = fc.constantFrom(...OFFSETS)
+/** Steps between consecutive writes of one resource: a microsecond up to hours. */
+const stepArb = fc.constantFrom(1, 999, 1000, 1_000_000, 3_600_000_000, 7_200_000_000, 86_400_000_000)
+const digitsArb = fc.constantFrom(0, 3, 6, 9)
+
+const pad = (n: number, width = 2) => String(n).padStart(width, '0')
+
+function writeInstant(us: number, [offsetMinutes, label]: Offset, minDigits: number): string {
+  const local = us + offsetMinutes * 60_000_000
+  const d = new Date(Math.floor(local / 1000))
+  const micros = ((local % 1_000_000) + 1_000_000) % 1_000_000
+  const needed = micros === 0 ? 0 : micros % 1000 === 0 ? 3 : 6
+  const digits = Math.max(needed, minDigits)
+  const frac = digits === 0 ? '' : `.${pad(micros, 6).padEnd(9, '0').slice(0, digits)}`
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}${frac}${label}`
+}
+
+interface Stamp {
+  step: number
+  offset: Offset
+  digits: number
+}
+const stampArb: fc.Arbitrary<Stamp> = fc.record({ step: stepArb, offset: offsetArb, digits: digitsArb })
+
+// ---------------------------------------------------------------------------------------------
+// What is generated: operations in true order, and per order whether it is dated.
+
+const instantTextArb = fc.tuple(fc.integer({ min: -1000, max: 1000 }), offsetArb).map(([hours, o]) => writeInstant(BASE_US + hours * 3_600_000_000, o, 0))
+const moneyArb = fc.oneof(
+  fc.constantFrom('0.00', '-0.01', '19.90', '100.00', '9999999999999.99', '-5.05'),
+  fc.integer({ min: -100_000, max: 100_000 }).map((minor) => fromMinor(minor)),
+)
+
+const customerFieldsArb = fc.record(
+  {
+    first_name: fc.constantFrom('Ann', 'Bob', 'Zoë', "O'Brien; DROP TABLE customers", '李'),
+    last_name: fc.constantFrom('Smith', 'Ng', ''),
+    // Replaced by the customer's own e-mail (EMAIL_OF) when present.
+    email: fc.constant('x@example.com'),
+    is_newsletter: fc.boolean(),
+    tags: fc.array(fc.constantFrom('vip', 'new', 'ümlaut'), { maxLength: 2 }),
+    created_at: instantTextArb,
+  },
+  { requiredKeys: [] },
+)
+
+const orderFieldsArb = fc.record(
+  {
+    currency: fc.constantFrom('EUR', 'USD'),
+    email: fc.constantFrom('buyer@example.com', 'Other@Example.com'),
+    ref: fc.constantFrom('R-1', 'R-2', '#3'),
+    total: moneyArb,
+    subtotal: moneyArb,
+    amount_shipping: moneyArb,
+    amount_giftcard: moneyArb,
+    amount_tax: moneyArb,
+    processed_at: instantTextArb,
+  },
+  { requiredKeys: [] },
+)
+
+type CustomerFields = typeof customerFieldsArb extends fc.Arbitrary<infer T> ? T : never
+type OrderFields = typeof orderFieldsArb extends fc.Arbitrary<infer T> ? T : never
+
+interface EmbeddedGen {
+  id: number
+  stamp: Stamp
+  fields: CustomerFields
+}
+
+type Op =
+  | { kind: 'upsert'; id: number; stamp: Stamp; fields: CustomerFields }
+  | { kind: 'delete'; id: number; stamp: Stamp; fields: CustomerFields }
+  | {
+      kind: 'order'
+      id: number
+      /** For a dated order. */
+      stamp: Stamp
+      fields: OrderFields
+      flags: { is_paid: boolean; is_fulfilled: boolean; is_refunded: boolean; cancel: boolean }
+      /** Which of the order's cancel times this webhook sends. */
+      cancelPick: number
+      /** How absent lifecycle values are written: omitted, or false and null. */
+      explicitFalse: boolean
+      embed: EmbeddedGen | null
+    }
+
+/** Sort keys of each delivery of an operation: one key, or more for redeliveries. */
+type Deliveries = number[]
+
+interface OrderMode {
+  dated: boolean
+  /** Undated orders: the constant fields and the cancel time; every order: its one customer. */
+  template: OrderFields & { email: string }
+  customerId: number | null
+  /** The cancel times its webhooks send, one picked per webhook: on an undated order the earliest wins. */
+  cancelledAts: [string, string, string]
+}
+
+const orderModeArb: fc.Arbitrary<OrderMode> = fc.record({
+  dated: fc.boolean(),
+  template: fc.tuple(orderFieldsArb, fc.constantFrom('buyer@example.com', 'Other@Example.com')).map(([f, email]) => ({ ...f, email })),
+  customerId: fc.option(fc.constantFrom(...CUSTOMER_IDS), { nil: null }),
+  cancelledAts: fc.tuple(instantTextArb, instantTextArb, instantTextArb),
+})
+
+const embedArb = fc.option(fc.record({ id: fc.constantFrom(...CUSTOMER_IDS), stamp: stampArb, fields: customerFieldsArb }), { nil: null })
+
+const orderOpArb = fc.record({
+  kind: fc.constant('order' as const),
+  id: fc.constantFrom(...ORDER_IDS),
+  stamp: stampArb,
+  fields: orderFieldsArb,
+  flags: fc.record({ is_paid: fc.boolean(), is_fulfilled: fc.boolean(), is_refunded: fc.boolean(), cancel: fc.boolean() }),
+  cancelPick: fc.nat({ max: 2 }),
+  explicitFalse: fc.boolean(),
+  embed: embedArb,
+})
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('upsert' as const), id: fc.constantFrom(...CUSTOMER_IDS), stamp: stampArb, fields: customerFieldsArb }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('delete' as const), id: fc.constantFrom(...CUSTOMER_IDS), stamp: stampArb, fields: customerFieldsArb }),
+  },
+  { weight: 3, arbitrary: orderOpArb },
+)
+
+const scenarioArb = fc.record({
+  modes: fc.tuple(orderModeArb, orderModeArb, orderModeArb),
+  ops: fc.array(fc.tuple(opArb, fc.array(fc.nat({ max: 1000 }), { minLength: 1, maxLength: 3 })), { minLength: 1, maxLength: 14 }),
+})
+type Scenario = typeof scenarioArb extends fc.Arbitrary<infer T> ? T : never
+
+// ---------------------------------------------------------------------------------------------
+// Turning a scenario into webhooks, in true order.
+
+interface Hook {
+  path: string
+  /** The exact bytes sent, every delivery alike. */
+  payload: string
+  body: CustomerBody | OrderBody
+}
+
+function materialize({ modes, ops }: Scenario): { hooks: Hook[]; deliveries: Deliveries[] } {
+  const clocks = new Map<string, number>()
+  const tick = (resource: string, { step, offset, digits }: Stamp) => {
+    const us = (clocks.get(resource) ?? BASE_US) + step
+    clocks.set(resource, us)
+    return writeInstant(us, offset, digits)
+  }
+  const lifecycle = new Map<number, { is_paid: boolean; is_fulfilled: boolean; is_refunded: boolean; cancel: boolean }>()
+  const hooks: Hook[] = []
+  for (const [op] of ops) {
+    if (op.kind !== 'order') {
+      // A delete names the e-mail it erases.
+      const fields = op.kind === 'delete' ? { ...op.fields, email: EMAIL_OF[op.id]! } : withEmail(op.id, op.fields)
+      const body: CustomerBody = { id: op.id, ...fields, updated_at: tick(`c${op.id}`, op.stamp) }
+      hooks.push({ path: op.kind === 'upsert' ? CUSTOMER_CREATED : CUSTOMER_DELETED, payload: JSON.stringify(body), body })
+      continue
+    }
+    const mode = modes[ORDER_IDS.indexOf(op.id as (typeof ORDER_IDS)[number])]!
+    let body: OrderBody
+    if (mode.dated) {
+      const { cancel, ...flags } = op.flags
+      body = { id: op.id, ...op.fields, ...flags, cancelled_at: cancel ? mode.cancelledAts[op.cancelPick]! : null, updated_at: tick(`o${op.id}`, op.stamp) }
+      // Dated orders may name a different buyer from one webhook to the next: the link follows the newest.
+      if (op.embed) body.customer = { id: op.embed.id, ...withEmail(op.embed.id, op.embed.fields), updated_at: tick(`c${op.embed.id}`, op.embed.stamp) }
+    } else {
+      // The lifecycle moves forward in true order; the rest is the order's constant template.
+      const before = lifecycle.get(op.id) ?? { is_paid: false, is_fulfilled: false, is_refunded: false, cancel: false }
+      const now = {
+        is_paid: before.is_paid || op.flags.is_paid,
+        is_fulfilled: before.is_fulfilled || op.flags.is_fulfilled,
+        is_refunded: before.is_refunded || op.flags.is_refunded,
+        cancel: before.cancel || op.flags.cancel,
+      }
+      lifecycle.set(op.id, now)
+      body = { id: op.id, ...mode.template }
+      for (const flag of ['is_paid', 'is_fulfilled', 'is_refunded'] as const) if (now[flag] || op.explicitFalse) body[flag] = now[flag]
+      if (now.cancel) body.cancelled_at = mode.cancelledAts[op.cancelPick]!
+      else if (op.explicitFalse) body.cancelled_at = null
+      if (op.embed && mode.customerId !== null) {
+        body.customer = { id: mode.customerId, ...withEmail(mode.customerId, op.embed.fields), updated_at: tick(`c${mode.customerId}`, op.embed.stamp) }
+      }
+    }
+    hooks.push({ path: ORDER_CREATED, payload: JSON.stringify(body), body })
+  }
+  return { hooks, deliveries: ops.map(([, d]) => d) }
+}
+
+/** Every delivery, sorted by its key: an interleaving of the webhooks with redeliveries. */
+function interleave(hooks: Hook[], deliveries: Deliveries[]): Hook[] {
+  return hooks
+    .flatMap((hook, i) => deliveries[i]!.map((key, j) => ({ hook, key, tie: i * 10 + j })))
+    .sort((a, b) => a.key - b.key || a.tie - b.tie)
+    .map((d) => d.hook)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pure reference: the decider folded over the true order (test/support/reference.ts).
+
+const TOPIC_OF: Record<string, Topic> = {
+  [CUSTOMER_CREATED]: 'customer/hook_created',
+  [CUSTOMER_DELETED]: 'customer/hook_deleted',
+  [ORDER_CREATED]: 'order/hook_created',
+}
+
+function reference(hooks: Hook[]) {
+  const { state, statuses } = referenceFold(hooks.map((h) => ({ topic: TOPIC_OF[h.path]!, payload: h.payload, body: h.body })))
+  const customers = new Map<number, CustomerRecord>()
+  const orders = new Map<number, OrderRecord>()
+  for (const c of state.customers.values()) customers.set(c.record.id, c.record)
+  for (const o of state.orders.values()) orders.set(o.record.id, o.record)
+  return { customers, orders, statuses }
+}
+
+const money = (minor: number | null) => (minor === null ? null : fromMinor(minor))
+
+/** What GET should answer for a reference state. */
+function expectedCustomer(c: CustomerRecord | undefined) {
+  if (!c || c.deleted) return { status: 404 }
+  const { id, first_name, last_name, email, is_newsletter, tags, created_at, updated_at } = c
+  return {
+    status: 200,
+    body: { id, first_name, last_name, email, is_newsletter, tags, created_at: formatInstant(created_at), updated_at: formatInstant(updated_at) },
+  }
+}
+
+function expectedOrder(o: OrderRecord | undefined) {
+  if (!o) return { status: 404 }
+  return {
+    status: 200,
+    body: {
+      id: o.id,
+      currency: o.currency,
+      email: o.email,
+      ref: o.ref,
+      total: money(o.total),
+      subtotal: money(o.subtotal),
+      amount_shipping: money(o.amount_shipping),
+      amount_giftcard: money(o.amount_giftcard),
+      amount_tax: money(o.amount_tax),
+      cancelled_at: formatInstant(o.cancelled_at),
+      processed_at: formatInstant(o.processed_at),
+      is_fulfilled: o.is_fulfilled,
+      is_refunded: o.is_refunded,
+      is_paid: o.is_paid,
+      updated_at: formatInstant(o.updated_at),
+      customer_id: o.customer_id,
+    },
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Over HTTP.
+
+type Snapshot = Record<string, { status: number; body?: unknown }>
+
+async function snapshot(t: TestApp, key: string): Promise<Snapshot> {
+  const state: Snapshot = {}
+  const read = async (url: string) => {
+    const res = await t.get(url, key)
+    assert.ok(res.statusCode === 200 || res.statusCode === 404, `GET ${url}: ${res.statusCode} ${res.body}`)
+    state[url] = res.statusCode === 200 ? { status: 200, body: res.json() } : { status: 404 }
+  }
+  for (const id of CUSTOMER_IDS) await read(`/v3/customers/${id}`)
+  for (const id of ORDER_IDS) await read(`/v3/orders/${id}`)
+  return state
+}
+
+function expectedSnapshot(ref: ReturnType<typeof reference>): Snapshot {
+  const state: Snapshot = {}
+  for (const id of CUSTOMER_IDS) state[`/v3/customers/${id}`] = expectedCustomer(ref.customers.get(id))
+  for (const id of ORDER_IDS) state[`/v3/orders/${id}`] = expectedOrder(ref.orders.get(id))
+  return state
+}
+
+/** The actual state cut down to the fields the reference knows (the read API may carry more, such as points). */
+function specFields(actual: Snapshot, expected: Snapshot): Snapshot {
+  return Object.fromEntries(
+    Object.entries(actual).map(([url, { status, body }]) => {
+      const want = expected[url]?.body
+      if (status !== 200 || typeof want !== 'object' || want === null) return [url, { status, ...(body === undefined ? {} : { body }) }]
+      return [url, { status, body: Object.fromEntries(Object.keys(want).map((k) => [k, (body as Record<string, unknown>)[k]])) }]
+    }),
+  )
+}
+
+async function send(t: TestApp, key: string, hook: Hook): Promise<Status> {
+  const res = await t.post(hook.path, hook.payload, { key })
+  assert.equal(res.statusCode, 200, `${hook.path} ${hook.payload}: ${res.body}`)
+  return res.json().status as Status
+}
+
+const short = (hook: Hook) => `${hook.path.split('/').slice(-2).join('/')} ${hook.payload}`
+
+function describeRun(trueOrder: Hook[], delivered: Hook[], concurrent: boolean): string {
+  const how = concurrent ? 'sent all at once, in this order (the service may take them in another)' : 'delivered'
+  return `\ntrue order:\n${trueOrder.map((h, i) => `  ${i}. ${short(h)}`).join('\n')}\n${how}:\n${delivered
+    .map((h) => `  ${trueOrder.indexOf(h)}. ${short(h)}`)
+    .join('\n')}\n`
+}
+
+/** Each distinct payload gets at least one answer that is not duplicate: a redelivery never hides the first. */
+function assertDuplicates(delivered: Hook[], statuses: Status[], context: string) {
+  const seen = new Map<string, number>()
+  delivered.forEach((hook, i) => {
+    const key = `${hook.path}\n${hook.payload}`
+    if (statuses[i] !== 'duplicate') seen.set(key, (seen.get(key) ?? 0) + 1)
+    else seen.set(key, seen.get(key) ?? 0)
+  })
+  for (const [key, count] of seen) assert.ok(count >= 1, `${key.replace('\n', ' ')} never answered as new${context}`)
+}
+
+forEachDatabase((kind) => {
+  let t: TestApp
+  let shops = 0
+  before(async () => {
+    t = await startTestApp(kind)
+  })
+  after(() => t.close())
+
+  const freshShop = () => t.newKey(`${kind}-convergence-${++shops}`)
+
+  async function check(scenario: Scenario, concurrent: boolean) {
+    const { hooks, deliveries } = materialize(scenario)
+    const delivered = interleave(hooks, deliveries)
+    const context = describeRun(hooks, delivered, concurrent)
+    const ref = reference(hooks)
+    const inOrder = await freshShop()
+    const shuffled = await freshShop()
+
+    // The true order, one at a time: the answers are the reference's.
+    const trueStatuses: Status[] = []
+    for (const hook of hooks) trueStatuses.push(await send(t, inOrder, hook))
+    assert.deepEqual(trueStatuses, ref.statuses, `answers in true order${context}`)
+
+    // Any interleaving with redeliveries, one at a time or all at once.
+    const statuses = concurrent
+      ? await Promise.all(delivered.map((hook) => send(t, shuffled, hook)))
+      : await (async () => {
+          const out: Status[] = []
+          for (const hook of delivered) out.push(await send(t, shuffled, hook))
+          return out
+        })()
+    assertDuplicates(delivered, statuses, context)
+
+    const expected = expectedSnapshot(ref)
+    const inOrderState = await snapshot(t, inOrder)
+    assert.deepEqual(specFields(inOrderState, expected), expected, `true order vs the pure rules${context}`)
+    const shuffledState = await snapshot(t, shuffled)
+    assert.deepEqual(shuffledState, inOrderState, `interleaved${concurrent ? ' (concurrent)' : ''} vs true order${context}`)
+  }
+
+  test('property: any interleaving with redeliveries converges to the true order and the pure rules', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenarioArb, (scenario) => check(scenario, false)),
+      { numRuns: RUNS, includeErrorInReport: true },
+    )
+  })
+
+  test('property: the same, with the interleaved webhooks sent concurrently (they share write batches)', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenarioArb, (scenario) => check(scenario, true)),
+      { numRuns: RUNS, includeErrorInReport: true },
+    )
+  })
+})

@@ -1,0 +1,396 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, test } from 'node:test'
+import { sql, type Kysely, type Migration } from 'kysely'
+import pg from 'pg'
+import { hashKey, keyHint } from '../../src/keys/api-key.ts'
+import { recordAudit } from '../../src/store/admin-repo.ts'
+import { migrate, openBackend } from '../../src/store/database.ts'
+import { ensureShop, insertKey } from '../../src/store/keys-repo.ts'
+import type { Tables } from '../../src/store/tables.ts'
+import { adminClient } from '../support/admin.ts'
+import { createTestDatabase, onDatabase, POSTGRES_URL, startTestApp } from '../support/harness.ts'
+
+// Migrations run in one transaction: one that fails leaves nothing behind, not even the schema
+// or Kysely's own tables. On PostgreSQL the tables live in their own schema (DATABASE_SCHEMA).
+
+const broken: Record<string, Migration> = {
+  '9999-broken': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.createTable('broken_table').addColumn('id', 'integer').execute()
+      throw new Error('this migration fails on purpose')
+    },
+  },
+}
+
+async function pgQuery<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL })
+  await client.connect()
+  try {
+    return (await client.query<R>(text, values)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+describe('migrations', () => {
+  const schema = `mig_${process.pid}_${Math.random().toString(36).slice(2, 8)}`
+  after(() => pgQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`))
+
+  test('PostgreSQL: a failed migration leaves no schema and no table; a good run puts every table in DATABASE_SCHEMA', onDatabase('postgres'), async () => {
+    const backend = openBackend(POSTGRES_URL, { connectTimeoutMs: 2000, queryTimeoutMs: 5000, schema })
+    try {
+      await assert.rejects(migrate(backend, undefined, broken), /fails on purpose/)
+      assert.deepEqual(await pgQuery('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [schema]), [])
+      assert.deepEqual(
+        await pgQuery(
+          "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name IN ('broken_table', 'events', 'kysely_migration')",
+          [schema],
+        ),
+        [],
+      )
+      const applied = await migrate(backend)
+      assert.ok(applied.length >= 4, applied.join(','))
+      const tables = (await pgQuery<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [schema])).map(
+        (r) => r.table_name,
+      )
+      for (const t of ['events', 'customers', 'orders', 'api_keys', 'kysely_migration'])
+        assert.ok(tables.includes(t), `${t} in ${schema}: ${tables.join(', ')}`)
+      // And the service reads and writes there: the search path of every connection is the schema.
+      assert.equal((await sql<{ s: string }>`SELECT current_schema() AS s`.execute(backend.db)).rows[0]!.s, schema)
+      assert.deepEqual(await migrate(backend), [], 'up to date')
+    } finally {
+      await backend.close()
+    }
+  })
+
+  test('PostgreSQL: processes started together on a fresh schema migrate one after another, and every one starts', onDatabase('postgres'), async () => {
+    const fresh = `${schema}_together`
+    const backends = Array.from({ length: 4 }, () => openBackend(POSTGRES_URL, { connectTimeoutMs: 5000, queryTimeoutMs: 30000, schema: fresh }))
+    try {
+      const applied = await Promise.all(backends.map((b) => migrate(b)))
+      // One of them applied every migration; the others, waiting on its lock, found nothing left to do.
+      assert.deepEqual(
+        applied.map((names) => names.length).sort((a, b) => a - b),
+        [0, 0, 0, Math.max(...applied.map((names) => names.length))],
+      )
+      assert.ok(Math.max(...applied.map((names) => names.length)) >= 12)
+    } finally {
+      await Promise.all(backends.map((b) => b.close()))
+      await pgQuery(`DROP SCHEMA IF EXISTS ${fresh} CASCADE`)
+    }
+  })
+
+  test(
+    'PostgreSQL: a database whose tables an earlier version kept in public is refused with what to set, not started empty',
+    onDatabase('postgres'),
+    async () => {
+      // Its own database: the test puts tables in public.
+      const name = `mig_public_${process.pid}_${Math.random().toString(36).slice(2, 8)}`
+      await pgQuery(`CREATE DATABASE ${name}`)
+      const url = POSTGRES_URL.replace(/\/[^/?]*(\?|$)/, `/${name}$1`)
+      try {
+        const old = openBackend(url, { connectTimeoutMs: 2000, queryTimeoutMs: 5000, schema: 'public' })
+        try {
+          await migrate(old)
+        } finally {
+          await old.close()
+        }
+        const upgraded = openBackend(url, { connectTimeoutMs: 2000, queryTimeoutMs: 5000, schema: 'shop_intake' })
+        try {
+          await assert.rejects(migrate(upgraded), /schema "public".*set DATABASE_SCHEMA=public/)
+          const left = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = 'shop_intake'`.execute(upgraded.db)
+          assert.equal(left.rows[0]!.n, 0, 'no empty schema was made')
+        } finally {
+          await upgraded.close()
+        }
+      } finally {
+        await pgQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      }
+    },
+  )
+
+  test(
+    'PostgreSQL: 0011 makes every serial id, its sequence and the columns naming it bigint on a database with rows; the rows read back the same, and ids then pass 2^31',
+    onDatabase('postgres'),
+    async () => {
+      const database = await createTestDatabase('postgres')
+      try {
+        // A database as the version before 0011 left it, its ledger, audit and key ids near 2^31 − 1.
+        const old = openBackend(database.url, { connectTimeoutMs: 2000, queryTimeoutMs: 5000 })
+        const tables = [
+          'shops',
+          'api_keys',
+          'customers',
+          'orders',
+          'ledger',
+          'redemptions',
+          'events',
+          'order_customer_links',
+          'admins',
+          'admin_sessions',
+          'audit_log',
+          'adjustments',
+        ]
+        let before: Record<string, unknown[]>
+        try {
+          await migrate(old, '0009-key-notify')
+          for (const seq of ['ledger_id_seq', 'audit_log_id_seq', 'api_keys_id_seq']) await sql`SELECT setval(${seq}, 2147483640)`.execute(old.db)
+          await seedOldDatabase(old.db)
+          before = await rowsOf(old.db, tables)
+          assert.ok(
+            Object.values(before).every((rows) => rows.length > 0),
+            'every table has rows',
+          )
+        } finally {
+          await old.close()
+        }
+
+        const t = await startTestApp('postgres', {}, { database }) // migrates to the latest
+        try {
+          const db = t.app.services.backend.db
+          const after = await rowsOf(db, tables)
+          // (but the shop and key the harness made for itself)
+          after.shops = after.shops!.filter((r) => (r as { id: number }).id !== t.shopId)
+          after.api_keys = after.api_keys!.filter((r) => (r as { shop_id: number }).shop_id !== t.shopId)
+          // Columns later migrations add (an operator's role) are not the old rows' to compare.
+          for (const [table, rows] of Object.entries(after)) {
+            const columns = Object.keys((before[table]?.[0] ?? {}) as object)
+            after[table] = rows.map((row) => Object.fromEntries(columns.map((c) => [c, (row as Record<string, unknown>)[c]])))
+          }
+          assert.deepEqual(after, before, 'every row reads back the same')
+          const columns = await sql<{ table_name: string; column_name: string; data_type: string }>`
+          SELECT table_name, column_name, data_type FROM information_schema.columns
+          WHERE table_schema = current_schema() AND (column_name IN ('id', 'shop_id', 'admin_id'))`.execute(db)
+          const numeric = columns.rows.filter((c) => !['text', 'character varying'].includes(c.data_type)) // (text ids: events, redemptions, adjustments, Kysely's)
+          assert.ok(numeric.length >= 18, `${numeric.length} numeric id columns`)
+          for (const c of numeric) assert.equal(c.data_type, 'bigint', `${c.table_name}.${c.column_name}`)
+          const sequences = await sql<{ sequencename: string; data_type: string }>`
+          SELECT sequencename, data_type::text AS data_type FROM pg_sequences WHERE schemaname = current_schema()`.execute(db)
+          assert.ok(sequences.rows.length >= 5)
+          for (const s of sequences.rows) assert.equal(s.data_type, 'bigint', s.sequencename)
+
+          // The old rows through the API: the key works, the customer's ledger and the operator's audit read back.
+          const points = await t.get('/v3/customers/7/points', OLD_KEY)
+          assert.equal(points.statusCode, 200, points.body)
+          assert.equal(points.json().available, 120)
+          const admin = adminClient(t, OLD_ADMIN_KEY)
+          assert.equal((await admin.get('/v3/admin/audit')).json().items[0].action, 'key.create')
+          // New ids past 2^31 − 1: ledger entries (adjustments), audit entries and keys.
+          for (let i = 0; i < 6; i++) {
+            const adjusted = await admin.post('/v3/admin/shops/old-shop/customers/7/adjustments', { points: 1, reason: `past int4 ${i}` })
+            assert.equal(adjusted.statusCode, 201, adjusted.body)
+          }
+          const ledgerIds = (await db.selectFrom('ledger').select('id').execute()).map((r) => Number(r.id))
+          assert.ok(Math.max(...ledgerIds) > 2 ** 31, `ledger ids ${ledgerIds.join(',')}`)
+          const page = await t.get(`/v3/customers/7/points?limit=2&cursor=${Math.max(...ledgerIds)}`, OLD_KEY)
+          assert.equal(page.statusCode, 200, page.body)
+          assert.equal(page.json().available, 126)
+          let created
+          for (let i = 0; i < 8; i++) {
+            created = await admin.post('/v3/admin/shops/old-shop/keys')
+            assert.equal(created.statusCode, 201, created.body)
+          }
+          assert.ok(created!.json().id > 2 ** 31, `key id ${created!.json().id}`)
+          assert.equal((await t.get('/v3/customers/7', created!.json().key)).statusCode, 200, 'the key past 2^31 works')
+          assert.equal((await admin.post(`/v3/admin/shops/old-shop/keys/${created!.json().id}/revoke`)).statusCode, 200)
+          const audit = (await admin.get('/v3/admin/audit?limit=1')).json()
+          assert.ok(audit.items[0].id > 2 ** 31, `audit id ${audit.items[0].id}`)
+        } finally {
+          await t.close()
+        }
+      } finally {
+        await database.drop()
+      }
+    },
+  )
+
+  test('SQLite: a failed migration leaves no table', onDatabase('sqlite'), async () => {
+    const database = await createTestDatabase('sqlite')
+    const backend = openBackend(database.url)
+    try {
+      await assert.rejects(migrate(backend, undefined, broken), /fails on purpose/)
+      const tables = await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`.execute(backend.db)
+      assert.deepEqual(tables.rows, [])
+    } finally {
+      await backend.close()
+      await database.drop()
+    }
+  })
+
+  test('SQLite: a missing folder is an error naming it, but for the default data/, which is created', onDatabase('sqlite'), async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shop-intake-folder-'))
+    const cwd = process.cwd()
+    try {
+      assert.throws(() => openBackend(`sqlite:${join(dir, 'typo', 'x.db')}`), new RegExp(`the folder ${join(dir, 'typo')} does not exist`))
+      assert.ok(!existsSync(join(dir, 'typo')))
+      process.chdir(dir)
+      const backend = openBackend('sqlite:data/shop-intake.db')
+      await backend.close()
+      assert.ok(existsSync(join(dir, 'data', 'shop-intake.db')))
+    } finally {
+      process.chdir(cwd)
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+const OLD_KEY = `sk_${'Old0'.repeat(8)}`
+const OLD_ADMIN_KEY = `ak_${'Adm1'.repeat(8)}`
+
+/** One or more rows in each table, as the version before 0011 wrote them: a customer with 120 points. */
+async function seedOldDatabase(db: Kysely<Tables>): Promise<void> {
+  const now = new Date().toISOString()
+  const nowUs = Date.now() * 1000
+  const past = '2024-01-10T10:00:00.000Z'
+  const pastUs = Date.parse(past) * 1000
+  const { id: shopId } = await ensureShop(db, 'old-shop')
+  await insertKey(db, shopId, hashKey(OLD_KEY), keyHint(OLD_KEY))
+  // The columns an operator had then (0012 adds the role).
+  const { id: adminId } = await db
+    .insertInto('admins')
+    .values({ name: 'Old Operator', key_hash: hashKey(OLD_ADMIN_KEY), hint: keyHint(OLD_ADMIN_KEY), created_at: now } as never)
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  await recordAudit(db, { id: adminId, name: 'Old Operator' }, { action: 'key.create', shopId, target: '1', detail: { hint: keyHint(OLD_KEY) } })
+  await db
+    .insertInto('admin_sessions')
+    .values({ token_hash: 'old-session', admin_id: adminId, created_at: now, expires_us: nowUs + 3_600_000_000 })
+    .execute()
+  const revisioned = { clocks: null, rev: 1, last_hash: null, last_event_id: null, erased_email_sha: null }
+  await db
+    .insertInto('customers')
+    .values({
+      shop_id: shopId,
+      id: 7,
+      first_name: 'Ada',
+      last_name: null,
+      email: 'ada@example.com',
+      email_lower: 'ada@example.com',
+      is_newsletter: 1,
+      tags: null,
+      created_at: past,
+      updated_at: past,
+      deleted: 0,
+      version_us: pastUs,
+      arrival_us: pastUs,
+      erased_us: null,
+      ...revisioned,
+    })
+    .execute()
+  await db
+    .insertInto('orders')
+    .values({
+      shop_id: shopId,
+      id: 70,
+      currency: 'EUR',
+      email: null,
+      email_lower: null,
+      ref: 'R-70',
+      total: 14000,
+      subtotal: 14000,
+      amount_shipping: null,
+      amount_giftcard: null,
+      amount_tax: null,
+      cancelled_at: null,
+      cancelled_us: null,
+      processed_at: past,
+      is_fulfilled: 0,
+      is_refunded: 0,
+      is_paid: 1,
+      customer_id: 7,
+      customer_link_us: pastUs,
+      customer_snapshot_us: pastUs,
+      updated_at: null,
+      updated_us: null,
+      arrival_us: pastUs,
+      processed_us: pastUs,
+      first_arrival_us: pastUs,
+      customer_snapshots: JSON.stringify({ 7: pastUs }),
+      ...revisioned,
+    })
+    .execute()
+  await db.insertInto('order_customer_links').values({ shop_id: shopId, customer_id: 7, order_id: 70 }).execute()
+  await db
+    .insertInto('events')
+    .values({
+      id: 'ev-old',
+      shop_id: shopId,
+      topic: 'order/hook_created',
+      resource_id: 70,
+      customer_id: 7,
+      received_at: now,
+      received_us: nowUs,
+      body: Buffer.from('{"id":70}'),
+      headers: '{}',
+      outcome: 'applied',
+      duplicate_of: null,
+      errors: null,
+      idem_key: null,
+    })
+    .execute()
+  const entry = {
+    shop_id: shopId,
+    customer_id: 7,
+    guest_email: null,
+    currency: null,
+    rate: '0',
+    rule_version: 1,
+    created_at: past,
+    available_at: past,
+    available_us: pastUs,
+    debt: 0,
+  }
+  await db
+    .insertInto('ledger')
+    .values([
+      { ...entry, order_id: 70, points: 140, reason: 'earned', amount_minor: 14000, currency: 'EUR', rate: '1', redemption_id: null },
+      { ...entry, order_id: null, points: -30, reason: 'redeemed', amount_minor: 0, redemption_id: 'r-old' },
+      { ...entry, order_id: null, points: 10, reason: 'adjusted_manually', amount_minor: 0, redemption_id: null, adjustment_id: 'adj-old' },
+    ])
+    .execute()
+  await db
+    .insertInto('redemptions')
+    .values({
+      shop_id: shopId,
+      id: 'r-old',
+      customer_id: 7,
+      points: 30,
+      reference: 'COUPON',
+      created_at: now,
+      created_us: nowUs,
+      available_after: 110,
+      idem_key: null,
+      request_hash: 'h',
+      entries: JSON.stringify([[pastUs, -30]]),
+      cancelled_at: null,
+      cancelled_us: null,
+      cancel_available_after: null,
+    })
+    .execute()
+  await db
+    .insertInto('adjustments' as never)
+    .values({
+      shop_id: shopId,
+      id: 'adj-old',
+      customer_id: 7,
+      points: 10,
+      reason: 'goodwill',
+      operator: 'Old Operator',
+      created_at: now,
+      created_us: nowUs,
+      available_after: 120,
+      idem_key: null,
+      request_hash: 'h',
+    } as never)
+    .execute()
+}
+
+/** Every row of each table, in a stable order. */
+async function rowsOf(db: Kysely<Tables>, tables: string[]): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {}
+  for (const table of tables) out[table] = (await sql<Record<string, unknown>>`SELECT * FROM ${sql.table(table)} ORDER BY 1, 2`.execute(db)).rows
+  return out
+}

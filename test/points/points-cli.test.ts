@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict'
+import { after, before, test } from 'node:test'
+import { issueKey } from '../../src/keys/issue-key.ts'
+import { DEFAULT_RULE } from '../../src/loyalty/rule.ts'
+import { readRule, writeRule } from '../../src/store/points-repo.ts'
+import { createTestDatabase, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts'
+import { runCli, type CliRun } from '../support/cli-process.ts'
+
+// The points CLI as operators run it: `node bin/shop-intake.js rules …|points rebuild …` in a
+// child process, against the database the service (here, the test app) writes.
+
+const OLD = '2024-01-10T10:00:00Z'
+
+const cli = (args: string[], databaseUrl: string) => runCli(args, { DATABASE_URL: databaseUrl })
+
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+
+function ok(run: CliRun, what: string): void {
+  assert.equal(run.code, 0, `${what} exited ${run.code}; stderr: ${run.stderr}`)
+}
+
+/** A refused command: non-zero exit, its reason in one line on stderr, no stack trace. */
+function refused(run: CliRun, reason: RegExp): void {
+  assert.notEqual(run.code, 0, `expected a non-zero exit; stdout: ${run.stdout}`)
+  assert.notEqual(run.code, null)
+  const errorLines = lines(run.stderr)
+  assert.equal(errorLines.length, 1, `a one-line reason, got:\n${run.stderr}`)
+  assert.match(errorLines[0]!, reason)
+}
+
+/** The count of `points rebuild`'s last stdout line. */
+function appended(run: CliRun): { checked: number; appended: number } {
+  ok(run, 'points rebuild')
+  const last = lines(run.stdout).at(-1) ?? ''
+  const m = /^checked (\d+) orders?; appended (\d+) ledger entr(?:y|ies)$/.exec(last)
+  assert.ok(m, `points rebuild prints what it appended: ${JSON.stringify(run.stdout)}`)
+  return { checked: Number(m[1]), appended: Number(m[2]) }
+}
+
+forEachDatabase((kind) => {
+  let database: TestDatabase
+  let t: TestApp
+  const shops = { a: { key: '', id: 0 }, b: { key: '', id: 0 } }
+
+  before(async () => {
+    database = await createTestDatabase(kind)
+    // No sweeper: the expiry test below counts what points rebuild writes.
+    t = await startTestApp(kind, {}, { database, sweepEveryMs: 0 })
+    for (const name of ['a', 'b'] as const) {
+      const issued = await issueKey(t.app.services.backend.db, `shop-${name}`)
+      shops[name] = { key: issued.key, id: issued.shopId }
+    }
+    const order = (id: number, paid: boolean, customer: number) => ({
+      id,
+      currency: 'EUR',
+      subtotal: '100.00',
+      amount_shipping: '10.00',
+      processed_at: OLD,
+      is_paid: paid,
+      customer: { id: customer },
+      updated_at: '2024-05-01T00:00:00Z',
+    })
+    for (const body of [order(1, true, 1), order(2, true, 1), order(3, false, 2)]) {
+      assert.equal((await t.post(ORDER_CREATED, body, { key: shops.a.key })).statusCode, 200)
+    }
+    assert.equal((await t.post(ORDER_CREATED, order(1, true, 1), { key: shops.b.key })).statusCode, 200)
+  })
+  after(async () => {
+    await t.close()
+    await database.drop()
+  })
+
+  const points = async (shop: 'a' | 'b', customer: number) => (await t.get(`/v3/customers/${customer}/points`, shops[shop].key)).json()
+
+  test('rules show prints the default rule at version 1', async () => {
+    const run = await cli(['rules', 'show', '--shop', 'shop-a'], database.url)
+    ok(run, 'rules show')
+    assert.deepEqual(JSON.parse(run.stdout), { shop: 'shop-a', version: 1, rule: DEFAULT_RULE })
+  })
+
+  test('rules set changes the rule, bumps the version and persists; invalid values and unknown shops are refused in one line', async () => {
+    const set = await cli(['rules', 'set', '--shop', 'shop-a', '--points-per-unit', '2', '--include-shipping', '--currency-rate', 'EUR=1.5'], database.url)
+    ok(set, 'rules set')
+    const expected = { ...DEFAULT_RULE, points_per_unit: 2, include_shipping: true, currency_rates: { EUR: 1.5 } }
+    assert.deepEqual(JSON.parse(set.stdout), { shop: 'shop-a', version: 2, rule: expected })
+
+    // Invalid values (the argument parser names the range) and an unknown shop.
+    const [word, tooLarge, noShop] = await Promise.all([
+      cli(['rules', 'set', '--shop', 'shop-a', '--points-per-unit', 'abc'], database.url),
+      cli(['rules', 'set', '--shop', 'shop-a', '--currency-rate', 'EUR=2000000'], database.url),
+      cli(['points', 'rebuild', '--shop', 'no-such-shop'], database.url),
+    ])
+    refused(word, /points-per-unit/)
+    refused(tooLarge, /--currency-rate.*from 0 to 1000000/)
+    refused(noShop, /no shop named no-such-shop/)
+    // The rule persists, nothing refused was stored, and the other shop kept its rule.
+    const stored = await readRule(t.app.services.backend.db, shops.a.id)
+    assert.equal(stored.rule_version, 2)
+    assert.deepEqual(JSON.parse(stored.rule!), expected)
+    assert.equal((await readRule(t.app.services.backend.db, shops.b.id)).rule_version, 1)
+  })
+
+  test('points rebuild --shop appends the corrections of the new rule, a second run nothing', async () => {
+    assert.deepEqual([(await points('a', 1)).available, (await points('b', 1)).available], [200, 100])
+    // Orders 1 and 2 of shop-a now earn (100.00 + 10.00) × 1.5 = 165 each; order 3 is unpaid.
+    assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 2 })
+    const a = await points('a', 1)
+    assert.deepEqual([a.available, a.pending, a.lifetime_earned], [330, 0, 330])
+    assert.deepEqual(
+      a.entries
+        .map((e: { order_id: number; reason: string; points: number; basis: { rate: string; rule_version: number } }) => [
+          e.order_id,
+          e.reason,
+          e.points,
+          e.basis.rate,
+          e.basis.rule_version,
+        ])
+        .sort(),
+      [
+        [1, 'adjusted', 65, '1.5', 2],
+        [1, 'earned', 100, '1', 1],
+        [2, 'adjusted', 65, '1.5', 2],
+        [2, 'earned', 100, '1', 1],
+      ],
+    )
+    assert.equal((await points('b', 1)).available, 100)
+    assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 0 })
+  })
+
+  test('points rebuild of every shop appends the corrections, a second run nothing', async () => {
+    await writeRule(t.app.services.backend.db, shops.b.id, JSON.stringify({ ...DEFAULT_RULE, points_per_unit: 3 }))
+    assert.deepEqual(appended(await cli(['points', 'rebuild'], database.url)), { checked: 4, appended: 1 })
+    assert.equal((await points('b', 1)).available, 300)
+    assert.equal((await points('a', 1)).available, 330)
+    assert.deepEqual(appended(await cli(['points', 'rebuild'], database.url)), { checked: 4, appended: 0 })
+  })
+  test('rules set --expire-after-days, then points rebuild writes the expiry once, and points show prints balances and entries', async () => {
+    const before = await points('a', 1)
+    assert.equal((await t.post('/v3/customers/1/redemptions', { points: 30, reference: 'CLI-1' }, { key: shops.a.key })).statusCode, 201)
+    const set = await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '400'], database.url)
+    ok(set, 'rules set')
+    assert.equal(JSON.parse(set.stdout).rule.expire_after_days, 400)
+    refused(await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '-1'], database.url), /expire-after-days/)
+    refused(await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '36501'], database.url), /expire-after-days/)
+    // Orders processed on 2024-01-10, available on 01-24: long past 400 days.
+    assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 1 })
+    assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 0 })
+    const after = await points('a', 1)
+    assert.deepEqual([after.available, after.lifetime_earned], [0, before.lifetime_earned])
+    assert.deepEqual([after.entries[0].reason, after.entries[0].points], ['expired', -(before.available - 30)])
+
+    const show = await cli(['points', 'show', '--shop', 'shop-a', '--customer', '1'], database.url)
+    ok(show, 'points show')
+    const out = lines(show.stdout)
+    assert.equal(out[0], 'customer 1 of shop shop-a')
+    assert.match(out[1]!, /^available\s+0$/)
+    assert.match(out[2]!, /^pending\s+0$/)
+    assert.match(out[3]!, new RegExp(`^lifetime earned\\s+${before.lifetime_earned}$`))
+    assert.equal(out[4], 'nothing expires in the next 30 days')
+    assert.equal(out[5], 'latest 6 entries, newest first:')
+    assert.match(out[6]!, /^created_at\s+reason\s+points\s+order\s+redemption\s+available_at\s+debt$/)
+    assert.match(out[7]!, new RegExp(`\\sexpired\\s+-${before.available - 30}\\s+-\\s+-\\s+2024-01-24T10:00:00\\.000000Z$`))
+    assert.match(out[8]!, /\sredeemed\s+-30\s+-\s+[0-9a-f-]{36}\s+2024-01-24T10:00:00\.000000Z$/)
+    assert.equal(lines((await cli(['points', 'show', '--shop', 'shop-a', '--customer', '1', '--limit', '2'], database.url)).stdout).length, 9)
+    refused(await cli(['points', 'show', '--shop', 'shop-a', '--customer', '99'], database.url), /no customer 99 in shop shop-a/)
+    refused(await cli(['points', 'show', '--shop', 'shop-a', '--customer', 'x'], database.url), /customer/)
+    refused(await cli(['points', 'show', '--shop', 'nope', '--customer', '1'], database.url), /no shop named nope/)
+  })
+})
