@@ -32,6 +32,7 @@ export function startChangeFeed(config: Config, backend: Backend, batchWriter: B
       batchWriter,
       url: config.NATS_URL,
       stream: config.NATS_STREAM,
+      subjectPrefix: config.NATS_SUBJECT_PREFIX,
       report,
       onPublished: (n) => counters.published.inc(n),
     })
