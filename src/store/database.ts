@@ -1,5 +1,6 @@
 import { Migrator, type Kysely, sql, type Migration, type MigrationProvider } from 'kysely'
 import type { Backend } from './dialect.ts'
+import type { Tables } from './tables.ts'
 import { openPostgres, type PostgresOptions } from './dialect-postgres.ts'
 import { openSqlite } from './dialect-sqlite.ts'
 import { intake } from './migrations/0001-intake.ts'
@@ -78,7 +79,17 @@ async function refuseTablesLeftInPublic(db: Kysely<any>, schema: string): Promis
  */
 export async function migrate(backend: Backend, upTo?: string, more: Record<string, Migration> = {}): Promise<string[]> {
   const provider: MigrationProvider = { getMigrations: async () => ({ ...migrations(backend), ...more }) }
-  return backend.db.connection().execute(async (db) => {
+  // Without the service's statement timeouts, on PostgreSQL: see Backend.forMigrations.
+  const own = backend.forMigrations?.()
+  try {
+    return await migrateOn(own?.db ?? backend.db, backend, provider, upTo)
+  } finally {
+    await own?.close()
+  }
+}
+
+async function migrateOn(target: Kysely<Tables>, backend: Backend, provider: MigrationProvider, upTo: string | undefined): Promise<string[]> {
+  return target.connection().execute(async (db) => {
     await sql`BEGIN`.execute(db)
     try {
       let schema: string | undefined

@@ -248,6 +248,16 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       })
     },
     listen: (channel, handlers) => listenOn(url, options.connectTimeoutMs, channel, handlers),
+    forMigrations() {
+      const own = new pg.Pool({
+        connectionString: withSessionSettings(url, { ...(fromUrl ? {} : { search_path: schema }), statement_timeout: '0' }),
+        max: 1,
+        connectionTimeoutMillis: options.connectTimeoutMs,
+      })
+      own.on('error', () => {})
+      const migrations = new Kysely<Tables>({ dialect: new ScopedPostgresDialect({ pool: own }, schema) })
+      return { db: migrations, close: () => migrations.destroy() }
+    },
     async transaction(work, calls, locks = []) {
       const client = await pool.connect()
       // runMany sends its queries as one statement: one round trip.

@@ -81,6 +81,12 @@ export interface Backend {
    * send (src/jobs/key-revocations.ts). Absent on SQLite: one process, nobody to hear from.
    */
   listen?(channel: string, handlers: ListenHandlers): Listener
+  /**
+   * PostgreSQL: a connection of its own for migrations, without the service's timeouts
+   * (DB_TIMEOUT_MS bounds a webhook's statements; a migration of a large table takes what it takes).
+   * Absent on SQLite, whose statements have no timeout.
+   */
+  forMigrations?(): { db: Kysely<Tables>; close(): Promise<void> }
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>
   /** PostgreSQL: the connection pool's use now (SQLite has no pool). */

@@ -271,6 +271,25 @@ describe('migrations', () => {
     )
   }
 
+  test(
+    "PostgreSQL: a migration may take longer than DB_TIMEOUT_MS, which bounds the service's statements, not its migrations",
+    onDatabase('postgres'),
+    async () => {
+      const database = await createTestDatabase('postgres')
+      // The service's connections give up on a statement after about 500 ms.
+      const backend = openBackend(database.url, { connectTimeoutMs: 2000, queryTimeoutMs: 500 })
+      try {
+        await assert.rejects(sql`SELECT pg_sleep(1)`.execute(backend.db), "the service's own statements are bounded")
+        const slow: Migration = { up: async (db) => void (await sql`SELECT pg_sleep(1)`.execute(db)) }
+        const applied = await migrate(backend, undefined, { '9999-slow': slow })
+        assert.equal(applied.at(-1), '9999-slow')
+      } finally {
+        await backend.close()
+        await database.drop()
+      }
+    },
+  )
+
   test('SQLite: a failed migration leaves no table', onDatabase('sqlite'), async () => {
     const database = await createTestDatabase('sqlite')
     const backend = openBackend(database.url)
