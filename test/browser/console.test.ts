@@ -544,7 +544,15 @@ async function startConsoleServer(kind: DatabaseKind, settings: (proxy: TlsProxy
   const created = await runCli(['admins', 'create', '--name', 'Ada Operator'], { DATABASE_URL: database.url })
   assert.equal(created.code, 0, created.stderr)
   const proxy = await startTlsProxy()
-  const server = await startServerProcess(database.url, shopKey, settings(proxy))
+  let server: ServerProcess
+  try {
+    server = await startServerProcess(database.url, shopKey, settings(proxy))
+  } catch (err) {
+    // Left open, the proxy would keep this file from ending after the failure.
+    await proxy.close()
+    await database.drop()
+    throw err
+  }
   proxy.target = server.port
   const hook = await request(server.port, {
     method: 'POST',
