@@ -35,7 +35,6 @@ function keptHeaders(headers: HeaderBag): string {
 /** What firstErrors finds in a body with nothing to report (the common case), without building it each time. */
 const NO_ERRORS: ReturnType<typeof firstErrors> = Object.freeze({ errors: Object.freeze([]) as unknown as FieldError[], count: 0 })
 
-
 /** The customer a body is about, valid or not, so that erasure finds rejected bodies too. */
 function customerIdOf(topic: Topic, body: Record<string, unknown>): number | null {
   const subject = topic === 'order/hook_created' ? body.customer : body
