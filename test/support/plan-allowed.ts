@@ -87,7 +87,7 @@ export const ALLOWED: AllowedRange[] = [
   },
   {
     why: "The expiry sweeper reads every shop's rule once a pass: the whole shops table.",
-    statement: /^select "id", "rule" from "shops" where "rule" is not null$/,
+    statement: /^select "id", "rule", "rule_version", "expiry_schedule" from "shops" where "rule" is not null$/,
     table: 'shops',
     shape: { postgres: /^Seq Scan on shops\b/, sqlite: /^SCAN shops$/ },
   },
@@ -176,7 +176,7 @@ export const ALLOWED: AllowedRange[] = [
     table: 'ledger',
     shape: {
       postgres:
-        /^((Index Scan|Bitmap Heap Scan) using ledger_available on ledger .*(Index|Recheck) Cond: \(\(available_us >= \$2\) AND \(available_us <= \$3\)\)|Index Scan using ledger_pkey on ledger\s+Index Cond: \(id > \$4\))/,
+        /^((Index Scan|Bitmap Heap Scan) using ledger_available on ledger .*(Index|Recheck) Cond: \(\(available_us >= \$2\) AND \(available_us <= \$3\)\)|(Index Scan|Bitmap Heap Scan) using ledger_pkey on ledger\s+(Index|Recheck) Cond: \(id > \$4\))/,
       sqlite: /^(SEARCH ledger USING INDEX ledger_available \(available_us>\? AND available_us<\?\)|SEARCH ledger USING INTEGER PRIMARY KEY \(rowid>\?\))/,
     },
   },
