@@ -16,6 +16,12 @@ export const TARGETS = {
   'src/loyalty/points.ts': ['src/loyalty/points.test.ts', 'src/loyalty/points-cap.test.ts'],
   'src/loyalty/ledger-plan.ts': ['src/loyalty/ledger-plan.test.ts'],
   'src/batch/decide.ts': ['src/batch/decide.test.ts', 'src/batch/decide-rules.test.ts', 'src/batch/decide-settle.test.ts', 'src/batch/decide-redact.test.ts'],
+  'src/batch/decide-webhooks.ts': [
+    'src/batch/decide.test.ts',
+    'src/batch/decide-rules.test.ts',
+    'src/batch/decide-settle.test.ts',
+    'src/batch/decide-redact.test.ts',
+  ],
 }
 
 const target = process.env.MUTATE

@@ -1,6 +1,6 @@
 import { formatUs } from '../domain/time.ts'
 import type { Reason } from '../loyalty/ledger-plan.ts'
-import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
+import { DEFAULT_RULE, expiryOf, type VersionedRule } from '../loyalty/rule.ts'
 import { BALANCE_POINTS_MAX } from '../loyalty/points-limits.ts'
 import { addToLots, adjustmentEntries, availableAt, expiryCorrections, pointsHeld, spend, type Lot, type LotEntry } from '../loyalty/wallet.ts'
 import type { AdjustCommand, AdjustmentView, CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
@@ -71,7 +71,7 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
   /** Appends the expiry due by `atUs`; returns the points it took (negative when it gave back). */
   const settleExpiry = (shopId: number, customerId: number, lots: Lot[], atUs: number) => {
     let taken = 0
-    for (const entry of expiryCorrections(lots, atUs, ruleOf(shopId).rule.expire_after_days)) {
+    for (const entry of expiryCorrections(lots, atUs, expiryOf(ruleOf(shopId)))) {
       addToLots(lots, entry, true)
       ledger.push(row(shopId, customerId, entry, 'expired', null))
       taken -= entry.points
@@ -220,7 +220,7 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     // expiry settled, and only when that is more than they hold now.
     const trial = lots.map((l) => ({ ...l }))
     for (const entry of stored.entries) addToLots(trial, { available_us: entry.available_us, points: -entry.points })
-    for (const entry of expiryCorrections(trial, c.atUs, ruleOf(c.shopId).rule.expire_after_days)) addToLots(trial, entry, true)
+    for (const entry of expiryCorrections(trial, c.atUs, expiryOf(ruleOf(c.shopId)))) addToLots(trial, entry, true)
     const heldAfter = pointsHeld(trial)
     if (heldAfter > BALANCE_POINTS_MAX && heldAfter > pointsHeld(lots)) return { status: 'points-limit', held: pointsHeld(lots), limit: BALANCE_POINTS_MAX }
     // The points go back to the lots they were taken from: if one has expired meanwhile, they lapse again.

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
 import { describe, test } from 'node:test'
 import { emailHash, emptyCustomer, emptyOrder, type CustomerRecord, type OrderRecord } from '../domain/merge.ts'
-import { changeFor, type Topic, type Webhook } from '../domain/webhook.ts'
 import type { Basis } from '../loyalty/points.ts'
 import type { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
-import { decideBatch, emailSha, holdingsOf, outcomesOf, owners, REDACTED_BODY, REDACTED_HEADERS } from './decide.ts'
+import { decide, given, givenState, webhook as hook, type HookOptions } from '../../test/support/decider.ts'
+import { emailSha, holdingsOf, outcomesOf, owners, REDACTED_BODY, REDACTED_HEADERS } from './decide.ts'
 import { emptyState, keyOf, type BatchState, type StoredOrder } from './state.ts'
 
 // Given/when/then cases beside decide.test.ts for the decider's smaller rules: who owns an
@@ -13,32 +12,16 @@ import { emptyState, keyOf, type BatchState, type StoredOrder } from './state.ts
 // and what a stale or rejected webhook leaves in place.
 
 const T0 = Date.UTC(2024, 4, 1, 10) * 1000
-let seq = 0
-let clockUs = T0 + 1_000_000_000
-
-function webhook(topic: Topic, body: CustomerBody | OrderBody, opts: { idemKey?: string; shopId?: number; rejected?: boolean } = {}): Webhook {
-  const raw = Buffer.from(JSON.stringify(body))
-  const receivedUs = ++clockUs
-  return {
-    eventId: `r${++seq}`,
-    shopId: opts.shopId ?? 1,
-    keyId: 1,
-    topic,
-    receivedUs,
-    body: raw,
-    headers: '{"x":"y"}',
-    idemKey: opts.idemKey ?? null,
-    bodyHash: createHash('sha256').update(topic).update('\n').update(raw).digest('base64url'),
-    resourceId: body.id,
-    customerId: topic === 'order/hook_created' ? ((body as OrderBody).customer?.id ?? null) : body.id,
-    change: opts.rejected ? null : changeFor(topic, body, receivedUs),
-    errors: opts.rejected ? [{ pointer: '/email', detail: 'bad' }] : null,
-  }
-}
-const customerHook = (body: CustomerBody, opts?: Parameters<typeof webhook>[2]) => webhook('customer/hook_created', body, opts)
-const deleteHook = (body: CustomerBody, opts?: Parameters<typeof webhook>[2]) => webhook('customer/hook_deleted', body, opts)
-const orderHook = (body: OrderBody, opts?: Parameters<typeof webhook>[2]) => webhook('order/hook_created', body, opts)
-
+const REFUSED = [{ pointer: '/email', detail: 'bad' }]
+const hookOptions = (opts: { idemKey?: string; shopId?: number; rejected?: boolean } = {}): HookOptions => ({
+  headers: '{"x":"y"}',
+  ...(opts.idemKey === undefined ? {} : { idemKey: opts.idemKey }),
+  ...(opts.shopId === undefined ? {} : { shopId: opts.shopId }),
+  ...(opts.rejected ? { errors: REFUSED } : {}),
+})
+const customerHook = (body: CustomerBody, opts?: Parameters<typeof hookOptions>[0]) => hook('customer/hook_created', body, hookOptions(opts))
+const deleteHook = (body: CustomerBody, opts?: Parameters<typeof hookOptions>[0]) => hook('customer/hook_deleted', body, hookOptions(opts))
+const orderHook = (body: OrderBody, opts?: Parameters<typeof hookOptions>[0]) => hook('order/hook_created', body, hookOptions(opts))
 const storedCustomer = (shopId: number, record: Partial<CustomerRecord> & { id: number }, erasedEmailSha: string | null = null) => ({
   shopId,
   record: { ...emptyCustomer(record.id), ...record },
@@ -154,9 +137,8 @@ describe('the decision', () => {
   })
 
   test('a rejected webhook is an event with its errors, bytes and headers, and changes nothing', () => {
-    const state = emptyState()
     const w = customerHook({ id: 3, email: 'a@x.com' }, { rejected: true, idemKey: 'k1' })
-    const d = decideBatch([w], state)
+    const { decision: d, state } = given().when([w])
     assert.deepEqual(outcomesOf([w], d), [{ status: 'rejected', eventId: w.eventId }])
     assert.deepEqual(d.events[0]!.errors, [{ pointer: '/email', detail: 'bad' }])
     assert.equal(d.events[0]!.idemKey, null, 'a rejected webhook claims no idempotency key')
@@ -165,32 +147,29 @@ describe('the decision', () => {
   })
 
   test('a stale webhook keeps the latest change: a copy of that change is still its duplicate', () => {
-    const state = emptyState()
     const latest = customerHook({ id: 3, first_name: 'New', updated_at: '2024-05-02T00:00:00Z' })
-    decideBatch([latest], state)
     const stale = customerHook({ id: 3, first_name: 'Old', updated_at: '2024-05-01T00:00:00Z' })
     const copy = customerHook({ id: 3, first_name: 'New', updated_at: '2024-05-02T00:00:00Z' })
-    const d = decideBatch([stale, copy], state)
+    const { decision: d, state } = given([latest]).when([stale, copy])
     assert.deepEqual(outcomesOf([stale, copy], d), [
       { status: 'stale', eventId: stale.eventId },
       { status: 'duplicate', eventId: latest.eventId },
     ])
     const orderLatest = orderHook({ id: 20, ref: 'B', updated_at: '2024-05-02T00:00:00Z' })
-    decideBatch([orderLatest], state)
     const orderStale = orderHook({ id: 20, ref: 'A', updated_at: '2024-05-01T00:00:00Z' })
     const orderCopy = orderHook({ id: 20, ref: 'B', updated_at: '2024-05-02T00:00:00Z' })
-    assert.deepEqual(outcomesOf([orderStale, orderCopy], decideBatch([orderStale, orderCopy], state)), [
+    assert.deepEqual(outcomesOf([orderStale, orderCopy], givenState(state, [orderLatest]).when([orderStale, orderCopy]).decision), [
       { status: 'stale', eventId: orderStale.eventId },
       { status: 'duplicate', eventId: orderLatest.eventId },
     ])
   })
 
   test('a decision lists each changed row once, new rows at revision 0, and no redaction when nothing was erased', () => {
-    const state = emptyState()
-    const d = decideBatch(
-      [customerHook({ id: 3, first_name: 'A' }), customerHook({ id: 3, last_name: 'B' }), orderHook({ id: 20, ref: 'R', customer: { id: 3 } })],
-      state,
-    )
+    const d = given().when([
+      customerHook({ id: 3, first_name: 'A' }),
+      customerHook({ id: 3, last_name: 'B' }),
+      orderHook({ id: 20, ref: 'R', customer: { id: 3 } }),
+    ]).decision
     assert.deepEqual(
       d.customers.map((c) => [c.record.id, c.rev, c.record.first_name, c.record.last_name]),
       [[3, 0, 'A', 'B']],
@@ -204,11 +183,10 @@ describe('the decision', () => {
   })
 
   test("a delete redacts the customer's events in the batch, before and after it, with their headers; another customer's stay", () => {
-    const state = emptyState()
     const before = customerHook({ id: 3, email: 'a@x.com' })
     const other = customerHook({ id: 4, email: 'b@x.com' })
     const del = deleteHook({ id: 3 })
-    const d = decideBatch([before, other, del], state)
+    const { decision: d, state } = given().when([before, other, del])
     const byId = new Map(d.events.map((e) => [e.id, e]))
     for (const id of [before.eventId, del.eventId]) {
       assert.deepEqual(Buffer.from(byId.get(id)!.body), Buffer.from(REDACTED_BODY))
@@ -218,10 +196,9 @@ describe('the decision', () => {
     assert.equal(byId.get(other.eventId)!.headers, '{"x":"y"}')
     assert.deepEqual(d.redactions, [{ shopId: 1, customerIds: [3], orderIds: [] }])
     // An order webhook about the deleted customer, dated before the delete, arriving later: redacted too.
-    const late = decideBatch(
-      [orderHook({ id: 21, email: 'a@x.com', updated_at: '2024-05-01T00:00:00Z', customer: { id: 3, updated_at: '2024-05-01T00:00:00Z' } })],
-      state,
-    )
+    const { decision: late } = decide(state, [
+      orderHook({ id: 21, email: 'a@x.com', updated_at: '2024-05-01T00:00:00Z', customer: { id: 3, updated_at: '2024-05-01T00:00:00Z' } }),
+    ])
     assert.deepEqual(Buffer.from(late.events[0]!.body), Buffer.from(REDACTED_BODY))
   })
 })

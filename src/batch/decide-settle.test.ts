@@ -1,37 +1,17 @@
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
 import { test } from 'node:test'
-import { changeFor, type Topic, type Webhook } from '../domain/webhook.ts'
+import type { Topic } from '../domain/webhook.ts'
 import { normalizeRule } from '../loyalty/rule.ts'
 import type { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
-import { decideBatch } from './decide.ts'
-import { emptyState, keyOf, type BatchState, type Decision } from './state.ts'
+import { decide, given, givenState, webhook as hook } from '../../test/support/decider.ts'
+import { keyOf, type BatchState } from './state.ts'
 
 // Which orders a batch settles: those it touches, and no other. Settling an order that is
 // already at its target adds nothing, so the difference shows only after a rule change,
 // which applies to orders that change afterwards (README, Loyalty points).
 
-let seq = 0
-let clockUs = Date.UTC(2024, 4, 1, 10) * 1000 + 1_000_000_000
-function webhook(topic: Topic, body: CustomerBody | OrderBody, shopId = 1): Webhook {
-  const raw = Buffer.from(JSON.stringify(body))
-  const receivedUs = ++clockUs
-  return {
-    eventId: `s${++seq}`,
-    shopId,
-    keyId: 1,
-    topic,
-    receivedUs,
-    body: raw,
-    headers: '{}',
-    idemKey: null,
-    bodyHash: createHash('sha256').update(topic).update('\n').update(raw).digest('base64url'),
-    resourceId: body.id,
-    customerId: topic === 'order/hook_created' ? ((body as OrderBody).customer?.id ?? null) : body.id,
-    change: changeFor(topic, body, receivedUs),
-    errors: null,
-  }
-}
+const webhook = (topic: Topic, body: CustomerBody | OrderBody, shopId = 1) => hook(topic, body, { shopId })
+
 const paid = (id: number, fields: Partial<OrderBody> = {}): OrderBody => ({
   id,
   currency: 'EUR',
@@ -41,44 +21,26 @@ const paid = (id: number, fields: Partial<OrderBody> = {}): OrderBody => ({
   ...fields,
 })
 
-function commit(state: BatchState, d: Decision): void {
-  for (const row of d.ledger) {
-    if (row.orderId === null) continue // (points commands' entries: none here)
-    const key = keyOf(row.shopId, row.orderId)
-    state.ledger.set(key, [...(state.ledger.get(key) ?? []), { customerId: row.customerId, guestEmail: row.guestEmail, points: row.points, basis: row.basis }])
-  }
-}
-
 /** Shop 1: customer 5 (a@x.com) holding 100 points of order 10, and guest order 12 of g@x.com; then the rule doubles. */
 function heldThenRuleChanged(): BatchState {
-  const state = emptyState()
-  commit(
-    state,
-    decideBatch(
-      [
-        webhook('customer/hook_created', { id: 5, email: 'a@x.com' }),
-        webhook('order/hook_created', paid(10, { customer: { id: 5 } })),
-        webhook('order/hook_created', paid(12, { email: 'g@x.com' })),
-      ],
-      state,
-    ),
-  )
+  const { state } = given([
+    webhook('customer/hook_created', { id: 5, email: 'a@x.com' }),
+    webhook('order/hook_created', paid(10, { customer: { id: 5 } })),
+    webhook('order/hook_created', paid(12, { email: 'g@x.com' })),
+  ])
   state.rules.set(1, { rule: normalizeRule({ points_per_unit: 2 }), version: 2 })
   return state
 }
 
 test('a batch settles the orders it touches and no other, in its own shop', () => {
   const state = heldThenRuleChanged()
-  const d = decideBatch(
-    [
-      webhook('customer/hook_created', { id: 6, email: 'b@x.com' }),
-      webhook('customer/hook_deleted', { id: 7 }),
-      webhook('customer/hook_deleted', { id: 5 }, 2),
-      webhook('customer/hook_created', { id: 8, email: 'a@x.com' }, 2),
-      webhook('order/hook_created', paid(11, { customer: { id: 6 } })),
-    ],
-    state,
-  )
+  const d = givenState(state).when([
+    webhook('customer/hook_created', { id: 6, email: 'b@x.com' }),
+    webhook('customer/hook_deleted', { id: 7 }),
+    webhook('customer/hook_deleted', { id: 5 }, 2),
+    webhook('customer/hook_created', { id: 8, email: 'a@x.com' }, 2),
+    webhook('order/hook_created', paid(11, { customer: { id: 6 } })),
+  ]).decision
   assert.deepEqual(
     d.ledger.map((r) => [r.orderId, r.customerId, r.points, r.reason]),
     [[11, 6, 200, 'earned']],
@@ -88,7 +50,7 @@ test('a batch settles the orders it touches and no other, in its own shop', () =
 test('an order touched by the batch and asked for by a rebuild is settled once, credited to the webhook', () => {
   const state = heldThenRuleChanged()
   const w = webhook('order/hook_created', paid(10, { customer: { id: 5 }, ref: 'again' }))
-  const d = decideBatch([w], state, [keyOf(1, 10), keyOf(1, 12)])
+  const d = givenState(state).when([w], { settleAlso: [keyOf(1, 10), keyOf(1, 12)] }).decision
   assert.deepEqual(
     d.ledger.map((r) => [r.orderId, r.points, r.reason, r.eventId]),
     [
@@ -101,7 +63,7 @@ test('an order touched by the batch and asked for by a rebuild is settled once, 
 test("a customer registering with a guest e-mail claims that e-mail's orders only", () => {
   const state = heldThenRuleChanged()
   state.guestOrders.set(keyOf(1, 'g@x.com'), [12])
-  const d = decideBatch([webhook('customer/hook_created', { id: 9, email: 'G@x.com' })], state)
+  const { decision: d, state: claimed } = givenState(state).when([webhook('customer/hook_created', { id: 9, email: 'G@x.com' })])
   assert.deepEqual(
     d.ledger.map((r) => [r.orderId, r.customerId, r.guestEmail, r.points, r.reason]),
     [
@@ -111,5 +73,5 @@ test("a customer registering with a guest e-mail claims that e-mail's orders onl
     ],
   )
   // A customer who registers without a change (a copy) claims nothing again.
-  assert.deepEqual(decideBatch([webhook('customer/hook_created', { id: 6, first_name: 'No e-mail' })], state).ledger, [])
+  assert.deepEqual(decide(claimed, [webhook('customer/hook_created', { id: 6, first_name: 'No e-mail' })]).decision.ledger, [])
 })

@@ -1,21 +1,21 @@
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import '../../test/support/seed.ts'
 import { mergeOrder, type CustomerRecord, type OrderRecord } from '../domain/merge.ts'
 import { parseInstantUs } from '../domain/time.ts'
-import { changeFor, orderPatch, type Topic, type Webhook } from '../domain/webhook.ts'
+import { orderPatch, type Webhook } from '../domain/webhook.ts'
 import type { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import type { Holder } from '../loyalty/ledger-plan.ts'
 import type { Basis } from '../loyalty/points.ts'
 import { normalizeRule } from '../loyalty/rule.ts'
-import { decideBatch, emailSha, outcomesOf, REDACTED_BODY, REDACTED_HEADERS } from './decide.ts'
+import { customerHook, decide, deleteHook, given, givenState, orderHook, type Scenario } from '../../test/support/decider.ts'
+import { emailSha, outcomesOf, REDACTED_BODY, REDACTED_HEADERS } from './decide.ts'
 import { emptyState, keyOf, type BatchState, type Decision } from './state.ts'
 
-// The decider as given/when/then: given a stored state, when a batch of
-// webhooks is decided, then these outcomes and rows are written. No database:
-// `commit` stands in for the store between batches.
+// The decider as given/when/then (test/support/decider.ts): given a stored state, when a
+// batch of webhooks is decided, then these outcomes and rows are written. No database: evolve
+// stands in for the store between batches.
 
 const DAY_US = 86_400_000_000
 const T0 = Date.UTC(2024, 4, 1, 10) * 1000
@@ -25,33 +25,6 @@ const us = (n: number) => parseInstantUs(iso(n))!
 const PROCESSED_AT = '2024-05-01T09:00:00Z'
 const AVAILABLE_US = parseInstantUs(PROCESSED_AT)! + 14 * DAY_US
 
-let seq = 0
-let clockUs = T0 + 1_000_000_000
-
-/** A webhook as the route builds it; the receive time only ever increases, as arrivalClockUs does. */
-function webhook(topic: Topic, body: CustomerBody | OrderBody, opts: { idemKey?: string; eventId?: string; receivedUs?: number } = {}): Webhook {
-  const raw = Buffer.from(JSON.stringify(body))
-  const receivedUs = opts.receivedUs ?? ++clockUs
-  return {
-    eventId: opts.eventId ?? `e${++seq}`,
-    shopId: 1,
-    keyId: 1,
-    topic,
-    receivedUs,
-    body: raw,
-    headers: '{}',
-    idemKey: opts.idemKey ?? null,
-    bodyHash: createHash('sha256').update(topic).update('\n').update(raw).digest('base64url'),
-    resourceId: body.id,
-    customerId: topic === 'order/hook_created' ? ((body as OrderBody).customer?.id ?? null) : body.id,
-    change: changeFor(topic, body, receivedUs),
-    errors: null,
-  }
-}
-const customerHook = (body: CustomerBody, opts?: Parameters<typeof webhook>[2]) => webhook('customer/hook_created', body, opts)
-const deleteHook = (body: CustomerBody, opts?: Parameters<typeof webhook>[2]) => webhook('customer/hook_deleted', body, opts)
-const orderHook = (body: OrderBody, opts?: Parameters<typeof webhook>[2]) => webhook('order/hook_created', body, opts)
-
 const paidOrder = (fields: Partial<OrderBody> = {}): OrderBody => ({
   id: 10,
   currency: 'EUR',
@@ -60,41 +33,6 @@ const paidOrder = (fields: Partial<OrderBody> = {}): OrderBody => ({
   processed_at: PROCESSED_AT,
   ...fields,
 })
-
-/** What the store does with a decision before the next batch: append the ledger, keep idempotency keys and guest holdings. */
-function commit(state: BatchState, d: Decision): void {
-  for (const row of d.ledger) {
-    if (row.orderId === null) continue
-    const key = keyOf(row.shopId, row.orderId)
-    const lines = state.ledger.get(key) ?? []
-    lines.push({ customerId: row.customerId, guestEmail: row.guestEmail, points: row.points, basis: row.basis })
-    state.ledger.set(key, lines)
-  }
-  for (const e of d.events) if (e.idemKey !== null) state.idem.set(keyOf(e.shopId, e.idemKey), e.id)
-  for (const c of d.customers) c.rev++
-  for (const o of d.orders) o.rev++
-  state.guestOrders.clear()
-  for (const [key, lines] of state.ledger) {
-    const byEmail = new Map<string, number>()
-    for (const l of lines) if (l.customerId === null) byEmail.set(l.guestEmail!, (byEmail.get(l.guestEmail!) ?? 0) + l.points)
-    for (const [email, points] of byEmail) {
-      if (points === 0) continue
-      const gk = keyOf(1, email)
-      state.guestOrders.set(gk, [...(state.guestOrders.get(gk) ?? []), Number(key.split(':')[1])])
-    }
-  }
-}
-
-/** Decides batches one after another over one state, as the store would. */
-function run(...batches: Webhook[][]): { state: BatchState; decisions: Decision[] } {
-  const state = emptyState()
-  const decisions = batches.map((batch) => {
-    const d = decideBatch(batch, state)
-    commit(state, d)
-    return d
-  })
-  return { state, decisions }
-}
 
 const holderKey = (h: Holder) => (h.customerId !== null ? `c${h.customerId}` : `g${h.guestEmail}`)
 function balances(rows: readonly (Holder & { points: number })[]): Record<string, number> {
@@ -113,7 +51,7 @@ const BASIS: Basis = { amount_minor: 10_000, currency: 'EUR', rate: '1', rule_ve
 describe('outcomes', () => {
   test('given nothing stored, when a customer arrives, then it is applied and written with its idempotency key', () => {
     const w = customerHook({ id: 5, first_name: 'Ann', updated_at: iso(1) }, { idemKey: 'k1' })
-    const d = decideBatch([w], emptyState())
+    const d = given().when([w]).decision
     assert.deepEqual(outcomesOf([w], d), [{ status: 'applied', eventId: w.eventId }])
     assert.equal(d.events[0]!.idemKey, 'k1')
     assert.equal(d.events[0]!.duplicateOf, null)
@@ -128,21 +66,21 @@ describe('outcomes', () => {
   test('when an older customer webhook follows a newer one, then it is stale and changes nothing', () => {
     const newer = customerHook({ id: 5, first_name: 'New', updated_at: iso(2) })
     const older = customerHook({ id: 5, first_name: 'Old', updated_at: iso(1) })
-    const d = decideBatch([newer, older], emptyState())
+    const d = given().when([newer, older]).decision
     assert.deepEqual(statuses(d), ['applied', 'stale'])
     assert.equal(d.customers[0]!.record.first_name, 'New')
     assert.equal(d.customers[0]!.lastEventId, newer.eventId)
   })
 
   test('when an older order webhook follows a newer one, then it is stale', () => {
-    const d = decideBatch([orderHook(paidOrder({ updated_at: iso(2) })), orderHook(paidOrder({ updated_at: iso(1), is_paid: false }))], emptyState())
+    const d = given().when([orderHook(paidOrder({ updated_at: iso(2) })), orderHook(paidOrder({ updated_at: iso(1), is_paid: false }))]).decision
     assert.deepEqual(statuses(d), ['applied', 'stale'])
     assert.equal(d.orders[0]!.record.is_paid, true)
   })
 
   test('a rejected webhook is written with its errors and changes nothing', () => {
     const w: Webhook = { ...customerHook({ id: 5 }), change: null, errors: [{ pointer: '/email', detail: 'must be an e-mail address' }] }
-    const d = decideBatch([w], emptyState())
+    const d = given().when([w]).decision
     assert.deepEqual(outcomesOf([w], d), [{ status: 'rejected', eventId: w.eventId }])
     assert.deepEqual(d.events[0]!.errors, w.errors)
     assert.deepEqual([d.customers, d.orders, d.ledger], [[], [], []])
@@ -154,7 +92,7 @@ describe('outcomes', () => {
     const known = customerHook({ id: 5, first_name: 'A', updated_at: iso(1) }, { idemKey: 'stored-key' })
     const first = customerHook({ id: 6, first_name: 'B', updated_at: iso(1) }, { idemKey: 'k' })
     const again = customerHook({ id: 6, first_name: 'C', updated_at: iso(2) }, { idemKey: 'k' })
-    const d = decideBatch([known, first, again], state)
+    const d = givenState(state).when([known, first, again]).decision
     assert.deepEqual(outcomesOf([known, first, again], d), [
       { status: 'duplicate', eventId: 'e-stored' },
       { status: 'applied', eventId: first.eventId },
@@ -179,7 +117,7 @@ describe('outcomes', () => {
     const body = (is_newsletter: boolean): CustomerBody => ({ id: 5, is_newsletter })
     const [t1, f, t2, retry] = [customerHook(body(true)), customerHook(body(false)), customerHook(body(true)), customerHook(body(true))]
     assert.equal(t1.bodyHash, t2.bodyHash)
-    const d = decideBatch([t1, f, t2, retry], emptyState())
+    const d = given().when([t1, f, t2, retry]).decision
     assert.deepEqual(outcomesOf([t1, f, t2, retry], d), [
       { status: 'applied', eventId: t1.eventId },
       { status: 'applied', eventId: f.eventId },
@@ -192,9 +130,8 @@ describe('outcomes', () => {
   test("duplicate by body hash across batches: the stored latest change is remembered, an order's too", () => {
     const o = orderHook(paidOrder())
     const c = customerHook({ id: 5, first_name: 'Ann' })
-    const { state } = run([o, c])
     const again = [orderHook(paidOrder()), customerHook({ id: 5, first_name: 'Ann' })]
-    const d = decideBatch(again, state)
+    const d = given([o, c]).when(again).decision
     assert.deepEqual(outcomesOf(again, d), [
       { status: 'duplicate', eventId: o.eventId },
       { status: 'duplicate', eventId: c.eventId },
@@ -205,7 +142,7 @@ describe('outcomes', () => {
   test('a body with an idempotency key is never a duplicate by its hash alone', () => {
     const first = customerHook({ id: 5, is_newsletter: true })
     const keyed = customerHook({ id: 5, is_newsletter: true }, { idemKey: 'fresh' })
-    assert.deepEqual(statuses(decideBatch([first, keyed], emptyState())), ['applied', 'applied'])
+    assert.deepEqual(statuses(given().when([first, keyed]).decision), ['applied', 'applied'])
   })
 })
 
@@ -213,7 +150,7 @@ describe('points', () => {
   test("given a customer, when their paid order arrives, then it earns at the rule's basis", () => {
     const c = customerHook({ id: 5, email: 'ann@example.com', updated_at: iso(1) })
     const o = orderHook(paidOrder({ customer: { id: 5, updated_at: iso(1) } }))
-    const d = decideBatch([c, o], emptyState())
+    const d = given().when([c, o]).decision
     assert.deepEqual(d.ledger, [
       {
         shopId: 1,
@@ -233,7 +170,10 @@ describe('points', () => {
   test("the shop's rule decides the amount and the date; a batch settles each order once, from its final state", () => {
     const state = emptyState()
     state.rules.set(1, { rule: normalizeRule({ points_per_unit: 2, pending_days: 0 }), version: 3 })
-    const d = decideBatch([orderHook(paidOrder({ email: 'g@example.com', is_paid: false })), orderHook(paidOrder({ email: 'g@example.com' }))], state)
+    const d = givenState(state).when([
+      orderHook(paidOrder({ email: 'g@example.com', is_paid: false })),
+      orderHook(paidOrder({ email: 'g@example.com' })),
+    ]).decision
     assert.deepEqual(rowsOf(d), [
       {
         orderId: 10,
@@ -248,16 +188,15 @@ describe('points', () => {
 
   test('given points held, when the order is edited, refunded, or sent again, then the ledger follows the difference', () => {
     const first = orderHook(paidOrder({ email: 'g@example.com', updated_at: iso(1) }))
-    const { state, decisions } = run([first])
+    const { state: held, decisions } = given([first])
     assert.deepEqual(balances(decisions[0]!.ledger), { 'gg@example.com': 100 })
 
-    const edited = decideBatch([orderHook(paidOrder({ email: 'g@example.com', subtotal: '150.00', updated_at: iso(2) }))], state)
+    const { decision: edited, state: afterEdit } = decide(held, [orderHook(paidOrder({ email: 'g@example.com', subtotal: '150.00', updated_at: iso(2) }))])
     assert.deepEqual(rowsOf(edited), [
       { orderId: 10, customerId: null, guestEmail: 'g@example.com', points: 50, reason: 'adjusted', basis: { ...BASIS, amount_minor: 15_000 } },
     ])
-    commit(state, edited)
 
-    const moved = decideBatch([orderHook({ id: 10, processed_at: '2024-05-10T09:00:00Z', updated_at: iso(3) })], state)
+    const { decision: moved, state: afterMove } = decide(afterEdit, [orderHook({ id: 10, processed_at: '2024-05-10T09:00:00Z', updated_at: iso(3) })])
     const later = parseInstantUs('2024-05-10T09:00:00Z')! + 14 * DAY_US
     assert.deepEqual(
       rowsOf(moved).map((r) => [r.points, r.reason, r.basis.available_us]),
@@ -266,10 +205,9 @@ describe('points', () => {
         [150, 'adjusted', later],
       ],
     )
-    commit(state, moved)
 
     const refund = orderHook({ id: 10, is_refunded: true, updated_at: iso(4) })
-    const refunded = decideBatch([refund], state)
+    const { decision: refunded, state: afterRefund } = decide(afterMove, [refund])
     assert.deepEqual(rowsOf(refunded), [
       {
         orderId: 10,
@@ -280,16 +218,18 @@ describe('points', () => {
         basis: { ...BASIS, amount_minor: 15_000, available_us: later },
       },
     ])
-    commit(state, refunded)
 
-    const again = decideBatch([orderHook({ id: 10, is_refunded: true, updated_at: iso(4) }), orderHook(paidOrder({ updated_at: iso(1) }))], state)
+    const { decision: again } = decide(afterRefund, [
+      orderHook({ id: 10, is_refunded: true, updated_at: iso(4) }),
+      orderHook(paidOrder({ updated_at: iso(1) })),
+    ])
     assert.deepEqual(statuses(again), ['duplicate', 'stale'])
     assert.deepEqual(again.ledger, [])
   })
 
   test('a rebuild (settleAlso) adds nothing when nothing changed, and the difference after a rule change, caused by no webhook', () => {
-    const { state } = run([orderHook(paidOrder({ email: 'g@example.com' }))])
-    assert.deepEqual(decideBatch([], state, [keyOf(1, 10)]), {
+    const { state } = given([orderHook(paidOrder({ email: 'g@example.com' }))])
+    assert.deepEqual(decide(state, [], { settleAlso: [keyOf(1, 10)] }).decision, {
       events: [],
       customers: [],
       orders: [],
@@ -301,7 +241,7 @@ describe('points', () => {
       feed: [],
     })
     state.rules.set(1, { rule: normalizeRule({ points_per_unit: 1.5 }), version: 2 })
-    assert.deepEqual(decideBatch([], state, [keyOf(1, 10)]).ledger, [
+    assert.deepEqual(decide(state, [], { settleAlso: [keyOf(1, 10)] }).decision.ledger, [
       {
         shopId: 1,
         orderId: 10,
@@ -325,7 +265,7 @@ describe('points', () => {
     state.guestOrders.set(keyOf(1, 'g@example.com'), [10])
 
     const register = customerHook({ id: 5, email: 'G@Example.com', updated_at: iso(1) })
-    const d = decideBatch([register], state)
+    const { decision: d, state: registered } = givenState(state).when([register])
     assert.deepEqual(d.ledger, [
       {
         shopId: 1,
@@ -354,19 +294,20 @@ describe('points', () => {
     ])
     assert.deepEqual(d.orders, [], 'the order itself is unchanged')
 
-    commit(state, d)
-    assert.deepEqual(state.guestOrders, new Map())
-    assert.deepEqual(decideBatch([customerHook({ id: 5, first_name: 'Ann', updated_at: iso(2) })], state).ledger, [])
+    assert.deepEqual(registered.guestOrders, new Map())
+    assert.deepEqual(decide(registered, [customerHook({ id: 5, first_name: 'Ann', updated_at: iso(2) })]).decision.ledger, [])
   })
 
   test('given a guest order holding points, when a customer registers with another e-mail, then nothing moves', () => {
-    const { state } = run([orderHook(paidOrder({ email: 'g@example.com' }))])
-    assert.deepEqual(decideBatch([customerHook({ id: 5, email: 'other@example.com' })], state).ledger, [])
+    given([orderHook(paidOrder({ email: 'g@example.com' }))])
+      .when([customerHook({ id: 5, email: 'other@example.com' })])
+      .then((d) => assert.deepEqual(d.ledger, []))
   })
 
   test('when the customer named by an order changes, then its points are transferred', () => {
-    const { state } = run([orderHook(paidOrder({ customer: { id: 5 }, updated_at: iso(1) }))])
-    const d = decideBatch([orderHook(paidOrder({ customer: { id: 6 }, updated_at: iso(2) }))], state)
+    const d = given([orderHook(paidOrder({ customer: { id: 5 }, updated_at: iso(1) }))]).when([
+      orderHook(paidOrder({ customer: { id: 6 }, updated_at: iso(2) })),
+    ]).decision
     assert.deepEqual(
       rowsOf(d).map((r) => [holderKey(r), r.points, r.reason]),
       [
@@ -381,11 +322,11 @@ describe('erasure', () => {
   const ann = (fields: Partial<CustomerBody> = {}): CustomerBody => ({ id: 5, first_name: 'Ann', email: 'ann@example.com', updated_at: iso(1), ...fields })
 
   test('given a customer with a linked order holding points, when the customer is deleted, then the order is erased and its points forfeited', () => {
-    const { state } = run([customerHook(ann()), orderHook(paidOrder({ customer: { id: 5, email: 'ann@example.com', updated_at: iso(1) } }))])
+    const { state } = given([customerHook(ann()), orderHook(paidOrder({ customer: { id: 5, email: 'ann@example.com', updated_at: iso(1) } }))])
     assert.equal(orderOf(state, 10)!.email, 'ann@example.com')
 
     const del = deleteHook({ id: 5, email: 'ann@example.com', updated_at: iso(5) })
-    const d = decideBatch([del], state)
+    const { decision: d, state: erased } = decide(state, [del])
     assert.deepEqual(outcomesOf([del], d), [{ status: 'applied', eventId: del.eventId }])
     assert.deepEqual(d.ledger, [
       {
@@ -413,24 +354,20 @@ describe('erasure', () => {
     assert.equal(d.events[0]!.headers, REDACTED_HEADERS)
 
     // A late copy of the order keeps no e-mail, and its body is stored redacted.
-    commit(state, d)
     const late = orderHook(paidOrder({ customer: { id: 5, email: 'ann@example.com', updated_at: iso(1) }, ref: 'late' }))
-    const after = decideBatch([late], state)
-    assert.equal(orderOf(state, 10)!.email, null)
-    assert.equal(orderOf(state, 10)!.ref, 'late')
+    const { decision: after, state: afterLate } = decide(erased, [late])
+    assert.equal(orderOf(afterLate, 10)!.email, null)
+    assert.equal(orderOf(afterLate, 10)!.ref, 'late')
     assert.equal(after.events[0]!.body, REDACTED_BODY)
     assert.deepEqual(after.ledger, [])
   })
 
   test('given everything in one batch, when the customer is deleted last, then nothing is earned and every body is redacted', () => {
-    const d = decideBatch(
-      [
-        customerHook(ann()),
-        orderHook(paidOrder({ customer: { id: 5, updated_at: iso(1) }, email: 'ann@example.com' })),
-        deleteHook({ id: 5, updated_at: iso(5) }),
-      ],
-      emptyState(),
-    )
+    const { decision: d } = given().when([
+      customerHook(ann()),
+      orderHook(paidOrder({ customer: { id: 5, updated_at: iso(1) }, email: 'ann@example.com' })),
+      deleteHook({ id: 5, updated_at: iso(5) }),
+    ])
     assert.deepEqual(statuses(d), ['applied', 'applied', 'applied'])
     assert.deepEqual(d.ledger, [])
     assert.deepEqual(
@@ -448,7 +385,7 @@ describe('erasure', () => {
       errors: [{ pointer: '/tags', detail: 'must be an array of strings' }],
     })
     const [about5, about6] = [rejected(5), rejected(6)]
-    const d = decideBatch([about5, about6, deleteHook({ id: 5, updated_at: iso(5) })], emptyState())
+    const d = given().when([about5, about6, deleteHook({ id: 5, updated_at: iso(5) })]).decision
     assert.deepEqual(statuses(d), ['rejected', 'rejected', 'applied'])
     assert.deepEqual(
       d.events.map((e) => e.body === REDACTED_BODY),
@@ -457,19 +394,19 @@ describe('erasure', () => {
   })
 
   test('given an order matched by e-mail, when the customer is deleted after it, then it is erased and its points forfeited', () => {
-    const { state } = run([customerHook(ann())], [orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))])
+    const { state } = given([customerHook(ann())], [orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))])
     assert.deepEqual(balances(state.ledger.get(keyOf(1, 10))!), { c5: 100 })
-    const d = decideBatch([deleteHook({ id: 5, updated_at: iso(3) })], state)
+    const { decision: d, state: erased } = decide(state, [deleteHook({ id: 5, updated_at: iso(3) })])
     assert.deepEqual(
       rowsOf(d).map((r) => [holderKey(r), r.points, r.reason]),
       [['c5', -100, 'forfeited']],
     )
-    assert.equal(orderOf(state, 10)!.email, null)
+    assert.equal(orderOf(erased, 10)!.email, null)
     assert.deepEqual(d.redactions[0]!.orderIds, [10])
   })
 
   test('an order sent by e-mail after the delete is erased too if it is dated before it', () => {
-    const { state, decisions } = run(
+    const { state, decisions } = given(
       [customerHook(ann()), deleteHook({ id: 5, updated_at: iso(3) })],
       [orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))],
     )
@@ -482,11 +419,11 @@ describe('erasure', () => {
     const create = () => customerHook(ann())
     const del = () => deleteHook({ id: 5, updated_at: iso(2) })
     const order = () => orderHook(paidOrder({ id: 20, email: 'ann@example.com', updated_at: iso(3) }))
-    const scenarios: Record<string, () => ReturnType<typeof run>> = {
-      'delete, then order, in batches': () => run([create()], [del()], [order()]),
-      'order, then delete, in batches': () => run([create()], [order()], [del()]),
-      'delete, then order, in one batch': () => run([create(), del(), order()]),
-      'order, then delete, in one batch': () => run([create(), order(), del()]),
+    const scenarios: Record<string, () => Scenario> = {
+      'delete, then order, in batches': () => given([create()], [del()], [order()]),
+      'order, then delete, in batches': () => given([create()], [order()], [del()]),
+      'delete, then order, in one batch': () => given([create(), del(), order()]),
+      'order, then delete, in one batch': () => given([create(), order(), del()]),
     }
     for (const [name, scenario] of Object.entries(scenarios)) {
       test(`${name}: the order keeps its e-mail and its body`, () => {
@@ -510,13 +447,13 @@ describe('erasure', () => {
   test('a delete that carries the e-mail erases orders sent with it before the delete, even if the create arrives later or never', () => {
     const order = () => orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))
     const del = () => deleteHook({ id: 5, email: 'Ann@Example.com', updated_at: iso(3) })
-    for (const { state, decisions } of [run([del()], [customerHook(ann())], [order()]), run([del()], [order()]), run([order()], [del()])]) {
+    for (const { state, decisions } of [given([del()], [customerHook(ann())], [order()]), given([del()], [order()]), given([order()], [del()])]) {
       assert.equal(orderOf(state, 10)!.email, null)
       assert.deepEqual(balances(decisions.flatMap((d) => d.ledger)), {})
       assert.equal(state.customers.get(keyOf(1, 5))!.erasedEmailSha, emailSha(1, 'ann@example.com'))
     }
     // A guest's points earned before the delete are forfeited, and the order is redacted by id: its ledger loses the guest e-mail.
-    const { decisions } = run([order()], [del()])
+    const { decisions } = given([order()], [del()])
     assert.deepEqual(
       rowsOf(decisions[1]!).map((r) => [holderKey(r), r.points, r.reason]),
       [['gann@example.com', -100, 'forfeited']],
@@ -526,11 +463,11 @@ describe('erasure', () => {
 
   test('a create dated before a delete but arriving after it: orders sent with its e-mail before the delete are erased all the same', () => {
     const order = () => orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))
-    const inOrder = run([customerHook(ann())], [deleteHook({ id: 5, updated_at: iso(3) })], [order()])
+    const inOrder = given([customerHook(ann())], [deleteHook({ id: 5, updated_at: iso(3) })], [order()])
     assert.equal(orderOf(inOrder.state, 10)!.email, null)
     for (const late of [
-      run([deleteHook({ id: 5, updated_at: iso(3) })], [customerHook(ann())], [order()]),
-      run([deleteHook({ id: 5, updated_at: iso(3) })], [order()], [customerHook(ann())]),
+      given([deleteHook({ id: 5, updated_at: iso(3) })], [customerHook(ann())], [order()]),
+      given([deleteHook({ id: 5, updated_at: iso(3) })], [order()], [customerHook(ann())]),
     ]) {
       assert.equal(customerOf(late.state, 5)!.deleted, true)
       assert.equal(state5(late.state).erasedEmailSha, emailSha(1, 'ann@example.com'))
@@ -546,9 +483,9 @@ describe('erasure', () => {
     const del = () => deleteHook({ id: 5, updated_at: iso(3) })
     const order = () => orderHook(paidOrder({ email: 'ann@example.com', updated_at: iso(2) }))
     const scenarios = {
-      'first, delete, again, order': () => run([first(), del(), again(), order()]),
-      'first, again, delete, order': () => run([first(), again(), del(), order()]),
-      'first, again, delete, order, in batches': () => run([first()], [again()], [del()], [order()]),
+      'first, delete, again, order': () => given([first(), del(), again(), order()]),
+      'first, again, delete, order': () => given([first(), again(), del(), order()]),
+      'first, again, delete, order, in batches': () => given([first()], [again()], [del()], [order()]),
     }
     for (const [name, scenario] of Object.entries(scenarios)) {
       const { state, decisions } = scenario()
@@ -563,8 +500,8 @@ describe('erasure', () => {
     const again = () => customerHook({ id: 5, email: 'new@example.com', updated_at: iso(5) })
     const order = () => orderHook(paidOrder({ email: 'new@example.com', updated_at: iso(1) }))
     const del = () => deleteHook({ id: 5, updated_at: iso(3) })
-    const deleteFirst = run([del()], [again()], [order()])
-    const deleteLast = run([again()], [order()], [del()])
+    const deleteFirst = given([del()], [again()], [order()])
+    const deleteLast = given([again()], [order()], [del()])
     for (const { state, decisions } of [deleteFirst, deleteLast]) {
       assert.equal(orderOf(state, 10)!.email, 'new@example.com')
       assert.deepEqual(balances(decisions.flatMap((d) => d.ledger)), { c5: 100 })
@@ -585,19 +522,23 @@ describe('erasure', () => {
     const first = () => orderHook(paidOrder({ customer: { id: 5, email: 'ann@example.com', updated_at: iso(1) }, updated_at: iso(1) }))
     const relinked = () => orderHook({ id: 10, customer: { id: 6, updated_at: iso(4) }, updated_at: iso(4) })
     const del = () => deleteHook({ id: 5, updated_at: iso(3) })
-    for (const { state, decisions } of [run([first()], [relinked()], [del()]), run([del()], [first()], [relinked()]), run([relinked(), del(), first()])]) {
+    for (const { state, decisions } of [
+      given([first()], [relinked()], [del()]),
+      given([del()], [first()], [relinked()]),
+      given([relinked(), del(), first()]),
+    ]) {
       assert.deepEqual([orderOf(state, 10)!.customer_id, orderOf(state, 10)!.email], [6, null])
       assert.deepEqual(balances(decisions.flatMap((d) => d.ledger)), { c6: 100 })
     }
   })
 
   test("when an erased customer's order names a live new owner, the erased points are forfeited and the new owner earns", () => {
-    const { state } = run([customerHook(ann()), orderHook(paidOrder({ customer: { id: 5, updated_at: iso(1) }, updated_at: iso(1) }))])
+    const { state } = given([customerHook(ann()), orderHook(paidOrder({ customer: { id: 5, updated_at: iso(1) }, updated_at: iso(1) }))])
     assert.deepEqual(balances(state.ledger.get(keyOf(1, 10))!), { c5: 100 })
-    const d = decideBatch(
-      [deleteHook({ id: 5, updated_at: iso(3) }), orderHook(paidOrder({ customer: { id: 6, updated_at: iso(4) }, updated_at: iso(4) }))],
-      state,
-    )
+    const { decision: d } = decide(state, [
+      deleteHook({ id: 5, updated_at: iso(3) }),
+      orderHook(paidOrder({ customer: { id: 6, updated_at: iso(4) }, updated_at: iso(4) })),
+    ])
     assert.deepEqual(
       rowsOf(d).map((r) => [holderKey(r), r.points, r.reason]),
       [
@@ -697,8 +638,7 @@ function withoutArrival(record: CustomerRecord | OrderRecord): Record<string, un
 /** The final state of one batch, as compared across orders. */
 function finalOf(specs: readonly Spec[], order: readonly number[], versions: readonly number[]) {
   const batch = order.map((i, position) => specHook(specs[i]!, versions[2 * i]!, versions[2 * i + 1]!, `e${i}`, T0 + 1_000 + position))
-  const state = emptyState()
-  const d = decideBatch(batch, state)
+  const { decision: d, state } = given().when(batch)
   const customers = Object.fromEntries(
     [...state.customers].sort().map(([k, c]) => [k, { record: withoutArrival(c.record), rev: c.rev, erasedEmailSha: c.erasedEmailSha }]),
   )

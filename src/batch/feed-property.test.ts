@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import '../../test/support/seed.ts'
-import { changeFor, type Topic, type Webhook } from '../domain/webhook.ts'
-import { decideBatch } from './decide.ts'
-import { emptyState, keyOf, type BatchState, type Decision } from './state.ts'
+import { decide, webhook as hook } from '../../test/support/decider.ts'
+import type { Topic, Webhook } from '../domain/webhook.ts'
+import type { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
+import { emptyState } from './state.ts'
 
 // Whatever the webhooks and however they are split into batches: every customer row, order row
 // and ledger entry a decision writes has exactly one feed entry, in the shop of the row, and no
@@ -15,25 +15,7 @@ const NAMES = ['Zelda', 'Quentin', 'Marguerite']
 const EMAILS = ['zelda@example.org', 'quentin@example.org', 'marguerite@example.org']
 const TAGS = ['gold-tier', 'returning-buyer']
 
-let seq = 0
-function webhook(topic: Topic, body: Record<string, unknown>, receivedUs: number): Webhook {
-  const raw = Buffer.from(JSON.stringify(body))
-  return {
-    eventId: `e${++seq}`,
-    shopId: 1,
-    keyId: 1,
-    topic,
-    receivedUs,
-    body: raw,
-    headers: '{}',
-    idemKey: null,
-    bodyHash: createHash('sha256').update(topic).update('\n').update(raw).digest('base64url'),
-    resourceId: body.id as number,
-    customerId: topic === 'order/hook_created' ? ((body.customer as { id: number } | undefined)?.id ?? null) : (body.id as number),
-    change: changeFor(topic, body as never, receivedUs),
-    errors: null,
-  }
-}
+const webhook = (topic: Topic, body: Record<string, unknown>, receivedUs: number) => hook(topic, body as unknown as CustomerBody | OrderBody, { receivedUs })
 
 const at = (minute: number) => new Date(Date.UTC(2024, 4, 1, 10) + minute * 60_000).toISOString()
 const customerArb = fc.record({
@@ -87,16 +69,6 @@ function toWebhook(item: Item, i: number): Webhook {
   return webhook('order/hook_created', body, 1_000_000 + i)
 }
 
-function commit(state: BatchState, d: Decision): void {
-  for (const c of d.customers) c.rev++
-  for (const o of d.orders) o.rev++
-  for (const row of d.ledger) {
-    if (row.orderId === null) continue
-    const key = keyOf(row.shopId, row.orderId)
-    state.ledger.set(key, [...(state.ledger.get(key) ?? []), { customerId: row.customerId, guestEmail: row.guestEmail, points: row.points, basis: row.basis }])
-  }
-}
-
 test("every row a decision writes has one entry; none carries personal data; each resource's revisions follow each other", () => {
   fc.assert(
     fc.property(
@@ -104,13 +76,13 @@ test("every row a decision writes has one entry; none carries personal data; eac
       fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: 10 }),
       (items, cuts) => {
         const hooks = items.map(toWebhook)
-        const state = emptyState()
+        let state = emptyState()
         const revs = new Map<string, number>()
         let i = 0
         for (let b = 0; i < hooks.length; b++) {
           const batch = hooks.slice(i, i + cuts[b % cuts.length]!)
           i += batch.length
-          const d = decideBatch(batch, state)
+          const { decision: d, state: next } = decide(state, batch)
           const byType = (t: string) => d.feed.filter((f) => f.type === t)
           assert.equal(byType('customer.updated').length + byType('customer.deleted').length, d.customers.length)
           assert.equal(byType('order.updated').length, d.orders.length)
@@ -123,7 +95,7 @@ test("every row a decision writes has one entry; none carries personal data; eac
             assert.equal(f.data.rev, (revs.get(key) ?? 0) + 1, `${key}: the next revision`)
             revs.set(key, f.data.rev)
           }
-          commit(state, d)
+          state = next
         }
       },
     ),

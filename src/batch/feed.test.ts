@@ -1,49 +1,12 @@
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
 import { test } from 'node:test'
-import { changeFor, type Topic, type Webhook } from '../domain/webhook.ts'
-import type { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
-import { decideBatch } from './decide.ts'
+import { given, webhook } from '../../test/support/decider.ts'
 import { feedOf } from './feed.ts'
-import { emptyState, keyOf, type BatchState, type Decision, type LedgerRow } from './state.ts'
+import type { LedgerRow } from './state.ts'
 
 // The change feed's entries as given/when/then: given a stored state, when a batch is decided,
 // then the decision carries one entry per customer row, order row and ledger entry it writes,
 // thin (no name, e-mail or tag), credited to the webhook that caused it.
-
-let seq = 0
-let clockUs = Date.UTC(2024, 4, 1, 10) * 1000
-
-function webhook(topic: Topic, body: CustomerBody | OrderBody): Webhook {
-  const raw = Buffer.from(JSON.stringify(body))
-  const receivedUs = ++clockUs
-  return {
-    eventId: `e${++seq}`,
-    shopId: 1,
-    keyId: 1,
-    topic,
-    receivedUs,
-    body: raw,
-    headers: '{}',
-    idemKey: null,
-    bodyHash: createHash('sha256').update(topic).update('\n').update(raw).digest('base64url'),
-    resourceId: body.id,
-    customerId: topic === 'order/hook_created' ? ((body as OrderBody).customer?.id ?? null) : body.id,
-    change: changeFor(topic, body, receivedUs),
-    errors: null,
-  }
-}
-
-/** What the store does between batches, as far as the feed needs: revisions, and the ledger the next batch settles against. */
-function commit(state: BatchState, d: Decision): void {
-  for (const c of d.customers) c.rev++
-  for (const o of d.orders) o.rev++
-  for (const row of d.ledger) {
-    if (row.orderId === null) continue
-    const key = keyOf(row.shopId, row.orderId)
-    state.ledger.set(key, [...(state.ledger.get(key) ?? []), { customerId: row.customerId, guestEmail: row.guestEmail, points: row.points, basis: row.basis }])
-  }
-}
 
 const PERSONAL = ['Ada', 'Lovelace', 'ada@example.com', 'vip']
 const ada = {
@@ -58,7 +21,7 @@ const ada = {
 
 test('a new customer: one customer.updated with its revision, flag and webhook, and nothing personal', () => {
   const w = webhook('customer/hook_created', ada)
-  const d = decideBatch([w], emptyState())
+  const d = given().when([w]).decision
   assert.deepEqual(d.feed, [
     { shopId: 1, type: 'customer.updated', data: { customer_id: 7, rev: 1, is_newsletter: true, event_id: w.eventId, outcome: 'applied' } },
   ])
@@ -76,7 +39,7 @@ test('a paid order with an embedded customer: the customer, the order with its f
     email: 'ada@example.com',
     customer: ada,
   })
-  const d = decideBatch([w], emptyState())
+  const d = given().when([w]).decision
   assert.deepEqual(
     d.feed.map((f) => f.type),
     ['customer.updated', 'order.updated', 'points.changed'],
@@ -125,7 +88,7 @@ test("a guest order: the points are a guest's, without the e-mail they are held 
     processed_at: '2024-05-01T09:00:00Z',
     email: 'guest@example.com',
   })
-  const d = decideBatch([w], emptyState())
+  const d = given().when([w]).decision
   const points = d.feed.find((f) => f.type === 'points.changed')!
   assert.deepEqual(points.data, {
     customer_id: null,
@@ -142,7 +105,6 @@ test("a guest order: the points are a guest's, without the e-mail they are held 
 })
 
 test('a refund after the award: order.updated at revision 2, and the points taken back credited to the refund', () => {
-  const state = emptyState()
   const order = {
     id: 10,
     currency: 'EUR',
@@ -151,9 +113,8 @@ test('a refund after the award: order.updated at revision 2, and the points take
     processed_at: '2024-05-01T09:00:00Z',
     customer: { id: 7, updated_at: '2024-05-01T08:00:00Z' },
   }
-  commit(state, decideBatch([webhook('order/hook_created', order)], state))
   const refund = webhook('order/hook_created', { ...order, is_refunded: true, updated_at: '2024-05-02T09:00:00Z' })
-  const d = decideBatch([refund], state)
+  const d = given([webhook('order/hook_created', order)]).when([refund]).decision
   const order2 = d.feed.find((f) => f.type === 'order.updated')
   assert.ok(order2 && order2.type === 'order.updated')
   assert.equal(order2.data.rev, 2)
@@ -172,7 +133,6 @@ test('a refund after the award: order.updated at revision 2, and the points take
 })
 
 test('a delete: customer.deleted, and the order it erases is changed and credited to the delete', () => {
-  const state = emptyState()
   const order = {
     id: 10,
     currency: 'EUR',
@@ -182,9 +142,8 @@ test('a delete: customer.deleted, and the order it erases is changed and credite
     email: 'ada@example.com',
     customer: { ...ada, updated_at: '2024-05-01T08:00:00Z' },
   }
-  commit(state, decideBatch([webhook('order/hook_created', order)], state))
   const del = webhook('customer/hook_deleted', { ...ada, updated_at: '2024-05-03T10:00:00Z' })
-  const d = decideBatch([del], state)
+  const d = given([webhook('order/hook_created', order)]).when([del]).decision
   const deleted = d.feed.find((f) => f.type === 'customer.deleted')!
   assert.deepEqual(deleted.data, { customer_id: 7, rev: 2, event_id: del.eventId, outcome: 'applied' })
   const orderEntry = d.feed.find((f) => f.type === 'order.updated')
@@ -196,19 +155,19 @@ test('a delete: customer.deleted, and the order it erases is changed and credite
 })
 
 test('a duplicate or a rejected webhook writes no row and has no entry', () => {
-  const state = emptyState()
   const first = webhook('customer/hook_created', ada)
-  commit(state, decideBatch([first], state))
   const copy = { ...first, eventId: 'copy' }
-  const rejected = { ...webhook('customer/hook_created', ada), change: null }
-  assert.deepEqual(decideBatch([copy, rejected], state).feed, [])
+  const rejected = webhook('customer/hook_created', ada, { errors: [{ pointer: '/email', detail: 'bad' }] })
+  given([first])
+    .when([copy, rejected])
+    .then((d) => assert.deepEqual(d.feed, []))
 })
 
 test('several webhooks on one customer in a batch: one entry, for the row written, credited to the latest that changed it', () => {
   const a = webhook('customer/hook_created', { id: 3, is_newsletter: false, updated_at: '2024-05-01T10:00:00Z' })
   const b = webhook('customer/hook_created', { id: 3, is_newsletter: true, updated_at: '2024-05-01T11:00:00Z' })
   const stale = webhook('customer/hook_created', { id: 3, is_newsletter: false, updated_at: '2024-05-01T09:00:00Z' })
-  const d = decideBatch([a, b, stale], emptyState())
+  const d = given().when([a, b, stale]).decision
   assert.deepEqual(d.feed, [
     { shopId: 1, type: 'customer.updated', data: { customer_id: 3, rev: 1, is_newsletter: true, event_id: b.eventId, outcome: 'applied' } },
   ])

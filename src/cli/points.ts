@@ -1,9 +1,10 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { formatInstant, formatUs } from '../domain/time.ts'
-import { parseStoredRule } from '../loyalty/rule.ts'
+import { expiryOf, versionedRule } from '../loyalty/rule.ts'
 import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
 import { allShopIds, findShop } from '../store/keys-repo.ts'
-import { customerBalances, customerEntries, customerLots, readRule } from '../store/points-repo.ts'
+import { customerBalances, customerEntries, customerLots } from '../store/points-repo.ts'
+import { readRule } from '../store/rule-repo.ts'
 import { findCustomer } from '../store/read-repo.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
@@ -63,9 +64,9 @@ export function pointsCommand(): Command {
           ]),
         )
         if (balances.available < 0) console.log('in debt: a refund or cancel took back points that had been spent')
-        const expireAfterDays = parseStoredRule(rule.rule).expire_after_days
-        const expiring = expiringBetween(lots, nowUs, nowUs + 30 * DAY_US, expireAfterDays)
-        if (expireAfterDays === 0) console.log("points never expire under the shop's rule")
+        const expiry = expiryOf(versionedRule(rule))
+        const expiring = expiringBetween(lots, nowUs, nowUs + 30 * DAY_US, expiry)
+        if (expiry.days === 0) console.log("points never expire under the shop's rule")
         else if (expiring.length === 0) console.log('nothing expires in the next 30 days')
         else for (const e of expiring) console.log(`${e.points} points expire at ${formatUs(e.at_us)}`)
         if (page.rows.length === 0) {

@@ -62,37 +62,31 @@ async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
   return shop
 }
 
-/** The fields of the rule that changed, each {from, to}. */
-function ruleChanges(before: Rule, after: Rule): Record<string, { from: unknown; to: unknown }> {
-  const changes: Record<string, { from: unknown; to: unknown }> = {}
-  for (const [field, to] of Object.entries(after)) {
-    const from = (before as Record<string, unknown>)[field]
-    if (JSON.stringify(from) !== JSON.stringify(to)) changes[field] = { from: from ?? null, to }
-  }
-  return changes
-}
-
-function print(name: string, version: number, rule: Rule): void {
-  console.log(JSON.stringify({ shop: name, version, rule }, null, 2))
+function print(name: string, version: number, effectiveAt: string, rule: Rule): void {
+  console.log(JSON.stringify({ shop: name, version, effective_at: effectiveAt, rule }, null, 2))
 }
 
 export function rulesCommand(): Command {
   const rules = new Command('rules').description("show or change a shop's points rule")
   rules
     .command('show')
-    .description("print the shop's points rule and its version, as JSON")
+    .description("print the shop's points rule, its version and when it took effect, as JSON")
     .requiredOption('--shop <name>', 'the shop', shopName)
     .action((options: { shop: string }) =>
       withBackend(async ({ db }) => {
-        const [{ parseStoredRule }, { readRule }] = await Promise.all([import('../loyalty/rule.ts'), import('../store/points-repo.ts')])
+        const [{ parseStoredRule }, { ruleHistory }, { formatUs }] = await Promise.all([
+          import('../loyalty/rule.ts'),
+          import('../store/rule-repo.ts'),
+          import('../domain/time.ts'),
+        ])
         const shop = await shopOrFail(db, options.shop)
-        const stored = await readRule(db, shop.id)
-        print(options.shop, stored.rule_version, parseStoredRule(stored.rule))
+        const [current] = await ruleHistory(db, Number(shop.id), 1)
+        print(options.shop, current!.version, formatUs(current!.effective_us), parseStoredRule(current!.rule))
       }),
     )
   rules
     .command('set')
-    .description('change the rule; every change bumps its version and applies to orders that change afterwards (points rebuild applies it to all)')
+    .description('change the rule: a new version, in effect from now; it applies to orders that change afterwards (points rebuild applies it to all)')
     .requiredOption('--shop <name>', 'the shop', shopName)
     .option('--points-per-unit <n>', 'points per whole currency unit', number)
     .option('--include-shipping', 'shipping earns points')
@@ -112,33 +106,46 @@ export function rulesCommand(): Command {
         // Commander sets the defaults of --no-… options; only options given on the command line count.
         const given = CHANGES.filter((name) => rules.commands.find((c) => c.name() === 'set')!.getOptionValueSource(name) === 'cli')
         if (given.length === 0) throw new Error('nothing changed: give at least one option to change (rules set --help lists them)')
-        const [{ normalizeRule, parseStoredRule }, { readRule, writeRule }] = await Promise.all([
+        const [{ normalizeRule, parseStoredRule }, { nextVersion }, { changeRule, ruleHistory }, { formatUs }] = await Promise.all([
           import('../loyalty/rule.ts'),
-          import('../store/points-repo.ts'),
+          import('../loyalty/rule-changes.ts'),
+          import('../store/rule-repo.ts'),
+          import('../domain/time.ts'),
         ])
-        const current = parseStoredRule((await readRule(db, shop.id)).rule)
-        const next: Rule = normalizeRule({
-          ...current,
-          ...(options.pointsPerUnit !== undefined && { points_per_unit: options.pointsPerUnit }),
-          ...(options.includeShipping !== undefined && { include_shipping: options.includeShipping }),
-          ...(options.includeTax !== undefined && { include_tax: options.includeTax }),
-          ...(options.excludeGiftcard !== undefined && { exclude_giftcard: options.excludeGiftcard }),
-          currency_rates: {
-            ...(options.clearCurrencyRates ? {} : current.currency_rates),
-            ...((options.currencyRate as Record<string, number> | undefined) ?? {}),
-          },
-          ...(options.earnOn !== undefined && { earn_on: options.earnOn }),
-          ...(options.pendingDays !== undefined && { pending_days: options.pendingDays }),
-          ...(options.expireAfterDays !== undefined && { expire_after_days: options.expireAfterDays }),
+        const effectiveUs = Date.now() * 1000
+        let changes = {}
+        // Read, changed and written again if another change came in between.
+        const written = await changeRule(db, Number(shop.id), effectiveUs, (stored) => {
+          const current = parseStoredRule(stored.rule)
+          const next: Rule = normalizeRule({
+            ...current,
+            ...(options.pointsPerUnit !== undefined && { points_per_unit: options.pointsPerUnit }),
+            ...(options.includeShipping !== undefined && { include_shipping: options.includeShipping }),
+            ...(options.includeTax !== undefined && { include_tax: options.includeTax }),
+            ...(options.excludeGiftcard !== undefined && { exclude_giftcard: options.excludeGiftcard }),
+            currency_rates: {
+              ...(options.clearCurrencyRates ? {} : current.currency_rates),
+              ...((options.currencyRate as Record<string, number> | undefined) ?? {}),
+            },
+            ...(options.earnOn !== undefined && { earn_on: options.earnOn }),
+            ...(options.pendingDays !== undefined && { pending_days: options.pendingDays }),
+            ...(options.expireAfterDays !== undefined && { expire_after_days: options.expireAfterDays }),
+          })
+          const version = nextVersion(current, stored.expiry_schedule, next, effectiveUs)
+          changes = version?.changes ?? {}
+          return version
         })
-        const version = await writeRule(db, shop.id, JSON.stringify(next))
-        await auditCommandLine(db, {
-          action: 'rule.set',
-          shopId: Number(shop.id),
-          target: String(version),
-          detail: { version, changes: ruleChanges(current, next) },
-        })
-        print(options.shop, version, next)
+        if (written.changed) {
+          await auditCommandLine(db, {
+            action: 'rule.set',
+            shopId: Number(shop.id),
+            target: String(written.version),
+            detail: { version: written.version, changes },
+          })
+        }
+        // The rule as it now is; the same values again make no version.
+        const [current] = await ruleHistory(db, Number(shop.id), 1)
+        print(options.shop, current!.version, formatUs(current!.effective_us), parseStoredRule(current!.rule))
       }),
     )
   return rules

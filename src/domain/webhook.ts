@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { isMoneySchema } from '../schemas/field-kinds.ts'
 import { OrderBody, type CustomerBody } from '../schemas/webhooks.ts'
 import { CUSTOMER_FIELDS, ORDER_FIELDS, type Clock, type CustomerFields, type CustomerPatch, type OrderFields, type OrderPatch } from './merge.ts'
@@ -75,6 +76,11 @@ export function orderPatch(body: OrderBody, receivedUs: number): OrderPatch {
     patch.customer = { customer_id: body.customer.id, link_us: clock.version_us, snapshot_us: clockOf(body.customer.updated_at, receivedUs).version_us }
   }
   return patch
+}
+
+/** A hash of a webhook's topic and exact body bytes (Webhook.bodyHash): the same delivery sent again hashes the same. */
+export function bodyHash(topic: Topic, raw: Uint8Array | string): string {
+  return createHash('sha256').update(topic).update('\n').update(raw).digest('base64url')
 }
 
 /** The change a valid body asks for. */

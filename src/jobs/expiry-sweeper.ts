@@ -1,5 +1,6 @@
 import type { BatchItem, ExpireCommand } from '../batch/commands.ts'
-import { DAY_US } from '../loyalty/wallet.ts'
+import { dueRanges } from '../loyalty/expiry-schedule.ts'
+import { expiryOf, versionedRule } from '../loyalty/rule.ts'
 import { dueCandidates, expiryRules, maxLedgerId } from '../store/points-repo.ts'
 import type { Backend } from '../store/dialect.ts'
 import type { BatchResult } from '../unit-of-work/apply-batch.ts'
@@ -28,8 +29,8 @@ export function startExpirySweeper(
   everyMs: number,
   report: Report,
 ): ExpirySweeper {
-  /** Per shop and rule: the cutoff already swept, and the ledger id entries after which may have made old lots due again. */
-  const swept = new Map<string, { cutoffUs: number; afterId: number }>()
+  /** Per shop and schedule: the time already swept to, and the ledger id entries after which may have made old lots due again. */
+  const swept = new Map<string, { toUs: number; afterId: number }>()
   let lastMaxId = 0
 
   async function pass(): Promise<number> {
@@ -37,11 +38,17 @@ export function startExpirySweeper(
     // Entries committed after this read have larger ids than the previous pass's read: the next pass looks at those.
     const maxId = await maxLedgerId(backend.db)
     let settled = 0
-    for (const { shopId, expireAfterDays } of await expiryRules(backend.db)) {
-      const key = `${shopId}:${expireAfterDays}`
-      const cutoffUs = nowUs - expireAfterDays * DAY_US
+    for (const { shopId, stored } of await expiryRules(backend.db)) {
+      const schedule = expiryOf(versionedRule(stored))
+      if (schedule.days === 0) continue
+      const key = `${shopId}:${JSON.stringify(schedule)}`
       const since = swept.get(key)
-      const customers = await dueCandidates(backend.db, shopId, cutoffUs, since ?? null)
+      // The lot dates that fell due since the last pass (all that are due on a first one), and,
+      // for entries written since, all the dates due now. The grace may leave nothing due yet.
+      const ranges = dueRanges(schedule, since?.toUs ?? null, nowUs)
+      const changed = since ? { afterId: since.afterId, dueRanges: dueRanges(schedule, null, nowUs) } : null
+      if (ranges.length === 0 && (changed === null || changed.dueRanges.length === 0)) continue
+      const customers = await dueCandidates(backend.db, shopId, ranges, changed)
       for (let i = 0; i < customers.length; i += CHUNK) {
         const items: ExpireCommand[] = customers.slice(i, i + CHUNK).map((customerId) => ({ command: 'expire', shopId, customerId, atUs: nowUs }))
         const results = await Promise.all(items.map(submit))
@@ -49,7 +56,7 @@ export function startExpirySweeper(
         if (failed) throw (failed as { error: Error }).error
       }
       settled += customers.length
-      swept.set(key, { cutoffUs, afterId: lastMaxId })
+      swept.set(key, { toUs: nowUs, afterId: lastMaxId })
     }
     lastMaxId = maxId
     return settled

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
+import { parseSchedule, type ExpirySchedule } from './expiry-schedule.ts'
 import { PENDING_DAYS_MAX, PENDING_DAYS_MIN, RATE_MAX, RATE_MIN } from './rule-limits.ts'
 
 // A shop's points rule. Stored as JSON on the shop with a version that every
@@ -26,6 +27,8 @@ export type Rule = Static<typeof RuleSchema>
 export interface VersionedRule {
   rule: Rule
   version: number
+  /** When each expiry setting took effect (src/loyalty/expiry-schedule.ts); absent: the rule's days since ever. */
+  expiry?: ExpirySchedule
 }
 
 export class RuleError extends Error {}
@@ -42,4 +45,15 @@ export const DEFAULT_RULE: Rule = normalizeRule({})
 
 export function parseStoredRule(json: string | null): Rule {
   return json === null ? DEFAULT_RULE : normalizeRule(JSON.parse(json))
+}
+
+/** The rule's expiry schedule: the one stored with it, else its days in force since ever. */
+export function expiryOf(r: VersionedRule): ExpirySchedule {
+  return r.expiry ?? parseSchedule(null, r.rule.expire_after_days)
+}
+
+/** A stored rule with its stored expiry schedule (shops.rule, shops.rule_version, shops.expiry_schedule). */
+export function versionedRule(stored: { rule: string | null; rule_version: number | string; expiry_schedule?: string | null } | undefined): VersionedRule {
+  const rule = parseStoredRule(stored?.rule ?? null)
+  return { rule, version: Number(stored?.rule_version ?? 1), expiry: parseSchedule(stored?.expiry_schedule ?? null, rule.expire_after_days) }
 }

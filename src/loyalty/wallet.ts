@@ -1,3 +1,5 @@
+import { expiresAtUs, scheduleSinceEver, type ExpirySchedule } from './expiry-schedule.ts'
+
 // A customer's points as lots: the net of every ledger entry that shares one
 // availability date. Spending takes from the oldest lot first and writes its
 // entries on the dates it took from, and expiry writes its entries on the
@@ -49,7 +51,15 @@ export function pendingAt(lots: readonly Lot[], nowUs: number): number {
   return lots.reduce((sum, l) => (l.available_us > nowUs ? sum + l.points : sum), 0)
 }
 
-const due = (lot: Lot, nowUs: number, expireAfterDays: number) => expireAfterDays > 0 && lot.available_us + expireAfterDays * DAY_US <= nowUs
+/** The expiry: the schedule (src/loyalty/expiry-schedule.ts), or a number of days in force since ever. */
+export type Expiry = ExpirySchedule | number
+
+const scheduleOf = (expiry: Expiry): ExpirySchedule => (typeof expiry === 'number' ? scheduleSinceEver(expiry) : expiry)
+
+const due = (lot: Lot, nowUs: number, expiry: ExpirySchedule) => {
+  const at = expiresAtUs(expiry, lot.available_us)
+  return at !== null && at <= nowUs
+}
 
 /**
  * The `expired` entries that bring each available lot to what the rule says it has lost by
@@ -58,13 +68,14 @@ const due = (lot: Lot, nowUs: number, expireAfterDays: number) => expireAfterDay
  * lot loses what it still has; a lot not due (the rule was relaxed) loses nothing. The target
  * depends on no `expired` entry, so applying the result and asking again returns nothing.
  */
-export function expiryCorrections(lots: readonly Lot[], nowUs: number, expireAfterDays: number): LotEntry[] {
+export function expiryCorrections(lots: readonly Lot[], nowUs: number, expiry: Expiry): LotEntry[] {
+  const schedule = scheduleOf(expiry)
   const out: LotEntry[] = []
   let carry = 0
   for (const lot of lots) {
     if (lot.available_us > nowUs) break
     const before = lot.points - lot.expired + carry
-    const target = due(lot, nowUs, expireAfterDays) ? -Math.max(0, before) : 0
+    const target = due(lot, nowUs, schedule) ? -Math.max(0, before) : 0
     if (target !== lot.expired) out.push({ available_us: lot.available_us, points: target - lot.expired })
     carry = Math.min(0, before + target)
   }
@@ -93,18 +104,20 @@ export function spend(lots: readonly Lot[], nowUs: number, points: number): LotE
 }
 
 /** What will expire between `nowUs` and `untilUs`, by due date, if nothing is spent first. */
-export function expiringBetween(lots: readonly Lot[], nowUs: number, untilUs: number, expireAfterDays: number): { points: number; at_us: number }[] {
-  if (expireAfterDays <= 0) return []
-  const out: { points: number; at_us: number }[] = []
+export function expiringBetween(lots: readonly Lot[], nowUs: number, untilUs: number, expiry: Expiry): { points: number; at_us: number }[] {
+  const schedule = scheduleOf(expiry)
+  if (schedule.days <= 0) return []
+  const byDate = new Map<number, number>()
   let carry = 0
   for (const lot of lots) {
-    const atUs = lot.available_us + expireAfterDays * DAY_US
-    if (atUs > untilUs) break
+    // A lot expires after its date; the grace may put an older lot's expiry past a younger one's.
+    if (lot.available_us > untilUs) break
+    const atUs = expiresAtUs(schedule, lot.available_us)!
     const has = lot.points + carry
     carry = Math.min(0, has)
-    if (has > 0 && atUs > nowUs) out.push({ points: has, at_us: atUs })
+    if (has > 0 && atUs > nowUs && atUs <= untilUs) byDate.set(atUs, (byDate.get(atUs) ?? 0) + has)
   }
-  return out
+  return [...byDate].sort((a, b) => a[0] - b[0]).map(([at_us, points]) => ({ points, at_us }))
 }
 
 /**

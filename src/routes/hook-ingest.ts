@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto'
 import { uuidv7 } from '../http/uuid-v7.ts'
 import { arrivalClockUs } from '../http/arrival-clock.ts'
-import { changeFor, type FieldError, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
+import { bodyHash, changeFor, type FieldError, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
 import { idempotencyKey, isObject, NotStored, problem, submit, unavailable, type HeaderBag, type ProblemInit } from '../http/intake/index.ts'
 import type { Config } from '../config.ts'
 import type { BatchItem } from '../batch/commands.ts'
@@ -35,8 +34,6 @@ function keptHeaders(headers: HeaderBag): string {
 
 /** What firstErrors finds in a body with nothing to report (the common case), without building it each time. */
 const NO_ERRORS: ReturnType<typeof firstErrors> = Object.freeze({ errors: Object.freeze([]) as unknown as FieldError[], count: 0 })
-
-const bodyHash = (topic: Topic, raw: Buffer) => createHash('sha256').update(topic).update('\n').update(raw).digest('base64url')
 
 /** The customer a body is about, valid or not, so that erasure finds rejected bodies too. */
 function customerIdOf(topic: Topic, body: Record<string, unknown>): number | null {

@@ -6,10 +6,11 @@ import { formatInstant } from '../domain/time.ts'
 import { noStore } from '../http/no-store.ts'
 import { parseId, problem, sendProblem } from '../http/intake/index.ts'
 import { IdParams, PointsQuery, PointsView } from '../schemas/resources.ts'
-import { parseStoredRule } from '../loyalty/rule.ts'
+import { expiryOf, versionedRule } from '../loyalty/rule.ts'
 import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
 import { formatUs } from '../domain/time.ts'
-import { customerBalances, customerEntries, customerLots, readRule } from '../store/points-repo.ts'
+import { customerBalances, customerEntries, customerLots } from '../store/points-repo.ts'
+import { readRule } from '../store/rule-repo.ts'
 import { findCustomer } from '../store/read-repo.ts'
 import { READ_PROBLEMS, readAnswer } from './resources.ts'
 
@@ -49,11 +50,11 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
         customerLots(backend.db, shopId, id),
         readRule(backend.db, shopId),
       ])
-      const expireAfterDays = parseStoredRule(rule.rule).expire_after_days
+      const expiry = expiryOf(versionedRule(rule))
       return {
         customer_id: id,
         ...balances,
-        expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expireAfterDays).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
+        expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expiry).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
         entries: page.rows.map((r) => ({
           order_id: r.order_id,
           redemption_id: r.redemption_id,

@@ -4,7 +4,7 @@ import { isCommand, type BatchItem } from '../batch/commands.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
 import { parseStoredEntries, storedAdjustment } from './redemption-rows.ts'
-import { parseStoredRule } from '../loyalty/rule.ts'
+import { versionedRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
 import { CUSTOMER_INDEXED, indexedOf, ORDER_INDEXED, storedCustomer, storedOrder } from './rows.ts'
 import type { LedgerRead } from './batch-statements.ts'
@@ -199,7 +199,7 @@ async function loadShop(
     q.ordersByEmail(shopId, [...n.deletedEmails]),
   ] as const)
   const rule = rules[0]
-  state.rules.set(shopId, { rule: parseStoredRule(rule?.rule ?? null), version: Number(rule?.rule_version ?? 1) })
+  state.rules.set(shopId, versionedRule(rule))
   for (const row of idem) state.idem.set(keyOf(shopId, row.idem_key), row.id)
   for (const rows of [customers, byEmail, byErasedEmail]) addCustomers(rows)
   // Asked for, found or not: not asked for again. Orders not stored yet count as loaded: the batch creates them.

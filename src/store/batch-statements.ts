@@ -50,7 +50,9 @@ export function batchStatements(f: StatementFactory) {
     f.insert({ table, columns, types, conflict: 'ON CONFLICT (shop_id, idem_key) WHERE idem_key IS NOT NULL DO NOTHING RETURNING 1' })
 
   return {
-    rule: f.text<{ rule: string | null; rule_version: number }>('SELECT rule, rule_version FROM shops WHERE id = $1'),
+    rule: f.text<{ rule: string | null; rule_version: number; expiry_schedule: string | null }>(
+      'SELECT rule, rule_version, expiry_schedule FROM shops WHERE id = $1',
+    ),
     idem: f.lookup<{ id: string; idem_key: string }>({ table: 'events', columns: 'id, idem_key', column: 'idem_key', keyType: 'text' }),
     customersById: customersBy('id'),
     customersByEmail: customersBy('email_lower'),

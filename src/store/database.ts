@@ -17,6 +17,7 @@ import { writePathV3 } from './migrations/0010-write-path-v3.ts'
 import { adminRoles } from './migrations/0012-admin-roles.ts'
 import { deployment } from './migrations/0013-deployment.ts'
 import { feedPerShop } from './migrations/0014-feed-per-shop.ts'
+import { ruleVersions } from './migrations/0015-rule-versions.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -52,6 +53,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0012-admin-roles': adminRoles,
     '0013-deployment': deployment,
     '0014-feed-per-shop': feedPerShop,
+    '0015-rule-versions': ruleVersions,
   }
 }
 

@@ -38,7 +38,15 @@ export async function ensureShop(db: Kysely<Tables>, name: string): Promise<{ id
     .onConflict((oc) => oc.column('name').doNothing())
     .returning('id')
     .executeTakeFirst()
-  if (inserted) return { id: inserted.id, created: true }
+  if (inserted) {
+    // The rule's first version: the default, in effect from the shop's start (src/store/rule-repo.ts).
+    await db
+      .insertInto('rule_versions')
+      .values({ shop_id: inserted.id, version: 1, rule: null, effective_us: Date.now() * 1000 })
+      .onConflict((oc) => oc.columns(['shop_id', 'version']).doNothing())
+      .execute()
+    return { id: inserted.id, created: true }
+  }
   const shop = await findShop(db, name)
   return { id: shop!.id, created: false }
 }

@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely'
 import { redemptionView } from '../batch/decide-points.ts'
-import { parseStoredRule } from '../loyalty/rule.ts'
 import type { Lot } from '../loyalty/wallet.ts'
 import { parseStoredEntries } from './redemption-rows.ts'
 import type { Tables } from './tables.ts'
@@ -89,25 +88,12 @@ export async function orderHeld(db: Kysely<Tables>, shopId: number, orderId: num
   return Number(row.held)
 }
 
-export async function readRule(db: Kysely<Tables>, shopId: number) {
-  return db.selectFrom('shops').select(['rule', 'rule_version']).where('id', '=', shopId).executeTakeFirstOrThrow()
-}
-
-/** Stores a new rule for the shop and bumps its version; returns the new version. */
-export async function writeRule(db: Kysely<Tables>, shopId: number, ruleJson: string): Promise<number> {
-  const row = await db
-    .updateTable('shops')
-    .set((eb) => ({ rule: ruleJson, rule_version: eb('rule_version', '+', 1) }))
-    .where('id', '=', shopId)
-    .returning('rule_version')
-    .executeTakeFirstOrThrow()
-  return row.rule_version
-}
-
-/** Shops whose rule lets points expire, with the days. */
-export async function expiryRules(db: Kysely<Tables>): Promise<{ shopId: number; expireAfterDays: number }[]> {
-  const rows = await db.selectFrom('shops').select(['id', 'rule']).where('rule', 'is not', null).execute()
-  return rows.map((r) => ({ shopId: r.id, expireAfterDays: parseStoredRule(r.rule).expire_after_days })).filter((r) => r.expireAfterDays > 0)
+/** Shops whose rule lets points expire, each with its stored rule and expiry schedule. */
+export async function expiryRules(
+  db: Kysely<Tables>,
+): Promise<{ shopId: number; stored: { rule: string | null; rule_version: number; expiry_schedule: string | null } }[]> {
+  const rows = await db.selectFrom('shops').select(['id', 'rule', 'rule_version', 'expiry_schedule']).where('rule', 'is not', null).execute()
+  return rows.map((r) => ({ shopId: Number(r.id), stored: r }))
 }
 
 export async function maxLedgerId(db: Kysely<Tables>): Promise<number> {
@@ -119,30 +105,43 @@ export async function maxLedgerId(db: Kysely<Tables>): Promise<number> {
 }
 
 /**
- * Customers that may have points due to expire: a lot dated no later than `cutoffUs` that still
- * holds points. After a first pass only lots that fell due since, or got entries since, are
- * looked at. The decider settles exactly; this only finds whom to ask.
+ * Customers that may have points due to expire: a lot dated within one of `ranges` (inclusive)
+ * that still holds points, or, with `afterId`, one within `dueRanges` that got an entry after that
+ * ledger id. The sweeper asks for the dates that fell due since its last pass; the decider settles
+ * exactly; this only finds whom to ask.
  */
 export async function dueCandidates(
   db: Kysely<Tables>,
   shopId: number,
-  cutoffUs: number,
-  since: { cutoffUs: number; afterId: number } | null,
+  ranges: readonly [number, number][],
+  changed: { afterId: number; dueRanges: readonly [number, number][] } | null,
 ): Promise<number[]> {
   // The shop and the customer unindexed (src/store/unindexed.ts): the sweep reads a range of dates (ledger_available), or of ids, not a shop's ledger.
-  const due = () =>
+  const inRange = ([lo, hi]: [number, number]) =>
     db
       .selectFrom('ledger')
       .select('customer_id')
       .distinct()
       .where(unindexed('shop_id'), '=', shopId)
       .where(unindexed('customer_id'), 'is not', null)
-      .where('available_us', '<=', cutoffUs)
-  const found =
-    since === null
-      ? await due().execute()
-      : [...(await due().where('available_us', '>', since.cutoffUs).execute()), ...(await due().where('id', '>', since.afterId).execute())]
+      .where('available_us', '>=', lo)
+      .where('available_us', '<=', hi)
+  const byId = (afterId: number, [lo, hi]: [number, number]) =>
+    db
+      .selectFrom('ledger')
+      .select('customer_id')
+      .distinct()
+      .where(unindexed('shop_id'), '=', shopId)
+      .where(unindexed('customer_id'), 'is not', null)
+      .where(unindexed('available_us'), '>=', lo)
+      .where(unindexed('available_us'), '<=', hi)
+      .where('id', '>', afterId)
+  const found = [
+    ...(await Promise.all(ranges.map((r) => inRange(r).execute()))).flat(),
+    ...(changed === null ? [] : (await Promise.all(changed.dueRanges.map((r) => byId(changed.afterId, r).execute()))).flat()),
+  ]
   const ids = [...new Set(found.map((r) => Number(r.customer_id)))]
+  const cutoffUs = Math.max(...ranges.map((r) => r[1]), ...(changed?.dueRanges ?? []).map((r) => r[1]))
   const out: number[] = []
   // Of those, the ones with a lot that still holds points.
   for (let i = 0; i < ids.length; i += 1000) {

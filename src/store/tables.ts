@@ -11,6 +11,8 @@ export interface ShopsTable {
   created_at: string
   rule: string | null
   rule_version: Generated<number>
+  /** JSON of the expiry schedule (src/loyalty/expiry-schedule.ts); null: the rule's days since ever. */
+  expiry_schedule: Generated<string | null>
 }
 
 export interface ApiKeysTable {
@@ -227,7 +229,17 @@ export interface AdjustmentsTable {
   request_hash: string
 }
 
+/** Every version of a shop's points rule and when it took effect (migration 0015). */
+export interface RuleVersionsTable {
+  shop_id: number
+  version: number
+  /** JSON of the rule; null is the default rule. */
+  rule: string | null
+  effective_us: number
+}
+
 export interface Tables {
+  rule_versions: RuleVersionsTable
   admins: AdminsTable
   admin_sessions: AdminSessionsTable
   audit_log: AuditLogTable

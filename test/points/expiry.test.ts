@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { rebuildPoints } from '../../src/unit-of-work/rebuild.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/points-repo.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // Expiry over HTTP: points expire N days after they became available unless spent
@@ -34,7 +34,7 @@ forEachDatabase((kind) => {
 
   async function shop(name: string, rule: Partial<Rule> = { expire_after_days: 30 }) {
     const { key, shopId } = await issueKey(t.app.services.backend.db, `${kind}-${name}`)
-    await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(rule)))
+    await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(rule)), 0)
     const post = (path: string, body: unknown) => t.post(path, body, { key })
     const points = async (id: number) => (await t.get(`/v3/customers/${id}/points?limit=500`, key)).json()
     const reasons = async (id: number) => ((await points(id)).entries as Entry[]).map((e) => [e.reason, e.points]).reverse()
@@ -198,7 +198,7 @@ forEachDatabase((kind) => {
     const app = await startTestApp(kind, {}, { clock: () => clock, sweepEveryMs: 50 })
     try {
       const { key, shopId } = await issueKey(app.app.services.backend.db, 'auto')
-      await writeRule(app.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ expire_after_days: 30 })))
+      await writeRule(app.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ expire_after_days: 30 })), 0)
       await app.post(ORDER_CREATED, { id: 1, currency: 'EUR', subtotal: '10.00', is_paid: true, processed_at: processedFor(31), customer: { id: 1 } }, { key })
       let available = 10
       for (let i = 0; i < 400 && available !== 0; i++) {
@@ -216,7 +216,7 @@ forEachDatabase((kind) => {
     const long = iso(Date.now() - 200 * DAY_MS)
     await s.earn(1, 10, '100.00', long)
     const db = t.app.services.backend.db
-    await writeRule(db, s.shopId, JSON.stringify(normalizeRule({ expire_after_days: 30 })))
+    await writeRule(db, s.shopId, JSON.stringify(normalizeRule({ expire_after_days: 30 })), 0)
     assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 1)
     assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 0)
     assert.deepEqual(await s.reasons(1), [
@@ -224,7 +224,7 @@ forEachDatabase((kind) => {
       ['expired', -100],
     ])
     // Relaxed: points expire after 1000 days; they come back.
-    await writeRule(db, s.shopId, JSON.stringify(normalizeRule({ expire_after_days: 1000 })))
+    await writeRule(db, s.shopId, JSON.stringify(normalizeRule({ expire_after_days: 1000 })), 0)
     assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 1)
     assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 0)
     assert.deepEqual(await s.reasons(1), [

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { DEFAULT_RULE } from '../../src/loyalty/rule.ts'
-import { readRule, writeRule } from '../../src/store/points-repo.ts'
+import { readRule, writeRule } from '../../src/store/rule-repo.ts'
 import { createTestDatabase, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts'
 import { runCli, type CliRun } from '../support/cli-process.ts'
 
@@ -79,14 +79,23 @@ forEachDatabase((kind) => {
   test('rules show prints the default rule at version 1', async () => {
     const run = await cli(['rules', 'show', '--shop', 'shop-a'], database.url)
     ok(run, 'rules show')
-    assert.deepEqual(JSON.parse(run.stdout), { shop: 'shop-a', version: 1, rule: DEFAULT_RULE })
+    const shown = JSON.parse(run.stdout)
+    // Version 1 took effect when the shop was made.
+    assert.ok(Math.abs(Date.parse(shown.effective_at) - Date.now()) < 600_000, shown.effective_at)
+    assert.deepEqual(shown, { shop: 'shop-a', version: 1, effective_at: shown.effective_at, rule: DEFAULT_RULE })
   })
 
   test('rules set changes the rule, bumps the version and persists; invalid values and unknown shops are refused in one line', async () => {
     const set = await cli(['rules', 'set', '--shop', 'shop-a', '--points-per-unit', '2', '--include-shipping', '--currency-rate', 'EUR=1.5'], database.url)
     ok(set, 'rules set')
     const expected = { ...DEFAULT_RULE, points_per_unit: 2, include_shipping: true, currency_rates: { EUR: 1.5 } }
-    assert.deepEqual(JSON.parse(set.stdout), { shop: 'shop-a', version: 2, rule: expected })
+    const before = Date.now()
+    const printed = JSON.parse(set.stdout)
+    // In effect from the moment it was written: within the run of the command.
+    assert.ok(Date.parse(printed.effective_at) <= before && before - Date.parse(printed.effective_at) < 60_000, printed.effective_at)
+    assert.deepEqual(printed, { shop: 'shop-a', version: 2, effective_at: printed.effective_at, rule: expected })
+    const shown = await cli(['rules', 'show', '--shop', 'shop-a'], database.url)
+    assert.deepEqual(JSON.parse(shown.stdout), printed)
 
     // Invalid values (the argument parser names the range) and an unknown shop.
     const [word, tooLarge, noShop] = await Promise.all([
@@ -132,13 +141,13 @@ forEachDatabase((kind) => {
   })
 
   test('points rebuild of every shop appends the corrections, a second run nothing', async () => {
-    await writeRule(t.app.services.backend.db, shops.b.id, JSON.stringify({ ...DEFAULT_RULE, points_per_unit: 3 }))
+    await writeRule(t.app.services.backend.db, shops.b.id, JSON.stringify({ ...DEFAULT_RULE, points_per_unit: 3 }), 0)
     assert.deepEqual(appended(await cli(['points', 'rebuild'], database.url)), { checked: 4, appended: 1 })
     assert.equal((await points('b', 1)).available, 300)
     assert.equal((await points('a', 1)).available, 330)
     assert.deepEqual(appended(await cli(['points', 'rebuild'], database.url)), { checked: 4, appended: 0 })
   })
-  test('rules set --expire-after-days, then points rebuild writes the expiry once, and points show prints balances and entries', async () => {
+  test('rules set --expire-after-days expires nothing at once; in effect since ever, points rebuild writes the expiry once, and points show prints balances and entries', async () => {
     const before = await points('a', 1)
     assert.equal((await t.post('/v3/customers/1/redemptions', { points: 30, reference: 'CLI-1' }, { key: shops.a.key })).statusCode, 201)
     const set = await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '400'], database.url)
@@ -146,7 +155,13 @@ forEachDatabase((kind) => {
     assert.equal(JSON.parse(set.stdout).rule.expire_after_days, 400)
     refused(await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '-1'], database.url), /expire-after-days/)
     refused(await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '36501'], database.url), /expire-after-days/)
-    // Orders processed on 2024-01-10, available on 01-24: long past 400 days.
+    // In effect from now: the points available since 2024-01-24 expire no earlier than 400 days from
+    // now (README, Expiry without surprises), so a rebuild expires nothing.
+    assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 0 })
+    assert.equal((await points('a', 1)).available, before.available - 30)
+    // The same rule in effect since ever, as a rule from before versions were kept: long past 400 days.
+    const stored = await readRule(t.app.services.backend.db, shops.a.id)
+    await writeRule(t.app.services.backend.db, shops.a.id, stored.rule!, 0)
     assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 1 })
     assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 0 })
     const after = await points('a', 1)

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { rebuildPoints } from '../../src/unit-of-work/rebuild.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/points-repo.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // The points an order holds follow its current state and the current rule, dates included, and
@@ -44,7 +44,7 @@ forEachDatabase((kind) => {
     const recent = new Date(Date.now() - 86_400_000).toISOString()
     await t.post(ORDER_CREATED, { id: 20, currency: 'EUR', subtotal: '40.00', is_paid: true, processed_at: recent, customer: { id: 2 } }, { key })
     assert.deepEqual(pick((await t.get('/v3/customers/2/points', key)).json()), [0, 40, 40], 'pending for 14 days')
-    await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ pending_days: 0 })))
+    await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ pending_days: 0 })), 0)
     assert.equal((await rebuildPoints(t.app.services.backend, [shopId])).appended, 2)
     assert.deepEqual(pick((await t.get('/v3/customers/2/points', key)).json()), [40, 0, 40], 'available at once under the new rule')
     assert.equal((await rebuildPoints(t.app.services.backend, [shopId])).appended, 0, 'a second run appends nothing')

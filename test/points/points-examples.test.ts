@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
-import { customerBalances, writeRule } from '../../src/store/points-repo.ts'
+import { customerBalances } from '../../src/store/points-repo.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // The points rules' worked examples over HTTP: each a list of webhooks (and rule changes), with the
@@ -691,7 +692,7 @@ forEachDatabase((kind) => {
     test(`worked example: ${example.name}`, async () => {
       const { key, shopId } = await issueKey(t.app.services.backend.db, `example-${n}`)
       const ctx: Context = { t, key, shopId }
-      if (example.rule) await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(example.rule)))
+      if (example.rule) await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(example.rule)), 0)
       let ruleNow: Partial<Rule> = example.rule ?? {}
       for (const [i, step] of example.steps.entries()) {
         const label = `step ${i + 1}`
@@ -701,7 +702,7 @@ forEachDatabase((kind) => {
         }
         if ('rule' in step) {
           ruleNow = { ...ruleNow, ...step.rule }
-          await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(ruleNow)))
+          await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(ruleNow)), 0)
         } else {
           const res = await t.post(step.post, step.body, { key })
           assert.equal(res.statusCode, 200, `${label}: ${res.body}`)

@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { ADJUSTMENT_POINTS_MAX, BALANCE_POINTS_MAX, ORDER_POINTS_MAX, REDEMPTION_POINTS_MAX } from '../../src/loyalty/points-limits.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/points-repo.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
@@ -101,6 +101,7 @@ forEachDatabase((kind) => {
       t.app.services.backend.db,
       s.shopId,
       JSON.stringify(normalizeRule({ points_per_unit: 1_000_000, include_shipping: true, include_tax: true })),
+      0,
     )
     const res = await s.post(ORDER_CREATED, {
       id: 1,

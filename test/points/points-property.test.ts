@@ -6,7 +6,7 @@ import { fromMinor } from '../../src/domain/money.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { rebuildPoints } from '../../src/unit-of-work/rebuild.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/points-repo.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // The points rules' properties, over HTTP, on both databases:
@@ -218,8 +218,8 @@ forEachDatabase((kind) => {
     const db = t.app.services.backend.db
     const once = await nextShop(t)
     const many = await nextShop(t)
-    await writeRule(db, once.shopId, JSON.stringify(rule))
-    await writeRule(db, many.shopId, JSON.stringify(rule))
+    await writeRule(db, once.shopId, JSON.stringify(rule), 0)
+    await writeRule(db, many.shopId, JSON.stringify(rule), 0)
 
     await post(t, once.key, ORDER_CREATED, orderBody(l, l.states.length - 1))
     if (concurrent) {
@@ -361,8 +361,8 @@ forEachDatabase((kind) => {
           const ruleB = { ...ruleBRaw, pending_days: ruleA.pending_days }
           const a = await nextShop(t)
           const b = await nextShop(t)
-          await writeRule(db, a.shopId, JSON.stringify(ruleA))
-          await writeRule(db, b.shopId, JSON.stringify(ruleB))
+          await writeRule(db, a.shopId, JSON.stringify(ruleA), 0)
+          await writeRule(db, b.shopId, JSON.stringify(ruleB), 0)
           for (const [path, body] of hooks(ops)) {
             await post(t, a.key, path, body)
             await post(t, b.key, path, body)
@@ -376,7 +376,7 @@ forEachDatabase((kind) => {
           assert.deepEqual(await ledgerState(a.shopId, nowUs), incremental)
 
           // New rule: corrections once, then nothing; balances as if the rule had always been B.
-          await writeRule(db, a.shopId, JSON.stringify(ruleB))
+          await writeRule(db, a.shopId, JSON.stringify(ruleB), 0)
           await rebuild(a.shopId)
           const rebuilt = await ledgerState(a.shopId, nowUs)
           assert.equal(await rebuild(a.shopId), 0)
@@ -427,7 +427,7 @@ forEachDatabase((kind) => {
       for (let round = 1; round <= 2; round++) {
         const shop = await nextShop(t)
         for (let id = 1; id <= N; id++) await post(t, shop.key, ORDER_CREATED, body(id, 0, false))
-        await writeRule(db, shop.shopId, JSON.stringify(normalizeRule({ points_per_unit: 2 })))
+        await writeRule(db, shop.shopId, JSON.stringify(normalizeRule({ points_per_unit: 2 })), 0)
         // The webhooks start just after the rebuild starts (its first progress report comes before
         // it reads the orders), from the last order backwards, so that they and the rebuild meet.
         let webhooks: Promise<void> | undefined

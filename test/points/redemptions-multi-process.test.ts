@@ -3,7 +3,7 @@ import http from 'node:http'
 import { after, before, test } from 'node:test'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
 import { openBackend } from '../../src/store/database.ts'
-import { writeRule } from '../../src/store/points-repo.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 import { basic, createTestDatabase, onDatabase, ORDER_CREATED, type TestDatabase } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from '../support/server-process.ts'
 
@@ -27,7 +27,7 @@ before(async () => {
   key = issued.key
   const backend = openBackend(database.url)
   try {
-    await writeRule(backend.db, issued.shopId, JSON.stringify(normalizeRule({ expire_after_days: 30 })))
+    await writeRule(backend.db, issued.shopId, JSON.stringify(normalizeRule({ expire_after_days: 30 })), 0)
   } finally {
     await backend.close()
   }

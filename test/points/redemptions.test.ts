@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import fc from 'fast-check'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/points-repo.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 import type { SqliteBatchWriter } from '../../src/unit-of-work/sqlite-writer.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 import { assertUnavailable } from '../support/problems.ts'
@@ -24,7 +24,7 @@ forEachDatabase((kind) => {
   /** A shop of its own, with helpers bound to its key. */
   async function shop(name: string, rule: Partial<Rule> = {}) {
     const { key, shopId } = await issueKey(t.app.services.backend.db, `${kind}-${name}`)
-    if (Object.keys(rule).length > 0) await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(rule)))
+    if (Object.keys(rule).length > 0) await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(rule)), 0)
     const post = (path: string, body: unknown, headers: Record<string, string> = {}) => t.post(path, body, { key, headers })
     const get = (url: string) => t.get(url, key)
     const points = async (id: number) => (await get(`/v3/customers/${id}/points?limit=500`)).json()

@@ -16,6 +16,7 @@ export async function newOperator(t: TestApp, name: string, role: AdminRole = 'o
 export interface AdminClient {
   get(url: string): Promise<LightMyRequestResponse>
   post(url: string, body?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>
+  put(url: string, body: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>
   delete(url: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>
 }
 
@@ -30,6 +31,13 @@ export function adminClient(t: TestApp, key: string): AdminClient {
         url,
         headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
         ...(body === undefined ? {} : { payload: typeof body === 'string' ? body : JSON.stringify(body) }),
+      }),
+    put: (url, body, headers = {}) =>
+      t.app.inject({
+        method: 'PUT',
+        url,
+        headers: { authorization, 'content-type': 'application/json', ...headers },
+        payload: typeof body === 'string' ? body : JSON.stringify(body),
       }),
     delete: (url, headers = {}) => t.app.inject({ method: 'DELETE', url, headers: { authorization, ...headers } }),
   }

@@ -14,6 +14,15 @@ const pgRange = (index: string, table: string, cond: string) =>
 export const ALLOWED: AllowedRange[] = [
   // The console.
   {
+    why: "A shop's rule history, newest first: the shop's range of rule_versions' key, at most 100 rows (src/store/rule-repo.ts); a table of a few rows per shop, which PostgreSQL may scan whole once analyzed.",
+    statement: /^select "version", "rule", "effective_us" from "rule_versions" where "shop_id" = \S+ order by "version" desc limit \S+$/,
+    table: 'rule_versions',
+    shape: {
+      postgres: /^(Seq Scan on rule_versions|Index Scan Backward using rule_versions_pk on rule_versions .*Index Cond: \(shop_id = \$1\))/,
+      sqlite: /^SEARCH rule_versions USING INDEX sqlite_autoindex_rule_versions_1 \(shop_id=\?\)$/,
+    },
+  },
+  {
     why: "The console's events of every shop, newest first: a page of the receive-time index, the filters checked on its rows (src/store/admin-events-repo.ts).",
     statement: /^select [^;]* from "events" (where \(received_us, id\) < \(\S+, \S+\) )?order by "received_us" desc, "id" desc limit \S+$/,
     table: 'events',
@@ -78,7 +87,7 @@ export const ALLOWED: AllowedRange[] = [
   },
   {
     why: "The expiry sweeper reads every shop's rule once a pass: the whole shops table.",
-    statement: /^select "id", "rule" from "shops" where "rule" is not null$/,
+    statement: /^select "id", "rule", "rule_version", "expiry_schedule" from "shops" where "rule" is not null$/,
     table: 'shops',
     shape: { postgres: /^Seq Scan on shops\b/, sqlite: /^SCAN shops$/ },
   },
@@ -162,13 +171,13 @@ export const ALLOWED: AllowedRange[] = [
     shape: { postgres: /^Index Only Scan Backward using ledger_pkey on ledger\b/, sqlite: /^SEARCH ledger$/ },
   },
   {
-    why: "The expiry sweeper finds whom to ask: the entries dated up to the cutoff (on a later pass, those that fell due since the last), or the entries written since the last pass (src/store/points-repo.ts dueCandidates). A range of dates or of ids across shops, the shop and the customer checked on its rows: ledger_available holds only the date, so that no lookup of a customer's lots can take it (migration 0010).",
-    statement: /^select distinct "customer_id" from "ledger" where \+"shop_id" = \S+ and \+"customer_id" is not null and "available_us" <= /,
+    why: "The expiry sweeper finds whom to ask: the entries dated within the ranges that fell due (all that are due on a first pass, those that fell due since the last on a later one), or the entries written since the last pass within the due ranges (src/store/points-repo.ts dueCandidates). A range of dates or of ids across shops, the shop and the customer checked on its rows: ledger_available holds only the date, so that no lookup of a customer's lots can take it (migration 0010).",
+    statement: /^select distinct "customer_id" from "ledger" where \+"shop_id" = \S+ and \+"customer_id" is not null and \+?"available_us" >= /,
     table: 'ledger',
     shape: {
       postgres:
-        /^((Index Scan|Bitmap Heap Scan) using ledger_available on ledger .*(Index|Recheck) Cond: \(\(?available_us <= \$2\)|Index Scan using ledger_pkey on ledger\s+Index Cond: \(id > \$3\))/,
-      sqlite: /^(SEARCH ledger USING INDEX ledger_available \(available_us|SEARCH ledger USING INTEGER PRIMARY KEY \(rowid>\?\))/,
+        /^((Index Scan|Bitmap Heap Scan) using ledger_available on ledger .*(Index|Recheck) Cond: \(\(available_us >= \$2\) AND \(available_us <= \$3\)\)|(Index Scan|Bitmap Heap Scan) using ledger_pkey on ledger\s+(Index|Recheck) Cond: \(id > \$4\))/,
+      sqlite: /^(SEARCH ledger USING INDEX ledger_available \(available_us>\? AND available_us<\?\)|SEARCH ledger USING INTEGER PRIMARY KEY \(rowid>\?\))/,
     },
   },
   {

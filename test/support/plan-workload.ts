@@ -13,7 +13,7 @@ import { shopNames } from '../../src/store/admin-read-repo.ts'
 import { eventsSince } from '../../src/store/admin-events-repo.ts'
 import { changesAfter, lastPosition, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery } from '../../src/store/changes-repo.ts'
 import type { Backend } from '../../src/store/dialect.ts'
-import { writeRule } from '../../src/store/points-repo.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 import { eventsBefore, pruneEvents } from '../../src/store/prune.ts'
 import { adminClient, newOperator } from './admin.ts'
 import type { TestApp } from './harness.ts'
@@ -168,7 +168,7 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
 
   // Expiry: a rule under which the points have expired; the sweeper finds whom to settle, twice
   // (the second pass looks only at what changed since).
-  await writeRule(backend.db, a.id, JSON.stringify(normalizeRule({ expire_after_days: 30 })))
+  await writeRule(backend.db, a.id, JSON.stringify(normalizeRule({ expire_after_days: 30 })), 0)
   await run('an expire command', [{ command: 'expire', shopId: a.id, customerId: 2, atUs: now() }])
   // One batch at a time, as the writer commits them (SQLite has one write transaction).
   let queue: Promise<unknown> = Promise.resolve()
@@ -239,6 +239,8 @@ export async function readEverything(t: TestApp, shopName: string, _written: Wri
   await ok(admin.get(`${base}/customers/8`))
   await ok(admin.get(`${base}/guests?email=other-guest@example.com`))
   await ok(admin.post(`${base}/customers/8/adjustments`, { points: 3, reason: 'console' }, { 'idempotency-key': 'plans-1' }), 201)
+  const rule = await ok(admin.get(`${base}/rule`))
+  await ok(admin.put(`${base}/rule`, { ...rule.rule, points_per_unit: rule.rule.points_per_unit + 1 }))
   const keys = await ok(admin.get(`${base}/keys?limit=1`))
   await ok(admin.get(`${base}/keys?limit=1&cursor=${keys.next_cursor}`))
   const issued = await ok(admin.post(`${base}/keys`), 201)

@@ -4,7 +4,7 @@ import type { CustomerRecord, OrderRecord } from '../../domain/merge.ts'
 import { fromMinor } from '../../domain/money.ts'
 import { formatInstant, formatUs } from '../../domain/time.ts'
 import { explainOrderPoints } from '../../unit-of-work/explain.ts'
-import { parseStoredRule } from '../../loyalty/rule.ts'
+import { expiryOf, versionedRule } from '../../loyalty/rule.ts'
 import { DAY_US, expiringBetween } from '../../loyalty/wallet.ts'
 import {
   AdminCustomer,
@@ -18,7 +18,8 @@ import {
 } from '../../schemas/admin.ts'
 import { customerPage, guestHeld, ledgerOf, ordersOf } from '../../store/admin-read-repo.ts'
 import type { Backend } from '../../store/dialect.ts'
-import { customerBalances, customerLots, readRule } from '../../store/points-repo.ts'
+import { customerBalances, customerLots } from '../../store/points-repo.ts'
+import { readRule } from '../../store/rule-repo.ts'
 import { findCustomer } from '../../store/read-repo.ts'
 import { customerView, orderView, readAnswer } from '../resources.ts'
 import { notFound, parseId, shopByName } from '../../http/intake/index.ts'
@@ -115,12 +116,12 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
         readRule(db, shop.id),
         ordersOf(db, shop.id, { customerId: id }, ORDERS),
       ])
-      const expireAfterDays = parseStoredRule(rule.rule).expire_after_days
+      const expiry = expiryOf(versionedRule(rule))
       return {
         customer: summary(customer),
         points: {
           ...balances,
-          expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expireAfterDays).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
+          expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expiry).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
           entries: entriesOf(ledger.rows),
           more_entries: ledger.more,
         },

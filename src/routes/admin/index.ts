@@ -10,6 +10,7 @@ import { eventRoutes } from './events.ts'
 import { keyRoutes } from './keys.ts'
 import { redemptionRoutes } from './redemptions.ts'
 import { replayRoutes } from './replay.ts'
+import { ruleRoutes } from './rule.ts'
 import { sessionRoutes } from './session.ts'
 import { shopRoutes } from './shops.ts'
 import { streamRoutes } from './stream.ts'
@@ -28,6 +29,7 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await replayRoutes(app, ctx)
   await shopRoutes(app, ctx)
   await customerRoutes(app, ctx)
+  await ruleRoutes(app, ctx)
   await adjustmentRoutes(app, ctx)
   await redemptionRoutes(app, ctx)
   await keyRoutes(app, ctx)

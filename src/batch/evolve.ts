@@ -1,0 +1,79 @@
+import { keyOf, type BatchState, type Decision, type LedgerLine } from './state.ts'
+
+// The other half of the decider: a decision applied to a state, in memory, as the store's write
+// of it (src/store/batch-write.ts) and a later load (src/store/batch-load.ts) would leave it. A
+// batch is a fold of decideBatch and evolve; the property tests' reference and every decider
+// test apply decisions with it, so none keeps its own copy of what a write does.
+
+/**
+ * The state after `decision` is written: its customers and orders at their next revision, its
+ * order entries appended to their orders' ledgers (guest e-mails erased where it redacts an
+ * order), the idempotency keys it claims, its redemptions and adjustments, and the guest holdings
+ * a load would find. Pure: neither `state` nor `decision` is changed.
+ */
+export function evolve(state: BatchState, decision: Decision): BatchState {
+  const customers = new Map(state.customers)
+  for (const c of decision.customers) customers.set(keyOf(c.shopId, c.record.id), { ...c, rev: c.rev + 1 })
+  const orders = new Map(state.orders)
+  for (const o of decision.orders) orders.set(keyOf(o.shopId, o.record.id), { ...o, rev: o.rev + 1 })
+
+  const ledger = new Map(state.ledger)
+  for (const row of decision.ledger) {
+    if (row.orderId === null) continue
+    const key = keyOf(row.shopId, row.orderId)
+    const line: LedgerLine = { customerId: row.customerId, guestEmail: row.guestEmail, points: row.points, basis: row.basis }
+    ledger.set(key, [...(ledger.get(key) ?? []), line])
+  }
+  // Erasure nulls the guest e-mail on the erased orders' entries.
+  for (const r of decision.redactions) {
+    for (const id of r.orderIds) {
+      const key = keyOf(r.shopId, id)
+      const lines = ledger.get(key)
+      if (lines)
+        ledger.set(
+          key,
+          lines.map((l) => ({ ...l, guestEmail: null })),
+        )
+    }
+  }
+
+  const idem = new Map(state.idem)
+  for (const e of decision.events) if (e.idemKey !== null) idem.set(keyOf(e.shopId, e.idemKey), e.id)
+  const redemptions = new Map(state.redemptions)
+  const redemptionIdem = new Map(state.redemptionIdem)
+  for (const r of [...decision.redemptions, ...decision.cancels]) {
+    redemptions.set(keyOf(r.shopId, r.id), r)
+    if (r.idemKey !== null) redemptionIdem.set(keyOf(r.shopId, r.idemKey), r.id)
+  }
+  const adjustmentIdem = new Map(state.adjustmentIdem)
+  for (const a of decision.adjustments ?? []) if (a.idemKey !== null) adjustmentIdem.set(keyOf(a.shopId, a.idemKey), a)
+
+  return {
+    customers,
+    orders,
+    ledger,
+    rules: new Map(state.rules),
+    idem,
+    guestOrders: guestOrdersOf(ledger),
+    wallets: new Map(state.wallets),
+    redemptions,
+    redemptionIdem,
+    adjustmentIdem,
+  }
+}
+
+/** The orders holding points under a guest e-mail, by `${shopId}:${email}`, as a load finds them. */
+export function guestOrdersOf(ledger: BatchState['ledger']): BatchState['guestOrders'] {
+  const guestOrders = new Map<string, number[]>()
+  for (const [key, lines] of ledger) {
+    const held = new Map<string, number>()
+    for (const l of lines) if (l.customerId === null && l.guestEmail !== null) held.set(l.guestEmail, (held.get(l.guestEmail) ?? 0) + l.points)
+    const [shopId, orderId] = key.split(':').map(Number) as [number, number]
+    for (const [email, points] of held) {
+      if (points === 0) continue
+      const k = keyOf(shopId, email)
+      guestOrders.set(k, [...(guestOrders.get(k) ?? []), orderId])
+    }
+  }
+  return guestOrders
+}

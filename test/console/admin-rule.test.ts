@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { DEFAULT_RULE } from '../../src/loyalty/rule.ts'
+import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
+import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
+
+// The points rule in the admin API (README, Loyalty points › The rule in the admin API): GET
+// answers the current version and its history, PUT makes a new version in effect from the
+// moment it is written, recorded in the audit log; a bad rule is refused with the field named.
+
+forEachDatabase((kind) => {
+  describe('the rule in the admin API', () => {
+    let t: TestApp
+    let admin: AdminClient
+    let viewer: AdminClient
+    before(async () => {
+      t = await startTestApp(kind)
+      admin = adminClient(t, (await newOperator(t, 'Rita Rules')).key)
+      viewer = adminClient(t, (await newOperator(t, 'Vic Viewer', 'viewer')).key)
+    })
+    after(() => t.close())
+
+    const URL = '/v3/admin/shops/test/rule'
+
+    test('a new shop has the default rule at version 1, in effect since the shop was made', async () => {
+      const res = await admin.get(URL)
+      assert.equal(res.statusCode, 200)
+      const body = res.json()
+      assert.equal(body.version, 1)
+      assert.deepEqual(body.rule, DEFAULT_RULE)
+      assert.ok(Math.abs(Date.parse(body.effective_at) - Date.now()) < 600_000, body.effective_at)
+      assert.deepEqual(body.history, [{ version: 1, effective_at: body.effective_at, rule: DEFAULT_RULE }])
+    })
+
+    test('PUT makes a new version in effect from now, kept in the history and the audit log; the same rule again changes nothing', async () => {
+      const next = { ...DEFAULT_RULE, points_per_unit: 2.5, currency_rates: { EUR: 2 }, expire_after_days: 365 }
+      const startedUs = Date.now() * 1000
+      const res = await admin.put(URL, next)
+      assert.equal(res.statusCode, 200, res.body)
+      const body = res.json()
+      assert.equal(body.version, 2)
+      assert.deepEqual(body.rule, next)
+      const effectiveUs = Date.parse(body.effective_at) * 1000
+      assert.ok(effectiveUs >= startedUs - 1000 && effectiveUs <= Date.now() * 1000, body.effective_at)
+      assert.deepEqual(
+        body.history.map((v: { version: number; rule: unknown }) => [v.version, v.rule]),
+        [
+          [2, next],
+          [1, DEFAULT_RULE],
+        ],
+      )
+      assert.deepEqual((await admin.get(URL)).json(), body)
+
+      const again = await admin.put(URL, next)
+      assert.equal(again.statusCode, 200)
+      assert.deepEqual(again.json(), body)
+
+      const audit = (await admin.get('/v3/admin/audit?limit=10')).json().items as {
+        operator: string
+        action: string
+        shop: string
+        target: string
+        detail: unknown
+      }[]
+      const sets = audit.filter((e) => e.action === 'rule.set')
+      assert.deepEqual(
+        sets.map((e) => [e.operator, e.shop, e.target, e.detail]),
+        [
+          [
+            'Rita Rules',
+            'test',
+            '2',
+            {
+              version: 2,
+              changes: {
+                points_per_unit: { from: 1, to: 2.5 },
+                currency_rates: { from: {}, to: { EUR: 2 } },
+                expire_after_days: { from: 0, to: 365 },
+              },
+            },
+          ],
+        ],
+      )
+    })
+
+    test('the new rule is what orders earn by from then on', async () => {
+      const res = await t.post(ORDER_CREATED, {
+        id: 501,
+        currency: 'EUR',
+        email: 'rule@example.com',
+        ref: 'R-501',
+        total: '10.00',
+        subtotal: '10.00',
+        amount_shipping: '0.00',
+        amount_giftcard: '0.00',
+        amount_tax: '0.00',
+        cancelled_at: null,
+        processed_at: '2026-01-01T00:00:00Z',
+        is_fulfilled: false,
+        is_refunded: false,
+        is_paid: true,
+        customer: {
+          id: 77,
+          email: 'rule@example.com',
+          first_name: 'R',
+          last_name: 'U',
+          is_newsletter: false,
+          tags: [],
+          created_at: '2025-01-01T00:00:00Z',
+          updated_at: '2025-01-01T00:00:00Z',
+        },
+      })
+      assert.ok(res.statusCode < 300, res.body)
+      const points = (await t.get('/v3/customers/77/points')).json()
+      // 10.00 EUR at the EUR rate of 2.
+      assert.equal(points.lifetime_earned, 20)
+    })
+
+    test('a bad rule is refused with each field named, and nothing changes', async () => {
+      const before = (await admin.get(URL)).json()
+      const partial = await admin.put(URL, { points_per_unit: 3 })
+      assert.equal(partial.statusCode, 422)
+      assert.match(String(partial.headers['content-type']), /^application\/problem\+json/)
+      assert.equal(partial.json().type.endsWith('/invalid-body'), true)
+      const bad = await admin.put(URL, { ...DEFAULT_RULE, points_per_unit: -1, earn_on: 'shipped', colour: 'red' })
+      assert.equal(bad.statusCode, 422)
+      assert.ok(bad.json().error_count >= 2, bad.body)
+      assert.equal((await admin.put(URL, '{"points_per_unit":')).statusCode, 400)
+      assert.deepEqual((await admin.get(URL)).json(), before)
+    })
+
+    test('a viewer may read the rule, not change it; an unknown shop is a 404', async () => {
+      assert.equal((await viewer.get(URL)).statusCode, 200)
+      const refused = await viewer.put(URL, { ...DEFAULT_RULE, points_per_unit: 9 })
+      assert.equal(refused.statusCode, 403)
+      assert.equal((await admin.get('/v3/admin/shops/no-such-shop/rule')).statusCode, 404)
+      assert.equal((await admin.put('/v3/admin/shops/no-such-shop/rule', DEFAULT_RULE)).statusCode, 404)
+      assert.equal((await admin.get(URL)).json().version, 2)
+    })
+  })
+})
