@@ -22,6 +22,7 @@ export const TARGETS = {
     'src/batch/decide-settle.test.ts',
     'src/batch/decide-redact.test.ts',
   ],
+  'src/batch/evolve.ts': ['src/batch/evolve.test.ts'],
 }
 
 const target = process.env.MUTATE
