@@ -13,6 +13,7 @@ import { keyNotify } from './migrations/0009-key-notify.ts'
 import { bigintIds } from './migrations/0011-bigint-ids.ts'
 import { console_ } from './migrations/0007-console.ts'
 import { writePathV3 } from './migrations/0010-write-path-v3.ts'
+import { subscriptions } from './migrations/0013-subscriptions.ts'
 import { adminRoles } from './migrations/0012-admin-roles.ts'
 
 export class DatabaseUrlError extends Error {}
@@ -47,6 +48,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0007-console': console_(backend.types),
     '0010-write-path-v3': writePathV3(backend.kind),
     '0012-admin-roles': adminRoles,
+    '0013-subscriptions': subscriptions(backend.types),
   }
 }
 
