@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net'
 // test says (2xx, an error status, or no answer at all until it is closed).
 
 export interface Received {
+  /** When the answer was sent (epoch ms); undefined while none was. */
+  answeredAt?: number
   /** The request's path: tests tell their subscriptions apart by it. */
   path: string
   headers: http.IncomingHttpHeaders
@@ -12,7 +14,8 @@ export interface Received {
   at: number
 }
 
-export type Answer = number | 'hang'
+/** A status at once, a status after a delay, or no answer at all. */
+export type Answer = number | 'hang' | { status: number; delayMs: number }
 
 export interface Receiver {
   url: string
@@ -48,7 +51,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
-      const got = { path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() }
+      const got: Received = { path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() }
       const index = receiver.received.push(got) - 1
       const answer = receiver.answer(got, index)
       if (answer === 'hang') {
@@ -56,7 +59,16 @@ export async function startReceiver(port = 0): Promise<Receiver> {
         res.on('close', () => hanging.delete(res))
         return
       }
-      res.writeHead(answer).end()
+      if (typeof answer === 'number') {
+        got.answeredAt = Date.now()
+        res.writeHead(answer).end()
+      } else {
+        const timer = setTimeout(() => {
+          got.answeredAt = Date.now()
+          res.writeHead(answer.status).end()
+        }, answer.delayMs)
+        res.on('close', () => clearTimeout(timer))
+      }
     })
   })
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
