@@ -51,8 +51,15 @@ export function subscriptionsCommand(): Command {
         const problems = await subscriptionProblems(options.url, types, config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1)
         if (problems.length > 0) throw new Error(problems.map((p) => p.detail).join('; '))
         const { record, secret } = await createSubscription(db, lazySecretBox(config), { shopId: shop.id, url: options.url, types, nowUs: Date.now() * 1000 })
-        await auditCommandLine(db, { action: 'subscription.create', shopId: shop.id, target: String(record.id), detail: { url: record.url, types: record.types } })
-        console.log(`created subscription ${record.id} of shop ${shop.name} to ${record.url} for ${record.types.join(', ')}; its signing secret, not shown again:`)
+        await auditCommandLine(db, {
+          action: 'subscription.create',
+          shopId: shop.id,
+          target: String(record.id),
+          detail: { url: record.url, types: record.types },
+        })
+        console.log(
+          `created subscription ${record.id} of shop ${shop.name} to ${record.url} for ${record.types.join(', ')}; its signing secret, not shown again:`,
+        )
         console.log(secret)
       }),
     )
@@ -89,7 +96,8 @@ export function subscriptionsCommand(): Command {
       withBackend(async ({ db }) => {
         const shop = await shopOf(db, options.shop)
         const sub = await findSubscription(db, shop.id, id)
-        if (!sub || !(await deleteSubscription(db, shop.id, id))) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
+        if (!sub || !(await deleteSubscription(db, shop.id, id)))
+          throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
         await auditCommandLine(db, { action: 'subscription.delete', shopId: shop.id, target: String(id), detail: { url: sub.url } })
         console.log(`removed subscription ${id} of shop ${shop.name}`)
       }),

@@ -29,7 +29,12 @@ export function verifyCommand(): Command {
       const secret = options.secret ?? process.env.WEBHOOK_SECRET
       if (!secret) throw new Error('give the secret with --secret or WEBHOOK_SECRET')
       const body = options.body === undefined ? await readStdin() : readFileSync(options.body, 'utf8')
-      const why = verifyProblem(secret, { id: options.id, timestamp: options.timestamp, signature: options.signature, body }, Math.floor(Date.now() / 1000), options.tolerance)
+      const why = verifyProblem(
+        secret,
+        { id: options.id, timestamp: options.timestamp, signature: options.signature, body },
+        Math.floor(Date.now() / 1000),
+        options.tolerance,
+      )
       if (why) throw new Error(`not valid: ${why}`)
       console.log('valid: the signature matches the secret, and the timestamp is within the tolerance')
     })

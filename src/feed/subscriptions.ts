@@ -44,7 +44,14 @@ export async function createSubscription(
 ): Promise<{ record: SubscriptionRecord; secret: string }> {
   const secret = newSigningSecret()
   const types = [...new Set(s.types)]
-  const record = await insertSubscription(db, { shopId: s.shopId, url: s.url, types, secret: secrets.seal(secret), createdUs: s.nowUs, position: await lastPosition(db) })
+  const record = await insertSubscription(db, {
+    shopId: s.shopId,
+    url: s.url,
+    types,
+    secret: secrets.seal(secret),
+    createdUs: s.nowUs,
+    position: await lastPosition(db),
+  })
   return { record, secret }
 }
 

@@ -12,7 +12,12 @@ export type PostResult = { ok: true; status: number } | { ok: false; status: num
 /** Most bytes of an endpoint's answer read (and dropped) before the connection is cut. */
 const ANSWER_BYTES = 64 * 1024
 
-export function postWebhook(url: string, headers: Record<string, string>, body: string, options: { timeoutMs: number; allowPrivate: boolean }): Promise<PostResult> {
+export function postWebhook(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  options: { timeoutMs: number; allowPrivate: boolean },
+): Promise<PostResult> {
   const target = new URL(url)
   const lookup: LookupFunction = (hostname, _opts, callback) => {
     resolveEndpoint(hostname, options.allowPrivate).then(

@@ -150,7 +150,13 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     next()
   }
 
-  const loop = startLoop({ pass, firstMs: 0, everyMs: options.pollMs ?? 1000, report, failure: 'looking for outgoing webhooks to send failed; the sender tries again' })
+  const loop = startLoop({
+    pass,
+    firstMs: 0,
+    everyMs: options.pollMs ?? 1000,
+    report,
+    failure: 'looking for outgoing webhooks to send failed; the sender tries again',
+  })
 
   return {
     kick: () => loop.kick(),

@@ -4,7 +4,11 @@ import { Type } from 'typebox'
 
 const Nullable = <T extends ReturnType<typeof Type.String> | ReturnType<typeof Type.Integer>>(schema: T) => Type.Union([schema, Type.Null()])
 
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'the endpoint: http:// or https://, on a public address unless SUBSCRIPTIONS_ALLOW_PRIVATE=1' })
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'the endpoint: http:// or https://, on a public address unless SUBSCRIPTIONS_ALLOW_PRIVATE=1',
+})
 const Types = Type.Array(Type.String({ maxLength: 64, description: 'a feed type (customer.deleted), a family (points.*), or * for every type' }), {
   minItems: 1,
   maxItems: 20,
@@ -13,7 +17,10 @@ const Types = Type.Array(Type.String({ maxLength: 64, description: 'a feed type 
 
 export const SubscriptionBody = Type.Object({ url: Url, types: Types }, { additionalProperties: false })
 
-export const SubscriptionParams = Type.Object({ shop: Type.String({ description: "the shop's name" }), id: Type.String({ description: 'the subscription id' }) })
+export const SubscriptionParams = Type.Object({
+  shop: Type.String({ description: "the shop's name" }),
+  id: Type.String({ description: 'the subscription id' }),
+})
 
 export const NewSubscription = Type.Object(
   {
@@ -34,7 +41,8 @@ export const SubscriptionView = Type.Object(
     created_at: Type.String(),
     position: Type.Integer({ minimum: 0, description: "every entry of the shop's feed up to this position is delivered, or not for this filter" }),
     status: Type.Union([Type.Literal('active'), Type.Literal('retrying'), Type.Literal('failing')], {
-      description: 'active; retrying (the next entry failed and is tried again); failing (it failed for SUBSCRIPTIONS_RETRY_HOURS: no more attempts until a replay)',
+      description:
+        'active; retrying (the next entry failed and is tried again); failing (it failed for SUBSCRIPTIONS_RETRY_HOURS: no more attempts until a replay)',
     }),
     attempts: Type.Integer({ minimum: 0, description: 'failed attempts at the next entry' }),
     next_attempt_at: Nullable(Type.String({ description: 'while retrying: not before this instant' })),

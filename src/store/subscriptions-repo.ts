@@ -48,7 +48,18 @@ export async function insertSubscription(
 ): Promise<SubscriptionRecord> {
   const row = await db
     .insertInto('subscriptions')
-    .values({ shop_id: s.shopId, url: s.url, types: JSON.stringify(s.types), secret: s.secret, old_secret: null, old_secret_until_us: null, created_us: s.createdUs, position: s.position, retrying_since_us: null, last_error: null })
+    .values({
+      shop_id: s.shopId,
+      url: s.url,
+      types: JSON.stringify(s.types),
+      secret: s.secret,
+      old_secret: null,
+      old_secret_until_us: null,
+      created_us: s.createdUs,
+      position: s.position,
+      retrying_since_us: null,
+      last_error: null,
+    })
     .returningAll()
     .executeTakeFirstOrThrow()
   return record(row as Row)

@@ -132,10 +132,19 @@ forEachDatabase((kind) => {
       assert.equal(entries.length, 6)
       const pathOf = (r: Received) => r.path
       await receiver.until((got) => got.filter((r) => r.path === '/all').length >= 6 && got.some((r) => r.path === '/deleted'))
-      const toAll = verified(all.secret, receiver.received.filter((r) => pathOf(r) === '/all'))
+      const toAll = verified(
+        all.secret,
+        receiver.received.filter((r) => pathOf(r) === '/all'),
+      )
       assert.deepEqual(toAll, entries, 'the bodies are the entries of GET /v3/changes, in position order')
-      const toDeleted = verified(deleted.secret, receiver.received.filter((r) => pathOf(r) === '/deleted'))
-      assert.deepEqual(toDeleted.map((e) => e.type), ['customer.deleted'])
+      const toDeleted = verified(
+        deleted.secret,
+        receiver.received.filter((r) => pathOf(r) === '/deleted'),
+      )
+      assert.deepEqual(
+        toDeleted.map((e) => e.type),
+        ['customer.deleted'],
+      )
       for (const r of receiver.received.filter((r) => pathOf(r) === '/all')) {
         const body = JSON.parse(r.body) as Entry
         assert.equal(r.headers['webhook-id'], body.id)
@@ -166,7 +175,11 @@ forEachDatabase((kind) => {
         const entries = await s.changes()
         await receiver.until(() => firstSeen(verified(sub.secret, mine())).length >= 8, 30_000)
         const got = verified(sub.secret, mine())
-        assert.deepEqual(firstSeen(got), entries.map((e) => e.position), 'every entry, first received in position order')
+        assert.deepEqual(
+          firstSeen(got),
+          entries.map((e) => e.position),
+          'every entry, first received in position order',
+        )
         // In order: no entry is received before an earlier one was acknowledged (each retry repeats the same one).
         for (let i = 1; i < got.length; i++) assert.ok(got[i]!.position >= got[i - 1]!.position, 'never out of order')
         assert.ok(got.length >= 12, 'the four failed attempts were retried')
@@ -222,7 +235,9 @@ forEachDatabase((kind) => {
       receiver.answer = (r, i) => (r.path === '/replay' ? 500 : previous(r, i))
       try {
         const { db } = t.app.services.backend
-        await db.executeQuery(retryQuery(db, sub.id, { attempts: 3, nextAttemptUs: 0, sinceUs: (Date.now() - 25 * 3_600_000) * 1000, failing: false, error: 'x' }))
+        await db.executeQuery(
+          retryQuery(db, sub.id, { attempts: 3, nextAttemptUs: 0, sinceUs: (Date.now() - 25 * 3_600_000) * 1000, failing: false, error: 'x' }),
+        )
         await s.post(CUSTOMER_CREATED, { id: 9, updated_at: '2024-05-01T10:00:00Z' })
         for (let i = 0; ; i++) {
           const view = (await admin.get(`${s.path}/${sub.id}`)).json()

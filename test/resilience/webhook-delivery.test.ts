@@ -71,7 +71,14 @@ for (const kind of DATABASES as readonly DatabaseKind[]) {
         const last = receiver.received[receiver.received.length - 1]!
         const file = join(tmpdir(), `webhook-${process.pid}-${kind}.json`)
         writeFileSync(file, last.body)
-        const args = ['--id', String(last.headers['webhook-id']), '--timestamp', String(last.headers['webhook-timestamp']), '--signature', String(last.headers['webhook-signature'])]
+        const args = [
+          '--id',
+          String(last.headers['webhook-id']),
+          '--timestamp',
+          String(last.headers['webhook-timestamp']),
+          '--signature',
+          String(last.headers['webhook-signature']),
+        ]
         const ok = await runCli(['verify', ...args, '--body', file], { WEBHOOK_SECRET: sub.secret })
         assert.equal(ok.code, 0, ok.stderr)
         assert.match(ok.stdout, /^valid/)
@@ -115,7 +122,11 @@ test('two processes on one PostgreSQL: one sender per subscription at a time, ea
     const got = receiver.received
     assert.equal(got.length, 20, 'each entry once')
     const positions = got.map((r) => Number(JSON.parse(r.body).position))
-    assert.deepEqual(positions, [...positions].sort((a, b) => a - b), 'in position order')
+    assert.deepEqual(
+      positions,
+      [...positions].sort((a, b) => a - b),
+      'in position order',
+    )
     for (let i = 1; i < got.length; i++) assert.ok(got[i]!.at >= got[i - 1]!.answeredAt!, 'no delivery began before the previous one was answered')
   } finally {
     for (const s of servers) await stopServerProcess(s)

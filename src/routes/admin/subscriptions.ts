@@ -76,7 +76,7 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
         summary: "Subscribe an endpoint to the shop's change feed; the signing secret is answered this once",
         operationId: 'adminCreateSubscription',
         description:
-          'Every entry of the shop\'s change feed committed from now on whose type matches `types` is POSTed to `url`, signed as Standard Webhooks says. ' +
+          "Every entry of the shop's change feed committed from now on whose type matches `types` is POSTed to `url`, signed as Standard Webhooks says. " +
           'A URL that is not http(s), or whose host resolves to a loopback or private address (unless SUBSCRIPTIONS_ALLOW_PRIVATE=1), and an empty or unknown type pattern answer 422.',
         params: ShopParams,
         body: SubscriptionBody,
@@ -91,7 +91,12 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
       const errors = await subscriptionProblems(url, types, allowPrivate)
       if (errors.length > 0) return sendProblem(reply, invalid('subscription', errors))
       const { record, secret } = await createSubscription(db, services.secrets, { shopId: shop.id, url, types, nowUs: ctx.nowUs() })
-      await recordAudit(db, request.operator, { action: 'subscription.create', shopId: shop.id, target: String(record.id), detail: { url, types: record.types } })
+      await recordAudit(db, request.operator, {
+        action: 'subscription.create',
+        shopId: shop.id,
+        target: String(record.id),
+        detail: { url, types: record.types },
+      })
       return reply.code(201).send({ id: record.id, url: record.url, types: record.types, secret, created_at: formatUs(record.createdUs) })
     },
   )
