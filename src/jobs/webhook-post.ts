@@ -16,7 +16,7 @@ export function postWebhook(
   url: string,
   headers: Record<string, string>,
   body: string,
-  options: { timeoutMs: number; allowPrivate: boolean },
+  options: { timeoutMs: number; allowPrivate: boolean; signal?: AbortSignal },
 ): Promise<PostResult> {
   const target = new URL(url)
   const lookup: LookupFunction = (hostname, _opts, callback) => {
@@ -55,6 +55,13 @@ export function postWebhook(
       request.destroy()
     }, options.timeoutMs)
     request.on('error', (err: NodeJS.ErrnoException) => done({ ok: false, status: null, error: describe(err) }))
+    // Shutting down: the attempt ends now, as a failure the caller does not store.
+    const abort = () => {
+      done({ ok: false, status: null, error: 'the service stopped before an answer came' })
+      request.destroy()
+    }
+    if (options.signal?.aborted) abort()
+    else options.signal?.addEventListener('abort', abort, { once: true })
     request.end(body)
   })
 }

@@ -67,6 +67,8 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   /** Subscriptions being served by this process now. */
   const busy = new Set<number>()
   const waiting: number[] = []
+  /** Aborted by stop: deliveries waiting for an answer end at once, and store nothing. */
+  const stopping = new AbortController()
 
   async function post(sub: SubscriptionRecord, entry: ReturnType<typeof changeView>): Promise<PostResult> {
     const body = JSON.stringify(entry)
@@ -80,7 +82,11 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signatureHeader(valid, entry.id, timestamp, body),
     }
-    return postWebhook(sub.url, headers, body, { timeoutMs: config.SUBSCRIPTIONS_TIMEOUT_MS, allowPrivate: config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1 })
+    return postWebhook(sub.url, headers, body, {
+      timeoutMs: config.SUBSCRIPTIONS_TIMEOUT_MS,
+      allowPrivate: config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1,
+      signal: stopping.signal,
+    })
   }
 
   /** One delivery (or a page of entries the filter skips) of one subscription, under its leader lock. */
@@ -99,6 +105,8 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
           return page.length === PAGE ? 'more' : 'idle'
         }
         const sent = await post(sub, changeView(entry))
+        // Stopped mid-delivery: the entry counts as not sent (the next process sends it again), not as a failure.
+        if (stopping.signal.aborted) return 'idle'
         const doneUs = Date.now() * 1000
         const attempts = sub.attempts + 1
         const delivery = { position: entry.position, type: entry.type, attempts, responseStatus: sent.status, updatedUs: doneUs }
@@ -162,8 +170,9 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     kick: () => loop.kick(),
     async stop() {
       waiting.length = 0
+      stopping.abort()
       await loop.stop()
-      // A delivery in flight ends within SUBSCRIPTIONS_TIMEOUT_MS; its progress is stored or not, never half.
+      // Deliveries waiting for an answer ended at the abort, storing nothing; one storing its progress finishes that.
       while (busy.size > 0) await new Promise((r) => setTimeout(r, 20))
     },
   }

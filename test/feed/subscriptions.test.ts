@@ -274,6 +274,38 @@ forEachDatabase((kind) => {
     })
   })
 
+  describe('isolation', () => {
+    test('an endpoint that never answers delays neither another subscription nor the intake', async () => {
+      const slow = await startTestApp(kind, {
+        SUBSCRIPTIONS_ALLOW_PRIVATE: '1',
+        SECRETS_KEY,
+        SUBSCRIPTIONS_TIMEOUT_MS: '60000',
+        SUBSCRIPTIONS_CONCURRENCY: '2',
+      })
+      const local = await startReceiver()
+      try {
+        const op = adminClient(slow, (await newOperator(slow, 'Isolation')).key)
+        local.answer = (r) => (r.path === '/dead' ? 'hang' : 204)
+        for (const path of ['/dead', '/live']) {
+          const res = await op.post('/v3/admin/shops/test/subscriptions', { url: local.url.replace('/hooks', path), types: ['*'] })
+          assert.equal(res.statusCode, 201, res.body)
+        }
+        for (let i = 1; i <= 5; i++) {
+          const started = Date.now()
+          const res = await slow.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
+          assert.equal(res.statusCode, 200, res.body)
+          // Generous for a loaded machine; the dead endpoint would hold it for 60 s.
+          assert.ok(Date.now() - started < 5000, 'the intake answers at its commit')
+        }
+        await local.until((got) => got.filter((r) => r.path === '/live').length >= 5, 10_000)
+        assert.equal(local.received.filter((r) => r.path === '/dead').length, 1, 'the dead endpoint holds its first entry')
+      } finally {
+        await local.close()
+        await slow.close()
+      }
+    })
+  })
+
   describe('the SSRF guard', () => {
     test('without SUBSCRIPTIONS_ALLOW_PRIVATE, loopback and private endpoints are refused (422)', async () => {
       const guarded = await startTestApp(kind, { SECRETS_KEY })
