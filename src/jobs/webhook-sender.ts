@@ -14,6 +14,7 @@ import {
   saveDeliveryQuery,
   subscriptionOf,
   subscriptionQuery,
+  trimDeliveriesQuery,
   type SubscriptionRecord,
 } from '../store/subscriptions-repo.ts'
 import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
@@ -113,6 +114,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
         if (sent.ok) {
           await leader.write(saveDeliveryQuery(db, id, { ...delivery, status: 'delivered', lastError: null }))
           await leader.write(advanceQuery(db, id, entry.position))
+          await leader.write(trimDeliveriesQuery(db, id))
           metrics.delivered.inc()
           return 'more'
         }

@@ -158,6 +158,25 @@ export const saveDeliveryQuery = (db: Kysely<Tables>, subscriptionId: number, d:
     .compile()
 }
 
+/** Deliveries kept per subscription: older ones are deleted as new ones are acknowledged. */
+export const DELIVERIES_KEPT = 200
+
+/** Deletes a subscription's deliveries older than its latest DELIVERIES_KEPT. */
+export const trimDeliveriesQuery = (db: Kysely<Tables>, subscriptionId: number) =>
+  db
+    .deleteFrom('subscription_deliveries')
+    .where('subscription_id', '=', subscriptionId)
+    .where('position', '<', (eb) =>
+      eb
+        .selectFrom('subscription_deliveries')
+        .select('position')
+        .where('subscription_id', '=', subscriptionId)
+        .orderBy('position', 'desc')
+        .limit(1)
+        .offset(DELIVERIES_KEPT - 1),
+    )
+    .compile()
+
 /** A subscription's latest deliveries, newest position first. */
 export async function recentDeliveries(db: Kysely<Tables>, subscriptionId: number, limit: number): Promise<DeliveryRecord[]> {
   const rows = await db

@@ -57,7 +57,14 @@ forEachDatabase((kind) => {
       await page.fill('input[name=key]', adminKey)
       await page.click('button[type=submit]')
       await page.locator('[data-operator]').waitFor()
-      await page.goto(`${base}/admin/subscriptions?shop=${SHOP}`)
+      // Moved between pages as an operator does (a reload would cut the requests in flight short).
+      const webhooksPage = async () => {
+        await page.click('nav.top a[href="/admin/keys"]')
+        await page.locator('table.keys').waitFor()
+        await page.click('nav.top a[href="/admin/subscriptions"]')
+      }
+      await webhooksPage()
+      await page.locator('form.subscribe').waitFor()
       await page.fill('input[name=url]', receiver.url)
       await page.fill('input[name=types]', 'customer.*')
       await page.click('button[name=subscribe]')
@@ -75,7 +82,7 @@ forEachDatabase((kind) => {
       })
       assert.equal(answer.status, 200)
       await receiver.until((got) => got.length >= 2)
-      await page.reload()
+      await webhooksPage()
       const row = page.locator('tr[data-subscription]')
       await row.locator('[data-status=retrying]').waitFor()
       await row.locator('button[name=deliveries]').click()
@@ -92,7 +99,7 @@ forEachDatabase((kind) => {
       await page.fill('input[name=replay-after]', '0')
       await page.click('button[name=replay]')
       await receiver.until((got) => got.filter((r) => r.answeredAt !== undefined && JSON.parse(r.body).data.customer_id === 1).length >= 3)
-      await page.reload()
+      await webhooksPage()
       await page.locator('tr[data-subscription] [data-status=active]').waitFor()
       await page.locator('tr[data-subscription] button[name=deliveries]').click()
       await page.locator('[data-deliveries] tr[data-delivery].delivered').first().waitFor()
