@@ -96,8 +96,7 @@ export function subscriptionsCommand(): Command {
       withBackend(async ({ db }) => {
         const shop = await shopOf(db, options.shop)
         const sub = await findSubscription(db, shop.id, id)
-        if (!sub || !(await deleteSubscription(db, shop.id, id)))
-          throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
+        if (!sub || !(await deleteSubscription(db, id))) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
         await auditCommandLine(db, { action: 'subscription.delete', shopId: shop.id, target: String(id), detail: { url: sub.url } })
         console.log(`removed subscription ${id} of shop ${shop.name}`)
       }),

@@ -72,14 +72,15 @@ export async function shopSubscriptions(db: Kysely<Tables>, shopId: number): Pro
 }
 
 export async function findSubscription(db: Kysely<Tables>, shopId: number, id: number): Promise<SubscriptionRecord | undefined> {
-  const row = await db.selectFrom('subscriptions').selectAll().where('id', '=', id).where('shop_id', '=', shopId).executeTakeFirst()
-  return row && record(row as Row)
+  // By its key alone; a subscription of another shop is none of this one's.
+  const row = await db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst()
+  return row && Number(row.shop_id) === shopId ? record(row as Row) : undefined
 }
 
-/** Removes a subscription and its deliveries; whether there was one. */
-export async function deleteSubscription(db: Kysely<Tables>, shopId: number, id: number): Promise<boolean> {
+/** Removes a subscription (found first through its shop: findSubscription) and its deliveries; whether there was one. */
+export async function deleteSubscription(db: Kysely<Tables>, id: number): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const gone = await trx.deleteFrom('subscriptions').where('id', '=', id).where('shop_id', '=', shopId).executeTakeFirst()
+    const gone = await trx.deleteFrom('subscriptions').where('id', '=', id).executeTakeFirst()
     if (Number(gone.numDeletedRows) === 0) return false
     await trx.deleteFrom('subscription_deliveries').where('subscription_id', '=', id).execute()
     return true
@@ -102,8 +103,8 @@ export async function replaySubscription(db: Kysely<Tables>, id: number, positio
 
 /** Ids of the subscriptions the sender may try at `nowUs` (not failing, not waiting for a retry), of every shop. */
 export async function dueSubscriptionIds(db: Kysely<Tables>, nowUs: number): Promise<number[]> {
-  const rows = await db.selectFrom('subscriptions').select('id').where('failing', '=', 0).where('next_attempt_us', '<=', nowUs).orderBy('id').execute()
-  return rows.map((r) => Number(r.id))
+  const rows = await db.selectFrom('subscriptions').select('id').where('failing', '=', 0).where('next_attempt_us', '<=', nowUs).execute()
+  return rows.map((r) => Number(r.id)).sort((x, y) => x - y)
 }
 
 /** How many subscriptions are failing, of every shop (for /metrics). */

@@ -134,7 +134,7 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
     },
     async (request, reply) => {
       const { shop, sub } = await subscriptionOf(request.params)
-      if (await deleteSubscription(db, shop.id, sub.id)) {
+      if (await deleteSubscription(db, sub.id)) {
         await recordAudit(db, request.operator, { action: 'subscription.delete', shopId: shop.id, target: String(sub.id), detail: { url: sub.url } })
       }
       return reply.code(204).send(undefined as never)

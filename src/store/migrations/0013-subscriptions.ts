@@ -29,6 +29,8 @@ export function subscriptions(t: DialectTypes) {
         .addColumn('last_error', 'text')
         .execute()
       await db.schema.createIndex('subscriptions_shop').on('subscriptions').columns(['shop_id', 'id']).execute()
+      // The sender's look for due subscriptions, and the count of failing ones.
+      await db.schema.createIndex('subscriptions_due').on('subscriptions').columns(['failing', 'next_attempt_us']).execute()
       await db.schema
         .createTable('subscription_deliveries')
         .addColumn('subscription_id', 'integer', (c) => c.notNull())
