@@ -69,6 +69,12 @@ export const ConfigSchema = Type.Object({
   }),
   /** The JetStream stream the relay publishes to, created when missing. */
   NATS_STREAM: Type.String({ default: 'SHOP_INTAKE', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'a stream name of 1 to 64 letters, digits, - and _' }),
+  /** Subjects the relay publishes under (`<prefix>.<shop id>.<type>`); empty: `shop-intake.<deployment id>`, this database's own. */
+  NATS_SUBJECT_PREFIX: Type.String({
+    default: '',
+    pattern: '^([A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*)?$',
+    description: 'empty, or NATS subject tokens (letters, digits, - and _) separated by dots, such as acme.loyalty',
+  }),
   // Running several processes (README, "Running several processes").
   /** Server processes `serve` starts (Node's cluster module); more than 1 needs PostgreSQL. */
   WORKERS: Type.Integer({ minimum: 1, maximum: 256, default: 1 }),

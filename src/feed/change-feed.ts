@@ -43,6 +43,7 @@ export function startChangeFeed(
       batchWriter,
       url: config.NATS_URL,
       stream: config.NATS_STREAM,
+      subjectPrefix: config.NATS_SUBJECT_PREFIX,
       report,
       onPublished: (n) => counters.published.inc(n),
     })

@@ -26,6 +26,17 @@ export function feedMetrics(registry: Registry, relay: () => Relay | undefined) 
       if (r) this.set(r.status().connected ? 1 : 0)
     },
   })
+  new Gauge({
+    name: 'shop_intake_feed_relay_publishing',
+    help: 'NATS_URL set: 1 while the relay can publish (connected, its stream ready, its last round not failed), else 0',
+    registers,
+    // With WORKERS: 1 only while every worker can.
+    aggregator: 'min',
+    collect() {
+      const r = relay()
+      if (r) this.set(r.status().publishing ? 1 : 0)
+    },
+  })
   return {
     published: new Counter({
       name: 'shop_intake_feed_published_total',

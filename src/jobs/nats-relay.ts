@@ -1,6 +1,6 @@
 import { connect, Events, nanos, StorageType, type JetStreamClient, type NatsConnection } from 'nats'
 import { changeView } from '../feed/entry.ts'
-import { changesAfter, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../store/changes-repo.ts'
+import { changesAfter, deploymentId, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../store/changes-repo.ts'
 import type { Backend } from '../store/dialect.ts'
 import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
 import { startLoop } from './loop.ts'
@@ -16,12 +16,26 @@ import type { Report } from './report.ts'
 // and the stream drops them. While NATS is down nothing advances, the entries wait in the
 // database, and the lag grows. Its three loops (connecting, relaying, sampling the lag) are the
 // jobs' one loop (src/jobs/loop.ts).
+//
+// Several deployments may share one NATS: each publishes under its own subject prefix
+// (NATS_SUBJECT_PREFIX, by default `shop-intake.<deployment id>`, the id made once with the
+// database: migration 0013), with message ids `<deployment id>.<shop>.<position>`, so that no
+// deployment's entries are taken for another's duplicates. A stream that exists without this
+// prefix's subjects gets them added. Whatever keeps the relay from publishing (no connection, a
+// stream it cannot create or extend, refused publishes) is in status() (`publishing`, `error`),
+// so /readyz and /metrics show it, and in the log once every half minute while it lasts.
 
 export interface RelayStatus {
   /** Whether this process is connected to NATS now. */
   connected: boolean
   /** Age in seconds of the oldest entry not yet published (0 when none), as last sampled. */
   lagSeconds: number
+  /** Whether the relay can publish now: connected, its stream ready, and its last round not failed. */
+  publishing: boolean
+  /** Why it cannot, when it cannot (the last failure's message); null while it publishes. */
+  error: string | null
+  /** The subject prefix it publishes under, once known (null before the deployment id is read). */
+  subjectPrefix: string | null
 }
 
 export interface Relay {
@@ -36,6 +50,8 @@ export interface RelayOptions {
   batchWriter: BatchWriter
   url: string
   stream: string
+  /** NATS_SUBJECT_PREFIX: empty for `shop-intake.<deployment id>`. */
+  subjectPrefix?: string
   report: Report
   onPublished?: (count: number) => void
   /** How often to look for entries to publish besides kicks, and to sample the lag. */
@@ -53,11 +69,33 @@ const LAG_SAMPLE_MS = 1000
 /** How long after a failed connection attempt the next one comes. */
 const CONNECT_RETRY_MS = 500
 
-export const subjectOf = (shopId: number, type: string) => `shop-intake.${shopId}.${type}`
+/** The subject of a shop's entry of `type` under `prefix`. */
+export const subjectOf = (prefix: string, shopId: number, type: string) => `${prefix}.${shopId}.${type}`
+
+/** The default subject prefix of a deployment. */
+export const defaultSubjectPrefix = (deployment: string) => `shop-intake.${deployment}`
+
+/** Whether the stream subject `filter` (with NATS wildcards `*` and a last `>`) takes every subject under `prefix`. */
+export function covers(filter: string, prefix: string): boolean {
+  const f = filter.split('.')
+  const p = prefix.split('.')
+  for (const [i, token] of f.entries()) {
+    if (token === '>') return i <= p.length
+    if (i >= p.length) return false
+    if (token !== '*' && token !== p[i]) return false
+  }
+  return false
+}
 
 export function startRelay(options: RelayOptions): Relay {
   const { backend, batchWriter, url, stream, report } = options
-  const onError = (err: unknown, what: string) => report(what, err, `${what} failed; the relay tries again`)
+  let failure: string | null = null
+  let failures = 0
+  const onError = (err: unknown, what: string) => {
+    failures++
+    failure = `${what} failed: ${err instanceof Error ? err.message : String(err)}`
+    report(what, err, `${what} failed; the relay tries again, and /readyz shows it (nats.publishing false) until it succeeds`)
+  }
   const pollMs = options.pollMs ?? 250
   const { db } = backend
   let nc: NatsConnection | undefined
@@ -66,13 +104,18 @@ export function startRelay(options: RelayOptions): Relay {
   let streamReady = false
   let stopped = false
   let lagSeconds = 0
-  let attempts = 0
   const encoder = new TextEncoder()
+  let deployment: string | undefined
+  let prefix: string | undefined
 
   /** Until connected: NATS connects again by itself once it has. */
   async function open(): Promise<void> {
     if (stopped || nc) return
     try {
+      if (deployment === undefined) {
+        deployment = await deploymentId(db)
+        prefix = options.subjectPrefix || defaultSubjectPrefix(deployment)
+      }
       const c = await connect({ servers: url.split(','), name: 'shop-intake relay', maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 2000 })
       if (stopped) {
         await c.close()
@@ -84,14 +127,17 @@ export function startRelay(options: RelayOptions): Relay {
       void watchStatus(c)
       relay.kick()
     } catch (err) {
-      // Once per outage, not every attempt: /readyz and the lag gauge show the rest.
-      if (attempts++ === 0) onError(err, 'connecting to NATS')
+      // Every attempt, which the report logs once per half minute.
+      onError(err, 'connecting to NATS')
     }
   }
 
   async function watchStatus(c: NatsConnection) {
     for await (const s of c.status()) {
-      if (s.type === Events.Disconnect) connected = false
+      if (s.type === Events.Disconnect) {
+        connected = false
+        failure ??= 'NATS is disconnected'
+      }
       if (s.type === Events.Reconnect) {
         connected = true
         // A NATS that lost its storage has lost the stream too: look again.
@@ -101,12 +147,25 @@ export function startRelay(options: RelayOptions): Relay {
     }
   }
 
+  /** The stream, made when missing; one that exists without this prefix's subjects gets them added. */
   async function ensureStream(c: NatsConnection) {
     const jsm = await c.jetstreamManager()
+    const subject = `${prefix!}.>`
+    let info
     try {
-      await jsm.streams.info(stream)
-    } catch {
-      await jsm.streams.add({ name: stream, subjects: ['shop-intake.>'], storage: StorageType.File, duplicate_window: nanos(DUPLICATE_WINDOW_MS) })
+      info = await jsm.streams.info(stream)
+    } catch (err) {
+      if (!(err instanceof Error && /stream not found/i.test(err.message))) throw err
+    }
+    try {
+      if (!info) {
+        await jsm.streams.add({ name: stream, subjects: [subject], storage: StorageType.File, duplicate_window: nanos(DUPLICATE_WINDOW_MS) })
+      } else if (!info.config.subjects.some((s) => covers(s, prefix!))) {
+        await jsm.streams.update(stream, { ...info.config, subjects: [...info.config.subjects, subject] })
+      }
+    } catch (err) {
+      // Most often another stream already takes these subjects: NATS names the overlap.
+      throw new Error(`the stream ${stream} cannot take the subjects ${subject}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
     }
     streamReady = true
   }
@@ -115,7 +174,10 @@ export function startRelay(options: RelayOptions): Relay {
   async function publish(rows: readonly ChangeRow[], from: number): Promise<number> {
     const acks = await Promise.allSettled(
       rows.map((r) =>
-        js!.publish(subjectOf(r.shop_id, r.type), encoder.encode(JSON.stringify(changeView(r))), { msgID: String(r.position), timeout: ACK_TIMEOUT_MS }),
+        js!.publish(subjectOf(prefix!, r.shop_id, r.type), encoder.encode(JSON.stringify(changeView(r))), {
+          msgID: `${deployment!}.${r.shop_id}.${r.position}`,
+          timeout: ACK_TIMEOUT_MS,
+        }),
       ),
     )
     let upTo = from
@@ -124,7 +186,7 @@ export function startRelay(options: RelayOptions): Relay {
       if (ack.status === 'rejected') {
         streamReady = false
         onError(ack.reason, 'publishing to NATS')
-        break
+        return upTo
       }
       upTo = Number(rows[i]!.position)
       if (!ack.value.duplicate) count++
@@ -153,8 +215,17 @@ export function startRelay(options: RelayOptions): Relay {
   /** A pass: rounds while each finds a full one (again), kicked by commits and every `pollMs`. */
   async function pass() {
     if (!nc || !connected) return
-    if (!streamReady) await ensureStream(nc)
-    if ((await round()) === ROUND) relay.kick()
+    try {
+      if (!streamReady) await ensureStream(nc)
+    } catch (err) {
+      onError(err, 'preparing the JetStream stream')
+      return
+    }
+    const before = failures
+    const took = await round()
+    // A round that ended without a new failure: the relay publishes.
+    if (failures === before) failure = null
+    if (took === ROUND) relay.kick()
   }
 
   async function sampleLag() {
@@ -174,7 +245,13 @@ export function startRelay(options: RelayOptions): Relay {
 
   return {
     kick: () => relay.kick(),
-    status: () => ({ connected, lagSeconds }),
+    status: () => ({
+      connected,
+      lagSeconds,
+      publishing: connected && streamReady && failure === null,
+      error: connected ? (streamReady ? failure : (failure ?? 'the stream is not ready yet')) : (failure ?? 'not connected to NATS yet'),
+      subjectPrefix: prefix ?? null,
+    }),
     async stop() {
       stopped = true
       const [relayed, sampled] = [relay.stop(), sampler.stop()]

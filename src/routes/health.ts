@@ -48,7 +48,17 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
         return {
           status: 'ready' as const,
           database: backend.kind,
-          ...(relay ? { nats: { connected: relay.connected, relay_lag_seconds: relay.lagSeconds } } : {}),
+          ...(relay
+            ? {
+                nats: {
+                  connected: relay.connected,
+                  relay_lag_seconds: relay.lagSeconds,
+                  publishing: relay.publishing,
+                  error: relay.error,
+                  subject_prefix: relay.subjectPrefix,
+                },
+              }
+            : {}),
           ...(redis === undefined ? {} : { redis: redis ? ('up' as const) : ('down' as const) }),
         }
       } catch (err) {

@@ -11,10 +11,18 @@ export const Readiness = Type.Object(
         {
           connected: Type.Boolean({ description: 'whether this process is connected to NATS now' }),
           relay_lag_seconds: Type.Number({ minimum: 0, description: 'age of the oldest change feed entry not yet published (0 when none)' }),
+          publishing: Type.Boolean({
+            description: "whether the relay can publish now: connected, its stream ready (made, or given this prefix's subjects) and its last round not failed",
+          }),
+          error: Type.Union([Type.String(), Type.Null()], { description: 'why the relay cannot publish (the last failure), null while it can' }),
+          subject_prefix: Type.Union([Type.String(), Type.Null()], {
+            description: 'the subjects it publishes under: NATS_SUBJECT_PREFIX, or shop-intake.<deployment id> (null until read from the database)',
+          }),
         },
         {
           additionalProperties: false,
-          description: 'with NATS_URL set: the change feed relay. NATS being down does not make the service unready: entries wait in the database',
+          description:
+            'with NATS_URL set: the change feed relay. A relay that cannot publish does not make the service unready (webhooks are still taken, and entries wait in the database): it shows here and in the log every half minute',
         },
       ),
     ),

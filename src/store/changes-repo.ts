@@ -52,3 +52,9 @@ export async function oldestUnpublishedUs(db: Kysely<Tables>, stream: string): P
   const next = await db.selectFrom('feed').select('created_us').where('position', '>', cursor).orderBy('position').limit(1).executeTakeFirst()
   return next ? Number(next.created_us) : null
 }
+
+/** This database's deployment id (migration 0013): the relay's default subject prefix and its message ids carry it. */
+export async function deploymentId(db: Kysely<Tables>): Promise<string> {
+  const row = await db.selectFrom('deployment').select('id').executeTakeFirstOrThrow()
+  return row.id
+}

@@ -13,8 +13,9 @@ import { keyNotify } from './migrations/0009-key-notify.ts'
 import { bigintIds } from './migrations/0011-bigint-ids.ts'
 import { console_ } from './migrations/0007-console.ts'
 import { writePathV3 } from './migrations/0010-write-path-v3.ts'
-import { subscriptions } from './migrations/0013-subscriptions.ts'
+import { subscriptions } from './migrations/0014-subscriptions.ts'
 import { adminRoles } from './migrations/0012-admin-roles.ts'
+import { deployment } from './migrations/0013-deployment.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -48,7 +49,8 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0007-console': console_(backend.types),
     '0010-write-path-v3': writePathV3(backend.kind),
     '0012-admin-roles': adminRoles,
-    '0013-subscriptions': subscriptions(backend.types),
+    '0013-deployment': deployment,
+    '0014-subscriptions': subscriptions(backend.types),
   }
 }
 

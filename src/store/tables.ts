@@ -150,6 +150,12 @@ export interface FeedTable {
 }
 
 /** The one row (id 1) that hands out feed positions: its lock orders the batches' commits. */
+/** The deployment (one row, migration 0013): its id tells this database's feed apart on a shared NATS. */
+export interface DeploymentTable {
+  one: Generated<number>
+  id: string
+}
+
 export interface FeedHeadTable {
   id: number
   position: number
@@ -212,7 +218,7 @@ export interface AdjustmentsTable {
   request_hash: string
 }
 
-// Outgoing webhooks (migration 0013).
+// Outgoing webhooks (migration 0014).
 
 export interface SubscriptionsTable {
   id: Generated<number>
@@ -268,5 +274,6 @@ export interface Tables {
   redemptions: RedemptionsTable
   feed: FeedTable
   feed_head: FeedHeadTable
+  deployment: DeploymentTable
   change_relay: ChangeRelayTable
 }

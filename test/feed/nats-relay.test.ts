@@ -169,14 +169,15 @@ async function verify(url: string, natsUrl: string, port: number, key: string, s
   )
 
   const stream = await readStream(natsUrl, STREAM)
+  const [{ id: deployment }] = (await query<{ id: string }>(url, 'SELECT id FROM deployment')) as [{ id: string }]
   assert.equal(new Set(stream.map((m) => m.msgId)).size, stream.length, 'no entry twice in the stream')
   assert.deepEqual(
     stream.map((m) => m.msgId),
-    ids,
-    "the stream holds every entry once, in the feed's order",
+    ids.map((id) => `${deployment}.${shopId}.${id}`),
+    "the stream holds every entry once, in the feed's order, its id the deployment's, the shop's and the entry's",
   )
   for (const [i, m] of stream.entries()) {
-    assert.equal(m.subject, `shop-intake.${shopId}.${feed[i]!.type}`)
+    assert.equal(m.subject, `shop-intake.${deployment}.${shopId}.${feed[i]!.type}`)
     assert.deepEqual(m.data, feed[i], 'the message is the entry the feed answers')
   }
 
@@ -274,14 +275,15 @@ describe('postgres', onDatabase('postgres'), () => {
         assert.ok(entries > 400)
         for (const s of servers) {
           // The lag is sampled every second: once all is published, the next sample is 0.
-          let body: { nats: { connected: boolean; relay_lag_seconds: number } } | undefined
+          let body: { nats: { connected: boolean; relay_lag_seconds: number; subject_prefix: string } } | undefined
           for (const until = Date.now() + 15_000; Date.now() < until; await sleep(200)) {
             const ready = await request(s.port, { method: 'GET', path: '/readyz', agent: false })
             assert.equal(ready.status, 200)
             body = JSON.parse(ready.body!)
             if (body!.nats.relay_lag_seconds === 0) break
           }
-          assert.deepEqual(body!.nats, { connected: true, relay_lag_seconds: 0 })
+          const [{ id: deployment }] = (await query<{ id: string }>(db.url, 'SELECT id FROM deployment')) as [{ id: string }]
+          assert.deepEqual(body!.nats, { connected: true, relay_lag_seconds: 0, publishing: true, error: null, subject_prefix: `shop-intake.${deployment}` })
         }
         for (const s of servers) await stopServerProcess(s)
       } finally {
@@ -310,6 +312,8 @@ describe('postgres', onDatabase('postgres'), () => {
         assert.equal(ready.status, 200, 'NATS down does not make the service unready')
         const body = JSON.parse(ready.body!)
         assert.equal(body.nats.connected, false)
+        assert.equal(body.nats.publishing, false)
+        assert.equal(typeof body.nats.error, 'string', 'it says why it does not publish')
         assert.ok(body.nats.relay_lag_seconds > 0.5, `the lag shows: ${ready.body}`)
         const metrics = await request(servers[0]!.port, { method: 'GET', path: '/metrics', agent: false })
         const lag = Number(/^shop_intake_feed_relay_lag_seconds (\S+)$/m.exec(metrics.body!)?.[1])
@@ -428,9 +432,12 @@ describe('sqlite', onDatabase('sqlite'), () => {
       while ((await streamCount(nats.url, STREAM)) < 30 && Date.now() < deadline + 30_000 && !signal.aborted) await sleep(100)
       const stream = await readStream(nats.url, STREAM)
       const feed = (await t.get('/v3/changes?limit=500')).json().changes as Entry[]
+      const prefix = (await t.app.inject({ method: 'GET', url: '/readyz' })).json().nats.subject_prefix as string
+      const deployment = prefix.replace(/^shop-intake\./, '')
+      assert.match(deployment, /^[0-9a-z]{12}$/)
       assert.deepEqual(
         stream.map((m) => m.msgId),
-        feed.map((e) => e.id),
+        feed.map((e) => `${deployment}.${t.shopId}.${e.id}`),
       )
       assert.deepEqual(
         feed.map((e) => e.data.customer_id),
@@ -451,7 +458,7 @@ describe('sqlite', onDatabase('sqlite'), () => {
           ).consumers.add(STREAM, {
             durable_name: 'mailer',
             ack_policy: AckPolicy.Explicit,
-            filter_subject: 'shop-intake.*.customer.updated',
+            filter_subject: `${prefix}.*.customer.updated`,
           })
           const consumer = await nc.jetstream().consumers.get(STREAM, 'mailer')
           const got: number[] = []
@@ -476,6 +483,163 @@ describe('sqlite', onDatabase('sqlite'), () => {
     } finally {
       await consumerConnection?.close().catch(() => {})
       await app?.app.close().catch(() => {})
+      await nats.dispose()
+      await database.drop()
+    }
+  })
+})
+
+describe('sqlite: deployments sharing one NATS', onDatabase('sqlite'), () => {
+  const waitFor = async (what: string, check: () => Promise<boolean>, signal: AbortSignal, ms = 30_000) => {
+    for (const until = Date.now() + ms; !(await check()); await sleep(100)) {
+      signal.throwIfAborted()
+      if (Date.now() > until) throw new Error(`${what}: not within ${ms} ms`)
+    }
+  }
+
+  test(
+    'two deployments on two databases, each with a shop 1, on one stream, and a third with a stream of its own: every entry of each, told apart',
+    { timeout: TIMEOUT },
+    async ({ signal }) => {
+      const nats = await startNats()
+      const databases = await Promise.all([1, 2, 3].map(() => createTestDatabase('sqlite')))
+      const apps: TestApp[] = []
+      try {
+        // A and B share the stream (the default name); C has its own.
+        const streams = [STREAM, STREAM, 'OTHER_FEED']
+        for (const [i, database] of databases.entries()) {
+          apps.push(await startTestApp('sqlite', { NATS_URL: nats.url, NATS_STREAM: streams[i]! }, { database }))
+        }
+        assert.deepEqual(
+          apps.map((a) => a.shopId),
+          [1, 1, 1],
+          'each database has its shop 1',
+        )
+        // The same webhooks to each: the same entries, positions and shop ids in each feed.
+        for (const [i, app] of apps.entries()) {
+          for (let c = 1; c <= 25; c++) {
+            assert.equal((await app.post(CUSTOMER_CREATED, { id: c, first_name: `D${i}`, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
+          }
+        }
+        const feeds = await Promise.all(apps.map(async (a) => (await a.get('/v3/changes?limit=500')).json().changes as Entry[]))
+        assert.deepEqual(
+          feeds.map((f) => f.length),
+          [25, 25, 25],
+        )
+        await waitFor(
+          'every entry published',
+          async () => (await streamCount(nats.url, STREAM)) === 50 && (await streamCount(nats.url, 'OTHER_FEED')) === 25,
+          signal,
+        )
+
+        const prefixes = await Promise.all(apps.map(async (a) => (await a.app.inject({ method: 'GET', url: '/readyz' })).json().nats.subject_prefix as string))
+        assert.equal(new Set(prefixes).size, 3, `three deployments, three prefixes: ${prefixes}`)
+        const shared = await readStream(nats.url, STREAM)
+        const other = await readStream(nats.url, 'OTHER_FEED')
+        assert.equal(new Set([...shared, ...other].map((m) => m.msgId)).size, 75, 'no message id twice across deployments')
+        for (const [i, prefix] of prefixes.entries()) {
+          const theirs = (i === 2 ? other : shared).filter((m) => m.subject.startsWith(`${prefix}.`))
+          assert.deepEqual(
+            theirs.map((m) => m.data),
+            feeds[i],
+            `deployment ${i}: every entry of its feed, in order, under its own prefix`,
+          )
+          assert.ok(theirs.every((m) => m.subject === `${prefix}.1.customer.updated` && (m.data as { data: { first_name?: string } }).data !== undefined))
+        }
+        for (const app of apps) {
+          const nats = (await app.app.inject({ method: 'GET', url: '/readyz' })).json().nats
+          assert.equal(nats.publishing, true)
+          assert.equal(nats.error, null)
+        }
+      } finally {
+        for (const app of apps) await app.app.close().catch(() => {})
+        await nats.dispose()
+        for (const database of databases) await database.drop()
+      }
+    },
+  )
+
+  test(
+    'NATS_SUBJECT_PREFIX: a stream that cannot take the subjects (another stream holds them) shows in /readyz, /metrics and the log; the entries wait, and go once it can',
+    { timeout: TIMEOUT },
+    async ({ signal }) => {
+      const nats = await startNats()
+      const database = await createTestDatabase('sqlite')
+      const nc = await connect({ servers: nats.url })
+      let server: ServerProcess | undefined
+      try {
+        const jsm = await nc.jetstreamManager()
+        // Someone else's stream already takes acme.loyalty.>: ours cannot be made with those subjects.
+        await jsm.streams.add({ name: 'SOMEONE_ELSES', subjects: ['acme.loyalty.>'] })
+        const { key } = await createKey(database.url, 'acme')
+        server = await startServerProcess(database.url, key, {
+          NATS_URL: nats.url,
+          NATS_STREAM: 'ACME',
+          NATS_SUBJECT_PREFIX: 'acme.loyalty',
+          LOG_LEVEL: 'warn',
+        })
+        const res = await request(server.port, {
+          method: 'POST',
+          path: CUSTOMER_CREATED,
+          agent: false,
+          body: JSON.stringify({ id: 1, updated_at: '2024-05-01T10:00:00Z' }),
+          headers: { authorization: basic(key), 'content-type': 'application/json' },
+        })
+        assert.equal(res.status, 200, 'webhooks are still taken')
+        let body: { status: string; nats: { connected: boolean; publishing: boolean; error: string | null; subject_prefix: string } } | undefined
+        await waitFor(
+          '/readyz shows the relay cannot publish',
+          async () => {
+            const ready = await request(server!.port, { method: 'GET', path: '/readyz', agent: false })
+            assert.equal(ready.status, 200, 'the service stays ready: it takes webhooks, and entries wait in the database')
+            body = JSON.parse(ready.body!)
+            return body!.nats.connected && body!.nats.error !== null
+          },
+          signal,
+        )
+        assert.equal(body!.nats.publishing, false)
+        assert.equal(body!.nats.subject_prefix, 'acme.loyalty')
+        assert.match(body!.nats.error!, /ACME cannot take the subjects acme\.loyalty\.>/)
+        const metrics = await request(server.port, { method: 'GET', path: '/metrics', agent: false })
+        assert.match(metrics.body!, /^shop_intake_feed_relay_publishing 0$/m)
+        assert.match(server.stdout() + server.stderr(), /preparing the JetStream stream failed/, 'the log says so')
+        assert.equal(await streamCount(nats.url, 'SOMEONE_ELSES'), 0, 'nothing went to the other stream')
+
+        // The other stream gives the subjects up: the relay makes its stream and publishes what waited.
+        await jsm.streams.delete('SOMEONE_ELSES')
+        await waitFor('the waiting entry published', async () => (await streamCount(nats.url, 'ACME')) === 1, signal)
+        const [message] = await readStream(nats.url, 'ACME')
+        assert.equal(message!.subject, 'acme.loyalty.1.customer.updated')
+        await waitFor(
+          '/readyz shows the relay publishing',
+          async () => JSON.parse((await request(server!.port, { method: 'GET', path: '/readyz', agent: false })).body!).nats.publishing === true,
+          signal,
+        )
+      } finally {
+        if (server) await stopServerProcess(server).catch(() => {})
+        await killAllServers()
+        await nc.close().catch(() => {})
+        await nats.dispose()
+        await database.drop()
+      }
+    },
+  )
+
+  test('a stream made before, with subjects of another prefix, gets this prefix added and keeps its own', { timeout: TIMEOUT }, async ({ signal }) => {
+    const nats = await startNats()
+    const database = await createTestDatabase('sqlite')
+    const nc = await connect({ servers: nats.url })
+    let app: TestApp | undefined
+    try {
+      const jsm = await nc.jetstreamManager()
+      await jsm.streams.add({ name: 'SHARED', subjects: ['team-a.>'] })
+      app = await startTestApp('sqlite', { NATS_URL: nats.url, NATS_STREAM: 'SHARED', NATS_SUBJECT_PREFIX: 'team-b' }, { database })
+      assert.equal((await app.post(CUSTOMER_CREATED, { id: 7, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
+      await waitFor('published', async () => (await streamCount(nats.url, 'SHARED')) === 1, signal)
+      assert.deepEqual((await jsm.streams.info('SHARED')).config.subjects, ['team-a.>', 'team-b.>'])
+    } finally {
+      await app?.app.close().catch(() => {})
+      await nc.close().catch(() => {})
       await nats.dispose()
       await database.drop()
     }
