@@ -6,15 +6,15 @@ import type { DialectTypes } from '../dialect.ts'
  * under SECRETS_KEY, never in plain text) and the one it replaces during a rotation's grace, and
  * the sender's progress (every entry up to `position` is delivered or not for it), its retry state
  * and whether it is failing. Deliveries: the last state of each entry sent, per subscription.
- * Additive only.
+ * Ids are 64 bits, as every id since 0011. Additive only.
  */
 export function subscriptions(t: DialectTypes) {
   return {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema
         .createTable('subscriptions')
-        .addColumn('id', t.serial, (c) => t.serialPrimaryKey(c))
-        .addColumn('shop_id', 'integer', (c) => c.notNull())
+        .addColumn('id', t.serial === 'serial' ? 'bigserial' : 'integer', (c) => t.serialPrimaryKey(c))
+        .addColumn('shop_id', 'bigint', (c) => c.notNull())
         .addColumn('url', 'text', (c) => c.notNull())
         .addColumn('types', 'text', (c) => c.notNull())
         .addColumn('secret', 'text', (c) => c.notNull())
@@ -33,7 +33,7 @@ export function subscriptions(t: DialectTypes) {
       await db.schema.createIndex('subscriptions_due').on('subscriptions').columns(['failing', 'next_attempt_us']).execute()
       await db.schema
         .createTable('subscription_deliveries')
-        .addColumn('subscription_id', 'integer', (c) => c.notNull())
+        .addColumn('subscription_id', 'bigint', (c) => c.notNull())
         .addColumn('position', 'bigint', (c) => c.notNull())
         .addColumn('type', 'text', (c) => c.notNull())
         .addColumn('status', 'text', (c) => c.notNull())
