@@ -92,6 +92,22 @@ for (const kind of DATABASES as readonly DatabaseKind[]) {
         assert.equal(list.code, 0, list.stderr)
         assert.match(list.stdout, /active/)
         assert.ok(!list.stdout.includes(sub.secret.slice(6)), 'the list never shows the secret')
+        const rotated = await runCli(['subscriptions', 'rotate', '--shop', 'crash', '--grace-hours', '1', String(sub.id)], {
+          ...ENV,
+          DATABASE_URL: database.url,
+        })
+        assert.equal(rotated.code, 0, rotated.stderr)
+        const newSecret = rotated.stdout.trim().split('\n').at(-1)!
+        assert.match(newSecret, /^whsec_/)
+        assert.notEqual(newSecret, sub.secret)
+        const replayed = await runCli(['subscriptions', 'replay', '--shop', 'crash', '--after', '0', String(sub.id)], { ...ENV, DATABASE_URL: database.url })
+        assert.equal(replayed.code, 0, replayed.stderr)
+        // Every entry again, signed with both secrets during the grace.
+        await receiver.until((got) => got.length >= 13, 30_000)
+        for (const r of receiver.received.slice(7)) {
+          new Webhook(newSecret).verify(r.body, r.headers as Record<string, string>)
+          wh.verify(r.body, r.headers as Record<string, string>)
+        }
         const removed = await runCli(['subscriptions', 'remove', '--shop', 'crash', String(sub.id)], { ...ENV, DATABASE_URL: database.url })
         assert.equal(removed.code, 0, removed.stderr)
         const again = await runCli(['subscriptions', 'remove', '--shop', 'crash', String(sub.id)], { ...ENV, DATABASE_URL: database.url })
