@@ -5,7 +5,7 @@ import { formatUs } from '../domain/time.ts'
 import { resolveEndpoint } from '../jobs/endpoint-guard.ts'
 import { newSigningSecret, type SecretBox } from '../keys/secret-box.ts'
 import type { DeliveryView, SubscriptionView } from '../schemas/subscriptions.ts'
-import { lastPosition } from '../store/changes-repo.ts'
+import { lastShopPosition } from '../store/changes-repo.ts'
 import { insertSubscription, rotateSubscriptionSecret, type DeliveryRecord, type SubscriptionRecord } from '../store/subscriptions-repo.ts'
 import type { Tables } from '../store/tables.ts'
 
@@ -36,7 +36,7 @@ export async function subscriptionProblems(url: string, types: readonly string[]
   return problems
 }
 
-/** A new subscription, starting after the feed's last entry now; its secret in plain text, this once. */
+/** A new subscription, starting after the shop's last feed entry now; its secret in plain text, this once. */
 export async function createSubscription(
   db: Kysely<Tables>,
   secrets: SecretBox,
@@ -50,7 +50,7 @@ export async function createSubscription(
     types,
     secret: secrets.seal(secret),
     createdUs: s.nowUs,
-    position: await lastPosition(db),
+    position: await lastShopPosition(db, s.shopId),
   })
   return { record, secret }
 }

@@ -211,12 +211,12 @@ export const ALLOWED: AllowedRange[] = [
 
   // The change feed.
   {
-    why: "A shop's change feed, after a position: a page of the shop's range of (shop_id, position) (GET /v3/changes).",
-    statement: /from "feed" where "position" > \S+ and "shop_id" = \S+ order by "position" limit \S+$/,
+    why: "A shop's change feed, after one of its positions: a page of the shop's range of (shop_id, shop_position) (GET /v3/changes).",
+    statement: /from "feed" where "shop_id" = \S+ and "shop_position" > \S+ order by "shop_position" limit \S+$/,
     table: 'feed',
     shape: {
-      postgres: pgRange('feed_shop', 'feed', 'shop_id = \\$2\\) AND \\("position" > '),
-      sqlite: /^SEARCH feed USING INDEX feed_shop \(shop_id=\? AND position>\?\)$/,
+      postgres: pgRange('feed_shop', 'feed', 'shop_id = \\$1\\) AND \\(shop_position > '),
+      sqlite: /^SEARCH feed USING INDEX feed_shop \(shop_id=\? AND shop_position>\?\)$/,
     },
   },
   {
@@ -236,5 +236,11 @@ export const ALLOWED: AllowedRange[] = [
     statement: /UPDATE feed_head SET position = position \+ \S+ WHERE id = 1/,
     table: 'feed_head',
     shape: { postgres: /^(Seq Scan on feed_head|Index Scan using feed_head_pkey on feed_head)\b/ },
+  },
+  {
+    why: "A batch's feed row takes its shop's positions from that shop's one row of feed_shop_head, whose key is shop_id alone (src/store/batch-sql-sqlite.ts).",
+    statement: /VALUES .*\(SELECT position FROM feed_shop_head WHERE shop_id = \?\)/,
+    table: 'feed_shop_head',
+    shape: { sqlite: /^SEARCH feed_shop_head USING INDEX sqlite_autoindex_feed_shop_head_1 \(shop_id=\?\)$/ },
   },
 ]
