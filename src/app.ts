@@ -38,6 +38,7 @@ import { startExpirySweeper } from './jobs/expiry-sweeper.ts'
 import { startStorageSampler } from './jobs/storage-sampler.ts'
 import { reportOncePer } from './jobs/report.ts'
 import { startChangeFeed } from './feed/change-feed.ts'
+import { lazySecretBox } from './keys/secret-box.ts'
 import { changeRoutes } from './routes/changes.ts'
 import { createRateLimitStore } from './rate-limit/rate-limit-store.ts'
 import { followKeyRevocations } from './jobs/key-revocations.ts'
@@ -127,7 +128,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }), keyUseRecorder(batchWriter))
   const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, report)
   // The change feed: positions for committed entries, the readers' long poll, the NATS relay.
-  const feed = startChangeFeed(config, backend, batchWriter, metrics.registry, report)
+  // Signing secrets of outgoing webhooks, sealed at rest under SECRETS_KEY (src/keys/secret-box.ts).
+  const secrets = lazySecretBox(config)
+  const feed = startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets)
   // Several processes (README, "Running several processes"): the rate limit counted in Redis when
   // REDIS_URL is set, and key revocations heard from PostgreSQL.
   const rateStore = createRateLimitStore(config.RATE_LIMIT_RPS === 0 ? '' : config.REDIS_URL, `shop-intake:${backend.schema}:rate:`, metrics.registry, (err) =>
@@ -135,6 +138,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   )
   const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget })
   const services: Services = {
+    secrets,
     config,
     backend,
     writer,

@@ -85,6 +85,25 @@ export const ConfigSchema = Type.Object({
   ADMIN_SESSION_MINUTES: Type.Integer({ minimum: 1, maximum: 43_200, default: 720 }),
   /** Milliseconds between the event stream's looks at the events table (GET /v3/admin/events/stream). */
   ADMIN_STREAM_POLL_MS: Type.Integer({ minimum: 50, maximum: 5_000, default: 250 }),
+  // Outgoing webhooks (README, Outgoing webhooks): the sender (src/jobs/webhook-sender.ts).
+  /** Milliseconds a subscriber's endpoint may take to answer a delivery before it counts as failed. */
+  SUBSCRIPTIONS_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 120_000, default: 10_000 }),
+  /** Hours an entry is tried again (exponential backoff with jitter) before its subscription is marked failing. */
+  SUBSCRIPTIONS_RETRY_HOURS: Type.Integer({ minimum: 1, maximum: 720, default: 24 }),
+  /** Milliseconds before the first retry; each failure doubles it, up to SUBSCRIPTIONS_RETRY_MAX_SECONDS. */
+  SUBSCRIPTIONS_RETRY_BASE_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 1000 }),
+  /** The longest wait between two attempts, in seconds. */
+  SUBSCRIPTIONS_RETRY_MAX_SECONDS: Type.Integer({ minimum: 1, maximum: 86_400, default: 3600 }),
+  /** Deliveries in flight at once per process, to different subscriptions (each holds a database connection on PostgreSQL). */
+  SUBSCRIPTIONS_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
+  /** Hours a rotated secret keeps signing beside the new one, unless the rotation names its own grace. */
+  SUBSCRIPTIONS_ROTATION_GRACE_HOURS: Type.Integer({ minimum: 0, maximum: 720, default: 24 }),
+  /** 1: endpoints on loopback, private, link-local and other non-public addresses are allowed (tests, a private network). */
+  SUBSCRIPTIONS_ALLOW_PRIVATE: Type.Integer({ minimum: 0, maximum: 1, default: 0 }),
+  /** The key that encrypts signing secrets at rest: 32 bytes in base64; empty, the key in SECRETS_KEY_FILE. */
+  SECRETS_KEY: Type.String({ default: '', pattern: '^([A-Za-z0-9+/]{43}=)?$', description: 'empty, or 32 bytes in base64 (openssl rand -base64 32)' }),
+  /** Where the key is kept when SECRETS_KEY is empty, made (mode 0600) with a random key the first time it is needed. */
+  SECRETS_KEY_FILE: Type.String({ default: 'data/secrets.key', minLength: 1 }),
   // Behind a TLS proxy (README, Running behind a TLS proxy).
   /** The origin browsers reach the console at, such as https://console.example.com; empty: the request's own. */
   PUBLIC_ORIGIN: Type.String({

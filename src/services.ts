@@ -10,6 +10,7 @@ import type { BatchWriter } from './unit-of-work/batch-writer.ts'
 import type { GroupCommitWriter } from './writer/group-commit.ts'
 import type { ChangeFeed } from './feed/change-feed.ts'
 import type { HookIngestion } from './routes/hook-ingest.ts'
+import type { SecretBox } from './keys/secret-box.ts'
 
 // What the routes are given; here rather than in app.ts, so that the routes, which app.ts
 // imports, import nothing from it.
@@ -37,6 +38,8 @@ export interface Services {
   redisUp(): boolean | undefined
   /** What /metrics answers when it is not this process's registry alone: a cluster's worker answers for all workers. */
   metricsText?: () => Promise<string>
+  /** Seals and opens the signing secrets of outgoing webhooks (SECRETS_KEY). */
+  secrets: SecretBox
   /** A webhook body's way to its answer: the webhook routes and the console's replay share it. */
   hookIngestion: HookIngestion
 }

@@ -1,5 +1,6 @@
 import type { Static } from 'typebox'
 import type * as S from '../../src/schemas/admin.ts'
+import type * as W from '../../src/schemas/subscriptions.ts'
 import type { PROBLEM_SCHEMAS, ProblemStatus } from '../../src/schemas/problems.ts'
 
 // The admin API as the dashboard uses it (/v3/admin/*, authenticated by the session cookie).
@@ -24,6 +25,9 @@ export type KeyView = Static<typeof S.AdminKey>
 export type NewKey = Static<typeof S.NewKey>
 export type AuditEntry = Static<typeof S.AuditEntryView>
 export type Replayed = Static<typeof S.ReplayAnswer>
+export type SubscriptionView = Static<typeof W.SubscriptionView>
+export type SubscriptionDetail = Static<typeof W.SubscriptionDetail>
+export type NewSubscription = Static<typeof W.NewSubscription>
 
 export interface Page<T> {
   items: T[]

@@ -7,6 +7,7 @@ import { Events } from './pages/events.tsx'
 import { Keys } from './pages/keys.tsx'
 import { Overview } from './pages/overview.tsx'
 import { SignIn } from './pages/sign-in.tsx'
+import { Subscriptions } from './pages/subscriptions.tsx'
 import { link, route } from './router.ts'
 import { session, signOut, signOutError } from './session.ts'
 
@@ -15,6 +16,7 @@ const NAV = [
   ['events', 'Events'],
   ['customer', 'Customer'],
   ['keys', 'Keys'],
+  ['subscriptions', 'Webhooks'],
   ['audit', 'Audit'],
 ] as const
 
@@ -31,6 +33,8 @@ function Page() {
       return <Customer />
     case 'keys':
       return <Keys />
+    case 'subscriptions':
+      return <Subscriptions />
     case 'audit':
       return <Audit />
     default:

@@ -6,6 +6,8 @@ import { pointsCommand } from './points.ts'
 import { rulesCommand } from './rules.ts'
 import { retentionCommands } from './retention.ts'
 import { sendCommand } from './send.ts'
+import { subscriptionsCommand } from './subscriptions.ts'
+import { verifyCommand } from './verify.ts'
 import { withBackend } from './backend.ts'
 
 // The server and the database drivers are imported when a command needs them, so that --help,
@@ -45,6 +47,8 @@ program.addCommand(rulesCommand())
 program.addCommand(pointsCommand())
 for (const command of retentionCommands()) program.addCommand(command)
 program.addCommand(sendCommand())
+program.addCommand(subscriptionsCommand())
+program.addCommand(verifyCommand())
 
 try {
   await program.parseAsync(process.argv)

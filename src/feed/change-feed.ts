@@ -1,6 +1,8 @@
 import type { Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import { startRelay, type Relay } from '../jobs/nats-relay.ts'
+import { startWebhookSender, type WebhookSender } from '../jobs/webhook-sender.ts'
+import type { SecretBox } from '../keys/secret-box.ts'
 import type { Report } from '../jobs/report.ts'
 import type { Backend } from '../store/dialect.ts'
 import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
@@ -11,7 +13,9 @@ import { FeedWatch } from './watch.ts'
 export interface ChangeFeed {
   watch: FeedWatch
   relay: Relay | undefined
-  /** A batch of this process committed (its entries have their positions): waiting readers wake, the relay publishes. */
+  /** Outgoing webhooks: the shops' subscriptions, served from the feed (README, Outgoing webhooks). */
+  sender: WebhookSender
+  /** A batch of this process committed (its entries have their positions): waiting readers wake, the relay publishes, the webhook sender looks. */
   committed(): void
   /** Wakes waiting readers now (shutting down). */
   closing(): void
@@ -22,7 +26,14 @@ export interface ChangeFeed {
  * `registry` takes the feed's series; what keeps failing (a database or a NATS that is down, NATS
  * without JetStream) goes to `report` (once per cause per half minute).
  */
-export function startChangeFeed(config: Config, backend: Backend, batchWriter: BatchWriter, registry: Registry, report: Report): ChangeFeed {
+export function startChangeFeed(
+  config: Config,
+  backend: Backend,
+  batchWriter: BatchWriter,
+  registry: Registry,
+  report: Report,
+  secrets: SecretBox,
+): ChangeFeed {
   const watch = new FeedWatch(backend.db)
   let relay: Relay | undefined
   const counters = feedMetrics(registry, () => relay)
@@ -37,17 +48,20 @@ export function startChangeFeed(config: Config, backend: Backend, batchWriter: B
       onPublished: (n) => counters.published.inc(n),
     })
   }
+  const sender = startWebhookSender({ backend, batchWriter, config, secrets, registry, report })
   return {
     watch,
     relay,
+    sender,
     committed: () => {
       watch.notify()
       relay?.kick()
+      sender.kick()
     },
     closing: () => watch.close(),
     async stop() {
       watch.close()
-      await relay?.stop()
+      await Promise.all([relay?.stop(), sender.stop()])
     },
   }
 }

@@ -254,7 +254,7 @@ export const AuditEntryView = Type.Object(
     operator: Type.String(),
     action: Type.String({
       description:
-        'session.sign-in, session.sign-out, points.adjust, redemption.cancel, event.replay, key.create, key.revoke; from the command line also rule.set, admin.create, admin.revoke',
+        'session.sign-in, session.sign-out, points.adjust, redemption.cancel, event.replay, key.create, key.revoke, subscription.create, subscription.delete, subscription.replay, subscription.rotate; from the command line also rule.set, admin.create, admin.revoke',
     }),
     shop: Nullable(Type.String()),
     target: Nullable(Type.String({ description: 'what was changed: a key id, a customer id, a redemption id, an event id, a rule version or an operator id' })),

@@ -6,6 +6,7 @@ import { Accepted, CustomerBody, OrderBody } from './webhooks.ts'
 import { Health, Readiness } from './health.ts'
 import { ChangeList } from './changes.ts'
 import * as Admin from './admin.ts'
+import * as Subscriptions from './subscriptions.ts'
 
 /** The schemas the OpenAPI document names (components/schemas), so generated clients get named types. */
 export const NAMED_SCHEMAS: Record<string, TSchema> = {
@@ -45,4 +46,14 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   ReplayAnswer: Admin.ReplayAnswer,
   SessionBody: Admin.SessionBody,
   SessionView: Admin.SessionView,
+  // Outgoing webhooks (README, Outgoing webhooks).
+  SubscriptionBody: Subscriptions.SubscriptionBody,
+  NewSubscription: Subscriptions.NewSubscription,
+  Subscription: Subscriptions.SubscriptionView,
+  SubscriptionList: Subscriptions.SubscriptionList,
+  SubscriptionDetail: Subscriptions.SubscriptionDetail,
+  SubscriptionDelivery: Subscriptions.DeliveryView,
+  SubscriptionReplayBody: Subscriptions.ReplayBody,
+  SubscriptionRotateBody: Subscriptions.RotateBody,
+  RotatedSecret: Subscriptions.RotatedSecret,
 }

@@ -51,6 +51,13 @@ export async function changesAfter(db: Kysely<Tables>, shopId: number | null, af
   return out
 }
 
+/** The highest position of one shop's feed so far (0 for none): a new webhook subscription starts after it. */
+export async function lastShopPosition(db: Kysely<Tables>, shopId: number): Promise<number> {
+  // The shop's head (migration 0014): its one row, by key.
+  const row = await db.selectFrom('feed_shop_head').select('position').where('shop_id', '=', shopId).executeTakeFirst()
+  return Number(row?.position ?? 0)
+}
+
 /** The highest position given so far (0 for none): readers waiting for an entry watch it grow. */
 export async function lastPosition(db: Kysely<Tables>): Promise<number> {
   const row = await db.selectFrom('feed').select('position').orderBy('position', 'desc').limit(1).executeTakeFirst()

@@ -14,6 +14,7 @@ import { keyNotify } from './migrations/0009-key-notify.ts'
 import { bigintIds } from './migrations/0011-bigint-ids.ts'
 import { console_ } from './migrations/0007-console.ts'
 import { writePathV3 } from './migrations/0010-write-path-v3.ts'
+import { subscriptions } from './migrations/0016-subscriptions.ts'
 import { adminRoles } from './migrations/0012-admin-roles.ts'
 import { deployment } from './migrations/0013-deployment.ts'
 import { feedPerShop } from './migrations/0014-feed-per-shop.ts'
@@ -54,6 +55,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0013-deployment': deployment,
     '0014-feed-per-shop': feedPerShop,
     '0015-rule-versions': ruleVersions,
+    '0016-subscriptions': subscriptions(backend.types),
   }
 }
 

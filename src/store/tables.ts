@@ -238,8 +238,49 @@ export interface RuleVersionsTable {
   effective_us: number
 }
 
+// Outgoing webhooks (migration 0016).
+
+export interface SubscriptionsTable {
+  id: Generated<number>
+  shop_id: number
+  url: string
+  /** The type filter as a JSON list of patterns. */
+  types: string
+  /** The signing secret, sealed (src/keys/secret-box.ts). */
+  secret: string
+  /** During a rotation's grace: the secret it replaced, sealed, and until when it signs too. */
+  old_secret: string | null
+  old_secret_until_us: number | null
+  created_us: number
+  /** Every entry of the shop up to this position is delivered, or not for this subscription. */
+  position: number
+  /** Failed attempts at the entry after `position`. */
+  attempts: Generated<number>
+  /** No attempt before this instant (epoch µs). */
+  next_attempt_us: Generated<number>
+  /** When the entry after `position` first failed; null while none fails. */
+  retrying_since_us: number | null
+  /** 1 once an entry failed for SUBSCRIPTIONS_RETRY_HOURS: no more attempts until a replay. */
+  failing: Generated<number>
+  last_error: string | null
+}
+
+export interface SubscriptionDeliveriesTable {
+  subscription_id: number
+  position: number
+  type: string
+  /** delivered, retrying or failed */
+  status: string
+  attempts: number
+  response_status: number | null
+  last_error: string | null
+  updated_us: number
+}
+
 export interface Tables {
   rule_versions: RuleVersionsTable
+  subscriptions: SubscriptionsTable
+  subscription_deliveries: SubscriptionDeliveriesTable
   admins: AdminsTable
   admin_sessions: AdminSessionsTable
   audit_log: AuditLogTable

@@ -12,6 +12,25 @@ const pgRange = (index: string, table: string, cond: string) =>
   )
 
 export const ALLOWED: AllowedRange[] = [
+  // Outgoing webhooks.
+  {
+    why: 'PostgreSQL: the count of failing subscriptions for /metrics, of every shop: the failing range of (failing, next_attempt_us), or the whole table (a row per endpoint) where statistics say one value of failing holds every row, as it does while every endpoint answers. (SQLite searches subscriptions_due by failing, a lookup by key.)',
+    statement: /^select count\(\*\) as "n" from "subscriptions" where "failing" = \S+$/,
+    table: 'subscriptions',
+    shape: {
+      postgres:
+        /^(Seq Scan on subscriptions|(Index Scan|Index Only Scan|Bitmap Heap Scan) using subscriptions_due on subscriptions\b.*(Index|Recheck) Cond: \(+failing = )/,
+    },
+  },
+  {
+    why: "A shop's subscriptions in the console and the command line: the shop's range of (shop_id, id), a row per endpoint.",
+    statement: /^select \* from "subscriptions" where "shop_id" = \S+ order by "id"$/,
+    table: 'subscriptions',
+    shape: {
+      postgres: /^(Index Scan|Bitmap Heap Scan) using subscriptions_shop on subscriptions\b.*(Index|Recheck) Cond: \(+shop_id = /,
+      sqlite: /^SEARCH subscriptions USING INDEX subscriptions_shop \(shop_id=\?\)$/,
+    },
+  },
   // The console.
   {
     why: "A shop's rule history, newest first: the shop's range of rule_versions' key, at most 100 rows (src/store/rule-repo.ts); a table of a few rows per shop, which PostgreSQL may scan whole once analyzed.",

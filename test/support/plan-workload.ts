@@ -15,6 +15,16 @@ import { changesAfter, lastPosition, oldestUnpublishedUs, relayCursorQuery, save
 import type { Backend } from '../../src/store/dialect.ts'
 import { writeRule } from '../../src/store/rule-repo.ts'
 import { eventsBefore, pruneEvents } from '../../src/store/prune.ts'
+import {
+  advanceQuery,
+  dueSubscriptionIds,
+  failingSubscriptionCount,
+  insertSubscription,
+  retryQuery,
+  saveDeliveryQuery,
+  subscriptionQuery,
+  trimDeliveriesQuery,
+} from '../../src/store/subscriptions-repo.ts'
 import { adminClient, newOperator } from './admin.ts'
 import type { TestApp } from './harness.ts'
 
@@ -203,6 +213,25 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
   await backend.db.executeQuery(relayCursorQuery(backend.db, 'plans'))
   await backend.db.executeQuery(saveRelayCursorQuery(backend.db, 'plans', 1, now()))
   await oldestUnpublishedUs(backend.db, 'plans')
+
+  // Outgoing webhooks: the sender's look for due subscriptions, and a delivery's reads and writes (src/jobs/webhook-sender.ts).
+  const sub = await insertSubscription(backend.db, {
+    shopId: a.id,
+    url: 'https://93.184.216.34/hook',
+    types: ['*'],
+    secret: 'v1:plans',
+    createdUs: now(),
+    position: 0,
+  })
+  await dueSubscriptionIds(backend.db, now())
+  await failingSubscriptionCount(backend.db)
+  await backend.db.executeQuery(subscriptionQuery(backend.db, sub.id))
+  await changesAfter(backend.db, a.id, 0, 100)
+  const delivery = { position: 1, type: 'customer.updated', attempts: 1, responseStatus: 200, lastError: null, updatedUs: now() }
+  await backend.db.executeQuery(saveDeliveryQuery(backend.db, sub.id, { ...delivery, status: 'delivered' }))
+  await backend.db.executeQuery(advanceQuery(backend.db, sub.id, 1))
+  await backend.db.executeQuery(trimDeliveriesQuery(backend.db, sub.id))
+  await backend.db.executeQuery(retryQuery(backend.db, sub.id, { attempts: 1, nextAttemptUs: now() + 1_000_000, sinceUs: now(), failing: false, error: 'x' }))
   return { redemptionId: first.redemptionId, guestEmail }
 }
 
@@ -255,6 +284,13 @@ export async function readEverything(t: TestApp, shopName: string, _written: Wri
   await ok(admin.get(`/v3/admin/events/${event.event_id}`))
   await ok(admin.post(`/v3/admin/events/${event.event_id}/replay`), 200)
   await ok(admin.get('/v3/admin/audit?limit=1'))
+  // Outgoing webhooks in the console: subscribe (a public address: no lookup), list, look, replay, rotate, remove.
+  const sub = await ok(admin.post(`${base}/subscriptions`, { url: 'https://93.184.216.34/plans', types: ['points.*'] }), 201)
+  await ok(admin.get(`${base}/subscriptions`))
+  await ok(admin.get(`${base}/subscriptions/${sub.id}`))
+  await ok(admin.post(`${base}/subscriptions/${sub.id}/replay`, { after: 0 }))
+  await ok(admin.post(`${base}/subscriptions/${sub.id}/rotate`))
+  assert.equal((await admin.delete(`${base}/subscriptions/${sub.id}`)).statusCode, 204)
   const signIn = await t.app.inject({
     method: 'POST',
     url: '/v3/admin/session',
@@ -361,6 +397,8 @@ function topUps(shopId: number, rows: number): string[] {
       SELECT ${shopId}, 'fill-redemption-' || i, 100000 + i, 1, 'F', ${day}, 1735689600000000 + i, 0, CASE WHEN i % 2 = 0 THEN 'fill-redeem-key-' || i END, '', '[]' FROM n`,
     `${numbers} INSERT INTO adjustments (shop_id, id, customer_id, points, reason, operator, created_at, created_us, available_after, idem_key, request_hash)
       SELECT ${shopId}, 'fill-adjustment-' || i, 100000 + i, 1, 'fill', 'ops', ${day}, 1735689600000000 + i, 0, CASE WHEN i % 2 = 0 THEN 'fill-adjust-key-' || i END, '' FROM n`,
+    `${numbers} INSERT INTO subscriptions (shop_id, url, types, secret, created_us, position, next_attempt_us) SELECT CASE WHEN i <= 5 THEN ${shopId} ELSE 1000000 + i END, 'https://fill.example/' || i, '["*"]', 'v1:fill', 0, i, CASE WHEN i % 10 = 0 THEN 1735689600000000 + i ELSE 0 END FROM n`,
+    `${numbers} INSERT INTO subscription_deliveries (subscription_id, position, type, status, attempts, updated_us) SELECT 1 + i % 50, i, 'customer.updated', 'delivered', 1, 0 FROM n`,
     'INSERT INTO order_customer_links (shop_id, customer_id, order_id) SELECT shop_id, customer_id, id FROM orders WHERE customer_id IS NOT NULL ON CONFLICT DO NOTHING',
   ]
 }

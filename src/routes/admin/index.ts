@@ -14,6 +14,7 @@ import { ruleRoutes } from './rule.ts'
 import { sessionRoutes } from './session.ts'
 import { shopRoutes } from './shops.ts'
 import { streamRoutes } from './stream.ts'
+import { subscriptionRoutes } from './subscriptions.ts'
 
 /** The admin API under /v3/admin (README, Operator console). */
 export async function adminRoutes(app: FastifyInstance, services: Services): Promise<void> {
@@ -34,4 +35,5 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await redemptionRoutes(app, ctx)
   await keyRoutes(app, ctx)
   await auditRoutes(app, ctx)
+  await subscriptionRoutes(app, ctx)
 }

@@ -1,0 +1,244 @@
+import { useEffect, useState } from 'preact/hooks'
+import { api, enc, type NewSubscription, type SubscriptionDetail, type SubscriptionView } from '../api.ts'
+import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
+import { time } from '../format.ts'
+import { navigate, route } from '../router.ts'
+import { canChange } from '../session.ts'
+
+// A shop's outgoing webhook subscriptions: subscribe (the secret shown once), each one's status
+// and latest deliveries (status, attempts, last error), replay from a position, rotate, remove.
+
+function Secret({ secret, what, onClose }: { secret: string; what: string; onClose: () => void }) {
+  return (
+    <div class="notice new-key" role="status">
+      <p>
+        <strong>{what}, shown this once.</strong> Give it to the endpoint's owner now: it cannot be shown again.
+      </p>
+      <div class="secret">
+        <input readOnly name="new-secret" value={secret} onFocus={(e) => (e.currentTarget as HTMLInputElement).select()} />
+        <button type="button" onClick={onClose}>
+          Done
+        </button>
+      </div>
+    </div>
+  )
+}
+
+function Deliveries({ shop, sub, onChanged }: { shop: string; sub: SubscriptionView; onChanged: () => void }) {
+  const [detail, setDetail] = useState<SubscriptionDetail | null>(null)
+  const [after, setAfter] = useState(String(sub.position))
+  const [error, setError] = useState<unknown>(null)
+  const path = `/v3/admin/shops/${enc(shop)}/subscriptions/${sub.id}`
+  useEffect(() => {
+    let live = true
+    api<SubscriptionDetail>('GET', path).then(
+      (d) => live && setDetail(d),
+      (err) => live && setError(err),
+    )
+    return () => {
+      live = false
+    }
+  }, [path, sub.position, sub.attempts])
+  const replay = async () => {
+    setError(null)
+    try {
+      await api('POST', `${path}/replay`, { after: Number(after) })
+      onChanged()
+    } catch (err) {
+      setError(err)
+    }
+  }
+  return (
+    <div class="deliveries" data-deliveries={sub.id}>
+      <ErrorBox error={error} />
+      {canChange.value && (
+        <form
+          class="replay"
+          onSubmit={(e) => {
+            e.preventDefault()
+            void replay()
+          }}
+        >
+          <label>
+            Deliver again every entry after position{' '}
+            <input name="replay-after" inputMode="numeric" value={after} onInput={(e) => setAfter((e.currentTarget as HTMLInputElement).value)} />
+          </label>{' '}
+          <button type="submit" name="replay">
+            Replay
+          </button>
+        </form>
+      )}
+      {detail && detail.deliveries.length === 0 && <p class="muted">Nothing delivered yet.</p>}
+      {detail && detail.deliveries.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th>position</th>
+              <th>type</th>
+              <th>status</th>
+              <th>attempts</th>
+              <th>answer</th>
+              <th>last error</th>
+              <th>at</th>
+            </tr>
+          </thead>
+          <tbody>
+            {detail.deliveries.map((d) => (
+              <tr data-delivery={d.position} class={d.status}>
+                <td>{d.position}</td>
+                <td>{d.type}</td>
+                <td>{d.status}</td>
+                <td>{d.attempts}</td>
+                <td>{d.response_status ?? ''}</td>
+                <td>{d.last_error ?? ''}</td>
+                <td>{time(d.updated_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  )
+}
+
+export function Subscriptions() {
+  const shop = route.value.params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const [subs, setSubs] = useState<SubscriptionView[] | null>(null)
+  const [secret, setSecret] = useState<{ value: string; what: string } | null>(null)
+  const [open, setOpen] = useState<number | null>(null)
+  const [url, setUrl] = useState('')
+  const [types, setTypes] = useState('points.*, customer.deleted')
+  const [error, setError] = useState<unknown>(null)
+  const [tick, setTick] = useState(0)
+  const base = `/v3/admin/shops/${enc(shop)}/subscriptions`
+  useEffect(() => {
+    if (!shop) return
+    let live = true
+    api<{ items: SubscriptionView[] }>('GET', base).then(
+      (list) => live && (setSubs(list.items), setError(null)),
+      (err) => live && setError(err),
+    )
+    return () => {
+      live = false
+    }
+  }, [shop, tick])
+  const act = async (work: () => Promise<void>) => {
+    setError(null)
+    try {
+      await work()
+      setTick((t) => t + 1)
+    } catch (err) {
+      setError(err)
+    }
+  }
+  const subscribe = () =>
+    act(async () => {
+      const made = await api<NewSubscription>('POST', base, { url, types: types.split(',').map((t) => t.trim()) })
+      setSecret({ value: made.secret, what: `The signing secret of subscription ${made.id}` })
+      setUrl('')
+    })
+  return (
+    <main>
+      <div class="toolbar">
+        <h1>Outgoing webhooks</h1>
+        <ShopPicker value={shop} onChange={(s) => (setSecret(null), navigate(`subscriptions?shop=${enc(s)}`))} />
+      </div>
+      {secret && <Secret secret={secret.value} what={secret.what} onClose={() => setSecret(null)} />}
+      <ErrorBox error={error} />
+      {canChange.value && shop && (
+        <form
+          class="subscribe"
+          onSubmit={(e) => {
+            e.preventDefault()
+            void subscribe()
+          }}
+        >
+          <label>
+            Endpoint{' '}
+            <input
+              name="url"
+              type="url"
+              required
+              placeholder="https://crm.example.com/hooks"
+              value={url}
+              onInput={(e) => setUrl((e.currentTarget as HTMLInputElement).value)}
+            />
+          </label>{' '}
+          <label>
+            Types <input name="types" value={types} onInput={(e) => setTypes((e.currentTarget as HTMLInputElement).value)} />
+          </label>{' '}
+          <button type="submit" class="primary" name="subscribe">
+            Subscribe
+          </button>
+        </form>
+      )}
+      {subs && subs.length === 0 && <p class="muted">No subscriptions for this shop.</p>}
+      {subs && subs.length > 0 && (
+        <table class="subscriptions">
+          <thead>
+            <tr>
+              <th>id</th>
+              <th>endpoint</th>
+              <th>types</th>
+              <th>status</th>
+              <th>position</th>
+              <th>last error</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {subs.map((s) => [
+              <tr data-subscription={s.id} class={s.status}>
+                <td>{s.id}</td>
+                <td>
+                  <code>{s.url}</code>
+                </td>
+                <td>{s.types.join(', ')}</td>
+                <td>
+                  <span class={`badge ${s.status}`} data-status={s.status}>
+                    {s.status}
+                  </span>
+                  {s.next_attempt_at && <span class="muted"> next {time(s.next_attempt_at)}</span>}
+                  {s.previous_secret_until && <span class="muted"> previous secret until {time(s.previous_secret_until)}</span>}
+                </td>
+                <td>{s.position}</td>
+                <td>{s.last_error ?? ''}</td>
+                <td>
+                  <button type="button" name="deliveries" onClick={() => setOpen(open === s.id ? null : s.id)}>
+                    {open === s.id ? 'Hide' : 'Deliveries'}
+                  </button>{' '}
+                  {canChange.value && (
+                    <>
+                      <button
+                        type="button"
+                        name="rotate"
+                        onClick={() =>
+                          act(async () => {
+                            const r = await api<{ secret: string }>('POST', `${base}/${s.id}/rotate`)
+                            setSecret({ value: r.secret, what: `The new signing secret of subscription ${s.id}` })
+                          })
+                        }
+                      >
+                        Rotate secret
+                      </button>{' '}
+                      <button type="button" class="danger" name="remove" onClick={() => act(() => api('DELETE', `${base}/${s.id}`))}>
+                        Remove
+                      </button>
+                    </>
+                  )}
+                </td>
+              </tr>,
+              open === s.id && (
+                <tr>
+                  <td colSpan={7}>
+                    <Deliveries shop={shop} sub={s} onChanged={() => setTick((t) => t + 1)} />
+                  </td>
+                </tr>
+              ),
+            ])}
+          </tbody>
+        </table>
+      )}
+    </main>
+  )
+}

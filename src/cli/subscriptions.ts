@@ -1,0 +1,142 @@
+import { Command, InvalidArgumentError } from 'commander'
+import { formatUs } from '../domain/time.ts'
+import { createSubscription, rotateSecret, subscriptionProblems, subscriptionView } from '../feed/subscriptions.ts'
+import { lazySecretBox } from '../keys/secret-box.ts'
+import { findShop } from '../store/keys-repo.ts'
+import { deleteSubscription, findSubscription, replaySubscription, shopSubscriptions } from '../store/subscriptions-repo.ts'
+import { auditCommandLine } from './audit.ts'
+import { withBackend } from './backend.ts'
+import { printTable, shopName } from './keys.ts'
+
+// `shop-intake subscriptions`: outgoing webhooks from the command line, as the admin API does
+// them (README, Outgoing webhooks). The secret is printed once, on the last line.
+
+function subscriptionId(value: string): number {
+  if (!/^[1-9]\d{0,9}$/.test(value)) throw new InvalidArgumentError('a subscription id is a whole number, as subscriptions list shows it')
+  return Number(value)
+}
+
+function hours(value: string): number {
+  if (!/^\d{1,3}$/.test(value) || Number(value) > 720) throw new InvalidArgumentError('hours from 0 to 720')
+  return Number(value)
+}
+
+function position(value: string): number {
+  if (!/^\d{1,15}$/.test(value)) throw new InvalidArgumentError('a feed position: a whole number, 0 for the start')
+  return Number(value)
+}
+
+const settings = async () => (await import('../config.ts')).loadConfig()
+
+async function shopOf(db: Parameters<typeof findShop>[0], name: string) {
+  const shop = await findShop(db, name)
+  if (!shop) throw new Error(`no shop named ${name}`)
+  return shop
+}
+
+export function subscriptionsCommand(): Command {
+  const command = new Command('subscriptions').description("outgoing webhooks: subscribe endpoints to a shop's change feed, list, remove, rotate, replay")
+
+  command
+    .command('add')
+    .description('subscribe an endpoint; its signing secret is printed once, on the last line')
+    .requiredOption('--shop <name>', 'the shop', shopName)
+    .requiredOption('--url <url>', 'the endpoint, http:// or https://')
+    .requiredOption('--types <patterns>', 'feed types separated by commas: customer.deleted, points.* or *')
+    .action((options: { shop: string; url: string; types: string }) =>
+      withBackend(async ({ db }) => {
+        const config = await settings()
+        const shop = await shopOf(db, options.shop)
+        const types = options.types.split(',').map((s) => s.trim())
+        const problems = await subscriptionProblems(options.url, types, config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1)
+        if (problems.length > 0) throw new Error(problems.map((p) => p.detail).join('; '))
+        const { record, secret } = await createSubscription(db, lazySecretBox(config), { shopId: shop.id, url: options.url, types, nowUs: Date.now() * 1000 })
+        await auditCommandLine(db, {
+          action: 'subscription.create',
+          shopId: shop.id,
+          target: String(record.id),
+          detail: { url: record.url, types: record.types },
+        })
+        console.log(
+          `created subscription ${record.id} of shop ${shop.name} to ${record.url} for ${record.types.join(', ')}; its signing secret, not shown again:`,
+        )
+        console.log(secret)
+      }),
+    )
+
+  command
+    .command('list')
+    .description("a shop's subscriptions: id, URL, types, status, position, last error (never the secret)")
+    .requiredOption('--shop <name>', 'the shop', shopName)
+    .action((options: { shop: string }) =>
+      withBackend(async ({ db }) => {
+        const shop = await shopOf(db, options.shop)
+        const now = Date.now() * 1000
+        const rows = (await shopSubscriptions(db, shop.id)).map((s) => subscriptionView(s, now))
+        printTable(
+          rows.map((v) => ({
+            id: String(v.id),
+            url: v.url,
+            types: v.types.join(','),
+            status: v.status,
+            position: String(v.position),
+            'last error': v.last_error ?? '',
+          })),
+          ['id', 'url', 'types', 'status', 'position', 'last error'],
+        )
+      }),
+    )
+
+  command
+    .command('remove')
+    .description('remove a subscription: nothing more is sent to it')
+    .requiredOption('--shop <name>', 'the shop', shopName)
+    .argument('<id>', 'the subscription id, as subscriptions list shows it', subscriptionId)
+    .action((id: number, options: { shop: string }) =>
+      withBackend(async ({ db }) => {
+        const shop = await shopOf(db, options.shop)
+        const sub = await findSubscription(db, shop.id, id)
+        if (!sub || !(await deleteSubscription(db, id))) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
+        await auditCommandLine(db, { action: 'subscription.delete', shopId: shop.id, target: String(id), detail: { url: sub.url } })
+        console.log(`removed subscription ${id} of shop ${shop.name}`)
+      }),
+    )
+
+  command
+    .command('rotate')
+    .description('a new signing secret, printed once on the last line; the old one signs too for the grace period')
+    .requiredOption('--shop <name>', 'the shop', shopName)
+    .option('--grace-hours <hours>', 'hours the old secret keeps signing (default SUBSCRIPTIONS_ROTATION_GRACE_HOURS)', hours)
+    .argument('<id>', 'the subscription id', subscriptionId)
+    .action((id: number, options: { shop: string; graceHours?: number }) =>
+      withBackend(async ({ db }) => {
+        const config = await settings()
+        const shop = await shopOf(db, options.shop)
+        const sub = await findSubscription(db, shop.id, id)
+        if (!sub) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
+        const grace = options.graceHours ?? config.SUBSCRIPTIONS_ROTATION_GRACE_HOURS
+        const { secret, untilUs } = await rotateSecret(db, lazySecretBox(config), sub, grace, Date.now() * 1000)
+        await auditCommandLine(db, { action: 'subscription.rotate', shopId: shop.id, target: String(id), detail: { grace_hours: grace } })
+        console.log(`rotated the secret of subscription ${id}; the previous one signs too until ${formatUs(untilUs)}; the new one, not shown again:`)
+        console.log(secret)
+      }),
+    )
+
+  command
+    .command('replay')
+    .description('deliver again every matching entry after a position; a failing subscription is active again')
+    .requiredOption('--shop <name>', 'the shop', shopName)
+    .requiredOption('--after <position>', 'the feed position to deliver after (0: from the start)', position)
+    .argument('<id>', 'the subscription id', subscriptionId)
+    .action((id: number, options: { shop: string; after: number }) =>
+      withBackend(async ({ db }) => {
+        const shop = await shopOf(db, options.shop)
+        if (!(await findSubscription(db, shop.id, id))) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
+        await replaySubscription(db, id, options.after)
+        await auditCommandLine(db, { action: 'subscription.replay', shopId: shop.id, target: String(id), detail: { after: options.after } })
+        console.log(`subscription ${id} delivers again from after position ${options.after}`)
+      }),
+    )
+
+  return command
+}

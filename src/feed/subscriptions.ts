@@ -1,0 +1,97 @@
+import type { Kysely } from 'kysely'
+import type { Static } from 'typebox'
+import { patternProblem, urlProblem } from '../domain/subscriptions.ts'
+import { formatUs } from '../domain/time.ts'
+import { resolveEndpoint } from '../jobs/endpoint-guard.ts'
+import { newSigningSecret, type SecretBox } from '../keys/secret-box.ts'
+import type { DeliveryView, SubscriptionView } from '../schemas/subscriptions.ts'
+import { lastShopPosition } from '../store/changes-repo.ts'
+import { insertSubscription, rotateSubscriptionSecret, type DeliveryRecord, type SubscriptionRecord } from '../store/subscriptions-repo.ts'
+import type { Tables } from '../store/tables.ts'
+
+// Subscribing, rotating and showing outgoing webhook subscriptions: what the admin API and the
+// command line share. The sender itself is src/jobs/webhook-sender.ts.
+
+export interface FieldProblem {
+  pointer: string
+  detail: string
+}
+
+/** What is wrong with a subscription's URL and types, field by field (empty when nothing): the SSRF guard included, after a DNS lookup. */
+export async function subscriptionProblems(url: string, types: readonly string[], allowPrivate: boolean): Promise<FieldProblem[]> {
+  const problems: FieldProblem[] = []
+  const bad = urlProblem(url)
+  if (bad) problems.push({ pointer: '/url', detail: `the URL ${bad}` })
+  else {
+    try {
+      await resolveEndpoint(new URL(url).hostname, allowPrivate)
+    } catch (err) {
+      problems.push({ pointer: '/url', detail: `the URL's host is refused: ${(err as Error).message}` })
+    }
+  }
+  types.forEach((pattern, i) => {
+    const why = patternProblem(pattern)
+    if (why) problems.push({ pointer: `/types/${i}`, detail: `the type pattern ${JSON.stringify(pattern)} ${why}` })
+  })
+  return problems
+}
+
+/** A new subscription, starting after the shop's last feed entry now; its secret in plain text, this once. */
+export async function createSubscription(
+  db: Kysely<Tables>,
+  secrets: SecretBox,
+  s: { shopId: number; url: string; types: readonly string[]; nowUs: number },
+): Promise<{ record: SubscriptionRecord; secret: string }> {
+  const secret = newSigningSecret()
+  const types = [...new Set(s.types)]
+  const record = await insertSubscription(db, {
+    shopId: s.shopId,
+    url: s.url,
+    types,
+    secret: secrets.seal(secret),
+    createdUs: s.nowUs,
+    position: await lastShopPosition(db, s.shopId),
+  })
+  return { record, secret }
+}
+
+/** A new secret for `sub`; the current one keeps signing for `graceHours`. */
+export async function rotateSecret(
+  db: Kysely<Tables>,
+  secrets: SecretBox,
+  sub: SubscriptionRecord,
+  graceHours: number,
+  nowUs: number,
+): Promise<{ secret: string; untilUs: number }> {
+  const secret = newSigningSecret()
+  const untilUs = nowUs + graceHours * 3_600_000_000
+  await rotateSubscriptionSecret(db, sub.id, secrets.seal(secret), sub.secret, untilUs)
+  return { secret, untilUs }
+}
+
+/** A subscription as the admin API shows it: never its secret. */
+export function subscriptionView(r: SubscriptionRecord, nowUs: number): Static<typeof SubscriptionView> {
+  const retrying = r.attempts > 0
+  return {
+    id: r.id,
+    url: r.url,
+    types: r.types,
+    created_at: formatUs(r.createdUs),
+    position: r.position,
+    status: r.failing ? 'failing' : retrying ? 'retrying' : 'active',
+    attempts: r.attempts,
+    next_attempt_at: retrying && !r.failing ? formatUs(r.nextAttemptUs) : null,
+    last_error: r.lastError,
+    previous_secret_until: r.oldSecret !== null && r.oldSecretUntilUs !== null && r.oldSecretUntilUs > nowUs ? formatUs(r.oldSecretUntilUs) : null,
+  }
+}
+
+export const deliveryView = (d: DeliveryRecord): Static<typeof DeliveryView> => ({
+  position: d.position,
+  type: d.type,
+  status: d.status,
+  attempts: d.attempts,
+  response_status: d.responseStatus,
+  last_error: d.lastError,
+  updated_at: formatUs(d.updatedUs),
+})

@@ -1,0 +1,75 @@
+import http from 'node:http'
+import https from 'node:https'
+import type { LookupFunction } from 'node:net'
+import { resolveEndpoint } from './endpoint-guard.ts'
+
+// One POST of an outgoing webhook: the endpoint's host resolved and checked by the SSRF guard
+// (the connection goes to the address checked, so a name cannot point elsewhere between the two),
+// a deadline for the whole exchange, and the answer's status; the answer's body is read and dropped.
+
+export type PostResult = { ok: true; status: number } | { ok: false; status: number | null; error: string }
+
+/** Most bytes of an endpoint's answer read (and dropped) before the connection is cut. */
+const ANSWER_BYTES = 64 * 1024
+
+export function postWebhook(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  options: { timeoutMs: number; allowPrivate: boolean; signal?: AbortSignal },
+): Promise<PostResult> {
+  const target = new URL(url)
+  const lookup: LookupFunction = (hostname, _opts, callback) => {
+    resolveEndpoint(hostname, options.allowPrivate).then(
+      (r) => callback(null, r.address, r.family),
+      (err: Error) => callback(Object.assign(err, { code: 'EREFUSED_PRIVATE' }), '', 4),
+    )
+  }
+  const client = target.protocol === 'https:' ? https : http
+  return new Promise((resolve) => {
+    let settled = false
+    const done = (result: PostResult) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resolve(result)
+    }
+    const request = client.request(
+      target,
+      { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, lookup, agent: false },
+      (response) => {
+        const status = response.statusCode ?? 0
+        let read = 0
+        response.on('data', (chunk: Buffer) => {
+          read += chunk.length
+          if (read > ANSWER_BYTES) response.destroy()
+        })
+        const finish = () => done(status >= 200 && status < 300 ? { ok: true, status } : { ok: false, status, error: `the endpoint answered ${status}` })
+        response.on('end', finish)
+        response.on('close', finish)
+        response.on('error', finish)
+      },
+    )
+    const timer = setTimeout(() => {
+      done({ ok: false, status: null, error: `no answer within ${options.timeoutMs} ms` })
+      request.destroy()
+    }, options.timeoutMs)
+    request.on('error', (err: NodeJS.ErrnoException) => done({ ok: false, status: null, error: describe(err) }))
+    // Shutting down: the attempt ends now, as a failure the caller does not store.
+    const abort = () => {
+      done({ ok: false, status: null, error: 'the service stopped before an answer came' })
+      request.destroy()
+    }
+    if (options.signal?.aborted) abort()
+    else options.signal?.addEventListener('abort', abort, { once: true })
+    request.end(body)
+  })
+}
+
+function describe(err: NodeJS.ErrnoException): string {
+  if (err.code === 'ECONNREFUSED') return 'the connection was refused'
+  if (err.code === 'ECONNRESET') return 'the connection was reset'
+  if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return 'the host does not resolve'
+  if (err.code === 'EREFUSED_PRIVATE') return err.message
+  return err.code ? `${err.code}: ${err.message}` : err.message
+}

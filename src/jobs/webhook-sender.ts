@@ -1,0 +1,203 @@
+import { Counter, Gauge, type Registry } from 'prom-client'
+import type { Config } from '../config.ts'
+import { gaveUp, matchesTypes, retryDelayMs, type RetryPolicy } from '../domain/subscriptions.ts'
+import { signatureHeader } from '../domain/webhook-signature.ts'
+import { changeView } from '../feed/entry.ts'
+import type { SecretBox } from '../keys/secret-box.ts'
+import { changesAfter } from '../store/changes-repo.ts'
+import type { Backend } from '../store/dialect.ts'
+import {
+  advanceQuery,
+  dueSubscriptionIds,
+  failingSubscriptionCount,
+  retryQuery,
+  saveDeliveryQuery,
+  subscriptionOf,
+  subscriptionQuery,
+  trimDeliveriesQuery,
+  type SubscriptionRecord,
+} from '../store/subscriptions-repo.ts'
+import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
+import { startLoop } from './loop.ts'
+import type { Report } from './report.ts'
+import { postWebhook, type PostResult } from './webhook-post.ts'
+
+// Outgoing webhooks: each subscription's matching change feed entries POSTed to its endpoint,
+// signed (Standard Webhooks), in position order, at least once. A step delivers one entry under
+// the subscription's leader lock (Backend.leaderLock, one sender per subscription among the
+// processes): it reads the stored progress, posts, and stores the new progress or the retry
+// state before the lock ends, so a process that dies mid-delivery leaves the old progress and the
+// entry is sent again, and what was acknowledged and stored is never sent again. Subscriptions
+// are served concurrently, at most SUBSCRIPTIONS_CONCURRENCY at once; one waiting for a retry
+// takes no slot, so a dead endpoint holds back no other subscription, and the intake never waits
+// for any of it.
+
+export interface WebhookSender {
+  /** New entries have positions, or a subscription changed: look soon. */
+  kick(): void
+  stop(): Promise<void>
+}
+
+export interface SenderOptions {
+  backend: Backend
+  batchWriter: BatchWriter
+  config: Config
+  secrets: SecretBox
+  registry: Registry
+  report: Report
+  /** How often to look for due subscriptions besides kicks. */
+  pollMs?: number
+}
+
+/** Entries read per look at a subscription's feed. */
+const PAGE = 100
+/** Deliveries of one subscription in a row before its slot goes to the next in line. */
+const TURN = 100
+
+type Step = 'more' | 'idle'
+
+export function startWebhookSender(options: SenderOptions): WebhookSender {
+  const { backend, batchWriter, config, secrets, report } = options
+  const { db } = backend
+  const policy: RetryPolicy = {
+    baseMs: config.SUBSCRIPTIONS_RETRY_BASE_MS,
+    capMs: config.SUBSCRIPTIONS_RETRY_MAX_SECONDS * 1000,
+    giveUpMs: config.SUBSCRIPTIONS_RETRY_HOURS * 3_600_000,
+  }
+  const metrics = senderMetrics(options.registry, () => failingSubscriptionCount(db))
+  /** Subscriptions being served by this process now. */
+  const busy = new Set<number>()
+  const waiting: number[] = []
+  /** Aborted by stop: deliveries waiting for an answer end at once, and store nothing. */
+  const stopping = new AbortController()
+
+  async function post(sub: SubscriptionRecord, entry: ReturnType<typeof changeView>): Promise<PostResult> {
+    const body = JSON.stringify(entry)
+    const nowMs = Date.now()
+    const timestamp = Math.floor(nowMs / 1000)
+    const valid = [secrets.open(sub.secret)]
+    if (sub.oldSecret !== null && (sub.oldSecretUntilUs ?? 0) > nowMs * 1000) valid.push(secrets.open(sub.oldSecret))
+    const headers = {
+      'user-agent': 'shop-intake-webhooks',
+      'webhook-id': entry.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader(valid, entry.id, timestamp, body),
+    }
+    return postWebhook(sub.url, headers, body, {
+      timeoutMs: config.SUBSCRIPTIONS_TIMEOUT_MS,
+      allowPrivate: config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1,
+      signal: stopping.signal,
+    })
+  }
+
+  /** One delivery (or a page of entries the filter skips) of one subscription, under its leader lock. */
+  async function step(id: number): Promise<Step> {
+    const result = await backend.leaderLock(
+      `webhook-sender:${id}`,
+      (query) => batchWriter.write(query),
+      async (leader): Promise<Step> => {
+        const sub = subscriptionOf(await leader.read(subscriptionQuery(db, id)))
+        const nowUs = Date.now() * 1000
+        if (!sub || sub.failing || sub.nextAttemptUs > nowUs) return 'idle'
+        const page = await changesAfter(db, sub.shopId, sub.position, PAGE)
+        const entry = page.find((e) => matchesTypes(sub.types, e.type))
+        if (!entry) {
+          if (page.length > 0) await leader.write(advanceQuery(db, id, page[page.length - 1]!.position))
+          return page.length === PAGE ? 'more' : 'idle'
+        }
+        const sent = await post(sub, changeView(entry))
+        // Stopped mid-delivery: the entry counts as not sent (the next process sends it again), not as a failure.
+        if (stopping.signal.aborted) return 'idle'
+        const doneUs = Date.now() * 1000
+        const attempts = sub.attempts + 1
+        const delivery = { position: entry.position, type: entry.type, attempts, responseStatus: sent.status, updatedUs: doneUs }
+        if (sent.ok) {
+          await leader.write(saveDeliveryQuery(db, id, { ...delivery, status: 'delivered', lastError: null }))
+          await leader.write(advanceQuery(db, id, entry.position))
+          await leader.write(trimDeliveriesQuery(db, id))
+          metrics.delivered.inc()
+          return 'more'
+        }
+        const sinceUs = sub.retryingSinceUs ?? doneUs
+        const failing = gaveUp(policy, sinceUs / 1000, doneUs / 1000)
+        const nextAttemptUs = doneUs + retryDelayMs(policy, attempts, Math.random()) * 1000
+        await leader.write(saveDeliveryQuery(db, id, { ...delivery, status: failing ? 'failed' : 'retrying', lastError: sent.error }))
+        await leader.write(retryQuery(db, id, { attempts, nextAttemptUs, sinceUs, failing, error: sent.error }))
+        metrics.failedAttempts.inc()
+        if (!failing) loop.kick(Math.ceil((nextAttemptUs - doneUs) / 1000) + 5)
+        return 'idle'
+      },
+    )
+    return result ?? 'idle'
+  }
+
+  async function serve(id: number): Promise<void> {
+    try {
+      for (let n = 0; n < TURN && !loop.stopped; n++) if ((await step(id)) !== 'more') return
+      loop.kick()
+    } catch (err) {
+      report('webhook-sender', err, 'delivering outgoing webhooks failed; the sender tries again')
+    } finally {
+      busy.delete(id)
+      next()
+    }
+  }
+
+  /** Starts the subscriptions in line while slots are free. */
+  function next() {
+    while (!loop.stopped && busy.size < config.SUBSCRIPTIONS_CONCURRENCY && waiting.length > 0) {
+      const id = waiting.shift()!
+      if (busy.has(id)) continue
+      busy.add(id)
+      void serve(id)
+    }
+  }
+
+  /** A pass puts the due subscriptions in line; it does not wait for their deliveries. */
+  async function pass() {
+    const due = await dueSubscriptionIds(db, Date.now() * 1000)
+    for (const id of due) if (!busy.has(id) && !waiting.includes(id)) waiting.push(id)
+    next()
+  }
+
+  const loop = startLoop({
+    pass,
+    firstMs: 0,
+    everyMs: options.pollMs ?? 1000,
+    report,
+    failure: 'looking for outgoing webhooks to send failed; the sender tries again',
+  })
+
+  return {
+    kick: () => loop.kick(),
+    async stop() {
+      waiting.length = 0
+      stopping.abort()
+      await loop.stop()
+      // Deliveries waiting for an answer ended at the abort, storing nothing; one storing its progress finishes that.
+      while (busy.size > 0) await new Promise((r) => setTimeout(r, 20))
+    },
+  }
+}
+
+function senderMetrics(registry: Registry, failing: () => Promise<number>) {
+  const registers = [registry]
+  new Gauge({
+    name: 'shop_intake_subscriptions_failing',
+    help: 'Outgoing webhook subscriptions marked failing (an entry failed for SUBSCRIPTIONS_RETRY_HOURS), of every shop',
+    registers,
+    // Every process counts the same table.
+    aggregator: 'max',
+    async collect() {
+      this.set(await failing())
+    },
+  })
+  return {
+    delivered: new Counter({ name: 'shop_intake_webhooks_delivered_total', help: 'Outgoing webhooks an endpoint acknowledged with a 2xx', registers }),
+    failedAttempts: new Counter({
+      name: 'shop_intake_webhooks_failed_attempts_total',
+      help: 'Outgoing webhook attempts that failed (non-2xx, timeout, refused connection, refused address)',
+      registers,
+    }),
+  }
+}

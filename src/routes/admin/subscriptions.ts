@@ -1,0 +1,197 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
+import { formatUs } from '../../domain/time.ts'
+import { createSubscription, deliveryView, rotateSecret, subscriptionProblems, subscriptionView, type FieldProblem } from '../../feed/subscriptions.ts'
+import { commandBodyProblem, notFound, parseId, problem, sendProblem, shopByName } from '../../http/intake/index.ts'
+import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
+import {
+  NewSubscription,
+  ReplayBody,
+  RotatedSecret,
+  SubscriptionBody,
+  SubscriptionDetail,
+  SubscriptionList,
+  SubscriptionParams,
+  SubscriptionView,
+} from '../../schemas/subscriptions.ts'
+import { recordAudit } from '../../store/admin-repo.ts'
+import { deleteSubscription, findSubscription, recentDeliveries, replaySubscription, shopSubscriptions } from '../../store/subscriptions-repo.ts'
+import { readAnswer } from '../resources.ts'
+import { OPTIONAL_BODY, optionalBodyProblem } from './optional-body.ts'
+import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
+
+// A shop's outgoing webhook subscriptions (README, Outgoing webhooks): subscribe (the signing
+// secret answered once), list, look at one with its latest deliveries, replay from a position,
+// rotate the secret, remove. The sender (src/jobs/webhook-sender.ts) does the delivering.
+
+const DELIVERIES_SHOWN = 50
+
+const invalid = (what: string, errors: FieldProblem[]) =>
+  problem('invalid-body', `the ${what} has ${errors.length} invalid field${errors.length === 1 ? '' : 's'}`, { error_count: errors.length, errors })
+
+export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminContext): Promise<void> {
+  const app = scope.withTypeProvider<TypeBoxTypeProvider>()
+  const { services } = ctx
+  const { db } = services.backend
+  const allowPrivate = services.config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1
+  const base = '/v3/admin/shops/:shop/subscriptions'
+  const common = { onRequest: ctx.onRequest }
+  const doc = { tags: TAGS, security: ADMIN_SECURITY }
+
+  async function subscriptionOf(params: { shop: string; id: string }) {
+    const shop = await shopByName(services, params.shop)
+    const id = parseId(params.id)
+    const sub = id === undefined ? undefined : await findSubscription(db, shop.id, id)
+    if (!sub) throw notFound(`no subscription ${params.id} of shop ${shop.name}`)
+    return { shop, sub }
+  }
+
+  app.get(
+    base,
+    {
+      ...common,
+      schema: {
+        ...doc,
+        summary: "A shop's outgoing webhook subscriptions, without their secrets",
+        operationId: 'adminListSubscriptions',
+        params: ShopParams,
+        response: { 200: readAnswer('The subscriptions, oldest first', SubscriptionList), ...ADMIN_PROBLEMS(404) },
+      },
+    },
+    async (request) => {
+      const shop = await shopByName(services, request.params.shop)
+      const nowUs = ctx.nowUs()
+      return { items: (await shopSubscriptions(db, shop.id)).map((s) => subscriptionView(s, nowUs)) }
+    },
+  )
+
+  app.post(
+    base,
+    {
+      ...common,
+      attachValidation: true,
+      schema: {
+        ...doc,
+        summary: "Subscribe an endpoint to the shop's change feed; the signing secret is answered this once",
+        operationId: 'adminCreateSubscription',
+        description:
+          "Every entry of the shop's change feed committed from now on whose type matches `types` is POSTed to `url`, signed as Standard Webhooks says. " +
+          'A URL that is not http(s), or whose host resolves to a loopback or private address (unless SUBSCRIPTIONS_ALLOW_PRIVATE=1), and an empty or unknown type pattern answer 422.',
+        params: ShopParams,
+        body: SubscriptionBody,
+        response: { 201: readAnswer('The subscription, with its secret', NewSubscription), ...ADMIN_PROBLEMS(404, 413, 415, 422) },
+      },
+    },
+    async (request, reply) => {
+      const shop = await shopByName(services, request.params.shop)
+      const refused = commandBodyProblem(request, 'subscription')
+      if (refused) return sendProblem(reply, refused)
+      const { url, types } = request.body
+      const errors = await subscriptionProblems(url, types, allowPrivate)
+      if (errors.length > 0) return sendProblem(reply, invalid('subscription', errors))
+      const { record, secret } = await createSubscription(db, services.secrets, { shopId: shop.id, url, types, nowUs: ctx.nowUs() })
+      await recordAudit(db, request.operator, {
+        action: 'subscription.create',
+        shopId: shop.id,
+        target: String(record.id),
+        detail: { url, types: record.types },
+      })
+      return reply.code(201).send({ id: record.id, url: record.url, types: record.types, secret, created_at: formatUs(record.createdUs) })
+    },
+  )
+
+  app.get(
+    `${base}/:id`,
+    {
+      ...common,
+      schema: {
+        ...doc,
+        summary: 'One subscription and its latest deliveries',
+        operationId: 'adminGetSubscription',
+        params: SubscriptionParams,
+        response: { 200: readAnswer('The subscription', SubscriptionDetail), ...ADMIN_PROBLEMS(404) },
+      },
+    },
+    async (request) => {
+      const { sub } = await subscriptionOf(request.params)
+      const deliveries = await recentDeliveries(db, sub.id, DELIVERIES_SHOWN)
+      return { ...subscriptionView(sub, ctx.nowUs()), deliveries: deliveries.map(deliveryView) }
+    },
+  )
+
+  app.delete(
+    `${base}/:id`,
+    {
+      ...common,
+      schema: {
+        ...doc,
+        summary: 'Remove a subscription: nothing more is sent to it',
+        operationId: 'adminDeleteSubscription',
+        params: SubscriptionParams,
+        response: { 204: { type: 'null', description: 'Removed' }, ...ADMIN_PROBLEMS(404) },
+      },
+    },
+    async (request, reply) => {
+      const { shop, sub } = await subscriptionOf(request.params)
+      if (await deleteSubscription(db, sub.id)) {
+        await recordAudit(db, request.operator, { action: 'subscription.delete', shopId: shop.id, target: String(sub.id), detail: { url: sub.url } })
+      }
+      return reply.code(204).send(undefined as never)
+    },
+  )
+
+  app.post(
+    `${base}/:id/replay`,
+    {
+      ...common,
+      attachValidation: true,
+      schema: {
+        ...doc,
+        summary: 'Deliver again from a position: every matching entry after `after`, in order',
+        operationId: 'adminReplaySubscription',
+        description: 'Clears the retry state, and a failing subscription is active again. Entries are delivered again even if they were acknowledged.',
+        params: SubscriptionParams,
+        body: ReplayBody,
+        response: { 200: readAnswer('The subscription, from its new position', SubscriptionView), ...ADMIN_PROBLEMS(404, 413, 415, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { shop, sub } = await subscriptionOf(request.params)
+      const refused = commandBodyProblem(request, 'replay')
+      if (refused) return sendProblem(reply, refused)
+      await replaySubscription(db, sub.id, request.body.after)
+      await recordAudit(db, request.operator, { action: 'subscription.replay', shopId: shop.id, target: String(sub.id), detail: { after: request.body.after } })
+      services.feed.sender.kick()
+      return subscriptionView((await findSubscription(db, shop.id, sub.id))!, ctx.nowUs())
+    },
+  )
+
+  app.post(
+    `${base}/:id/rotate`,
+    {
+      ...common,
+      schema: {
+        ...doc,
+        summary: "Rotate a subscription's signing secret; the new one is answered this once",
+        operationId: 'adminRotateSubscriptionSecret',
+        description: `Both secrets sign every delivery for \`grace_hours\` (default SUBSCRIPTIONS_ROTATION_GRACE_HOURS); then only the new one. The body: ${OPTIONAL_BODY}`,
+        params: SubscriptionParams,
+        querystring: Type.Object({
+          grace_hours: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: 'hours, 0 to 720, the previous secret signs too' })),
+        }),
+        response: { 200: readAnswer('The new secret', RotatedSecret), ...ADMIN_PROBLEMS(404, 413, 415) },
+      },
+    },
+    async (request, reply) => {
+      const { shop, sub } = await subscriptionOf(request.params)
+      const refused = optionalBodyProblem(request)
+      if (refused) return sendProblem(reply, refused)
+      const grace = request.query.grace_hours === undefined ? services.config.SUBSCRIPTIONS_ROTATION_GRACE_HOURS : Number(request.query.grace_hours)
+      if (grace > 720) return sendProblem(reply, problem('malformed-request', 'grace_hours must be 0 to 720'))
+      const { secret, untilUs } = await rotateSecret(db, services.secrets, sub, grace, ctx.nowUs())
+      await recordAudit(db, request.operator, { action: 'subscription.rotate', shopId: shop.id, target: String(sub.id), detail: { grace_hours: grace } })
+      return { id: sub.id, secret, previous_secret_until: formatUs(untilUs) }
+    },
+  )
+}

@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { Webhook } from 'standardwebhooks'
+import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
+import { runCli } from '../support/cli-process.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, type TestDatabase } from '../support/harness.ts'
+import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
+import { startReceiver, type Receiver } from '../support/webhook-receiver.ts'
+
+// The console's outgoing webhooks page in Chromium against a real server process: an operator
+// subscribes a receiver (the secret shown once), sees a failing endpoint's deliveries (status,
+// attempts, last error), and replays from a position once it recovers.
+
+const SHOP = 'hooks'
+
+forEachDatabase((kind) => {
+  describe('the outgoing webhooks page', { timeout: 180_000 }, () => {
+    let database: TestDatabase
+    let server: ServerProcess
+    let browser: Browser
+    let watch: PageWatch
+    let receiver: Receiver
+    let shopKey: string
+    let adminKey: string
+    let base: string
+
+    before(async () => {
+      requireChromium()
+      buildDashboard()
+      database = await createTestDatabase(kind)
+      shopKey = (await createKey(database.url, SHOP)).key
+      const created = await runCli(['admins', 'create', '--name', 'Hook Operator'], { DATABASE_URL: database.url })
+      assert.equal(created.code, 0, created.stderr)
+      adminKey = created.stdout.trim().split('\n').at(-1)!
+      receiver = await startReceiver()
+      server = await startServerProcess(database.url, shopKey, {
+        SUBSCRIPTIONS_ALLOW_PRIVATE: '1',
+        SECRETS_KEY: Buffer.alloc(32, 8).toString('base64'),
+        SUBSCRIPTIONS_RETRY_BASE_MS: '200',
+        SUBSCRIPTIONS_RETRY_MAX_SECONDS: '1',
+      })
+      base = `http://127.0.0.1:${server.port}`
+      browser = await launchBrowser()
+      watch = new PageWatch(browser.page, base)
+    })
+
+    after(async () => {
+      await browser?.close()
+      if (server) await stopServerProcess(server)
+      await receiver?.close()
+      await database?.drop()
+    })
+
+    test('subscribe, watch a failing endpoint retried, replay once it recovers', async () => {
+      const { page } = browser
+      await page.goto(`${base}/admin`)
+      await page.fill('input[name=key]', adminKey)
+      await page.click('button[type=submit]')
+      await page.locator('[data-operator]').waitFor()
+      // Moved between pages as an operator does (a reload would cut the requests in flight short).
+      const webhooksPage = async () => {
+        await page.click('nav.top a[href="/admin/keys"]')
+        await page.locator('table.keys').waitFor()
+        await page.click('nav.top a[href="/admin/subscriptions"]')
+      }
+      await webhooksPage()
+      await page.locator('form.subscribe').waitFor()
+      await page.fill('input[name=url]', receiver.url)
+      await page.fill('input[name=types]', 'customer.*')
+      await page.click('button[name=subscribe]')
+      const secret = await page.locator('input[name=new-secret]').inputValue()
+      assert.match(secret, /^whsec_/)
+      await screenshot(page, `${kind}-subscriptions-created`)
+
+      receiver.answer = () => 500
+      const answer = await request(server.port, {
+        method: 'POST',
+        path: CUSTOMER_CREATED,
+        agent: false,
+        headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 1, updated_at: '2024-05-01T10:00:00Z' }),
+      })
+      assert.equal(answer.status, 200)
+      await receiver.until((got) => got.length >= 2)
+      await webhooksPage()
+      const row = page.locator('tr[data-subscription]')
+      await row.locator('[data-status=retrying]').waitFor()
+      await row.locator('button[name=deliveries]').click()
+      const delivery = page.locator('[data-deliveries] tr[data-delivery]')
+      await delivery.first().waitFor()
+      const text = await delivery.first().innerText()
+      assert.match(text, /retrying/)
+      assert.match(text, /the endpoint answered 500/)
+      await screenshot(page, `${kind}-subscriptions-retrying`)
+
+      receiver.answer = () => 200
+      const seen = receiver.received.length
+      await receiver.until((got) => got.length > seen && got.at(-1)!.answeredAt !== undefined)
+      await page.fill('input[name=replay-after]', '0')
+      await page.click('button[name=replay]')
+      await receiver.until((got) => got.filter((r) => r.answeredAt !== undefined && JSON.parse(r.body).data.customer_id === 1).length >= 3)
+      await webhooksPage()
+      await page.locator('tr[data-subscription] [data-status=active]').waitFor()
+      await page.locator('tr[data-subscription] button[name=deliveries]').click()
+      await page.locator('[data-deliveries] tr[data-delivery].delivered').first().waitFor()
+      await screenshot(page, `${kind}-subscriptions-delivered`)
+      const wh = new Webhook(secret)
+      for (const r of receiver.received) wh.verify(r.body, r.headers as Record<string, string>)
+      watch.check()
+    })
+  })
+})

@@ -1,0 +1,323 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import type { LightMyRequestResponse } from 'fastify'
+import { Webhook } from 'standardwebhooks'
+import { issueKey } from '../../src/keys/issue-key.ts'
+import { retryQuery } from '../../src/store/subscriptions-repo.ts'
+import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
+import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
+import { startReceiver, type Receiver, type Received } from '../support/webhook-receiver.ts'
+
+// Outgoing webhooks over HTTP on both databases: subscribing and its problems, deliveries to a
+// real receiver whose every signature is checked by an independent implementation (the
+// standardwebhooks package), the type filter, order and at-least-once through failures and
+// hangs, rotation, replay, failing, and removal.
+
+const SECRETS_KEY = Buffer.alloc(32, 3).toString('base64')
+
+interface Entry {
+  id: string
+  position: number
+  type: string
+  created_at: string
+  data: Record<string, unknown>
+}
+
+function problem(res: LightMyRequestResponse, status: number, type: string): Record<string, unknown> {
+  assert.equal(res.statusCode, status, res.body)
+  assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
+  const body = res.json() as Record<string, unknown>
+  assert.equal(body.type, `/problems/${type}`, res.body)
+  return body
+}
+
+/** The received messages, each verified by standardwebhooks with `secret`; their entries. */
+function verified(secret: string, received: readonly Received[]): Entry[] {
+  const wh = new Webhook(secret)
+  return received.map((r) => wh.verify(r.body, r.headers as Record<string, string>) as Entry)
+}
+
+/** Positions in the order first received: each entry counted once however often it came. */
+const firstSeen = (entries: readonly Entry[]) => [...new Set(entries.map((e) => e.position))]
+
+forEachDatabase((kind) => {
+  let t: TestApp
+  let admin: AdminClient
+  let receiver: Receiver
+
+  before(async () => {
+    t = await startTestApp(kind, {
+      SUBSCRIPTIONS_ALLOW_PRIVATE: '1',
+      SECRETS_KEY,
+      SUBSCRIPTIONS_TIMEOUT_MS: '500',
+      SUBSCRIPTIONS_RETRY_BASE_MS: '100',
+      SUBSCRIPTIONS_RETRY_MAX_SECONDS: '1',
+    })
+    admin = adminClient(t, (await newOperator(t, 'Webhook Operator')).key)
+    receiver = await startReceiver()
+  })
+  after(async () => {
+    await receiver.close()
+    await t.close()
+  })
+
+  async function shop(name: string) {
+    const shopName = `${kind}-${name}`
+    const { key } = await issueKey(t.app.services.backend.db, shopName)
+    const post = async (path: string, body: unknown) => {
+      const res = await t.post(path, body, { key })
+      assert.equal(res.statusCode, 200, res.body)
+    }
+    const changes = async () => (await t.get('/v3/changes?limit=500', key)).json().changes as Entry[]
+    const subscribe = async (url: string, types: string[]) => {
+      const res = await admin.post(`/v3/admin/shops/${shopName}/subscriptions`, { url, types })
+      assert.equal(res.statusCode, 201, res.body)
+      return res.json() as { id: number; url: string; types: string[]; secret: string; created_at: string }
+    }
+    const path = `/v3/admin/shops/${shopName}/subscriptions`
+    return { name: shopName, post, changes, subscribe, path }
+  }
+
+  describe('subscribing', () => {
+    test('bad bodies: 400 for malformed JSON, 422 naming each bad field; 404 for an unknown shop', async () => {
+      const s = await shop('bad')
+      problem(await admin.post(s.path, '{"url":'), 400, 'malformed-json')
+      const cases: [unknown, string][] = [
+        [{ url: 'ftp://example.com/x', types: ['points.*'] }, '/url'],
+        [{ url: 'not a url', types: ['points.*'] }, '/url'],
+        [{ url: 'https://example.com/x', types: [] }, '/types'],
+        [{ url: 'https://example.com/x', types: [''] }, '/types/0'],
+        [{ url: 'https://example.com/x', types: ['points.*', 'loyalty.*'] }, '/types/1'],
+        [{ url: 'https://example.com/x', types: ['customer.created'] }, '/types/0'],
+        [{ url: 'https://example.com/x' }, '/types'],
+      ]
+      for (const [body, pointer] of cases) {
+        const p = problem(await admin.post(s.path, body), 422, 'invalid-body')
+        const errors = p.errors as { pointer: string; detail: string }[]
+        assert.ok(
+          errors.some((e) => e.pointer === pointer),
+          `${JSON.stringify(body)}: ${JSON.stringify(errors)}`,
+        )
+      }
+      problem(await admin.post('/v3/admin/shops/no-such-shop/subscriptions', { url: 'https://example.com/x', types: ['*'] }), 404, 'not-found')
+      problem(await admin.get(`${s.path}/999999`), 404, 'not-found')
+      problem(await admin.get(`${s.path}/abc`), 404, 'not-found')
+    })
+
+    test('the secret is answered once: never listed, and not in the database in plain text', async () => {
+      const s = await shop('secret')
+      const sub = await s.subscribe(receiver.url, ['points.*', 'customer.deleted'])
+      assert.match(sub.secret, /^whsec_[A-Za-z0-9+/]+=*$/)
+      assert.deepEqual(Object.keys(sub).sort(), ['created_at', 'id', 'secret', 'types', 'url'])
+      assert.deepEqual(sub.types, ['points.*', 'customer.deleted'])
+      const list = await admin.get(s.path)
+      assert.equal(list.statusCode, 200)
+      assert.ok(!list.body.includes(sub.secret.slice(6)))
+      assert.equal(list.json().items[0].status, 'active')
+      const detail = await admin.get(`${s.path}/${sub.id}`)
+      assert.ok(!detail.body.includes(sub.secret.slice(6)))
+      const rows = await t.app.services.backend.db.selectFrom('subscriptions').selectAll().where('id', '=', sub.id).execute()
+      assert.ok(!JSON.stringify(rows).includes(sub.secret.slice(6)), 'the stored row holds the secret sealed')
+    })
+  })
+
+  describe('delivering', () => {
+    test('every matching entry is POSTed as GET /v3/changes answers it, signed, in order; others are not', async () => {
+      const s = await shop('deliver')
+      const all = await s.subscribe(receiver.url.replace('/hooks', '/all'), ['*'])
+      const deleted = await s.subscribe(receiver.url.replace('/hooks', '/deleted'), ['customer.deleted'])
+      for (let i = 1; i <= 5; i++) await s.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
+      await s.post(CUSTOMER_DELETED, { id: 2, updated_at: '2024-05-02T10:00:00Z' })
+      const entries = await s.changes()
+      assert.equal(entries.length, 6)
+      const pathOf = (r: Received) => r.path
+      await receiver.until((got) => got.filter((r) => r.path === '/all').length >= 6 && got.some((r) => r.path === '/deleted'))
+      const toAll = verified(
+        all.secret,
+        receiver.received.filter((r) => pathOf(r) === '/all'),
+      )
+      assert.deepEqual(toAll, entries, 'the bodies are the entries of GET /v3/changes, in position order')
+      const toDeleted = verified(
+        deleted.secret,
+        receiver.received.filter((r) => pathOf(r) === '/deleted'),
+      )
+      assert.deepEqual(
+        toDeleted.map((e) => e.type),
+        ['customer.deleted'],
+      )
+      for (const r of receiver.received.filter((r) => pathOf(r) === '/all')) {
+        const body = JSON.parse(r.body) as Entry
+        assert.equal(r.headers['webhook-id'], body.id)
+        assert.match(String(r.headers['webhook-signature']), /^v1,[A-Za-z0-9+/]+=*$/)
+        assert.throws(() => new Webhook(deleted.secret).verify(r.body, r.headers as Record<string, string>), 'another secret does not verify')
+      }
+      const detail = (await admin.get(`${s.path}/${all.id}`)).json()
+      assert.equal(detail.position, entries[5]!.position)
+      assert.equal(detail.deliveries.length, 6)
+      assert.ok(detail.deliveries.every((d: { status: string; attempts: number }) => d.status === 'delivered' && d.attempts === 1))
+    })
+
+    test('a receiver that fails, hangs, then recovers gets every entry at least once and in order', async () => {
+      const s = await shop('flaky')
+      const url = receiver.url.replace('/hooks', '/flaky')
+      const sub = await s.subscribe(url, ['customer.*'])
+      const mine = () => receiver.received.filter((r) => r.path === '/flaky')
+      let n = 0
+      const previous = receiver.answer
+      // 500, 503, a hang past the timeout, a refused body (400), then 200 from the fifth request on.
+      receiver.answer = (r, i) => {
+        if (r.path !== '/flaky') return previous(r, i)
+        n++
+        return n === 1 ? 500 : n === 2 ? 503 : n === 3 ? 'hang' : n === 4 ? 400 : 200
+      }
+      try {
+        for (let i = 1; i <= 8; i++) await s.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
+        const entries = await s.changes()
+        await receiver.until(() => firstSeen(verified(sub.secret, mine())).length >= 8, 30_000)
+        const got = verified(sub.secret, mine())
+        assert.deepEqual(
+          firstSeen(got),
+          entries.map((e) => e.position),
+          'every entry, first received in position order',
+        )
+        // In order: no entry is received before an earlier one was acknowledged (each retry repeats the same one).
+        for (let i = 1; i < got.length; i++) assert.ok(got[i]!.position >= got[i - 1]!.position, 'never out of order')
+        assert.ok(got.length >= 12, 'the four failed attempts were retried')
+        const detail = (await admin.get(`${s.path}/${sub.id}`)).json()
+        const first = detail.deliveries.find((d: { position: number }) => d.position === entries[0]!.position)
+        assert.equal(first.status, 'delivered')
+        assert.equal(first.attempts, 5)
+        assert.equal(detail.status, 'active')
+      } finally {
+        receiver.answer = previous
+      }
+    })
+
+    test('rotation: both secrets sign during the grace; the list shows until when', async () => {
+      const s = await shop('rotate')
+      const url = receiver.url.replace('/hooks', '/rotate')
+      const sub = await s.subscribe(url, ['customer.updated'])
+      const rotated = await admin.post(`${s.path}/${sub.id}/rotate?grace_hours=2`)
+      assert.equal(rotated.statusCode, 200, rotated.body)
+      const { secret } = rotated.json() as { secret: string }
+      assert.notEqual(secret, sub.secret)
+      await s.post(CUSTOMER_CREATED, { id: 1, updated_at: '2024-05-01T10:00:00Z' })
+      const mine = () => receiver.received.filter((r) => r.path === '/rotate')
+      await receiver.until(() => mine().length >= 1)
+      assert.equal(String(mine()[0]!.headers['webhook-signature']).split(' ').length, 2)
+      assert.equal(verified(secret, mine()).length, 1)
+      assert.equal(verified(sub.secret, mine()).length, 1)
+      const list = (await admin.get(s.path)).json()
+      assert.ok(list.items[0].previous_secret_until)
+      problem(await admin.post(`${s.path}/${sub.id}/rotate?grace_hours=9999`), 400, 'malformed-request')
+    })
+
+    test('replay from a position delivers again; a subscription that fails for the retry window is failing until a replay', async () => {
+      const s = await shop('replay')
+      const url = receiver.url.replace('/hooks', '/replay')
+      const sub = await s.subscribe(url, ['*'])
+      const mine = () => receiver.received.filter((r) => r.path === '/replay')
+      for (let i = 1; i <= 3; i++) await s.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
+      await receiver.until(() => mine().length >= 3)
+      const entries = await s.changes()
+      const replay = await admin.post(`${s.path}/${sub.id}/replay`, { after: entries[0]!.position })
+      assert.equal(replay.statusCode, 200, replay.body)
+      assert.equal(replay.json().position, entries[0]!.position)
+      await receiver.until(() => mine().length >= 5)
+      assert.deepEqual(
+        verified(sub.secret, mine()).map((e) => e.position),
+        [...entries.map((e) => e.position), entries[1]!.position, entries[2]!.position],
+      )
+      problem(await admin.post(`${s.path}/${sub.id}/replay`, { after: -1 }), 422, 'invalid-body')
+
+      // The entry has failed since 25 hours ago (as if): the next failure marks the subscription failing.
+      const previous = receiver.answer
+      receiver.answer = (r, i) => (r.path === '/replay' ? 500 : previous(r, i))
+      try {
+        const { db } = t.app.services.backend
+        await db.executeQuery(
+          retryQuery(db, sub.id, { attempts: 3, nextAttemptUs: 0, sinceUs: (Date.now() - 25 * 3_600_000) * 1000, failing: false, error: 'x' }),
+        )
+        await s.post(CUSTOMER_CREATED, { id: 9, updated_at: '2024-05-01T10:00:00Z' })
+        for (let i = 0; ; i++) {
+          const view = (await admin.get(`${s.path}/${sub.id}`)).json()
+          if (view.status === 'failing') {
+            assert.equal(view.last_error, 'the endpoint answered 500')
+            assert.equal(view.deliveries[0].status, 'failed')
+            break
+          }
+          assert.ok(i < 200, 'marked failing')
+          await new Promise((r) => setTimeout(r, 50))
+        }
+        const metrics = await t.app.inject({ method: 'GET', url: '/metrics' })
+        assert.match(metrics.body, /^shop_intake_subscriptions_failing [1-9]/m)
+        const seen = mine().length
+        await new Promise((r) => setTimeout(r, 1500))
+        assert.equal(mine().length, seen, 'a failing subscription is not tried again')
+      } finally {
+        receiver.answer = previous
+      }
+      const again = await admin.post(`${s.path}/${sub.id}/replay`, { after: entries[2]!.position })
+      assert.equal(again.json().status, 'active')
+      await receiver.until(() => mine().some((r) => r.at > Date.now() - 1000 && JSON.parse(r.body).data.customer_id === 9))
+    })
+
+    test('removing a subscription: 204, then 404, and nothing more is sent', async () => {
+      const s = await shop('remove')
+      const sub = await s.subscribe(receiver.url.replace('/hooks', '/remove'), ['*'])
+      const removed = await admin.delete(`${s.path}/${sub.id}`)
+      assert.equal(removed.statusCode, 204)
+      problem(await admin.delete(`${s.path}/${sub.id}`), 404, 'not-found')
+      await s.post(CUSTOMER_CREATED, { id: 1, updated_at: '2024-05-01T10:00:00Z' })
+      await new Promise((r) => setTimeout(r, 1500))
+      assert.equal(receiver.received.filter((r) => r.path === '/remove').length, 0)
+    })
+  })
+
+  describe('isolation', () => {
+    test('an endpoint that never answers delays neither another subscription nor the intake', async () => {
+      const slow = await startTestApp(kind, {
+        SUBSCRIPTIONS_ALLOW_PRIVATE: '1',
+        SECRETS_KEY,
+        SUBSCRIPTIONS_TIMEOUT_MS: '60000',
+        SUBSCRIPTIONS_CONCURRENCY: '2',
+      })
+      const local = await startReceiver()
+      try {
+        const op = adminClient(slow, (await newOperator(slow, 'Isolation')).key)
+        local.answer = (r) => (r.path === '/dead' ? 'hang' : 204)
+        for (const path of ['/dead', '/live']) {
+          const res = await op.post('/v3/admin/shops/test/subscriptions', { url: local.url.replace('/hooks', path), types: ['*'] })
+          assert.equal(res.statusCode, 201, res.body)
+        }
+        for (let i = 1; i <= 5; i++) {
+          const started = Date.now()
+          const res = await slow.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
+          assert.equal(res.statusCode, 200, res.body)
+          // Generous for a loaded machine; the dead endpoint would hold it for 60 s.
+          assert.ok(Date.now() - started < 5000, 'the intake answers at its commit')
+        }
+        await local.until((got) => got.filter((r) => r.path === '/live').length >= 5, 10_000)
+        assert.equal(local.received.filter((r) => r.path === '/dead').length, 1, 'the dead endpoint holds its first entry')
+      } finally {
+        await local.close()
+        await slow.close()
+      }
+    })
+  })
+
+  describe('the SSRF guard', () => {
+    test('without SUBSCRIPTIONS_ALLOW_PRIVATE, loopback and private endpoints are refused (422)', async () => {
+      const guarded = await startTestApp(kind, { SECRETS_KEY })
+      try {
+        const op = adminClient(guarded, (await newOperator(guarded, 'Guarded')).key)
+        for (const url of [receiver.url, 'http://localhost:9/x', 'http://10.0.0.1/x', 'http://169.254.169.254/latest', 'http://[::1]:8080/x']) {
+          const p = problem(await op.post('/v3/admin/shops/test/subscriptions', { url, types: ['*'] }), 422, 'invalid-body')
+          assert.match(JSON.stringify(p.errors), /not a public address/, url)
+        }
+      } finally {
+        await guarded.close()
+      }
+    })
+  })
+})

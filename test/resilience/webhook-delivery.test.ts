@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict'
+import { writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, test } from 'node:test'
+import { Webhook } from 'standardwebhooks'
+import { runCli } from '../support/cli-process.ts'
+import { basic, CUSTOMER_CREATED, createTestDatabase, DATABASES, onDatabase, type DatabaseKind } from '../support/harness.ts'
+import { createKey, killAllServers, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
+import { startReceiver, type Received } from '../support/webhook-receiver.ts'
+
+// Outgoing webhooks across real server processes: a process SIGKILLed while a delivery waits for
+// its answer loses nothing (the entry is sent again by the next process, and what was
+// acknowledged before is not); two processes on one PostgreSQL never deliver to one subscription
+// at once, nor twice. The subscriptions are made with the command line, as an operator would,
+// and a received message is checked with `shop-intake verify`.
+
+const SECRETS_KEY = Buffer.alloc(32, 5).toString('base64')
+const ENV = { SUBSCRIPTIONS_ALLOW_PRIVATE: '1', SECRETS_KEY, SUBSCRIPTIONS_RETRY_BASE_MS: '100', SUBSCRIPTIONS_RETRY_MAX_SECONDS: '1', LOG_LEVEL: 'warn' }
+
+after(() => killAllServers())
+
+async function subscribe(url: string, shop: string, endpoint: string): Promise<{ id: number; secret: string }> {
+  const run = await runCli(['subscriptions', 'add', '--shop', shop, '--url', endpoint, '--types', 'customer.*'], { ...ENV, DATABASE_URL: url })
+  assert.equal(run.code, 0, run.stderr)
+  const lines = run.stdout.trim().split('\n')
+  return { id: Number(/subscription (\d+)/.exec(lines[0]!)![1]), secret: lines[lines.length - 1]! }
+}
+
+async function postCustomers(server: ServerProcess, key: string, from: number, to: number) {
+  for (let id = from; id <= to; id++) {
+    const answer = await request(server.port, {
+      method: 'POST',
+      path: CUSTOMER_CREATED,
+      agent: false,
+      headers: { authorization: basic(key), 'content-type': 'application/json' },
+      body: JSON.stringify({ id, updated_at: '2024-05-01T10:00:00Z' }),
+    })
+    assert.equal(answer.status, 200, answer.body ?? answer.error)
+  }
+}
+
+const customerOf = (r: Received) => (JSON.parse(r.body) as { data: { customer_id: number } }).data.customer_id
+
+for (const kind of DATABASES as readonly DatabaseKind[]) {
+  describe(`on ${kind}`, () => {
+    test('SIGKILL while a delivery waits loses nothing, and repeats only the entry in flight', { timeout: 120_000 }, async () => {
+      const database = await createTestDatabase(kind)
+      const receiver = await startReceiver()
+      let server: ServerProcess | undefined
+      try {
+        const { key } = await createKey(database.url, 'crash')
+        const sub = await subscribe(database.url, 'crash', receiver.url)
+        let killed = false
+        // The third delivery never gets an answer: the process is killed while it waits.
+        receiver.answer = (_r, i) => (i === 2 && !killed ? 'hang' : 200)
+        server = await startServerProcess(database.url, key, ENV)
+        await postCustomers(server, key, 1, 6)
+        await receiver.until((got) => got.length >= 3)
+        server.child.kill('SIGKILL')
+        await server.exited
+        killed = true
+        server = await startServerProcess(database.url, key, ENV)
+        await receiver.until((got) => new Set(got.map(customerOf)).size >= 6, 30_000)
+        const got = receiver.received.map(customerOf)
+        assert.deepEqual(got, [1, 2, 3, 3, 4, 5, 6], 'the entry in flight again, the acknowledged ones once, all in order')
+        const wh = new Webhook(sub.secret)
+        for (const r of receiver.received) wh.verify(r.body, r.headers as Record<string, string>)
+
+        // A receiving developer checks one by hand.
+        const last = receiver.received[receiver.received.length - 1]!
+        const file = join(tmpdir(), `webhook-${process.pid}-${kind}.json`)
+        writeFileSync(file, last.body)
+        const args = [
+          '--id',
+          String(last.headers['webhook-id']),
+          '--timestamp',
+          String(last.headers['webhook-timestamp']),
+          '--signature',
+          String(last.headers['webhook-signature']),
+        ]
+        const ok = await runCli(['verify', ...args, '--body', file], { WEBHOOK_SECRET: sub.secret })
+        assert.equal(ok.code, 0, ok.stderr)
+        assert.match(ok.stdout, /^valid/)
+        const piped = await runCli(['verify', '--secret', sub.secret, ...args], {}, last.body)
+        assert.equal(piped.code, 0, piped.stderr)
+        const tampered = await runCli(['verify', '--secret', sub.secret, ...args], {}, last.body.replace('"customer_id":6', '"customer_id":7'))
+        assert.equal(tampered.code, 1)
+        assert.match(tampered.stderr, /not valid: no signature matches/)
+
+        const list = await runCli(['subscriptions', 'list', '--shop', 'crash'], { ...ENV, DATABASE_URL: database.url })
+        assert.equal(list.code, 0, list.stderr)
+        assert.match(list.stdout, /active/)
+        assert.ok(!list.stdout.includes(sub.secret.slice(6)), 'the list never shows the secret')
+        const rotated = await runCli(['subscriptions', 'rotate', '--shop', 'crash', '--grace-hours', '1', String(sub.id)], {
+          ...ENV,
+          DATABASE_URL: database.url,
+        })
+        assert.equal(rotated.code, 0, rotated.stderr)
+        const newSecret = rotated.stdout.trim().split('\n').at(-1)!
+        assert.match(newSecret, /^whsec_/)
+        assert.notEqual(newSecret, sub.secret)
+        const replayed = await runCli(['subscriptions', 'replay', '--shop', 'crash', '--after', '0', String(sub.id)], { ...ENV, DATABASE_URL: database.url })
+        assert.equal(replayed.code, 0, replayed.stderr)
+        // Every entry again, signed with both secrets during the grace.
+        await receiver.until((got) => got.length >= 13, 30_000)
+        for (const r of receiver.received.slice(7)) {
+          new Webhook(newSecret).verify(r.body, r.headers as Record<string, string>)
+          wh.verify(r.body, r.headers as Record<string, string>)
+        }
+        const removed = await runCli(['subscriptions', 'remove', '--shop', 'crash', String(sub.id)], { ...ENV, DATABASE_URL: database.url })
+        assert.equal(removed.code, 0, removed.stderr)
+        const again = await runCli(['subscriptions', 'remove', '--shop', 'crash', String(sub.id)], { ...ENV, DATABASE_URL: database.url })
+        assert.equal(again.code, 1)
+        assert.match(again.stderr, /no subscription/)
+      } finally {
+        if (server) await stopServerProcess(server)
+        await receiver.close()
+        await database.drop()
+      }
+    })
+  })
+}
+
+test('two processes on one PostgreSQL: one sender per subscription at a time, each entry once', { ...onDatabase('postgres'), timeout: 120_000 }, async () => {
+  const database = await createTestDatabase('postgres')
+  const receiver = await startReceiver()
+  const servers: ServerProcess[] = []
+  try {
+    const { key } = await createKey(database.url, 'pair')
+    await subscribe(database.url, 'pair', receiver.url)
+    // Slow answers, so that two senders would overlap if both delivered.
+    receiver.answer = () => ({ status: 200, delayMs: 100 })
+    servers.push(await startServerProcess(database.url, key, ENV), await startServerProcess(database.url, key, ENV))
+    await Promise.all([postCustomers(servers[0]!, key, 1, 10), postCustomers(servers[1]!, key, 11, 20)])
+    await receiver.until((got) => new Set(got.map(customerOf)).size >= 20 && got.every((r) => r.answeredAt !== undefined), 60_000)
+    await new Promise((r) => setTimeout(r, 1000))
+    const got = receiver.received
+    assert.equal(got.length, 20, 'each entry once')
+    const positions = got.map((r) => Number(JSON.parse(r.body).position))
+    assert.deepEqual(
+      positions,
+      [...positions].sort((a, b) => a - b),
+      'in position order',
+    )
+    for (let i = 1; i < got.length; i++) assert.ok(got[i]!.at >= got[i - 1]!.answeredAt!, 'no delivery began before the previous one was answered')
+  } finally {
+    for (const s of servers) await stopServerProcess(s)
+    await receiver.close()
+    await database.drop()
+  }
+})
