@@ -77,12 +77,12 @@ describe('flows and outstanding', () => {
       available: 100,
       pending: 50,
     })
-    assert.deepEqual([report.buckets[1]!.redeemed, report.buckets[1]!.given_back, report.buckets[1]!.outstanding, report.buckets[1]!.pending], [-30, 10, 130, 50])
-    assert.deepEqual([report.buckets[2]!.reversed, report.buckets[2]!.outstanding, report.buckets[2]!.available, report.buckets[2]!.pending], [-50, 80, 80, 0])
-    assert.equal(
-      reportCsv(report).split('\r\n')[0],
-      'start,end,earned,reversed,redeemed,given_back,expired,adjusted,outstanding,available,pending',
+    assert.deepEqual(
+      [report.buckets[1]!.redeemed, report.buckets[1]!.given_back, report.buckets[1]!.outstanding, report.buckets[1]!.pending],
+      [-30, 10, 130, 50],
     )
+    assert.deepEqual([report.buckets[2]!.reversed, report.buckets[2]!.outstanding, report.buckets[2]!.available, report.buckets[2]!.pending], [-50, 80, 80, 0])
+    assert.equal(reportCsv(report).split('\r\n')[0], 'start,end,earned,reversed,redeemed,given_back,expired,adjusted,outstanding,available,pending')
     assert.equal(reportCsv(report).split('\r\n')[3], '2026-01-04,2026-01-04,0,-50,0,0,0,0,80,80,0')
   })
 
@@ -102,8 +102,14 @@ describe('flows and outstanding', () => {
           assert.equal(before + REPORT_FLOWS.reduce((s, f) => s + b[f], 0), b.outstanding)
           assert.equal(b.available + b.pending, b.outstanding)
           const end = d(b.end)
-          assert.equal(b.outstanding, sums.filter((s) => s.day <= end).reduce((t, s) => t + s.points, 0))
-          assert.equal(b.pending, sums.filter((s) => s.day <= end && s.availableDay > end).reduce((t, s) => t + s.points, 0))
+          assert.equal(
+            b.outstanding,
+            sums.filter((s) => s.day <= end).reduce((t, s) => t + s.points, 0),
+          )
+          assert.equal(
+            b.pending,
+            sums.filter((s) => s.day <= end && s.availableDay > end).reduce((t, s) => t + s.points, 0),
+          )
           before = b.outstanding
         }
         assert.equal(report.buckets.at(-1)!.end, '2026-02-10')

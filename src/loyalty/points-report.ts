@@ -146,7 +146,7 @@ export function buildReport(range: ReportRange, sums: readonly LedgerDaySum[]): 
   }
   const opening = advance(range.from - 1, (s) => void flowOf(s.reason))
   const buckets: ReportRow[] = []
-  for (let start = range.from; start <= range.to; ) {
+  for (let start = range.from; start <= range.to;) {
     const end = Math.min(nextBucketStart(start, range.bucket) - 1, range.to)
     const flows: Record<ReportFlow, number> = { earned: 0, reversed: 0, redeemed: 0, given_back: 0, expired: 0, adjusted: 0 }
     const balance = advance(end, (s) => (flows[flowOf(s.reason)] += s.points))

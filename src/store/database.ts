@@ -15,6 +15,7 @@ import { console_ } from './migrations/0007-console.ts'
 import { writePathV3 } from './migrations/0010-write-path-v3.ts'
 import { adminRoles } from './migrations/0012-admin-roles.ts'
 import { deployment } from './migrations/0013-deployment.ts'
+import { ledgerReport } from './migrations/0014-ledger-report.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -49,6 +50,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0010-write-path-v3': writePathV3(backend.kind),
     '0012-admin-roles': adminRoles,
     '0013-deployment': deployment,
+    '0014-ledger-report': ledgerReport,
   }
 }
 

@@ -10,6 +10,7 @@ import { eventRoutes } from './events.ts'
 import { keyRoutes } from './keys.ts'
 import { redemptionRoutes } from './redemptions.ts'
 import { replayRoutes } from './replay.ts'
+import { reportRoutes } from './reports.ts'
 import { sessionRoutes } from './session.ts'
 import { shopRoutes } from './shops.ts'
 import { streamRoutes } from './stream.ts'
@@ -32,4 +33,5 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await redemptionRoutes(app, ctx)
   await keyRoutes(app, ctx)
   await auditRoutes(app, ctx)
+  await reportRoutes(app, ctx)
 }
