@@ -45,6 +45,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'adminListKeys',
       'adminListRedemptions',
       'adminListShops',
+      'adminPointsReport',
       'adminReplayEvent',
       'adminRevokeKey',
       'adminSession',
