@@ -6,6 +6,7 @@ import { EventInspector } from './pages/event.tsx'
 import { Events } from './pages/events.tsx'
 import { Keys } from './pages/keys.tsx'
 import { Overview } from './pages/overview.tsx'
+import { Reports } from './pages/reports.tsx'
 import { SignIn } from './pages/sign-in.tsx'
 import { link, route } from './router.ts'
 import { session, signOut, signOutError } from './session.ts'
@@ -14,6 +15,7 @@ const NAV = [
   ['', 'Overview'],
   ['events', 'Events'],
   ['customer', 'Customer'],
+  ['reports', 'Reports'],
   ['keys', 'Keys'],
   ['audit', 'Audit'],
 ] as const
@@ -29,6 +31,8 @@ function Page() {
       return rest.length > 0 ? <EventInspector key={rest.join('/')} id={decodeURIComponent(rest.join('/'))} /> : <Events />
     case 'customer':
       return <Customer />
+    case 'reports':
+      return <Reports />
     case 'keys':
       return <Keys />
     case 'audit':

@@ -1,4 +1,5 @@
 import { REASONS, type Reason } from './ledger-plan.ts'
+import { REPORT_DEFAULT_DAYS, REPORT_MAX_BUCKETS } from './report-limits.ts'
 
 // The points liability report: the customers' ledger folded into buckets of days (UTC), with what
 // flowed in and out in each and what was outstanding at its end. The store only sums the ledger by
@@ -29,11 +30,6 @@ export const FLOW_OF_REASON: Record<Reason, ReportFlow> = {
   // An order's points moving from one holder to another (its customer changed).
   transferred: 'adjusted',
 }
-
-/** The most buckets one report holds: a leap year by day fits, and so do 19 years by week or 83 by month. */
-export const REPORT_MAX_BUCKETS = 1000
-/** Without `from`, a report starts this many days before `to` (the last 30 days). */
-export const REPORT_DEFAULT_DAYS = 30
 
 const DAY_MS = 86_400_000
 /** The first day a report may name: the ledger holds nothing older. */

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { REPORT_DEFAULT_DAYS, REPORT_MAX_BUCKETS } from '../loyalty/points-report.ts'
+import { REPORT_DEFAULT_DAYS, REPORT_MAX_BUCKETS } from '../loyalty/report-limits.ts'
 
 // The points liability report (GET /v3/admin/shops/{shop}/points-report): its query and its answers.
 

@@ -19,6 +19,8 @@ export async function ledgerDaySums(db: Kysely<Tables>, shopId: number, beforeDa
     .where('shop_id', '=', shopId)
     .where('customer_id', 'is not', null)
     .where('created_at', '<', beforeDay)
+    // The condition of ledger_report (migration 0014), always true.
+    .where(sql<boolean>`reason <> ''`)
     .groupBy([day, availableDay, 'reason'])
     .execute()
   return rows.map((r) => ({
