@@ -188,7 +188,7 @@ export function startRelay(options: RelayOptions): Relay {
         onError(ack.reason, 'publishing to NATS')
         return upTo
       }
-      upTo = Number(rows[i]!.position)
+      upTo = rows[i]!.global
       if (!ack.value.duplicate) count++
     }
     if (count > 0) options.onPublished?.(count)

@@ -82,6 +82,8 @@ export const postgresStatements: StatementFactory = {
     // Two parts of the batch's one write statement (Session.counts): the head moves, the rows take what it returned.
     return [
       { ...CompiledQuery.raw('UPDATE feed_head SET position = position + $1 WHERE id = 1 RETURNING position', [total]), cte: 'feed_next' },
+      // Each shop's head, after feed_head's (it reads feed_next, so runs once that lock is held) and in shop order.
+      { ...CompiledQuery.raw(MOVE_SHOP_HEADS, [rows.map((r) => r.shopId), rows.map((r) => r.last - r.first + 1)]), cte: 'shop_next' },
       CompiledQuery.raw(APPEND_FEED, [
         total,
         rows.map((r) => r.last),
@@ -94,7 +96,14 @@ export const postgresStatements: StatementFactory = {
   },
 }
 
+const MOVE_SHOP_HEADS =
+  'INSERT INTO feed_shop_head AS h (shop_id, position) ' +
+  'SELECT u.shop_id, u.n FROM feed_next, unnest($1::bigint[], $2::bigint[]) AS u(shop_id, n) ORDER BY u.shop_id ' +
+  'ON CONFLICT (shop_id) DO UPDATE SET position = h.position + excluded.position RETURNING h.shop_id, h.position'
+
+// One row per shop in a batch: the row's entries end at its shop's new head.
 const APPEND_FEED =
-  'INSERT INTO feed (position, first_position, shop_id, created_us, entries) ' +
-  'SELECT head.position - $1 + u.last, head.position - $1 + u.first, u.shop_id, u.created_us, u.entries ' +
-  'FROM feed_next AS head, unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[]) AS u(last, first, shop_id, created_us, entries) RETURNING 1'
+  'INSERT INTO feed (position, first_position, shop_id, created_us, entries, shop_position, shop_first_position) ' +
+  'SELECT head.position - $1 + u.last, head.position - $1 + u.first, u.shop_id, u.created_us, u.entries, sh.position, sh.position - (u.last - u.first) ' +
+  'FROM feed_next AS head, unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[]) AS u(last, first, shop_id, created_us, entries) ' +
+  'JOIN shop_next AS sh ON sh.shop_id = u.shop_id RETURNING 1'

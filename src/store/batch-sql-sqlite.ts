@@ -37,10 +37,19 @@ export const sqliteStatements: StatementFactory = {
     // One writer at a time: the head moves first, and each row reads where it ended.
     return [
       CompiledQuery.raw('UPDATE feed_head SET position = position + ? WHERE id = 1 RETURNING position', [total]),
-      ...rows.map((r) => CompiledQuery.raw(APPEND_FEED_ROW, [total - r.last, total - r.first, r.shopId, r.createdUs, r.entries])),
+      ...rows.flatMap((r) => [
+        CompiledQuery.raw(MOVE_SHOP_HEAD, [r.shopId, r.last - r.first + 1]),
+        CompiledQuery.raw(APPEND_FEED_ROW, [total - r.last, total - r.first, r.shopId, r.createdUs, r.entries, r.shopId, r.shopId, r.last - r.first]),
+      ]),
     ]
   },
 }
 
 const HEAD = '(SELECT position FROM feed_head WHERE id = 1)'
-const APPEND_FEED_ROW = `INSERT INTO feed (position, first_position, shop_id, created_us, entries) VALUES (${HEAD} - ?, ${HEAD} - ?, ?, ?, ?) RETURNING 1`
+const SHOP_HEAD = '(SELECT position FROM feed_shop_head WHERE shop_id = ?)'
+const MOVE_SHOP_HEAD =
+  'INSERT INTO feed_shop_head (shop_id, position) VALUES (?, ?) ON CONFLICT (shop_id) DO UPDATE SET position = position + excluded.position RETURNING 1'
+// One row per shop in a batch: the row's entries end at its shop's new head.
+const APPEND_FEED_ROW =
+  'INSERT INTO feed (position, first_position, shop_id, created_us, entries, shop_position, shop_first_position) ' +
+  `VALUES (${HEAD} - ?, ${HEAD} - ?, ?, ?, ?, ${SHOP_HEAD}, ${SHOP_HEAD} - ?) RETURNING 1`

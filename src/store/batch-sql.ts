@@ -72,7 +72,9 @@ export interface StatementFactory {
   /**
    * Appends a batch's feed rows, `total` entries in all: the statements take `total` positions
    * from `feed_head` (whose row stays locked until the commit, so batches take them in commit
-   * order) and number each row's entries from `first` to `last`, offsets 1 to `total`. They are
+   * order) and number each row's entries from `first` to `last`, offsets 1 to `total`; then,
+   * still under that lock, each row's shop's head (`feed_shop_head`) moves by its entries, which
+   * take the shop's own positions up to it (a batch writes one row per shop). They are
    * run by Session.counts, after the batch's other writes; a part may name itself (`cte`) for a
    * later part to read, where the dialect runs them as one statement.
    */

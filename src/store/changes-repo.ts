@@ -7,25 +7,45 @@ import type { Tables } from './tables.ts'
 
 export interface ChangeRow {
   shop_id: number
+  /** The entry's position in its shop's feed: what readers see and pass as `after`. */
   position: number
+  /** Its position in the whole feed, every shop's, in commit order: the relay's progress. */
+  global: number
   type: string
   created_us: number
   data: unknown
 }
 
-/** The entries after `after` in position order, at most `limit`: one shop's, or with `shopId` null every shop's (the relay). */
+/**
+ * The entries after `after` in position order, at most `limit`: one shop's, `after` being a
+ * position of that shop's (readers), or with `shopId` null every shop's, `after` a position of
+ * the whole feed (the relay).
+ */
 export async function changesAfter(db: Kysely<Tables>, shopId: number | null, after: number, limit: number): Promise<ChangeRow[]> {
   // Each row holds at least one entry past `after`, so `limit` rows hold enough.
-  let q = db.selectFrom('feed').select(['position', 'first_position', 'shop_id', 'created_us', 'entries']).where('position', '>', after)
-  if (shopId !== null) q = q.where('shop_id', '=', shopId)
-  const rows = await q.orderBy('position').limit(limit).execute()
+  const columns = ['position', 'first_position', 'shop_id', 'created_us', 'entries', 'shop_position', 'shop_first_position'] as const
+  const rows =
+    shopId === null
+      ? await db.selectFrom('feed').select(columns).where('position', '>', after).orderBy('position').limit(limit).execute()
+      : await db
+          .selectFrom('feed')
+          .select(columns)
+          .where('shop_id', '=', shopId)
+          .where('shop_position', '>', after)
+          .orderBy('shop_position')
+          .limit(limit)
+          .execute()
   const out: ChangeRow[] = []
   for (const row of rows) {
     const entries = JSON.parse(row.entries) as [string, unknown][]
     const first = Number(row.first_position)
+    const shopFirst = Number(row.shop_first_position)
     entries.forEach(([type, data], i) => {
-      const position = first + i
-      if (position > after && out.length < limit) out.push({ shop_id: Number(row.shop_id), position, type, created_us: Number(row.created_us), data })
+      const position = shopFirst + i
+      const global = first + i
+      if ((shopId === null ? global : position) > after && out.length < limit) {
+        out.push({ shop_id: Number(row.shop_id), position, global, type, created_us: Number(row.created_us), data })
+      }
     })
   }
   return out

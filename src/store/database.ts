@@ -15,7 +15,8 @@ import { console_ } from './migrations/0007-console.ts'
 import { writePathV3 } from './migrations/0010-write-path-v3.ts'
 import { adminRoles } from './migrations/0012-admin-roles.ts'
 import { deployment } from './migrations/0013-deployment.ts'
-import { ledgerReport } from './migrations/0014-ledger-report.ts'
+import { feedPerShop } from './migrations/0014-feed-per-shop.ts'
+import { ledgerReport } from './migrations/0015-ledger-report.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -50,7 +51,8 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0010-write-path-v3': writePathV3(backend.kind),
     '0012-admin-roles': adminRoles,
     '0013-deployment': deployment,
-    '0014-ledger-report': ledgerReport,
+    '0014-feed-per-shop': feedPerShop,
+    '0015-ledger-report': ledgerReport,
   }
 }
 

@@ -8,7 +8,7 @@ const DAY_US = 86_400_000_000
  * The sums of a shop's customers' ledger entries written before `beforeDay` (a date YYYY-MM-DD,
  * not included), by the day each was written (UTC, the first ten characters of created_at, which
  * the service always writes in UTC), the day it becomes available, and its reason: one grouped
- * read over the index ledger_report (migration 0014), for src/loyalty/points-report.ts to fold.
+ * read over the index ledger_report (migration 0015), for src/loyalty/points-report.ts to fold.
  */
 export async function ledgerDaySums(db: Kysely<Tables>, shopId: number, beforeDay: string): Promise<LedgerDaySum[]> {
   const day = sql<string>`substr(created_at, 1, 10)`
@@ -19,7 +19,7 @@ export async function ledgerDaySums(db: Kysely<Tables>, shopId: number, beforeDa
     .where('shop_id', '=', shopId)
     .where('customer_id', 'is not', null)
     .where('created_at', '<', beforeDay)
-    // The condition of ledger_report (migration 0014), always true.
+    // The condition of ledger_report (migration 0015), always true.
     .where(sql<boolean>`reason <> ''`)
     .groupBy([day, availableDay, 'reason'])
     .execute()

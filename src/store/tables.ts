@@ -145,17 +145,26 @@ export interface FeedTable {
   position: number
   first_position: number
   shop_id: number
+  /** The shop's own positions of the row's entries, `shop_first_position` to `shop_position` (migration 0014): what readers see. */
+  shop_position: number
+  shop_first_position: number
   created_us: number
   entries: string
 }
 
-/** The one row (id 1) that hands out feed positions: its lock orders the batches' commits. */
+/** Each shop's last feed position (migration 0014), moved by a batch while it holds feed_head's lock. */
+export interface FeedShopHeadTable {
+  shop_id: number
+  position: number
+}
+
 /** The deployment (one row, migration 0013): its id tells this database's feed apart on a shared NATS. */
 export interface DeploymentTable {
   one: Generated<number>
   id: string
 }
 
+/** The one row (id 1) that hands out feed positions: its lock orders the batches' commits. */
 export interface FeedHeadTable {
   id: number
   position: number
@@ -233,6 +242,7 @@ export interface Tables {
   redemptions: RedemptionsTable
   feed: FeedTable
   feed_head: FeedHeadTable
+  feed_shop_head: FeedShopHeadTable
   deployment: DeploymentTable
   change_relay: ChangeRelayTable
 }

@@ -182,6 +182,35 @@ forEachDatabase((kind) => {
     )
   })
 
+  test("each shop's positions are its own, 1, 2, 3, …: another shop's entries, in between and in the same batches, leave no gap", async () => {
+    const a = await shop('own-a')
+    const b = await shop('own-b')
+    // Alternating, and at once (so that batches hold both shops' webhooks).
+    for (let i = 1; i <= 5; i++) {
+      await a.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
+      await b.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
+    }
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) => [
+        a.post(CUSTOMER_CREATED, { id: 100 + i, updated_at: '2024-05-01T10:00:00Z' }),
+        b.post(CUSTOMER_CREATED, { id: 100 + i, updated_at: '2024-05-01T10:00:00Z' }),
+      ]).flat(),
+    )
+    for (const s of [a, b]) {
+      const entries = await s.all(500, 25)
+      assert.deepEqual(
+        entries.map((e) => e.position),
+        Array.from({ length: 25 }, (_, i) => i + 1),
+        'positions 1 to 25, whatever the other shop did',
+      )
+      assert.deepEqual(
+        entries.map((e) => e.id),
+        entries.map((e) => String(e.position)),
+      )
+      assert.deepEqual(await s.changes('?after=25'), { changes: [], next_after: 25 })
+    }
+  })
+
   test('pages: after and limit walk every entry once, next_after stays put at the end, shops see only their own', async () => {
     const s = await shop('pages')
     const other = await shop('pages-other')
@@ -313,29 +342,37 @@ forEachDatabase((kind) => {
       try {
         // As a batch of another process would: it takes the next position, writes its row, and has not committed yet.
         await client.query('BEGIN')
-        const [{ position: held }] = (await client.query<{ position: string }>('UPDATE feed_head SET position = position + 1 WHERE id = 1 RETURNING position'))
-          .rows as [{ position: string }]
-        await client.query('INSERT INTO feed (position, first_position, shop_id, created_us, entries) VALUES ($1, $1, $2, $3, $4)', [
-          held,
-          s.shopId,
-          Date.now() * 1000,
-          JSON.stringify([
-            [
-              'points.changed',
-              {
-                customer_id: 99,
-                guest: false,
-                order_id: null,
-                redemption_id: null,
-                adjustment_id: null,
-                points: 5,
-                reason: 'adjusted',
-                debt: false,
-                event_id: null,
-              },
-            ],
-          ]),
-        ])
+        const [{ position: global }] = (
+          await client.query<{ position: string }>('UPDATE feed_head SET position = position + 1 WHERE id = 1 RETURNING position')
+        ).rows as [{ position: string }]
+        const [{ position: held }] = (
+          await client.query<{ position: string }>('UPDATE feed_shop_head SET position = position + 1 WHERE shop_id = $1 RETURNING position', [s.shopId])
+        ).rows as [{ position: string }]
+        await client.query(
+          'INSERT INTO feed (position, first_position, shop_id, created_us, entries, shop_position, shop_first_position) VALUES ($1, $1, $2, $3, $4, $5, $5)',
+          [
+            global,
+            s.shopId,
+            Date.now() * 1000,
+            JSON.stringify([
+              [
+                'points.changed',
+                {
+                  customer_id: 99,
+                  guest: false,
+                  order_id: null,
+                  redemption_id: null,
+                  adjustment_id: null,
+                  points: 5,
+                  reason: 'adjusted',
+                  debt: false,
+                  event_id: null,
+                },
+              ],
+            ]),
+            held,
+          ],
+        )
         assert.equal(Number(held), before!.position + 1)
         // A webhook now commits after it: its batch waits for the head's lock rather than take a position of its own first.
         let answered = false

@@ -159,7 +159,7 @@ async function verify(url: string, natsUrl: string, port: number, key: string, s
   assert.equal(new Set(ids).size, ids.length, 'no entry twice in the feed')
   const stored = await query<{ id: number }>(
     url,
-    'SELECT generate_series(first_position, position)::int AS id FROM feed WHERE shop_id = $1 ORDER BY position',
+    'SELECT generate_series(shop_first_position, shop_position)::int AS id FROM feed WHERE shop_id = $1 ORDER BY shop_position',
     [shopId],
   )
   assert.deepEqual(

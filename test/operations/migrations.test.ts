@@ -11,7 +11,7 @@ import { migrate, openBackend } from '../../src/store/database.ts'
 import { ensureShop, insertKey } from '../../src/store/keys-repo.ts'
 import type { Tables } from '../../src/store/tables.ts'
 import { adminClient } from '../support/admin.ts'
-import { createTestDatabase, onDatabase, POSTGRES_URL, startTestApp } from '../support/harness.ts'
+import { createTestDatabase, CUSTOMER_CREATED, onDatabase, POSTGRES_URL, startTestApp } from '../support/harness.ts'
 
 // Migrations run in one transaction: one that fails leaves nothing behind, not even the schema
 // or Kysely's own tables. On PostgreSQL the tables live in their own schema (DATABASE_SCHEMA).
@@ -206,6 +206,70 @@ describe('migrations', () => {
       }
     },
   )
+
+  for (const kind of ['sqlite', 'postgres'] as const) {
+    test(
+      `${kind}: 0014 gives each shop positions of its own; entries written before keep theirs, so a reader's cursor still holds, and new ones follow one by one`,
+      onDatabase(kind),
+      async () => {
+        const database = await createTestDatabase(kind)
+        try {
+          const old = openBackend(database.url)
+          try {
+            await migrate(old, '0013-deployment')
+            // As 0010 to 0013 wrote it: one sequence for every shop (shop 1 at 1-2 and 5, shop 2 at 3-4).
+            const points = {
+              guest: false,
+              order_id: null,
+              redemption_id: null,
+              adjustment_id: null,
+              points: 5,
+              reason: 'adjusted',
+              debt: false,
+              event_id: null,
+            }
+            const entry = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ['points.changed', { customer_id: i + 1, ...points }]))
+            await old.db
+              .insertInto('feed')
+              .values([
+                { position: 2, first_position: 1, shop_id: 1, created_us: 1, entries: entry(2) },
+                { position: 4, first_position: 3, shop_id: 2, created_us: 2, entries: entry(2) },
+                { position: 5, first_position: 5, shop_id: 1, created_us: 3, entries: entry(1) },
+              ] as never)
+              .execute()
+            await old.db.updateTable('feed_head').set({ position: 5 }).execute()
+          } finally {
+            await old.close()
+          }
+          const t = await startTestApp(kind, {}, { database })
+          try {
+            const { key: key1, shopId: shop1 } = t
+            assert.equal(shop1, 1)
+            const res = await t.get('/v3/changes', key1)
+            assert.equal(res.statusCode, 200, res.body)
+            const before = res.json()
+            assert.deepEqual(
+              before.changes.map((e: { position: number }) => e.position),
+              [1, 2, 5],
+              'the positions they had',
+            )
+            assert.deepEqual((await t.get('/v3/changes?after=2', key1)).json().changes.length, 1, 'an old cursor reads on from where it was')
+            await t.post(CUSTOMER_CREATED, { id: 9, updated_at: '2024-05-01T10:00:00Z' })
+            const afterIt = (await t.get('/v3/changes?after=5', key1)).json()
+            assert.deepEqual(
+              afterIt.changes.map((e: { position: number }) => e.position),
+              [6],
+              "the shop's next entry follows its last, whatever the other shop had",
+            )
+          } finally {
+            await t.app.close()
+          }
+        } finally {
+          await database.drop()
+        }
+      },
+    )
+  }
 
   test('SQLite: a failed migration leaves no table', onDatabase('sqlite'), async () => {
     const database = await createTestDatabase('sqlite')

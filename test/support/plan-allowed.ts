@@ -191,7 +191,7 @@ export const ALLOWED: AllowedRange[] = [
   },
 
   {
-    why: "The points liability report sums a shop's customers' ledger up to a day, grouped by day, availability and reason: the shop's range of ledger_report, which covers every column it reads and which only this statement may take (migration 0014, src/store/report-repo.ts).",
+    why: "The points liability report sums a shop's customers' ledger up to a day, grouped by day, availability and reason: the shop's range of ledger_report, which covers every column it reads and which only this statement may take (migration 0015, src/store/report-repo.ts).",
     statement:
       /^select substr\(created_at, 1, 10\) as "day", available_us \/ 86400000000 as "available_day", "reason", sum\("points"\) as "points" from "ledger" where "shop_id" = \S+ and "customer_id" is not null and "created_at" < \S+ and reason <> '' group by /,
     table: 'ledger',
@@ -203,12 +203,12 @@ export const ALLOWED: AllowedRange[] = [
 
   // The change feed.
   {
-    why: "A shop's change feed, after a position: a page of the shop's range of (shop_id, position) (GET /v3/changes).",
-    statement: /from "feed" where "position" > \S+ and "shop_id" = \S+ order by "position" limit \S+$/,
+    why: "A shop's change feed, after one of its positions: a page of the shop's range of (shop_id, shop_position) (GET /v3/changes).",
+    statement: /from "feed" where "shop_id" = \S+ and "shop_position" > \S+ order by "shop_position" limit \S+$/,
     table: 'feed',
     shape: {
-      postgres: pgRange('feed_shop', 'feed', 'shop_id = \\$2\\) AND \\("position" > '),
-      sqlite: /^SEARCH feed USING INDEX feed_shop \(shop_id=\? AND position>\?\)$/,
+      postgres: pgRange('feed_shop', 'feed', 'shop_id = \\$1\\) AND \\(shop_position > '),
+      sqlite: /^SEARCH feed USING INDEX feed_shop \(shop_id=\? AND shop_position>\?\)$/,
     },
   },
   {
@@ -228,5 +228,11 @@ export const ALLOWED: AllowedRange[] = [
     statement: /UPDATE feed_head SET position = position \+ \S+ WHERE id = 1/,
     table: 'feed_head',
     shape: { postgres: /^(Seq Scan on feed_head|Index Scan using feed_head_pkey on feed_head)\b/ },
+  },
+  {
+    why: "A batch's feed row takes its shop's positions from that shop's one row of feed_shop_head, whose key is shop_id alone (src/store/batch-sql-sqlite.ts).",
+    statement: /VALUES .*\(SELECT position FROM feed_shop_head WHERE shop_id = \?\)/,
+    table: 'feed_shop_head',
+    shape: { sqlite: /^SEARCH feed_shop_head USING INDEX sqlite_autoindex_feed_shop_head_1 \(shop_id=\?\)$/ },
   },
 ]
