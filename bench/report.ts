@@ -92,10 +92,16 @@ for (const kind of args.only.split(',') as ('sqlite' | 'postgres')[]) {
           headers: { authorization, accept: query.endsWith('&csv') ? 'text/csv' : 'application/json' },
         })
         times.push(performance.now() - start)
-        if (res.statusCode !== 200) throw new Error(`${what}: ${res.statusCode} ${res.body}`)
+        if (res.statusCode !== 200) {
+          // A read longer than DB_TIMEOUT_MS is cut, and answered 503: said, not thrown, so the other figures still come.
+          buckets = -res.statusCode
+          continue
+        }
         buckets = query.endsWith('&csv') ? res.body.trim().split('\n').length - 1 : res.json().buckets.length
       }
-      console.log(`${kind}: ${what}: ${buckets} buckets, median ${median(times).toFixed(0)} ms, slowest ${Math.max(...times).toFixed(0)} ms (${RUNS} runs)`)
+      if (buckets < 0) console.log(`${kind}: ${what}: answered ${-buckets} (DB_TIMEOUT_MS cut the read), median ${median(times).toFixed(0)} ms`)
+      else
+        console.log(`${kind}: ${what}: ${buckets} buckets, median ${median(times).toFixed(0)} ms, slowest ${Math.max(...times).toFixed(0)} ms (${RUNS} runs)`)
     }
   } finally {
     await app.close()
