@@ -1,6 +1,7 @@
 import type { Static } from 'typebox'
 import type * as S from '../../src/schemas/admin.ts'
 import type * as W from '../../src/schemas/subscriptions.ts'
+import type * as R from '../../src/schemas/report.ts'
 import type { PROBLEM_SCHEMAS, ProblemStatus } from '../../src/schemas/problems.ts'
 
 // The admin API as the dashboard uses it (/v3/admin/*, authenticated by the session cookie).
@@ -98,3 +99,4 @@ export const enc = encodeURIComponent
 export function countOf(minute: Stats['minutes'][number], outcome: string): number {
   return Number((minute as Record<string, unknown>)[outcome] ?? 0)
 }
+export type PointsReport = Static<typeof R.PointsReportView>

@@ -6,6 +6,7 @@ import { EventInspector } from './pages/event.tsx'
 import { Events } from './pages/events.tsx'
 import { Keys } from './pages/keys.tsx'
 import { Overview } from './pages/overview.tsx'
+import { Reports } from './pages/reports.tsx'
 import { SignIn } from './pages/sign-in.tsx'
 import { Subscriptions } from './pages/subscriptions.tsx'
 import { link, route } from './router.ts'
@@ -15,6 +16,7 @@ const NAV = [
   ['', 'Overview'],
   ['events', 'Events'],
   ['customer', 'Customer'],
+  ['reports', 'Reports'],
   ['keys', 'Keys'],
   ['subscriptions', 'Webhooks'],
   ['audit', 'Audit'],
@@ -31,6 +33,8 @@ function Page() {
       return rest.length > 0 ? <EventInspector key={rest.join('/')} id={decodeURIComponent(rest.join('/'))} /> : <Events />
     case 'customer':
       return <Customer />
+    case 'reports':
+      return <Reports />
     case 'keys':
       return <Keys />
     case 'subscriptions':

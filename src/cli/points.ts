@@ -5,6 +5,8 @@ import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
 import { allShopIds, findShop } from '../store/keys-repo.ts'
 import { customerBalances, customerEntries, customerLots } from '../store/points-repo.ts'
 import { readRule } from '../store/rule-repo.ts'
+import { buildReport, formatDay, parseReportRange, REPORT_FLOWS, reportCsv } from '../loyalty/points-report.ts'
+import { ledgerDaySums } from '../store/report-repo.ts'
 import { findCustomer } from '../store/read-repo.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
@@ -88,6 +90,36 @@ export function pointsCommand(): Command {
             ]),
           ]),
         )
+      }),
+    )
+  points
+    .command('report')
+    .description(
+      'the points liability: earned, reversed, redeemed, given back, expired, adjusted and outstanding per day, ISO week or month (UTC), as GET /v3/admin/shops/{shop}/points-report',
+    )
+    .requiredOption('--shop <name>', 'the shop', shopName)
+    .option('--from <date>', 'the first day, YYYY-MM-DD (default: 29 days before --to)')
+    .option('--to <date>', 'the last day, YYYY-MM-DD, included (default: today)')
+    .option('--bucket <bucket>', 'day, week or month (default: day)')
+    .option('--format <format>', 'table or csv (default: table)', (value: string) => {
+      if (value !== 'table' && value !== 'csv') throw new InvalidArgumentError('table or csv')
+      return value
+    })
+    .action((options: { shop: string; from?: string; to?: string; bucket?: string; format?: 'table' | 'csv' }) =>
+      withBackend(async ({ db }) => {
+        const range = parseReportRange(options, Math.floor(Date.now() / 86_400_000))
+        if ('problem' in range) throw new Error(range.problem.replace(/^(from|to|bucket)\b/, '--$1'))
+        const shop = await findShop(db, options.shop)
+        if (!shop) throw new Error(`no shop named ${options.shop}`)
+        const report = buildReport(range, await ledgerDaySums(db, Number(shop.id), formatDay(range.to + 1)))
+        if (options.format === 'csv') {
+          process.stdout.write(reportCsv(report))
+          return
+        }
+        const columns = ['start', 'end', ...REPORT_FLOWS, 'outstanding', 'available', 'pending'] as const
+        console.log(`points of shop ${options.shop}'s customers, ${report.from} to ${report.to} by ${report.bucket} (UTC)`)
+        console.log(`outstanding at the start: ${report.opening.outstanding} (${report.opening.available} available, ${report.opening.pending} pending)`)
+        console.log(table([[...columns], ...report.buckets.map((b) => columns.map((c) => String(b[c])))]))
       }),
     )
   points

@@ -19,6 +19,7 @@ import { adminRoles } from './migrations/0012-admin-roles.ts'
 import { deployment } from './migrations/0013-deployment.ts'
 import { feedPerShop } from './migrations/0014-feed-per-shop.ts'
 import { ruleVersions } from './migrations/0015-rule-versions.ts'
+import { ledgerReport } from './migrations/0017-ledger-report.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -56,6 +57,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0014-feed-per-shop': feedPerShop,
     '0015-rule-versions': ruleVersions,
     '0016-subscriptions': subscriptions(backend.types),
+    '0017-ledger-report': ledgerReport,
   }
 }
 

@@ -111,6 +111,29 @@ forEachDatabase((kind) => {
       watch.check()
     })
 
+    test('Reports: the points liability table by day and by month, and the chart of outstanding', async () => {
+      const { page } = browser
+      await page.click('nav.top a:text("Reports")')
+      const today = new Date().toISOString().slice(0, 10)
+      const row = page.locator(`table.report tr[data-bucket="${today}"]`)
+      await row.waitFor()
+      const cell = async (col: string) => (await row.locator(`td[data-col=${col}]`).innerText()).trim()
+      // Grace's order of 120.00, written today, processed a month ago: 120 points earned and available.
+      assert.deepEqual([await cell('earned'), await cell('outstanding'), await cell('available'), await cell('pending')], ['120', '120', '120', '0'])
+      assert.equal(await page.locator('table.report tbody tr').count(), 30)
+      await page.locator('[data-chart=outstanding] .uplot').waitFor()
+      await page.selectOption('select[name=bucket]', 'month')
+      await page.click('form.report-form button[type=submit]')
+      const month = page.locator(`table.report tr[data-bucket]`).last()
+      await page.waitForURL(/bucket=month/)
+      await page.locator('table.report tbody tr').first().waitFor()
+      assert.ok((await page.locator('table.report tbody tr').count()) <= 2)
+      assert.equal((await month.locator('td[data-col=outstanding]').innerText()).trim(), '120')
+      await page.locator('button[name=csv]').waitFor()
+      await shot('reports')
+      watch.check()
+    })
+
     test('a webhook posted now appears in the live tail', async () => {
       const { page } = browser
       await page.click('nav.top a:text("Events")')

@@ -49,6 +49,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'adminListRedemptions',
       'adminListShops',
       'adminListSubscriptions',
+      'adminPointsReport',
       'adminReplayEvent',
       'adminReplaySubscription',
       'adminRevokeKey',

@@ -246,6 +246,8 @@ function sqliteAccess(detail: string, tables: ReadonlySet<string>, rowid: Readon
  */
 export function sqlEqualities(sql: string): { alias: string | null; column: string }[] {
   let text = sql.replace(/\bset\b[\s\S]*?(?=\bwhere\b|\breturning\b|$)/gi, ' ')
+  // A CASE's conditions pick what a column sums or shows, they filter no row.
+  text = text.replace(/\bcase\b[\s\S]*?\bend\b/gi, ' ')
   // Innermost parenthesized groups holding an OR, until none is left.
   for (let before = ''; before !== text;) {
     before = text

@@ -218,6 +218,17 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
 
+  {
+    why: "The points liability report sums a shop's customers' ledger up to a day, grouped by day, availability and reason: the shop's range of ledger_report, which covers every column it reads and which only this statement may take (migration 0015, src/store/report-repo.ts).",
+    statement:
+      /^select substr\(created_at, 1, 10\) as "day", available_us \/ 86400000000 as "available_day", "reason", sum\("points"\) as "points" from "ledger" where "shop_id" = \S+ and "customer_id" is not null and "created_at" < \S+ and reason <> '' group by /,
+    table: 'ledger',
+    shape: {
+      postgres: pgRange('ledger_report', 'ledger', 'shop_id = \\$1\\) AND \\(created_at < '),
+      sqlite: /^SEARCH ledger USING COVERING INDEX ledger_report \(shop_id=\? AND created_at<\?\)$/,
+    },
+  },
+
   // The change feed.
   {
     why: "A shop's change feed, after one of its positions: a page of the shop's range of (shop_id, shop_position) (GET /v3/changes).",

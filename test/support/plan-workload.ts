@@ -267,6 +267,7 @@ export async function readEverything(t: TestApp, shopName: string, _written: Wri
   await ok(admin.get(`${base}/customers?email=c2@example.com`))
   await ok(admin.get(`${base}/customers/8`))
   await ok(admin.get(`${base}/guests?email=other-guest@example.com`))
+  await ok(admin.get(`${base}/points-report?from=2025-01-01&to=2025-12-31`))
   await ok(admin.post(`${base}/customers/8/adjustments`, { points: 3, reason: 'console' }, { 'idempotency-key': 'plans-1' }), 201)
   const rule = await ok(admin.get(`${base}/rule`))
   await ok(admin.put(`${base}/rule`, { ...rule.rule, points_per_unit: rule.rule.points_per_unit + 1 }))

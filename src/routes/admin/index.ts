@@ -11,6 +11,7 @@ import { keyRoutes } from './keys.ts'
 import { redemptionRoutes } from './redemptions.ts'
 import { replayRoutes } from './replay.ts'
 import { ruleRoutes } from './rule.ts'
+import { reportRoutes } from './reports.ts'
 import { sessionRoutes } from './session.ts'
 import { shopRoutes } from './shops.ts'
 import { streamRoutes } from './stream.ts'
@@ -36,4 +37,5 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await keyRoutes(app, ctx)
   await auditRoutes(app, ctx)
   await subscriptionRoutes(app, ctx)
+  await reportRoutes(app, ctx)
 }

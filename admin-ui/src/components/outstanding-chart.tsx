@@ -1,0 +1,40 @@
+import { useEffect, useRef } from 'preact/hooks'
+import uPlot from 'uplot'
+import 'uplot/dist/uPlot.min.css'
+import type { PointsReport } from '../api.ts'
+
+/** Points outstanding at each bucket's end, and of them available (uPlot, drawn as the overview's chart). */
+export function OutstandingChart({ report, height = 220 }: { report: PointsReport; height?: number }) {
+  const box = useRef<HTMLDivElement>(null)
+  useEffect(() => {
+    const el = box.current
+    if (!el) return
+    // Each bucket at the end of its last day (UTC).
+    const xs = report.buckets.map((b) => Date.parse(`${b.end}T23:59:59Z`) / 1000)
+    const data: uPlot.AlignedData = [xs, report.buckets.map((b) => b.outstanding), report.buckets.map((b) => b.available)]
+    const day = (s: number) => new Date(s * 1000).toISOString().slice(0, 10)
+    const plot = new uPlot(
+      {
+        width: Math.max(320, el.clientWidth),
+        height,
+        scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), Math.max(1, max)] } },
+        axes: [{ values: (_u, splits) => splits.map(day) }, { label: 'points', size: 70 }],
+        series: [
+          { label: 'end of (UTC)', value: (_u, v) => (v == null ? '—' : day(v)) },
+          { label: 'outstanding', stroke: '#1f5fbf', width: 2, points: { show: report.buckets.length < 60 } },
+          { label: 'available', stroke: '#2e8540', width: 1, dash: [4, 4], points: { show: false } },
+        ],
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+      },
+      data,
+      el,
+    )
+    const resize = () => plot.setSize({ width: Math.max(320, el.clientWidth), height })
+    addEventListener('resize', resize)
+    return () => {
+      removeEventListener('resize', resize)
+      plot.destroy()
+    }
+  }, [report, height])
+  return <div class="chart" data-chart="outstanding" ref={box} />
+}
