@@ -54,6 +54,5 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   SubscriptionDetail: Subscriptions.SubscriptionDetail,
   SubscriptionDelivery: Subscriptions.DeliveryView,
   SubscriptionReplayBody: Subscriptions.ReplayBody,
-  SubscriptionRotateBody: Subscriptions.RotateBody,
   RotatedSecret: Subscriptions.RotatedSecret,
 }

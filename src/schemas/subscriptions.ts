@@ -77,15 +77,6 @@ export const ReplayBody = Type.Object(
   { additionalProperties: false },
 )
 
-export const RotateBody = Type.Object(
-  {
-    grace_hours: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 720, description: 'hours the previous secret signs too (default SUBSCRIPTIONS_ROTATION_GRACE_HOURS)' }),
-    ),
-  },
-  { additionalProperties: false },
-)
-
 export const RotatedSecret = Type.Object(
   {
     id: Type.Integer(),
