@@ -8,7 +8,7 @@ import pg from 'pg'
 import { hashKey, keyHint } from '../../src/keys/api-key.ts'
 import { recordAudit } from '../../src/store/admin-repo.ts'
 import { migrate, openBackend } from '../../src/store/database.ts'
-import { ensureShop, insertKey } from '../../src/store/keys-repo.ts'
+import { insertKey } from '../../src/store/keys-repo.ts'
 import type { Tables } from '../../src/store/tables.ts'
 import { adminClient } from '../support/admin.ts'
 import { createTestDatabase, CUSTOMER_CREATED, onDatabase, POSTGRES_URL, startTestApp } from '../support/harness.ts'
@@ -329,7 +329,8 @@ async function seedOldDatabase(db: Kysely<Tables>): Promise<void> {
   const nowUs = Date.now() * 1000
   const past = '2024-01-10T10:00:00.000Z'
   const pastUs = Date.parse(past) * 1000
-  const { id: shopId } = await ensureShop(db, 'old-shop')
+  // The shop as that version made it (today's ensureShop writes rule_versions, which it did not have).
+  const { id: shopId } = await db.insertInto('shops').values({ name: 'old-shop', created_at: now, rule: null }).returning('id').executeTakeFirstOrThrow()
   await insertKey(db, shopId, hashKey(OLD_KEY), keyHint(OLD_KEY))
   // The columns an operator had then (0012 adds the role).
   const { id: adminId } = await db

@@ -263,4 +263,13 @@ export const ALLOWED: AllowedRange[] = [
     table: 'feed_shop_head',
     shape: { sqlite: /^SEARCH feed_shop_head USING INDEX sqlite_autoindex_feed_shop_head_1 \(shop_id=\?\)$/ },
   },
+  {
+    why: "A new webhook subscription starts after its shop's last position: the shop's one row of feed_shop_head, whose key is shop_id alone (src/store/changes-repo.ts).",
+    statement: /^select "position" from "feed_shop_head" where "shop_id" = \S+$/,
+    table: 'feed_shop_head',
+    shape: {
+      postgres: /^(Seq Scan on feed_shop_head|Index Scan using feed_shop_head_pkey on feed_shop_head)\b/,
+      sqlite: /^SEARCH feed_shop_head USING INDEX sqlite_autoindex_feed_shop_head_1 \(shop_id=\?\)$/,
+    },
+  },
 ]

@@ -358,10 +358,9 @@ export function Customer() {
   const q = params.get('q') ?? ''
   const [draft, setDraft] = useState(q)
   const [draftShop, setDraftShop] = useState(shop)
-  useEffect(() => {
-    setDraft(q)
-    setDraftShop(shop)
-  }, [q, shop])
+  // Apart: the shops' list arriving (which names the default shop) must not wipe what is being typed.
+  useEffect(() => setDraft(q), [q])
+  useEffect(() => setDraftShop(shop), [shop])
   const submit = (e: Event) => {
     e.preventDefault()
     navigate(`customer?shop=${enc(draftShop)}&q=${enc(draft.trim())}`)
