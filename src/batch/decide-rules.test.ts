@@ -101,10 +101,22 @@ describe('owners', () => {
 
   test("a snapshot no newer than that customer's delete erases the order's e-mail, whoever the order names now", () => {
     const { emailErased } = owners(stateWith([storedCustomer(1, { id: 4, deleted: true, erased_us: 500 }), storedCustomer(1, { id: 5, email: 'b@x.com' })]))
-    const order = (snapshots: Record<number, number>) => storedOrder(1, { id: 10, email: 'b@x.com', customer_id: 5, snapshots })
+    const order = (first_snapshots: Record<number, number>, snapshots = first_snapshots) =>
+      storedOrder(1, { id: 10, email: 'b@x.com', customer_id: 5, snapshots, first_snapshots })
     assert.equal(emailErased(order({ 4: 500, 5: 900 })), true)
     assert.equal(emailErased(order({ 4: 501, 5: 900 })), false)
     assert.equal(emailErased(order({ 5: 100 })), false)
+    // The oldest snapshot decides, not the newest: once embedded as they were before the delete,
+    // a newer snapshot arriving later does not bring back an e-mail that may be gone already.
+    assert.equal(emailErased(order({ 4: 300, 5: 900 }, { 4: 800, 5: 900 })), true)
+    assert.equal(emailErased(order({ 4: 800, 5: 900 }, { 4: 800, 5: 900 })), false)
+  })
+
+  test('an order that belongs to a deleted customer but never embedded them as they were before the delete keeps its e-mail (the owner can change back; the e-mail could not)', () => {
+    const { ownerOf, emailErased } = owners(stateWith([storedCustomer(1, { id: 4, deleted: true, erased_us: 500 })]))
+    const o = storedOrder(1, { id: 10, email: 'b@x.com', customer_id: 4, customer_snapshot_us: 400, snapshots: { 4: 900 }, first_snapshots: { 4: 900 } })
+    assert.equal(ownerOf(o).state, 'deleted')
+    assert.equal(emailErased(o), false)
   })
 })
 

@@ -74,7 +74,10 @@ function ordersToSettle(f: Fold, settleAlso: readonly string[], liveByEmail: Own
 
 /**
  * Plans the ledger entries that bring each order to settle to its target for its owner, and
- * erases the e-mail of an order that belongs to an erased customer or carries an erased e-mail.
+ * erases the e-mail of an order that carries an erased e-mail or embedded an erased customer
+ * (emailErased). Its raw bodies are redacted also when it belongs to an erased customer; the
+ * e-mail is not removed for that alone, since who owns an order can change back (a newer link,
+ * a newer snapshot) and an e-mail once removed cannot.
  */
 function settleOrders(f: Fold, { ownerOf, emailErased }: Owners): { ledger: LedgerRow[]; erasedOrders: Set<string> } {
   const ledger: LedgerRow[] = []
@@ -83,14 +86,15 @@ function settleOrders(f: Fold, { ownerOf, emailErased }: Owners): { ledger: Ledg
     const o = f.state.orders.get(key)
     if (!o) continue
     const owner = ownerOf(o)
-    if (owner.state === 'deleted' || emailErased(o)) {
-      // The order belongs to an erased customer, or carries an erased e-mail: no e-mail, no raw body.
+    const erasesEmail = emailErased(o)
+    if (owner.state === 'deleted' || erasesEmail) {
+      // The order belongs to an erased customer, or holds erased data: no raw body.
       erasedOrders.add(key)
       redactionOf(f, o.shopId).orderIds.add(o.record.id)
-      if (o.record.email !== null) {
-        o.record = { ...o.record, email: null, erased_email_sha: emailHash(o.record.email) }
-        f.changedOrders.add(key)
-      }
+    }
+    if (erasesEmail && o.record.email !== null) {
+      o.record = { ...o.record, email: null, erased_email_sha: emailHash(o.record.email) }
+      f.changedOrders.add(key)
     }
     const target = targetFor(o.record, f.state.rules.get(o.shopId) ?? DEFAULT_VERSIONED, owner.state)
     const forfeits = (h: Holder) => owner.state === 'deleted' || f.forfeited.has(holderKey(o.shopId, h))
@@ -186,12 +190,14 @@ export function owners(state: BatchState) {
     return erasedBy && emailVersion(o.record) <= erasedBy.erasedUs ? erasedBy : undefined
   }
   /**
-   * An order keeps no e-mail when its e-mail was erased, or when it embedded a snapshot of a
-   * customer no newer than that customer's newest delete (whoever it is linked to now).
+   * An order keeps no e-mail when its e-mail was erased, or when it ever embedded a snapshot of
+   * a customer no newer than that customer's newest delete (whoever it is linked to now). Both
+   * only turn from no to yes as webhooks arrive (oldest snapshots only go back, deletes only
+   * forward), so the e-mail removed does not depend on the order of arrival.
    */
   const emailErased = (o: StoredOrder) =>
     erasedByOf(o) !== undefined ||
-    Object.entries(o.record.snapshots).some(([id, snapshotUs]) => {
+    Object.entries(o.record.first_snapshots).some(([id, snapshotUs]) => {
       const erasedUs = state.customers.get(keyOf(o.shopId, id))?.record.erased_us
       return erasedUs != null && snapshotUs <= erasedUs
     })

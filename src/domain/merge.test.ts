@@ -522,10 +522,16 @@ describe('mergeOrder', () => {
         [b, a],
       ]) {
         const { state } = fold(mergeOrder, order)
-        assert.deepEqual([state.customer_id, state.customer_link_us, state.customer_snapshot_us, state.snapshots], [50, 6, 9, { 50: 9 }])
+        assert.deepEqual(
+          [state.customer_id, state.customer_link_us, state.customer_snapshot_us, state.snapshots, state.first_snapshots],
+          [50, 6, 9, { 50: 9 }, { 50: 4 }],
+        )
       }
       const stored = fold(mergeOrder, [a, b]).state
-      assert.deepEqual(mergeOrder(stored, dated(clock(1), {}, link(50, 1, 1))), { applied: false, next: stored })
+      assert.deepEqual(mergeOrder(stored, dated(clock(3), {}, link(50, 3, 5))), { applied: false, next: stored })
+      // An older snapshot than any before is kept as the oldest, and is no news: not applied.
+      const older = mergeOrder(stored, dated(clock(1), {}, link(50, 1, 1)))
+      assert.deepEqual([older.applied, older.next.snapshots, older.next.first_snapshots, older.next.customer_link_us], [false, { 50: 9 }, { 50: 1 }, 6])
       // An older webhook with a newer snapshot applies for the snapshot alone.
       const m = mergeOrder(stored, dated(clock(1), {}, link(50, 1, 20)))
       assert.deepEqual([m.applied, m.next.customer_link_us, m.next.customer_snapshot_us], [true, 6, 20])

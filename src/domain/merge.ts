@@ -166,6 +166,12 @@ export interface OrderRecord extends OrderFields {
   customer_snapshot_us: number | null
   /** The newest snapshot of each customer any webhook of this order embedded, by customer id. */
   snapshots: Record<string, number>
+  /**
+   * The oldest snapshot of each of those customers: whether the order ever embedded a customer
+   * as they were before their delete (erasure of its e-mail, src/batch/decide.ts) only turns
+   * from no to yes as webhooks arrive, whatever their order.
+   */
+  first_snapshots: Record<string, number>
   clocks: Partial<Record<OrderField, Clock>>
   /** While erasure keeps the e-mail null (src/batch/decide.ts): a hash of the e-mail it removed. */
   erased_email_sha: string | null
@@ -223,6 +229,7 @@ const NO_ORDER: OrderRecord = {
   customer_link_us: null,
   customer_snapshot_us: null,
   snapshots: {},
+  first_snapshots: {},
   clocks: {},
   erased_email_sha: null,
   first_arrival_us: 0,
@@ -230,7 +237,7 @@ const NO_ORDER: OrderRecord = {
 }
 
 export function emptyOrder(id: number, arrivalUs: number): OrderRecord {
-  return { ...NO_ORDER, id, snapshots: {}, clocks: {}, first_arrival_us: arrivalUs, arrival_us: arrivalUs }
+  return { ...NO_ORDER, id, snapshots: {}, first_snapshots: {}, clocks: {}, first_arrival_us: arrivalUs, arrival_us: arrivalUs }
 }
 
 /**
@@ -301,6 +308,12 @@ export function mergeOrder(stored: OrderRecord | undefined, patch: OrderPatch): 
     if (known === undefined || link.snapshot_us > known) {
       next.snapshots = { ...next.snapshots, [link.customer_id]: link.snapshot_us }
       applied = true
+    }
+    const first = next.first_snapshots[link.customer_id]
+    if (first === undefined || link.snapshot_us < first) {
+      next.first_snapshots = { ...next.first_snapshots, [link.customer_id]: link.snapshot_us }
+      // An older snapshot than any before is no news from the sender, but erasure may ask for it.
+      touched = true
     }
     if (linkWins(next, link)) {
       next.customer_id = link.customer_id

@@ -20,6 +20,7 @@ import { deployment } from './migrations/0013-deployment.ts'
 import { feedPerShop } from './migrations/0014-feed-per-shop.ts'
 import { ruleVersions } from './migrations/0015-rule-versions.ts'
 import { ledgerReport } from './migrations/0017-ledger-report.ts'
+import { firstSnapshots } from './migrations/0018-first-snapshots.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -58,6 +59,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0015-rule-versions': ruleVersions,
     '0016-subscriptions': subscriptions(backend.types),
     '0017-ledger-report': ledgerReport,
+    '0018-first-snapshots': firstSnapshots,
   }
 }
 

@@ -190,6 +190,12 @@ export function customerRow(s: StoredCustomer): Insertable<CustomersTable> {
 export function toOrder(row: Selectable<OrdersTable>): OrderRecord {
   const arrival = Number(row.arrival_us)
   const fallback = { version_us: row.updated_us === null ? arrival : Number(row.updated_us), arrival_us: arrival }
+  const snapshots: Record<string, number> =
+    row.customer_snapshots !== null
+      ? (JSON.parse(row.customer_snapshots) as Record<string, number>)
+      : row.customer_id === null || row.customer_snapshot_us === null
+        ? {}
+        : { [String(row.customer_id)]: Number(row.customer_snapshot_us) }
   const record: Omit<OrderRecord, OrderField> = {
     ...ORDER_BLANK,
     id: Number(row.id),
@@ -198,12 +204,9 @@ export function toOrder(row: Selectable<OrdersTable>): OrderRecord {
     customer_id: num(row.customer_id),
     customer_link_us: num(row.customer_link_us),
     customer_snapshot_us: num(row.customer_snapshot_us),
-    snapshots:
-      row.customer_snapshots !== null
-        ? (JSON.parse(row.customer_snapshots) as Record<string, number>)
-        : row.customer_id === null || row.customer_snapshot_us === null
-          ? {}
-          : { [String(row.customer_id)]: Number(row.customer_snapshot_us) },
+    snapshots,
+    // Rows written before the oldest snapshots were kept know only the newest.
+    first_snapshots: row.customer_first_snapshots !== null ? (JSON.parse(row.customer_first_snapshots) as Record<string, number>) : { ...snapshots },
     clocks: clocksFromJson(row.clocks, ORDER_CLOCKS, row as unknown as Record<string, unknown>, fallback),
     erased_email_sha: row.erased_email_sha,
     first_arrival_us: row.first_arrival_us === null ? arrival : Number(row.first_arrival_us),
@@ -230,6 +233,7 @@ export function orderRow(s: StoredOrder): Insertable<OrdersTable> {
     customer_link_us: o.customer_link_us,
     customer_snapshot_us: o.customer_snapshot_us,
     customer_snapshots: JSON.stringify(o.snapshots),
+    customer_first_snapshots: JSON.stringify(o.first_snapshots),
     updated_us: o.clocks.updated_at && o.updated_at !== null ? o.clocks.updated_at.version_us : null,
     arrival_us: o.arrival_us,
     first_arrival_us: o.first_arrival_us,
@@ -301,6 +305,7 @@ export const ORDER_COLUMNS = columns<Insertable<OrdersTable>>({
   customer_link_us: 'bigint',
   customer_snapshot_us: 'bigint',
   customer_snapshots: 'text',
+  customer_first_snapshots: 'text',
   updated_at: 'text',
   updated_us: 'bigint',
   arrival_us: 'bigint',

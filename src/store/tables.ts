@@ -85,6 +85,8 @@ export interface OrdersTable extends Revisioned, FieldColumns<OrderFields> {
   first_arrival_us: number | null
   /** JSON {customer id: newest snapshot_us} of every customer the order's webhooks embedded. */
   customer_snapshots: string | null
+  /** JSON {customer id: oldest snapshot_us} of the same customers; null on rows written before it (read as customer_snapshots). */
+  customer_first_snapshots: string | null
   /** A hash of the e-mail erasure removed, while the e-mail stays erased. */
   erased_email_sha: string | null
 }
