@@ -63,6 +63,20 @@ forEachDatabase((kind) => {
         await page.locator('table.keys').waitFor()
         await page.click('nav.top a[href="/admin/subscriptions"]')
       }
+      // The sender stores an attempt's outcome after the receiver has answered it, and the page
+      // reads the list once as it opens: open it again until it shows the status awaited.
+      const untilStatus = async (status: string) => {
+        for (const end = Date.now() + 60_000; ;) {
+          await webhooksPage()
+          const badge = page.locator(`tr[data-subscription] [data-status=${status}]`)
+          try {
+            await badge.waitFor({ timeout: 3000 })
+            return
+          } catch (error) {
+            if (Date.now() > end) throw error
+          }
+        }
+      }
       await webhooksPage()
       await page.locator('form.subscribe').waitFor()
       await page.fill('input[name=url]', receiver.url)
@@ -82,9 +96,8 @@ forEachDatabase((kind) => {
       })
       assert.equal(answer.status, 200)
       await receiver.until((got) => got.length >= 2)
-      await webhooksPage()
+      await untilStatus('retrying')
       const row = page.locator('tr[data-subscription]')
-      await row.locator('[data-status=retrying]').waitFor()
       await row.locator('button[name=deliveries]').click()
       const delivery = page.locator('[data-deliveries] tr[data-delivery]')
       await delivery.first().waitFor()
@@ -96,11 +109,14 @@ forEachDatabase((kind) => {
       receiver.answer = () => 200
       const seen = receiver.received.length
       await receiver.until((got) => got.length > seen && got.at(-1)!.answeredAt !== undefined)
+      await untilStatus('active')
+      await page.locator('tr[data-subscription] button[name=deliveries]').click()
       await page.fill('input[name=replay-after]', '0')
+      const replayed = Date.now()
       await page.click('button[name=replay]')
-      await receiver.until((got) => got.filter((r) => r.answeredAt !== undefined && JSON.parse(r.body).data.customer_id === 1).length >= 3)
-      await webhooksPage()
-      await page.locator('tr[data-subscription] [data-status=active]').waitFor()
+      // The replay sends customer 1's entry again: a request that arrived after the click.
+      await receiver.until((got) => got.some((r) => r.at >= replayed && r.answeredAt !== undefined && JSON.parse(r.body).data.customer_id === 1))
+      await untilStatus('active')
       await page.locator('tr[data-subscription] button[name=deliveries]').click()
       await page.locator('[data-deliveries] tr[data-delivery].delivered').first().waitFor()
       await screenshot(page, `${kind}-subscriptions-delivered`)
