@@ -139,9 +139,23 @@ export function isClientAbort(request: FastifyRequest): boolean {
   return request.raw.readableAborted
 }
 
-/** The 503 of a database that cannot be reached (a read's, or the writer's after a failed batch). */
-export const databaseUnavailable = (retryAfterSeconds: number) =>
-  unavailable(retryAfterSeconds, 'the database cannot be reached; the webhook was not stored, retry after the delay in Retry-After')
+/**
+ * The 503 of a database that cannot be reached or did not answer in time (DB_TIMEOUT_MS): the
+ * writer's after a failed batch (a webhook), or any other request's, which says what it did not do.
+ */
+export const databaseUnavailable = (retryAfterSeconds: number, what: 'webhook' | 'read' | 'change' = 'webhook') =>
+  unavailable(
+    retryAfterSeconds,
+    what === 'webhook'
+      ? 'the database cannot be reached; the webhook was not stored, retry after the delay in Retry-After'
+      : `the database cannot be reached or did not answer in time (DB_TIMEOUT_MS); ${what === 'read' ? 'nothing was read' : 'nothing was changed'}, retry after the delay in Retry-After`,
+  )
+
+/** What a request the database failed did not do: store a webhook, read, or change something else. */
+function undone(request: FastifyRequest): 'webhook' | 'read' | 'change' {
+  if (request.method === 'GET' || request.method === 'HEAD') return 'read'
+  return request.url.startsWith('/v3/hook/') ? 'webhook' : 'change'
+}
 
 export function installProblemHandlers(app: FastifyInstance, retryAfterSeconds: number, bodyLimit: number): void {
   app.setNotFoundHandler((request, reply) => sendProblem(reply, noSuchEndpoint(request)))
@@ -157,7 +171,7 @@ export function installProblemHandlers(app: FastifyInstance, retryAfterSeconds: 
     }
     if (isUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable')
-      const refused = databaseUnavailable(retryAfterSeconds)
+      const refused = databaseUnavailable(retryAfterSeconds, undone(request))
       return sendProblem(reply, refused.problem, refused.headers)
     }
     const known = error.code ? FASTIFY_ERRORS[error.code] : undefined

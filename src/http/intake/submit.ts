@@ -1,6 +1,6 @@
 import type { CommandOutcome, PointsCommand } from '../../batch/commands.ts'
 import type { Outcome, Webhook } from '../../domain/webhook.ts'
-import type { BatchItem } from '../../batch/commands.ts'
+import { isCommand, type BatchItem } from '../../batch/commands.ts'
 import type { Config } from '../../config.ts'
 import type { BatchResult } from '../../unit-of-work/apply-batch.ts'
 import type { GroupCommitWriter } from '../../writer/group-commit.ts'
@@ -48,7 +48,7 @@ export async function submit(services: Writing, item: Webhook | PointsCommand, w
         level: 'warn',
         message: 'write queue full; answering 503',
       })
-    if (err instanceof WriterUnavailableError) throw databaseUnavailable(retryAfter)
+    if (err instanceof WriterUnavailableError) throw databaseUnavailable(retryAfter, isCommand(item) ? 'change' : 'webhook')
     throw err
   }
   if (result.status === 'failed') throw new NotStored(what, retryAfter, result.error)
