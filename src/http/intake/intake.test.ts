@@ -141,12 +141,15 @@ describe('submit', () => {
     await first
   })
 
-  test('a writer cooling down after the database failed is a 503 of the database, counted database', async () => {
+  test('a writer cooling down after the database failed is a 503 of the database, counted database; a command says nothing was changed', async () => {
     const { services, reasons } = writing(async () => {
       throw new Error('down')
     })
     const databaseDown = {
-      problem: problem('unavailable', 'the database cannot be reached; the webhook was not stored, retry after the delay in Retry-After'),
+      problem: problem(
+        'unavailable',
+        'the database cannot be reached or did not answer in time (DB_TIMEOUT_MS); nothing was changed, retry after the delay in Retry-After',
+      ),
       headers: { 'retry-after': '7' },
       notStored: false,
     }
