@@ -108,6 +108,13 @@ export function batchStatements(f: StatementFactory) {
     updateCustomers: upsert('customers', CUSTOMER_COLUMNS.names, CUSTOMER_COLUMNS.types, CUSTOMER_INDEXED),
     updateOrders: upsert('orders', ORDER_COLUMNS.names, ORDER_COLUMNS.types, ORDER_INDEXED),
     insertLedger: f.insert({ table: 'ledger', columns: LEDGER_COLUMNS.names, types: LEDGER_COLUMNS.types, conflict: 'RETURNING 1' }),
+    /** The batch's customers' entries added to the report's rollup, one row per key (migration 0020). */
+    addLedgerDays: f.insert({
+      table: 'ledger_days',
+      columns: ['shop_id', 'day', 'available_day', 'reason', 'points'],
+      types: ['bigint', 'text', 'bigint', 'text', 'bigint'],
+      conflict: 'ON CONFLICT (shop_id, day, available_day, reason) DO UPDATE SET points = ledger_days.points + excluded.points RETURNING 1',
+    }),
     // Another process claimed one of these idempotency keys meanwhile: the batch runs again.
     insertEvents: claimOnce('events', EVENT_COLUMNS.names, EVENT_COLUMNS.types),
     insertRedemptions: claimOnce('redemptions', REDEMPTION_COLUMNS.names, REDEMPTION_COLUMNS.types),

@@ -107,6 +107,7 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     write('orders', q.upsertOrders(ordersChanged.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersChanged.length),
     write('orders', q.updateOrders(ordersKept.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersKept.length),
     write('ledger', q.insertLedger(ledger.map((row) => valuesOf(LEDGER_COLUMNS, row))), null),
+    write('ledger_days', q.addLedgerDays(ledgerDays(ledger)), null),
     // Another process claimed one of these idempotency keys meanwhile: run the batch again.
     write('events', q.insertEvents(events.map((row) => valuesOf(EVENT_COLUMNS, row))), events.length),
     write('redemptions', q.insertRedemptions(d.redemptions.map((r) => valuesOf(REDEMPTION_COLUMNS, redemptionRow(r)))), d.redemptions.length),
@@ -125,6 +126,29 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     if (w.expect !== null && returned !== w.expect) throw new RevisionConflict(w.table)
   }
 }
+
+const DAY_US = 86_400_000_000
+
+/**
+ * The batch's customers' entries summed by shop, day written (UTC), day available and reason: what
+ * it adds to the report's rollup (migration 0020), one row per key, in key order (so that two
+ * batches adding to the same rows lock them in the same order).
+ */
+export function ledgerDays(ledger: readonly Omit<Insertable<LedgerTable>, 'id'>[]): [number, string, number, string, number][] {
+  const sums = new Map<string, [number, string, number, string, number]>()
+  for (const e of ledger) {
+    if (e.customer_id === null || e.customer_id === undefined) continue
+    const day = e.created_at.slice(0, 10)
+    const availableDay = Math.floor(e.available_us / DAY_US)
+    const key = `${e.shop_id}|${day}|${availableDay}|${e.reason}`
+    const row = sums.get(key)
+    if (row) row[4] += e.points
+    else sums.set(key, [e.shop_id, day, availableDay, e.reason, e.points])
+  }
+  return [...sums.values()].sort((a, b) => a[0] - b[0] || cmp(a[1], b[1]) || a[2] - b[2] || cmp(a[3], b[3]))
+}
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 function split<T>(rows: readonly T[], test: (row: T) => boolean): [T[], T[]] {
   const yes: T[] = []

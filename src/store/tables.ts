@@ -91,6 +91,17 @@ export interface OrdersTable extends Revisioned, FieldColumns<OrderFields> {
   erased_email_sha: string | null
 }
 
+/** The points report's rollup of customers' entries (migration 0020). */
+export interface LedgerDaysTable {
+  shop_id: number
+  /** The day the entries were written, UTC, YYYY-MM-DD. */
+  day: string
+  /** available_us in whole days since 1970-01-01. */
+  available_day: number
+  reason: string
+  points: number
+}
+
 export interface LedgerTable {
   id: Generated<number>
   shop_id: number
@@ -289,6 +300,7 @@ export interface Tables {
   adjustments: AdjustmentsTable
   order_customer_links: OrderCustomerLinksTable
   ledger: LedgerTable
+  ledger_days: LedgerDaysTable
   shops: ShopsTable
   api_keys: ApiKeysTable
   events: EventsTable

@@ -271,6 +271,65 @@ describe('migrations', () => {
     )
   }
 
+  for (const kind of ['sqlite', 'postgres'] as const) {
+    test(
+      `${kind}: 0020 rolls the ledger written before it up by day, availability and reason; the write path adds to it; the report reads it`,
+      onDatabase(kind),
+      async () => {
+        const database = await createTestDatabase(kind)
+        try {
+          const old = openBackend(database.url)
+          try {
+            await migrate(old, '0018-first-snapshots')
+            await seedOldDatabase(old.db) // customer 7: 140 earned, 30 redeemed, 10 adjusted on 2024-01-10
+          } finally {
+            await old.close()
+          }
+          const t = await startTestApp(kind, {}, { database })
+          try {
+            const db = t.app.services.backend.db
+            const { id: shopId } = await db.selectFrom('shops').select('id').where('name', '=', 'old-shop').executeTakeFirstOrThrow()
+            const days = async () =>
+              (await db.selectFrom('ledger_days').selectAll().where('shop_id', '=', shopId).orderBy('day').orderBy('reason').execute()).map((r) => [
+                r.day,
+                r.reason,
+                Number(r.points),
+              ])
+            const availableDay = Math.floor(Date.parse('2024-01-10T10:00:00.000Z') / 86_400_000)
+            assert.deepEqual(await days(), [
+              ['2024-01-10', 'adjusted_manually', 10],
+              ['2024-01-10', 'earned', 140],
+              ['2024-01-10', 'redeemed', -30],
+            ])
+            assert.ok(
+              (await db.selectFrom('ledger_days').select('available_day').where('shop_id', '=', shopId).execute()).every(
+                (r) => Number(r.available_day) === availableDay,
+              ),
+            )
+            const admin = adminClient(t, OLD_ADMIN_KEY)
+            const january = (await admin.get('/v3/admin/shops/old-shop/points-report?from=2024-01-01&to=2024-01-31&bucket=month')).json()
+            assert.equal(january.buckets[0].outstanding, 120)
+            // Two adjustments through the write path: one row of today's, their sum.
+            for (const points of [5, 7]) {
+              const adjusted = await admin.post('/v3/admin/shops/old-shop/customers/7/adjustments', { points, reason: 'after 0020' })
+              assert.equal(adjusted.statusCode, 201, adjusted.body)
+            }
+            const added = (await days()).filter(([day]) => day !== '2024-01-10')
+            assert.equal(added.length, 1, JSON.stringify(added))
+            assert.deepEqual(added[0]!.slice(1), ['adjusted_manually', 12])
+            const today = String(added[0]![0])
+            const now = (await admin.get(`/v3/admin/shops/old-shop/points-report?from=${today}&to=${today}&bucket=day`)).json()
+            assert.equal(now.buckets[0].outstanding, 132)
+          } finally {
+            await t.close()
+          }
+        } finally {
+          await database.drop()
+        }
+      },
+    )
+  }
+
   test(
     "PostgreSQL: a migration may take longer than DB_TIMEOUT_MS, which bounds the service's statements, not its migrations",
     onDatabase('postgres'),

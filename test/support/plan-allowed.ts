@@ -219,13 +219,12 @@ export const ALLOWED: AllowedRange[] = [
   },
 
   {
-    why: "The points liability report sums a shop's customers' ledger up to a day, grouped by day, availability and reason: the shop's range of ledger_report, which covers every column it reads and which only this statement may take (migration 0015, src/store/report-repo.ts).",
-    statement:
-      /^select substr\(created_at, 1, 10\) as "day", available_us \/ 86400000000 as "available_day", "reason", sum\("points"\) as "points" from "ledger" where "shop_id" = \S+ and "customer_id" is not null and "created_at" < \S+ and reason <> '' group by /,
-    table: 'ledger',
+    why: "The points liability report reads a shop's rollup of its customers' ledger up to a day (ledger_days, migration 0020, kept by the write path): a range of its primary key, a few rows a day however many entries (src/store/report-repo.ts).",
+    statement: /^select "day", "available_day", "reason", "points" from "ledger_days" where "shop_id" = \S+ and "day" < \S+$/,
+    table: 'ledger_days',
     shape: {
-      postgres: pgRange('ledger_report', 'ledger', 'shop_id = \\$1\\) AND \\(created_at < '),
-      sqlite: /^SEARCH ledger USING COVERING INDEX ledger_report \(shop_id=\? AND created_at<\?\)$/,
+      postgres: pgRange('ledger_days_pk', 'ledger_days', 'shop_id = \\$1\\) AND \\(day < '),
+      sqlite: /^SEARCH ledger_days USING INDEX sqlite_autoindex_ledger_days_1 \(shop_id=\? AND day<\?\)$/,
     },
   },
 

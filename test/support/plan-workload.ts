@@ -381,8 +381,8 @@ export async function fill(backend: Backend, a: Shop, b: Shop, rows = FILL_ROWS)
 /**
  * Set-based statements (one text for both databases) that bring the rest of the tables to about
  * `rows` rows: the operators' tables (shops, their keys, admins, sessions, the audit log, relay
- * streams), which webhooks never grow, redemptions and adjustments past the commands above, and
- * the links pruning leaves (the orders' links to their customers).
+ * streams), which webhooks never grow, redemptions and adjustments past the commands above, the
+ * report's rollup, and the links pruning leaves (the orders' links to their customers).
  */
 function topUps(shopId: number, rows: number): string[] {
   const numbers = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${rows})`
@@ -399,6 +399,8 @@ function topUps(shopId: number, rows: number): string[] {
     `${numbers} INSERT INTO adjustments (shop_id, id, customer_id, points, reason, operator, created_at, created_us, available_after, idem_key, request_hash)
       SELECT ${shopId}, 'fill-adjustment-' || i, 100000 + i, 1, 'fill', 'ops', ${day}, 1735689600000000 + i, 0, CASE WHEN i % 2 = 0 THEN 'fill-adjust-key-' || i END, '' FROM n`,
     `${numbers} INSERT INTO subscriptions (shop_id, url, types, secret, created_us, position, next_attempt_us) SELECT CASE WHEN i <= 5 THEN ${shopId} ELSE 1000000 + i END, 'https://fill.example/' || i, '["*"]', 'v1:fill', 0, i, CASE WHEN i % 10 = 0 THEN 1735689600000000 + i ELSE 0 END FROM n`,
+    // The report's rollup: a year and more of days of this shop's, the rest other shops'.
+    `${numbers} INSERT INTO ledger_days (shop_id, day, available_day, reason, points) SELECT CASE WHEN i <= 400 THEN ${shopId} ELSE 1000000 + i END, 'fill-' || i, i, 'earned', 1 FROM n`,
     `${numbers} INSERT INTO subscription_deliveries (subscription_id, position, type, status, attempts, updated_us) SELECT 1 + i % 50, i, 'customer.updated', 'delivered', 1, 0 FROM n`,
     'INSERT INTO order_customer_links (shop_id, customer_id, order_id) SELECT shop_id, customer_id, id FROM orders WHERE customer_id IS NOT NULL ON CONFLICT DO NOTHING',
   ]
