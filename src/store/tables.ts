@@ -238,7 +238,7 @@ export interface RuleVersionsTable {
   /** JSON of the rule; null is the default rule. */
   rule: string | null
   effective_us: number
-  /** Who wrote it: the operator's name, or `command line (<OS user>)`; null when unknown (migration 0019). */
+  /** Who wrote it: the operator's name, or `command line (<OS user>)`; null when unknown (migration 0021). */
   changed_by: string | null
 }
 

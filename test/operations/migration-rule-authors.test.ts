@@ -4,11 +4,11 @@ import { recordAudit } from '../../src/store/admin-repo.ts'
 import { migrate, openBackend } from '../../src/store/database.ts'
 import { forEachDatabase, createTestDatabase } from '../support/harness.ts'
 
-// Migration 0019 keeps who wrote each rule version: versions written before it take the name the
+// Migration 0021 keeps who wrote each rule version: versions written before it take the name the
 // audit log recorded for their rule.set (the newest, if several), and no one's where it has none.
 
 forEachDatabase((kind) => {
-  describe('migration 0019-rule-authors', () => {
+  describe('migration 0021-rule-authors', () => {
     test("a database's rule versions take their authors from the audit log's rule.set entries", async () => {
       const database = await createTestDatabase(kind)
       const backend = openBackend(database.url)
