@@ -2,6 +2,7 @@ import type { Static } from 'typebox'
 import type * as S from '../../src/schemas/admin.ts'
 import type * as W from '../../src/schemas/subscriptions.ts'
 import type * as R from '../../src/schemas/report.ts'
+import type * as RU from '../../src/schemas/rule.ts'
 import type { PROBLEM_SCHEMAS, ProblemStatus } from '../../src/schemas/problems.ts'
 
 // The admin API as the dashboard uses it (/v3/admin/*, authenticated by the session cookie).
@@ -100,3 +101,8 @@ export function countOf(minute: Stats['minutes'][number], outcome: string): numb
   return Number((minute as Record<string, unknown>)[outcome] ?? 0)
 }
 export type PointsReport = Static<typeof R.PointsReportView>
+export type RuleView = Static<typeof RU.RuleView>
+export type Rule = Static<typeof RU.RuleBody>
+export type RuleVersion = RuleView['history'][number]
+export type RulePreviewBody = Static<typeof RU.RulePreviewBody>
+export type RulePreview = Static<typeof RU.RulePreview>

@@ -7,6 +7,7 @@ import { Events } from './pages/events.tsx'
 import { Keys } from './pages/keys.tsx'
 import { Overview } from './pages/overview.tsx'
 import { Reports } from './pages/reports.tsx'
+import { Rules } from './pages/rules.tsx'
 import { SignIn } from './pages/sign-in.tsx'
 import { Subscriptions } from './pages/subscriptions.tsx'
 import { link, route } from './router.ts'
@@ -17,6 +18,7 @@ const NAV = [
   ['events', 'Events'],
   ['customer', 'Customer'],
   ['reports', 'Reports'],
+  ['rules', 'Rules'],
   ['keys', 'Keys'],
   ['subscriptions', 'Webhooks'],
   ['audit', 'Audit'],
@@ -35,6 +37,8 @@ function Page() {
       return <Customer />
     case 'reports':
       return <Reports />
+    case 'rules':
+      return <Rules />
     case 'keys':
       return <Keys />
     case 'subscriptions':

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import type { Rule } from '../loyalty/rule.ts'
 import { PENDING_DAYS_MAX, PENDING_DAYS_MIN, RATE_MAX, RATE_MIN } from '../loyalty/rule-limits.ts'
 import { findShop } from '../store/keys-repo.ts'
-import { auditCommandLine } from './audit.ts'
+import { auditCommandLine, commandLineName } from './audit.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
 
@@ -115,26 +115,32 @@ export function rulesCommand(): Command {
         const effectiveUs = Date.now() * 1000
         let changes = {}
         // Read, changed and written again if another change came in between.
-        const written = await changeRule(db, Number(shop.id), effectiveUs, (stored) => {
-          const current = parseStoredRule(stored.rule)
-          const next: Rule = normalizeRule({
-            ...current,
-            ...(options.pointsPerUnit !== undefined && { points_per_unit: options.pointsPerUnit }),
-            ...(options.includeShipping !== undefined && { include_shipping: options.includeShipping }),
-            ...(options.includeTax !== undefined && { include_tax: options.includeTax }),
-            ...(options.excludeGiftcard !== undefined && { exclude_giftcard: options.excludeGiftcard }),
-            currency_rates: {
-              ...(options.clearCurrencyRates ? {} : current.currency_rates),
-              ...((options.currencyRate as Record<string, number> | undefined) ?? {}),
-            },
-            ...(options.earnOn !== undefined && { earn_on: options.earnOn }),
-            ...(options.pendingDays !== undefined && { pending_days: options.pendingDays }),
-            ...(options.expireAfterDays !== undefined && { expire_after_days: options.expireAfterDays }),
-          })
-          const version = nextVersion(current, stored.expiry_schedule, next, effectiveUs)
-          changes = version?.changes ?? {}
-          return version
-        })
+        const written = await changeRule(
+          db,
+          Number(shop.id),
+          effectiveUs,
+          (stored) => {
+            const current = parseStoredRule(stored.rule)
+            const next: Rule = normalizeRule({
+              ...current,
+              ...(options.pointsPerUnit !== undefined && { points_per_unit: options.pointsPerUnit }),
+              ...(options.includeShipping !== undefined && { include_shipping: options.includeShipping }),
+              ...(options.includeTax !== undefined && { include_tax: options.includeTax }),
+              ...(options.excludeGiftcard !== undefined && { exclude_giftcard: options.excludeGiftcard }),
+              currency_rates: {
+                ...(options.clearCurrencyRates ? {} : current.currency_rates),
+                ...((options.currencyRate as Record<string, number> | undefined) ?? {}),
+              },
+              ...(options.earnOn !== undefined && { earn_on: options.earnOn }),
+              ...(options.pendingDays !== undefined && { pending_days: options.pendingDays }),
+              ...(options.expireAfterDays !== undefined && { expire_after_days: options.expireAfterDays }),
+            })
+            const version = nextVersion(current, stored.expiry_schedule, next, effectiveUs)
+            changes = version?.changes ?? {}
+            return version
+          },
+          commandLineName(),
+        )
         if (written.changed) {
           await auditCommandLine(db, {
             action: 'rule.set',

@@ -75,6 +75,23 @@ export function inexactIntegerErrors(text: string, pointers: readonly IntegerPoi
   return errors
 }
 
+/**
+ * inexactIntegerErrors of the object the body's member `member` holds (the last one, as JSON.parse
+ * keeps), its pointers under `/member`: for a body that carries another body (an order to preview).
+ */
+export function memberIntegerErrors(text: string, member: string, pointers: readonly IntegerPointer[]): FieldError[] {
+  const start = skipSpace(text, 0)
+  if (text[start] !== '{') return []
+  const span = { from: -1, to: -1 }
+  walkObject(text, start, [member], (key, at) => {
+    const end = skipValue(text, at)
+    if (key !== null) [span.from, span.to] = text.charCodeAt(at) === OPEN_BRACE ? [at, end] : [-1, -1]
+    return end
+  })
+  if (span.from < 0) return []
+  return inexactIntegerErrors(text.slice(span.from, span.to), pointers).map((e) => ({ pointer: `/${member}${e.pointer}`, detail: e.detail }))
+}
+
 function setOrClear(found: Partial<Record<IntegerPointer, string>>, pointer: IntegerPointer, token: string | undefined): void {
   if (token === undefined) delete found[pointer]
   else found[pointer] = token

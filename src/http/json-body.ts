@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import type { FieldError } from '../domain/webhook.ts'
-import { inexactIntegerErrors, type IntegerPointer } from './exact-ids.ts'
+import { inexactIntegerErrors, memberIntegerErrors, type IntegerPointer } from './exact-ids.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -79,4 +79,17 @@ export function parseJsonBody(raw: Buffer, pointers: readonly IntegerPointer[]):
   }
   if (typeof parsed === 'object' && parsed !== null) return { parsed, bodyErrors: inexactIntegerErrors(text, pointers) }
   return { parsed }
+}
+
+/**
+ * The integers JSON.parse rounded inside members that hold a body of their own (`{"order": {…}}`),
+ * each member with its schema: added to the request's bodyErrors, which the route's
+ * commandBodyProblem lists with the schema's errors.
+ */
+export function addMemberBodyErrors(request: FastifyRequest, members: Record<string, unknown>): void {
+  const raw = request.rawBody
+  if (raw === undefined || request.body instanceof MalformedBody) return
+  const text = raw.toString('utf8')
+  const found = Object.entries(members).flatMap(([member, schema]) => memberIntegerErrors(text, member, integerPointers(schema)))
+  if (found.length > 0) request.bodyErrors = [...(request.bodyErrors ?? []), ...found]
 }

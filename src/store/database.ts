@@ -22,6 +22,7 @@ import { ruleVersions } from './migrations/0015-rule-versions.ts'
 import { ledgerReport } from './migrations/0017-ledger-report.ts'
 import { firstSnapshots } from './migrations/0018-first-snapshots.ts'
 import { ledgerDays } from './migrations/0020-ledger-days.ts'
+import { ruleAuthors } from './migrations/0021-rule-authors.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -62,6 +63,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0017-ledger-report': ledgerReport,
     '0018-first-snapshots': firstSnapshots,
     '0020-ledger-days': ledgerDays,
+    '0021-rule-authors': ruleAuthors,
   }
 }
 

@@ -42,7 +42,7 @@ export async function ensureShop(db: Kysely<Tables>, name: string): Promise<{ id
     // The rule's first version: the default, in effect from the shop's start (src/store/rule-repo.ts).
     await db
       .insertInto('rule_versions')
-      .values({ shop_id: inserted.id, version: 1, rule: null, effective_us: Date.now() * 1000 })
+      .values({ shop_id: inserted.id, version: 1, rule: null, effective_us: Date.now() * 1000, changed_by: null })
       .onConflict((oc) => oc.columns(['shop_id', 'version']).doNothing())
       .execute()
     return { id: inserted.id, created: true }

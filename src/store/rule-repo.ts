@@ -20,7 +20,7 @@ export async function writeRule(
   shopId: number,
   ruleJson: string,
   effectiveUs: number,
-  options: { expirySchedule?: string | null; expectedVersion?: number } = {},
+  options: { expirySchedule?: string | null; expectedVersion?: number; changedBy?: string | null } = {},
 ): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
     let update = trx
@@ -31,7 +31,10 @@ export async function writeRule(
     const row = await update.returning('rule_version').executeTakeFirst()
     if (!row) return null
     const version = Number(row.rule_version)
-    await trx.insertInto('rule_versions').values({ shop_id: shopId, version, rule: ruleJson, effective_us: effectiveUs }).execute()
+    await trx
+      .insertInto('rule_versions')
+      .values({ shop_id: shopId, version, rule: ruleJson, effective_us: effectiveUs, changed_by: options.changedBy ?? null })
+      .execute()
     return version
   })
 }
@@ -46,6 +49,7 @@ export async function changeRule(
   shopId: number,
   effectiveUs: number,
   next: (current: StoredRule) => { rule: string; expirySchedule: string | null } | null,
+  changedBy: string | null = null,
 ): Promise<{ version: number; changed: boolean }> {
   for (;;) {
     const current = await readRule(db, shopId)
@@ -54,6 +58,7 @@ export async function changeRule(
     const version = await writeRule(db, shopId, wanted.rule, effectiveUs, {
       expirySchedule: wanted.expirySchedule,
       expectedVersion: Number(current.rule_version),
+      changedBy,
     })
     if (version !== null) return { version, changed: true }
   }
@@ -63,10 +68,10 @@ export async function changeRule(
 export async function ruleHistory(db: Kysely<Tables>, shopId: number, limit: number) {
   const rows = await db
     .selectFrom('rule_versions')
-    .select(['version', 'rule', 'effective_us'])
+    .select(['version', 'rule', 'effective_us', 'changed_by'])
     .where('shop_id', '=', shopId)
     .orderBy('version', 'desc')
     .limit(limit)
     .execute()
-  return rows.map((r) => ({ version: Number(r.version), rule: r.rule, effective_us: Number(r.effective_us) }))
+  return rows.map((r) => ({ version: Number(r.version), rule: r.rule, effective_us: Number(r.effective_us), changed_by: r.changed_by }))
 }

@@ -249,6 +249,8 @@ export interface RuleVersionsTable {
   /** JSON of the rule; null is the default rule. */
   rule: string | null
   effective_us: number
+  /** Who wrote it: the operator's name, or `command line (<OS user>)`; null when unknown (migration 0021). */
+  changed_by: string | null
 }
 
 // Outgoing webhooks (migration 0016).

@@ -29,10 +29,10 @@ forEachDatabase((kind) => {
       assert.equal(body.version, 1)
       assert.deepEqual(body.rule, DEFAULT_RULE)
       assert.ok(Math.abs(Date.parse(body.effective_at) - Date.now()) < 600_000, body.effective_at)
-      assert.deepEqual(body.history, [{ version: 1, effective_at: body.effective_at, rule: DEFAULT_RULE }])
+      assert.deepEqual(body.history, [{ version: 1, effective_at: body.effective_at, rule: DEFAULT_RULE, changed_by: null }])
     })
 
-    test('PUT makes a new version in effect from now, kept in the history and the audit log; the same rule again changes nothing', async () => {
+    test('PUT makes a new version in effect from now, kept in the history with who wrote it and in the audit log; the same rule again changes nothing', async () => {
       const next = { ...DEFAULT_RULE, points_per_unit: 2.5, currency_rates: { EUR: 2 }, expire_after_days: 365 }
       const startedUs = Date.now() * 1000
       const res = await admin.put(URL, next)
@@ -42,11 +42,12 @@ forEachDatabase((kind) => {
       assert.deepEqual(body.rule, next)
       const effectiveUs = Date.parse(body.effective_at) * 1000
       assert.ok(effectiveUs >= startedUs - 1000 && effectiveUs <= Date.now() * 1000, body.effective_at)
+      // Each version with who wrote it (the first, the shop's default, by no one).
       assert.deepEqual(
-        body.history.map((v: { version: number; rule: unknown }) => [v.version, v.rule]),
+        body.history.map((v: { version: number; rule: unknown; changed_by: string | null }) => [v.version, v.rule, v.changed_by]),
         [
-          [2, next],
-          [1, DEFAULT_RULE],
+          [2, next, 'Rita Rules'],
+          [1, DEFAULT_RULE, null],
         ],
       )
       assert.deepEqual((await admin.get(URL)).json(), body)

@@ -51,6 +51,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'adminListShops',
       'adminListSubscriptions',
       'adminPointsReport',
+      'adminPreviewRule',
       'adminPutRule',
       'adminReplayEvent',
       'adminReplaySubscription',

@@ -9,7 +9,7 @@ import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREAT
 // here, not in production. Every admin route: 401 without credentials, 403 with a shop key. Every
 // shop route (webhooks, reads, points, redemptions, the change feed): 401 without credentials and
 // 401 with an admin key. A viewer's key on every admin route that changes something: 403
-// read-only (sign-out excepted). Routes that need no credentials are listed by name below; any other
+// read-only (sign-out and the rule preview, which write nothing, excepted). Routes that need no credentials are listed by name below; any other
 // route that fits neither family fails the test until it is classified.
 
 /** Routes open to anyone, by method and path: health, metrics, the document, the dashboard's files. */
@@ -142,12 +142,14 @@ forEachDatabase((kind) => {
       for (const route of webhookOthers) assertProblem(await call(route), route, 405, 'method-not-allowed', 'without credentials')
     })
 
-    test("a viewer's key on every admin route that changes something: 403 read-only; signing out is allowed", async () => {
+    test("a viewer's key on every admin route that changes something: 403 read-only; signing out and the rule preview are allowed", async () => {
       const changing = table().admin.filter((r) => r.method !== 'GET' && r.method !== 'HEAD')
       assert.ok(changing.length >= 6, changing.map(name).join(', '))
       for (const route of changing) {
         const res = await call(route, basic(viewerKey))
         if (name(route) === 'DELETE /v3/admin/session') assert.equal(res.statusCode, 204, res.body)
+        // The rule preview writes nothing: a viewer's call is read, and its missing body refused.
+        else if (name(route) === 'POST /v3/admin/shops/:shop/rule/preview') assertProblem(res, route, 400, 'malformed-json', "with a viewer's key")
         else assertProblem(res, route, 403, 'read-only', "with a viewer's key")
       }
     })

@@ -34,7 +34,7 @@ export const ALLOWED: AllowedRange[] = [
   // The console.
   {
     why: "A shop's rule history, newest first: the shop's range of rule_versions' key, at most 100 rows (src/store/rule-repo.ts); a table of a few rows per shop, which PostgreSQL may scan whole once analyzed.",
-    statement: /^select "version", "rule", "effective_us" from "rule_versions" where "shop_id" = \S+ order by "version" desc limit \S+$/,
+    statement: /^select "version", "rule", "effective_us", "changed_by" from "rule_versions" where "shop_id" = \S+ order by "version" desc limit \S+$/,
     table: 'rule_versions',
     shape: {
       postgres: /^(Seq Scan on rule_versions|Index Scan Backward using rule_versions_pk on rule_versions .*Index Cond: \(shop_id = \$1\))/,

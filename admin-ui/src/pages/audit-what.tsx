@@ -74,7 +74,13 @@ export function AuditWhat({ entry }: { entry: AuditEntry }): ComponentChildren {
       )
     case 'rule.set': {
       const changes = Object.entries((d.changes ?? {}) as Record<string, { from?: unknown; to?: unknown }>)
-      return `set the points rule, version ${text(d.version)}: ${changes.map(([field, c]) => `${field} ${ruleValue(c.from)} → ${ruleValue(c.to)}`).join('; ') || 'no change'}`
+      const label = `the points rule, version ${text(d.version)}`
+      return (
+        <>
+          set {shop ? <a {...link(`rules?shop=${enc(shop)}`)}>{label}</a> : label}:{' '}
+          {changes.map(([field, c]) => `${field} ${ruleValue(c.from)} → ${ruleValue(c.to)}`).join('; ') || 'no change'}
+        </>
+      )
     }
     case 'admin.create':
       return `created operator ${text(target)}, ${text(d.name)}, ${d.role === 'viewer' ? 'a viewer' : 'an operator'}`

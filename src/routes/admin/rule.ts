@@ -1,20 +1,25 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { fromMinor } from '../../domain/money.ts'
 import { formatUs } from '../../domain/time.ts'
-import { commandBodyProblem, sendProblem, shopByName } from '../../http/intake/index.ts'
+import { commandBodyProblem, notFound, sendProblem, shopByName } from '../../http/intake/index.ts'
+import { addMemberBodyErrors } from '../../http/json-body.ts'
 import { nextVersion, type RuleChanges } from '../../loyalty/rule-changes.ts'
 import { normalizeRule, parseStoredRule, type Rule } from '../../loyalty/rule.ts'
 import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
-import { RuleBody, RuleView } from '../../schemas/rule.ts'
+import { RuleBody, RulePreview, RulePreviewBody, RuleView } from '../../schemas/rule.ts'
+import type { OrderBody } from '../../schemas/webhooks.ts'
 import { recordAudit } from '../../store/admin-repo.ts'
 import { changeRule, ruleHistory } from '../../store/rule-repo.ts'
 import type { Tables } from '../../store/tables.ts'
 import type { Kysely } from 'kysely'
+import { previewOrderPoints } from '../../unit-of-work/preview.ts'
 import { readAnswer } from '../resources.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
-// A shop's points rule in the admin API: the current version with its history, and a new
-// version by PUT, in effect from the moment it is written, and written to the audit log as the
-// command line's `rules set` is.
+// A shop's points rule in the admin API: the current version with its history, a new version by
+// PUT, in effect from the moment it is written, and written to the audit log as the command
+// line's `rules set` is; and the preview of what an order would earn, under the current rule or
+// a proposed one, which writes nothing (src/unit-of-work/preview.ts).
 
 const HISTORY = 100
 
@@ -23,6 +28,7 @@ async function ruleView(db: Kysely<Tables>, shop: { id: number; name: string }) 
     version: v.version,
     effective_at: formatUs(v.effective_us),
     rule: parseStoredRule(v.rule),
+    changed_by: v.changed_by,
   }))
   const current = history[0]!
   return { shop: shop.name, version: current.version, effective_at: current.effective_at, rule: current.rule, history }
@@ -73,11 +79,17 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
       if (refused) return sendProblem(reply, refused)
       const next: Rule = normalizeRule(request.body)
       let changes: RuleChanges = {}
-      const written = await changeRule(db, shop.id, ctx.nowUs(), (stored) => {
-        const version = nextVersion(parseStoredRule(stored.rule), stored.expiry_schedule, next, ctx.nowUs())
-        changes = version?.changes ?? {}
-        return version
-      })
+      const written = await changeRule(
+        db,
+        shop.id,
+        ctx.nowUs(),
+        (stored) => {
+          const version = nextVersion(parseStoredRule(stored.rule), stored.expiry_schedule, next, ctx.nowUs())
+          changes = version?.changes ?? {}
+          return version
+        },
+        request.operator.name,
+      )
       if (written.changed) {
         await recordAudit(db, request.operator, {
           action: 'rule.set',
@@ -87,6 +99,58 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
         })
       }
       return ruleView(db, shop)
+    },
+  )
+
+  app.post(
+    '/v3/admin/shops/:shop/rule/preview',
+    {
+      onRequest: ctx.onRequest,
+      attachValidation: true,
+      // It writes nothing: a viewer may ask too.
+      config: { viewersMay: true },
+      schema: {
+        summary: 'What an order would earn, under the current rule or a proposed one; writes nothing',
+        operationId: 'adminPreviewRule',
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        description:
+          'The order as its webhook carries it, taken as new (what a stored order of the same id holds does not count), merged and credited as the ' +
+          'write path would: to `customer_id` when given (a customer the shop has sent; else 404), else to the customer it embeds or its e-mail finds, ' +
+          'else held for its guest e-mail. Its points come from the same rule as an order webhook: the current version, or `rule`, the whole rule as PUT ' +
+          'takes it, tried as if saved now (its expiry counts from now, as after PUT). Nothing is written, and the audit log records nothing. A viewer may call it.',
+        params: ShopParams,
+        body: RulePreviewBody,
+        response: { 200: readAnswer('What the order would earn', RulePreview), ...ADMIN_PROBLEMS(404, 413, 415, 422) },
+      },
+    },
+    async (request: FastifyRequest<{ Params: { shop: string } }>, reply) => {
+      const shop = await shopByName(services, request.params.shop)
+      addMemberBodyErrors(request, { order: RulePreviewBody.properties.order, rule: RuleBody })
+      const refused = commandBodyProblem(request, 'preview')
+      if (refused) return sendProblem(reply, refused)
+      const body = request.body as { order: OrderBody; customer_id?: number; rule?: unknown }
+      const preview = await previewOrderPoints(
+        services.backend,
+        shop.id,
+        { order: body.order, customerId: body.customer_id, rule: body.rule === undefined ? undefined : normalizeRule(body.rule) },
+        ctx.nowUs(),
+      )
+      if ('unknownCustomer' in preview) throw notFound(`no customer ${preview.unknownCustomer} in shop ${shop.name}`)
+      const { target, owner } = preview
+      const basis = target.basis
+      return {
+        shop: shop.name,
+        points: target.points,
+        why: target.why,
+        customer_id: owner.state === 'customer' ? owner.customerId : null,
+        guest_email: owner.state === 'guest' ? owner.guestEmail : null,
+        rule_version: preview.ruleVersion,
+        proposed_version: preview.proposedVersion,
+        basis: basis && { amount: fromMinor(basis.amount_minor), currency: basis.currency, rate: basis.rate, rule_version: preview.ruleVersion },
+        available_at: basis && formatUs(basis.available_us),
+        expires_at: preview.expiresUs === null ? null : formatUs(preview.expiresUs),
+      }
     },
   )
 }

@@ -1,0 +1,281 @@
+import { useState } from 'preact/hooks'
+import { api, enc, type Rule, type RulePreview, type RulePreviewBody } from '../api.ts'
+import { ErrorBox } from '../components/common.tsx'
+import { time } from '../format.ts'
+
+// The Rules page's two forms: the rule as a draft to save (PUT /v3/admin/shops/{shop}/rule) and
+// the preview of an order's points (POST …/rule/preview), under the current rule or the draft.
+// Values go to the API as typed: what it refuses comes back as its 422, with the fields named.
+
+/** The rule's options as the form holds them: text for numbers and rates, flags as they are. */
+export interface RuleDraft {
+  points_per_unit: string
+  currency_rates: string
+  include_shipping: boolean
+  include_tax: boolean
+  exclude_giftcard: boolean
+  earn_on: string
+  pending_days: string
+  expire_after_days: string
+}
+
+export function draftOf(rule: Rule): RuleDraft {
+  return {
+    points_per_unit: String(rule.points_per_unit),
+    currency_rates: Object.entries(rule.currency_rates)
+      .map(([currency, rate]) => `${currency}=${rate}`)
+      .join(', '),
+    include_shipping: rule.include_shipping,
+    include_tax: rule.include_tax,
+    exclude_giftcard: rule.exclude_giftcard,
+    earn_on: rule.earn_on,
+    pending_days: String(rule.pending_days),
+    expire_after_days: String(rule.expire_after_days),
+  }
+}
+
+/** A number as typed; an empty field is null, which the API refuses with the field's name. */
+const numberOf = (text: string) => (text.trim() === '' ? null : Number(text.trim()))
+
+/** The draft as the rule PUT takes. "EUR=2, USD=1.5" are the currency rates; an entry without a rate is sent as null, and refused by name. */
+export function ruleOfDraft(d: RuleDraft): Rule {
+  const rates: Record<string, number | null> = {}
+  for (const entry of d.currency_rates.split(/[\s,;]+/).filter((e) => e !== '')) {
+    const [currency = '', rate = ''] = entry.split('=')
+    rates[currency.trim()] = numberOf(rate)
+  }
+  return {
+    points_per_unit: numberOf(d.points_per_unit),
+    currency_rates: rates,
+    include_shipping: d.include_shipping,
+    include_tax: d.include_tax,
+    exclude_giftcard: d.exclude_giftcard,
+    earn_on: d.earn_on,
+    pending_days: numberOf(d.pending_days),
+    expire_after_days: numberOf(d.expire_after_days),
+  } as unknown as Rule
+}
+
+const text = (e: Event) => (e.currentTarget as HTMLInputElement).value
+const checked = (e: Event) => (e.currentTarget as HTMLInputElement).checked
+
+/** The change form: every option of the rule, saved as a new version in effect from now. */
+export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draft: RuleDraft; onDraft: (d: RuleDraft) => void; onSaved: () => void }) {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<unknown>(null)
+  const set = (change: Partial<RuleDraft>) => onDraft({ ...draft, ...change })
+  const submit = async (e: Event) => {
+    e.preventDefault()
+    setBusy(true)
+    setError(null)
+    try {
+      await api('PUT', `/v3/admin/shops/${enc(shop)}/rule`, ruleOfDraft(draft))
+      onSaved()
+    } catch (err) {
+      setError(err)
+    } finally {
+      setBusy(false)
+    }
+  }
+  return (
+    <form class="card rule-form" onSubmit={submit}>
+      <h2>Change the rule</h2>
+      <p class="muted">
+        Saved as a new version, in effect from now for orders that change afterwards (<code>points rebuild</code> applies it to all). Expiry switched on or
+        shortened never expires points at once.
+      </p>
+      <div class="fields">
+        <label>
+          Points per unit{' '}
+          <input name="points_per_unit" inputMode="decimal" size={8} value={draft.points_per_unit} onInput={(e) => set({ points_per_unit: text(e) })} />
+        </label>
+        <label class="grow">
+          Currency rates{' '}
+          <input
+            name="currency_rates"
+            placeholder="EUR=2, USD=1.5 (once any is listed, only those earn)"
+            value={draft.currency_rates}
+            onInput={(e) => set({ currency_rates: text(e) })}
+          />
+        </label>
+        <label>
+          Earn when{' '}
+          <select name="earn_on" value={draft.earn_on} onChange={(e) => set({ earn_on: (e.currentTarget as HTMLSelectElement).value })}>
+            <option value="paid">paid</option>
+            <option value="fulfilled">fulfilled</option>
+          </select>
+        </label>
+        <label>
+          Pending days <input name="pending_days" inputMode="numeric" size={5} value={draft.pending_days} onInput={(e) => set({ pending_days: text(e) })} />
+        </label>
+        <label>
+          Expire after days{' '}
+          <input name="expire_after_days" inputMode="numeric" size={6} value={draft.expire_after_days} onInput={(e) => set({ expire_after_days: text(e) })} />
+          <span class="muted"> (0: never)</span>
+        </label>
+        <label>
+          <input type="checkbox" name="include_shipping" checked={draft.include_shipping} onChange={(e) => set({ include_shipping: checked(e) })} /> shipping
+          earns
+        </label>
+        <label>
+          <input type="checkbox" name="include_tax" checked={draft.include_tax} onChange={(e) => set({ include_tax: checked(e) })} /> tax earns
+        </label>
+        <label>
+          <input type="checkbox" name="exclude_giftcard" checked={draft.exclude_giftcard} onChange={(e) => set({ exclude_giftcard: checked(e) })} /> gift card
+          amount excluded
+        </label>
+      </div>
+      <button type="submit" class="primary" name="save-rule" disabled={busy}>
+        Save as a new version
+      </button>
+      <ErrorBox error={error} />
+    </form>
+  )
+}
+
+interface OrderDraft {
+  subtotal: string
+  currency: string
+  amount_shipping: string
+  amount_tax: string
+  amount_giftcard: string
+  email: string
+  processed_at: string
+  is_paid: boolean
+  is_fulfilled: boolean
+  is_refunded: boolean
+  cancelled: boolean
+  customer_id: string
+}
+
+const NEW_ORDER: OrderDraft = {
+  subtotal: '100.00',
+  currency: 'EUR',
+  amount_shipping: '',
+  amount_tax: '',
+  amount_giftcard: '',
+  email: '',
+  processed_at: '',
+  is_paid: true,
+  is_fulfilled: false,
+  is_refunded: false,
+  cancelled: false,
+  customer_id: '',
+}
+
+/** The request: the order as a webhook would carry it (only the fields filled in), times in UTC. */
+function previewBody(o: OrderDraft, rule: Rule | undefined): RulePreviewBody {
+  const processedAt = o.processed_at === '' ? undefined : `${o.processed_at.length === 16 ? `${o.processed_at}:00` : o.processed_at}Z`
+  const order: Record<string, unknown> = { id: 1, currency: o.currency, is_paid: o.is_paid, is_fulfilled: o.is_fulfilled, is_refunded: o.is_refunded }
+  for (const field of ['subtotal', 'amount_shipping', 'amount_tax', 'amount_giftcard', 'email'] as const)
+    if (o[field].trim() !== '') order[field] = o[field].trim()
+  if (processedAt) order.processed_at = processedAt
+  if (o.cancelled) order.cancelled_at = processedAt ?? new Date().toISOString()
+  return {
+    order,
+    ...(o.customer_id.trim() === '' ? {} : { customer_id: Number(o.customer_id.trim()) }),
+    ...(rule ? { rule } : {}),
+  } as RulePreviewBody
+}
+
+/** What an order would earn: the answer of the preview, in words and figures. */
+function PreviewAnswer({ p }: { p: RulePreview }) {
+  return (
+    <div class="notice preview-answer" data-preview role="status">
+      <p>
+        <strong data-points>{p.points}</strong> point{p.points === 1 ? '' : 's'}: <span data-why>{p.why}</span>
+      </p>
+      <dl class="facts">
+        <dt>credited to</dt>
+        <dd>{p.customer_id !== null ? `customer ${p.customer_id}` : p.guest_email !== null ? `guest ${p.guest_email}` : 'no one'}</dd>
+        <dt>rule</dt>
+        <dd>{p.rule_version !== null ? `version ${p.rule_version} (current)` : `the changes above, not saved (would be version ${p.proposed_version})`}</dd>
+        {p.basis && (
+          <>
+            <dt>basis</dt>
+            <dd>
+              {p.basis.amount} {p.basis.currency ?? ''} at {p.basis.rate} per unit
+            </dd>
+            <dt>available</dt>
+            <dd data-available>{time(p.available_at)}</dd>
+            <dt>expires</dt>
+            <dd data-expires>{p.expires_at ? time(p.expires_at) : 'never'}</dd>
+          </>
+        )}
+      </dl>
+    </div>
+  )
+}
+
+/** The preview form: an order, optionally a customer, and for an operator the draft rule instead of the current one. */
+export function PreviewForm({ shop, draft }: { shop: string; draft: RuleDraft | null }) {
+  const [o, setO] = useState<OrderDraft>(NEW_ORDER)
+  const [withDraft, setWithDraft] = useState(false)
+  const [answer, setAnswer] = useState<RulePreview | null>(null)
+  const [error, setError] = useState<unknown>(null)
+  const [busy, setBusy] = useState(false)
+  const set = (change: Partial<OrderDraft>) => setO({ ...o, ...change })
+  const submit = async (e: Event) => {
+    e.preventDefault()
+    setBusy(true)
+    setError(null)
+    try {
+      setAnswer(
+        await api<RulePreview>('POST', `/v3/admin/shops/${enc(shop)}/rule/preview`, previewBody(o, withDraft && draft ? ruleOfDraft(draft) : undefined)),
+      )
+    } catch (err) {
+      setAnswer(null)
+      setError(err)
+    } finally {
+      setBusy(false)
+    }
+  }
+  return (
+    <form class="card rule-form preview" onSubmit={submit}>
+      <h2>Preview an order's points</h2>
+      <p class="muted">What an order would earn, as if it arrived now: nothing is written. Times are UTC.</p>
+      <div class="fields">
+        <label>
+          Subtotal <input name="subtotal" inputMode="decimal" size={10} value={o.subtotal} onInput={(e) => set({ subtotal: text(e) })} />
+        </label>
+        <label>
+          Currency <input name="currency" size={4} value={o.currency} onInput={(e) => set({ currency: text(e) })} />
+        </label>
+        <label>
+          Shipping <input name="amount_shipping" inputMode="decimal" size={8} value={o.amount_shipping} onInput={(e) => set({ amount_shipping: text(e) })} />
+        </label>
+        <label>
+          Tax <input name="amount_tax" inputMode="decimal" size={8} value={o.amount_tax} onInput={(e) => set({ amount_tax: text(e) })} />
+        </label>
+        <label>
+          Gift card <input name="amount_giftcard" inputMode="decimal" size={8} value={o.amount_giftcard} onInput={(e) => set({ amount_giftcard: text(e) })} />
+        </label>
+        <label>
+          Processed at <input name="processed_at" type="datetime-local" step={1} value={o.processed_at} onInput={(e) => set({ processed_at: text(e) })} />
+        </label>
+        <label>
+          E-mail <input name="email" type="email" value={o.email} onInput={(e) => set({ email: text(e) })} />
+        </label>
+        <label>
+          Customer id{' '}
+          <input name="customer_id" inputMode="numeric" size={10} placeholder="optional" value={o.customer_id} onInput={(e) => set({ customer_id: text(e) })} />
+        </label>
+        {(['is_paid', 'is_fulfilled', 'is_refunded', 'cancelled'] as const).map((flag) => (
+          <label>
+            <input type="checkbox" name={flag} checked={o[flag]} onChange={(e) => set({ [flag]: checked(e) })} /> {flag.replace('is_', '')}
+          </label>
+        ))}
+        {draft && (
+          <label>
+            <input type="checkbox" name="with-draft" checked={withDraft} onChange={(e) => setWithDraft(checked(e))} /> with the changes above, not saved
+          </label>
+        )}
+      </div>
+      <button type="submit" name="preview" disabled={busy}>
+        Preview
+      </button>
+      <ErrorBox error={error} />
+      {answer && <PreviewAnswer p={answer} />}
+    </form>
+  )
+}

@@ -1,0 +1,128 @@
+import { useEffect, useState } from 'preact/hooks'
+import { api, enc, type Rule, type RuleVersion, type RuleView } from '../api.ts'
+import { ErrorBox, ShopPicker, shops } from '../components/common.tsx'
+import { time } from '../format.ts'
+import { navigate, route } from '../router.ts'
+import { canChange } from '../session.ts'
+import { draftOf, PreviewForm, RuleForm, type RuleDraft } from './rule-forms.tsx'
+
+// A shop's points rule (GET /v3/admin/shops/{shop}/rule): the current version with every option,
+// its history (when each version took effect, who wrote it), for an operator the form that saves
+// a new version, and the preview of what an order would earn, under the rule or the unsaved changes.
+
+/** Each option of the rule in words, in the order the history's columns show them. */
+const OPTIONS: { key: keyof Rule; label: string; show: (r: Rule) => string }[] = [
+  { key: 'points_per_unit', label: 'points per unit', show: (r) => String(r.points_per_unit) },
+  {
+    key: 'currency_rates',
+    label: 'currency rates',
+    show: (r) =>
+      Object.keys(r.currency_rates).length === 0
+        ? 'any currency'
+        : Object.entries(r.currency_rates)
+            .map(([c, rate]) => `${c} ${rate}`)
+            .join(', '),
+  },
+  { key: 'include_shipping', label: 'shipping', show: (r) => (r.include_shipping ? 'earns' : 'excluded') },
+  { key: 'include_tax', label: 'tax', show: (r) => (r.include_tax ? 'earns' : 'excluded') },
+  { key: 'exclude_giftcard', label: 'gift card', show: (r) => (r.exclude_giftcard ? 'excluded' : 'earns') },
+  { key: 'earn_on', label: 'earned when', show: (r) => r.earn_on },
+  { key: 'pending_days', label: 'pending days', show: (r) => String(r.pending_days) },
+  { key: 'expire_after_days', label: 'expire after days', show: (r) => (r.expire_after_days === 0 ? 'never' : String(r.expire_after_days)) },
+]
+
+const changedFrom = (v: RuleVersion, older: RuleVersion | undefined, key: keyof Rule) =>
+  older !== undefined && JSON.stringify(v.rule[key]) !== JSON.stringify(older.rule[key])
+
+function History({ history }: { history: RuleVersion[] }) {
+  return (
+    <table class="rule-history">
+      <thead>
+        <tr>
+          <th>version</th>
+          <th>in effect from</th>
+          <th>by</th>
+          {OPTIONS.map((o) => (
+            <th>{o.label}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {history.map((v, i) => (
+          <tr data-version={v.version}>
+            <td>{v.version}</td>
+            <td>{v.effective_at.startsWith('1970-01-01') ? 'before versions were kept' : time(v.effective_at)}</td>
+            <td data-by>{v.changed_by ?? <span class="muted">not recorded</span>}</td>
+            {OPTIONS.map((o) => (
+              <td class={changedFrom(v, history[i + 1], o.key) ? 'changed' : ''} data-option={o.key}>
+                {o.show(v.rule)}
+              </td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  )
+}
+
+export function Rules() {
+  const shop = route.value.params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const [view, setView] = useState<RuleView | null>(null)
+  const [draft, setDraft] = useState<RuleDraft | null>(null)
+  const [error, setError] = useState<unknown>(null)
+  const [tick, setTick] = useState(0)
+  useEffect(() => {
+    if (!shop) return
+    let live = true
+    api<RuleView>('GET', `/v3/admin/shops/${enc(shop)}/rule`).then(
+      (v) => {
+        if (!live) return
+        setView(v)
+        setDraft(draftOf(v.rule))
+        setError(null)
+      },
+      (err) => live && setError(err),
+    )
+    return () => {
+      live = false
+    }
+  }, [shop, tick])
+  const current = view?.history[0]
+  return (
+    <main>
+      <div class="toolbar">
+        <h1>Points rule</h1>
+        <ShopPicker value={shop} onChange={(s) => navigate(`rules?shop=${enc(s)}`)} />
+      </div>
+      <ErrorBox error={error} />
+      {view && (
+        <>
+          <section class="card" data-current-rule>
+            <header>
+              <h2>
+                Version <span data-version>{view.version}</span>
+              </h2>
+              <span class="muted">
+                in effect from {view.effective_at.startsWith('1970-01-01') ? 'before versions were kept' : time(view.effective_at)}
+                {current?.changed_by ? `, by ${current.changed_by}` : ''}
+              </span>
+            </header>
+            <dl class="facts">
+              {OPTIONS.map((o) => (
+                <>
+                  <dt>{o.label}</dt>
+                  <dd data-option={o.key}>{o.show(view.rule)}</dd>
+                </>
+              ))}
+            </dl>
+          </section>
+          {canChange.value && draft && <RuleForm shop={shop} draft={draft} onDraft={setDraft} onSaved={() => setTick((t) => t + 1)} />}
+          <PreviewForm shop={shop} draft={canChange.value ? draft : null} />
+          <h2>History</h2>
+          <p class="muted">The newest 100 versions, newest first; an option a version changed is marked.</p>
+          <History history={view.history} />
+        </>
+      )}
+    </main>
+  )
+}

@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
+import { runCli } from '../support/cli-process.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, type TestDatabase } from '../support/harness.ts'
+import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
+
+// The console's Rules page in Chromium against a real server process: the current rule and its
+// history, a change of the rate saved as a new version (with who made it, and in the audit log),
+// the preview of an order's points under the saved rule and under unsaved changes, and a viewer
+// who sees the rule and may preview, with no form that would change it.
+
+const SHOP = 'rules'
+
+forEachDatabase((kind) => {
+  describe('the Rules page', { timeout: 180_000 }, () => {
+    let database: TestDatabase
+    let server: ServerProcess
+    let browser: Browser
+    let watch: PageWatch
+    let adminKey: string
+    let viewerKey: string
+    let base: string
+    const shot = (name: string) => screenshot(browser.page, `${kind}-${name}`)
+
+    const newAdmin = async (args: string[]) => {
+      const created = await runCli(['admins', 'create', ...args], { DATABASE_URL: database.url })
+      assert.equal(created.code, 0, created.stderr)
+      return created.stdout.trim().split('\n').at(-1)!
+    }
+
+    before(async () => {
+      requireChromium()
+      buildDashboard()
+      database = await createTestDatabase(kind)
+      const shopKey = (await createKey(database.url, SHOP)).key
+      adminKey = await newAdmin(['--name', 'Ada Operator'])
+      viewerKey = await newAdmin(['--name', 'Val Viewer', '--role', 'viewer'])
+      server = await startServerProcess(database.url, shopKey)
+      base = `http://127.0.0.1:${server.port}`
+      const answer = await request(server.port, {
+        method: 'POST',
+        path: CUSTOMER_CREATED,
+        agent: false,
+        headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 9, first_name: 'Grace', email: 'grace@example.com' }),
+      })
+      assert.equal(answer.status, 200)
+      browser = await launchBrowser()
+      watch = new PageWatch(browser.page, base)
+    })
+
+    after(async () => {
+      await browser?.close()
+      if (server) await stopServerProcess(server)
+      await database?.drop()
+    })
+
+    const signIn = async (key: string, name: string) => {
+      const { page } = browser
+      await page.goto(`${base}/admin`)
+      await page.fill('input[name=key]', key)
+      await page.click('button[type=submit]')
+      await page.locator('[data-operator]', { hasText: name }).waitFor()
+      await page.click('nav.top a:text("Rules")')
+      await page.locator('[data-current-rule]').waitFor()
+    }
+
+    test('an operator sees the rule and its history, changes the rate, and previews an order under the saved rule and unsaved changes', async () => {
+      const { page } = browser
+      await signIn(adminKey, 'Ada Operator')
+      assert.equal(new URL(page.url()).pathname, '/admin/rules')
+      assert.equal(await page.locator('[data-current-rule] [data-version]').innerText(), '1')
+      const current = page.locator('[data-current-rule]')
+      assert.equal(await current.locator('dd[data-option=points_per_unit]').innerText(), '1')
+      assert.equal(await current.locator('dd[data-option=expire_after_days]').innerText(), 'never')
+      assert.equal(await current.locator('dd[data-option=pending_days]').innerText(), '14')
+      assert.match(await page.locator('table.rule-history tr[data-version="1"] [data-by]').innerText(), /not recorded/)
+      await shot('rules-current')
+
+      await page.fill('input[name=points_per_unit]', '2.5')
+      await page.click('button[name=save-rule]')
+      const v2 = page.locator('table.rule-history tr[data-version="2"]')
+      await v2.waitFor()
+      assert.equal(await v2.locator('[data-by]').innerText(), 'Ada Operator')
+      const rate = v2.locator('td[data-option=points_per_unit]')
+      assert.equal(await rate.innerText(), '2.5')
+      assert.equal(await rate.getAttribute('class'), 'changed')
+      assert.equal(await page.locator('[data-current-rule] [data-version]').innerText(), '2')
+      await shot('rules-changed')
+
+      await page.fill('input[name=subtotal]', '40.00')
+      await page.fill('input[name=customer_id]', '9')
+      await page.fill('input[name=processed_at]', '2026-01-01T10:00:00')
+      await page.click('button[name=preview]')
+      const answer = page.locator('[data-preview]')
+      await answer.waitFor()
+      assert.equal(await answer.locator('[data-points]').innerText(), '100')
+      assert.equal(await answer.locator('[data-why]').innerText(), 'paid order: 40.00 EUR at 2.5 points per unit (rule v2)')
+      assert.equal(await answer.locator('[data-available]').innerText(), '2026-01-15 10:00:00Z')
+      assert.equal(await answer.locator('[data-expires]').innerText(), 'never')
+      assert.match(await answer.innerText(), /customer 9/)
+      await shot('rules-preview')
+
+      // Unsaved changes: expiry switched on, tried before saving; nothing is saved.
+      await page.fill('input[name=expire_after_days]', '30')
+      await page.check('input[name=with-draft]')
+      await page.click('button[name=preview]')
+      await answer.locator('text=would be version 3').waitFor()
+      assert.notEqual(await answer.locator('[data-expires]').innerText(), 'never')
+      assert.equal(await page.locator('table.rule-history tr[data-version="3"]').count(), 0)
+
+      // A refusal is shown with its reason: an unknown customer.
+      watch.expect('POST', /\/rule\/preview$/, 404)
+      await page.fill('input[name=customer_id]', '4242')
+      await page.click('button[name=preview]')
+      await page.locator('form.preview .error', { hasText: 'no customer 4242' }).waitFor()
+      await shot('rules-preview-refused')
+
+      // The audit log says who changed what, and leads back here.
+      await page.click('nav.top a:text("Audit")')
+      const entry = page.locator('table.audit a', { hasText: 'the points rule, version 2' })
+      await entry.waitFor()
+      assert.match(await page.locator('table.audit tbody tr', { hasText: 'the points rule, version 2' }).innerText(), /points_per_unit 1 → 2\.5/)
+      await entry.click()
+      await page.locator('[data-current-rule] [data-version]', { hasText: '2' }).waitFor()
+      assert.equal(new URL(page.url()).pathname, '/admin/rules')
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
+      watch.check()
+    })
+
+    test('a viewer sees the rule and its history and may preview, with no form that changes the rule', async () => {
+      const { page } = browser
+      await signIn(viewerKey, 'Val Viewer')
+      await page.locator('table.rule-history tr[data-version="2"]').waitFor()
+      assert.equal(await page.locator('[data-current-rule] [data-version]').innerText(), '2')
+      assert.equal(await page.locator('button[name=save-rule]').count(), 0, 'no save')
+      assert.equal(await page.locator('input[name=points_per_unit]').count(), 0, 'no change form')
+      assert.equal(await page.locator('input[name=with-draft]').count(), 0, 'no unsaved rule to try')
+      await page.fill('input[name=subtotal]', '10.00')
+      await page.fill('input[name=customer_id]', '9')
+      await page.click('button[name=preview]')
+      assert.equal(await page.locator('[data-preview] [data-points]').innerText(), '25')
+      await shot('rules-viewer')
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
+      watch.check()
+    })
+  })
+})
