@@ -200,7 +200,7 @@ export function startRelay(options: RelayOptions): Relay {
     // One process at a time publishes (PostgreSQL); SQLite has one process, whose writes go to its writer.
     const took = await backend.leaderLock(
       `change-feed-relay:${stream}`,
-      (query) => batchWriter.write(query),
+      async (query) => void (await batchWriter.write(query)),
       async (leader) => {
         const cursor = Number((await leader.read(relayCursorQuery(db, stream)))[0]?.position ?? 0)
         const rows = await changesAfter(db, null, cursor, ROUND)

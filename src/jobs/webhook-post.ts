@@ -32,6 +32,8 @@ export function postWebhook(
       if (settled) return
       settled = true
       clearTimeout(timer)
+      // The signal lives as long as the sender: a listener left on it would keep every request ever made.
+      options.signal?.removeEventListener('abort', abort)
       resolve(result)
     }
     const request = client.request(

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import { gaveUp, matchesTypes, retryDelayMs, type RetryPolicy } from '../domain/subscriptions.ts'
@@ -7,14 +8,16 @@ import type { SecretBox } from '../keys/secret-box.ts'
 import { changesAfter } from '../store/changes-repo.ts'
 import type { Backend } from '../store/dialect.ts'
 import {
-  advanceQuery,
+  claimQuery,
   dueSubscriptionIds,
   failingSubscriptionCount,
-  retryQuery,
-  saveDeliveryQuery,
+  outcomeQueries,
+  releaseQuery,
+  skipQuery,
   subscriptionOf,
   subscriptionQuery,
-  trimDeliveriesQuery,
+  type Lease,
+  type Progress,
   type SubscriptionRecord,
 } from '../store/subscriptions-repo.ts'
 import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
@@ -23,14 +26,17 @@ import type { Report } from './report.ts'
 import { postWebhook, type PostResult } from './webhook-post.ts'
 
 // Outgoing webhooks: each subscription's matching change feed entries POSTed to its endpoint,
-// signed (Standard Webhooks), in position order, at least once. A step delivers one entry under
-// the subscription's leader lock (Backend.leaderLock, one sender per subscription among the
-// processes): it reads the stored progress, posts, and stores the new progress or the retry
-// state before the lock ends, so a process that dies mid-delivery leaves the old progress and the
-// entry is sent again, and what was acknowledged and stored is never sent again. Subscriptions
-// are served concurrently, at most SUBSCRIPTIONS_CONCURRENCY at once; one waiting for a retry
-// takes no slot, so a dead endpoint holds back no other subscription, and the intake never waits
-// for any of it.
+// signed (Standard Webhooks), in position order, at least once. A step delivers one entry under a
+// lease on its subscription, stored in its row: one conditional UPDATE claims it if it is as read
+// (same progress, due, no live lease), for SUBSCRIPTIONS_TIMEOUT_MS and a margin, with a token of
+// this attempt; the POST then runs with no transaction open and no connection held; one short
+// transaction writes the outcome (delivery row, progress or retry state) and releases the lease,
+// only while the lease is still this attempt's. A process that dies mid-delivery leaves a lease
+// that runs out, and the next sender sends that entry again; what was acknowledged and stored is
+// never sent again. A lease also keeps every other process off the subscription, so one endpoint
+// gets one delivery at a time, in order. Subscriptions are served concurrently, at most
+// SUBSCRIPTIONS_CONCURRENCY at once; one waiting for a retry takes no slot, so a dead endpoint
+// holds back no other subscription, and the intake never waits for any of it.
 
 export interface WebhookSender {
   /** New entries have positions, or a subscription changed: look soon. */
@@ -53,6 +59,11 @@ export interface SenderOptions {
 const PAGE = 100
 /** Deliveries of one subscription in a row before its slot goes to the next in line. */
 const TURN = 100
+/**
+ * How much longer than SUBSCRIPTIONS_TIMEOUT_MS a lease lasts: for the outcome's write after the
+ * answer, a pause of the process, and clocks of several hosts a little apart.
+ */
+export const LEASE_MARGIN_MS = 5000
 
 type Step = 'more' | 'idle'
 
@@ -90,45 +101,64 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     })
   }
 
-  /** One delivery (or a page of entries the filter skips) of one subscription, under its leader lock. */
+  /** One delivery (or a page of entries the filter skips) of one subscription, under a lease of its own. */
   async function step(id: number): Promise<Step> {
-    const result = await backend.leaderLock(
-      `webhook-sender:${id}`,
-      (query) => batchWriter.write(query),
-      async (leader): Promise<Step> => {
-        const sub = subscriptionOf(await leader.read(subscriptionQuery(db, id)))
-        const nowUs = Date.now() * 1000
-        if (!sub || sub.failing || sub.nextAttemptUs > nowUs) return 'idle'
-        const page = await changesAfter(db, sub.shopId, sub.position, PAGE)
-        const entry = page.find((e) => matchesTypes(sub.types, e.type))
-        if (!entry) {
-          if (page.length > 0) await leader.write(advanceQuery(db, id, page[page.length - 1]!.position))
-          return page.length === PAGE ? 'more' : 'idle'
-        }
-        const sent = await post(sub, changeView(entry))
-        // Stopped mid-delivery: the entry counts as not sent (the next process sends it again), not as a failure.
-        if (stopping.signal.aborted) return 'idle'
-        const doneUs = Date.now() * 1000
-        const attempts = sub.attempts + 1
-        const delivery = { position: entry.position, type: entry.type, attempts, responseStatus: sent.status, updatedUs: doneUs }
-        if (sent.ok) {
-          await leader.write(saveDeliveryQuery(db, id, { ...delivery, status: 'delivered', lastError: null }))
-          await leader.write(advanceQuery(db, id, entry.position))
-          await leader.write(trimDeliveriesQuery(db, id))
-          metrics.delivered.inc()
-          return 'more'
-        }
-        const sinceUs = sub.retryingSinceUs ?? doneUs
-        const failing = gaveUp(policy, sinceUs / 1000, doneUs / 1000)
-        const nextAttemptUs = doneUs + retryDelayMs(policy, attempts, Math.random()) * 1000
-        await leader.write(saveDeliveryQuery(db, id, { ...delivery, status: failing ? 'failed' : 'retrying', lastError: sent.error }))
-        await leader.write(retryQuery(db, id, { attempts, nextAttemptUs, sinceUs, failing, error: sent.error }))
-        metrics.failedAttempts.inc()
-        if (!failing) loop.kick(Math.ceil((nextAttemptUs - doneUs) / 1000) + 5)
-        return 'idle'
-      },
-    )
-    return result ?? 'idle'
+    const sub = subscriptionOf(await backend.reads.run(subscriptionQuery(db, id)))
+    const nowUs = Date.now() * 1000
+    if (!sub || sub.failing || sub.nextAttemptUs > nowUs || (sub.leaseUntilUs ?? 0) > nowUs) return 'idle'
+    const page = await changesAfter(db, sub.shopId, sub.position, PAGE)
+    const entry = page.find((e) => matchesTypes(sub.types, e.type))
+    if (!entry) {
+      if (page.length > 0) await batchWriter.write(skipQuery(db, id, sub.position, page[page.length - 1]!.position, nowUs))
+      return page.length === PAGE ? 'more' : 'idle'
+    }
+    const lease: Lease = { subscriptionId: id, owner: randomUUID(), position: sub.position }
+    const untilUs = nowUs + (config.SUBSCRIPTIONS_TIMEOUT_MS + LEASE_MARGIN_MS) * 1000
+    const [claimed] = await batchWriter.write(claimQuery(db, sub, { owner: lease.owner, untilUs }, nowUs))
+    // Another sender took it, or it changed since it was read (a replay, a removal): look again later.
+    if (claimed!.length === 0) return 'idle'
+    const sent = await post(sub, changeView(entry))
+    if (stopping.signal.aborted) {
+      // Stopped mid-delivery: the entry counts as not sent (the next sender sends it again), not as a failure.
+      await batchWriter
+        .write(releaseQuery(db, lease))
+        .catch((err: unknown) => report('webhook-sender', err, 'giving back a lease failed; it runs out by itself'))
+      return 'idle'
+    }
+    const doneUs = Date.now() * 1000
+    const attempts = sub.attempts + 1
+    const delivery = { position: entry.position, type: entry.type, attempts, responseStatus: sent.status, updatedUs: doneUs }
+    let progress: Progress
+    let status: 'delivered' | 'retrying' | 'failed'
+    if (sent.ok) {
+      metrics.delivered.inc()
+      progress = { advanceTo: entry.position }
+      status = 'delivered'
+    } else {
+      metrics.failedAttempts.inc()
+      const sinceUs = sub.retryingSinceUs ?? doneUs
+      const failing = gaveUp(policy, sinceUs / 1000, doneUs / 1000)
+      progress = { retry: { attempts, nextAttemptUs: doneUs + retryDelayMs(policy, attempts, Math.random()) * 1000, sinceUs, failing, error: sent.error } }
+      status = failing ? 'failed' : 'retrying'
+    }
+    const written = await batchWriter.write(...outcomeQueries(db, lease, { ...delivery, status, lastError: sent.ok ? null : sent.error }, progress))
+    const [progressed, released] = written.slice(-2)
+    if (progressed!.length === 0) {
+      // A replay moved the position meanwhile: the lease is back, and delivery goes on from there.
+      if (released!.length > 0) return 'more'
+      // Removed meanwhile: nothing to store, nothing more to send.
+      if (!subscriptionOf(await backend.reads.run(subscriptionQuery(db, id)))) return 'idle'
+      metrics.leasesLost.inc()
+      report(
+        'webhook-sender:lease',
+        new Error(`subscription ${id}: the lease ran out while position ${entry.position} was being delivered, and another sender took it`),
+        "an outgoing webhook's outcome was not stored: its lease had run out (the entry is sent again)",
+      )
+      return 'idle'
+    }
+    if (sent.ok) return 'more'
+    if ('retry' in progress && !progress.retry.failing) loop.kick(Math.ceil((progress.retry.nextAttemptUs - doneUs) / 1000) + 5)
+    return 'idle'
   }
 
   async function serve(id: number): Promise<void> {
@@ -194,6 +224,11 @@ function senderMetrics(registry: Registry, failing: () => Promise<number>) {
   })
   return {
     delivered: new Counter({ name: 'shop_intake_webhooks_delivered_total', help: 'Outgoing webhooks an endpoint acknowledged with a 2xx', registers }),
+    leasesLost: new Counter({
+      name: 'shop_intake_webhooks_leases_lost_total',
+      help: "Outgoing webhook outcomes not stored because the delivery's lease had run out and another sender had taken the subscription",
+      registers,
+    }),
     failedAttempts: new Counter({
       name: 'shop_intake_webhooks_failed_attempts_total',
       help: 'Outgoing webhook attempts that failed (non-2xx, timeout, refused connection, refused address)',

@@ -21,6 +21,7 @@ import { feedPerShop } from './migrations/0014-feed-per-shop.ts'
 import { ruleVersions } from './migrations/0015-rule-versions.ts'
 import { ledgerReport } from './migrations/0017-ledger-report.ts'
 import { firstSnapshots } from './migrations/0018-first-snapshots.ts'
+import { subscriptionLeases } from './migrations/0019-subscription-leases.ts'
 import { ledgerDays } from './migrations/0020-ledger-days.ts'
 import { ruleAuthors } from './migrations/0021-rule-authors.ts'
 
@@ -62,6 +63,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0016-subscriptions': subscriptions(backend.types),
     '0017-ledger-report': ledgerReport,
     '0018-first-snapshots': firstSnapshots,
+    '0019-subscription-leases': subscriptionLeases,
     '0020-ledger-days': ledgerDays,
     '0021-rule-authors': ruleAuthors,
   }

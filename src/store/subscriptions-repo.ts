@@ -1,8 +1,9 @@
-import type { Kysely } from 'kysely'
+import type { ExpressionBuilder, Kysely } from 'kysely'
 import type { Tables } from './tables.ts'
 
 // Outgoing webhook subscriptions and their deliveries. Secrets come in and go out sealed; the
-// sender's writes are compiled queries, which it runs under its leader lock (Backend.leaderLock).
+// sender's writes are compiled queries, which it runs on the write connection (BatchWriter.write):
+// each one checks the subscription's lease itself, so no lock is held while an endpoint answers.
 
 export interface SubscriptionRecord {
   id: number
@@ -21,6 +22,8 @@ export interface SubscriptionRecord {
   retryingSinceUs: number | null
   failing: boolean
   lastError: string | null
+  /** Until when a delivery in flight holds it (epoch µs); null while none does. */
+  leaseUntilUs: number | null
 }
 
 type Row = Tables['subscriptions'] & { id: number; attempts: number; next_attempt_us: number; failing: number }
@@ -40,6 +43,7 @@ const record = (r: Row): SubscriptionRecord => ({
   retryingSinceUs: r.retrying_since_us === null ? null : Number(r.retrying_since_us),
   failing: Number(r.failing) === 1,
   lastError: r.last_error,
+  leaseUntilUs: r.lease_until_us === null ? null : Number(r.lease_until_us),
 })
 
 export async function insertSubscription(
@@ -101,9 +105,13 @@ export async function replaySubscription(db: Kysely<Tables>, id: number, positio
     .execute()
 }
 
-/** Ids of the subscriptions the sender may try at `nowUs` (not failing, not waiting for a retry), of every shop. */
+/** No delivery holds the subscription at `nowUs`: no lease, or one past its time (its process died mid-delivery). */
+const unleased = (nowUs: number) => (eb: ExpressionBuilder<Tables, 'subscriptions'>) =>
+  eb.or([eb('lease_until_us', 'is', null), eb('lease_until_us', '<=', nowUs)])
+
+/** Ids of the subscriptions the sender may try at `nowUs` (not failing, not waiting for a retry, no delivery in flight), of every shop. */
 export async function dueSubscriptionIds(db: Kysely<Tables>, nowUs: number): Promise<number[]> {
-  const rows = await db.selectFrom('subscriptions').select('id').where('failing', '=', 0).where('next_attempt_us', '<=', nowUs).execute()
+  const rows = await db.selectFrom('subscriptions').select('id').where('failing', '=', 0).where('next_attempt_us', '<=', nowUs).where(unleased(nowUs)).execute()
   return rows.map((r) => Number(r.id)).sort((x, y) => x - y)
 }
 
@@ -117,20 +125,98 @@ export async function failingSubscriptionCount(db: Kysely<Tables>): Promise<numb
   return Number(row.n)
 }
 
-/** The subscription as its leader reads it, fresh, under its lock. */
+/** The subscription as the sender reads it, fresh, before it claims it (claimQuery). */
 export const subscriptionQuery = (db: Kysely<Tables>, id: number) => db.selectFrom('subscriptions').selectAll().where('id', '=', id).compile()
 export const subscriptionOf = (rows: readonly unknown[]): SubscriptionRecord | undefined => (rows[0] ? record(rows[0] as Row) : undefined)
 
-/** Every entry up to `position` is done: the retry state is cleared. */
-export const advanceQuery = (db: Kysely<Tables>, id: number, position: number) =>
-  db.updateTable('subscriptions').set({ position, attempts: 0, next_attempt_us: 0, retrying_since_us: null, last_error: null }).where('id', '=', id).compile()
+/** A delivery's hold on its subscription: the attempt's token, and the position the entry it sends follows. */
+export interface Lease {
+  subscriptionId: number
+  owner: string
+  position: number
+}
 
-/** A failed attempt: when the next comes, since when the entry fails, whether the subscription is failing now. */
-export const retryQuery = (db: Kysely<Tables>, id: number, r: { attempts: number; nextAttemptUs: number; sinceUs: number; failing: boolean; error: string }) =>
+/**
+ * Takes `sub` for one delivery, `owner`'s until `untilUs`, if it is still as the sender read it
+ * (due, and not failing) at `nowUs`: the same progress and attempts (an outcome changes one or the
+ * other, as does a replay that changes anything), and no delivery in flight. One statement, so of
+ * two senders that read the same row only one takes it; it returns the id when it did.
+ */
+export const claimQuery = (db: Kysely<Tables>, sub: SubscriptionRecord, lease: { owner: string; untilUs: number }, nowUs: number) =>
   db
     .updateTable('subscriptions')
-    .set({ attempts: r.attempts, next_attempt_us: r.nextAttemptUs, retrying_since_us: r.sinceUs, failing: r.failing ? 1 : 0, last_error: r.error })
+    .set({ lease_until_us: lease.untilUs, lease_owner: lease.owner })
+    .where('id', '=', sub.id)
+    .where('position', '=', sub.position)
+    .where('attempts', '=', sub.attempts)
+    .where(unleased(nowUs))
+    .returning('id')
+    .compile()
+
+const cleared = { attempts: 0, next_attempt_us: 0, retrying_since_us: null, last_error: null }
+
+/** The entries after `from` up to `to` are none of this subscription's: it moves past them, unless it moved or a delivery holds it. */
+export const skipQuery = (db: Kysely<Tables>, id: number, from: number, to: number, nowUs: number) =>
+  db
+    .updateTable('subscriptions')
+    .set({ position: to, ...cleared })
     .where('id', '=', id)
+    .where('position', '=', from)
+    .where(unleased(nowUs))
+    .compile()
+
+/** What a delivery's outcome does to its subscription: every entry up to `advanceTo` is done (the retry state is cleared), or a retry's state. */
+export type Progress = { advanceTo: number } | { retry: { attempts: number; nextAttemptUs: number; sinceUs: number; failing: boolean; error: string } }
+
+const progressSet = (p: Progress) =>
+  'advanceTo' in p
+    ? { position: p.advanceTo, ...cleared }
+    : {
+        attempts: p.retry.attempts,
+        next_attempt_us: p.retry.nextAttemptUs,
+        retrying_since_us: p.retry.sinceUs,
+        failing: p.retry.failing ? 1 : 0,
+        last_error: p.retry.error,
+      }
+
+/** The retry state, set as a failed attempt sets it (tests make a subscription that has failed for long). */
+export const retryQuery = (db: Kysely<Tables>, id: number, r: Extract<Progress, { retry: unknown }>['retry']) =>
+  db
+    .updateTable('subscriptions')
+    .set(progressSet({ retry: r }))
+    .where('id', '=', id)
+    .compile()
+
+/**
+ * A leased delivery's outcome, for one transaction (BatchWriter.write), each statement written only
+ * while `lease` is still its owner's: the entry's delivery row (and, once acknowledged, the oldest
+ * rows trimmed), then the progress with the lease released, unless a replay moved the position
+ * meanwhile, then the lease released in that case. The last two return the id when they wrote;
+ * neither does when the lease was lost (it ran out and another sender took the subscription, or
+ * the subscription was removed): then nothing at all is written.
+ */
+export function outcomeQueries(db: Kysely<Tables>, lease: Lease, delivery: DeliveryRecord, progress: Progress) {
+  const release = { lease_until_us: null, lease_owner: null }
+  const held = db.updateTable('subscriptions').where('id', '=', lease.subscriptionId).where('lease_owner', '=', lease.owner)
+  return [
+    saveDeliveryQuery(db, lease, delivery),
+    ...('advanceTo' in progress ? [trimDeliveriesQuery(db, lease.subscriptionId)] : []),
+    held
+      .set({ ...progressSet(progress), ...release })
+      .where('position', '=', lease.position)
+      .returning('id')
+      .compile(),
+    held.set(release).returning('id').compile(),
+  ]
+}
+
+/** Gives a lease back without an outcome (the process is stopping): the entry is sent again, by whichever sender comes next. */
+export const releaseQuery = (db: Kysely<Tables>, lease: Lease) =>
+  db
+    .updateTable('subscriptions')
+    .set({ lease_until_us: null, lease_owner: null })
+    .where('id', '=', lease.subscriptionId)
+    .where('lease_owner', '=', lease.owner)
     .compile()
 
 export interface DeliveryRecord {
@@ -143,21 +229,38 @@ export interface DeliveryRecord {
   updatedUs: number
 }
 
-/** The last state of one entry's delivery. */
-export const saveDeliveryQuery = (db: Kysely<Tables>, subscriptionId: number, d: DeliveryRecord) => {
-  const values = {
-    status: d.status,
-    attempts: d.attempts,
-    response_status: d.responseStatus,
-    last_error: d.lastError,
-    updated_us: d.updatedUs,
-  }
-  return db
+/** The last state of one entry's delivery, while `lease` is its owner's (a row of the subscription's so held, or none). */
+const saveDeliveryQuery = (db: Kysely<Tables>, lease: Lease, d: DeliveryRecord) =>
+  db
     .insertInto('subscription_deliveries')
-    .values({ subscription_id: subscriptionId, position: d.position, type: d.type, ...values })
-    .onConflict((oc) => oc.columns(['subscription_id', 'position']).doUpdateSet(values))
+    .columns(['subscription_id', 'position', 'type', 'status', 'attempts', 'response_status', 'last_error', 'updated_us'])
+    .expression((eb) =>
+      eb
+        .selectFrom('subscriptions')
+        // Typed: PostgreSQL reads a parameter in a select list as text.
+        .select([
+          'id',
+          eb.cast<number>(eb.val(d.position), 'bigint').as('position'),
+          eb.cast<string>(eb.val(d.type), 'text').as('type'),
+          eb.cast<string>(eb.val(d.status), 'text').as('status'),
+          eb.cast<number>(eb.val(d.attempts), 'integer').as('attempts'),
+          eb.cast<number | null>(eb.val(d.responseStatus), 'integer').as('response_status'),
+          eb.cast<string | null>(eb.val(d.lastError), 'text').as('last_error'),
+          eb.cast<number>(eb.val(d.updatedUs), 'bigint').as('updated_us'),
+        ])
+        .where('id', '=', lease.subscriptionId)
+        .where('lease_owner', '=', lease.owner),
+    )
+    .onConflict((oc) =>
+      oc.columns(['subscription_id', 'position']).doUpdateSet((eb) => ({
+        status: eb.ref('excluded.status'),
+        attempts: eb.ref('excluded.attempts'),
+        response_status: eb.ref('excluded.response_status'),
+        last_error: eb.ref('excluded.last_error'),
+        updated_us: eb.ref('excluded.updated_us'),
+      })),
+    )
     .compile()
-}
 
 /** Deliveries kept per subscription: older ones are deleted as new ones are acknowledged. */
 export const DELIVERIES_KEPT = 200

@@ -278,6 +278,9 @@ export interface SubscriptionsTable {
   /** 1 once an entry failed for SUBSCRIPTIONS_RETRY_HOURS: no more attempts until a replay. */
   failing: Generated<number>
   last_error: string | null
+  /** While a delivery is in flight: until when it holds the subscription (epoch µs), and its attempt's token; null otherwise. */
+  lease_until_us: number | null
+  lease_owner: string | null
 }
 
 export interface SubscriptionDeliveriesTable {

@@ -15,7 +15,10 @@ export interface BatchWriter {
   ping?(): Promise<void>
   /** Records that these keys were used at `at` (ISO 8601), for keys list; on SQLite, on the writer's connection. */
   touchKeys(keyIds: readonly number[], at: string): Promise<void>
-  /** Runs one write statement in a transaction of its own on the write connection (on SQLite, the writer thread's). */
-  write(query: { sql: string; parameters: readonly unknown[] }): Promise<void>
+  /**
+   * Runs write statements in one transaction of its own on the write connection (on SQLite, the
+   * writer thread's), one after another; the rows each returned (a RETURNING clause's), in order.
+   */
+  write(...queries: { sql: string; parameters: readonly unknown[] }[]): Promise<unknown[][]>
   close(): Promise<void>
 }

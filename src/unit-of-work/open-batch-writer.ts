@@ -23,9 +23,12 @@ export function openBatchWriter(backend: Backend, calls?: DbCalls): BatchWriter 
     touchKeys: async (keyIds, at) => {
       await backend.transaction(async (s) => s.run(touchKeysQuery(backend.db, keyIds, at)))
     },
-    write: async (query) => {
-      await backend.transaction(async (s) => s.run(CompiledQuery.raw(query.sql, [...query.parameters])))
-    },
+    write: (...queries) =>
+      backend.transaction(async (s) => {
+        const rows: unknown[][] = []
+        for (const q of queries) rows.push(await s.run(CompiledQuery.raw(q.sql, [...q.parameters])))
+        return rows
+      }),
     close: async () => {},
   }
 }

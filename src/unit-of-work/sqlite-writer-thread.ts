@@ -15,7 +15,7 @@ type Message =
   | { id: number; ping: true }
   | { id: number; prune: { cutoffUs: number; limit: number } }
   | { id: number; touch: { keyIds: number[]; at: string } }
-  | { id: number; write: { sql: string; parameters: unknown[] } }
+  | { id: number; write: { sql: string; parameters: unknown[] }[] }
   | { close: true }
 
 const backend = openSqlite(workerData.path as string)
@@ -51,9 +51,12 @@ parentPort!.on('message', async (message: Message) => {
   }
   if ('write' in message) {
     try {
-      const { sql, parameters } = message.write
-      await backend.transaction(async (s) => s.run(CompiledQuery.raw(sql, parameters)))
-      parentPort!.postMessage({ id: message.id, results: [] })
+      const rows = await backend.transaction(async (s) => {
+        const out: unknown[][] = []
+        for (const { sql, parameters } of message.write) out.push(await s.run(CompiledQuery.raw(sql, parameters)))
+        return out
+      })
+      parentPort!.postMessage({ id: message.id, rows })
     } catch (err) {
       parentPort!.postMessage({ id: message.id, error: plainError(err) })
     }

@@ -12,6 +12,8 @@ interface Reply {
   ready?: true
   closed?: true
   pruned?: Pruned
+  /** What a write's statements returned. */
+  rows?: unknown[][]
   /** A batch's statements and round trips. */
   calls?: DbCalls
 }
@@ -50,6 +52,7 @@ export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWri
     pending.delete(reply.id)
     if (reply.error) waiter.reject(revive(reply.error))
     else if (reply.pruned !== undefined) waiter.resolve(reply.pruned)
+    else if (reply.rows !== undefined) waiter.resolve(reply.rows)
     else
       waiter.resolve(
         (reply.results ?? []).map((r) => (r.status === 'failed' ? { status: 'failed', error: revive(r.error as PlainError) } : r)) as BatchResult[],
@@ -70,7 +73,7 @@ export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWri
       | { ping: true }
       | { prune: { cutoffUs: number; limit: number } }
       | { touch: { keyIds: readonly number[]; at: string } }
-      | { write: { sql: string; parameters: readonly unknown[] } },
+      | { write: { sql: string; parameters: readonly unknown[] }[] },
     transfer?: ArrayBuffer[],
   ) =>
     new Promise<R>((resolve, reject) => {
@@ -91,9 +94,7 @@ export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWri
     touchKeys: async (keyIds, at) => {
       await send({ touch: { keyIds, at } })
     },
-    write: async (query) => {
-      await send({ write: { sql: query.sql, parameters: query.parameters } })
-    },
+    write: (...queries) => send<unknown[][]>({ write: queries.map(({ sql, parameters }) => ({ sql, parameters })) }),
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {
       if (failure) throw failure

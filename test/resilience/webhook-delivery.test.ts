@@ -4,19 +4,29 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { Webhook } from 'standardwebhooks'
+import { openBackend } from '../../src/store/database.ts'
 import { runCli } from '../support/cli-process.ts'
 import { basic, CUSTOMER_CREATED, createTestDatabase, DATABASES, onDatabase, type DatabaseKind } from '../support/harness.ts'
 import { createKey, killAllServers, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
 import { startReceiver, type Received } from '../support/webhook-receiver.ts'
 
 // Outgoing webhooks across real server processes: a process SIGKILLed while a delivery waits for
-// its answer loses nothing (the entry is sent again by the next process, and what was
-// acknowledged before is not); two processes on one PostgreSQL never deliver to one subscription
-// at once, nor twice. The subscriptions are made with the command line, as an operator would,
-// and a received message is checked with `shop-intake verify`.
+// its answer loses nothing (the entry is sent again by the next process once the dead one's lease
+// runs out, and what was acknowledged before is not); two processes on one PostgreSQL never
+// deliver to one subscription at once, nor twice. The subscriptions are made with the command
+// line, as an operator would, and a received message is checked with `shop-intake verify`.
 
 const SECRETS_KEY = Buffer.alloc(32, 5).toString('base64')
-const ENV = { SUBSCRIPTIONS_ALLOW_PRIVATE: '1', SECRETS_KEY, SUBSCRIPTIONS_RETRY_BASE_MS: '100', SUBSCRIPTIONS_RETRY_MAX_SECONDS: '1', LOG_LEVEL: 'warn' }
+// A lease lasts SUBSCRIPTIONS_TIMEOUT_MS and LEASE_MARGIN_MS: 10 s here, which a killed process's
+// delivery waits out; 5 s is still long enough that a loaded machine's pause is not a timeout.
+const ENV = {
+  SUBSCRIPTIONS_ALLOW_PRIVATE: '1',
+  SECRETS_KEY,
+  SUBSCRIPTIONS_TIMEOUT_MS: '5000',
+  SUBSCRIPTIONS_RETRY_BASE_MS: '100',
+  SUBSCRIPTIONS_RETRY_MAX_SECONDS: '1',
+  LOG_LEVEL: 'warn',
+}
 
 after(() => killAllServers())
 
@@ -42,6 +52,21 @@ async function postCustomers(server: ServerProcess, key: string, from: number, t
 
 const customerOf = (r: Received) => (JSON.parse(r.body) as { data: { customer_id: number } }).data.customer_id
 
+/** The subscription's progress and lease as stored, read over a connection of the test's own. */
+async function stored(url: string, id: number): Promise<{ position: number; leaseOwner: string | null; leaseUntilUs: number | null }> {
+  const backend = openBackend(url)
+  try {
+    const row = await backend.db
+      .selectFrom('subscriptions')
+      .select(['position', 'lease_owner', 'lease_until_us'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+    return { position: Number(row.position), leaseOwner: row.lease_owner, leaseUntilUs: row.lease_until_us === null ? null : Number(row.lease_until_us) }
+  } finally {
+    await backend.close()
+  }
+}
+
 for (const kind of DATABASES as readonly DatabaseKind[]) {
   describe(`on ${kind}`, () => {
     test('SIGKILL while a delivery waits loses nothing, and repeats only the entry in flight', { timeout: 120_000 }, async () => {
@@ -61,7 +86,8 @@ for (const kind of DATABASES as readonly DatabaseKind[]) {
         await server.exited
         killed = true
         server = await startServerProcess(database.url, key, ENV)
-        await receiver.until((got) => new Set(got.map(customerOf)).size >= 6, 30_000)
+        // After the dead process's lease runs out.
+        await receiver.until((got) => new Set(got.map(customerOf)).size >= 6, 60_000)
         const got = receiver.received.map(customerOf)
         assert.deepEqual(got, [1, 2, 3, 3, 4, 5, 6], 'the entry in flight again, the acknowledged ones once, all in order')
         const wh = new Webhook(sub.secret)
@@ -115,6 +141,48 @@ for (const kind of DATABASES as readonly DatabaseKind[]) {
         assert.match(again.stderr, /no subscription/)
       } finally {
         if (server) await stopServerProcess(server)
+        await receiver.close()
+        await database.drop()
+      }
+    })
+
+    test("a SIGKILLed process's lease is taken over once it runs out, and its entry delivered", { timeout: 120_000 }, async () => {
+      const database = await createTestDatabase(kind)
+      const receiver = await startReceiver()
+      const servers: ServerProcess[] = []
+      try {
+        const { key } = await createKey(database.url, 'lease')
+        const sub = await subscribe(database.url, 'lease', receiver.url)
+        // The first request never gets an answer: its process is killed while it waits, well
+        // within its timeout even when another process takes long to start (a lease of 25 s).
+        const env = { ...ENV, SUBSCRIPTIONS_TIMEOUT_MS: '20000' }
+        receiver.answer = (_r, i) => (i === 0 ? 'hang' : 200)
+        const first = await startServerProcess(database.url, key, env)
+        servers.push(first)
+        await postCustomers(first, key, 1, 1)
+        await receiver.until((got) => got.length >= 1)
+        const held = await stored(database.url, sub.id)
+        assert.ok(held.leaseOwner !== null && held.leaseUntilUs !== null, 'the delivery in flight holds a lease')
+        // PostgreSQL: another process runs meanwhile, and waits the lease out rather than deliver beside it.
+        if (kind === 'postgres') servers.push(await startServerProcess(database.url, key, env))
+        first.child.kill('SIGKILL')
+        await first.exited
+        servers.shift()
+        if (kind === 'sqlite') servers.push(await startServerProcess(database.url, key, env))
+        await receiver.until((got) => got.length >= 2, 60_000)
+        const [hung, again] = receiver.received
+        assert.equal(again!.headers['webhook-id'], hung!.headers['webhook-id'], 'the same entry again')
+        assert.ok(again!.at >= held.leaseUntilUs! / 1000, 'not before the lease ran out')
+        const entryPosition = Number(JSON.parse(hung!.body).position)
+        for (let i = 0; ; i++) {
+          const now = await stored(database.url, sub.id)
+          if (now.position === entryPosition && now.leaseOwner === null) break
+          assert.ok(i < 400, `stored as delivered, its lease released: ${JSON.stringify(now)}`)
+          await new Promise((r) => setTimeout(r, 50))
+        }
+        assert.equal(receiver.received.length, 2)
+      } finally {
+        for (const s of servers) await stopServerProcess(s)
         await receiver.close()
         await database.drop()
       }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { sql } from 'kysely'
+import { sql, type CompiledQuery } from 'kysely'
 import { createHash } from 'node:crypto'
 import { v7 as uuidv7 } from 'uuid'
 import { benchWebhook } from '../../bench/webhook.ts'
@@ -16,14 +16,15 @@ import type { Backend } from '../../src/store/dialect.ts'
 import { writeRule } from '../../src/store/rule-repo.ts'
 import { eventsBefore, pruneEvents } from '../../src/store/prune.ts'
 import {
-  advanceQuery,
+  claimQuery,
   dueSubscriptionIds,
   failingSubscriptionCount,
   insertSubscription,
-  retryQuery,
-  saveDeliveryQuery,
+  outcomeQueries,
+  releaseQuery,
+  skipQuery,
+  subscriptionOf,
   subscriptionQuery,
-  trimDeliveriesQuery,
 } from '../../src/store/subscriptions-repo.ts'
 import { adminClient, newOperator } from './admin.ts'
 import type { TestApp } from './harness.ts'
@@ -225,13 +226,23 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
   })
   await dueSubscriptionIds(backend.db, now())
   await failingSubscriptionCount(backend.db)
-  await backend.db.executeQuery(subscriptionQuery(backend.db, sub.id))
+  // As the sender runs them: reads on the read connection, writes in transactions of their own (BatchWriter.write).
+  const write = (...queries: CompiledQuery<unknown>[]) =>
+    backend.transaction(async (s) => {
+      for (const q of queries) await s.run(q)
+    })
+  const read = async () => subscriptionOf(await backend.reads.run(subscriptionQuery(backend.db, sub.id)))!
   await changesAfter(backend.db, a.id, 0, 100)
-  const delivery = { position: 1, type: 'customer.updated', attempts: 1, responseStatus: 200, lastError: null, updatedUs: now() }
-  await backend.db.executeQuery(saveDeliveryQuery(backend.db, sub.id, { ...delivery, status: 'delivered' }))
-  await backend.db.executeQuery(advanceQuery(backend.db, sub.id, 1))
-  await backend.db.executeQuery(trimDeliveriesQuery(backend.db, sub.id))
-  await backend.db.executeQuery(retryQuery(backend.db, sub.id, { attempts: 1, nextAttemptUs: now() + 1_000_000, sinceUs: now(), failing: false, error: 'x' }))
+  await write(skipQuery(backend.db, sub.id, 0, 1, now()))
+  const lease = { subscriptionId: sub.id, owner: 'plans-1', position: 1 }
+  await write(claimQuery(backend.db, await read(), { owner: lease.owner, untilUs: now() + 15_000_000 }, now()))
+  const delivery = { position: 2, type: 'customer.updated', attempts: 1, responseStatus: 200, lastError: null, updatedUs: now() }
+  await write(...outcomeQueries(backend.db, lease, { ...delivery, status: 'delivered' }, { advanceTo: 2 }))
+  const retried = { ...lease, owner: 'plans-2', position: 2 }
+  await write(claimQuery(backend.db, await read(), { owner: retried.owner, untilUs: now() + 15_000_000 }, now()))
+  const retry = { attempts: 1, nextAttemptUs: now() + 1_000_000, sinceUs: now(), failing: false, error: 'x' }
+  await write(...outcomeQueries(backend.db, retried, { ...delivery, position: 3, status: 'retrying', responseStatus: 500, lastError: 'x' }, { retry }))
+  await write(releaseQuery(backend.db, retried))
   return { redemptionId: first.redemptionId, guestEmail }
 }
 
