@@ -309,7 +309,7 @@ describe('postgres', onDatabase('postgres'), () => {
         traffic.start(4)
 
         // Before: the service works.
-        const warmedUp = await traffic.waitFor(() => traffic!.sent.filter((s) => s.status === 200).length >= 50, 10_000)
+        const warmedUp = await traffic.waitFor(() => traffic!.sent.filter((s) => s.status === 200).length >= 50, 30_000)
         assert.ok(
           warmedUp,
           `no steady 200s before the outage: ${traffic.sent
@@ -433,7 +433,7 @@ describe('postgres', onDatabase('postgres'), () => {
       traffic = new Traffic(`http://127.0.0.1:${port}`, t.key)
       const origin = Date.now()
       traffic.start(4)
-      assert.ok(await traffic.waitFor(() => traffic!.sent.filter((s) => s.status === 200).length >= 50, 10_000), 'no steady 200s before the kills')
+      assert.ok(await traffic.waitFor(() => traffic!.sent.filter((s) => s.status === 200).length >= 50, 30_000), 'no steady 200s before the kills')
 
       let terminated = 0
       const killUntil = Date.now() + 4000
