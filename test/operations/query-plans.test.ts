@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { issueKey } from '../../src/keys/issue-key.ts'
@@ -10,6 +11,7 @@ import { ALLOWED } from '../support/plan-allowed.ts'
 import { faults, type AllowedRange } from '../support/plan-rules.ts'
 import { fill, FILL_ROWS, readEverything, writeEverything, type Shop } from '../support/plan-workload.ts'
 import { recordStatements, type Captured, type StatementPath } from '../support/statements.ts'
+import { startReceiver } from '../support/webhook-receiver.ts'
 
 // Plan stability: every statement the service issues, captured as it runs (openBackend's and
 // buildApp's `onStatement`), explained as the service plans it, must look rows up by their keys
@@ -26,19 +28,27 @@ const options = { connectTimeoutMs: 5000, queryTimeoutMs: 30_000 }
 /** Runs the write path in this process, the upkeep and every read over HTTP, and returns what they issued. */
 async function capture(kind: DatabaseKind): Promise<Captured[]> {
   const recorder = recordStatements(ROOT)
-  const t = await startTestApp(kind, {}, { onStatement: recorder.observe, sweepEveryMs: 0 })
+  // The console's subscription delivers to this receiver (test/support/plan-workload.ts).
+  const receiver = await startReceiver()
+  const t = await startTestApp(
+    kind,
+    { SUBSCRIPTIONS_ALLOW_PRIVATE: '1', SECRETS_KEY: randomBytes(32).toString('base64') },
+    { onStatement: recorder.observe, sweepEveryMs: 0 },
+  )
   recorder.start()
   try {
     const backend = openBackend(t.database.url, { ...options, onStatement: recorder.observe })
     try {
       const [a, b] = await Promise.all(['plans-a', 'plans-b'].map((name) => issueKey(backend.db, name)))
       const written = await writeEverything(backend, { id: a!.shopId, name: 'plans-a', keyId: a!.keyId }, { id: b!.shopId, name: 'plans-b', keyId: b!.keyId })
-      await readEverything(t, 'plans-a', written)
+      await readEverything(t, 'plans-a', written, receiver.url)
+      assert.ok(receiver.received.length > 0, 'the sender delivered to the receiver')
     } finally {
       await backend.close()
     }
   } finally {
     await t.close()
+    await receiver.close()
   }
   return recorder.statements()
 }

@@ -13,9 +13,7 @@ import { basic, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } fro
 // Entries are dated by when they were written (the real clock, today); the test's clock moves the
 // points commands' dates, so the adjustment is available from day 2, the orders' points from day 14.
 const DAY_MS = 86_400_000
-const D = Math.floor(Date.now() / DAY_MS)
-const day = (k: number) => formatDay(D + k)
-const at = (k: number) => (D + k) * DAY_MS + 12 * 3_600_000
+const today = () => Math.floor(Date.now() / DAY_MS)
 
 function problem(res: LightMyRequestResponse, status: number, detail: RegExp) {
   assert.equal(res.statusCode, status, res.body)
@@ -24,12 +22,28 @@ function problem(res: LightMyRequestResponse, status: number, detail: RegExp) {
 }
 
 forEachDatabase((kind) => {
+  /** Day 0: the day the ledger is written, set when it is (see before()). */
+  let D = today()
+  const day = (k: number) => formatDay(D + k)
+  const at = (k: number) => (D + k) * DAY_MS + 12 * 3_600_000
   let t: TestApp
   let admin: AdminClient
-  let now = at(0)
+  let now = 0
   const shop = `${kind}-report`
 
   before(async () => {
+    // The whole ledger must be written on one day, day 0: should midnight pass while it is being
+    // written, it is written again on a new database, on the new day.
+    for (;;) {
+      D = today()
+      now = at(0)
+      await writeLedger()
+      if (today() === D) return
+      await t.close()
+    }
+  })
+
+  async function writeLedger() {
     t = await startTestApp(kind, {}, { clock: () => now, sweepEveryMs: 0 })
     admin = adminClient(t, (await newOperator(t, 'Fiona Finance')).key)
     const { key } = await issueKey(t.app.services.backend.db, shop)
@@ -62,7 +76,7 @@ forEachDatabase((kind) => {
     now = at(8)
     ok(await t.post(`/v3/customers/1/redemptions/${redeemed.json().redemption_id}/cancel`, {}, { key }))
     now = at(20)
-  })
+  }
   after(() => t.close())
 
   const url = (query: string) => `/v3/admin/shops/${shop}/points-report?${query}`

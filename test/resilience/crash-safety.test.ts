@@ -217,7 +217,7 @@ for (const kind of DATABASES) {
         )
         const db = t.app.services.backend.db
         let stored: { id: string; outcome: string } | undefined
-        for (let i = 0; i < 500 && stored === undefined; i++) {
+        for (const deadline = Date.now() + 30_000; stored === undefined && Date.now() < deadline;) {
           await t.app.services.writer.drain()
           stored = await db.selectFrom('events').select(['id', 'outcome']).where('resource_id', '=', 900).executeTakeFirst()
           if (stored === undefined) await new Promise((resolve) => setTimeout(resolve, 20))

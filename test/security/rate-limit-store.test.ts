@@ -17,7 +17,7 @@ const registry = new Registry()
 before(async () => {
   redis = await startRedis()
   store = createRateLimitStore(redis.url, `test:${process.pid}:`, registry, () => {})
-  for (let i = 0; i < 100 && !store.redisUp(); i++) await new Promise((r) => setTimeout(r, 50))
+  for (const deadline = Date.now() + 30_000; !store.redisUp() && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 50))
   assert.equal(store.redisUp(), true, 'connected to Redis')
 })
 after(async () => {

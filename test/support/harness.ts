@@ -95,8 +95,10 @@ export async function startTestApp(
   options: BuildOptions & { database?: TestDatabase } = {},
 ): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase(kind))
-  // In-process tests outpace any real sender; suites that test the rate limit set it.
-  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', ...overrides, DATABASE_URL: database.url })
+  // In-process tests outpace any real sender; suites that test the rate limit set it. The shared,
+  // loaded PostgreSQL can stall a commit past the default DB_TIMEOUT_MS (1500 ms), which would be
+  // a 503 where a test expects 200: suites that test the timeout set their own.
+  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', DB_TIMEOUT_MS: '10000', ...overrides, DATABASE_URL: database.url })
   const app = await buildApp(config, options).catch(async (err) => {
     if (!options.database) await database.drop()
     throw err

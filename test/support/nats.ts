@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createConnection, createServer } from 'node:net'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connect } from 'nats'
@@ -39,39 +39,80 @@ async function freePort(): Promise<number> {
   })
 }
 
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port })
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
+/** The port was taken by another process between freePort() and the server's bind. */
+class PortTaken extends Error {}
+
+/** Starts attempts again on another free port when the one found was taken meanwhile. */
+const PORT_ATTEMPTS = 5
 
 export async function startNats(): Promise<TestNats> {
-  const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'shop-intake-nats-'))
+  for (let attempt = 1; ; attempt++) {
+    const nats = natsOn(await freePort(), dir)
+    try {
+      await nats.start()
+      return nats
+    } catch (err) {
+      // Another suite's server (they pick ports at random) can bind the port found free before
+      // this one does: another port then, as nothing has been told this one yet.
+      if (err instanceof PortTaken && attempt < PORT_ATTEMPTS) continue
+      rmSync(dir, { recursive: true, force: true })
+      throw err
+    }
+  }
+}
+
+function natsOn(port: number, dir: string): TestNats {
   let child: ChildProcess | undefined
-  let log = ''
+  let started = false
   const nats: TestNats = {
     url: `nats://127.0.0.1:${port}`,
     port,
     async start() {
       if (child) return
+      const again = started
       const c = spawn(NATS_SERVER, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: ['ignore', 'pipe', 'pipe'] })
       child = c
       live.add(c)
-      c.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log = (log + chunk).slice(-4000)))
-      c.once('exit', () => {
+      let log = ''
+      let ready = false
+      // Ready is what this server says once it listens: something else that accepts on the port
+      // (another suite's server, which took it meanwhile) is not taken for it.
+      c.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+        log = (log + chunk).slice(-4000)
+        if (log.includes('Server is ready')) ready = true
+      })
+      // 'close' comes after the last of its output, which names the cause of an early exit.
+      const closed = new Promise<void>((resolve) => c.once('close', () => resolve()))
+      const gone = () => {
         live.delete(c)
         if (child === c) child = undefined
+      }
+      c.once('exit', gone)
+      c.once('error', (err) => {
+        log += `\n${err.message}`
+        gone()
       })
-      const deadline = Date.now() + 20_000
-      while (!(await accepts(port))) {
-        if (!child || Date.now() > deadline) throw new Error(`nats-server did not start on port ${port}:\n${log}`)
+      const deadline = Date.now() + 30_000
+      while (!ready) {
+        if (child !== c) {
+          await closed
+          if (/address already in use/i.test(log)) {
+            throw new PortTaken(
+              again
+                ? `nats-server could not start again on port ${port}, which the test needs it on again: another process took the port while it was stopped\n${log}`
+                : `nats-server could not listen on port ${port}, taken by another process\n${log}`,
+            )
+          }
+          throw new Error(`nats-server exited before it was ready on port ${port}:\n${log}`)
+        }
+        if (Date.now() > deadline) {
+          c.kill('SIGKILL')
+          throw new Error(`nats-server was not ready on port ${port} within 30 s:\n${log}`)
+        }
         await new Promise((r) => setTimeout(r, 50))
       }
+      started = true
     },
     async stop(signal = 'SIGKILL') {
       const c = child
@@ -88,7 +129,6 @@ export async function startNats(): Promise<TestNats> {
     freeze: () => void child?.kill('SIGSTOP'),
     thaw: () => void child?.kill('SIGCONT'),
   }
-  await nats.start()
   return nats
 }
 

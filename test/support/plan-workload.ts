@@ -246,8 +246,11 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
   return { redemptionId: first.redemptionId, guestEmail }
 }
 
-/** Every read endpoint and console list over HTTP (`t` runs on the database `writeEverything` wrote), their pages included. */
-export async function readEverything(t: TestApp, shopName: string, _written: Written): Promise<void> {
+/**
+ * Every read endpoint and console list over HTTP (`t` runs on the database `writeEverything` wrote), their pages included.
+ * `hookUrl`: a receiver of the test's own that the console's subscription delivers to (`t` allows private addresses).
+ */
+export async function readEverything(t: TestApp, shopName: string, _written: Written, hookUrl: string): Promise<void> {
   const ok = async (res: Promise<{ statusCode: number; body: string; json(): any }>, status = 200) => {
     const r = await res
     assert.equal(r.statusCode, status, r.body)
@@ -296,11 +299,24 @@ export async function readEverything(t: TestApp, shopName: string, _written: Wri
   await ok(admin.get(`/v3/admin/events/${event.event_id}`))
   await ok(admin.post(`/v3/admin/events/${event.event_id}/replay`), 200)
   await ok(admin.get('/v3/admin/audit?limit=1'))
-  // Outgoing webhooks in the console: subscribe (a public address: no lookup), list, look, replay, rotate, remove.
-  const sub = await ok(admin.post(`${base}/subscriptions`, { url: 'https://93.184.216.34/plans', types: ['points.*'] }), 201)
+  // Outgoing webhooks in the console: subscribe, list, look, replay, rotate, remove. The endpoint
+  // is the test's own, and the sender's delivery of the replayed entries is awaited, so that its
+  // statements are captured on every run: they used to be only when the sender happened to try
+  // a public address (which this machine may not reach) before the subscription was removed.
+  const sub = await ok(admin.post(`${base}/subscriptions`, { url: `${hookUrl}/plans`, types: ['points.*'] }), 201)
   await ok(admin.get(`${base}/subscriptions`))
   await ok(admin.get(`${base}/subscriptions/${sub.id}`))
   await ok(admin.post(`${base}/subscriptions/${sub.id}/replay`, { after: 0 }))
+  let last = 0
+  for (let page = await ok(get('/v3/changes?limit=500')); page.changes.length > 0; page = await ok(get(`/v3/changes?limit=500&after=${last}`))) {
+    last = page.next_after
+  }
+  assert.ok(last > 0, 'the shop has change feed entries to deliver')
+  for (const deadline = Date.now() + 60_000; ; await new Promise((r) => setTimeout(r, 50))) {
+    const detail = await ok(admin.get(`${base}/subscriptions/${sub.id}`))
+    if (detail.position === last && detail.status === 'active' && detail.deliveries.length > 0) break
+    assert.ok(Date.now() < deadline, `the sender did not deliver up to position ${last} within 60 s: ${JSON.stringify(detail)}`)
+  }
   await ok(admin.post(`${base}/subscriptions/${sub.id}/rotate`))
   assert.equal((await admin.delete(`${base}/subscriptions/${sub.id}`)).statusCode, 204)
   const signIn = await t.app.inject({

@@ -57,22 +57,78 @@ process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL')
 })
 
-export async function startRedis(): Promise<RedisServer> {
-  const port = await freePort()
-  let child: ChildProcess | undefined
-  const launch = async () => {
-    const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-    child = c
-    running.add(c)
-    c.once('exit', () => running.delete(c))
-    const missing = new Promise<never>((_, reject) =>
-      c.once('error', (err) =>
-        reject(new Error(`redis-server could not be started (${err.message}): the tests need it on the PATH (apt-get install -y redis-server)`)),
-      ),
+/** The port was taken by another process between freePort() and the server's bind. */
+class PortTaken extends Error {}
+
+/** Starts attempts again on another free port when the one found was taken meanwhile. */
+const PORT_ATTEMPTS = 5
+
+/**
+ * Starts redis-server on `port` and waits until it answers, as the process started: something
+ * else that answers on the port (another suite's server, which took it meanwhile) is not taken
+ * for it. `again`: a restart, which must have this port.
+ */
+async function launch(port: number, again: boolean): Promise<ChildProcess> {
+  const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  running.add(c)
+  let log = ''
+  let over = false
+  const keep = (chunk: string) => (log = (log + chunk).slice(-4000))
+  c.stdout!.setEncoding('utf8').on('data', keep)
+  c.stderr!.setEncoding('utf8').on('data', keep)
+  // 'close' comes after the last of its output, which names the cause of an early exit.
+  const ended = new Promise<never>((_, reject) => {
+    c.once('error', (err) =>
+      reject(new Error(`redis-server could not be started (${err.message}): the tests need it on the PATH (apt-get install -y redis-server)`)),
     )
-    await Promise.race([answers(port), missing])
+    c.once('close', () => {
+      over = true
+      running.delete(c)
+      if (!/Address already in use/i.test(log)) return reject(new Error(`redis-server exited before it answered on port ${port}:\n${log}`))
+      reject(
+        new PortTaken(
+          again
+            ? `redis-server could not start again on port ${port}, which the test needs it on again: another process took the port while it was stopped\n${log}`
+            : `redis-server could not listen on port ${port}, taken by another process\n${log}`,
+        ),
+      )
+    })
+  })
+  ended.catch(() => {}) // (only raced below; once started, its later exit is no failure here)
+  const listening = (async () => {
+    const deadline = Date.now() + 30_000
+    while (!/Ready to accept connections/.test(log)) {
+      if (over) return
+      if (Date.now() > deadline) throw new Error(`redis-server was not ready on port ${port} within 30 s:\n${log}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    await answers(port)
+  })()
+  listening.catch(() => {}) // (raced below)
+  try {
+    await Promise.race([listening, ended])
+  } catch (err) {
+    c.kill('SIGKILL')
+    throw err
   }
-  await launch()
+  return c
+}
+
+export async function startRedis(): Promise<RedisServer> {
+  let port = 0
+  let child: ChildProcess | undefined
+  for (let attempt = 1; !child; attempt++) {
+    port = await freePort()
+    try {
+      child = await launch(port, false)
+    } catch (err) {
+      // Another suite's server (they pick ports at random) can bind the port found free before
+      // this one does: another port then, as nothing has been told this one yet.
+      if (!(err instanceof PortTaken) || attempt >= PORT_ATTEMPTS) throw err
+    }
+  }
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
@@ -84,7 +140,9 @@ export async function startRedis(): Promise<RedisServer> {
       c.kill('SIGTERM')
       await exited
     },
-    start: launch,
+    async start() {
+      child = await launch(port, true)
+    },
     freeze: () => child?.kill('SIGSTOP'),
     thaw: () => child?.kill('SIGCONT'),
   }
