@@ -375,6 +375,13 @@ forEachDatabase((kind) => {
           assert.equal((await revokeKey(t.app.services.backend.db, issued.keyId)).result, 'revoked')
           revoked = issued.key
           await t.app.ready()
+          // The storage sample taken at start (the database's size, then the oldest event) may
+          // still be on its way on a loaded machine: wait for it, the next is an hour away.
+          for (const end = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 50))) {
+            const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body
+            if (/^shop_intake_database_bytes [1-9]/m.test(metrics)) break
+            if (Date.now() > end) assert.fail('no storage sample within 30 s')
+          }
           const executor = t.app.services.backend.db.getExecutor() as unknown as Record<string, unknown>
           const original = executor.executeQuery as (q: CompiledQuery) => Promise<QueryResult<unknown>>
           executor.executeQuery = (q: CompiledQuery) => {
