@@ -140,7 +140,13 @@ forEachDatabase((kind) => {
       const month = page.locator(`table.report tr[data-bucket]`).last()
       await page.waitForURL(/bucket=month/)
       // The day table stays on screen until the month's answer replaces it: wait for that, not for any row.
-      await page.waitForFunction("(() => { const n = document.querySelectorAll('table.report tbody tr').length; return n > 0 && n <= 2 })()")
+      // (Counted from here, not by a function run in the page: its Content-Security-Policy refuses
+      // the eval that page.waitForFunction needs to poll a string.)
+      for (const end = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 50))) {
+        const rows = await page.locator('table.report tbody tr').count()
+        if (rows > 0 && rows <= 2) break
+        if (Date.now() > end) assert.fail(`the month's table did not replace the day's: ${rows} rows`)
+      }
       assert.equal((await month.locator('td[data-col=outstanding]').innerText()).trim(), '120')
       await page.locator('button[name=csv]').waitFor()
       await shot('reports')
