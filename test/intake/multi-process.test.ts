@@ -3,6 +3,7 @@ import http from 'node:http'
 import { isDeepStrictEqual } from 'node:util'
 import { after, before, test } from 'node:test'
 import fc from 'fast-check'
+import pg from 'pg'
 import {
   basic,
   createTestDatabase,
@@ -493,5 +494,23 @@ test(
     await t.test('customers are the same', () => assertPart(compared, 'customers'))
     await t.test('orders are the same', () => assertPart(compared, 'orders'))
     await t.test('point balances and entry sums are the same', () => assertPart(compared, 'points'))
+    await t.test("the points report's rollup holds the ledger's sums exactly, written by every process at once", async () => {
+      const client = new pg.Client({ connectionString: database!.url })
+      await client.connect()
+      try {
+        const rows = async (text: string) =>
+          (await client.query<{ shop_id: string; day: string; available_day: string; reason: string; points: string }>(text)).rows
+            .map((r) => `${r.shop_id} ${r.day} ${r.available_day} ${r.reason} ${r.points}`)
+            .sort()
+        const fromLedger = await rows(
+          'SELECT shop_id, substr(created_at, 1, 10) AS day, available_us / 86400000000 AS available_day, reason, sum(points) AS points FROM ledger ' +
+            'WHERE customer_id IS NOT NULL GROUP BY 1, 2, 3, 4',
+        )
+        assert.ok(fromLedger.length > 0, 'the rounds wrote entries')
+        assert.deepEqual(await rows('SELECT shop_id, day, available_day, reason, points FROM ledger_days'), fromLedger)
+      } finally {
+        await client.end()
+      }
+    })
   },
 )
