@@ -19,20 +19,32 @@ export interface FieldProblem {
 
 /** What is wrong with a subscription's URL and types, field by field (empty when nothing): the SSRF guard included, after a DNS lookup. */
 export async function subscriptionProblems(url: string, types: readonly string[], allowPrivate: boolean): Promise<FieldProblem[]> {
-  const problems: FieldProblem[] = []
-  const bad = urlProblem(url)
-  if (bad) problems.push({ pointer: '/url', detail: `the URL ${bad}` })
-  else {
+  const problems = subscriptionTextProblems(url, types)
+  if (!problems.some((p) => p.pointer === '/url')) {
     try {
       await resolveEndpoint(new URL(url).hostname, allowPrivate)
     } catch (err) {
-      problems.push({ pointer: '/url', detail: `the URL's host is refused: ${(err as Error).message}` })
+      problems.splice(0, 0, { pointer: '/url', detail: `the URL's host is refused: ${(err as Error).message}` })
     }
   }
-  types.forEach((pattern, i) => {
-    const why = patternProblem(pattern)
-    if (why) problems.push({ pointer: `/types/${i}`, detail: `the type pattern ${JSON.stringify(pattern)} ${why}` })
-  })
+  return problems
+}
+
+/**
+ * What is wrong with a subscription's URL and type patterns as written, without a DNS lookup: a
+ * body the schema refuses lists these too (of the fields that have the right type), so that one
+ * answer names every field to fix.
+ */
+export function subscriptionTextProblems(url: unknown, types: unknown): FieldProblem[] {
+  const problems: FieldProblem[] = []
+  const bad = typeof url === 'string' ? urlProblem(url) : null
+  if (bad) problems.push({ pointer: '/url', detail: `the URL ${bad}` })
+  if (Array.isArray(types)) {
+    types.forEach((pattern, i) => {
+      const why = typeof pattern === 'string' ? patternProblem(pattern) : null
+      if (why) problems.push({ pointer: `/types/${i}`, detail: `the type pattern ${JSON.stringify(pattern)} ${why}` })
+    })
+  }
   return problems
 }
 

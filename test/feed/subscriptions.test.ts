@@ -110,6 +110,17 @@ forEachDatabase((kind) => {
           `${JSON.stringify(body)}: ${JSON.stringify(errors)}`,
         )
       }
+      // One answer names every field to fix: a bad URL beside what the schema refuses, and beside an unknown type.
+      for (const [body, pointers] of [
+        [{ url: 'ftp://example.com/x', types: [] }, ['/types', '/url']],
+        [{ url: 'ftp://example.com/x', types: ['points.*', 'loyalty.*', 7] }, ['/types/2', '/types/1', '/url']],
+        [{ url: 'https://example.com/x'.padEnd(3000, 'x'), types: ['nope'] }, ['/url', '/types/0']],
+      ] as const) {
+        const p = problem(await admin.post(s.path, body), 422, 'invalid-body')
+        const errors = p.errors as { pointer: string; detail: string }[]
+        assert.deepEqual(errors.map((e) => e.pointer).sort(), [...pointers].sort(), JSON.stringify(errors))
+        assert.equal(p.error_count, pointers.length)
+      }
       problem(await admin.post('/v3/admin/shops/no-such-shop/subscriptions', { url: 'https://example.com/x', types: ['*'] }), 404, 'not-found')
       problem(await admin.get(`${s.path}/999999`), 404, 'not-found')
       problem(await admin.get(`${s.path}/abc`), 404, 'not-found')

@@ -2,7 +2,15 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { formatUs } from '../../domain/time.ts'
-import { createSubscription, deliveryView, rotateSecret, subscriptionProblems, subscriptionView, type FieldProblem } from '../../feed/subscriptions.ts'
+import {
+  createSubscription,
+  deliveryView,
+  rotateSecret,
+  subscriptionProblems,
+  subscriptionTextProblems,
+  subscriptionView,
+  type FieldProblem,
+} from '../../feed/subscriptions.ts'
 import { commandBodyProblem, notFound, parseId, problem, sendProblem, shopByName } from '../../http/intake/index.ts'
 import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
 import {
@@ -85,7 +93,7 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
     },
     async (request, reply) => {
       const shop = await shopByName(services, request.params.shop)
-      const refused = commandBodyProblem(request, 'subscription')
+      const refused = commandBodyProblem(request, 'subscription', (body) => subscriptionTextProblems(body.url, body.types))
       if (refused) return sendProblem(reply, refused)
       const { url, types } = request.body
       const errors = await subscriptionProblems(url, types, allowPrivate)
