@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
+import { eventually } from '../support/eventually.ts'
 import {
   basic,
   createTestDatabase,
@@ -142,11 +143,14 @@ forEachDatabase((kind) => {
       // The day table stays on screen until the month's answer replaces it: wait for that, not for any row.
       // (Counted from here, not by a function run in the page: its Content-Security-Policy refuses
       // the eval that page.waitForFunction needs to poll a string.)
-      for (const end = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 50))) {
-        const rows = await page.locator('table.report tbody tr').count()
-        if (rows > 0 && rows <= 2) break
-        if (Date.now() > end) assert.fail(`the month's table did not replace the day's: ${rows} rows`)
-      }
+      await eventually(
+        async () => {
+          const rows = await page.locator('table.report tbody tr').count()
+          return (rows > 0 && rows <= 2) || undefined
+        },
+        30_000,
+        "the month's table in place of the day's",
+      )
       assert.equal((await month.locator('td[data-col=outstanding]').innerText()).trim(), '120')
       await page.locator('button[name=csv]').waitFor()
       await shot('reports')

@@ -5,6 +5,7 @@ import { openBackend } from '../../src/store/database.ts'
 import { adminClient, newOperator } from '../support/admin.ts'
 import { createTestDatabase, CUSTOMER_CREATED, forEachDatabase, POSTGRES_URL, startTestApp, type TestApp } from '../support/harness.ts'
 import { startReceiver, type Received } from '../support/webhook-receiver.ts'
+import { eventually } from '../support/eventually.ts'
 
 // What an outgoing webhook's delivery holds while it waits for the endpoint's answer: a lease on
 // its subscription, stored in the row, and nothing else; no transaction and no pooled connection
@@ -30,15 +31,6 @@ async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => boolean,
     if (done(value)) return { value, held: true }
     if (Date.now() > end) return { value, held: false }
     await new Promise((r) => setTimeout(r, 25))
-  }
-}
-
-/** The first value `read` gives that is not undefined, asked every 50 ms for up to `ms`. */
-async function eventually<T>(read: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  for (const end = Date.now() + ms; ; await new Promise((r) => setTimeout(r, 50))) {
-    const value = await read()
-    if (value !== undefined) return value
-    if (Date.now() > end) throw new Error(`not within ${ms} ms`)
   }
 }
 

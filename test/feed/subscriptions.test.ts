@@ -7,6 +7,7 @@ import { retryQuery } from '../../src/store/subscriptions-repo.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 import { startReceiver, type Receiver, type Received } from '../support/webhook-receiver.ts'
+import { eventually } from '../support/eventually.ts'
 
 // Outgoing webhooks over HTTP on both databases: subscribing and its problems, deliveries to a
 // real receiver whose every signature is checked by an independent implementation (the
@@ -35,15 +36,6 @@ function problem(res: LightMyRequestResponse, status: number, type: string): Rec
 function verified(secret: string, received: readonly Received[]): Entry[] {
   const wh = new Webhook(secret)
   return received.map((r) => wh.verify(r.body, r.headers as Record<string, string>) as Entry)
-}
-
-/** The first value `read` gives that is not undefined, asked every 50 ms for up to `ms`. */
-async function eventually<T>(read: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  for (const end = Date.now() + ms; ; await new Promise((r) => setTimeout(r, 50))) {
-    const value = await read()
-    if (value !== undefined) return value
-    if (Date.now() > end) throw new Error(`not within ${ms} ms`)
-  }
 }
 
 /** Positions in the order first received: each entry counted once however often it came. */
