@@ -40,6 +40,22 @@ export interface ExpireCommand {
   atUs: number
 }
 
+/** Decide the customer's tier now (the tier sweep's item, when time alone may have changed it). */
+export interface TierCommand {
+  command: 'tier'
+  shopId: number
+  customerId: number
+  atUs: number
+}
+
+/** Append the expiry warnings due by `atUs` for a customer (the warning sweep's item). */
+export interface WarnCommand {
+  command: 'warn'
+  shopId: number
+  customerId: number
+  atUs: number
+}
+
 /** An operator's manual ledger entry (the console); `adjustmentId` is the id the adjustment gets. */
 export interface AdjustCommand {
   command: 'adjust'
@@ -56,7 +72,7 @@ export interface AdjustCommand {
   requestHash: string
 }
 
-export type PointsCommand = RedeemCommand | CancelCommand | ExpireCommand | AdjustCommand
+export type PointsCommand = RedeemCommand | CancelCommand | ExpireCommand | AdjustCommand | TierCommand | WarnCommand
 export type BatchItem = Webhook | PointsCommand
 
 export const isCommand = (item: BatchItem): item is PointsCommand => 'command' in item
@@ -81,3 +97,5 @@ export type CommandOutcome =
   | { status: 'idempotency-conflict' }
   | { status: 'settled'; expired: number }
   | { status: 'adjusted'; adjustment: AdjustmentView; replayed: boolean }
+  | { status: 'tiered'; tier: string | null }
+  | { status: 'warned'; warnings: number }

@@ -5,7 +5,7 @@ import { normalizeRule } from '../loyalty/rule.ts'
 import { adjustmentEntries, availableAt, DAY_US } from '../loyalty/wallet.ts'
 import type { AdjustCommand } from './commands.ts'
 import { decidePoints } from './decide-points.ts'
-import { emptyState, keyOf, type BatchState, type LedgerRow, type StoredAdjustment } from './state.ts'
+import { emptyState, keyOf, NO_LOYALTY, type BatchState, type LedgerRow, type StoredAdjustment } from './state.ts'
 
 // Manual adjustments (the console), given/when/then with no database: added points are
 // available at once, taken points are taken oldest first, and `available` never goes below zero.
@@ -15,7 +15,7 @@ const NOW = 100 * DAY_US
 function given(lots: [day: number, points: number][], expireAfterDays = 0, deleted = false): BatchState {
   const state = emptyState()
   state.rules.set(1, { rule: normalizeRule({ expire_after_days: expireAfterDays }), version: 2 })
-  state.customers.set(keyOf(1, 7), { shopId: 1, rev: 1, lastHash: null, lastEventId: null, erasedEmailSha: null, record: { id: 7, deleted } as never })
+  state.customers.set(keyOf(1, 7), { shopId: 1, rev: 1, lastHash: null, lastEventId: null, erasedEmailSha: null, loyalty: NO_LOYALTY, record: { id: 7, deleted } as never })
   state.wallets.set(
     keyOf(1, 7),
     lots.map(([day, points]) => ({ available_us: day * DAY_US, points, expired: 0 })),

@@ -7,7 +7,7 @@ import { normalizeRule } from '../loyalty/rule.ts'
 import { DAY_US } from '../loyalty/wallet.ts'
 import type { AdjustCommand, CancelCommand, PointsCommand, RedeemCommand } from './commands.ts'
 import { decidePoints } from './decide-points.ts'
-import { emptyState, keyOf, type BatchState, type LedgerRow } from './state.ts'
+import { emptyState, keyOf, NO_LOYALTY, type BatchState, type LedgerRow } from './state.ts'
 
 // The balance limit, given/when/then with no database: no adjustment or cancel takes a customer's
 // points (available and pending) past BALANCE_POINTS_MAX, and so no sequence of commands takes
@@ -19,7 +19,7 @@ const held = (state: BatchState) => state.wallets.get(keyOf(1, 7))!.reduce((n, l
 function given(lots: [day: number, points: number][]): BatchState {
   const state = emptyState()
   state.rules.set(1, { rule: normalizeRule({}), version: 1 })
-  state.customers.set(keyOf(1, 7), { shopId: 1, rev: 1, lastHash: null, lastEventId: null, erasedEmailSha: null, record: { id: 7, deleted: false } as never })
+  state.customers.set(keyOf(1, 7), { shopId: 1, rev: 1, lastHash: null, lastEventId: null, erasedEmailSha: null, loyalty: NO_LOYALTY, record: { id: 7, deleted: false } as never })
   state.wallets.set(
     keyOf(1, 7),
     lots.map(([day, points]) => ({ available_us: day * DAY_US, points, expired: 0 })),

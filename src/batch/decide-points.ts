@@ -2,9 +2,9 @@ import { formatUs } from '../domain/time.ts'
 import type { Reason } from '../loyalty/ledger-plan.ts'
 import { DEFAULT_RULE, expiryOf, type VersionedRule } from '../loyalty/rule.ts'
 import { BALANCE_POINTS_MAX } from '../loyalty/points-limits.ts'
-import { addToLots, adjustmentEntries, availableAt, expiryCorrections, pointsHeld, spend, type Lot, type LotEntry } from '../loyalty/wallet.ts'
+import { addToLots, adjustmentEntries, availableAt, DAY_US, expiringBetween, expiryCorrections, pointsHeld, spend, type Lot, type LotEntry } from '../loyalty/wallet.ts'
 import type { AdjustCommand, AdjustmentView, CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
-import { keyOf, type BatchState, type LedgerRow, type StoredAdjustment, type StoredRedemption } from './state.ts'
+import { keyOf, type BatchState, type Decision, type LedgerRow, type StoredAdjustment, type StoredRedemption } from './state.ts'
 
 // The points half of the decider: after a batch's orders are settled, the
 // balances of the customers whose lots are loaded are settled too (expiry
@@ -20,6 +20,8 @@ export interface PointsDecision {
   outcomes: CommandOutcome[]
   /** Customers whose row is written again (its revision bumped), so concurrent writers of it conflict. */
   touched: string[]
+  /** Expiry warnings to append. */
+  warnings: NonNullable<Decision['warnings']>
 }
 
 /** The view of a redemption an answer carries. */
@@ -54,7 +56,7 @@ export function adjustmentView(a: StoredAdjustment): AdjustmentView {
  */
 export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: readonly PointsCommand[], nowUs: number): PointsDecision {
   const ruleOf = (shopId: number) => state.rules.get(shopId) ?? DEFAULT_VERSIONED
-  const out: PointsDecision = { redemptions: [], cancels: [], adjustments: [], outcomes: [], touched: [] }
+  const out: PointsDecision = { redemptions: [], cancels: [], adjustments: [], outcomes: [], touched: [], warnings: [] }
 
   const row = (shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow => ({
     shopId,
@@ -103,6 +105,15 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     const customer = state.customers.get(customerKey)
     const lots = state.wallets.get(customerKey) ?? []
     state.wallets.set(customerKey, lots)
+    if (c.command === 'tier') {
+      // Decided with the batch's other tiers (src/batch/decide-loyalty.ts).
+      out.outcomes.push({ status: 'tiered', tier: customer?.loyalty.tier ?? null })
+      continue
+    }
+    if (c.command === 'warn') {
+      out.outcomes.push({ status: 'warned', warnings: warn(c.shopId, c.customerId, lots, c.atUs) })
+      continue
+    }
     if (c.command === 'expire') {
       const expired = settleExpiry(c.shopId, c.customerId, lots, c.atUs)
       if (expired !== 0 && customer) out.touched.push(customerKey)
@@ -141,6 +152,26 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     else out.outcomes.push(cancel(c, lots))
   }
   return out
+
+  /**
+   * The expiry warnings of a customer: one per date their points expire within the rule's warning
+   * days after `atUs`, with what would expire then, never twice for a date (state.warned).
+   */
+  function warn(shopId: number, customerId: number, lots: Lot[], atUs: number): number {
+    const rule = ruleOf(shopId)
+    const days = rule.rule.expiry_warning_days
+    if (days === 0) return 0
+    if (settleExpiry(shopId, customerId, lots, atUs) !== 0 && state.customers.has(keyOf(shopId, customerId))) out.touched.push(keyOf(shopId, customerId))
+    let n = 0
+    for (const due of expiringBetween(lots, atUs, atUs + days * DAY_US, expiryOf(rule))) {
+      const key = `${shopId}:${customerId}:${due.at_us}`
+      if (state.warned.has(key)) continue
+      state.warned.add(key)
+      out.warnings.push({ shopId, customerId, points: due.points, expiresUs: due.at_us })
+      n++
+    }
+    return n
+  }
 
   /**
    * What a redemption and an adjustment share: the expiry due is settled first, then `take`

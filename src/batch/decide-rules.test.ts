@@ -5,7 +5,7 @@ import type { Basis } from '../loyalty/points.ts'
 import type { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import { decide, given, givenState, webhook as hook, type HookOptions } from '../../test/support/decider.ts'
 import { emailSha, holdingsOf, outcomesOf, owners, REDACTED_BODY, REDACTED_HEADERS } from './decide.ts'
-import { emptyState, keyOf, type BatchState, type StoredOrder } from './state.ts'
+import { emptyState, keyOf, NO_LOYALTY, type BatchState, type StoredOrder } from './state.ts'
 
 // Given/when/then cases beside decide.test.ts for the decider's smaller rules: who owns an
 // order among several customers, how the ledger is grouped, which rows a decision carries,
@@ -29,6 +29,7 @@ const storedCustomer = (shopId: number, record: Partial<CustomerRecord> & { id: 
   lastHash: null,
   lastEventId: null,
   erasedEmailSha,
+  loyalty: NO_LOYALTY,
 })
 const storedOrder = (shopId: number, record: Partial<OrderRecord> & { id: number }): StoredOrder => ({
   shopId,

@@ -1,7 +1,7 @@
 import { emailHash, isNewer, mergeCustomer, mergeOrder, type CustomerPatch, type CustomerRecord, type OrderPatch } from '../domain/merge.ts'
 import type { Status, Webhook } from '../domain/webhook.ts'
 import type { Holder } from '../loyalty/ledger-plan.ts'
-import { keyOf, type BatchState, type EventRow } from './state.ts'
+import { keyOf, NO_LOYALTY, type BatchState, type EventRow } from './state.ts'
 
 // The first step of the decider: the batch's webhooks folded over the state in arrival
 // order. Each is answered (duplicate, applied, stale or rejected) and merged into the state;
@@ -29,6 +29,10 @@ export interface Fold {
   redactions: Map<number, { customerIds: Set<number>; orderIds: Set<number> }>
   /** The sender's idempotency keys, those loaded and those this batch claims. */
   idem: Map<string, string>
+  /** Each loaded customer's record as loaded: what the loyalty program compares the batch's end with. */
+  before: Map<string, CustomerRecord>
+  /** E-mails a delete in this batch erased, by `${shopId}:${email}`: customers registered with them earn no bonus. */
+  erasedEmails: Set<string>
 }
 
 export function startFold(state: BatchState): Fold {
@@ -41,6 +45,8 @@ export function startFold(state: BatchState): Fold {
     forfeited: new Set(),
     redactions: new Map(),
     idem: new Map(state.idem),
+    before: new Map([...state.customers].map(([key, c]) => [key, c.record])),
+    erasedEmails: new Set(),
   }
 }
 
@@ -125,6 +131,7 @@ function applyCustomer(f: Fold, patch: CustomerPatch, w: Webhook): boolean {
       record: next,
       rev: stored?.rev ?? 0,
       erasedEmailSha: stored?.erasedEmailSha ?? null,
+      loyalty: stored?.loyalty ?? NO_LOYALTY,
       lastHash: applied ? w.bodyHash : (stored?.lastHash ?? null),
       lastEventId: applied ? w.eventId : (stored?.lastEventId ?? null),
     })
@@ -166,6 +173,7 @@ function noteEmail(f: Fold, shopId: number, key: string, patch: CustomerPatch, b
 
 /** Orders sent with this e-mail may change owner or lose it: settle them. */
 function settleEmail(f: Fold, shopId: number, email: string, w: Webhook): void {
+  f.erasedEmails.add(keyOf(shopId, email))
   for (const [orderKey, o] of f.state.orders) if (o.shopId === shopId && lower(o.record.email) === email) f.toSettle.set(orderKey, w.eventId)
   f.forfeited.add(holderKey(shopId, { customerId: null, guestEmail: email }))
 }

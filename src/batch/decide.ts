@@ -1,9 +1,8 @@
 import { emailHash, type OrderRecord } from '../domain/merge.ts'
 import type { Status, Webhook } from '../domain/webhook.ts'
 import { planOrderEntries, type Holder, type Holding, type Owner } from '../loyalty/ledger-plan.ts'
-import { targetFor } from '../loyalty/points.ts'
-import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
 import { isCommand, itemTimeUs, type BatchItem, type CommandOutcome, type PointsCommand } from './commands.ts'
+import { decideBonuses, decideTiers, earningWrites, planLoyalty, type LoyaltyPlan, type TierChange } from './decide-loyalty.ts'
 import { decidePoints, type PointsDecision } from './decide-points.ts'
 import { decideWebhook, emailSha, holderKey, lower, redactionOf, startFold, type Fold } from './decide-webhooks.ts'
 import { keyOf, type BatchState, type Decision, type EventRow, type LedgerLine, type LedgerRow, type Redaction, type StoredOrder } from './state.ts'
@@ -18,8 +17,6 @@ export const REDACTED_BODY = Buffer.from('{"redacted":"personal data erased when
 export const REDACTED_HEADERS = '{"redacted":"personal data erased when the customer was deleted"}'
 
 export { emailSha }
-
-const DEFAULT_VERSIONED: VersionedRule = { rule: DEFAULT_RULE, version: 1 }
 
 /** Groups an order's ledger by holder and availability date; each group keeps the basis of its latest award. */
 export function holdingsOf(lines: readonly LedgerLine[]): Holding[] {
@@ -43,19 +40,35 @@ export function holdingsOf(lines: readonly LedgerLine[]): Holding[] {
  * balances are settled at: by default the latest item's arrival (a rebuild passes its own).
  *
  * The steps, in order: decideWebhook (each webhook answered and merged, src/batch/decide-webhooks.ts),
- * ordersToSettle, settleOrders, redactBodies, decidePoints (src/batch/decide-points.ts), decisionOf.
+ * ordersToSettle, planLoyalty (prices, re-priced orders: src/batch/decide-loyalty.ts), settleOrders,
+ * decideBonuses, decideTiers, redactBodies, decidePoints (src/batch/decide-points.ts), decisionOf.
+ * Throws NeedMore (src/batch/decide-loyalty.ts) when it reaches stored state that was not loaded.
  */
 export function decideBatch(items: readonly BatchItem[], state: BatchState, settleAlso: readonly string[] = [], nowUs?: number): Decision {
+  const at = nowUs ?? Math.max(0, ...items.map(itemTimeUs))
   const f = startFold(state)
   const events = items.filter((i): i is Webhook => !isCommand(i)).map((w) => decideWebhook(f, w))
   // Settlement, from the batch's final state.
   const owned = owners(state)
   ordersToSettle(f, settleAlso, owned.liveByEmail)
-  const { ledger, erasedOrders } = settleOrders(f, owned)
+  const commands = items.filter(isCommand)
+  const tierCommands = commands.filter((c) => c.command === 'tier').map((c) => keyOf(c.shopId, c.customerId))
+  const plan = planLoyalty({ f, ownerOf: owned.ownerOf, nowUs: at }, tierCommands)
+  const { ledger, erasedOrders } = settleOrders(f, owned, plan)
+  const causeOf = causes(events)
+  ledger.push(...decideBonuses(f, owned.erasedEmailOf, causeOf))
+  const tiers = decideTiers(f, plan, at, causeOf)
   redactBodies(state, events, erasedOrders, owned)
-  const points = decidePoints(state, ledger, items.filter(isCommand), nowUs ?? Math.max(0, ...items.map(itemTimeUs)))
+  const points = decidePoints(state, ledger, commands, at)
   for (const key of points.touched) if (state.customers.has(key)) f.changedCustomers.add(key)
-  return decisionOf(f, events, ledger, points)
+  return decisionOf(f, events, ledger, points, plan, tiers)
+}
+
+/** The webhook of the batch a change of a customer is credited to: the latest about them, if any. */
+function causes(events: readonly EventRow[]): (customerKey: string) => string | null {
+  const latest = new Map<string, string>()
+  for (const e of events) if (e.customerId !== null && (e.outcome === 'applied' || e.outcome === 'stale')) latest.set(keyOf(e.shopId, e.customerId), e.id)
+  return (customerKey) => latest.get(customerKey) ?? null
 }
 
 type Owners = ReturnType<typeof owners>
@@ -79,13 +92,14 @@ function ordersToSettle(f: Fold, settleAlso: readonly string[], liveByEmail: Own
  * e-mail is not removed for that alone, since who owns an order can change back (a newer link,
  * a newer snapshot) and an e-mail once removed cannot.
  */
-function settleOrders(f: Fold, { ownerOf, emailErased }: Owners): { ledger: LedgerRow[]; erasedOrders: Set<string> } {
+function settleOrders(f: Fold, { emailErased }: Owners, plan: LoyaltyPlan): { ledger: LedgerRow[]; erasedOrders: Set<string> } {
   const ledger: LedgerRow[] = []
   const erasedOrders = new Set<string>()
   for (const [key, eventId] of f.toSettle) {
     const o = f.state.orders.get(key)
-    if (!o) continue
-    const owner = ownerOf(o)
+    const priced = plan.priced.get(key)
+    if (!o || !priced) continue
+    const { owner, target } = priced
     const erasesEmail = emailErased(o)
     if (owner.state === 'deleted' || erasesEmail) {
       // The order belongs to an erased customer, or holds erased data: no raw body.
@@ -96,7 +110,6 @@ function settleOrders(f: Fold, { ownerOf, emailErased }: Owners): { ledger: Ledg
       o.record = { ...o.record, email: null, erased_email_sha: emailHash(o.record.email) }
       f.changedOrders.add(key)
     }
-    const target = targetFor(o.record, f.state.rules.get(o.shopId) ?? DEFAULT_VERSIONED, owner.state)
     const forfeits = (h: Holder) => owner.state === 'deleted' || f.forfeited.has(holderKey(o.shopId, h))
     for (const entry of planOrderEntries(holdingsOf(f.state.ledger.get(key) ?? []), owner, target, forfeits)) {
       ledger.push({ ...entry, shopId: o.shopId, orderId: o.record.id, redemptionId: null, eventId, debt: false })
@@ -124,7 +137,7 @@ function redactBodies(state: BatchState, events: readonly EventRow[], erasedOrde
 }
 
 /** The rows to write: the changed customers and orders as they end, the entries, the redactions, the commands' rows, and their feed. */
-function decisionOf(f: Fold, events: EventRow[], ledger: LedgerRow[], points: PointsDecision): Decision {
+function decisionOf(f: Fold, events: EventRow[], ledger: LedgerRow[], points: PointsDecision, plan: LoyaltyPlan, tiers: TierChange[]): Decision {
   const redactions: Redaction[] = [...f.redactions].map(([shopId, r]) => ({
     shopId,
     customerIds: [...r.customerIds],
@@ -140,6 +153,9 @@ function decisionOf(f: Fold, events: EventRow[], ledger: LedgerRow[], points: Po
     cancels: points.cancels,
     ...(points.adjustments.length > 0 ? { adjustments: points.adjustments } : {}),
     commands: points.outcomes,
+    ...(plan.earnings.size > 0 ? { earnings: earningWrites(plan) } : {}),
+    ...(tiers.length > 0 ? { tiers } : {}),
+    ...(points.warnings.length > 0 ? { warnings: points.warnings } : {}),
   }
   return { ...decision, feed: feedOf(decision) }
 }
@@ -201,7 +217,9 @@ export function owners(state: BatchState) {
       const erasedUs = state.customers.get(keyOf(o.shopId, id))?.record.erased_us
       return erasedUs != null && snapshotUs <= erasedUs
     })
-  return { ownerOf, emailErased, liveByEmail }
+  /** Whether a customer of the shop was erased with the e-mail of this hash. */
+  const erasedEmailOf = (shopId: number, sha: string) => erasedByEmail.has(keyOf(shopId, sha))
+  return { ownerOf, emailErased, liveByEmail, erasedEmailOf }
 }
 
 /** The version of the webhook that set the order's e-mail. */

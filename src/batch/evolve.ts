@@ -8,8 +8,8 @@ import { keyOf, type BatchState, type Decision, type LedgerLine } from './state.
 /**
  * The state after `decision` is written: its customers and orders at their next revision, its
  * order entries appended to their orders' ledgers (guest e-mails erased where it redacts an
- * order), the idempotency keys it claims, its redemptions and adjustments, and the guest holdings
- * a load would find. Pure: neither `state` nor `decision` is changed.
+ * order), the idempotency keys it claims, its redemptions and adjustments, the guest holdings
+ * a load would find, its earnings and its expiry warnings. Pure: neither `state` nor `decision` is changed.
  */
 export function evolve(state: BatchState, decision: Decision): BatchState {
   const customers = new Map(state.customers)
@@ -47,12 +47,24 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
   }
   const adjustmentIdem = new Map(state.adjustmentIdem)
   for (const a of decision.adjustments ?? []) if (a.idemKey !== null) adjustmentIdem.set(keyOf(a.shopId, a.idemKey), a)
+  const earnings = new Map(state.earnings)
+  for (const e of decision.earnings ?? []) {
+    if (e.row) earnings.set(keyOf(e.shopId, e.orderId), e.row)
+    else earnings.delete(keyOf(e.shopId, e.orderId))
+  }
+  const warned = new Set(state.warned)
+  for (const w of decision.warnings ?? []) warned.add(`${w.shopId}:${w.customerId}:${w.expiresUs}`)
 
   return {
     customers,
     orders,
     ledger,
     rules: new Map(state.rules),
+    programs: new Map(state.programs),
+    earnings,
+    earningsRanges: state.earningsRanges && new Map(state.earningsRanges),
+    erasedEmailsKnown: state.erasedEmailsKnown && new Set(state.erasedEmailsKnown),
+    warned,
     idem,
     guestOrders: guestOrdersOf(ledger),
     wallets: new Map(state.wallets),

@@ -1,4 +1,5 @@
 import { fromMinor } from '../domain/money.ts'
+import { formatUs } from '../domain/time.ts'
 import type { Decision, FeedEntry, StoredCustomer, StoredOrder } from './state.ts'
 
 // The change feed's entries of a batch (the transactional outbox), derived from what the
@@ -8,9 +9,9 @@ import type { Decision, FeedEntry, StoredCustomer, StoredOrder } from './state.t
 // outcomes, flags, amounts and points, never a name, an e-mail or a tag, so that an
 // erasure has nothing to chase in consumers' copies.
 
-type FeedDecision = Pick<Decision, 'events' | 'customers' | 'orders' | 'ledger'>
+type FeedDecision = Pick<Decision, 'events' | 'customers' | 'orders' | 'ledger' | 'tiers' | 'warnings'>
 
-/** The feed entries of a decision: customers, then orders, then ledger entries, each in the order the decision writes them. */
+/** The feed entries of a decision: customers, then orders, then ledger entries, then tier changes and expiry warnings, each in the order the decision writes them. */
 export function feedOf(d: FeedDecision): FeedEntry[] {
   const inBatch = new Map(d.events.map((e) => [e.id, e]))
   /** The webhook of this batch that caused a row: the one it records as its latest change, else the latest naming it. */
@@ -52,6 +53,12 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
         event_id: l.eventId,
       },
     })
+  }
+  for (const t of d.tiers ?? []) {
+    entries.push({ shopId: t.shopId, type: 'tier.changed', data: { customer_id: t.customerId, from: t.from, to: t.to, event_id: t.eventId } })
+  }
+  for (const w of d.warnings ?? []) {
+    entries.push({ shopId: w.shopId, type: 'points.expiring', data: { customer_id: w.customerId, points: w.points, expires_at: formatUs(w.expiresUs) } })
   }
   return entries
 }

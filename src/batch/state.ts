@@ -1,7 +1,10 @@
 import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
 import type { FieldError, Status, Topic } from '../domain/webhook.ts'
 import type { Holder, Reason } from '../loyalty/ledger-plan.ts'
+import type { BonusHolding } from '../loyalty/bonuses.ts'
 import type { Basis } from '../loyalty/points.ts'
+import type { ProgramSchedule } from '../loyalty/program.ts'
+import type { Earning } from '../loyalty/tiers.ts'
 import type { VersionedRule } from '../loyalty/rule.ts'
 import type { Lot, LotEntry } from '../loyalty/wallet.ts'
 import type { CommandOutcome } from './commands.ts'
@@ -28,6 +31,26 @@ export interface Stored<R> {
 export interface StoredCustomer extends Stored<CustomerRecord> {
   /** A hash of the e-mail the customer had when a delete erased it (emailSha, src/batch/decide.ts). */
   erasedEmailSha: string | null
+  /** What the loyalty program keeps on the customer (src/batch/decide-loyalty.ts). */
+  loyalty: CustomerLoyalty
+}
+
+/** The customer's bonuses as the ledger holds them, and the tier last announced in the feed. */
+export interface CustomerLoyalty {
+  signup: BonusHolding | null
+  newsletter: BonusHolding | null
+  /** The tier the change feed last said the customer holds; null for none. */
+  tier: string | null
+  /** When the tier may next change by time alone (the tier sweep's index); null when it cannot. */
+  tierCheckUs: number | null
+}
+
+export const NO_LOYALTY: CustomerLoyalty = { signup: null, newsletter: null, tier: null, tierCheckUs: null }
+
+/** An order's earning credited to a customer (order_earnings), by order key in BatchState. */
+export interface StoredEarning extends Earning {
+  shopId: number
+  customerId: number
 }
 export type StoredOrder = Stored<OrderRecord>
 
@@ -43,6 +66,23 @@ export interface BatchState {
   /** The ledger of every loaded order, by order key (empty when it holds nothing). */
   ledger: Map<string, LedgerLine[]>
   rules: Map<number, VersionedRule>
+  /** The loyalty program's schedule of each loaded shop (src/loyalty/program.ts). */
+  programs: Map<number, ProgramSchedule>
+  /**
+   * The earnings loaded (order_earnings), by order key: those of the orders the batch names, and
+   * those of the customers in play within `earningsRanges`.
+   */
+  earnings: Map<string, StoredEarning>
+  /**
+   * Per customer key, the ranges [lo, hi] of processed_at whose earnings are all loaded; null
+   * when every earning is (a state built in memory). The decider asks for more when it needs
+   * more (NeedMore, src/batch/decide-loyalty.ts).
+   */
+  earningsRanges: Map<string, [number, number][]> | null
+  /** E-mails (`${shopId}:${email}`) whose erased customers are all loaded; null when every one is (a state built in memory). */
+  erasedEmailsKnown: Set<string> | null
+  /** Expiry warnings already appended, `${shopId}:${customerId}:${expires_us}`, for the customers a warn command names. */
+  warned: Set<string>
   /** Event ids by `${shopId}:${idemKey}`, for the keys the batch carries. */
   idem: Map<string, string>
   /** Orders with points held under a guest e-mail, by `${shopId}:${email}`. */
@@ -96,6 +136,11 @@ export function emptyState(): BatchState {
     orders: new Map(),
     ledger: new Map(),
     rules: new Map(),
+    programs: new Map(),
+    earnings: new Map(),
+    earningsRanges: null,
+    erasedEmailsKnown: null,
+    warned: new Set(),
     idem: new Map(),
     guestOrders: new Map(),
     wallets: new Map(),
@@ -125,7 +170,7 @@ export interface EventRow {
 
 export interface LedgerRow extends Holder {
   shopId: number
-  /** Null for the entries of a redemption, its cancel, or expiry. */
+  /** Null for the entries of a redemption, its cancel, expiry, or a bonus. */
   orderId: number | null
   redemptionId: string | null
   points: number
@@ -164,4 +209,10 @@ export interface Decision {
   commands: CommandOutcome[]
   /** The change feed's entries of what this decision writes (src/batch/feed.ts), written in the same transaction. */
   feed: FeedEntry[]
+  /** Earnings to write (a row) or delete (null), by the order they belong to. */
+  earnings?: { shopId: number; orderId: number; row: StoredEarning | null }[]
+  /** Tier changes to announce, in the feed (derived in src/batch/feed.ts). */
+  tiers?: { shopId: number; customerId: number; from: string | null; to: string | null; eventId: string | null }[]
+  /** Expiry warnings appended: each customer's expiry date, once. */
+  warnings?: { shopId: number; customerId: number; points: number; expiresUs: number }[]
 }

@@ -238,7 +238,10 @@ describe('mergeCustomer', () => {
     const stale = mergeCustomer(stored, deletion(clock(3)))
     assert.equal(stale.applied, false)
     assert.equal(stale.next.erased_us, 3)
-    assert.deepEqual({ ...stale.next, erased_us: null }, stored)
+    // The first subscription's version goes with it: a customer ever deleted earns no bonus again.
+    assert.equal(stored.newsletter_us, 5)
+    assert.deepEqual({ ...stale.next, erased_us: null, newsletter_us: 5 }, stored)
+    assert.equal(stale.next.newsletter_us, null)
     // An even older delete raises nothing: the stored record comes back as is.
     assert.deepEqual(mergeCustomer(stale.next, deletion(clock(2))), { applied: false, next: stale.next })
     // A newer stale delete raises it further.

@@ -60,6 +60,12 @@ export interface CustomerRecord extends CustomerFields {
   clocks: Partial<Record<CustomerField | 'deleted' | 'first_email', Clock>>
   /** The version of the newest delete ever received; kept when the customer registers again. */
   erased_us: number | null
+  /**
+   * The earliest version of a webhook that said is_newsletter: true (the newsletter bonus,
+   * src/loyalty/bonuses.ts): a minimum, so it does not depend on arrival. Null once the customer
+   * was ever deleted, when no bonus is earned again, so a delete erases it too.
+   */
+  newsletter_us: number | null
 }
 
 /** What one customer webhook says: the fields it carries, at its clock. A delete carries none. */
@@ -83,6 +89,7 @@ const NO_CUSTOMER: CustomerRecord = {
   deleted: false,
   clocks: {},
   erased_us: null,
+  newsletter_us: null,
 }
 
 export function emptyCustomer(id: number): CustomerRecord {
@@ -123,9 +130,18 @@ export function mergeCustomer(stored: CustomerRecord | undefined, patch: Custome
     // Stale or not, a delete erases what predates it (see the erasure rules in src/batch/decide.ts).
     raised = next.erased_us === null || patch.clock.version_us > next.erased_us
     if (raised) next.erased_us = patch.clock.version_us
+    if (next.newsletter_us !== null) {
+      next.newsletter_us = null
+      touched = true
+    }
   } else {
     for (const field of CUSTOMER_FIELDS) if (patch.fields[field] !== undefined) set(field, patch.fields[field])
     applied = changed
+    // Whether or not it is the newest word on the flag, a subscription at this version happened.
+    if (patch.fields.is_newsletter === true && next.erased_us === null && (next.newsletter_us === null || patch.clock.version_us < next.newsletter_us)) {
+      next.newsletter_us = patch.clock.version_us
+      touched = true
+    }
   }
   const how = meet(patch.clock, next.clocks.deleted, patch.deleted, next.clocks.deleted ? next.deleted : undefined)
   if (how !== 'no') {

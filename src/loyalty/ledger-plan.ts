@@ -17,6 +17,11 @@ export const REASONS = [
   'redemption_cancelled',
   'expired',
   'adjusted_manually',
+  // The loyalty program (README, Loyalty points › The loyalty program).
+  'signup',
+  'newsletter',
+  'excluded',
+  'tier_adjusted',
 ] as const
 
 export type Reason = (typeof REASONS)[number]
@@ -66,6 +71,9 @@ export function planOrderEntries(
   const live = owner.state === 'customer' || owner.state === 'guest'
   const award = live && target.points > 0 ? target.basis : null
   const ownerHeld = live && holdings.some((h) => h.points !== 0 && sameHolder(h, owner))
+  // The owner's points are priced at another tier's multiplier than the target's: a re-pricing.
+  const repriced =
+    award !== null && holdings.some((h) => h.points > 0 && sameHolder(h, owner) && (h.basis.multiplier ?? '1') !== (award.multiplier ?? '1'))
   let kept = 0
   for (const h of holdings) {
     if (h.points === 0) continue
@@ -88,8 +96,9 @@ export function planOrderEntries(
   }
   if (!award) return entries
   const diff = target.points - kept
-  if (diff > 0) entries.push({ ...pick(owner), points: diff, reason: ownerHeld ? 'adjusted' : 'earned', basis: award })
-  if (diff < 0) entries.push({ ...pick(owner), points: diff, reason: 'adjusted', basis: award })
+  const change: Reason = repriced ? 'tier_adjusted' : 'adjusted'
+  if (diff > 0) entries.push({ ...pick(owner), points: diff, reason: ownerHeld ? change : 'earned', basis: award })
+  if (diff < 0) entries.push({ ...pick(owner), points: diff, reason: change, basis: award })
   return entries
 }
 

@@ -29,6 +29,12 @@ export const FLOW_OF_REASON: Record<Reason, ReportFlow> = {
   adjusted_manually: 'adjusted',
   // An order's points moving from one holder to another (its customer changed).
   transferred: 'adjusted',
+  // The loyalty program: bonuses are earned; an excluded customer's points taken back; an order
+  // re-priced at another tier's multiplier, adjusted.
+  signup: 'earned',
+  newsletter: 'earned',
+  excluded: 'reversed',
+  tier_adjusted: 'adjusted',
 }
 
 const DAY_MS = 86_400_000

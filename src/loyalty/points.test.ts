@@ -154,6 +154,13 @@ test("targetFor: the default rule is the issue's default", () => {
     earn_on: 'paid',
     pending_days: 14,
     expire_after_days: 0,
+    signup_points: 0,
+    newsletter_points: 0,
+    exclude_tags: [],
+    tiers: [],
+    tier_window_days: 365,
+    tag_tiers: {},
+    expiry_warning_days: 0,
   })
 })
 

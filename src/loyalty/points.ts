@@ -17,6 +17,8 @@ export interface Basis {
   rate: string
   rule_version: number
   available_us: number
+  /** The VIP tier's multiplier the base points were multiplied by, as a decimal string; absent: 1. */
+  multiplier?: string
 }
 
 export interface Target {
@@ -26,7 +28,7 @@ export interface Target {
   /** Why the order holds what it holds, for people. */
   why: string
   /** Set when the target is zero because the order was reversed. */
-  reversal?: 'reversed_refund' | 'reversed_cancel' | 'forfeited'
+  reversal?: 'reversed_refund' | 'reversed_cancel' | 'forfeited' | 'excluded'
 }
 
 export type OwnerState = 'customer' | 'guest' | 'deleted' | 'none'

@@ -5,3 +5,16 @@ export const RATE_MIN = 0
 export const RATE_MAX = 1_000_000
 export const PENDING_DAYS_MIN = 0
 export const PENDING_DAYS_MAX = 3650
+
+/** The loyalty program's options (README, Loyalty points › The loyalty program). */
+export const BONUS_POINTS_MAX = 1_000_000
+export const TIERS_MAX = 20
+export const TIER_NAME_MAX = 40
+export const TIER_POINTS_MAX = 1_000_000_000_000
+export const MULTIPLIER_MIN = 1
+export const MULTIPLIER_MAX = 100
+export const TIER_WINDOW_DAYS_MIN = 1
+export const TIER_WINDOW_DAYS_MAX = 3650
+export const TAGS_MAX = 50
+export const TAG_MAX = 255
+export const WARNING_DAYS_MAX = 365

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { DEFAULT_RULE, normalizeRule, parseStoredRule, RuleError, RuleSchema } from './rule.ts'
+import { DEFAULT_RULE, normalizeRule, parseStoredRule, RuleError, ruleFaults, RuleSchema } from './rule.ts'
 
 // The rule's schema is the one check on a rule that `rules set` stores and that a stored row
 // brings back, so each bound is tested at its edge, and each refusal names its field.
@@ -14,6 +14,13 @@ const DEFAULTS = {
   earn_on: 'paid',
   pending_days: 14,
   expire_after_days: 0,
+  signup_points: 0,
+  newsletter_points: 0,
+  exclude_tags: [],
+  tiers: [],
+  tier_window_days: 365,
+  tag_tiers: {},
+  expiry_warning_days: 0,
 }
 
 function refusal(input: unknown): string {
@@ -82,4 +89,42 @@ test('a stored rule: null is the default rule; stored JSON is normalized and che
 
 test('the rate says what it counts in the schema', () => {
   assert.equal((RuleSchema.properties.points_per_unit as { description?: string }).description, 'points per whole currency unit')
+})
+
+test('the loyalty program: bonuses, exclusions, tiers and warnings are off by default, each bounded at its edge', () => {
+  const rule = normalizeRule({
+    signup_points: 1_000_000,
+    newsletter_points: 0,
+    exclude_tags: ['staff', 'Wholesale'],
+    tiers: [
+      { name: 'Silver', points: 0 },
+      { name: 'Gold', points: 1000, multiplier: 1.5 },
+      { name: 'Platinum', points: 1_000_000_000_000, multiplier: 100 },
+    ],
+    tier_window_days: 3650,
+    tag_tiers: { vip: 'gold' },
+    expiry_warning_days: 365,
+  })
+  assert.deepEqual(rule.tiers[0], { name: 'Silver', points: 0, multiplier: 1 })
+  assert.equal(refusal({ signup_points: 1_000_001 }), 'rule /signup_points must be <= 1000000')
+  assert.equal(refusal({ newsletter_points: -1 }), 'rule /newsletter_points must be >= 0')
+  assert.equal(refusal({ tier_window_days: 0 }), 'rule /tier_window_days must be >= 1')
+  assert.equal(refusal({ tier_window_days: 3651 }), 'rule /tier_window_days must be <= 3650')
+  assert.equal(refusal({ expiry_warning_days: 366 }), 'rule /expiry_warning_days must be <= 365')
+  assert.equal(refusal({ tiers: [{ name: 'Gold', points: 10, multiplier: 1.234 }] }), 'rule /tiers/0/multiplier must be multiple of 0.01')
+  assert.equal(refusal({ tiers: [{ name: 'Gold', points: 10, multiplier: 0.5 }] }), 'rule /tiers/0/multiplier must be >= 1')
+  assert.match(refusal({ tiers: [{ name: '', points: 10 }] }), /^rule \/tiers\/0\/name must match/)
+  assert.match(refusal({ exclude_tags: ['a\u0000b'] }), /^rule \/exclude_tags\/0 must match/)
+})
+
+test('tiers ascend by threshold, their names differ without regard to case, and a tag tier names one of them', () => {
+  const tiers = [
+    { name: 'Silver', points: 100 },
+    { name: 'Gold', points: 1000 },
+  ]
+  assert.equal(refusal({ tiers: [tiers[1], tiers[0]] }), 'rule /tiers/1/points must be more than the tier before (Gold: 1000); thresholds ascend')
+  assert.equal(refusal({ tiers: [...tiers, { name: 'gold', points: 5000 }] }), "rule /tiers/2/name must differ from tier 1's name (gold)")
+  assert.equal(refusal({ tiers, tag_tiers: { vip: 'Platinum' } }), 'rule /tag_tiers/vip must name one of the tiers (Silver, Gold)')
+  assert.equal(refusal({ tag_tiers: { 'a/b': 'Gold' } }), 'rule /tag_tiers/a~1b must name one of the tiers (none are set)')
+  assert.deepEqual(ruleFaults({ tiers: tiers.map((t) => ({ ...t, multiplier: 1 })), tag_tiers: { vip: 'GOLD' } }), [])
 })

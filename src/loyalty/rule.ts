@@ -1,10 +1,49 @@
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 import { parseSchedule, type ExpirySchedule } from './expiry-schedule.ts'
-import { PENDING_DAYS_MAX, PENDING_DAYS_MIN, RATE_MAX, RATE_MIN } from './rule-limits.ts'
+import {
+  BONUS_POINTS_MAX,
+  MULTIPLIER_MAX,
+  MULTIPLIER_MIN,
+  PENDING_DAYS_MAX,
+  PENDING_DAYS_MIN,
+  RATE_MAX,
+  RATE_MIN,
+  TAG_MAX,
+  TAGS_MAX,
+  TIER_NAME_MAX,
+  TIER_POINTS_MAX,
+  TIER_WINDOW_DAYS_MAX,
+  TIER_WINDOW_DAYS_MIN,
+  TIERS_MAX,
+  WARNING_DAYS_MAX,
+} from './rule-limits.ts'
 
 // A shop's points rule. Stored as JSON on the shop with a version that every
 // change bumps; each ledger entry records the version and rate it was made with.
+
+const Bonus = (what: string) =>
+  Type.Integer({ minimum: 0, maximum: BONUS_POINTS_MAX, default: 0, description: `points for ${what}, once per customer; 0 (the default) gives none` })
+// Names and tags of printable characters; the length in the pattern too, as a record's keys are checked by their pattern alone.
+const printable = (max: number) => `^[^\\u0000-\\u001f\\u007f]{1,${max}}$`
+const Tag = Type.String({ pattern: printable(TAG_MAX), description: `a customer tag, 1 to ${TAG_MAX} characters (compared without regard to case)` })
+const TierName = Type.String({ pattern: printable(TIER_NAME_MAX), description: `a tier's name, 1 to ${TIER_NAME_MAX} characters` })
+
+/** A VIP tier: reached by `points` base points earned within the window; orders earn × `multiplier`. */
+export const TierSchema = Type.Object(
+  {
+    name: TierName,
+    points: Type.Integer({ minimum: 0, maximum: TIER_POINTS_MAX, description: 'the threshold: base points earned within the window that reach the tier' }),
+    multiplier: Type.Number({
+      minimum: MULTIPLIER_MIN,
+      maximum: MULTIPLIER_MAX,
+      multipleOf: 0.01,
+      default: 1,
+      description: "what an order's base points are multiplied by while the customer holds the tier (at most 2 decimals)",
+    }),
+  },
+  { additionalProperties: false },
+)
 
 const Rate = Type.Number({ minimum: RATE_MIN, maximum: RATE_MAX, multipleOf: 0.0001, description: 'points per whole currency unit' })
 
@@ -20,6 +59,37 @@ export const RuleSchema = Type.Object({
   pending_days: Type.Integer({ minimum: PENDING_DAYS_MIN, maximum: PENDING_DAYS_MAX, default: 14 }),
   /** Days after they became available that unspent points expire; 0 means never. */
   expire_after_days: Type.Integer({ minimum: 0, maximum: 36500, default: 0 }),
+  // The loyalty program (README, Loyalty points › The loyalty program): each option counts from
+  // the moment its version took effect (src/loyalty/program.ts).
+  signup_points: Bonus('registering: a customer whose created_at is at or after the moment the option took effect'),
+  newsletter_points: Bonus('subscribing to the newsletter, in a webhook dated at or after the moment the option took effect'),
+  exclude_tags: Type.Array(Tag, {
+    maxItems: TAGS_MAX,
+    default: [],
+    description: 'a customer carrying one of these tags earns nothing from orders, sign-up or newsletter while they carry it',
+  }),
+  tiers: Type.Array(TierSchema, {
+    maxItems: TIERS_MAX,
+    default: [],
+    description: 'VIP tiers, thresholds ascending; none: no tiers',
+  }),
+  tier_window_days: Type.Integer({
+    minimum: TIER_WINDOW_DAYS_MIN,
+    maximum: TIER_WINDOW_DAYS_MAX,
+    default: 365,
+    description: 'the days before an instant whose orders count toward the tier at that instant',
+  }),
+  tag_tiers: Type.Record(Tag, TierName, {
+    default: {},
+    additionalProperties: Type.Never(),
+    description: 'a customer carrying the tag is in at least the named tier',
+  }),
+  expiry_warning_days: Type.Integer({
+    minimum: 0,
+    maximum: WARNING_DAYS_MAX,
+    default: 0,
+    description: 'days ahead of an expiry that a points.expiring entry warns of it; 0 (the default) warns of none',
+  }),
 })
 
 export type Rule = Static<typeof RuleSchema>
@@ -38,8 +108,39 @@ export function normalizeRule(input: unknown): Rule {
   const value = Value.Default(RuleSchema, structuredClone(input ?? {}))
   const [error] = Value.Errors(RuleSchema, value)
   if (error) throw new RuleError(`rule ${error.instancePath || '/'} ${error.message}`)
-  return value as Rule
+  const [fault] = ruleFaults(value as Rule)
+  if (fault) throw new RuleError(`rule ${fault.pointer} ${fault.detail}`)
+  // The schema's order, whatever the input's: stored rules and answers read alike.
+  const fields = value as Record<string, unknown>
+  return Object.fromEntries(Object.keys(RuleSchema.properties).map((key) => [key, fields[key]])) as Rule
 }
+
+/**
+ * What the schema cannot say about a rule that it accepts: tiers in ascending order of their
+ * thresholds with names told apart without regard to case, and tag tiers that name one of them.
+ * Each fault with the JSON pointer of its field.
+ */
+export function ruleFaults(rule: Pick<Rule, 'tiers' | 'tag_tiers'>): { pointer: string; detail: string }[] {
+  const faults: { pointer: string; detail: string }[] = []
+  const names = new Map<string, number>()
+  rule.tiers.forEach((tier, i) => {
+    const before = rule.tiers[i - 1]
+    if (before && tier.points <= before.points) {
+      faults.push({ pointer: `/tiers/${i}/points`, detail: `must be more than the tier before (${before.name}: ${before.points}); thresholds ascend` })
+    }
+    const key = tier.name.toLowerCase()
+    if (names.has(key)) faults.push({ pointer: `/tiers/${i}/name`, detail: `must differ from tier ${names.get(key)}'s name (${tier.name})` })
+    else names.set(key, i)
+  })
+  for (const [tag, name] of Object.entries(rule.tag_tiers)) {
+    if (!names.has(name.toLowerCase())) {
+      faults.push({ pointer: `/tag_tiers/${escapePointer(tag)}`, detail: `must name one of the tiers (${rule.tiers.map((t) => t.name).join(', ') || 'none are set'})` })
+    }
+  }
+  return faults
+}
+
+const escapePointer = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1')
 
 export const DEFAULT_RULE: Rule = normalizeRule({})
 

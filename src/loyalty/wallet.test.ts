@@ -3,7 +3,7 @@ import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import type { PointsCommand } from '../batch/commands.ts'
 import { decidePoints } from '../batch/decide-points.ts'
-import { emptyState, keyOf, type LedgerRow, type StoredRedemption } from '../batch/state.ts'
+import { emptyState, keyOf, NO_LOYALTY, type LedgerRow, type StoredRedemption } from '../batch/state.ts'
 import { normalizeRule } from './rule.ts'
 import { addToLots, availableAt, DAY_US, expiryCorrections, spend, type Lot } from './wallet.ts'
 
@@ -189,6 +189,7 @@ test(`whatever the interleaving, redemptions never take the balance below zero, 
           lastHash: null,
           lastEventId: null,
           erasedEmailSha: null,
+          loyalty: NO_LOYALTY,
           record: { id: 7, deleted: false } as never,
         })
         const lots: Lot[] = []

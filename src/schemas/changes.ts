@@ -50,6 +50,24 @@ export const PointsChange = Type.Object(
   { additionalProperties: false },
 )
 
+export const TierChange = Type.Object(
+  {
+    customer_id: Type.Integer(),
+    from: Type.Union([Type.String(), Type.Null()], { description: 'the tier the feed last said the customer held; null for none' }),
+    to: Type.Union([Type.String(), Type.Null()], { description: 'the tier the customer holds now; null for none' }),
+    event_id: EventId,
+  },
+  { additionalProperties: false, description: "a change of the customer's VIP tier, by their history or by time alone (the tier sweep)" },
+)
+export const ExpiryWarning = Type.Object(
+  {
+    customer_id: Type.Integer(),
+    points: Type.Integer({ minimum: 1, description: 'the points that expire then, unless spent first' }),
+    expires_at: Type.String({ description: 'when they expire (RFC 3339, UTC)' }),
+  },
+  { additionalProperties: false, description: "points that expire within the rule's expiry_warning_days: one entry per customer and expiry date" },
+)
+
 const common = {
   id: Type.String({ pattern: '^[1-9][0-9]*$', description: "the entry's id; the Nats-Msg-Id of its NATS message" }),
   position: Type.Integer({ minimum: 1, description: 'its place in the feed: pass the last one seen as ?after=' }),
@@ -62,6 +80,8 @@ export const ChangeEntry = Type.Union(
     Type.Object({ ...common, type: Type.Literal('customer.deleted'), data: CustomerDeletion }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('order.updated'), data: OrderChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('points.changed'), data: PointsChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('points.expiring'), data: ExpiryWarning }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('tier.changed'), data: TierChange }, { additionalProperties: false }),
   ],
   { description: 'one change, in commit order' },
 )
@@ -89,3 +109,5 @@ export type FeedEntry =
   | { shopId: number; type: 'customer.deleted'; data: Static<typeof CustomerDeletion> }
   | { shopId: number; type: 'order.updated'; data: Static<typeof OrderChange> }
   | { shopId: number; type: 'points.changed'; data: Static<typeof PointsChange> }
+  | { shopId: number; type: 'points.expiring'; data: Static<typeof ExpiryWarning> }
+  | { shopId: number; type: 'tier.changed'; data: Static<typeof TierChange> }

@@ -1,13 +1,15 @@
-import type { Selectable } from 'kysely'
+import { CompiledQuery, type Selectable } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
 import { isCommand, type BatchItem } from '../batch/commands.ts'
+import { MAX_US, MIN_US, noNeeds, type Needs } from '../batch/decide-loyalty.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
+import { longestWindowUs, parseProgram, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
 import { parseStoredEntries, storedAdjustment } from './redemption-rows.ts'
 import { versionedRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
 import { CUSTOMER_INDEXED, indexedOf, ORDER_INDEXED, storedCustomer, storedOrder } from './rows.ts'
-import type { LedgerRead } from './batch-statements.ts'
+import type { EarningRead, LedgerRead } from './batch-statements.ts'
 import type { CustomersTable, OrdersTable } from './tables.ts'
 
 // Loads what a batch touches, with a few set-based queries per shop: the
@@ -34,7 +36,18 @@ interface ShopNeeds {
   redemptionIdem: Set<string>
   /** Adjustments named by idempotency key. */
   adjustmentIdem: Set<string>
+  /** Customers a warn command names: the warnings already appended are loaded. */
+  warned: Set<number>
+  /** The processed_at instants of the order webhooks: where the customers' earnings are read around. */
+  processed: Set<number>
+  /** What the decider asked for on an earlier try (src/batch/decide-loyalty.ts). */
+  earnings: Map<number, [number, number][]>
+  erasedEmails: Set<string>
 }
+
+/** A lookup with no keys: a query that reads nothing (rare paths of a round). */
+const NOTHING = CompiledQuery.raw('SELECT 1 WHERE 1 = 0', [])
+const nothing = <R>() => NOTHING as CompiledQuery<R>
 
 const lower = (email: string | null | undefined) => (email == null ? null : email.toLowerCase())
 
@@ -51,6 +64,10 @@ const emptyNeeds = (): ShopNeeds => ({
   redemptionIds: new Set(),
   redemptionIdem: new Set(),
   adjustmentIdem: new Set(),
+  warned: new Set(),
+  processed: new Set(),
+  earnings: new Map(),
+  erasedEmails: new Set(),
 })
 
 function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
@@ -64,6 +81,7 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
       if (w.command === 'cancel') n.redemptionIds.add(w.redemptionId)
       if (w.command === 'redeem' && w.idemKey !== null) n.redemptionIdem.add(w.idemKey)
       if (w.command === 'adjust' && w.idemKey !== null) n.adjustmentIdem.add(w.idemKey)
+      if (w.command === 'warn') n.warned.add(w.customerId)
       continue
     }
     // Rejected webhooks name a customer too: their bodies are redacted if that customer is erased.
@@ -85,6 +103,7 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
       n.orders.add(change.order.id)
       const email = lower(change.order.fields.email)
       if (email !== null) n.emails.add(email)
+      if (change.order.processed_us != null) n.processed.add(change.order.processed_us)
     }
   }
   return shops
@@ -114,7 +133,9 @@ export function lockKeysOf(batch: readonly BatchItem[]): string[] {
 
 /**
  * Loads the state a batch touches; `alsoOrders` names further orders (by shop) to load with
- * everything their points depend on, as a rebuild or an explanation needs.
+ * everything their points depend on, as a rebuild or an explanation needs; `more`, what the
+ * decider asked for on an earlier try (NeedMore); `nowUs`, the time the batch is decided at,
+ * around which the customers' earnings are read (their tier now).
  */
 export async function loadBatch(
   backend: Backend,
@@ -125,15 +146,23 @@ export async function loadBatch(
   locked: ReadonlySet<string> | null = null,
   /** Filled with what the loaded rows' indexed columns hold (src/store/batch-write.ts). */
   asLoaded?: AsLoaded,
+  more: Needs = noNeeds(),
+  nowUs: number | null = null,
 ): Promise<BatchState> {
   const state = emptyState()
+  state.earningsRanges = new Map()
+  state.erasedEmailsKnown = new Set()
   const shops = needsOf(batch)
-  for (const [shopId, ids] of alsoOrders) {
+  const shop = (shopId: number) => {
     const n = shops.get(shopId) ?? emptyNeeds()
-    ids.forEach((id) => n.orders.add(id))
     shops.set(shopId, n)
+    return n
   }
-  for (const [shopId, n] of shops) await loadShop(backend, s, state, shopId, n, locked, asLoaded)
+  for (const [shopId, ids] of alsoOrders) ids.forEach((id) => shop(shopId).orders.add(id))
+  for (const [shopId, ids] of more.orders) ids.forEach((id) => shop(shopId).orders.add(id))
+  for (const [shopId, byCustomer] of more.earnings) for (const [id, ranges] of byCustomer) shop(shopId).earnings.set(id, ranges)
+  for (const [shopId, emails] of more.erasedEmails) emails.forEach((e) => shop(shopId).erasedEmails.add(e))
+  for (const [shopId, n] of shops) await loadShop(backend, s, state, shopId, n, locked, asLoaded, nowUs)
   return state
 }
 
@@ -145,6 +174,7 @@ async function loadShop(
   n: ShopNeeds,
   locked: ReadonlySet<string> | null,
   asLoaded: AsLoaded | undefined,
+  nowUs: number | null,
 ): Promise<void> {
   const q = backend.statements
   const loadedCustomers = new Set<number>()
@@ -182,16 +212,17 @@ async function loadShop(
   // start: guest points under the e-mails customers register with, and the orders a deleted
   // customer reaches (linked, embedding it, or sent with the e-mail the delete names).
   const named = [...n.orders]
-  const emails = [...new Set([...n.emails, ...n.claimEmails, ...n.deletedEmails])]
+  const emails = [...new Set([...n.emails, ...n.claimEmails, ...n.deletedEmails, ...n.erasedEmails])]
   emails.forEach((e) => queriedEmails.add(e))
   const deleted = [...n.deleted]
-  const [rules, idem, customers, byEmail, byErasedEmail, orders, ledger, guests, linked, embedded, embeddedPruned, sentWith] = await s.runMany([
+  const [rules, idem, customers, byEmail, byErasedEmail, orders, ledger, earned, guests, linked, embedded, embeddedPruned, sentWith] = await s.runMany([
     q.rule([shopId]),
     q.idem(shopId, [...n.idemKeys]),
     q.customersById(shopId, [...n.customers]),
     ...byEmails(emails),
     q.ordersById(shopId, named),
     q.ledgerOfOrders(shopId, named),
+    named.length > 0 ? q.earningsOfOrders(shopId, named) : nothing<EarningRead>(),
     q.guestHoldings(shopId, [...n.claimEmails]),
     q.ordersByCustomer(shopId, deleted),
     q.embeddingEvents(shopId, deleted),
@@ -199,7 +230,12 @@ async function loadShop(
     q.ordersByEmail(shopId, [...n.deletedEmails]),
   ] as const)
   const rule = rules[0]
-  state.rules.set(shopId, versionedRule(rule))
+  const versioned = versionedRule(rule)
+  state.rules.set(shopId, versioned)
+  const program = parseProgram(rule?.program_schedule, versioned.rule)
+  state.programs.set(shopId, program)
+  const offersBonuses = program.some((p) => p.options.signup_points > 0 || p.options.newsletter_points > 0)
+  addEarnings(state, shopId, earned)
   for (const row of idem) state.idem.set(keyOf(shopId, row.idem_key), row.id)
   for (const rows of [customers, byEmail, byErasedEmail]) addCustomers(rows)
   // Asked for, found or not: not asked for again. Orders not stored yet count as loaded: the batch creates them.
@@ -208,6 +244,11 @@ async function loadShop(
   n.orders.forEach((id) => loadedOrders.add(id))
   addLedger(state, shopId, named, ledger)
   const withLedger = new Set(named)
+  // Bonuses ask whether an erased customer had a customer's e-mail: the batch's customers' stored e-mails are looked up too.
+  const bonusEmails = () =>
+    offersBonuses
+      ? [...n.customers].map((id) => lower(state.customers.get(keyOf(shopId, id))?.record.email ?? null)).filter((e): e is string => e !== null)
+      : []
 
   // Erasure reaches the e-mail a deleted customer had, known only now, and the one a customer
   // erased before registers with again: the orders sent with it are settled too.
@@ -260,25 +301,82 @@ async function loadShop(
     const links = [...new Set(inPlay.flatMap((o) => [o.record.customer_id, ...Object.keys(o.record.snapshots).map(Number)]))].filter(
       (id): id is number => id !== null && !loadedCustomers.has(id),
     )
-    const emails = [...new Set([...n.deletedEmails, ...inPlay.map((o) => lower(o.record.email)).filter((e): e is string => e !== null)])].filter(
-      (e) => !queriedEmails.has(e),
-    )
+    const emails = [
+      ...new Set([...n.deletedEmails, ...inPlay.map((o) => lower(o.record.email)).filter((e): e is string => e !== null), ...(round === 0 ? bonusEmails() : [])]),
+    ].filter((e) => !queriedEmails.has(e))
     const orderIds = round === 0 ? [...loadedOrders].filter((id) => !withLedger.has(id)) : []
     if (links.length + emails.length + orderIds.length === 0) break
     emails.forEach((e) => queriedEmails.add(e))
-    const [byId, byEmail, byErasedEmail, ledger] = await s.runMany([
+    const [byId, byEmail, byErasedEmail, ledger, earned] = await s.runMany([
       q.customersById(shopId, links),
       ...byEmails(emails),
       q.ledgerOfOrders(shopId, orderIds),
+      orderIds.length > 0 ? q.earningsOfOrders(shopId, orderIds) : nothing<EarningRead>(),
     ] as const)
     for (const rows of [byId, byEmail, byErasedEmail]) addCustomers(rows)
     links.forEach((id) => loadedCustomers.add(id))
     addLedger(state, shopId, orderIds, ledger)
+    addEarnings(state, shopId, earned)
+    orderIds.forEach((id) => withLedger.add(id))
   }
+  for (const email of queriedEmails) state.erasedEmailsKnown!.add(keyOf(shopId, email))
 
-  // Reads lock nothing and decide nothing: they need no balances.
-  if (locked === null) return
-  await loadPoints(backend, s, state, shopId, n, locked)
+  // The earnings the tiers are decided from: every customer in play, around each order's instant and now.
+  const ranges = usesHistory(program) || n.earnings.size > 0 ? earningRanges(state, shopId, n, program, nowUs) : []
+
+  // Reads lock nothing and decide nothing: they need no balances, and read the earnings as they are.
+  if (locked === null) {
+    if (ranges.length > 0) addEarnings(state, shopId, await s.run(q.earningsInRanges(shopId, triples(ranges))), ranges)
+    return
+  }
+  await loadPoints(backend, s, state, shopId, n, locked, ranges)
+}
+
+type CustomerRanges = [customerId: number, ranges: [number, number][]]
+
+const triples = (ranges: readonly CustomerRanges[]) => ranges.flatMap(([id, rs]) => rs.map(([lo, hi]) => [id, lo, hi] as const))
+
+/** Merges ranges that touch or overlap. */
+function merged(ranges: readonly [number, number][]): [number, number][] {
+  const out: [number, number][] = []
+  for (const [lo, hi] of [...ranges].sort((a, b) => a[0] - b[0])) {
+    const last = out[out.length - 1]
+    if (last && lo <= last[1] + 1) last[1] = Math.max(last[1], hi)
+    else out.push([lo, hi])
+  }
+  return out
+}
+
+/**
+ * Which earnings to read: for each live customer of the shop in play, a window either side of
+ * each order's instant (stored and sent) and of now, so an order's tier and the orders after it
+ * are known; and what the decider asked for.
+ */
+function earningRanges(state: BatchState, shopId: number, n: ShopNeeds, program: ProgramSchedule, nowUs: number | null): CustomerRanges[] {
+  const windowUs = longestWindowUs(program)
+  const instants = new Set(n.processed)
+  if (nowUs !== null) instants.add(nowUs)
+  for (const o of state.orders.values()) if (o.shopId === shopId) instants.add(o.record.processed_us ?? o.record.first_arrival_us)
+  const around = [...instants].map((p): [number, number] => [Math.max(MIN_US, p - windowUs), Math.min(MAX_US, p + windowUs)])
+  const out = new Map<number, [number, number][]>()
+  for (const c of state.customers.values()) if (c.shopId === shopId && !c.record.deleted) out.set(c.record.id, [...around])
+  for (const [id, ranges] of n.earnings) out.set(id, [...(out.get(id) ?? []), ...ranges])
+  return [...out].map(([id, ranges]): CustomerRanges => [id, merged(ranges)]).filter(([, ranges]) => ranges.length > 0)
+}
+
+/** Earnings read, and (with `ranges`) the ranges they cover, per customer. */
+function addEarnings(state: BatchState, shopId: number, rows: readonly EarningRead[], ranges: readonly CustomerRanges[] = []): void {
+  for (const row of rows) {
+    const orderId = Number(row.order_id)
+    state.earnings.set(keyOf(shopId, orderId), {
+      shopId,
+      orderId,
+      customerId: Number(row.customer_id),
+      processedUs: Number(row.processed_us),
+      base: Number(row.base),
+    })
+  }
+  for (const [id, rs] of ranges) state.earningsRanges!.set(keyOf(shopId, id), rs)
 }
 
 /**
@@ -286,23 +384,37 @@ async function loadShop(
  * already) and those holding points of its orders, which are try-locked before their lots are
  * read, as further orders are above. And the redemptions and adjustments its commands name.
  */
-async function loadPoints(backend: Backend, s: Session, state: BatchState, shopId: number, n: ShopNeeds, locked: ReadonlySet<string>) {
+async function loadPoints(
+  backend: Backend,
+  s: Session,
+  state: BatchState,
+  shopId: number,
+  n: ShopNeeds,
+  locked: ReadonlySet<string>,
+  ranges: readonly CustomerRanges[],
+) {
   const q = backend.statements
   const holders = new Set(n.wallets)
   for (const [key, lines] of state.ledger) {
     if (!key.startsWith(`${shopId}:`)) continue
     for (const line of lines) if (line.customerId !== null) holders.add(line.customerId)
   }
-  if (holders.size === 0) return
-  const unlocked = [...holders].map((id) => `${shopId}:c:${id}`).filter((key) => !locked.has(key))
+  if (holders.size + ranges.length === 0) return
+  // A customer whose earnings are read is locked as one whose lots are: two batches pricing
+  // orders of one customer at once would each miss the other's.
+  const unlocked = [...new Set([...holders, ...ranges.map(([id]) => id)])].map((id) => `${shopId}:c:${id}`).filter((key) => !locked.has(key))
   if (unlocked.length > 0 && !(await backend.tryLockKeys(s, unlocked))) throw new LocksBusy(unlocked)
   const ids = [...holders]
-  const [lots, byId, byIdem, adjustments] = await s.runMany([
+  const [lots, byId, byIdem, adjustments, earned, warned] = await s.runMany([
     q.lots(shopId, ids),
     q.redemptionsById(shopId, [...n.redemptionIds]),
     q.redemptionsByIdem(shopId, [...n.redemptionIdem]),
     q.adjustmentsByIdem(shopId, [...n.adjustmentIdem]),
+    ranges.length > 0 ? q.earningsInRanges(shopId, triples(ranges)) : nothing<EarningRead>(),
+    n.warned.size > 0 ? q.warnings(shopId, [...n.warned]) : nothing<{ customer_id: number; expires_us: number }>(),
   ] as const)
+  addEarnings(state, shopId, earned, ranges)
+  for (const row of warned) state.warned.add(`${shopId}:${Number(row.customer_id)}:${Number(row.expires_us)}`)
   for (const id of ids) state.wallets.set(keyOf(shopId, id), [])
   for (const row of lots) {
     state.wallets.get(keyOf(shopId, Number(row.customer_id)))!.push({
@@ -335,6 +447,7 @@ function addLedger(state: BatchState, shopId: number, orderIds: readonly number[
         rate: row.rate,
         rule_version: Number(row.rule_version),
         available_us: Number(row.available_us),
+        ...(row.multiplier != null && row.multiplier !== '1' ? { multiplier: row.multiplier } : {}),
       },
     })
   }

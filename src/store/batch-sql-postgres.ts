@@ -17,6 +17,14 @@ export const postgresStatements: StatementFactory = {
     return (shopId, keys) => CompiledQuery.raw(text, [shopId, keys]) as CompiledQuery<never>
   },
 
+  ranges(spec) {
+    const text =
+      `SELECT t.* FROM unnest($2::bigint[], $3::bigint[], $4::bigint[]) AS k(v, lo, hi) CROSS JOIN LATERAL ` +
+      `(SELECT ${spec.columns} FROM ${spec.table} WHERE shop_id = $1 AND ${spec.column} = k.v AND ${spec.range} BETWEEN k.lo AND k.hi OFFSET 0) AS t`
+    return (shopId, triples) =>
+      CompiledQuery.raw(text, [shopId, triples.map((t) => t[0]), triples.map((t) => t[1]), triples.map((t) => t[2])]) as CompiledQuery<never>
+  },
+
   insert(spec) {
     // A bytea column is not an array of its values (pg would write each as hex text, twice the
     // bytes, and again in the array's text): the values travel as one binary parameter, cut by
@@ -71,6 +79,12 @@ export const postgresStatements: StatementFactory = {
     const found = `SELECT t.ctid AS tid FROM ${lateral(spec.table, 'ctid', spec.column, spec.keyType, spec.where ? ` ${spec.where}` : '')}`
     const text = `UPDATE ${spec.table} SET ${spec.set} FROM (${found}) AS f WHERE ${spec.table}.ctid = f.tid RETURNING 1`
     return (shopId, keys, values) => CompiledQuery.raw(text, [shopId, keys, ...values])
+  },
+
+  delete(spec) {
+    const found = `SELECT t.ctid AS tid FROM ${lateral(spec.table, 'ctid', spec.column, spec.keyType)}`
+    const text = `DELETE FROM ${spec.table} USING (${found}) AS f WHERE ${spec.table}.ctid = f.tid RETURNING 1`
+    return (shopId, keys) => CompiledQuery.raw(text, [shopId, keys])
   },
 
   text(sql) {

@@ -15,6 +15,14 @@ export const sqliteStatements: StatementFactory = {
     return (shopId, keys) => CompiledQuery.raw(text, [shopId, JSON.stringify(keys)]) as CompiledQuery<never>
   },
 
+  ranges(spec) {
+    // CROSS JOIN keeps the triples the outer loop: each is one search of the index.
+    const text =
+      `SELECT ${spec.columns.replace(/(^|, )/g, '$1t.')} FROM json_each(?) AS k CROSS JOIN ${spec.table} AS t ` +
+      `ON t.shop_id = ? AND t.${spec.column} = k.value ->> 0 AND t.${spec.range} BETWEEN k.value ->> 1 AND k.value ->> 2`
+    return (shopId, triples) => CompiledQuery.raw(text, [JSON.stringify(triples), shopId]) as CompiledQuery<never>
+  },
+
   insert(spec) {
     const text = `INSERT INTO ${spec.table} (${spec.columns.join(', ')}) VALUES (${spec.columns.map(() => '?').join(', ')}) ${spec.conflict}`
     return (rows) => rows.map((row) => CompiledQuery.raw(text, row as unknown[]))
@@ -25,6 +33,11 @@ export const sqliteStatements: StatementFactory = {
     const set = spec.set.replace(/\$\d+/g, '?')
     const text = `UPDATE ${spec.table} SET ${set} WHERE shop_id = ? AND ${spec.column} IN (SELECT value FROM json_each(?))${spec.where ? ` ${spec.where}` : ''} RETURNING 1`
     return (shopId, keys, values) => CompiledQuery.raw(text, [...values, shopId, JSON.stringify(keys)])
+  },
+
+  delete(spec) {
+    const text = `DELETE FROM ${spec.table} WHERE shop_id = ? AND ${spec.column} IN (SELECT value FROM json_each(?)) RETURNING 1`
+    return (shopId, keys) => CompiledQuery.raw(text, [shopId, JSON.stringify(keys)])
   },
 
   text(sql) {

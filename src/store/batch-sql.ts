@@ -59,11 +59,35 @@ export interface UpdateSpec {
 
 export type Update = (shopId: number, keys: readonly (number | string)[], values: readonly unknown[]) => CompiledQuery<unknown>
 
+/** A delete of stored rows found by key within a shop. */
+export interface DeleteSpec {
+  table: string
+  column: string
+  keyType: KeyType
+}
+
+/**
+ * A lookup by ranges: the rows of `table` of one shop whose bigint `column` is a triple's first
+ * value and whose `range` column is within its second and third (inclusive), each triple found by
+ * an index condition on (column, shop_id, range).
+ */
+export interface RangesSpec {
+  table: string
+  /** The columns read, each as `t.<name>` can name it. */
+  columns: string
+  column: string
+  range: string
+}
+
+export type Ranges<R> = (shopId: number, triples: readonly (readonly [number, number, number])[]) => CompiledQuery<R>
+
 /** What a dialect builds its statements with. */
 export interface StatementFactory {
   lookup<R>(spec: LookupSpec): Lookup<R>
+  ranges<R>(spec: RangesSpec): Ranges<R>
   insert(spec: InsertSpec): Insert
   update(spec: UpdateSpec): Update
+  delete(spec: DeleteSpec): Update
   /**
    * A statement whose text is written for PostgreSQL, `$1`, `$2`, … each used once and in order
    * (SQLite's form has plain `?`s).

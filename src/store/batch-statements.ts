@@ -28,6 +28,15 @@ export interface LedgerRead {
   rate: string
   rule_version: number
   available_us: number
+  multiplier: string | null
+}
+
+/** An earning as the load reads it (order_earnings). */
+export interface EarningRead {
+  order_id: number
+  customer_id: number
+  processed_us: number
+  base: number
 }
 
 export type BatchStatements = ReturnType<typeof batchStatements>
@@ -50,8 +59,8 @@ export function batchStatements(f: StatementFactory) {
     f.insert({ table, columns, types, conflict: 'ON CONFLICT (shop_id, idem_key) WHERE idem_key IS NOT NULL DO NOTHING RETURNING 1' })
 
   return {
-    rule: f.text<{ rule: string | null; rule_version: number; expiry_schedule: string | null }>(
-      'SELECT rule, rule_version, expiry_schedule FROM shops WHERE id = $1',
+    rule: f.text<{ rule: string | null; rule_version: number; expiry_schedule: string | null; program_schedule: string | null }>(
+      'SELECT rule, rule_version, expiry_schedule, program_schedule FROM shops WHERE id = $1',
     ),
     idem: f.lookup<{ id: string; idem_key: string }>({ table: 'events', columns: 'id, idem_key', column: 'idem_key', keyType: 'text' }),
     customersById: customersBy('id'),
@@ -62,8 +71,24 @@ export function batchStatements(f: StatementFactory) {
     ordersByEmail: ordersBy('email_lower'),
     ledgerOfOrders: f.lookup<LedgerRead>({
       table: 'ledger',
-      columns: 'id, order_id, customer_id, guest_email, points, amount_minor, currency, rate, rule_version, available_us',
+      columns: 'id, order_id, customer_id, guest_email, points, amount_minor, currency, rate, rule_version, available_us, multiplier',
       column: 'order_id',
+      keyType: 'bigint',
+    }),
+    /** The earnings of orders, by order (its primary key). */
+    earningsOfOrders: f.lookup<EarningRead>({ table: 'order_earnings', columns: 'order_id, customer_id, processed_us, base', column: 'order_id', keyType: 'bigint' }),
+    /** Customers' earnings processed within ranges: `[customer_id, lo, hi]` triples (order_earnings_customer). */
+    earningsInRanges: f.ranges<EarningRead>({
+      table: 'order_earnings',
+      columns: 'order_id, customer_id, processed_us, base',
+      column: 'customer_id',
+      range: 'processed_us',
+    }),
+    /** The expiry warnings appended for customers (their primary key). */
+    warnings: f.lookup<{ customer_id: number; expires_us: number }>({
+      table: 'expiry_warnings',
+      columns: 'customer_id, expires_us',
+      column: 'customer_id',
       keyType: 'bigint',
     }),
     /** Points held under guest e-mails (ledger_guest, a partial index of the rows without a customer). */
@@ -108,6 +133,21 @@ export function batchStatements(f: StatementFactory) {
     updateCustomers: upsert('customers', CUSTOMER_COLUMNS.names, CUSTOMER_COLUMNS.types, CUSTOMER_INDEXED),
     updateOrders: upsert('orders', ORDER_COLUMNS.names, ORDER_COLUMNS.types, ORDER_INDEXED),
     insertLedger: f.insert({ table: 'ledger', columns: LEDGER_COLUMNS.names, types: LEDGER_COLUMNS.types, conflict: 'RETURNING 1' }),
+    upsertEarnings: f.insert({
+      table: 'order_earnings',
+      columns: ['shop_id', 'order_id', 'customer_id', 'processed_us', 'base'],
+      types: ['bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
+      conflict:
+        'ON CONFLICT (order_id, shop_id) DO UPDATE SET customer_id = excluded.customer_id, processed_us = excluded.processed_us, base = excluded.base RETURNING 1',
+    }),
+    deleteEarnings: f.delete({ table: 'order_earnings', column: 'order_id', keyType: 'bigint' }),
+    /** An expiry warning once per customer and date: a second is nothing (the customer's lock makes it rare). */
+    insertWarnings: f.insert({
+      table: 'expiry_warnings',
+      columns: ['shop_id', 'customer_id', 'expires_us', 'points', 'created_us'],
+      types: ['bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
+      conflict: 'ON CONFLICT (customer_id, shop_id, expires_us) DO NOTHING RETURNING 1',
+    }),
     /** The batch's customers' entries added to the report's rollup, one row per key (migration 0020). */
     addLedgerDays: f.insert({
       table: 'ledger_days',

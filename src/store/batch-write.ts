@@ -75,6 +75,7 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     redemption_id: e.redemptionId,
     debt: e.debt ? 1 : 0,
     adjustment_id: e.adjustmentId ?? null,
+    multiplier: e.basis.multiplier ?? null,
   }))
   const events = d.events.map((e): Insertable<EventsTable> => ({
     id: e.id,
@@ -108,6 +109,8 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     write('orders', q.updateOrders(ordersKept.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersKept.length),
     write('ledger', q.insertLedger(ledger.map((row) => valuesOf(LEDGER_COLUMNS, row))), null),
     write('ledger_days', q.addLedgerDays(ledgerDays(ledger)), null),
+    ...earningWrites(q, d.earnings ?? []),
+    write('expiry_warnings', q.insertWarnings((d.warnings ?? []).map((w) => [w.shopId, w.customerId, w.expiresUs, w.points, Date.parse(createdAt) * 1000])), d.warnings?.length ?? 0),
     // Another process claimed one of these idempotency keys meanwhile: run the batch again.
     write('events', q.insertEvents(events.map((row) => valuesOf(EVENT_COLUMNS, row))), events.length),
     write('redemptions', q.insertRedemptions(d.redemptions.map((r) => valuesOf(REDEMPTION_COLUMNS, redemptionRow(r)))), d.redemptions.length),
@@ -128,6 +131,20 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
 }
 
 const DAY_US = 86_400_000_000
+
+/**
+ * The earnings a decision changes: upserts of the rows it keeps and deletes of those it drops,
+ * one statement each per shop (the orders are locked by the batch, so no guard is needed).
+ */
+function earningWrites(q: Backend['statements'], changes: NonNullable<Decision['earnings']>) {
+  const rows = changes.flatMap((c) => (c.row ? [[c.shopId, c.orderId, c.row.customerId, c.row.processedUs, c.row.base]] : []))
+  const gone = new Map<number, number[]>()
+  for (const c of changes) if (!c.row) gone.set(c.shopId, [...(gone.get(c.shopId) ?? []), c.orderId])
+  return [
+    { table: 'order_earnings', queries: q.upsertEarnings(rows), expect: null },
+    ...[...gone].map(([shopId, ids]) => ({ table: 'order_earnings', queries: [q.deleteEarnings(shopId, ids, [])], expect: null })),
+  ]
+}
 
 /**
  * The batch's customers' entries summed by shop, day written (UTC), day available and reason: what

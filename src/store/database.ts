@@ -24,6 +24,7 @@ import { firstSnapshots } from './migrations/0018-first-snapshots.ts'
 import { subscriptionLeases } from './migrations/0019-subscription-leases.ts'
 import { ledgerDays } from './migrations/0020-ledger-days.ts'
 import { ruleAuthors } from './migrations/0021-rule-authors.ts'
+import { loyaltyProgram } from './migrations/0022-loyalty-program.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -66,6 +67,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0019-subscription-leases': subscriptionLeases,
     '0020-ledger-days': ledgerDays,
     '0021-rule-authors': ruleAuthors,
+    '0022-loyalty-program': loyaltyProgram,
   }
 }
 

@@ -1,3 +1,4 @@
+import { NO_LOYALTY } from '../batch/state.ts'
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
@@ -23,7 +24,7 @@ test("a customer's clocks come back from its row as they went in", () => {
   fc.assert(
     fc.property(clocksOn([...CUSTOMER_FIELDS, 'deleted', 'first_email']), (clocks) => {
       const record = { ...emptyCustomer(7), clocks }
-      const row = customerRow({ shopId: 1, record, rev: 0, lastHash: null, lastEventId: null, erasedEmailSha: null })
+      const row = customerRow({ shopId: 1, record, rev: 0, lastHash: null, lastEventId: null, erasedEmailSha: null, loyalty: NO_LOYALTY })
       assert.deepEqual(storedCustomer(1, row as Selectable<CustomersTable>).record.clocks, clocks)
     }),
     { numRuns: 300 },
@@ -54,6 +55,7 @@ test('rows written with a clock per field name, or before clocks, are read as be
     lastHash: null,
     lastEventId: null,
     erasedEmailSha: null,
+    loyalty: NO_LOYALTY,
   })
   const byName = { ...base, clocks: JSON.stringify({ first_name: [5, 6], deleted: [7, 8] }) } as Selectable<CustomersTable>
   assert.deepEqual(storedCustomer(1, byName).record.clocks, { first_name: { version_us: 5, arrival_us: 6 }, deleted: { version_us: 7, arrival_us: 8 } })
@@ -100,7 +102,7 @@ test('a record comes back from its row as it went in, every field of its body in
     emptyCustomer(5),
   ]
   for (const record of customers) {
-    const row = customerRow({ shopId: 1, record, rev: 0, lastHash: null, lastEventId: null, erasedEmailSha: null })
+    const row = customerRow({ shopId: 1, record, rev: 0, lastHash: null, lastEventId: null, erasedEmailSha: null, loyalty: NO_LOYALTY })
     assert.deepEqual(storedCustomer(1, row as Selectable<CustomersTable>).record, record)
     assert.deepEqual(storedCustomer(1, asText(row) as Selectable<CustomersTable>).record, record)
   }

@@ -11,7 +11,7 @@ import {
   type OrderField,
   type OrderRecord,
 } from '../domain/merge.ts'
-import type { StoredCustomer, StoredOrder } from '../batch/state.ts'
+import type { CustomerLoyalty, StoredCustomer, StoredOrder } from '../batch/state.ts'
 import { isFlagSchema, isListSchema } from '../schemas/field-kinds.ts'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import type { AdjustmentsTable, CustomersTable, EventsTable, LedgerTable, OrdersTable, RedemptionsTable } from './tables.ts'
@@ -141,6 +141,7 @@ export function toCustomer(row: Selectable<CustomersTable>): CustomerRecord {
     deleted: Number(row.deleted) === 1,
     clocks: clocksFromJson(row.clocks, CUSTOMER_CLOCKS, row as unknown as Record<string, unknown>, fallback),
     erased_us: row.erased_us === null ? null : Number(row.erased_us),
+    newsletter_us: num(row.newsletter_us ?? null),
   }
   fieldsFromRow(row, CUSTOMER_FIELD_COLUMNS, record)
   return record as CustomerRecord
@@ -154,7 +155,30 @@ export function storedCustomer(shopId: number, row: Selectable<CustomersTable>):
     lastHash: row.last_hash,
     lastEventId: row.last_event_id,
     erasedEmailSha: row.erased_email_sha,
+    loyalty: loyaltyOf(row),
   }
+}
+
+type Held = [number, number]
+
+/** The loyalty columns of a customer row. */
+function loyaltyOf(row: Selectable<CustomersTable>): CustomerLoyalty {
+  const bonuses = row.bonuses ? (JSON.parse(row.bonuses) as Partial<Record<'signup' | 'newsletter', Held>>) : {}
+  const held = (h: Held | undefined) => (h ? { points: h[0], available_us: h[1] } : null)
+  return {
+    signup: held(bonuses.signup),
+    newsletter: held(bonuses.newsletter),
+    tier: row.tier ?? null,
+    tierCheckUs: num(row.tier_check_us ?? null),
+  }
+}
+
+function bonusesJson(l: CustomerLoyalty): string | null {
+  if (l.signup === null && l.newsletter === null) return null
+  const out: Partial<Record<'signup' | 'newsletter', Held>> = {}
+  if (l.signup) out.signup = [l.signup.points, l.signup.available_us]
+  if (l.newsletter) out.newsletter = [l.newsletter.points, l.newsletter.available_us]
+  return JSON.stringify(out)
 }
 
 function newest(clocks: Clocks): Clock {
@@ -178,6 +202,10 @@ export function customerRow(s: StoredCustomer): Insertable<CustomersTable> {
     arrival_us: clock.arrival_us,
     erased_us: c.erased_us,
     erased_email_sha: s.erasedEmailSha,
+    newsletter_us: c.newsletter_us,
+    bonuses: bonusesJson(s.loyalty),
+    tier: s.loyalty.tier,
+    tier_check_us: s.loyalty.tierCheckUs,
     clocks: clocksToJson(c.clocks, CUSTOMER_CLOCKS),
     rev: s.rev + 1,
     last_hash: s.lastHash,
@@ -276,6 +304,10 @@ export const CUSTOMER_COLUMNS = columns<Insertable<CustomersTable>>({
   arrival_us: 'bigint',
   erased_us: 'bigint',
   erased_email_sha: 'text',
+  newsletter_us: 'bigint',
+  bonuses: 'text',
+  tier: 'text',
+  tier_check_us: 'bigint',
   clocks: 'text',
   rev: 'bigint',
   last_hash: 'text',
@@ -339,6 +371,7 @@ export const LEDGER_COLUMNS = columns<Omit<Insertable<LedgerTable>, 'id'>>({
   redemption_id: 'text',
   debt: 'smallint',
   adjustment_id: 'text',
+  multiplier: 'text',
 })
 
 export const EVENT_COLUMNS = columns<Insertable<EventsTable>>({
@@ -390,7 +423,7 @@ export const ADJUSTMENT_COLUMNS = columns<Insertable<AdjustmentsTable>>({
 })
 
 /** The columns of customers and orders that secondary indexes hold. */
-export const CUSTOMER_INDEXED = ['email_lower', 'erased_email_sha'] as const
+export const CUSTOMER_INDEXED = ['email_lower', 'erased_email_sha', 'tier_check_us'] as const
 export const ORDER_INDEXED = ['email_lower', 'customer_id'] as const
 
 /** What a row's indexed columns hold, as one string, to tell whether a write changes them. */

@@ -13,6 +13,8 @@ export interface ShopsTable {
   rule_version: Generated<number>
   /** JSON of the expiry schedule (src/loyalty/expiry-schedule.ts); null: the rule's days since ever. */
   expiry_schedule: Generated<string | null>
+  /** JSON of the loyalty program's schedule (src/loyalty/program.ts); null: the rule's program since ever (migration 0022). */
+  program_schedule: Generated<string | null>
 }
 
 export interface ApiKeysTable {
@@ -69,6 +71,34 @@ export interface CustomersTable extends Revisioned, FieldColumns<CustomerFields>
   /** The version of the newest delete ever received; kept when the customer registers again. */
   erased_us: number | null
   erased_email_sha: string | null
+  /** The earliest version of a webhook that said is_newsletter: true (migration 0022). */
+  newsletter_us: number | null
+  /** JSON {signup: [points, available_us], newsletter: […]} of the bonuses held; null when none. */
+  bonuses: string | null
+  /** The tier the change feed last announced; null for none. */
+  tier: string | null
+  /** When the tier may next change by time alone: the tier sweep's index. */
+  tier_check_us: number | null
+}
+
+/** Each order's base points credited to a live customer, where there are any (migration 0022): what VIP tiers count. */
+export interface OrderEarningsTable {
+  shop_id: number
+  order_id: number
+  customer_id: number
+  /** The order's processed_at (or first arrival). */
+  processed_us: number
+  /** Its points under the rule before any multiplier or exclusion. */
+  base: number
+}
+
+/** An expiry warning appended to the change feed (points.expiring): one per customer and expiry date (migration 0022). */
+export interface ExpiryWarningsTable {
+  shop_id: number
+  customer_id: number
+  expires_us: number
+  points: number
+  created_us: number
 }
 
 export interface OrdersTable extends Revisioned, FieldColumns<OrderFields> {
@@ -123,6 +153,8 @@ export interface LedgerTable {
   debt: number
   /** The manual adjustment an adjusted_manually entry belongs to. */
   adjustment_id?: string | null
+  /** The VIP tier's multiplier of an order's award, as a decimal; null: 1 (migration 0022). */
+  multiplier?: string | null
 }
 
 export interface RedemptionsTable {
@@ -305,6 +337,8 @@ export interface Tables {
   adjustments: AdjustmentsTable
   order_customer_links: OrderCustomerLinksTable
   ledger: LedgerTable
+  order_earnings: OrderEarningsTable
+  expiry_warnings: ExpiryWarningsTable
   ledger_days: LedgerDaysTable
   shops: ShopsTable
   api_keys: ApiKeysTable

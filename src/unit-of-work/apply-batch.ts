@@ -1,5 +1,6 @@
 import { isCommand, type BatchItem, type CommandOutcome } from '../batch/commands.ts'
 import { decideBatch, outcomesOf } from '../batch/decide.ts'
+import { mergeNeeds, NeedMore, noNeeds, type Needs } from '../batch/decide-loyalty.ts'
 import type { BatchState, Decision } from '../batch/state.ts'
 import type { Outcome } from '../domain/webhook.ts'
 import { loadBatch, lockKeysOf, LocksBusy, type AsLoaded } from '../store/batch-load.ts'
@@ -47,17 +48,43 @@ const settleKeys = (settle: ReadonlyMap<number, readonly number[]>) => [...settl
  * reaches beyond them is try-locked); with `locked` null, committed state for a read (an
  * explanation), which locks nothing and waits for nothing.
  */
-export function loadUnit(backend: Backend, s: Session, unit: Unit, locked: ReadonlySet<string> | null, asLoaded?: AsLoaded): Promise<BatchState> {
-  return loadBatch(backend, s, unit.items, unit.settle ?? new Map(), locked, asLoaded)
+export function loadUnit(
+  backend: Backend,
+  s: Session,
+  unit: Unit,
+  locked: ReadonlySet<string> | null,
+  asLoaded?: AsLoaded,
+  more?: Needs,
+  nowUs: number | null = null,
+): Promise<BatchState> {
+  return loadBatch(backend, s, unit.items, unit.settle ?? new Map(), locked, asLoaded, more, nowUs)
 }
 
-/** Loads, decides and writes inside an open transaction that holds the locks on `locked`. */
+/** Times the decider may ask for more of the stored state before the unit fails: each ask reaches further. */
+const MAX_ASKS = 4
+
+/**
+ * Loads, decides and writes inside an open transaction that holds the locks on `locked`. When the
+ * decider reaches stored state that was not loaded (an order a late webhook re-prices, a
+ * customer's older history), it is loaded with the rest, and the unit decided again, in the same
+ * transaction: nothing was written yet.
+ */
 async function decideIn(backend: Backend, s: Session, unit: Unit, locked: ReadonlySet<string>, atUs: number): Promise<Decision> {
-  const asLoaded: AsLoaded = new Map()
-  const state = await loadUnit(backend, s, unit, locked, asLoaded)
-  const decision = decideBatch(unit.items, state, settleKeys(unit.settle ?? new Map()), atUs)
-  await writeDecision(s, backend, decision, new Date().toISOString(), asLoaded)
-  return decision
+  let more = noNeeds()
+  for (let ask = 0; ; ask++) {
+    const asLoaded: AsLoaded = new Map()
+    const state = await loadUnit(backend, s, unit, locked, asLoaded, more, atUs)
+    let decision: Decision
+    try {
+      decision = decideBatch(unit.items, state, settleKeys(unit.settle ?? new Map()), atUs)
+    } catch (err) {
+      if (!(err instanceof NeedMore) || ask >= MAX_ASKS) throw err
+      more = mergeNeeds(more, err.needs)
+      continue
+    }
+    await writeDecision(s, backend, decision, new Date().toISOString(), asLoaded)
+    return decision
+  }
 }
 
 /** A unit's parts, for trying each alone: every item by itself, and the orders it settles together. */

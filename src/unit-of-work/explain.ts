@@ -1,7 +1,6 @@
 import { holdingsOf, owners } from '../batch/decide.ts'
+import { pricedTarget } from '../batch/decide-loyalty.ts'
 import { keyOf } from '../batch/state.ts'
-import { targetFor } from '../loyalty/points.ts'
-import { DEFAULT_RULE } from '../loyalty/rule.ts'
 import type { Backend } from '../store/dialect.ts'
 import { loadUnit } from './apply-batch.ts'
 
@@ -22,7 +21,7 @@ export async function explainOrderPoints(backend: Backend, shopId: number, order
   const order = state.orders.get(key)
   if (!order) return undefined
   const owner = owners(state).ownerOf(order)
-  const target = targetFor(order.record, state.rules.get(shopId) ?? { rule: DEFAULT_RULE, version: 1 }, owner.state)
+  const { target } = pricedTarget(state, order, owner)
   const holdings = holdingsOf(state.ledger.get(key) ?? []).filter((h) => h.points !== 0)
   const held = holdings.reduce((sum, h) => sum + h.points, 0)
   // Who holds the points now; when nothing is held, who would be credited.

@@ -1,10 +1,12 @@
 import { decideWebhook, startFold } from '../batch/decide-webhooks.ts'
 import { owners } from '../batch/decide.ts'
+import { noNeeds, pricedTarget } from '../batch/decide-loyalty.ts'
 import { keyOf, type BatchState } from '../batch/state.ts'
 import { changeFor, type Webhook } from '../domain/webhook.ts'
 import { expiresAtUs, parseSchedule } from '../loyalty/expiry-schedule.ts'
 import type { Owner } from '../loyalty/ledger-plan.ts'
-import { targetFor, type Target } from '../loyalty/points.ts'
+import type { Target } from '../loyalty/points.ts'
+import { longestWindowUs, parseProgram, programAfterChange } from '../loyalty/program.ts'
 import { nextVersion } from '../loyalty/rule-changes.ts'
 import { DEFAULT_RULE, expiryOf, type Rule, type VersionedRule } from '../loyalty/rule.ts'
 import type { OrderBody } from '../schemas/webhooks.ts'
@@ -29,6 +31,8 @@ export type Preview =
   | {
       target: Target
       owner: Owner
+      /** The VIP tier the customer would hold at the order's processed_at, its multiplier applied; null for none. */
+      tier: string | null
       /** The version of the rule used: the current one, or null for a proposed rule that differs. */
       ruleVersion: number | null
       /** The version a differing proposed rule would become if saved now. */
@@ -82,14 +86,19 @@ export function previewFrom(state: BatchState, w: Webhook, input: PreviewInput, 
   const key = keyOf(shopId, input.order.id)
   state.orders.delete(key)
   state.ledger.delete(key)
+  state.earnings.delete(key)
   decideWebhook(startFold(state), w)
   const order = state.orders.get(key)!
   const owner = owners(state).ownerOf(order)
-  const { versioned, proposed } = ruleFor(state.rules.get(shopId) ?? { rule: DEFAULT_RULE, version: 1 }, input.rule, nowUs)
-  const target = targetFor(order.record, versioned, owner.state)
+  const current = state.rules.get(shopId) ?? { rule: DEFAULT_RULE, version: 1 }
+  const { versioned, proposed } = ruleFor(current, input.rule, nowUs)
+  const stored = state.programs.get(shopId) ?? parseProgram(null, current.rule)
+  const schedule = proposed ? programAfterChange(stored, versioned.rule, nowUs) : stored
+  const { target, tier } = pricedTarget(state, order, owner, versioned, schedule)
   return {
     target,
     owner,
+    tier,
     ruleVersion: proposed ? null : versioned.version,
     proposedVersion: proposed ? versioned.version : null,
     expiresUs: target.basis === null ? null : expiresAtUs(expiryOf(versioned), target.basis.available_us),
@@ -99,6 +108,14 @@ export function previewFrom(state: BatchState, w: Webhook, input: PreviewInput, 
 /** What `input.order` would earn in the shop at `nowUs`, from committed state; writes nothing. */
 export async function previewOrderPoints(backend: Backend, shopId: number, input: PreviewInput, nowUs: number): Promise<Preview> {
   const w = previewWebhook(shopId, input, nowUs)
-  const state = await loadUnit(backend, backend.reads, { items: [w] }, null)
-  return previewFrom(state, w, input, nowUs)
+  const state = await loadUnit(backend, backend.reads, { items: [w] }, null, undefined, undefined, nowUs)
+  const preview = previewFrom(structuredClone(state), w, input, nowUs)
+  if ('unknownCustomer' in preview || preview.owner.state !== 'customer' || input.rule === undefined) return preview
+  // A proposed rule may count a longer history than the stored one reads: read the customer's.
+  const processedUs = w.change?.kind === 'order' ? (w.change.order.processed_us ?? nowUs) : nowUs
+  const windowUs = longestWindowUs(programAfterChange(state.programs.get(shopId) ?? [], input.rule, nowUs))
+  const more = noNeeds()
+  more.earnings.set(shopId, new Map([[preview.owner.customerId!, [[processedUs - windowUs, Math.max(processedUs, nowUs) + windowUs]]]]))
+  const wider = await loadUnit(backend, backend.reads, { items: [w] }, null, undefined, more, nowUs)
+  return previewFrom(wider, w, input, nowUs)
 }

@@ -1,0 +1,416 @@
+import type { OrderRecord } from '../domain/merge.ts'
+import { parseInstantUs } from '../domain/time.ts'
+import { bonusTarget, BONUSES, planBonusEntries, type BonusCustomer } from '../loyalty/bonuses.ts'
+import type { Owner } from '../loyalty/ledger-plan.ts'
+import { targetFor, type Target } from '../loyalty/points.ts'
+import { exclusionOf, longestWindowUs, optionsAt, periodsOf, tagSetOf, tagTierIndex, usesHistory, type ProgramSchedule, type TagSet } from '../loyalty/program.ts'
+import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
+import { multiplied, nextTierChangeUs, tierAt, type Earning } from '../loyalty/tiers.ts'
+import { emailSha, lower, type Fold } from './decide-webhooks.ts'
+import { keyOf, type BatchState, type CustomerLoyalty, type Decision, type LedgerRow, type StoredCustomer, type StoredEarning, type StoredOrder } from './state.ts'
+
+// The loyalty program in the decider: what an order earns once its customer's history is
+// counted (VIP tier multipliers, exclusions), which other orders a batch re-prices, the sign-up
+// and newsletter bonuses, and the tier each customer holds now. All of it from the stored state
+// and the program's schedule (src/loyalty/program.ts), so the result is the same in any arrival
+// order. What it needs and was not loaded, it asks for (NeedMore): the unit of work loads it and
+// decides the batch again.
+
+const DEFAULT_VERSIONED: VersionedRule = { rule: DEFAULT_RULE, version: 1 }
+/** Bounds of processed_at ranges that reach to the end of time. */
+export const MIN_US = Number.MIN_SAFE_INTEGER
+export const MAX_US = Number.MAX_SAFE_INTEGER
+
+/** What a batch needs loaded besides what its items name; the decider asks, the unit of work loads and decides again. */
+export interface Needs {
+  /** Further orders to settle (loaded and locked, with their ledger), by shop. */
+  orders: Map<number, Set<number>>
+  /** Earnings of customers within ranges of processed_at, by shop and customer. */
+  earnings: Map<number, Map<number, [number, number][]>>
+  /** E-mails whose erased customers (tombstones) must be known, by shop. */
+  erasedEmails: Map<number, Set<string>>
+}
+
+export const noNeeds = (): Needs => ({ orders: new Map(), earnings: new Map(), erasedEmails: new Map() })
+
+/** Everything both ask for. */
+export function mergeNeeds(a: Needs, b: Needs): Needs {
+  const out = noNeeds()
+  for (const n of [a, b]) {
+    for (const [shopId, ids] of n.orders) ids.forEach((id) => addTo(out.orders, shopId, id))
+    for (const [shopId, emails] of n.erasedEmails) emails.forEach((e) => addTo(out.erasedEmails, shopId, e))
+    for (const [shopId, byCustomer] of n.earnings) {
+      const into = out.earnings.get(shopId) ?? new Map<number, [number, number][]>()
+      for (const [id, ranges] of byCustomer) into.set(id, [...(into.get(id) ?? []), ...ranges])
+      out.earnings.set(shopId, into)
+    }
+  }
+  return out
+}
+
+/** The decider needs more stored state than was loaded. */
+export class NeedMore extends Error {
+  constructor(readonly needs: Needs) {
+    super('the batch reaches stored state that was not loaded')
+  }
+}
+
+const addTo = <K, V>(map: Map<K, Set<V>>, key: K, value: V) => {
+  const set = map.get(key) ?? new Set<V>()
+  set.add(value)
+  map.set(key, set)
+}
+
+/** The instant an order's points count from: its processed_at, or its first arrival. */
+export const processedOf = (o: OrderRecord) => o.processed_us ?? o.first_arrival_us
+
+/** How an order of a live customer is priced at its instant. */
+interface Price {
+  excluded: string | undefined
+  multiplier: number
+  tier: string | null
+}
+
+/** What the batch decides of an order before it is settled. */
+export interface Priced {
+  owner: Owner
+  target: Target
+}
+
+export interface LoyaltyPlan {
+  /** The target of every order to settle, multiplier and exclusion applied. */
+  priced: Map<string, Priced>
+  /** Earnings changed, by order key (null: the order no longer earns for anyone). */
+  earnings: Map<string, StoredEarning | null>
+  /** Customers whose current tier is decided again (changed history or tags, deleted, or a tier command). */
+  tiers: Set<string>
+}
+
+interface Context {
+  f: Fold
+  ownerOf: (o: StoredOrder) => Owner
+  nowUs: number
+}
+
+const programOf = (state: BatchState, shopId: number): ProgramSchedule => state.programs.get(shopId) ?? []
+const ruleOf = (state: BatchState, shopId: number) => state.rules.get(shopId) ?? DEFAULT_VERSIONED
+const customerKeyOf = (shopId: number, customerId: number) => keyOf(shopId, customerId)
+
+/**
+ * Prices every order the batch settles and every order whose price its changes reach: a changed
+ * earning moves the tiers of the window after it, and a changed tag the exclusions and tag tiers
+ * of every instant the program counts them at. Orders whose tier or exclusion at their own
+ * instant differs from before are settled too. `tierCommands` names customers whose tier is
+ * decided again whatever changed. Throws NeedMore for what it reaches that was not loaded.
+ */
+export function planLoyalty(ctx: Context, tierCommands: readonly string[]): LoyaltyPlan {
+  const { f } = ctx
+  const state = f.state
+  const needs = noNeeds()
+  const priced = new Map<string, Priced>()
+  const earnings = new Map<string, StoredEarning | null>()
+  const tiers = new Set(tierCommands)
+  /** Customers whose earnings changed: the processed_at of each change. */
+  const moved = new Map<string, number[]>()
+
+  // Settling may reach further orders; their own earnings may change in turn (under a changed rule).
+  const done = new Set<string>()
+  for (let pending = [...f.toSettle.keys()]; pending.length > 0; ) {
+    for (const key of pending) {
+      done.add(key)
+      const o = state.orders.get(key)
+      if (!o) continue
+      const owner = ctx.ownerOf(o)
+      const base = targetFor(o.record, ruleOf(state, o.shopId), owner.state)
+      priced.set(key, { owner, target: base })
+      const row: StoredEarning | null =
+        owner.state === 'customer' && base.points > 0
+          ? { shopId: o.shopId, orderId: o.record.id, customerId: owner.customerId!, processedUs: processedOf(o.record), base: base.points }
+          : null
+      const stored = state.earnings.get(key) ?? null
+      if (sameEarning(stored, row)) continue
+      earnings.set(key, row)
+      for (const e of [stored, row]) {
+        if (!e) continue
+        const c = customerKeyOf(e.shopId, e.customerId)
+        moved.set(c, [...(moved.get(c) ?? []), e.processedUs])
+        tiers.add(c)
+      }
+    }
+    pending = reached(ctx, moved, earnings, needs).filter((key) => !done.has(key))
+    for (const key of pending) if (!f.toSettle.has(key)) f.toSettle.set(key, null)
+  }
+  throwIfNeeded(needs)
+
+  // What the batch did to customers: a deleted one holds no tier, a changed tag may change it.
+  for (const [key, c] of state.customers) {
+    if (!usesHistory(programOf(state, c.shopId)) && c.loyalty.tier === null) continue
+    const before = f.before.get(key)
+    // A new customer may start in a tier of threshold 0, or one its tags give.
+    if (!before || c.record.deleted !== before.deleted || !sameTags(before.tags, c.record.tags)) tiers.add(key)
+  }
+  for (const key of tiers) {
+    const schedule = programOf(state, shopOfKey(key))
+    if (usesHistory(schedule)) need(state, needs, key, ctx.nowUs - longestWindowUs(schedule), ctx.nowUs + longestWindowUs(schedule))
+  }
+  throwIfNeeded(needs)
+
+  // Each order's target, priced at its own instant.
+  for (const [key, p] of priced) {
+    if (p.owner.state !== 'customer' || p.target.basis === null) continue
+    const o = state.orders.get(key)!
+    const schedule = programOf(state, o.shopId)
+    if (!usesHistory(schedule)) continue
+    const ck = customerKeyOf(o.shopId, p.owner.customerId!)
+    const price = priceAt(schedule, tagsAfter(state, ck), earningsOf(state, ck, earnings), processedOf(o.record))
+    p.target = priceTarget(p.target, price)
+  }
+  return { priced, earnings, tiers }
+}
+
+const shopOfKey = (customerKey: string) => Number(customerKey.slice(0, customerKey.indexOf(':')))
+const idOfKey = (customerKey: string) => Number(customerKey.slice(customerKey.indexOf(':') + 1))
+
+const sameEarning = (a: StoredEarning | null, b: StoredEarning | null) =>
+  a === b || (a !== null && b !== null && a.customerId === b.customerId && a.processedUs === b.processedUs && a.base === b.base)
+
+const sameTags = (a: readonly string[] | null, b: readonly string[] | null) => {
+  const x = [...tagSetOf(a)].sort()
+  const y = [...tagSetOf(b)].sort()
+  return x.length === y.length && x.every((t, i) => t === y[i])
+}
+
+function throwIfNeeded(needs: Needs): void {
+  if (needs.orders.size + needs.earnings.size + needs.erasedEmails.size > 0) throw new NeedMore(needs)
+}
+
+/** Notes that the customer's earnings in [lo, hi] must be loaded, when they are not. */
+function need(state: BatchState, needs: Needs, customerKey: string, lo: number, hi: number): boolean {
+  if (state.earningsRanges === null) return false
+  const ranges = state.earningsRanges.get(customerKey) ?? []
+  if (ranges.some(([a, b]) => a <= lo && hi <= b)) return false
+  const shopId = shopOfKey(customerKey)
+  const byCustomer = needs.earnings.get(shopId) ?? new Map<number, [number, number][]>()
+  byCustomer.set(idOfKey(customerKey), [...(byCustomer.get(idOfKey(customerKey)) ?? []), [Math.max(MIN_US, lo), Math.min(MAX_US, hi)]])
+  needs.earnings.set(shopId, byCustomer)
+  return true
+}
+
+/** The customer's tags after the batch. */
+function tagsAfter(state: BatchState, customerKey: string): TagSet {
+  return tagSetOf(state.customers.get(customerKey)?.record.tags ?? null)
+}
+
+/** The customer's loaded earnings with the batch's changes applied (`changes`), or as stored (none). */
+function earningsOf(state: BatchState, customerKey: string, changes: ReadonlyMap<string, StoredEarning | null> = new Map()): Earning[] {
+  const shopId = shopOfKey(customerKey)
+  const customerId = idOfKey(customerKey)
+  const out: Earning[] = []
+  for (const [key, e] of state.earnings) {
+    if (changes.has(key)) continue
+    if (e.shopId === shopId && e.customerId === customerId) out.push(e)
+  }
+  for (const e of changes.values()) if (e && e.shopId === shopId && e.customerId === customerId) out.push(e)
+  return out
+}
+
+function priceAt(schedule: ProgramSchedule, tags: TagSet, earnings: readonly Earning[], atUs: number): Price {
+  const options = optionsAt(schedule, atUs)
+  const excluded = exclusionOf(options, tags)
+  const tier = tierAt(schedule, tags, earnings, atUs)
+  return { excluded, multiplier: tier.multiplier, tier: tier.name }
+}
+
+/**
+ * An order's target from a state as loaded, multiplier and exclusion applied, and the tier it is
+ * priced at: what settlement gives it when nothing else changes (an explanation, a preview).
+ * `rule` and `schedule` try another rule than the stored one.
+ */
+export function pricedTarget(
+  state: BatchState,
+  o: StoredOrder,
+  owner: Owner,
+  rule: VersionedRule = ruleOf(state, o.shopId),
+  schedule: ProgramSchedule = programOf(state, o.shopId),
+): { target: Target; tier: string | null } {
+  const base = targetFor(o.record, rule, owner.state)
+  if (owner.state !== 'customer' || base.basis === null || !usesHistory(schedule)) return { target: base, tier: null }
+  const ck = customerKeyOf(o.shopId, owner.customerId!)
+  const price = priceAt(schedule, tagsAfter(state, ck), earningsOf(state, ck), processedOf(o.record))
+  return { target: priceTarget(base, price), tier: price.tier }
+}
+
+const samePrice = (a: Price, b: Price) => (a.excluded === undefined) === (b.excluded === undefined) && a.multiplier === b.multiplier
+
+/** The base target of an order of a live customer, priced: nothing while excluded, else its base points × the tier's multiplier. */
+function priceTarget(base: Target, price: Price): Target {
+  if (base.basis === null) return base
+  if (price.excluded !== undefined) return { points: 0, basis: null, why: `the customer carries the excluded tag ${price.excluded}`, reversal: 'excluded' }
+  if (price.multiplier === 1) return base
+  const points = multiplied(base.points, price.multiplier)
+  return {
+    points,
+    basis: { ...base.basis, multiplier: String(price.multiplier) },
+    why: `${base.why}, × ${price.multiplier} for tier ${price.tier} (${base.points} base points)`,
+  }
+}
+
+/**
+ * The orders whose price the batch's changes may reach, for each customer whose earnings moved
+ * or whose tags changed: those whose exclusion or multiplier at their own instant differs from
+ * before. Notes in `needs` the earnings to load to know, and the orders to load to settle.
+ */
+function reached(ctx: Context, moved: ReadonlyMap<string, number[]>, changes: ReadonlyMap<string, StoredEarning | null>, needs: Needs): string[] {
+  const state = ctx.f.state
+  const out: string[] = []
+  const customers = new Set(moved.keys())
+  for (const [key, c] of state.customers) if (!sameTags(ctx.f.before.get(key)?.tags ?? null, c.record.tags)) customers.add(key)
+  for (const ck of customers) {
+    const shopId = shopOfKey(ck)
+    const schedule = programOf(state, shopId)
+    if (!usesHistory(schedule)) continue
+    const windowUs = longestWindowUs(schedule)
+    // The instants [lo, hi] whose price may have changed.
+    const spans: [number, number][] = (moved.get(ck) ?? []).map((p) => [p + 1, p + windowUs])
+    const tagsBefore = tagSetOf(ctx.f.before.get(ck)?.tags ?? null)
+    const tagsNow = tagsAfter(state, ck)
+    for (const period of periodsOf(schedule)) {
+      const o = period.options
+      if ((exclusionOf(o, tagsBefore) === undefined) !== (exclusionOf(o, tagsNow) === undefined) || tagTierIndex(o, tagsBefore) !== tagTierIndex(o, tagsNow)) {
+        spans.push([period.from, period.until === Infinity ? MAX_US : period.until - 1 + windowUs])
+      }
+    }
+    if (spans.length === 0) continue
+    let missing = false
+    for (const [lo, hi] of spans) missing = need(state, needs, ck, lo - windowUs, hi) || missing
+    if (missing) continue
+    const before = earningsOf(state, ck)
+    const after = earningsOf(state, ck, changes)
+    for (const e of [...before, ...after]) {
+      const key = keyOf(shopId, e.orderId)
+      if (ctx.f.toSettle.has(key) || out.includes(key) || !spans.some(([lo, hi]) => lo <= e.processedUs && e.processedUs <= hi)) continue
+      if (samePrice(priceAt(schedule, tagsBefore, before, e.processedUs), priceAt(schedule, tagsNow, after, e.processedUs))) continue
+      if (!state.orders.has(key)) addTo(needs.orders, shopId, e.orderId)
+      else out.push(key)
+    }
+  }
+  return out
+}
+
+/** One change of a customer's tier, for the feed. */
+export interface TierChange {
+  shopId: number
+  customerId: number
+  from: string | null
+  to: string | null
+  eventId: string | null
+}
+
+/**
+ * The tier each customer in `plan.tiers` holds at `nowUs`, and when it may next change by time
+ * alone: a change from what the feed last said appends a tier.changed. Updates the customers'
+ * loyalty; returns the changes.
+ */
+export function decideTiers(f: Fold, plan: LoyaltyPlan, nowUs: number, causeOf: (customerKey: string) => string | null): TierChange[] {
+  const state = f.state
+  const changes: TierChange[] = []
+  for (const ck of plan.tiers) {
+    const c = state.customers.get(ck)
+    if (!c) continue
+    const schedule = programOf(state, c.shopId)
+    const tags = tagsAfter(state, ck)
+    const earnings = earningsOf(state, ck, plan.earnings)
+    const live = !c.record.deleted
+    const tier = live ? tierAt(schedule, tags, earnings, nowUs).name : null
+    const checkUs = live ? nextTierChangeUs(schedule, tags, earnings, nowUs) : null
+    // Beyond the loaded window nothing is known: look again by then.
+    const bound = nowUs + longestWindowUs(schedule)
+    const next: CustomerLoyalty = { ...c.loyalty, tier, tierCheckUs: checkUs === null ? null : Math.min(checkUs, bound) }
+    if (next.tier === c.loyalty.tier && next.tierCheckUs === c.loyalty.tierCheckUs) continue
+    if (next.tier !== c.loyalty.tier) changes.push({ shopId: c.shopId, customerId: c.record.id, from: c.loyalty.tier, to: next.tier, eventId: causeOf(ck) })
+    setLoyalty(f, ck, c, next)
+  }
+  return changes
+}
+
+function setLoyalty(f: Fold, key: string, c: StoredCustomer, loyalty: CustomerLoyalty): void {
+  f.state.customers.set(key, { ...c, loyalty })
+  f.changedCustomers.add(key)
+}
+
+/**
+ * The sign-up and newsletter bonuses of the customers the batch changed, and of those a delete
+ * in it took the e-mail of: the entries that bring each to its target. Throws NeedMore when a
+ * customer's e-mail was not looked up among erased customers.
+ */
+export function decideBonuses(f: Fold, erasedEmailOf: (shopId: number, emailLower: string) => boolean, causeOf: (customerKey: string) => string | null): LedgerRow[] {
+  const state = f.state
+  const needs = noNeeds()
+  const rows: LedgerRow[] = []
+  const customers = new Set(f.changedCustomers)
+  for (const [key, c] of state.customers) {
+    const email = lower(c.record.email)
+    if (email !== null && !c.record.deleted && f.erasedEmails.has(keyOf(c.shopId, email))) customers.add(key)
+  }
+  const work: [string, StoredCustomer, BonusCustomer][] = []
+  for (const key of customers) {
+    const c = state.customers.get(key)
+    if (!c) continue
+    const schedule = programOf(state, c.shopId)
+    const offered = schedule.some((p) => p.options.signup_points > 0 || p.options.newsletter_points > 0)
+    if (!offered && c.loyalty.signup === null && c.loyalty.newsletter === null) continue
+    const email = lower(c.record.email)
+    if (email !== null && state.erasedEmailsKnown !== null && !state.erasedEmailsKnown.has(keyOf(c.shopId, email))) {
+      addTo(needs.erasedEmails, c.shopId, email)
+      continue
+    }
+    work.push([
+      key,
+      c,
+      {
+        deleted: c.record.deleted,
+        erased: c.record.erased_us !== null,
+        emailErased: email !== null && erasedEmailOf(c.shopId, emailSha(c.shopId, email)),
+        createdUs: c.record.created_at === null ? null : (parseInstantUs(c.record.created_at) ?? null),
+        newsletterUs: c.record.newsletter_us,
+        tags: tagSetOf(c.record.tags),
+      },
+    ])
+  }
+  throwIfNeeded(needs)
+  for (const [key, c, facts] of work) {
+    const schedule = programOf(state, c.shopId)
+    let loyalty = c.loyalty
+    for (const bonus of BONUSES) {
+      const held = loyalty[bonus]
+      const target = bonusTarget(bonus, facts, schedule)
+      const entries = planBonusEntries(bonus, held, target)
+      if (entries.length === 0) continue
+      for (const e of entries) {
+        rows.push({
+          shopId: c.shopId,
+          orderId: null,
+          redemptionId: null,
+          customerId: c.record.id,
+          guestEmail: null,
+          points: e.points,
+          reason: e.reason,
+          eventId: causeOf(key),
+          debt: false,
+          basis: { amount_minor: 0, currency: null, rate: '0', rule_version: ruleOf(state, c.shopId).version, available_us: e.available_us },
+        })
+      }
+      loyalty = { ...loyalty, [bonus]: target.points === 0 ? null : { points: target.points, available_us: target.available_us } }
+    }
+    if (loyalty !== c.loyalty) setLoyalty(f, key, state.customers.get(key)!, loyalty)
+  }
+  return rows
+}
+
+/** The earnings a decision writes, in order. */
+export function earningWrites(plan: LoyaltyPlan): NonNullable<Decision['earnings']> {
+  return [...plan.earnings].map(([key, row]) => {
+    const [shopId, orderId] = key.split(':').map(Number) as [number, number]
+    return { shopId, orderId, row }
+  })
+}

@@ -1,0 +1,88 @@
+import { ORDER_POINTS_MAX } from './points-limits.ts'
+import { exclusionOf, optionsAt, tagTierIndex, type ProgramSchedule, type TagSet } from './program.ts'
+
+// VIP tiers, decided from a customer's history, never from their balance: the tier at an instant
+// is the highest whose threshold the base points (before any multiplier) of the customer's orders
+// processed within the window before that instant reach, net of reversals, or the tier a tag puts
+// them in if higher. Base points, so the multiplier never feeds itself; history, so spending
+// never demotes and the order in which webhooks arrived does not matter. Pure.
+
+const DAY_US = 86_400_000_000
+
+/** An order's base points credited to a customer (order_earnings): what counts toward tiers. */
+export interface Earning {
+  orderId: number
+  processedUs: number
+  /** The order's points under the rule before any multiplier and exclusion; > 0. */
+  base: number
+}
+
+export interface TierAt {
+  /** The tier's index in the options in force at the instant, or -1 for none. */
+  index: number
+  name: string | null
+  multiplier: number
+  /** Base points counted toward it. */
+  counted: number
+  windowDays: number
+  /** The next tier above the one held, if any, and its threshold. */
+  next: { name: string; points: number } | null
+}
+
+/** Whether an order of a customer with `tags`, processed at `atUs`, is excluded: the excluded tag, if so. */
+export function excludedAt(schedule: ProgramSchedule, tags: TagSet, atUs: number): string | undefined {
+  return exclusionOf(optionsAt(schedule, atUs), tags)
+}
+
+/**
+ * The customer's tier at `atUs`, from their earnings: those processed in [atUs − window, atUs)
+ * count, unless excluded at their own instant.
+ */
+export function tierAt(schedule: ProgramSchedule, tags: TagSet, earnings: Iterable<Earning>, atUs: number): TierAt {
+  const options = optionsAt(schedule, atUs)
+  const windowDays = options.tier_window_days
+  if (options.tiers.length === 0) return { index: -1, name: null, multiplier: 1, counted: 0, windowDays, next: null }
+  const from = atUs - windowDays * DAY_US
+  let counted = 0
+  for (const e of earnings) if (e.processedUs >= from && e.processedUs < atUs && !excludedAt(schedule, tags, e.processedUs)) counted += e.base
+  let index = -1
+  options.tiers.forEach((tier, i) => {
+    if (tier.points <= counted) index = i
+  })
+  index = Math.max(index, tagTierIndex(options, tags))
+  const tier = options.tiers[index]
+  const above = options.tiers[index + 1]
+  return {
+    index,
+    name: tier?.name ?? null,
+    multiplier: tier?.multiplier ?? 1,
+    counted,
+    windowDays,
+    next: above ? { name: above.name, points: above.points } : null,
+  }
+}
+
+/** Base points × the multiplier, rounded down, computed exactly (2 decimals), capped as an order's points are. */
+export function multiplied(base: number, multiplier: number): number {
+  if (multiplier === 1) return base
+  const m100 = Math.round(multiplier * 100)
+  return Math.min(ORDER_POINTS_MAX, Math.floor((base * m100) / 100))
+}
+
+/**
+ * The next instant after `nowUs` at which the tier can change with nothing but time: an order
+ * entering the window at its processed_at or leaving it a window later. Null when none can.
+ */
+export function nextTierChangeUs(schedule: ProgramSchedule, tags: TagSet, earnings: Iterable<Earning>, nowUs: number): number | null {
+  const options = optionsAt(schedule, nowUs)
+  if (options.tiers.length === 0) return null
+  const windowUs = options.tier_window_days * DAY_US
+  let next = Infinity
+  for (const e of earnings) {
+    if (excludedAt(schedule, tags, e.processedUs)) continue
+    // It counts at t when t − window ≤ processed_at < t: from a microsecond after it, until a window after that.
+    if (e.processedUs + 1 > nowUs) next = Math.min(next, e.processedUs + 1)
+    if (e.processedUs + windowUs + 1 > nowUs) next = Math.min(next, e.processedUs + windowUs + 1)
+  }
+  return next === Infinity ? null : next
+}
