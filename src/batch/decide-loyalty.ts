@@ -115,7 +115,8 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
 
   // Settling may reach further orders; their own earnings may change in turn (under a changed rule).
   const done = new Set<string>()
-  for (let pending = [...f.toSettle.keys()]; pending.length > 0; ) {
+  // At least once: a changed tag reaches orders when no order changed.
+  for (let pending = [...f.toSettle.keys()], first = true; first || pending.length > 0; first = false) {
     for (const key of pending) {
       done.add(key)
       const o = state.orders.get(key)

@@ -1,6 +1,20 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import type { Rule } from '../loyalty/rule.ts'
-import { PENDING_DAYS_MAX, PENDING_DAYS_MIN, RATE_MAX, RATE_MIN } from '../loyalty/rule-limits.ts'
+import {
+  BONUS_POINTS_MAX,
+  MULTIPLIER_MAX,
+  MULTIPLIER_MIN,
+  PENDING_DAYS_MAX,
+  PENDING_DAYS_MIN,
+  RATE_MAX,
+  RATE_MIN,
+  TAG_MAX,
+  TIER_NAME_MAX,
+  TIER_POINTS_MAX,
+  TIER_WINDOW_DAYS_MAX,
+  TIER_WINDOW_DAYS_MIN,
+  WARNING_DAYS_MAX,
+} from '../loyalty/rule-limits.ts'
 import { findShop } from '../store/keys-repo.ts'
 import { auditCommandLine, commandLineName } from './audit.ts'
 import { withBackend } from './backend.ts'
@@ -43,6 +57,45 @@ function currencyRate(value: string, previous: Record<string, number> = {}): Rec
   return { ...previous, [m[1]!]: n }
 }
 
+function wholeNumber(what: string, min: number, max: number): (value: string) => number {
+  return (value) => {
+    if (!/^\d{1,13}$/.test(value) || Number(value) < min || Number(value) > max) throw new InvalidArgumentError(`${what} from ${min} to ${max}`)
+    return Number(value)
+  }
+}
+
+const bonus = wholeNumber('a whole number of points', 0, BONUS_POINTS_MAX)
+const windowDays = wholeNumber('a whole number of days', TIER_WINDOW_DAYS_MIN, TIER_WINDOW_DAYS_MAX)
+const warningDays = wholeNumber('a whole number of days', 0, WARNING_DAYS_MAX)
+const printable = (text: string, max: number) => text.length >= 1 && text.length <= max && !/[\u0000-\u001f\u007f]/.test(text)
+
+function tag(value: string, previous: string[] = []): string[] {
+  if (!printable(value, TAG_MAX)) throw new InvalidArgumentError(`a tag of 1 to ${TAG_MAX} printable characters`)
+  return [...previous, value]
+}
+
+type TierOption = { name: string; points: number; multiplier: number }
+
+function tier(value: string, previous: TierOption[] = []): TierOption[] {
+  const m = /^(.+):(\d{1,13})(?::(\d{1,3}(?:\.\d{1,2})?))?$/.exec(value)
+  const points = m ? Number(m[2]) : NaN
+  const multiplier = m?.[3] === undefined ? 1 : Number(m[3])
+  if (!m || !printable(m[1]!, TIER_NAME_MAX) || points > TIER_POINTS_MAX || multiplier < MULTIPLIER_MIN || multiplier > MULTIPLIER_MAX) {
+    throw new InvalidArgumentError(
+      `NAME:POINTS[:MULTIPLIER], a name of 1 to ${TIER_NAME_MAX} characters, a threshold from 0 to ${TIER_POINTS_MAX} and a multiplier from ` +
+        `${MULTIPLIER_MIN} to ${MULTIPLIER_MAX} with at most 2 decimals (default 1), such as Gold:1000:1.5`,
+    )
+  }
+  return [...previous, { name: m[1]!, points, multiplier }]
+}
+
+function tagTier(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const at = value.lastIndexOf('=')
+  const [t, name] = [value.slice(0, at), value.slice(at + 1)]
+  if (at < 0 || !printable(t, TAG_MAX) || !printable(name, TIER_NAME_MAX)) throw new InvalidArgumentError('TAG=TIER, a customer tag and the name of a tier, such as vip=Gold')
+  return { ...previous, [t]: name }
+}
+
 /** The options of `rules set` that change the rule (all but --shop). */
 const CHANGES = [
   'pointsPerUnit',
@@ -54,6 +107,16 @@ const CHANGES = [
   'earnOn',
   'pendingDays',
   'expireAfterDays',
+  'signupPoints',
+  'newsletterPoints',
+  'excludeTag',
+  'clearExcludeTags',
+  'tier',
+  'clearTiers',
+  'tierWindowDays',
+  'tagTier',
+  'clearTagTiers',
+  'expiryWarningDays',
 ]
 
 async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
@@ -100,6 +163,16 @@ export function rulesCommand(): Command {
     .addOption(new Option('--earn-on <state>', 'when an order earns').choices(['paid', 'fulfilled']))
     .option('--pending-days <n>', 'days from processed_at until points are available', days)
     .option('--expire-after-days <n>', 'days after they became available that unspent points expire; 0 (the default) means never', expiryDays)
+    .option('--signup-points <n>', 'points for registering, once per customer created from now on; 0 gives none', bonus)
+    .option('--newsletter-points <n>', 'points for subscribing to the newsletter, once per customer, in webhooks dated from now on; 0 gives none', bonus)
+    .option('--exclude-tag <tag>', 'customers carrying this tag earn nothing (repeatable; adds to the list)', tag)
+    .option('--clear-exclude-tags', 'remove every excluded tag')
+    .option('--tier <NAME:POINTS[:MULTIPLIER]>', 'a VIP tier, thresholds ascending (repeatable; the tiers given replace the list)', tier)
+    .option('--clear-tiers', 'remove every tier')
+    .option('--tier-window-days <n>', 'the days of orders that count toward a tier (default 365)', windowDays)
+    .option('--tag-tier <TAG=TIER>', 'customers carrying the tag are in at least that tier (repeatable; adds to the list)', tagTier)
+    .option('--clear-tag-tiers', 'remove every tag tier')
+    .option('--expiry-warning-days <n>', 'append points.expiring to the feed this many days before points expire; 0 gives none', warningDays)
     .action((options: Record<string, unknown> & { shop: string }) =>
       withBackend(async ({ db }) => {
         const shop = await shopOrFail(db, options.shop)
@@ -134,8 +207,17 @@ export function rulesCommand(): Command {
               ...(options.earnOn !== undefined && { earn_on: options.earnOn }),
               ...(options.pendingDays !== undefined && { pending_days: options.pendingDays }),
               ...(options.expireAfterDays !== undefined && { expire_after_days: options.expireAfterDays }),
+              ...(options.signupPoints !== undefined && { signup_points: options.signupPoints }),
+              ...(options.newsletterPoints !== undefined && { newsletter_points: options.newsletterPoints }),
+              exclude_tags: [
+                ...new Set([...(options.clearExcludeTags ? [] : current.exclude_tags), ...((options.excludeTag as string[] | undefined) ?? [])]),
+              ],
+              tiers: (options.tier as TierOption[] | undefined) ?? (options.clearTiers ? [] : current.tiers),
+              ...(options.tierWindowDays !== undefined && { tier_window_days: options.tierWindowDays }),
+              tag_tiers: { ...(options.clearTagTiers ? {} : current.tag_tiers), ...((options.tagTier as Record<string, string> | undefined) ?? {}) },
+              ...(options.expiryWarningDays !== undefined && { expiry_warning_days: options.expiryWarningDays }),
             })
-            const version = nextVersion(current, stored.expiry_schedule, next, effectiveUs)
+            const version = nextVersion(current, stored.expiry_schedule, next, effectiveUs, stored.program_schedule)
             changes = version?.changes ?? {}
             return version
           },

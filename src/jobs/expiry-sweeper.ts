@@ -1,20 +1,25 @@
-import type { BatchItem, ExpireCommand } from '../batch/commands.ts'
+import type { BatchItem, ExpireCommand, PointsCommand } from '../batch/commands.ts'
 import { dueRanges } from '../loyalty/expiry-schedule.ts'
 import { expiryOf, versionedRule } from '../loyalty/rule.ts'
-import { dueCandidates, expiryRules, maxLedgerId } from '../store/points-repo.ts'
+import { dueCandidates, expiryRules, maxLedgerId, tierChecksDue } from '../store/points-repo.ts'
 import type { Backend } from '../store/dialect.ts'
 import type { BatchResult } from '../unit-of-work/apply-batch.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 
-// Writes expiry when it falls due: every few seconds it finds customers with a
-// lot whose expiry date has passed and sends an expire command for each
-// through the writer. The decider writes what is due minus what has expired
-// already, under the customer's lock, so several processes (or a restart, or
-// a customer found twice) never expire the same points twice.
+// Writes what time alone changes in the points: every few seconds it finds customers with a lot
+// whose expiry date has passed, customers with a lot that expires within the rule's warning days,
+// and customers whose VIP tier may have changed as orders left (or entered) its window, and
+// sends an expire, warn or tier command for each through the writer. The decider writes what is
+// due minus what is written already, under the customer's lock, so several processes (or a
+// restart, or a customer found twice) never expire the same points twice, warn of a date twice,
+// or announce a tier twice.
 
 /** Customers sent to the writer at once: the rest wait, so a backlog never fills the write queue. */
 const CHUNK = 500
+/** Tier checks taken per pass: the rest come in the next, soonest due first. */
+const TIER_CHECKS = 5000
+const DAY_US = 86_400_000_000
 
 export interface ExpirySweeper {
   /** One pass now; resolves when every command it sent is committed. Returns how many customers it settled. */
@@ -31,9 +36,54 @@ export function startExpirySweeper(
 ): ExpirySweeper {
   /** Per shop and schedule: the time already swept to, and the ledger id entries after which may have made old lots due again. */
   const swept = new Map<string, { toUs: number; afterId: number }>()
+  /** The same for warnings: up to when lots due are warned of (now + the warning days). */
+  const warned = new Map<string, { toUs: number; afterId: number }>()
   let lastMaxId = 0
 
+  async function send(items: PointsCommand[]): Promise<void> {
+    for (let i = 0; i < items.length; i += CHUNK) {
+      const results = await Promise.all(items.slice(i, i + CHUNK).map(submit))
+      const failed = results.find((r) => r.status === 'failed')
+      if (failed) throw (failed as { error: Error }).error
+    }
+  }
+
   async function pass(): Promise<number> {
+    const expired = await expiryPass()
+    await warningPass()
+    await tierPass()
+    return expired
+  }
+
+  /** Customers whose lots fall due within the warning days since the last pass, or got entries since. */
+  async function warningPass(): Promise<void> {
+    const nowUs = clockMs() * 1000
+    for (const { shopId, stored } of await expiryRules(backend.db)) {
+      const versioned = versionedRule(stored)
+      const days = versioned.rule.expiry_warning_days
+      const schedule = expiryOf(versioned)
+      if (days === 0 || schedule.days === 0) continue
+      const key = `${shopId}:${days}:${JSON.stringify(schedule)}`
+      const since = warned.get(key)
+      const untilUs = nowUs + days * DAY_US
+      const ranges = dueRanges(schedule, since?.toUs ?? nowUs, untilUs)
+      const changed = since ? { afterId: since.afterId, dueRanges: dueRanges(schedule, nowUs, untilUs) } : null
+      if (ranges.length > 0 || (changed && changed.dueRanges.length > 0)) {
+        const customers = await dueCandidates(backend.db, shopId, ranges, changed)
+        await send(customers.map((customerId) => ({ command: 'warn', shopId, customerId, atUs: nowUs })))
+      }
+      warned.set(key, { toUs: untilUs, afterId: lastMaxId })
+    }
+  }
+
+  /** Customers whose tier check is due: each tier decided again now. */
+  async function tierPass(): Promise<void> {
+    const nowUs = clockMs() * 1000
+    const due = await tierChecksDue(backend.db, nowUs, TIER_CHECKS)
+    await send(due.map(({ shopId, customerId }) => ({ command: 'tier', shopId, customerId, atUs: nowUs })))
+  }
+
+  async function expiryPass(): Promise<number> {
     const nowUs = clockMs() * 1000
     // Entries committed after this read have larger ids than the previous pass's read: the next pass looks at those.
     const maxId = await maxLedgerId(backend.db)
@@ -49,12 +99,7 @@ export function startExpirySweeper(
       const changed = since ? { afterId: since.afterId, dueRanges: dueRanges(schedule, null, nowUs) } : null
       if (ranges.length === 0 && (changed === null || changed.dueRanges.length === 0)) continue
       const customers = await dueCandidates(backend.db, shopId, ranges, changed)
-      for (let i = 0; i < customers.length; i += CHUNK) {
-        const items: ExpireCommand[] = customers.slice(i, i + CHUNK).map((customerId) => ({ command: 'expire', shopId, customerId, atUs: nowUs }))
-        const results = await Promise.all(items.map(submit))
-        const failed = results.find((r) => r.status === 'failed')
-        if (failed) throw (failed as { error: Error }).error
-      }
+      await send(customers.map((customerId): ExpireCommand => ({ command: 'expire', shopId, customerId, atUs: nowUs })))
       settled += customers.length
       swept.set(key, { toUs: nowUs, afterId: lastMaxId })
     }

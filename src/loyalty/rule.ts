@@ -140,6 +140,17 @@ export function ruleFaults(rule: Pick<Rule, 'tiers' | 'tag_tiers'>): { pointer: 
   return faults
 }
 
+/** ruleFaults of a body the schema may not have accepted: the parts it cannot read are left to the schema's errors. */
+export function bodyRuleFaults(body: unknown, prefix = ''): { pointer: string; detail: string }[] {
+  if (typeof body !== 'object' || body === null) return []
+  const { tiers, tag_tiers } = body as Record<string, unknown>
+  const tiersOk = Array.isArray(tiers) && tiers.every((t) => Value.Check(TierSchema, Value.Default(TierSchema, structuredClone(t))))
+  const tagTiersOk = typeof tag_tiers === 'object' && tag_tiers !== null && Object.values(tag_tiers).every((v) => typeof v === 'string')
+  if (!tiersOk) return []
+  const tierList = (tiers as unknown[]).map((t) => Value.Default(TierSchema, structuredClone(t)) as Static<typeof TierSchema>)
+  return ruleFaults({ tiers: tierList, tag_tiers: tagTiersOk ? (tag_tiers as Record<string, string>) : {} }).map((f) => ({ ...f, pointer: `${prefix}${f.pointer}` }))
+}
+
 const escapePointer = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1')
 
 export const DEFAULT_RULE: Rule = normalizeRule({})

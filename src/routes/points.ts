@@ -12,6 +12,7 @@ import { formatUs } from '../domain/time.ts'
 import { customerBalances, customerEntries, customerLots } from '../store/points-repo.ts'
 import { readRule } from '../store/rule-repo.ts'
 import { findCustomer } from '../store/read-repo.ts'
+import { readTier } from '../unit-of-work/tier-read.ts'
 import { READ_PROBLEMS, readAnswer } from './resources.ts'
 
 /** The points endpoint lists what expires this many days ahead. */
@@ -53,6 +54,7 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
       const expiry = expiryOf(versionedRule(rule))
       return {
         customer_id: id,
+        ...(await readTier(backend, shopId, customer, nowUs)),
         ...balances,
         expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expiry).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
         entries: page.rows.map((r) => ({
@@ -61,7 +63,10 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
           points: r.points,
           reason: r.reason,
           debt: Number(r.debt) === 1,
-          basis: r.order_id === null ? null : { amount: fromMinor(r.amount_minor), currency: r.currency, rate: r.rate, rule_version: r.rule_version },
+          basis:
+            r.order_id === null
+              ? null
+              : { amount: fromMinor(r.amount_minor), currency: r.currency, rate: r.rate, multiplier: r.multiplier ?? '1', rule_version: r.rule_version },
           created_at: formatInstant(r.created_at),
           available_at: formatInstant(r.available_at),
         })),

@@ -10,11 +10,12 @@ import { viewMapper } from '../schemas/record-view.ts'
 import { CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import { explainOrderPoints } from '../unit-of-work/explain.ts'
+import { readTier } from '../unit-of-work/tier-read.ts'
 import { findCustomer, findOrder } from '../store/read-repo.ts'
 
 const notFound = (reply: FastifyReply, what: string, id: string) => sendProblem(reply, problem('not-found', `no ${what} ${id} in this shop`))
 
-export const customerView: (c: CustomerRecord) => Static<typeof CustomerView> = viewMapper(CustomerBody, [])
+export const customerView: (c: CustomerRecord) => Omit<Static<typeof CustomerView>, 'tier' | 'tier_progress'> = viewMapper(CustomerBody, [])
 
 const orderFields = viewMapper<Omit<Static<typeof OrderView>, 'customer_id' | 'points'>>(OrderBody, ['customer'])
 
@@ -57,7 +58,7 @@ export async function resourceRoutes(scope: FastifyInstance, services: Services)
       const id = parseId(request.params.id)
       const customer = id === undefined ? undefined : await findCustomer(backend.db, request.principal.shopId, id)
       if (!customer || customer.deleted) return notFound(reply, 'customer', request.params.id)
-      return customerView(customer)
+      return { ...customerView(customer), ...(await readTier(backend, request.principal.shopId, customer, (services.clock?.() ?? Date.now()) * 1000)) }
     },
   )
 

@@ -6,7 +6,35 @@ import { CustomerBody, OrderBody } from './webhooks.ts'
 
 export const IdParams = Type.Object({ id: Type.String({ description: "the shop's id of the resource" }) })
 
-export const CustomerView = Type.Object(viewFields(CustomerBody, [], Type.Union([Type.Boolean(), Type.Null()])))
+/** A customer's VIP tier now and how far they are from the next (README, Loyalty points › VIP tiers). */
+export const TierFields = {
+  tier: Type.Union([Type.String(), Type.Null()], { description: 'the VIP tier the customer holds now; null for none' }),
+  tier_progress: Type.Union(
+    [
+      Type.Object(
+        {
+          points: Type.Integer({ description: 'base points of the orders processed within the window that count toward the tier' }),
+          window_days: Type.Integer({ description: 'the days of orders that count' }),
+          next: Type.Union(
+            [
+              Type.Object(
+                { name: Type.String(), points: Type.Integer({ description: "the next tier's threshold" }) },
+                { additionalProperties: false },
+              ),
+              Type.Null(),
+            ],
+            { description: 'the tier above the one held, and its threshold; null at the top' },
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      Type.Null(),
+    ],
+    { description: 'null when the shop has no tiers' },
+  ),
+}
+
+export const CustomerView = Type.Object({ ...viewFields(CustomerBody, [], Type.Union([Type.Boolean(), Type.Null()])), ...TierFields })
 
 export const OrderView = Type.Object({
   ...viewFields(OrderBody, ['customer'], Type.Boolean()),
@@ -22,12 +50,13 @@ export const OrderView = Type.Object({
 })
 
 export const LedgerEntryView = Type.Object({
-  order_id: Type.Union([Type.Integer(), Type.Null()], { description: 'the order the entry is about; null for redemptions and expiry' }),
+  order_id: Type.Union([Type.Integer(), Type.Null()], { description: 'the order the entry is about; null for redemptions, expiry and bonuses' }),
   redemption_id: Type.Union([Type.String(), Type.Null()], { description: 'the redemption a redeemed or redemption_cancelled entry belongs to' }),
   points: Type.Integer(),
   reason: Type.String({
     description:
-      'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired or adjusted_manually',
+      'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, ' +
+      'signup, newsletter, excluded or tier_adjusted',
   }),
   debt: Type.Boolean({ description: "true on a reversal that took the customer's available points below zero: the points it took back were already spent" }),
   basis: Type.Union(
@@ -36,6 +65,7 @@ export const LedgerEntryView = Type.Object({
         amount: Type.String({ description: 'the amount the points were computed on, two decimals' }),
         currency: Type.Union([Type.String(), Type.Null()]),
         rate: Type.String({ description: 'points per whole currency unit' }),
+        multiplier: Type.String({ description: "the VIP tier's multiplier of the base points (1 without a tier)" }),
         rule_version: Type.Integer(),
       }),
       Type.Null(),
@@ -50,6 +80,7 @@ export const LedgerEntryView = Type.Object({
 
 export const PointsView = Type.Object({
   customer_id: Type.Integer(),
+  ...TierFields,
   available: Type.Integer(),
   pending: Type.Integer(),
   lifetime_earned: Type.Integer({ description: "what the customer's orders have earned and still hold: net of reversals, adjustments and forfeitures" }),

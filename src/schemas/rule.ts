@@ -53,6 +53,9 @@ export const RulePreview = Type.Object(
     why: Type.String({ description: "why it earns what it earns, or nothing, in the words of the order read's points.why" }),
     customer_id: Type.Union([Type.Integer(), Type.Null()], { description: 'the customer who would be credited; null for a guest or no one' }),
     guest_email: Type.Union([Type.String(), Type.Null()], { description: 'the guest e-mail the points would be held under, when no customer has it' }),
+    tier: Type.Union([Type.String(), Type.Null()], {
+      description: "the VIP tier the customer would hold at the order's processed_at, whose multiplier the points include; null for none",
+    }),
     rule_version: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
       description: 'the version of the rule used: the current one, or null for a proposed rule that differs from it',
     }),
@@ -66,6 +69,7 @@ export const RulePreview = Type.Object(
             amount: Type.String({ description: 'the amount the points are computed on, two decimals' }),
             currency: Type.Union([Type.String(), Type.Null()]),
             rate: Type.String({ description: 'points per whole currency unit' }),
+            multiplier: Type.String({ description: "the tier's multiplier of the base points (1 without a tier)" }),
             rule_version: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'null for a proposed rule' }),
           },
           { additionalProperties: false },

@@ -21,9 +21,12 @@ export async function customerBalances(db: Kysely<Tables>, shopId: number, custo
       sql<number>`COALESCE(SUM(CASE WHEN available_us <= ${nowUs} THEN points ELSE 0 END), 0)`.as('available'),
       sql<number>`COALESCE(SUM(CASE WHEN available_us > ${nowUs} THEN points ELSE 0 END), 0)`.as('pending'),
       // Every order entry counts, forfeitures too: a sum that left them out would depend on whether a
-      // delete arrived before or after the orders it forfeits, not only on the final state.
-      // Redemptions and expiry are not orders' entries: they do not change what was earned.
-      sql<number>`COALESCE(SUM(CASE WHEN order_id IS NOT NULL THEN points ELSE 0 END), 0)`.as('lifetime_earned'),
+      // delete arrived before or after the orders it forfeits, not only on the final state. So do the
+      // bonuses' entries (their award, and what took it back or moved it: no order, no redemption, no
+      // adjustment). Redemptions, expiry and an operator's adjustments do not change what was earned.
+      sql<number>`COALESCE(SUM(CASE WHEN order_id IS NOT NULL OR reason IN ('signup', 'newsletter', 'excluded', 'forfeited', 'adjusted') THEN points ELSE 0 END), 0)`.as(
+        'lifetime_earned',
+      ),
     ])
     .where('shop_id', '=', shopId)
     .where('customer_id', '=', customerId)
@@ -35,7 +38,7 @@ export async function customerBalances(db: Kysely<Tables>, shopId: number, custo
 export async function customerEntries(db: Kysely<Tables>, shopId: number, customerId: number, limit: number, before: number | null) {
   let query = db
     .selectFrom('ledger')
-    .select(['id', 'order_id', 'redemption_id', 'points', 'reason', 'debt', 'amount_minor', 'currency', 'rate', 'rule_version', 'created_at', 'available_at'])
+    .select(['id', 'order_id', 'redemption_id', 'points', 'reason', 'debt', 'amount_minor', 'currency', 'rate', 'rule_version', 'multiplier', 'created_at', 'available_at'])
     .where('shop_id', '=', shopId)
     .where('customer_id', '=', customerId)
     .orderBy('id', 'desc')
@@ -158,4 +161,10 @@ export async function dueCandidates(
     out.push(...new Set(holding.map((r) => Number(r.customer_id))))
   }
   return [...new Set(out)].sort((a, b) => a - b)
+}
+
+/** Customers whose tier may have changed by time alone by `nowUs`, soonest first (customers_tier_check). */
+export async function tierChecksDue(db: Kysely<Tables>, nowUs: number, limit: number): Promise<{ shopId: number; customerId: number }[]> {
+  const rows = await db.selectFrom('customers').select(['shop_id', 'id']).where('tier_check_us', '<=', nowUs).orderBy('tier_check_us').limit(limit).execute()
+  return rows.map((r) => ({ shopId: Number(r.shop_id), customerId: Number(r.id) }))
 }

@@ -1,3 +1,4 @@
+import type { Earning } from '../loyalty/tiers.ts'
 import type { Kysely } from 'kysely'
 import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
 import { toCustomer, toOrder } from './rows.ts'
@@ -14,4 +15,17 @@ export async function findCustomer(db: Kysely<Tables>, shopId: number, id: numbe
 export async function findOrder(db: Kysely<Tables>, shopId: number, id: number): Promise<OrderRecord | undefined> {
   const row = await db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('id', '=', id).executeTakeFirst()
   return row && toOrder(row)
+}
+
+/** A customer's earnings processed within [fromUs, toUs] (order_earnings_customer): what their tier counts. */
+export async function customerEarnings(db: Kysely<Tables>, shopId: number, customerId: number, fromUs: number, toUs: number): Promise<Earning[]> {
+  const rows = await db
+    .selectFrom('order_earnings')
+    .select(['order_id', 'processed_us', 'base'])
+    .where('customer_id', '=', customerId)
+    .where('shop_id', '=', shopId)
+    .where('processed_us', '>=', fromUs)
+    .where('processed_us', '<=', toUs)
+    .execute()
+  return rows.map((r) => ({ orderId: Number(r.order_id), processedUs: Number(r.processed_us), base: Number(r.base) }))
 }

@@ -5,7 +5,7 @@ import type { Tables } from './tables.ts'
 // version with the moment it took effect in rule_versions (migration 0015).
 
 export async function readRule(db: Kysely<Tables>, shopId: number) {
-  return db.selectFrom('shops').select(['rule', 'rule_version', 'expiry_schedule']).where('id', '=', shopId).executeTakeFirstOrThrow()
+  return db.selectFrom('shops').select(['rule', 'rule_version', 'expiry_schedule', 'program_schedule']).where('id', '=', shopId).executeTakeFirstOrThrow()
 }
 
 export type StoredRule = Awaited<ReturnType<typeof readRule>>
@@ -20,12 +20,17 @@ export async function writeRule(
   shopId: number,
   ruleJson: string,
   effectiveUs: number,
-  options: { expirySchedule?: string | null; expectedVersion?: number; changedBy?: string | null } = {},
+  options: { expirySchedule?: string | null; programSchedule?: string | null; expectedVersion?: number; changedBy?: string | null; tiersChanged?: boolean } = {},
 ): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
     let update = trx
       .updateTable('shops')
-      .set((eb) => ({ rule: ruleJson, rule_version: eb('rule_version', '+', 1), expiry_schedule: options.expirySchedule ?? null }))
+      .set((eb) => ({
+        rule: ruleJson,
+        rule_version: eb('rule_version', '+', 1),
+        expiry_schedule: options.expirySchedule ?? null,
+        program_schedule: options.programSchedule ?? null,
+      }))
       .where('id', '=', shopId)
     if (options.expectedVersion !== undefined) update = update.where('rule_version', '=', options.expectedVersion)
     const row = await update.returning('rule_version').executeTakeFirst()
@@ -35,6 +40,16 @@ export async function writeRule(
       .insertInto('rule_versions')
       .values({ shop_id: shopId, version, rule: ruleJson, effective_us: effectiveUs, changed_by: options.changedBy ?? null })
       .execute()
+    // New tiers: the tier sweep (src/jobs/loyalty-sweeper.ts) looks at every live customer again.
+    if (options.tiersChanged) {
+      await trx
+        .updateTable('customers')
+        .set({ tier_check_us: effectiveUs })
+        .where('shop_id', '=', shopId)
+        .where('deleted', '=', 0)
+        .where((eb) => eb.or([eb('tier_check_us', 'is', null), eb('tier_check_us', '>', effectiveUs)]))
+        .execute()
+    }
     return version
   })
 }
@@ -48,7 +63,7 @@ export async function changeRule(
   db: Kysely<Tables>,
   shopId: number,
   effectiveUs: number,
-  next: (current: StoredRule) => { rule: string; expirySchedule: string | null } | null,
+  next: (current: StoredRule) => { rule: string; expirySchedule: string | null; programSchedule?: string | null; tiersChanged?: boolean } | null,
   changedBy: string | null = null,
 ): Promise<{ version: number; changed: boolean }> {
   for (;;) {
@@ -57,8 +72,10 @@ export async function changeRule(
     if (wanted === null) return { version: Number(current.rule_version), changed: false }
     const version = await writeRule(db, shopId, wanted.rule, effectiveUs, {
       expirySchedule: wanted.expirySchedule,
+      programSchedule: wanted.programSchedule ?? null,
       expectedVersion: Number(current.rule_version),
       changedBy,
+      tiersChanged: wanted.tiersChanged ?? false,
     })
     if (version !== null) return { version, changed: true }
   }

@@ -6,6 +6,11 @@ import type { CustomerRecord, OrderRecord } from '../../src/domain/merge.ts'
 import { fromMinor } from '../../src/domain/money.ts'
 import type { Status, Topic } from '../../src/domain/webhook.ts'
 import { referenceFold } from '../support/reference.ts'
+import { issueKey } from '../../src/keys/issue-key.ts'
+import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
+import { parseProgram, tagSetOf } from '../../src/loyalty/program.ts'
+import { tierAt } from '../../src/loyalty/tiers.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 import { formatInstant } from '../../src/domain/time.ts'
 import type { CustomerBody, OrderBody } from '../../src/schemas/webhooks.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
@@ -187,7 +192,37 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: orderOpArb },
 )
 
+/**
+ * The loyalty program the shop runs, in force since before the webhooks: bonuses, an exclusion,
+ * tiers (with multipliers, thresholds the generated amounts reach or not, and a tag tier) and
+ * windows short and long against the instants the orders are processed at.
+ */
+const TIER_SETS = [
+  [],
+  [
+    { name: 'Silver', points: 0, multiplier: 1 },
+    { name: 'Gold', points: 5000, multiplier: 2 },
+  ],
+  [
+    { name: 'Silver', points: 100, multiplier: 1.5 },
+    { name: 'Gold', points: 100_000, multiplier: 3 },
+  ],
+] as const
+const programArb = fc
+  .record({
+    signup_points: fc.constantFrom(0, 50),
+    newsletter_points: fc.constantFrom(0, 20),
+    exclude_tags: fc.constantFrom([], ['new']),
+    tiers: fc.constantFrom(0, 1, 2),
+    tier_window_days: fc.constantFrom(1, 30, 365),
+    vipGold: fc.boolean(),
+  })
+  .map(({ tiers, vipGold, ...rest }) =>
+    normalizeRule({ ...rest, tiers: TIER_SETS[tiers], tag_tiers: vipGold && tiers > 0 ? { vip: 'Gold' } : {} }),
+  )
+
 const scenarioArb = fc.record({
+  program: programArb,
   modes: fc.tuple(orderModeArb, orderModeArb, orderModeArb),
   ops: fc.array(fc.tuple(opArb, fc.array(fc.nat({ max: 1000 }), { minLength: 1, maxLength: 3 })), { minLength: 1, maxLength: 14 }),
 })
@@ -201,6 +236,7 @@ type Scenario = typeof scenarioArb extends fc.Arbitrary<infer T> ? T : never
  */
 const FOUND: Scenario[] = [
   {
+    program: normalizeRule({}),
     modes: [
       {
         dated: true,
@@ -341,13 +377,38 @@ const TOPIC_OF: Record<string, Topic> = {
   [ORDER_CREATED]: 'order/hook_created',
 }
 
-function reference(hooks: Hook[]) {
-  const { state, statuses } = referenceFold(hooks.map((h) => ({ topic: TOPIC_OF[h.path]!, payload: h.payload, body: h.body })))
+function reference(hooks: Hook[], program: Rule) {
+  const { state, statuses } = referenceFold(
+    hooks.map((h) => ({ topic: TOPIC_OF[h.path]!, payload: h.payload, body: h.body })),
+    { rule: program, version: 1 },
+  )
   const customers = new Map<number, CustomerRecord>()
   const orders = new Map<number, OrderRecord>()
   for (const c of state.customers.values()) customers.set(c.record.id, c.record)
   for (const o of state.orders.values()) orders.set(o.record.id, o.record)
-  return { customers, orders, statuses }
+  // What each customer holds from orders and bonuses, and each order: the ledger as the pure rules leave it.
+  const earned = new Map<number, number>()
+  const held = new Map<number, number>()
+  for (const [key, lines] of state.ledger) {
+    const orderId = Number(key.split(':')[1])
+    for (const l of lines) {
+      held.set(orderId, (held.get(orderId) ?? 0) + l.points)
+      if (l.customerId !== null) earned.set(l.customerId, (earned.get(l.customerId) ?? 0) + l.points)
+    }
+  }
+  for (const c of state.customers.values()) {
+    const bonuses = (c.loyalty.signup?.points ?? 0) + (c.loyalty.newsletter?.points ?? 0)
+    earned.set(c.record.id, (earned.get(c.record.id) ?? 0) + bonuses)
+  }
+  // The tier now, by the same rule over the customers' earnings in date order.
+  const schedule = parseProgram(null, program)
+  const tierNow = (id: number, nowUs: number) => {
+    const c = customers.get(id)
+    if (!c || c.deleted) return null
+    const earnings = [...state.earnings.values()].filter((e) => e.customerId === id)
+    return tierAt(schedule, tagSetOf(c.tags), earnings, nowUs).name
+  }
+  return { customers, orders, statuses, earned, held, tierNow }
 }
 
 const money = (minor: number | null) => (minor === null ? null : fromMinor(minor))
@@ -401,13 +462,58 @@ async function snapshot(t: TestApp, key: string): Promise<Snapshot> {
   }
   for (const id of CUSTOMER_IDS) await read(`/v3/customers/${id}`)
   for (const id of ORDER_IDS) await read(`/v3/orders/${id}`)
+  // Balances and tiers (the entries that led there depend on arrival; what they add up to does not).
+  for (const id of CUSTOMER_IDS) {
+    const url = `/v3/customers/${id}/points?limit=1`
+    await read(url)
+    const points = state[url]!.body as { entries?: unknown; next_cursor?: unknown } | undefined
+    if (points) {
+      delete points.entries
+      delete points.next_cursor
+    }
+  }
   return state
+}
+
+type Change = { type: string; data: { customer_id?: number; from?: string | null; to?: string | null } }
+
+/** Each customer's tier.changed entries follow on from each other, from none, and end at the tier GET shows. */
+async function assertTierFeed(t: TestApp, key: string, state: Snapshot, context: string) {
+  const changes: Change[] = []
+  for (let after = 0; ; ) {
+    const res = await t.get(`/v3/changes?after=${after}&limit=500`, key)
+    const page = res.json() as { changes: Change[]; next_after: number }
+    changes.push(...page.changes)
+    if (page.changes.length === 0) break
+    after = page.next_after
+  }
+  for (const id of CUSTOMER_IDS) {
+    let tier: string | null = null
+    for (const c of changes.filter((c) => c.type === 'tier.changed' && c.data.customer_id === id)) {
+      assert.equal(c.data.from, tier, `customer ${id}: each tier.changed starts where the one before ended${context}`)
+      assert.notEqual(c.data.to, c.data.from, `customer ${id}: a tier.changed changes the tier${context}`)
+      tier = c.data.to ?? null
+    }
+    const shown = state[`/v3/customers/${id}`]?.body as { tier?: string | null } | undefined
+    assert.equal(tier, shown?.tier ?? null, `customer ${id}: the last tier.changed names the tier now${context}`)
+  }
 }
 
 function expectedSnapshot(ref: ReturnType<typeof reference>): Snapshot {
   const state: Snapshot = {}
-  for (const id of CUSTOMER_IDS) state[`/v3/customers/${id}`] = expectedCustomer(ref.customers.get(id))
-  for (const id of ORDER_IDS) state[`/v3/orders/${id}`] = expectedOrder(ref.orders.get(id))
+  const nowUs = Date.now() * 1000
+  for (const id of CUSTOMER_IDS) {
+    const expected = expectedCustomer(ref.customers.get(id))
+    state[`/v3/customers/${id}`] = expected.body ? { ...expected, body: { ...expected.body, tier: ref.tierNow(id, nowUs) } } : expected
+  }
+  for (const id of ORDER_IDS) {
+    const expected = expectedOrder(ref.orders.get(id))
+    state[`/v3/orders/${id}`] = expected.body ? { ...expected, body: { ...expected.body, points: { held: ref.held.get(id) ?? 0 } } } : expected
+  }
+  for (const id of CUSTOMER_IDS) {
+    const live = ref.customers.get(id) && !ref.customers.get(id)!.deleted
+    state[`/v3/customers/${id}/points?limit=1`] = live ? { status: 200, body: { lifetime_earned: ref.earned.get(id) ?? 0 } } : { status: 404 }
+  }
   return state
 }
 
@@ -417,7 +523,16 @@ function specFields(actual: Snapshot, expected: Snapshot): Snapshot {
     Object.entries(actual).map(([url, { status, body }]) => {
       const want = expected[url]?.body
       if (status !== 200 || typeof want !== 'object' || want === null) return [url, { status, ...(body === undefined ? {} : { body }) }]
-      return [url, { status, body: Object.fromEntries(Object.keys(want).map((k) => [k, (body as Record<string, unknown>)[k]])) }]
+      const got = body as Record<string, unknown>
+      const cut = (k: string) => {
+        const w = (want as Record<string, unknown>)[k]
+        // A nested object the reference knows in part (an order's points.held): only that part.
+        if (typeof w === 'object' && w !== null && !Array.isArray(w) && typeof got[k] === 'object' && got[k] !== null) {
+          return Object.fromEntries(Object.keys(w).map((n) => [n, (got[k] as Record<string, unknown>)[n]]))
+        }
+        return got[k]
+      }
+      return [url, { status, body: Object.fromEntries(Object.keys(want).map((k) => [k, cut(k)])) }]
     }),
   )
 }
@@ -456,15 +571,20 @@ forEachDatabase((kind) => {
   })
   after(() => t.close())
 
-  const freshShop = () => t.newKey(`${kind}-convergence-${++shops}`)
+  /** A new shop running `program` since before its webhooks (a rule version from 1970). */
+  const freshShop = async (program: Rule) => {
+    const issued = await issueKey(t.app.services.backend.db, `${kind}-convergence-${++shops}`)
+    await writeRule(t.app.services.backend.db, issued.shopId, JSON.stringify(program), 0)
+    return issued.key
+  }
 
   async function check(scenario: Scenario, concurrent: boolean) {
     const { hooks, deliveries } = materialize(scenario)
     const delivered = interleave(hooks, deliveries)
-    const context = describeRun(hooks, delivered, concurrent)
-    const ref = reference(hooks)
-    const inOrder = await freshShop()
-    const shuffled = await freshShop()
+    const context = `${describeRun(hooks, delivered, concurrent)}program: ${JSON.stringify(scenario.program)}\n`
+    const ref = reference(hooks, scenario.program)
+    const inOrder = await freshShop(scenario.program)
+    const shuffled = await freshShop(scenario.program)
 
     // The true order, one at a time: the answers are the reference's.
     const trueStatuses: Status[] = []
@@ -486,6 +606,8 @@ forEachDatabase((kind) => {
     assert.deepEqual(specFields(inOrderState, expected), expected, `true order vs the pure rules${context}`)
     const shuffledState = await snapshot(t, shuffled)
     assert.deepEqual(shuffledState, inOrderState, `interleaved${concurrent ? ' (concurrent)' : ''} vs true order${context}`)
+    await assertTierFeed(t, inOrder, inOrderState, context)
+    await assertTierFeed(t, shuffled, shuffledState, context)
   }
 
   test('property: any interleaving with redeliveries converges to the true order and the pure rules', async () => {

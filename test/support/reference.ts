@@ -1,5 +1,6 @@
 import { emptyState, type BatchState } from '../../src/batch/state.ts'
 import type { Status, Topic, Webhook } from '../../src/domain/webhook.ts'
+import { parseProgram } from '../../src/loyalty/program.ts'
 import type { VersionedRule } from '../../src/loyalty/rule.ts'
 import type { CustomerBody, OrderBody } from '../../src/schemas/webhooks.ts'
 import { decide, webhook } from './decider.ts'
@@ -30,7 +31,11 @@ export interface Reference {
 /** Folds `hooks` in order, each as its own batch, as the service does when they arrive one by one; undated webhooks are received now, after every dated stamp the tests write. */
 export function referenceFold(hooks: readonly ReferenceHook[], rule?: VersionedRule, firstArrivalUs = Date.now() * 1000): Reference {
   let state = emptyState()
-  if (rule) state.rules.set(SHOP, rule)
+  if (rule) {
+    state.rules.set(SHOP, rule)
+    // The rule's program in force since ever, as a rule written before any webhook.
+    state.programs.set(SHOP, parseProgram(null, rule.rule))
+  }
   const statuses: Status[] = []
   hooks.forEach((hook, i) => {
     const { decision, state: next } = decide(state, [webhookOf(hook, firstArrivalUs + i, `e${i}`)])

@@ -4,7 +4,7 @@ import { formatUs } from '../../domain/time.ts'
 import { commandBodyProblem, notFound, sendProblem, shopByName } from '../../http/intake/index.ts'
 import { addMemberBodyErrors } from '../../http/json-body.ts'
 import { nextVersion, type RuleChanges } from '../../loyalty/rule-changes.ts'
-import { normalizeRule, parseStoredRule, type Rule } from '../../loyalty/rule.ts'
+import { bodyRuleFaults, normalizeRule, parseStoredRule, type Rule } from '../../loyalty/rule.ts'
 import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
 import { RuleBody, RulePreview, RulePreviewBody, RuleView } from '../../schemas/rule.ts'
 import type { OrderBody } from '../../schemas/webhooks.ts'
@@ -75,7 +75,7 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
     },
     async (request: FastifyRequest<{ Params: { shop: string } }>, reply) => {
       const shop = await shopByName(services, request.params.shop)
-      const refused = commandBodyProblem(request, 'rule')
+      const refused = commandBodyProblem(request, 'rule', (body) => bodyRuleFaults(body))
       if (refused) return sendProblem(reply, refused)
       const next: Rule = normalizeRule(request.body)
       let changes: RuleChanges = {}
@@ -84,7 +84,7 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
         shop.id,
         ctx.nowUs(),
         (stored) => {
-          const version = nextVersion(parseStoredRule(stored.rule), stored.expiry_schedule, next, ctx.nowUs())
+          const version = nextVersion(parseStoredRule(stored.rule), stored.expiry_schedule, next, ctx.nowUs(), stored.program_schedule)
           changes = version?.changes ?? {}
           return version
         },
@@ -127,7 +127,7 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
     async (request: FastifyRequest<{ Params: { shop: string } }>, reply) => {
       const shop = await shopByName(services, request.params.shop)
       addMemberBodyErrors(request, { order: RulePreviewBody.properties.order, rule: RuleBody })
-      const refused = commandBodyProblem(request, 'preview')
+      const refused = commandBodyProblem(request, 'preview', (body) => bodyRuleFaults(body.rule, '/rule'))
       if (refused) return sendProblem(reply, refused)
       const body = request.body as { order: OrderBody; customer_id?: number; rule?: unknown }
       const preview = await previewOrderPoints(
@@ -145,9 +145,16 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
         why: target.why,
         customer_id: owner.state === 'customer' ? owner.customerId : null,
         guest_email: owner.state === 'guest' ? owner.guestEmail : null,
+        tier: preview.tier,
         rule_version: preview.ruleVersion,
         proposed_version: preview.proposedVersion,
-        basis: basis && { amount: fromMinor(basis.amount_minor), currency: basis.currency, rate: basis.rate, rule_version: preview.ruleVersion },
+        basis: basis && {
+          amount: fromMinor(basis.amount_minor),
+          currency: basis.currency,
+          rate: basis.rate,
+          multiplier: basis.multiplier ?? '1',
+          rule_version: preview.ruleVersion,
+        },
         available_at: basis && formatUs(basis.available_us),
         expires_at: preview.expiresUs === null ? null : formatUs(preview.expiresUs),
       }
