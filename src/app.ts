@@ -53,7 +53,7 @@ export interface BuildOptions {
    * see days pass. Webhooks keep their own arrival clock.
    */
   clock?: () => number
-  /** How often the expiry sweeper runs (default 20 s: expiry is written within a minute of its due time); 0 turns it off. */
+  /** How often the points sweeper runs, in ms (default SWEEP_INTERVAL_SECONDS); 0 turns it off. */
   sweepEveryMs?: number
   /** Told of every statement the app runs with its parameters (tests: test/operations/query-plans.test.ts). */
   onStatement?: StatementObserver
@@ -126,7 +126,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     cooldownMs: 1000,
   })
   const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }), keyUseRecorder(batchWriter))
-  const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? 20_000, report)
+  const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? config.SWEEP_INTERVAL_SECONDS * 1000, report)
   // The change feed: positions for committed entries, the readers' long poll, the NATS relay.
   // Signing secrets of outgoing webhooks, sealed at rest under SECRETS_KEY (src/keys/secret-box.ts).
   const secrets = lazySecretBox(config)

@@ -77,7 +77,7 @@ function tag(value: string, previous: string[] = []): string[] {
 type TierOption = { name: string; points: number; multiplier: number }
 
 function tier(value: string, previous: TierOption[] = []): TierOption[] {
-  const m = /^(.+):(\d{1,13})(?::(\d{1,3}(?:\.\d{1,2})?))?$/.exec(value)
+  const m = /^(.+?):(\d{1,13})(?::(\d{1,3}(?:\.\d{1,2})?))?$/.exec(value)
   const points = m ? Number(m[2]) : NaN
   const multiplier = m?.[3] === undefined ? 1 : Number(m[3])
   if (!m || !printable(m[1]!, TIER_NAME_MAX) || points > TIER_POINTS_MAX || multiplier < MULTIPLIER_MIN || multiplier > MULTIPLIER_MAX) {

@@ -7,7 +7,7 @@ import { noStore } from '../http/no-store.ts'
 import { parseId, problem, sendProblem } from '../http/intake/index.ts'
 import { problemResponses } from '../schemas/problems.ts'
 import { viewMapper } from '../schemas/record-view.ts'
-import { CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
+import { CustomerRecordView, CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import { explainOrderPoints } from '../unit-of-work/explain.ts'
 import { readTier } from '../unit-of-work/tier-read.ts'
@@ -15,7 +15,7 @@ import { findCustomer, findOrder } from '../store/read-repo.ts'
 
 const notFound = (reply: FastifyReply, what: string, id: string) => sendProblem(reply, problem('not-found', `no ${what} ${id} in this shop`))
 
-export const customerView: (c: CustomerRecord) => Omit<Static<typeof CustomerView>, 'tier' | 'tier_progress'> = viewMapper(CustomerBody, [])
+export const customerView: (c: CustomerRecord) => Static<typeof CustomerRecordView> = viewMapper(CustomerBody, [])
 
 const orderFields = viewMapper<Omit<Static<typeof OrderView>, 'customer_id' | 'points'>>(OrderBody, ['customer'])
 

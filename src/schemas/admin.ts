@@ -3,7 +3,7 @@ import { ADJUSTMENT_POINTS_MAX } from '../loyalty/points-limits.ts'
 import { Text } from './common.ts'
 import { problemResponses, type ProblemStatus } from './problems.ts'
 import { RedemptionView } from './redemptions.ts'
-import { CustomerView, LedgerEntryView, OrderView } from './resources.ts'
+import { CustomerRecordView, LedgerEntryView, OrderView, TierFields } from './resources.ts'
 
 // The admin API's schemas (README, Operator console). Lists are {items, next_cursor}, newest first.
 
@@ -169,11 +169,11 @@ export const AdminPoints = Type.Object({
 })
 export const AdminOrder = Type.Object({ ...OrderView.properties })
 export const AdminCustomerSummary = Type.Object({
-  ...CustomerView.properties,
+  ...CustomerRecordView.properties,
   deleted: Type.Boolean({ description: 'true for a tombstone: the customer was deleted; the ledger is kept' }),
 })
 export const AdminCustomer = Type.Object({
-  customer: AdminCustomerSummary,
+  customer: Type.Object({ ...AdminCustomerSummary.properties, ...TierFields }),
   points: AdminPoints,
   orders: Type.Array(AdminOrder, { description: 'the orders linked to the customer, newest id first, the latest 100' }),
 })

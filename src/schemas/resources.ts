@@ -34,7 +34,9 @@ export const TierFields = {
   ),
 }
 
-export const CustomerView = Type.Object({ ...viewFields(CustomerBody, [], Type.Union([Type.Boolean(), Type.Null()])), ...TierFields })
+/** A customer's fields as the shop sent them. */
+export const CustomerRecordView = Type.Object(viewFields(CustomerBody, [], Type.Union([Type.Boolean(), Type.Null()])))
+export const CustomerView = Type.Object({ ...CustomerRecordView.properties, ...TierFields })
 
 export const OrderView = Type.Object({
   ...viewFields(OrderBody, ['customer'], Type.Boolean()),

@@ -109,6 +109,7 @@ export async function ledgerOf(db: Kysely<Tables>, shopId: number, by: { custome
       'ledger.amount_minor',
       'ledger.currency',
       'ledger.rate',
+      'ledger.multiplier',
       'ledger.rule_version',
       'ledger.created_at',
       'ledger.available_at',

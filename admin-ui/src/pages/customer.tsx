@@ -289,6 +289,17 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
           </span>
           <span class="muted">lifetime earned</span>
         </div>
+        {c.tier_progress && (
+          <div>
+            <span class="figure" data-tier>
+              {c.tier ?? 'no tier'}
+            </span>
+            <span class="muted">
+              {c.tier_progress.points} base points in {c.tier_progress.window_days} days
+              {c.tier_progress.next ? `; ${c.tier_progress.next.name} at ${c.tier_progress.next.points}` : ''}
+            </span>
+          </div>
+        )}
       </div>
       {!deleted && canChange.value && <AdjustForm shop={shop} id={c.id} onDone={() => setTick((t) => t + 1)} />}
       <h2>Ledger</h2>

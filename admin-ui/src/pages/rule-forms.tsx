@@ -17,7 +17,24 @@ export interface RuleDraft {
   earn_on: string
   pending_days: string
   expire_after_days: string
+  signup_points: string
+  newsletter_points: string
+  /** "staff, wholesale" */
+  exclude_tags: string
+  /** "Silver:100, Gold:1000:1.5", as rules set --tier takes them */
+  tiers: string
+  tier_window_days: string
+  /** "vip=Gold" */
+  tag_tiers: string
+  expiry_warning_days: string
 }
+
+/** A list typed with commas (or semicolons, or new lines), empty entries left out. */
+const listOf = (text: string) =>
+  text
+    .split(/[,;\n]+/)
+    .map((e) => e.trim())
+    .filter((e) => e !== '')
 
 export function draftOf(rule: Rule): RuleDraft {
   return {
@@ -31,6 +48,15 @@ export function draftOf(rule: Rule): RuleDraft {
     earn_on: rule.earn_on,
     pending_days: String(rule.pending_days),
     expire_after_days: String(rule.expire_after_days),
+    signup_points: String(rule.signup_points),
+    newsletter_points: String(rule.newsletter_points),
+    exclude_tags: rule.exclude_tags.join(', '),
+    tiers: rule.tiers.map((t) => `${t.name}:${t.points}${t.multiplier === 1 ? '' : `:${t.multiplier}`}`).join(', '),
+    tier_window_days: String(rule.tier_window_days),
+    tag_tiers: Object.entries(rule.tag_tiers)
+      .map(([tag, tier]) => `${tag}=${tier}`)
+      .join(', '),
+    expiry_warning_days: String(rule.expiry_warning_days),
   }
 }
 
@@ -53,6 +79,22 @@ export function ruleOfDraft(d: RuleDraft): Rule {
     earn_on: d.earn_on,
     pending_days: numberOf(d.pending_days),
     expire_after_days: numberOf(d.expire_after_days),
+    signup_points: numberOf(d.signup_points),
+    newsletter_points: numberOf(d.newsletter_points),
+    exclude_tags: listOf(d.exclude_tags),
+    // NAME:POINTS[:MULTIPLIER]: a part that is not a number is sent as null, and refused by name.
+    tiers: listOf(d.tiers).map((entry) => {
+      const [name = '', points = '', multiplier] = entry.split(':').map((p) => p.trim())
+      return { name, points: numberOf(points), multiplier: multiplier === undefined ? 1 : numberOf(multiplier) }
+    }),
+    tier_window_days: numberOf(d.tier_window_days),
+    tag_tiers: Object.fromEntries(
+      listOf(d.tag_tiers).map((entry) => {
+        const at = entry.lastIndexOf('=')
+        return at < 0 ? [entry, ''] : [entry.slice(0, at).trim(), entry.slice(at + 1).trim()]
+      }),
+    ),
+    expiry_warning_days: numberOf(d.expiry_warning_days),
   } as unknown as Rule
 }
 
@@ -82,7 +124,8 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
       <h2>Change the rule</h2>
       <p class="muted">
         Saved as a new version, in effect from now for orders that change afterwards (<code>points rebuild</code> applies it to all). Expiry switched on or
-        shortened never expires points at once.
+        shortened never expires points at once. Bonuses, exclusions and tiers count from now: for customers created, subscriptions dated and orders
+        processed from now on.
       </p>
       <div class="fields">
         <label>
@@ -112,6 +155,39 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
           Expire after days{' '}
           <input name="expire_after_days" inputMode="numeric" size={6} value={draft.expire_after_days} onInput={(e) => set({ expire_after_days: text(e) })} />
           <span class="muted"> (0: never)</span>
+        </label>
+        <label>
+          Sign-up points <input name="signup_points" inputMode="numeric" size={8} value={draft.signup_points} onInput={(e) => set({ signup_points: text(e) })} />
+        </label>
+        <label>
+          Newsletter points{' '}
+          <input name="newsletter_points" inputMode="numeric" size={8} value={draft.newsletter_points} onInput={(e) => set({ newsletter_points: text(e) })} />
+        </label>
+        <label class="grow">
+          Excluded tags{' '}
+          <input name="exclude_tags" placeholder="staff, wholesale (these customers earn nothing)" value={draft.exclude_tags} onInput={(e) => set({ exclude_tags: text(e) })} />
+        </label>
+        <label class="grow">
+          VIP tiers{' '}
+          <input name="tiers" placeholder="Silver:100, Gold:1000:1.5 (name:threshold:multiplier)" value={draft.tiers} onInput={(e) => set({ tiers: text(e) })} />
+        </label>
+        <label>
+          Tier window days{' '}
+          <input name="tier_window_days" inputMode="numeric" size={5} value={draft.tier_window_days} onInput={(e) => set({ tier_window_days: text(e) })} />
+        </label>
+        <label class="grow">
+          Tag tiers <input name="tag_tiers" placeholder="vip=Gold" value={draft.tag_tiers} onInput={(e) => set({ tag_tiers: text(e) })} />
+        </label>
+        <label>
+          Warn days before expiry{' '}
+          <input
+            name="expiry_warning_days"
+            inputMode="numeric"
+            size={4}
+            value={draft.expiry_warning_days}
+            onInput={(e) => set({ expiry_warning_days: text(e) })}
+          />
+          <span class="muted"> (0: no warning)</span>
         </label>
         <label>
           <input type="checkbox" name="include_shipping" checked={draft.include_shipping} onChange={(e) => set({ include_shipping: checked(e) })} /> shipping
@@ -194,8 +270,10 @@ function PreviewAnswer({ p }: { p: RulePreview }) {
           <>
             <dt>basis</dt>
             <dd>
-              {p.basis.amount} {p.basis.currency ?? ''} at {p.basis.rate} per unit
+              {p.basis.amount} {p.basis.currency ?? ''} at {p.basis.rate} per unit{p.basis.multiplier === '1' ? '' : `, × ${p.basis.multiplier}`}
             </dd>
+            <dt>tier</dt>
+            <dd data-tier>{p.tier ?? 'none'}</dd>
             <dt>available</dt>
             <dd data-available>{time(p.available_at)}</dd>
             <dt>expires</dt>

@@ -29,6 +29,26 @@ const OPTIONS: { key: keyof Rule; label: string; show: (r: Rule) => string }[] =
   { key: 'earn_on', label: 'earned when', show: (r) => r.earn_on },
   { key: 'pending_days', label: 'pending days', show: (r) => String(r.pending_days) },
   { key: 'expire_after_days', label: 'expire after days', show: (r) => (r.expire_after_days === 0 ? 'never' : String(r.expire_after_days)) },
+  { key: 'signup_points', label: 'sign-up', show: (r) => (r.signup_points === 0 ? 'none' : `${r.signup_points} points`) },
+  { key: 'newsletter_points', label: 'newsletter', show: (r) => (r.newsletter_points === 0 ? 'none' : `${r.newsletter_points} points`) },
+  { key: 'exclude_tags', label: 'excluded tags', show: (r) => (r.exclude_tags.length === 0 ? 'none' : r.exclude_tags.join(', ')) },
+  {
+    key: 'tiers',
+    label: 'VIP tiers',
+    show: (r) => (r.tiers.length === 0 ? 'none' : r.tiers.map((t) => `${t.name} ${t.points}${t.multiplier === 1 ? '' : ` ×${t.multiplier}`}`).join(', ')),
+  },
+  { key: 'tier_window_days', label: 'tier window days', show: (r) => String(r.tier_window_days) },
+  {
+    key: 'tag_tiers',
+    label: 'tag tiers',
+    show: (r) =>
+      Object.keys(r.tag_tiers).length === 0
+        ? 'none'
+        : Object.entries(r.tag_tiers)
+            .map(([tag, tier]) => `${tag} → ${tier}`)
+            .join(', '),
+  },
+  { key: 'expiry_warning_days', label: 'expiry warning', show: (r) => (r.expiry_warning_days === 0 ? 'none' : `${r.expiry_warning_days} days ahead`) },
 ]
 
 const changedFrom = (v: RuleVersion, older: RuleVersion | undefined, key: keyof Rule) =>

@@ -22,6 +22,7 @@ import { customerBalances, customerLots } from '../../store/points-repo.ts'
 import { readRule } from '../../store/rule-repo.ts'
 import { findCustomer } from '../../store/read-repo.ts'
 import { customerView, orderView, readAnswer } from '../resources.ts'
+import { readTier } from '../../unit-of-work/tier-read.ts'
 import { notFound, parseId, shopByName } from '../../http/intake/index.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
@@ -44,7 +45,10 @@ function entriesOf(rows: LedgerRows) {
     points: Number(r.points),
     reason: r.reason,
     debt: Number(r.debt) === 1,
-    basis: r.order_id === null ? null : { amount: fromMinor(Number(r.amount_minor)), currency: r.currency, rate: r.rate, rule_version: Number(r.rule_version) },
+    basis:
+      r.order_id === null
+        ? null
+        : { amount: fromMinor(Number(r.amount_minor)), currency: r.currency, rate: r.rate, multiplier: r.multiplier ?? '1', rule_version: Number(r.rule_version) },
     created_at: formatInstant(r.created_at),
     available_at: formatInstant(r.available_at),
     adjustment: r.adjustment_id ? { adjustment_id: r.adjustment_id, reason: r.adjustment_reason ?? '', operator: r.adjustment_operator ?? '' } : null,
@@ -118,7 +122,7 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
       ])
       const expiry = expiryOf(versionedRule(rule))
       return {
-        customer: summary(customer),
+        customer: { ...summary(customer), ...(await readTier(backend, shop.id, customer, nowUs)) },
         points: {
           ...balances,
           expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expiry).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),

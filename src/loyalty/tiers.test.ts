@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import fc from 'fast-check'
+import '../../test/support/seed.ts'
+import { programAfterChange, tagSetOf, type ProgramSchedule } from './program.ts'
+import { normalizeRule } from './rule.ts'
+import { multiplied, nextTierChangeUs, tierAt, type Earning } from './tiers.ts'
+
+// The tier at an instant: base points of the orders processed within the window before it
+// (excluded ones left out), the highest threshold they reach, or a tag's tier if higher; never
+// the balance. And when time alone can change it.
+
+const DAY = 86_400_000_000
+const T0 = 1_000 * DAY
+const program = (options: object, fromUs = 0): ProgramSchedule => programAfterChange([], normalizeRule(options), fromUs)
+const TIERS = {
+  tiers: [
+    { name: 'Silver', points: 100 },
+    { name: 'Gold', points: 1000, multiplier: 1.5 },
+    { name: 'Platinum', points: 5000, multiplier: 2.25 },
+  ],
+  tier_window_days: 30,
+}
+const none = tagSetOf([])
+const earning = (orderId: number, day: number, base: number): Earning => ({ orderId, processedUs: T0 + day * DAY, base })
+
+test('the window: orders processed in [t − window, t) count; an order does not count toward its own instant', () => {
+  const s = program(TIERS)
+  const earnings = [earning(1, 0, 600), earning(2, 10, 500)]
+  assert.equal(tierAt(s, none, earnings, T0 + 10 * DAY).name, 'Silver', 'at order 2 itself: only order 1 counts')
+  assert.equal(tierAt(s, none, earnings, T0 + 10 * DAY + 1).name, 'Gold')
+  assert.equal(tierAt(s, none, earnings, T0 + 30 * DAY).counted, 1100, 'order 1 still counts exactly a window after it')
+  assert.equal(tierAt(s, none, earnings, T0 + 30 * DAY + 1).counted, 500, 'then it leaves')
+  assert.equal(tierAt(s, none, earnings, T0 + 40 * DAY + 1).name, null, 'and order 2 a window after it')
+})
+
+test('thresholds: the highest reached; none below the lowest; a threshold of 0 is everyone', () => {
+  const s = program(TIERS)
+  const at = (base: number) => tierAt(s, none, [earning(1, 0, base)], T0 + DAY)
+  assert.deepEqual(
+    [99, 100, 999, 1000, 4999, 5000].map((b) => at(b).name),
+    [null, 'Silver', 'Silver', 'Gold', 'Gold', 'Platinum'],
+  )
+  assert.deepEqual(at(1000).next, { name: 'Platinum', points: 5000 })
+  assert.equal(at(5000).next, null)
+  assert.equal(at(99).multiplier, 1)
+  assert.equal(tierAt(program({ tiers: [{ name: 'Member', points: 0 }] }), none, [], T0).name, 'Member')
+})
+
+test("a tag tier puts a customer in at least its tier; an excluded customer's orders count for nothing", () => {
+  const s = program({ ...TIERS, tag_tiers: { VIP: 'gold' }, exclude_tags: ['staff'] })
+  const earnings = [earning(1, 0, 6000)]
+  assert.equal(tierAt(s, tagSetOf(['vip']), [], T0).name, 'Gold')
+  assert.equal(tierAt(s, tagSetOf(['vip']), earnings, T0 + DAY).name, 'Platinum', 'the higher of the two')
+  assert.equal(tierAt(s, tagSetOf(['Staff']), earnings, T0 + DAY).name, null)
+})
+
+test('options count from the moment they took effect: tiers set later do not reach back', () => {
+  const s = programAfterChange(program({}), normalizeRule(TIERS), T0 + 5 * DAY)
+  const earnings = [earning(1, 0, 2000)]
+  assert.equal(tierAt(s, none, earnings, T0 + 4 * DAY).name, null, 'before the tiers existed')
+  assert.equal(tierAt(s, none, earnings, T0 + 6 * DAY).name, 'Gold', 'after, counting the order before them')
+})
+
+test('multiplied: base points × the multiplier, rounded down, exactly, capped as an order is', () => {
+  assert.equal(multiplied(333, 1.5), 499)
+  assert.equal(multiplied(7, 2.25), 15)
+  assert.equal(multiplied(10, 1.1), 11, 'no float error: 10 × 1.1 is 11, not 11.000000000000002 rounded down')
+  assert.equal(multiplied(29, 1.15), 33)
+  assert.equal(multiplied(1_000_000_000, 100), 1_000_000_000)
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 1_000_000_000 }), fc.integer({ min: 100, max: 10_000 }), (base, m100) => {
+      const exact = (BigInt(base) * BigInt(m100)) / 100n
+      assert.equal(multiplied(base, m100 / 100), Number(exact < 1_000_000_000n ? exact : 1_000_000_000n))
+    }),
+  )
+})
+
+test('the next change by time alone: a microsecond after an order, and a window and a microsecond after it', () => {
+  const s = program(TIERS)
+  const earnings = [earning(1, 0, 600), earning(2, 40, 500)]
+  assert.equal(nextTierChangeUs(s, none, earnings, T0 + 20 * DAY), T0 + 30 * DAY + 1, 'order 1 leaves')
+  assert.equal(nextTierChangeUs(s, none, earnings, T0 + 35 * DAY), T0 + 40 * DAY + 1, 'order 2 enters')
+  assert.equal(nextTierChangeUs(s, none, earnings, T0 + 80 * DAY), null)
+  assert.equal(nextTierChangeUs(program({}), none, earnings, T0), null, 'no tiers, no change')
+  // Whatever the instant, the tier is the same until that moment.
+  fc.assert(
+    fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 90 }), fc.integer({ min: 1, max: 2000 })), { maxLength: 6 }), fc.integer({ min: 0, max: 120 }), (list, day) => {
+      const es = list.map(([d, base], i) => earning(i, d, base))
+      const now = T0 + day * DAY
+      const next = nextTierChangeUs(s, none, es, now)
+      const until = next ?? now + 200 * DAY
+      for (const at of [now, Math.floor((now + until) / 2), until - 1]) assert.equal(tierAt(s, none, es, at).name, tierAt(s, none, es, now).name)
+    }),
+  )
+})
