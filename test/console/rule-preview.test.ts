@@ -89,9 +89,10 @@ forEachDatabase((kind) => {
         why: 'paid order: 12.34 EUR at 1 point per unit (rule v1)',
         customer_id: 41,
         guest_email: null,
+        tier: null,
         rule_version: 1,
         proposed_version: null,
-        basis: { amount: '12.34', currency: 'EUR', rate: '1', rule_version: 1 },
+        basis: { amount: '12.34', currency: 'EUR', rate: '1', multiplier: '1', rule_version: 1 },
         available_at: '2026-01-15T00:00:00.000000Z',
         expires_at: null,
       })
@@ -150,7 +151,7 @@ forEachDatabase((kind) => {
       assert.equal(got.points, 37)
       assert.equal(got.why, 'paid order: 12.34 EUR at 3 points per unit (rule v2)')
       assert.deepEqual([got.rule_version, got.proposed_version], [null, 2])
-      assert.deepEqual(got.basis, { amount: '12.34', currency: 'EUR', rate: '3', rule_version: null })
+      assert.deepEqual(got.basis, { amount: '12.34', currency: 'EUR', rate: '3', multiplier: '1', rule_version: null })
       assert.equal(got.available_at, '2026-01-08T00:00:00.000000Z')
       // Switched on now: points already available expire 30 days after now, not after their date.
       assert.equal(got.expires_at, new Date(NOW_MS + 30 * DAY_MS).toISOString().replace('.000Z', '.000000Z'))

@@ -16,6 +16,10 @@ import {
   type TestDatabase,
 } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from '../support/server-process.ts'
+import { issueKey } from '../../src/keys/issue-key.ts'
+import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
+import { openBackend } from '../../src/store/database.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 
 // Several server processes on one PostgreSQL converge (README, "How state converges":
 // "several server processes on one PostgreSQL converge too"). Three real `shop-intake serve`
@@ -33,6 +37,9 @@ import { createKey, request, startServerProcess, stopServerProcess, type Answer,
 //   deleted always name them (never a guest phase that a delete's e-mail erasure could catch);
 // - customers matched by e-mail keep one e-mail and are never deleted; e-mails are distinct;
 // - an order's processed_at never changes, and is weeks from the 14-day availability edge.
+// Each round's shop runs a loyalty program of its own, in force before its webhooks: sign-up and
+// newsletter bonuses, an excluded tag, VIP tiers over a 30-day window (orders processed days
+// apart, so late ones re-price others), a tag tier, or nothing.
 //
 // MULTIPROC_SEED and MULTIPROC_ROUNDS replay or extend a run (the seed is printed);
 // MULTIPROC_PROCESSES changes the number of processes (1 shows what lanes alone do).
@@ -77,9 +84,11 @@ function writeInstant(us: number, [offsetMinutes, label]: (typeof OFFSETS)[numbe
   return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(micros, 6)}${label}`
 }
 
-/** processed_at: long available, or pending for another 11 days, or absent. */
+/** processed_at: long available (days apart, within a tier window of each other), or pending for another 11 days, or absent. */
 const PROCESSED = {
   old: '2024-03-01T09:30:00+01:00',
+  older: '2024-02-20T18:00:00Z',
+  oldest: '2024-02-12T07:15:00-05:00',
   recent: new Date(Date.now() - 3 * DAY_MS).toISOString().replace(/\.\d+Z$/, 'Z'),
   none: undefined,
 } as const
@@ -100,9 +109,33 @@ interface Delivery {
 }
 
 interface Round {
+  program: Rule
   hooks: Hook[]
   deliveries: Delivery[]
 }
+
+const PROGRAMS = [
+  {},
+  { signup_points: 50, newsletter_points: 20 },
+  { exclude_tags: ['new'], signup_points: 10 },
+  {
+    tiers: [
+      { name: 'Silver', points: 20 },
+      { name: 'Gold', points: 150, multiplier: 2 },
+    ],
+    tier_window_days: 30,
+    tag_tiers: { vip: 'Gold' },
+  },
+  {
+    tiers: [
+      { name: 'Silver', points: 0, multiplier: 1.25 },
+      { name: 'Gold', points: 1000, multiplier: 3 },
+    ],
+    tier_window_days: 30,
+    exclude_tags: ['ümlaut'],
+    newsletter_points: 5,
+  },
+] as const
 
 type Owner = { kind: 'embed'; customer: number; always: boolean } | { kind: 'email'; customer: number } | { kind: 'guest' }
 
@@ -170,7 +203,7 @@ const MONEY = ['0.00', '9.99', '25.50', '120.00', '1999.95'] as const
 function buildRound(g: Gen): Round {
   const owners = new Map(ORDER_IDS.map((id) => [id as number, ownerOf(g, id)]))
   const datedOrders = new Set<number>(g(fc.shuffledSubarray, [...ORDER_IDS], { minLength: 3, maxLength: 5 }))
-  const processed = new Map(ORDER_IDS.map((id) => [id as number, pick(g, ['old', 'old', 'recent', 'none'] as const)]))
+  const processed = new Map(ORDER_IDS.map((id) => [id as number, pick(g, ['old', 'older', 'oldest', 'recent', 'none'] as const)]))
   const created = new Map(CUSTOMER_IDS.map((id) => [id, writeInstant(BASE_US - g(fc.integer, { min: 1, max: 900 }) * DAY_MS * 1000, pick(g, OFFSETS))]))
   // Undated orders: one template each, and the lifecycle so far.
   const templates = new Map(
@@ -244,7 +277,8 @@ function buildRound(g: Gen): Round {
   // Redeliveries: some webhooks are sent two or three times, byte for byte.
   const copies = hooks.flatMap((_, i) => Array<number>(pick(g, [1, 1, 1, 2, 2, 3])).fill(i))
   const shuffled: number[] = g(fc.shuffledSubarray, copies, { minLength: copies.length, maxLength: copies.length })
-  return { hooks, deliveries: shuffled.map((hook) => ({ hook, process: g(fc.integer, { min: 0, max: PROCESSES - 1 }) })) }
+  const program = normalizeRule(pick(g, PROGRAMS))
+  return { program, hooks, deliveries: shuffled.map((hook) => ({ hook, process: g(fc.integer, { min: 0, max: PROCESSES - 1 }) })) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,6 +326,23 @@ async function snapshot(reader: Reader): Promise<Snapshot> {
     keep(`/v3/customers/${id}/points`, await pointsSummary(reader, id))
   }
   for (const id of ORDER_IDS) keep(`/v3/orders/${id}`, await reader.get(`/v3/orders/${id}`))
+  // Each customer's tier.changed entries, as a chain: where the first started, each next from where the last ended, where it ends.
+  const changes: { type: string; data: { customer_id: number; from: string | null; to: string | null } }[] = []
+  for (let after = 0; ; ) {
+    const page = (await reader.get(`/v3/changes?after=${after}&limit=500`)).body as { changes: typeof changes; next_after: number }
+    if (page.changes.length === 0) break
+    changes.push(...page.changes)
+    after = page.next_after
+  }
+  for (const id of CUSTOMER_IDS) {
+    let tier: string | null = null
+    let unbroken = true
+    for (const c of changes.filter((c) => c.type === 'tier.changed' && c.data.customer_id === id)) {
+      unbroken &&= c.data.from === tier && c.data.to !== c.data.from
+      tier = c.data.to
+    }
+    state[`/v3/customers/${id}/tier-feed`] = { status: 200, body: { ends_at: tier, unbroken } }
+  }
   return state
 }
 
@@ -367,7 +418,7 @@ const short = (hook: Hook) => `${hook.path.split('/').slice(-2).join('/')} ${hoo
 function describeRound(round: Round, roundNo: number): string {
   const trueOrder = round.hooks.map((h, i) => `  ${i}. ${short(h)}`).join('\n')
   const sent = round.deliveries.map((d) => `${d.hook}→p${d.process}`).join(' ')
-  return `\nseed ${SEED}, round ${roundNo}\ntrue order:\n${trueOrder}\nsent all at once, in this order (webhook→process): ${sent}\n`
+  return `\nseed ${SEED}, round ${roundNo}\nprogram: ${JSON.stringify(round.program)}\ntrue order:\n${trueOrder}\nsent all at once, in this order (webhook→process): ${sent}\n`
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -399,6 +450,7 @@ const PARTS = {
   customers: (url: string) => /^\/v3\/customers\/\d+$/.test(url),
   orders: (url: string) => url.startsWith('/v3/orders/'),
   points: (url: string) => url.endsWith('/points'),
+  tiers: (url: string) => url.endsWith('/tier-feed'),
 } as const
 
 interface Compared {
@@ -433,8 +485,17 @@ test(
       for (const [i, round] of rounds.entries()) {
         const roundNo = i + 1
         const context = describeRound(round, roundNo)
-        const { key } = await createKey(database!.url, `multi-${SEED}-${roundNo}`)
-        const refKey = await reference!.newKey(`reference-${SEED}-${roundNo}`)
+        const { key, shopId } = await createKey(database!.url, `multi-${SEED}-${roundNo}`)
+        const ref = await issueKey(reference!.app.services.backend.db, `reference-${SEED}-${roundNo}`)
+        const refKey = ref.key
+        // The round's program, since before its webhooks, on both sides.
+        const backend = openBackend(database!.url)
+        try {
+          await writeRule(backend.db, shopId, JSON.stringify(round.program), 0)
+        } finally {
+          await backend.close()
+        }
+        await writeRule(reference!.app.services.backend.db, ref.shopId, JSON.stringify(round.program), 0)
 
         // Every delivery in flight at once, each to its process.
         const sent = await Promise.all(round.deliveries.map((d) => deliver(servers, agents, key, round.hooks[d.hook]!, d)))
@@ -494,6 +555,10 @@ test(
     await t.test('customers are the same', () => assertPart(compared, 'customers'))
     await t.test('orders are the same', () => assertPart(compared, 'orders'))
     await t.test('point balances and entry sums are the same', () => assertPart(compared, 'points'))
+    await t.test("each customer's tier.changed entries follow on from each other and end at the same tier", () => {
+      for (const c of compared) for (const [url, v] of Object.entries(part(c.actual, PARTS.tiers))) assert.ok((v.body as { unbroken: boolean }).unbroken, `round ${c.roundNo} ${url}${c.context}`)
+      assertPart(compared, 'tiers')
+    })
     await t.test("the points report's rollup holds the ledger's sums exactly, written by every process at once", async () => {
       const client = new pg.Client({ connectionString: database!.url })
       await client.connect()

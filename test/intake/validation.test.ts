@@ -151,7 +151,7 @@ forEachDatabase((kind) => {
       const res = await t.get(`/v3/customers/${id}`)
       assert.equal(res.statusCode, 200)
       // Timestamps read back as the same instant, in UTC with six fraction digits.
-      assert.deepEqual(res.json(), { ...customer, created_at: '2024-05-01T04:30:00.123456Z', updated_at: '2024-05-02T08:00:00.000000Z' })
+      assert.deepEqual(res.json(), { ...customer, created_at: '2024-05-01T04:30:00.123456Z', updated_at: '2024-05-02T08:00:00.000000Z', tier: null, tier_progress: null })
     })
 
     const badStrings: unknown[] = [12, true, false, null, ['a'], { a: 1 }]
@@ -489,6 +489,8 @@ forEachDatabase((kind) => {
         ...customer,
         created_at: '2024-04-01T03:00:00.000000Z',
         updated_at: '2024-04-02T00:00:00.000000Z',
+        tier: null,
+        tier_progress: null,
       })
     })
 

@@ -200,6 +200,15 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
+    why: 'The points sweeper finds the customers whose tier time alone may have changed: the soonest due of customers_tier_check, a partial index of the date alone across shops, holding only the customers with a check to make (src/store/points-repo.ts tierChecksDue, migration 0022).',
+    statement: /^select "shop_id", "id" from "customers" where "tier_check_us" <= \S+ order by "tier_check_us" limit \S+$/,
+    table: 'customers',
+    shape: {
+      postgres: /^Index Scan using customers_tier_check on customers\s+Index Cond: \(tier_check_us <= \$1\)$/,
+      sqlite: /^SEARCH customers USING INDEX customers_tier_check \(tier_check_us<\?\)$/,
+    },
+  },
+  {
     why: "A points rebuild walks a shop's orders by id, 500 at a time: pages of the primary key (src/store/rebuild-repo.ts); on PostgreSQL it leads with the id (migration 0010), other shops' orders among them checked and left.",
     statement: /^select "id" from "orders" where "shop_id" = \S+ and "id" > \S+ order by "id" limit \S+$/,
     table: 'orders',

@@ -177,6 +177,36 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
   await run('replays', [{ ...first, redemptionId: uuidv7() }, adjust(8, 50, 'adjust-1')])
   await run('a cancel', [{ command: 'cancel', shopId: a.id, customerId: 8, redemptionId: first.redemptionId, atUs: now() }])
 
+  // The loyalty program: tiers priced from each customer's earnings (a range read), a late order that
+  // re-prices the orders after it (further orders and their earnings asked for), a tag that excludes,
+  // bonuses (erased customers looked up by e-mail), a tier command and a warn command.
+  await writeRule(
+    backend.db,
+    a.id,
+    JSON.stringify(
+      normalizeRule({
+        signup_points: 5,
+        newsletter_points: 2,
+        exclude_tags: ['staff'],
+        tiers: [
+          { name: 'Silver', points: 1 },
+          { name: 'Gold', points: 50, multiplier: 2 },
+        ],
+        tag_tiers: { vip: 'Gold' },
+        expire_after_days: 30,
+        expiry_warning_days: 40,
+      }),
+    ),
+    0,
+  )
+  await run('orders priced by tier', [hook('order/hook_created', order(120, 9, { customer: customer(11, 9) }))])
+  await run('a late order re-prices', [hook('order/hook_created', order(121, 2, { customer: customer(11, 2) }))])
+  await run('a tag excludes, bonuses', [hook('customer/hook_created', { ...customer(11, 10), tags: ['staff'], is_newsletter: true })])
+  await run('tier and warn commands', [
+    { command: 'tier', shopId: a.id, customerId: 11, atUs: now() },
+    { command: 'warn', shopId: a.id, customerId: 8, atUs: now() },
+  ])
+
   // Expiry: a rule under which the points have expired; the sweeper finds whom to settle, twice
   // (the second pass looks only at what changed since).
   await writeRule(backend.db, a.id, JSON.stringify(normalizeRule({ expire_after_days: 30 })), 0)
@@ -409,7 +439,8 @@ export async function fill(backend: Backend, a: Shop, b: Shop, rows = FILL_ROWS)
  * Set-based statements (one text for both databases) that bring the rest of the tables to about
  * `rows` rows: the operators' tables (shops, their keys, admins, sessions, the audit log, relay
  * streams), which webhooks never grow, redemptions and adjustments past the commands above, the
- * report's rollup, and the links pruning leaves (the orders' links to their customers).
+ * report's rollup, the links pruning leaves (the orders' links to their customers), expiry warnings
+ * and earnings.
  */
 function topUps(shopId: number, rows: number): string[] {
   const numbers = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${rows})`
@@ -430,5 +461,8 @@ function topUps(shopId: number, rows: number): string[] {
     `${numbers} INSERT INTO ledger_days (shop_id, day, available_day, reason, points) SELECT CASE WHEN i <= 400 THEN ${shopId} ELSE 1000000 + i END, 'fill-' || i, i, 'earned', 1 FROM n`,
     `${numbers} INSERT INTO subscription_deliveries (subscription_id, position, type, status, attempts, updated_us) SELECT 1 + i % 50, i, 'customer.updated', 'delivered', 1, 0 FROM n`,
     'INSERT INTO order_customer_links (shop_id, customer_id, order_id) SELECT shop_id, customer_id, id FROM orders WHERE customer_id IS NOT NULL ON CONFLICT DO NOTHING',
+    // The loyalty program's: warnings of other shops' customers, and earnings past the orders' own.
+    `${numbers} INSERT INTO expiry_warnings (shop_id, customer_id, expires_us, points, created_us) SELECT 1000000 + i, i, 1735689600000000 + i, 1, 0 FROM n`,
+    `${numbers} INSERT INTO order_earnings (shop_id, order_id, customer_id, processed_us, base) SELECT 1000000 + i, i, i % 1000, 1735689600000000 + i, 1 FROM n`,
   ]
 }
