@@ -19,7 +19,15 @@ const held = (state: BatchState) => state.wallets.get(keyOf(1, 7))!.reduce((n, l
 function given(lots: [day: number, points: number][]): BatchState {
   const state = emptyState()
   state.rules.set(1, { rule: normalizeRule({}), version: 1 })
-  state.customers.set(keyOf(1, 7), { shopId: 1, rev: 1, lastHash: null, lastEventId: null, erasedEmailSha: null, loyalty: NO_LOYALTY, record: { id: 7, deleted: false } as never })
+  state.customers.set(keyOf(1, 7), {
+    shopId: 1,
+    rev: 1,
+    lastHash: null,
+    lastEventId: null,
+    erasedEmailSha: null,
+    loyalty: NO_LOYALTY,
+    record: { id: 7, deleted: false } as never,
+  })
   state.wallets.set(
     keyOf(1, 7),
     lots.map(([day, points]) => ({ available_us: day * DAY_US, points, expired: 0 })),

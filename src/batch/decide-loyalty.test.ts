@@ -90,7 +90,7 @@ describe('VIP tiers', () => {
       assert.deepEqual(held(order), expected, `delivered ${order.join(', ')}`)
   })
 
-  test("a tag tier puts the customer in at least its tier for the orders it prices; the tier now is announced once", () => {
+  test('a tag tier puts the customer in at least its tier for the orders it prices; the tier now is announced once', () => {
     givenState(program({ ...TIERS, tag_tiers: { vip: 'Gold' } })(), [customer({ email: 'a@x.com', updated_at: at(0) })], [paid(1, 1, '50.00')])
       .when([customer({ tags: ['VIP'], updated_at: at(2) })])
       .then((d, state) => {
@@ -120,7 +120,7 @@ describe('VIP tiers', () => {
 })
 
 describe('exclusion', () => {
-  test("while a customer carries an excluded tag, their orders and bonuses hold nothing (excluded); when it goes, they earn again", () => {
+  test('while a customer carries an excluded tag, their orders and bonuses hold nothing (excluded); when it goes, they earn again', () => {
     const given = givenState(
       program({ pending_days: 0, exclude_tags: ['staff'], signup_points: 50 })(),
       [customer({ email: 'a@x.com', created_at: at(0), updated_at: at(0) })],

@@ -3,11 +3,30 @@ import { parseInstantUs } from '../domain/time.ts'
 import { bonusTarget, BONUSES, planBonusEntries, type BonusCustomer } from '../loyalty/bonuses.ts'
 import type { Owner } from '../loyalty/ledger-plan.ts'
 import { targetFor, type Target } from '../loyalty/points.ts'
-import { exclusionOf, longestWindowUs, optionsAt, periodsOf, tagSetOf, tagTierIndex, usesHistory, type ProgramSchedule, type TagSet } from '../loyalty/program.ts'
+import {
+  exclusionOf,
+  longestWindowUs,
+  optionsAt,
+  periodsOf,
+  tagSetOf,
+  tagTierIndex,
+  usesHistory,
+  type ProgramSchedule,
+  type TagSet,
+} from '../loyalty/program.ts'
 import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
 import { multiplied, nextTierChangeUs, tierAt, type Earning } from '../loyalty/tiers.ts'
 import { emailSha, lower, type Fold } from './decide-webhooks.ts'
-import { keyOf, type BatchState, type CustomerLoyalty, type Decision, type LedgerRow, type StoredCustomer, type StoredEarning, type StoredOrder } from './state.ts'
+import {
+  keyOf,
+  type BatchState,
+  type CustomerLoyalty,
+  type Decision,
+  type LedgerRow,
+  type StoredCustomer,
+  type StoredEarning,
+  type StoredOrder,
+} from './state.ts'
 
 // The loyalty program in the decider: what an order earns once its customer's history is
 // counted (VIP tier multipliers, exclusions), which other orders a batch re-prices, the sign-up
@@ -344,7 +363,11 @@ function setLoyalty(f: Fold, key: string, c: StoredCustomer, loyalty: CustomerLo
  * in it took the e-mail of: the entries that bring each to its target. Throws NeedMore when a
  * customer's e-mail was not looked up among erased customers.
  */
-export function decideBonuses(f: Fold, erasedEmailOf: (shopId: number, emailLower: string) => boolean, causeOf: (customerKey: string) => string | null): LedgerRow[] {
+export function decideBonuses(
+  f: Fold,
+  erasedEmailOf: (shopId: number, emailLower: string) => boolean,
+  causeOf: (customerKey: string) => string | null,
+): LedgerRow[] {
   const state = f.state
   const needs = noNeeds()
   const rows: LedgerRow[] = []

@@ -14,7 +14,15 @@ const NOW = 100 * DAY_US
 function given(lots: [day: number, points: number][], expireAfterDays = 0): BatchState {
   const state = emptyState()
   state.rules.set(1, { rule: normalizeRule({ expire_after_days: expireAfterDays }), version: 3 })
-  state.customers.set(keyOf(1, 7), { shopId: 1, rev: 1, lastHash: null, lastEventId: null, erasedEmailSha: null, loyalty: NO_LOYALTY, record: { id: 7, deleted: false } as never })
+  state.customers.set(keyOf(1, 7), {
+    shopId: 1,
+    rev: 1,
+    lastHash: null,
+    lastEventId: null,
+    erasedEmailSha: null,
+    loyalty: NO_LOYALTY,
+    record: { id: 7, deleted: false } as never,
+  })
   state.wallets.set(
     keyOf(1, 7),
     lots.map(([day, points]) => ({ available_us: day * DAY_US, points, expired: 0 })),

@@ -2,7 +2,18 @@ import { formatUs } from '../domain/time.ts'
 import type { Reason } from '../loyalty/ledger-plan.ts'
 import { DEFAULT_RULE, expiryOf, type VersionedRule } from '../loyalty/rule.ts'
 import { BALANCE_POINTS_MAX } from '../loyalty/points-limits.ts'
-import { addToLots, adjustmentEntries, availableAt, DAY_US, expiringBetween, expiryCorrections, pointsHeld, spend, type Lot, type LotEntry } from '../loyalty/wallet.ts'
+import {
+  addToLots,
+  adjustmentEntries,
+  availableAt,
+  DAY_US,
+  expiringBetween,
+  expiryCorrections,
+  pointsHeld,
+  spend,
+  type Lot,
+  type LotEntry,
+} from '../loyalty/wallet.ts'
 import type { AdjustCommand, AdjustmentView, CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
 import { keyOf, type BatchState, type Decision, type LedgerRow, type StoredAdjustment, type StoredRedemption } from './state.ts'
 

@@ -67,7 +67,8 @@ function wholeNumber(what: string, min: number, max: number): (value: string) =>
 const bonus = wholeNumber('a whole number of points', 0, BONUS_POINTS_MAX)
 const windowDays = wholeNumber('a whole number of days', TIER_WINDOW_DAYS_MIN, TIER_WINDOW_DAYS_MAX)
 const warningDays = wholeNumber('a whole number of days', 0, WARNING_DAYS_MAX)
-const printable = (text: string, max: number) => text.length >= 1 && text.length <= max && !/[\u0000-\u001f\u007f]/.test(text)
+/** 1 to `max` characters, none of them a control character (the rule's schema says the same). */
+const printable = (text: string, max: number) => text.length >= 1 && text.length <= max && [...text].every((c) => c.charCodeAt(0) > 0x1f && c !== '\u007f')
 
 function tag(value: string, previous: string[] = []): string[] {
   if (!printable(value, TAG_MAX)) throw new InvalidArgumentError(`a tag of 1 to ${TAG_MAX} printable characters`)
@@ -92,7 +93,8 @@ function tier(value: string, previous: TierOption[] = []): TierOption[] {
 function tagTier(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const at = value.lastIndexOf('=')
   const [t, name] = [value.slice(0, at), value.slice(at + 1)]
-  if (at < 0 || !printable(t, TAG_MAX) || !printable(name, TIER_NAME_MAX)) throw new InvalidArgumentError('TAG=TIER, a customer tag and the name of a tier, such as vip=Gold')
+  if (at < 0 || !printable(t, TAG_MAX) || !printable(name, TIER_NAME_MAX))
+    throw new InvalidArgumentError('TAG=TIER, a customer tag and the name of a tier, such as vip=Gold')
   return { ...previous, [t]: name }
 }
 
@@ -209,9 +211,7 @@ export function rulesCommand(): Command {
               ...(options.expireAfterDays !== undefined && { expire_after_days: options.expireAfterDays }),
               ...(options.signupPoints !== undefined && { signup_points: options.signupPoints }),
               ...(options.newsletterPoints !== undefined && { newsletter_points: options.newsletterPoints }),
-              exclude_tags: [
-                ...new Set([...(options.clearExcludeTags ? [] : current.exclude_tags), ...((options.excludeTag as string[] | undefined) ?? [])]),
-              ],
+              exclude_tags: [...new Set([...(options.clearExcludeTags ? [] : current.exclude_tags), ...((options.excludeTag as string[] | undefined) ?? [])])],
               tiers: (options.tier as TierOption[] | undefined) ?? (options.clearTiers ? [] : current.tiers),
               ...(options.tierWindowDays !== undefined && { tier_window_days: options.tierWindowDays }),
               tag_tiers: { ...(options.clearTagTiers ? {} : current.tag_tiers), ...((options.tagTier as Record<string, string> | undefined) ?? {}) },

@@ -47,7 +47,12 @@ const FIELD: Record<Bonus, keyof Pick<ProgramOptions, 'signup_points' | 'newslet
  */
 export function bonusTarget(bonus: Bonus, c: BonusCustomer, schedule: ProgramSchedule): BonusTarget {
   const atUs = bonus === 'signup' ? c.createdUs : c.newsletterUs
-  const none = (why: string, reversal?: BonusTarget['reversal']): BonusTarget => ({ points: 0, available_us: atUs ?? 0, why, ...(reversal ? { reversal } : {}) })
+  const none = (why: string, reversal?: BonusTarget['reversal']): BonusTarget => ({
+    points: 0,
+    available_us: atUs ?? 0,
+    why,
+    ...(reversal ? { reversal } : {}),
+  })
   if (c.deleted) return none('the customer was deleted; their points were forfeited', 'forfeited')
   if (c.erased) return none('the customer was deleted before: a bonus is earned once', 'forfeited')
   if (c.emailErased) return none("a deleted customer had this customer's e-mail: a bonus is earned once", 'forfeited')

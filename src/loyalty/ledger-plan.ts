@@ -72,8 +72,7 @@ export function planOrderEntries(
   const award = live && target.points > 0 ? target.basis : null
   const ownerHeld = live && holdings.some((h) => h.points !== 0 && sameHolder(h, owner))
   // The owner's points are priced at another tier's multiplier than the target's: a re-pricing.
-  const repriced =
-    award !== null && holdings.some((h) => h.points > 0 && sameHolder(h, owner) && (h.basis.multiplier ?? '1') !== (award.multiplier ?? '1'))
+  const repriced = award !== null && holdings.some((h) => h.points > 0 && sameHolder(h, owner) && (h.basis.multiplier ?? '1') !== (award.multiplier ?? '1'))
   let kept = 0
   for (const h of holdings) {
     if (h.points === 0) continue

@@ -34,13 +34,7 @@ export interface NextVersion {
  * as stored): the rule, the schedules after the change at `atUs`, and what changed; null when
  * nothing does.
  */
-export function nextVersion(
-  current: Rule,
-  currentSchedule: string | null,
-  next: Rule,
-  atUs: number,
-  currentProgram: string | null = null,
-): NextVersion | null {
+export function nextVersion(current: Rule, currentSchedule: string | null, next: Rule, atUs: number, currentProgram: string | null = null): NextVersion | null {
   const changes = ruleChanges(current, next)
   if (Object.keys(changes).length === 0) return null
   const schedule = scheduleAfterChange(parseSchedule(currentSchedule, current.expire_after_days), next.expire_after_days, atUs)

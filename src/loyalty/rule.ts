@@ -134,7 +134,10 @@ export function ruleFaults(rule: Pick<Rule, 'tiers' | 'tag_tiers'>): { pointer: 
   })
   for (const [tag, name] of Object.entries(rule.tag_tiers)) {
     if (!names.has(name.toLowerCase())) {
-      faults.push({ pointer: `/tag_tiers/${escapePointer(tag)}`, detail: `must name one of the tiers (${rule.tiers.map((t) => t.name).join(', ') || 'none are set'})` })
+      faults.push({
+        pointer: `/tag_tiers/${escapePointer(tag)}`,
+        detail: `must name one of the tiers (${rule.tiers.map((t) => t.name).join(', ') || 'none are set'})`,
+      })
     }
   }
   return faults
@@ -148,7 +151,10 @@ export function bodyRuleFaults(body: unknown, prefix = ''): { pointer: string; d
   const tagTiersOk = typeof tag_tiers === 'object' && tag_tiers !== null && Object.values(tag_tiers).every((v) => typeof v === 'string')
   if (!tiersOk) return []
   const tierList = (tiers as unknown[]).map((t) => Value.Default(TierSchema, structuredClone(t)) as Static<typeof TierSchema>)
-  return ruleFaults({ tiers: tierList, tag_tiers: tagTiersOk ? (tag_tiers as Record<string, string>) : {} }).map((f) => ({ ...f, pointer: `${prefix}${f.pointer}` }))
+  return ruleFaults({ tiers: tierList, tag_tiers: tagTiersOk ? (tag_tiers as Record<string, string>) : {} }).map((f) => ({
+    ...f,
+    pointer: `${prefix}${f.pointer}`,
+  }))
 }
 
 const escapePointer = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1')

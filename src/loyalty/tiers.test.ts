@@ -85,12 +85,16 @@ test('the next change by time alone: a microsecond after an order, and a window 
   assert.equal(nextTierChangeUs(program({}), none, earnings, T0), null, 'no tiers, no change')
   // Whatever the instant, the tier is the same until that moment.
   fc.assert(
-    fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 90 }), fc.integer({ min: 1, max: 2000 })), { maxLength: 6 }), fc.integer({ min: 0, max: 120 }), (list, day) => {
-      const es = list.map(([d, base], i) => earning(i, d, base))
-      const now = T0 + day * DAY
-      const next = nextTierChangeUs(s, none, es, now)
-      const until = next ?? now + 200 * DAY
-      for (const at of [now, Math.floor((now + until) / 2), until - 1]) assert.equal(tierAt(s, none, es, at).name, tierAt(s, none, es, now).name)
-    }),
+    fc.property(
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 90 }), fc.integer({ min: 1, max: 2000 })), { maxLength: 6 }),
+      fc.integer({ min: 0, max: 120 }),
+      (list, day) => {
+        const es = list.map(([d, base], i) => earning(i, d, base))
+        const now = T0 + day * DAY
+        const next = nextTierChangeUs(s, none, es, now)
+        const until = next ?? now + 200 * DAY
+        for (const at of [now, Math.floor((now + until) / 2), until - 1]) assert.equal(tierAt(s, none, es, at).name, tierAt(s, none, es, now).name)
+      },
+    ),
   )
 })

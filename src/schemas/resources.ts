@@ -17,10 +17,7 @@ export const TierFields = {
           window_days: Type.Integer({ description: 'the days of orders that count' }),
           next: Type.Union(
             [
-              Type.Object(
-                { name: Type.String(), points: Type.Integer({ description: "the next tier's threshold" }) },
-                { additionalProperties: false },
-              ),
+              Type.Object({ name: Type.String(), points: Type.Integer({ description: "the next tier's threshold" }) }, { additionalProperties: false }),
               Type.Null(),
             ],
             { description: 'the tier above the one held, and its threshold; null at the top' },

@@ -302,7 +302,11 @@ async function loadShop(
       (id): id is number => id !== null && !loadedCustomers.has(id),
     )
     const emails = [
-      ...new Set([...n.deletedEmails, ...inPlay.map((o) => lower(o.record.email)).filter((e): e is string => e !== null), ...(round === 0 ? bonusEmails() : [])]),
+      ...new Set([
+        ...n.deletedEmails,
+        ...inPlay.map((o) => lower(o.record.email)).filter((e): e is string => e !== null),
+        ...(round === 0 ? bonusEmails() : []),
+      ]),
     ].filter((e) => !queriedEmails.has(e))
     const orderIds = round === 0 ? [...loadedOrders].filter((id) => !withLedger.has(id)) : []
     if (links.length + emails.length + orderIds.length === 0) break

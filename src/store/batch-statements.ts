@@ -76,7 +76,12 @@ export function batchStatements(f: StatementFactory) {
       keyType: 'bigint',
     }),
     /** The earnings of orders, by order (its primary key). */
-    earningsOfOrders: f.lookup<EarningRead>({ table: 'order_earnings', columns: 'order_id, customer_id, processed_us, base', column: 'order_id', keyType: 'bigint' }),
+    earningsOfOrders: f.lookup<EarningRead>({
+      table: 'order_earnings',
+      columns: 'order_id, customer_id, processed_us, base',
+      column: 'order_id',
+      keyType: 'bigint',
+    }),
     /** Customers' earnings processed within ranges: `[customer_id, lo, hi]` triples (order_earnings_customer). */
     earningsInRanges: f.ranges<EarningRead>({
       table: 'order_earnings',

@@ -110,7 +110,11 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     write('ledger', q.insertLedger(ledger.map((row) => valuesOf(LEDGER_COLUMNS, row))), null),
     write('ledger_days', q.addLedgerDays(ledgerDays(ledger)), null),
     ...earningWrites(q, d.earnings ?? []),
-    write('expiry_warnings', q.insertWarnings((d.warnings ?? []).map((w) => [w.shopId, w.customerId, w.expiresUs, w.points, Date.parse(createdAt) * 1000])), d.warnings?.length ?? 0),
+    write(
+      'expiry_warnings',
+      q.insertWarnings((d.warnings ?? []).map((w) => [w.shopId, w.customerId, w.expiresUs, w.points, Date.parse(createdAt) * 1000])),
+      d.warnings?.length ?? 0,
+    ),
     // Another process claimed one of these idempotency keys meanwhile: run the batch again.
     write('events', q.insertEvents(events.map((row) => valuesOf(EVENT_COLUMNS, row))), events.length),
     write('redemptions', q.insertRedemptions(d.redemptions.map((r) => valuesOf(REDEMPTION_COLUMNS, redemptionRow(r)))), d.redemptions.length),

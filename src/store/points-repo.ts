@@ -38,7 +38,21 @@ export async function customerBalances(db: Kysely<Tables>, shopId: number, custo
 export async function customerEntries(db: Kysely<Tables>, shopId: number, customerId: number, limit: number, before: number | null) {
   let query = db
     .selectFrom('ledger')
-    .select(['id', 'order_id', 'redemption_id', 'points', 'reason', 'debt', 'amount_minor', 'currency', 'rate', 'rule_version', 'multiplier', 'created_at', 'available_at'])
+    .select([
+      'id',
+      'order_id',
+      'redemption_id',
+      'points',
+      'reason',
+      'debt',
+      'amount_minor',
+      'currency',
+      'rate',
+      'rule_version',
+      'multiplier',
+      'created_at',
+      'available_at',
+    ])
     .where('shop_id', '=', shopId)
     .where('customer_id', '=', customerId)
     .orderBy('id', 'desc')

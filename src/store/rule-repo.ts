@@ -20,7 +20,13 @@ export async function writeRule(
   shopId: number,
   ruleJson: string,
   effectiveUs: number,
-  options: { expirySchedule?: string | null; programSchedule?: string | null; expectedVersion?: number; changedBy?: string | null; tiersChanged?: boolean } = {},
+  options: {
+    expirySchedule?: string | null
+    programSchedule?: string | null
+    expectedVersion?: number
+    changedBy?: string | null
+    tiersChanged?: boolean
+  } = {},
 ): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
     let update = trx

@@ -217,9 +217,7 @@ const programArb = fc
     tier_window_days: fc.constantFrom(1, 30, 365),
     vipGold: fc.boolean(),
   })
-  .map(({ tiers, vipGold, ...rest }) =>
-    normalizeRule({ ...rest, tiers: TIER_SETS[tiers], tag_tiers: vipGold && tiers > 0 ? { vip: 'Gold' } : {} }),
-  )
+  .map(({ tiers, vipGold, ...rest }) => normalizeRule({ ...rest, tiers: TIER_SETS[tiers], tag_tiers: vipGold && tiers > 0 ? { vip: 'Gold' } : {} }))
 
 const scenarioArb = fc.record({
   program: programArb,
@@ -480,7 +478,7 @@ type Change = { type: string; data: { customer_id?: number; from?: string | null
 /** Each customer's tier.changed entries follow on from each other, from none, and end at the tier GET shows. */
 async function assertTierFeed(t: TestApp, key: string, state: Snapshot, context: string) {
   const changes: Change[] = []
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const res = await t.get(`/v3/changes?after=${after}&limit=500`, key)
     const page = res.json() as { changes: Change[]; next_after: number }
     changes.push(...page.changes)

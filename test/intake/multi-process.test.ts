@@ -328,7 +328,7 @@ async function snapshot(reader: Reader): Promise<Snapshot> {
   for (const id of ORDER_IDS) keep(`/v3/orders/${id}`, await reader.get(`/v3/orders/${id}`))
   // Each customer's tier.changed entries, as a chain: where the first started, each next from where the last ended, where it ends.
   const changes: { type: string; data: { customer_id: number; from: string | null; to: string | null } }[] = []
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const page = (await reader.get(`/v3/changes?after=${after}&limit=500`)).body as { changes: typeof changes; next_after: number }
     if (page.changes.length === 0) break
     changes.push(...page.changes)
@@ -556,7 +556,9 @@ test(
     await t.test('orders are the same', () => assertPart(compared, 'orders'))
     await t.test('point balances and entry sums are the same', () => assertPart(compared, 'points'))
     await t.test("each customer's tier.changed entries follow on from each other and end at the same tier", () => {
-      for (const c of compared) for (const [url, v] of Object.entries(part(c.actual, PARTS.tiers))) assert.ok((v.body as { unbroken: boolean }).unbroken, `round ${c.roundNo} ${url}${c.context}`)
+      for (const c of compared)
+        for (const [url, v] of Object.entries(part(c.actual, PARTS.tiers)))
+          assert.ok((v.body as { unbroken: boolean }).unbroken, `round ${c.roundNo} ${url}${c.context}`)
       assertPart(compared, 'tiers')
     })
     await t.test("the points report's rollup holds the ledger's sums exactly, written by every process at once", async () => {

@@ -151,7 +151,13 @@ forEachDatabase((kind) => {
       const res = await t.get(`/v3/customers/${id}`)
       assert.equal(res.statusCode, 200)
       // Timestamps read back as the same instant, in UTC with six fraction digits.
-      assert.deepEqual(res.json(), { ...customer, created_at: '2024-05-01T04:30:00.123456Z', updated_at: '2024-05-02T08:00:00.000000Z', tier: null, tier_progress: null })
+      assert.deepEqual(res.json(), {
+        ...customer,
+        created_at: '2024-05-01T04:30:00.123456Z',
+        updated_at: '2024-05-02T08:00:00.000000Z',
+        tier: null,
+        tier_progress: null,
+      })
     })
 
     const badStrings: unknown[] = [12, true, false, null, ['a'], { a: 1 }]

@@ -124,8 +124,8 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
       <h2>Change the rule</h2>
       <p class="muted">
         Saved as a new version, in effect from now for orders that change afterwards (<code>points rebuild</code> applies it to all). Expiry switched on or
-        shortened never expires points at once. Bonuses, exclusions and tiers count from now: for customers created, subscriptions dated and orders
-        processed from now on.
+        shortened never expires points at once. Bonuses, exclusions and tiers count from now: for customers created, subscriptions dated and orders processed
+        from now on.
       </p>
       <div class="fields">
         <label>
@@ -157,7 +157,8 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
           <span class="muted"> (0: never)</span>
         </label>
         <label>
-          Sign-up points <input name="signup_points" inputMode="numeric" size={8} value={draft.signup_points} onInput={(e) => set({ signup_points: text(e) })} />
+          Sign-up points{' '}
+          <input name="signup_points" inputMode="numeric" size={8} value={draft.signup_points} onInput={(e) => set({ signup_points: text(e) })} />
         </label>
         <label>
           Newsletter points{' '}
@@ -165,11 +166,21 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
         </label>
         <label class="grow">
           Excluded tags{' '}
-          <input name="exclude_tags" placeholder="staff, wholesale (these customers earn nothing)" value={draft.exclude_tags} onInput={(e) => set({ exclude_tags: text(e) })} />
+          <input
+            name="exclude_tags"
+            placeholder="staff, wholesale (these customers earn nothing)"
+            value={draft.exclude_tags}
+            onInput={(e) => set({ exclude_tags: text(e) })}
+          />
         </label>
         <label class="grow">
           VIP tiers{' '}
-          <input name="tiers" placeholder="Silver:100, Gold:1000:1.5 (name:threshold:multiplier)" value={draft.tiers} onInput={(e) => set({ tiers: text(e) })} />
+          <input
+            name="tiers"
+            placeholder="Silver:100, Gold:1000:1.5 (name:threshold:multiplier)"
+            value={draft.tiers}
+            onInput={(e) => set({ tiers: text(e) })}
+          />
         </label>
         <label>
           Tier window days{' '}

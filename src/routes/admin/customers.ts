@@ -48,7 +48,13 @@ function entriesOf(rows: LedgerRows) {
     basis:
       r.order_id === null
         ? null
-        : { amount: fromMinor(Number(r.amount_minor)), currency: r.currency, rate: r.rate, multiplier: r.multiplier ?? '1', rule_version: Number(r.rule_version) },
+        : {
+            amount: fromMinor(Number(r.amount_minor)),
+            currency: r.currency,
+            rate: r.rate,
+            multiplier: r.multiplier ?? '1',
+            rule_version: Number(r.rule_version),
+          },
     created_at: formatInstant(r.created_at),
     available_at: formatInstant(r.available_at),
     adjustment: r.adjustment_id ? { adjustment_id: r.adjustment_id, reason: r.adjustment_reason ?? '', operator: r.adjustment_operator ?? '' } : null,

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { fromMinor } from '../../domain/money.ts'
 import { formatUs } from '../../domain/time.ts'
-import { commandBodyProblem, notFound, sendProblem, shopByName } from '../../http/intake/index.ts'
+import { commandBodyProblem, notFound, problem, sendProblem, shopByName } from '../../http/intake/index.ts'
 import { addMemberBodyErrors } from '../../http/json-body.ts'
 import { nextVersion, type RuleChanges } from '../../loyalty/rule-changes.ts'
 import { bodyRuleFaults, normalizeRule, parseStoredRule, type Rule } from '../../loyalty/rule.ts'
@@ -22,6 +22,15 @@ import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 // a proposed one, which writes nothing (src/unit-of-work/preview.ts).
 
 const HISTORY = 100
+
+/** The 422 of a rule the schema accepts but whose tiers are out of order or whose tag tiers name none (ruleFaults). */
+function faultsProblem(what: string, faults: { pointer: string; detail: string }[]) {
+  if (faults.length === 0) return undefined
+  return problem('invalid-body', `the ${what} has ${faults.length} invalid field${faults.length === 1 ? '' : 's'}`, {
+    error_count: faults.length,
+    errors: faults,
+  })
+}
 
 async function ruleView(db: Kysely<Tables>, shop: { id: number; name: string }) {
   const history = (await ruleHistory(db, shop.id, HISTORY)).map((v) => ({
@@ -75,7 +84,7 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
     },
     async (request: FastifyRequest<{ Params: { shop: string } }>, reply) => {
       const shop = await shopByName(services, request.params.shop)
-      const refused = commandBodyProblem(request, 'rule', (body) => bodyRuleFaults(body))
+      const refused = commandBodyProblem(request, 'rule', (body) => bodyRuleFaults(body)) ?? faultsProblem('rule', bodyRuleFaults(request.body))
       if (refused) return sendProblem(reply, refused)
       const next: Rule = normalizeRule(request.body)
       let changes: RuleChanges = {}
@@ -127,7 +136,9 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
     async (request: FastifyRequest<{ Params: { shop: string } }>, reply) => {
       const shop = await shopByName(services, request.params.shop)
       addMemberBodyErrors(request, { order: RulePreviewBody.properties.order, rule: RuleBody })
-      const refused = commandBodyProblem(request, 'preview', (body) => bodyRuleFaults(body.rule, '/rule'))
+      const refused =
+        commandBodyProblem(request, 'preview', (body) => bodyRuleFaults(body.rule, '/rule')) ??
+        faultsProblem('preview', bodyRuleFaults((request.body as { rule?: unknown }).rule, '/rule'))
       if (refused) return sendProblem(reply, refused)
       const body = request.body as { order: OrderBody; customer_id?: number; rule?: unknown }
       const preview = await previewOrderPoints(

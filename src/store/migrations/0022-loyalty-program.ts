@@ -26,7 +26,12 @@ export const loyaltyProgram = {
     ] as const) {
       await db.schema.alterTable('customers').addColumn(column, type).execute()
     }
-    await db.schema.createIndex('customers_tier_check').on('customers').columns(['tier_check_us']).where(sql.raw<boolean>('tier_check_us IS NOT NULL')).execute()
+    await db.schema
+      .createIndex('customers_tier_check')
+      .on('customers')
+      .columns(['tier_check_us'])
+      .where(sql.raw<boolean>('tier_check_us IS NOT NULL'))
+      .execute()
     await db.schema.alterTable('ledger').addColumn('multiplier', 'text').execute()
 
     await db.schema
