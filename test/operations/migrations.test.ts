@@ -11,7 +11,9 @@ import { migrate, openBackend } from '../../src/store/database.ts'
 import { insertKey } from '../../src/store/keys-repo.ts'
 import type { Tables } from '../../src/store/tables.ts'
 import { adminClient } from '../support/admin.ts'
-import { createTestDatabase, CUSTOMER_CREATED, onDatabase, POSTGRES_URL, startTestApp } from '../support/harness.ts'
+import { createTestDatabase, CUSTOMER_CREATED, onDatabase, ORDER_CREATED, POSTGRES_URL, startTestApp } from '../support/harness.ts'
+import { normalizeRule } from '../../src/loyalty/rule.ts'
+import { writeRule } from '../../src/store/rule-repo.ts'
 
 // Migrations run in one transaction: one that fails leaves nothing behind, not even the schema
 // or Kysely's own tables. On PostgreSQL the tables live in their own schema (DATABASE_SCHEMA).
@@ -328,6 +330,49 @@ describe('migrations', () => {
         }
       },
     )
+  }
+
+  for (const kind of ['sqlite', 'postgres'] as const) {
+    test(`${kind}: 0022 fills each order's earnings from the ledger, so tiers count the orders from before it`, onDatabase(kind), async () => {
+      const database = await createTestDatabase(kind)
+      try {
+        const old = openBackend(database.url)
+        try {
+          await migrate(old, '0021-rule-authors')
+          await seedOldDatabase(old.db) // customer 7: order 70 earned 140 on 2024-01-10
+        } finally {
+          await old.close()
+        }
+        const t = await startTestApp(kind, {}, { database })
+        try {
+          const db = t.app.services.backend.db
+          const { id: shopId } = await db.selectFrom('shops').select('id').where('name', '=', 'old-shop').executeTakeFirstOrThrow()
+          const earnings = await db.selectFrom('order_earnings').selectAll().where('shop_id', '=', shopId).execute()
+          assert.deepEqual(
+            earnings.map((e) => [Number(e.order_id), Number(e.customer_id), Number(e.processed_us), Number(e.base)]),
+            [[70, 7, Date.parse('2024-01-10T10:00:00.000Z') * 1000, 140]],
+          )
+          // Tiers counted from then on: an order a week later is priced at the tier order 70 reached.
+          const rule = normalizeRule({
+            pending_days: 0,
+            tiers: [{ name: 'Silver', points: 100, multiplier: 1.5 }],
+            tier_window_days: 30,
+          })
+          await writeRule(db, shopId, JSON.stringify(rule), 0)
+          const posted = await t.post(
+            ORDER_CREATED,
+            { id: 71, customer: { id: 7 }, currency: 'EUR', subtotal: '10.00', is_paid: true, processed_at: '2024-01-17T10:00:00Z' },
+            { key: OLD_KEY },
+          )
+          assert.equal(posted.statusCode, 200, posted.body)
+          assert.equal((await t.get('/v3/orders/71', OLD_KEY)).json().points.held, 15)
+        } finally {
+          await t.close()
+        }
+      } finally {
+        await database.drop()
+      }
+    })
   }
 
   test(

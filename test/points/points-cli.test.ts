@@ -113,6 +113,76 @@ forEachDatabase((kind) => {
     assert.equal((await readRule(t.app.services.backend.db, shops.b.id)).rule_version, 1)
   })
 
+  test('rules set takes the loyalty program: bonuses, excluded tags, tiers, tag tiers, the window and warnings; bad ones are refused by name', async () => {
+    await issueKey(t.app.services.backend.db, 'shop-program')
+    const set = await cli(
+      [
+        'rules',
+        'set',
+        '--shop',
+        'shop-program',
+        '--signup-points',
+        '50',
+        '--newsletter-points',
+        '20',
+        '--exclude-tag',
+        'staff',
+        '--exclude-tag',
+        'wholesale',
+        '--tier',
+        'Silver:100',
+        '--tier',
+        'Gold:1000:1.5',
+        '--tier-window-days',
+        '90',
+        '--tag-tier',
+        'vip=Gold',
+        '--expiry-warning-days',
+        '7',
+      ],
+      database.url,
+    )
+    ok(set, 'rules set with the program')
+    const { rule } = JSON.parse(set.stdout)
+    assert.deepEqual(
+      [rule.signup_points, rule.newsletter_points, rule.exclude_tags, rule.tiers, rule.tier_window_days, rule.tag_tiers, rule.expiry_warning_days],
+      [
+        50,
+        20,
+        ['staff', 'wholesale'],
+        [
+          { name: 'Silver', points: 100, multiplier: 1 },
+          { name: 'Gold', points: 1000, multiplier: 1.5 },
+        ],
+        90,
+        { vip: 'Gold' },
+        7,
+      ],
+    )
+    // Repeatable options add to the lists; --tier replaces the tiers (a tag tier must still name one); --clear-… empties them.
+    const more = JSON.parse(
+      (await cli(['rules', 'set', '--shop', 'shop-program', '--exclude-tag', 'fraud', '--tier', 'Member:0', '--clear-tag-tiers'], database.url)).stdout,
+    ).rule
+    assert.deepEqual([more.exclude_tags, more.tiers], [['staff', 'wholesale', 'fraud'], [{ name: 'Member', points: 0, multiplier: 1 }]])
+    const refusedTagTier = await cli(['rules', 'set', '--shop', 'shop-program', '--tag-tier', 'vip=Gold'], database.url)
+    refused(refusedTagTier, /tag_tiers\/vip must name one of the tiers \(Member\)/)
+    const cleared = JSON.parse(
+      (await cli(['rules', 'set', '--shop', 'shop-program', '--clear-exclude-tags', '--clear-tiers', '--clear-tag-tiers'], database.url)).stdout,
+    ).rule
+    assert.deepEqual([cleared.exclude_tags, cleared.tiers, cleared.tag_tiers], [[], [], {}])
+
+    const [badTier, descending, badBonus, badWindow] = await Promise.all([
+      cli(['rules', 'set', '--shop', 'shop-program', '--tier', 'Gold:lots'], database.url),
+      cli(['rules', 'set', '--shop', 'shop-program', '--tier', 'Gold:1000', '--tier', 'Silver:100'], database.url),
+      cli(['rules', 'set', '--shop', 'shop-program', '--signup-points', '-5'], database.url),
+      cli(['rules', 'set', '--shop', 'shop-program', '--tier-window-days', '0'], database.url),
+    ])
+    refused(badTier, /--tier.*NAME:POINTS\[:MULTIPLIER\]/)
+    refused(descending, /tiers\/1\/points must be more than the tier before \(Gold: 1000\)/)
+    refused(badBonus, /--signup-points.*from 0 to 1000000/)
+    refused(badWindow, /--tier-window-days.*from 1 to 3650/)
+  })
+
   test('points rebuild --shop appends the corrections of the new rule, a second run nothing', async () => {
     assert.deepEqual([(await points('a', 1)).available, (await points('b', 1)).available], [200, 100])
     // Orders 1 and 2 of shop-a now earn (100.00 + 10.00) × 1.5 = 165 each; order 3 is unpaid.
