@@ -8,7 +8,8 @@ import { createKey, request, startServerProcess, stopServerProcess, type ServerP
 // The console's Rules page in Chromium against a real server process: the current rule and its
 // history, a change of the rate saved as a new version (with who made it, and in the audit log),
 // the preview of an order's points under the saved rule and under unsaved changes, and a viewer
-// who sees the rule and may preview, with no form that would change it.
+// who sees the rule and may preview, with no form that would change it; and the loyalty program's
+// options, refused by field when out of order, saved, shown and pricing the preview.
 
 const SHOP = 'rules'
 
@@ -143,6 +144,49 @@ forEachDatabase((kind) => {
       await page.click('button[name=preview]')
       assert.equal(await page.locator('[data-preview] [data-points]').innerText(), '25')
       await shot('rules-viewer')
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
+      watch.check()
+    })
+
+    test('the loyalty program: tiers out of order are refused by field; bonuses, tiers and a tag tier are saved, shown, and price the preview', async () => {
+      const { page } = browser
+      await signIn(adminKey, 'Ada Operator')
+      await page.fill('input[name=points_per_unit]', '1')
+      await page.fill('input[name=signup_points]', '50')
+      await page.fill('input[name=exclude_tags]', 'staff, wholesale')
+      await page.fill('input[name=tiers]', 'Gold:300:2, Silver:100')
+      await page.fill('input[name=tag_tiers]', 'vip=Platinum')
+      watch.expect('PUT', /\/rule$/, 422)
+      await page.click('button[name=save-rule]')
+      const error = page.locator('form.rule-form .error')
+      await error.waitFor()
+      assert.match(await error.innerText(), /tiers\/1\/points/)
+      assert.match(await error.innerText(), /tag_tiers\/vip/)
+
+      await page.fill('input[name=tiers]', 'Silver:0, Gold:300:2')
+      await page.fill('input[name=tag_tiers]', 'vip=Gold')
+      await page.fill('input[name=expiry_warning_days]', '7')
+      await page.click('button[name=save-rule]')
+      const v3 = page.locator('table.rule-history tr[data-version="3"]')
+      await v3.waitFor()
+      const current = page.locator('[data-current-rule]')
+      assert.equal(await current.locator('dd[data-option=tiers]').innerText(), 'Silver 0, Gold 300 ×2')
+      assert.equal(await current.locator('dd[data-option=signup_points]').innerText(), '50 points')
+      assert.equal(await current.locator('dd[data-option=exclude_tags]').innerText(), 'staff, wholesale')
+      assert.equal(await current.locator('dd[data-option=tag_tiers]').innerText(), 'vip → Gold')
+      assert.equal(await current.locator('dd[data-option=expiry_warning_days]').innerText(), '7 days ahead')
+      assert.equal(await v3.locator('td[data-option=tiers]').getAttribute('class'), 'changed')
+
+      // An order processed from now on is priced at the tier its customer holds: Silver, from 0.
+      await page.fill('input[name=subtotal]', '40.00')
+      await page.fill('input[name=customer_id]', '9')
+      await page.fill('input[name=processed_at]', new Date(Date.now() + 86_400_000).toISOString().slice(0, 19))
+      await page.click('button[name=preview]')
+      const answer = page.locator('[data-preview]')
+      await answer.locator('[data-tier]', { hasText: 'Silver' }).waitFor()
+      assert.equal(await answer.locator('[data-points]').innerText(), '40')
+      await shot('rules-program')
       await page.click('button[name=sign-out]')
       await page.locator('input[name=key]').waitFor()
       watch.check()
