@@ -1,7 +1,9 @@
 import cliProgress from 'cli-progress'
 import type { Webhook } from '../src/domain/webhook.ts'
 import { issueKey } from '../src/keys/issue-key.ts'
+import { normalizeRule } from '../src/loyalty/rule.ts'
 import { migrate, openBackend } from '../src/store/database.ts'
+import { writeRule } from '../src/store/rule-repo.ts'
 import { openBatchWriter } from '../src/unit-of-work/open-batch-writer.ts'
 import { nextRequest } from './mix.ts'
 import { benchWebhook } from './webhook.ts'
@@ -14,12 +16,30 @@ export interface Prepared {
   keyId: number
 }
 
-/** Migrates the database and returns a new key for the benchmark's shop. */
-export async function prepareDatabase(url: string): Promise<Prepared> {
+/**
+ * The loyalty program `--program` runs the shop under, in force since before its webhooks: both
+ * bonuses, an excluded tag (one cohort in twelve), three tiers whose thresholds the mix's orders
+ * cross within the 365-day window, and a tag tier (another cohort).
+ */
+export const BENCH_PROGRAM = normalizeRule({
+  signup_points: 50,
+  newsletter_points: 20,
+  exclude_tags: ['cohort-11'],
+  tiers: [
+    { name: 'Silver', points: 100, multiplier: 1 },
+    { name: 'Gold', points: 1000, multiplier: 1.5 },
+    { name: 'Platinum', points: 5000, multiplier: 2 },
+  ],
+  tag_tiers: { 'cohort-3': 'Gold' },
+})
+
+/** Migrates the database and returns a new key for the benchmark's shop (run under BENCH_PROGRAM with `program`). */
+export async function prepareDatabase(url: string, program = false): Promise<Prepared> {
   const backend = openBackend(url)
   try {
     await migrate(backend)
     const { key, shopId, keyId } = await issueKey(backend.db, 'bench')
+    if (program) await writeRule(backend.db, shopId, JSON.stringify(BENCH_PROGRAM), 0)
     return { key, shopId, keyId }
   } finally {
     await backend.close()

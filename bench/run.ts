@@ -1,11 +1,13 @@
-// npm run bench [-- --duration 10 --preload 0 [--prune PERCENT] --connections 64 --threads 2 --only ceiling,sqlite,postgres] [--workers N] [--wal-seconds 5] [--pg-stats]
+// npm run bench [-- --duration 10 --preload 0 [--prune PERCENT] --connections 64 --threads 2 --only ceiling,sqlite,postgres] [--workers N] [--wal-seconds 5] [--pg-stats] [--program]
 //
 // --workers N runs the PostgreSQL service as N processes (WORKERS=N); SQLite, which runs one, is then left out.
 // Each target also gets costs per webhook (bench/costs.ts): CPU of the service and of PostgreSQL,
 // bytes written, batch size, statements and round trips per batch. --wal-seconds S (0: none) adds
 // a phase after SQLite's timed run that counts the pages written per table and index
 // (bench/wal-phase.ts); --pg-stats runs PostgreSQL on a cluster of the bench's own with
-// pg_stat_statements (bench/own-postgres.ts) and keeps its top statements.
+// pg_stat_statements (bench/own-postgres.ts) and keeps its top statements. --program runs the shop
+// under the loyalty program (bonuses, an exclusion, tiers: bench/prepare.ts BENCH_PROGRAM), to
+// measure what its rules cost on the write path.
 //
 // Measures the ceiling route, then the service on SQLite, then on PostgreSQL, then the ceiling
 // again, in this one run, each driven by wrk with the same mix, and reports each database's
@@ -37,6 +39,7 @@ const { values: args } = parseArgs({
     workers: { type: 'string', default: '1' },
     'wal-seconds': { type: 'string', default: '5' },
     'pg-stats': { type: 'boolean', default: false },
+    program: { type: 'boolean', default: false },
     repeat: { type: 'string', default: '1' },
     warmup: { type: 'string', default: '5' },
   },
@@ -45,6 +48,7 @@ const repeat = Number(args.repeat)
 const warmup = Number(args.warmup)
 const walSeconds = Number(args['wal-seconds'])
 const pgStats = args['pg-stats'] === true
+const program = args.program === true
 const workerCount = Number(args.workers)
 const duration = Number(args.duration)
 const preloadCount = Number(args.preload)
@@ -68,12 +72,13 @@ if (
   !(warmup >= 0)
 ) {
   process.stderr.write(
-    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}] [--workers N] [--wal-seconds S] [--pg-stats] [--repeat N] [--warmup S]\n` +
+    `usage: npm run bench -- [--duration S] [--preload N [--prune PERCENT]] [--connections C >= threads] [--threads T] [--only ${TARGETS.join(',')}] [--workers N] [--wal-seconds S] [--pg-stats] [--program] [--repeat N] [--warmup S]\n` +
       '  every target: CPU µs per webhook (service threads; PostgreSQL backends and server), bytes written, batch size, statements and round trips per batch\n' +
       "  --wal-seconds S: after SQLite's timed run, S seconds more with the WAL held, for its pages written per table and index (default 5; 0: none)\n" +
       "  --pg-stats: PostgreSQL on a cluster of the bench's own with pg_stat_statements, whose top 20 statements the results keep\n" +
       '  --repeat N: drive each database N times in a row, on the same service and data (its tables grow), each run --duration S\n' +
-      '  --warmup S: drive each target S seconds before its timed run, unmeasured, so that its code is compiled (default 5; 0: none)\n',
+      '  --warmup S: drive each target S seconds before its timed run, unmeasured, so that its code is compiled (default 5; 0: none)\n' +
+      '  --program: the shop runs the loyalty program (bonuses, an exclusion, tiers), to measure what its rules cost\n',
   )
   process.exit(2)
 }
@@ -185,6 +190,7 @@ async function warmUp(service: Service, target: Target, label: string): Promise<
 async function measure(target: Target, label: string): Promise<Result> {
   const service = await startService(target, {
     preload: target === 'ceiling' ? 0 : preloadCount,
+    program,
     env: serviceEnv(target),
     ...(ownPostgres ? { newDatabase } : {}),
   })
@@ -430,6 +436,7 @@ writeFileSync(
       threads,
       preload: preloadCount,
       workers: workerCount,
+      program,
       repeat,
       ...(prunePercent > 0 ? { prune_percent: prunePercent } : {}),
       wal_seconds: walSeconds,

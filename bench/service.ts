@@ -85,6 +85,8 @@ export async function startService(
     reuse?: { database: TestDatabase; key: string }
     /** PostgreSQL: where to make the service's schema (`--pg-stats`: the bench's own server); the test server's by default. */
     newDatabase?: () => Promise<TestDatabase>
+    /** Run the shop under the loyalty program (bench/prepare.ts BENCH_PROGRAM). */
+    program?: boolean
   } = {},
 ): Promise<Service> {
   let database: TestDatabase | undefined
@@ -111,7 +113,7 @@ export async function startService(
   } else {
     database = target === 'postgres' && options.newDatabase ? await options.newDatabase() : await createTestDatabase(target)
     try {
-      const prepared = await prepareDatabase(database.url)
+      const prepared = await prepareDatabase(database.url, options.program ?? false)
       key = prepared.key
       if (options.preload) {
         process.stderr.write(`${target}: preloading ${options.preload} events…\n`)
