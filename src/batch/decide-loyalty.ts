@@ -15,7 +15,7 @@ import {
   type TagSet,
 } from '../loyalty/program.ts'
 import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
-import { multiplied, nextTierChangeUs, tierAt, type Earning } from '../loyalty/tiers.ts'
+import { multiplied, nextTierChangeUs, tierAt, tiersAt, type Earning } from '../loyalty/tiers.ts'
 import { emailSha, lower, type Fold } from './decide-webhooks.ts'
 import {
   keyOf,
@@ -101,6 +101,8 @@ export interface LoyaltyPlan {
   priced: Map<string, Priced>
   /** Earnings changed, by order key (null: the order no longer earns for anyone). */
   earnings: Map<string, StoredEarning | null>
+  /** The same, with the order keys each customer's changes touch. */
+  changes: Changes
   /** Customers whose current tier is decided again (changed history or tags, deleted, or a tier command). */
   tiers: Set<string>
 }
@@ -128,9 +130,16 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
   const needs = noNeeds()
   const priced = new Map<string, Priced>()
   const earnings = new Map<string, StoredEarning | null>()
+  const byCustomer = new Map<string, Set<string>>()
+  const changes: Changes = { rows: earnings, byCustomer }
   const tiers = new Set(tierCommands)
   /** Customers whose earnings changed: the processed_at of each change. */
   const moved = new Map<string, number[]>()
+  /** Customers whose tags the batch changed. */
+  const retagged = new Set<string>()
+  for (const [key, c] of state.customers) {
+    if (usesHistory(programOf(state, c.shopId)) && !sameTags(f.before.get(key)?.tags ?? null, c.record.tags)) retagged.add(key)
+  }
 
   // Settling may reach further orders; their own earnings may change in turn (under a changed rule).
   const done = new Set<string>()
@@ -154,10 +163,11 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
         if (!e) continue
         const c = customerKeyOf(e.shopId, e.customerId)
         moved.set(c, [...(moved.get(c) ?? []), e.processedUs])
+        byCustomer.set(c, (byCustomer.get(c) ?? new Set()).add(key))
         tiers.add(c)
       }
     }
-    pending = reached(ctx, moved, earnings, needs).filter((key) => !done.has(key))
+    pending = reached(ctx, moved, retagged, changes, needs).filter((key) => !done.has(key))
     for (const key of pending) if (!f.toSettle.has(key)) f.toSettle.set(key, null)
   }
   throwIfNeeded(needs)
@@ -167,7 +177,7 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
     if (!usesHistory(programOf(state, c.shopId)) && c.loyalty.tier === null) continue
     const before = f.before.get(key)
     // A new customer may start in a tier of threshold 0, or one its tags give.
-    if (!before || c.record.deleted !== before.deleted || !sameTags(before.tags, c.record.tags)) tiers.add(key)
+    if (!before || c.record.deleted !== before.deleted || retagged.has(key)) tiers.add(key)
   }
   for (const key of tiers) {
     const schedule = programOf(state, shopOfKey(key))
@@ -175,17 +185,25 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
   }
   throwIfNeeded(needs)
 
-  // Each order's target, priced at its own instant.
+  // Each order's target, priced at its own instant: a customer's orders in one pass.
+  const toPrice = new Map<string, { target: Priced; atUs: number }[]>()
   for (const [key, p] of priced) {
     if (p.owner.state !== 'customer' || p.target.basis === null) continue
     const o = state.orders.get(key)!
-    const schedule = programOf(state, o.shopId)
-    if (!usesHistory(schedule)) continue
+    if (!usesHistory(programOf(state, o.shopId))) continue
     const ck = customerKeyOf(o.shopId, p.owner.customerId!)
-    const price = priceAt(schedule, tagsAfter(state, ck), earningsOf(state, ck, earnings), processedOf(o.record))
-    p.target = priceTarget(p.target, price)
+    toPrice.set(ck, [...(toPrice.get(ck) ?? []), { target: p, atUs: processedOf(o.record) }])
   }
-  return { priced, earnings, tiers }
+  for (const [ck, list] of toPrice) {
+    const prices = pricesAt(
+      programOf(state, shopOfKey(ck)),
+      tagsAfter(state, ck),
+      earningsOf(state, ck, changes),
+      list.map((l) => l.atUs),
+    )
+    list.forEach((l, i) => (l.target.target = priceTarget(l.target.target, prices[i]!)))
+  }
+  return { priced, earnings, changes, tiers }
 }
 
 const shopOfKey = (customerKey: string) => Number(customerKey.slice(0, customerKey.indexOf(':')))
@@ -221,24 +239,50 @@ function tagsAfter(state: BatchState, customerKey: string): TagSet {
   return tagSetOf(state.customers.get(customerKey)?.record.tags ?? null)
 }
 
-/** The customer's loaded earnings with the batch's changes applied (`changes`), or as stored (none). */
-function earningsOf(state: BatchState, customerKey: string, changes: ReadonlyMap<string, StoredEarning | null> = new Map()): Earning[] {
-  const shopId = shopOfKey(customerKey)
-  const customerId = idOfKey(customerKey)
-  const out: Earning[] = []
-  for (const [key, e] of state.earnings) {
-    if (changes.has(key)) continue
-    if (e.shopId === shopId && e.customerId === customerId) out.push(e)
+/** The batch's changes of earnings, by order key, and the order keys each customer's changes touch. */
+interface Changes {
+  rows: ReadonlyMap<string, StoredEarning | null>
+  byCustomer: ReadonlyMap<string, ReadonlySet<string>>
+}
+
+const NO_CHANGES: Changes = { rows: new Map(), byCustomer: new Map() }
+
+/** The loaded earnings by customer key, built once per loaded map (a decision reads it many times). */
+const indexes = new WeakMap<ReadonlyMap<string, StoredEarning>, Map<string, [string, StoredEarning][]>>()
+
+function indexOf(earnings: ReadonlyMap<string, StoredEarning>): Map<string, [string, StoredEarning][]> {
+  let index = indexes.get(earnings)
+  if (!index) {
+    index = new Map()
+    for (const [key, e] of earnings) {
+      const ck = customerKeyOf(e.shopId, e.customerId)
+      const list = index.get(ck)
+      if (list) list.push([key, e])
+      else index.set(ck, [[key, e]])
+    }
+    indexes.set(earnings, index)
   }
-  for (const e of changes.values()) if (e && e.shopId === shopId && e.customerId === customerId) out.push(e)
+  return index
+}
+
+/** The customer's loaded earnings with the batch's changes applied (`changes`), or as stored (none). */
+function earningsOf(state: BatchState, customerKey: string, changes: Changes = NO_CHANGES): Earning[] {
+  const out: Earning[] = []
+  for (const [key, e] of indexOf(state.earnings).get(customerKey) ?? []) if (!changes.rows.has(key)) out.push(e)
+  for (const key of changes.byCustomer.get(customerKey) ?? []) {
+    const e = changes.rows.get(key)
+    if (e && customerKeyOf(e.shopId, e.customerId) === customerKey) out.push(e)
+  }
   return out
 }
 
-function priceAt(schedule: ProgramSchedule, tags: TagSet, earnings: readonly Earning[], atUs: number): Price {
-  const options = optionsAt(schedule, atUs)
-  const excluded = exclusionOf(options, tags)
-  const tier = tierAt(schedule, tags, earnings, atUs)
-  return { excluded, multiplier: tier.multiplier, tier: tier.name }
+/** How orders of a customer are priced at each of `instants`, in one pass over their earnings. */
+function pricesAt(schedule: ProgramSchedule, tags: TagSet, earnings: readonly Earning[], instants: readonly number[]): Price[] {
+  return tiersAt(schedule, tags, earnings, instants).map((tier, i) => ({
+    excluded: exclusionOf(optionsAt(schedule, instants[i]!), tags),
+    multiplier: tier.multiplier,
+    tier: tier.name,
+  }))
 }
 
 /**
@@ -256,8 +300,8 @@ export function pricedTarget(
   const base = targetFor(o.record, rule, owner.state)
   if (owner.state !== 'customer' || base.basis === null || !usesHistory(schedule)) return { target: base, tier: null }
   const ck = customerKeyOf(o.shopId, owner.customerId!)
-  const price = priceAt(schedule, tagsAfter(state, ck), earningsOf(state, ck), processedOf(o.record))
-  return { target: priceTarget(base, price), tier: price.tier }
+  const [price] = pricesAt(schedule, tagsAfter(state, ck), earningsOf(state, ck), [processedOf(o.record)])
+  return { target: priceTarget(base, price!), tier: price!.tier }
 }
 
 const samePrice = (a: Price, b: Price) => (a.excluded === undefined) === (b.excluded === undefined) && a.multiplier === b.multiplier
@@ -280,11 +324,10 @@ function priceTarget(base: Target, price: Price): Target {
  * or whose tags changed: those whose exclusion or multiplier at their own instant differs from
  * before. Notes in `needs` the earnings to load to know, and the orders to load to settle.
  */
-function reached(ctx: Context, moved: ReadonlyMap<string, number[]>, changes: ReadonlyMap<string, StoredEarning | null>, needs: Needs): string[] {
+function reached(ctx: Context, moved: ReadonlyMap<string, number[]>, retagged: ReadonlySet<string>, changes: Changes, needs: Needs): string[] {
   const state = ctx.f.state
-  const out: string[] = []
-  const customers = new Set(moved.keys())
-  for (const [key, c] of state.customers) if (!sameTags(ctx.f.before.get(key)?.tags ?? null, c.record.tags)) customers.add(key)
+  const out = new Set<string>()
+  const customers = new Set([...moved.keys(), ...retagged])
   for (const ck of customers) {
     const shopId = shopOfKey(ck)
     const schedule = programOf(state, shopId)
@@ -306,15 +349,21 @@ function reached(ctx: Context, moved: ReadonlyMap<string, number[]>, changes: Re
     if (missing) continue
     const before = earningsOf(state, ck)
     const after = earningsOf(state, ck, changes)
+    const candidates = new Map<string, Earning>()
     for (const e of [...before, ...after]) {
       const key = keyOf(shopId, e.orderId)
-      if (ctx.f.toSettle.has(key) || out.includes(key) || !spans.some(([lo, hi]) => lo <= e.processedUs && e.processedUs <= hi)) continue
-      if (samePrice(priceAt(schedule, tagsBefore, before, e.processedUs), priceAt(schedule, tagsNow, after, e.processedUs))) continue
-      if (!state.orders.has(key)) addTo(needs.orders, shopId, e.orderId)
-      else out.push(key)
+      if (!ctx.f.toSettle.has(key) && spans.some(([lo, hi]) => lo <= e.processedUs && e.processedUs <= hi)) candidates.set(key, e)
     }
+    const instants = [...candidates.values()].map((e) => e.processedUs)
+    const was = pricesAt(schedule, tagsBefore, before, instants)
+    const is = pricesAt(schedule, tagsNow, after, instants)
+    ;[...candidates].forEach(([key, e], i) => {
+      if (samePrice(was[i]!, is[i]!)) return
+      if (!state.orders.has(key)) addTo(needs.orders, shopId, e.orderId)
+      else out.add(key)
+    })
   }
-  return out
+  return [...out]
 }
 
 /** One change of a customer's tier, for the feed. */
@@ -339,7 +388,7 @@ export function decideTiers(f: Fold, plan: LoyaltyPlan, nowUs: number, causeOf: 
     if (!c) continue
     const schedule = programOf(state, c.shopId)
     const tags = tagsAfter(state, ck)
-    const earnings = earningsOf(state, ck, plan.earnings)
+    const earnings = earningsOf(state, ck, plan.changes)
     const live = !c.record.deleted
     const tier = live ? tierAt(schedule, tags, earnings, nowUs).name : null
     const checkUs = live ? nextTierChangeUs(schedule, tags, earnings, nowUs) : null

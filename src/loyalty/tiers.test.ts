@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import '../../test/support/seed.ts'
 import { programAfterChange, tagSetOf, type ProgramSchedule } from './program.ts'
 import { normalizeRule } from './rule.ts'
-import { multiplied, nextTierChangeUs, tierAt, type Earning } from './tiers.ts'
+import { multiplied, nextTierChangeUs, tierAt, tiersAt, type Earning } from './tiers.ts'
 
 // The tier at an instant: base points of the orders processed within the window before it
 // (excluded ones left out), the highest threshold they reach, or a tag's tier if higher; never
@@ -96,5 +96,48 @@ test('the next change by time alone: a microsecond after an order, and a window 
         for (const at of [now, Math.floor((now + until) / 2), until - 1]) assert.equal(tierAt(s, none, es, at).name, tierAt(s, none, es, now).name)
       },
     ),
+  )
+})
+
+test('tiers at many instants in one pass are the tiers at each, counted one by one, whatever the windows and exclusions over time', () => {
+  const earningArb = fc.record({ day: fc.integer({ min: 0, max: 120 }), base: fc.integer({ min: 1, max: 800 }) })
+  fc.assert(
+    fc.property(
+      fc.array(earningArb, { maxLength: 25 }),
+      fc.array(fc.integer({ min: -5, max: 140 }), { maxLength: 12 }),
+      fc.constantFrom(7, 30, 90),
+      fc.constantFrom(7, 30, 90),
+      fc.boolean(),
+      (list, days, firstWindow, laterWindow, tagged) => {
+        // Tiers with one window, then from day 60 another, and an exclusion from day 30 on.
+        const s = programAfterChange(
+          programAfterChange(
+            program({ ...TIERS, tier_window_days: firstWindow }),
+            normalizeRule({ ...TIERS, tier_window_days: firstWindow, exclude_tags: ['x'] }),
+            T0 + 30 * DAY,
+          ),
+          normalizeRule({ ...TIERS, tier_window_days: laterWindow, exclude_tags: ['x'] }),
+          T0 + 60 * DAY,
+        )
+        const tags = tagSetOf(tagged ? ['X'] : [])
+        const es = list.map(({ day, base }, i) => earning(i, day, base))
+        const instants = days.map((d) => T0 + d * DAY + (d % 3))
+        const one = (atUs: number) => {
+          const o = s.findLast((p) => p.from_us <= atUs)?.options
+          if (!o || o.tiers.length === 0) return { name: null, counted: 0 }
+          const from = atUs - o.tier_window_days * DAY
+          const counted = es
+            .filter((e) => e.processedUs >= from && e.processedUs < atUs)
+            .filter((e) => !(tagged && s.findLast((p) => p.from_us <= e.processedUs)?.options.exclude_tags.includes('x')))
+            .reduce((sum, e) => sum + e.base, 0)
+          return { name: o.tiers.filter((t) => t.points <= counted).at(-1)?.name ?? null, counted }
+        }
+        assert.deepEqual(
+          tiersAt(s, tags, es, instants).map((t) => ({ name: t.name, counted: t.counted })),
+          instants.map(one),
+        )
+      },
+    ),
+    { numRuns: 300 },
   )
 })

@@ -39,12 +39,52 @@ export function excludedAt(schedule: ProgramSchedule, tags: TagSet, atUs: number
  * count, unless excluded at their own instant.
  */
 export function tierAt(schedule: ProgramSchedule, tags: TagSet, earnings: Iterable<Earning>, atUs: number): TierAt {
-  const options = optionsAt(schedule, atUs)
-  const windowDays = options.tier_window_days
-  if (options.tiers.length === 0) return { index: -1, name: null, multiplier: 1, counted: 0, windowDays, next: null }
-  const from = atUs - windowDays * DAY_US
-  let counted = 0
-  for (const e of earnings) if (e.processedUs >= from && e.processedUs < atUs && !excludedAt(schedule, tags, e.processedUs)) counted += e.base
+  return tiersAt(schedule, tags, earnings, [atUs])[0]!
+}
+
+/**
+ * The tier at each of `instants` (in the order given), in one pass: the earnings sorted once, and
+ * a window sliding over them for the instants of each window length, so that pricing every order
+ * of a customer costs the sort, not their count squared.
+ */
+export function tiersAt(schedule: ProgramSchedule, tags: TagSet, earnings: Iterable<Earning>, instants: readonly number[]): TierAt[] {
+  const counted = sorted(schedule, tags, earnings)
+  const out: TierAt[] = new Array(instants.length)
+  const byWindow = new Map<number, number[]>()
+  instants.forEach((atUs, i) => {
+    const options = optionsAt(schedule, atUs)
+    if (options.tiers.length === 0) {
+      out[i] = { index: -1, name: null, multiplier: 1, counted: 0, windowDays: options.tier_window_days, next: null }
+      return
+    }
+    const list = byWindow.get(options.tier_window_days) ?? []
+    list.push(i)
+    byWindow.set(options.tier_window_days, list)
+  })
+  for (const [windowDays, indexes] of byWindow) {
+    const windowUs = windowDays * DAY_US
+    indexes.sort((a, b) => instants[a]! - instants[b]!)
+    let lo = 0
+    let hi = 0
+    let sum = 0
+    for (const i of indexes) {
+      const atUs = instants[i]!
+      while (hi < counted.length && counted[hi]!.processedUs < atUs) sum += counted[hi++]!.base
+      while (lo < hi && counted[lo]!.processedUs < atUs - windowUs) sum -= counted[lo++]!.base
+      out[i] = tierOf(optionsAt(schedule, atUs), tags, sum, windowDays)
+    }
+  }
+  return out
+}
+
+/** The earnings that count toward tiers (not excluded at their own instant), by processed_at. */
+function sorted(schedule: ProgramSchedule, tags: TagSet, earnings: Iterable<Earning>): Earning[] {
+  const out: Earning[] = []
+  for (const e of earnings) if (!excludedAt(schedule, tags, e.processedUs)) out.push(e)
+  return out.sort((a, b) => a.processedUs - b.processedUs)
+}
+
+function tierOf(options: ReturnType<typeof optionsAt>, tags: TagSet, counted: number, windowDays: number): TierAt {
   let index = -1
   options.tiers.forEach((tier, i) => {
     if (tier.points <= counted) index = i
