@@ -17,6 +17,8 @@ export const REASONS = [
   'redemption_cancelled',
   'expired',
   'adjusted_manually',
+  // A balance brought over from another platform (points import).
+  'import',
 ] as const
 
 export type Reason = (typeof REASONS)[number]

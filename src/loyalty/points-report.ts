@@ -29,6 +29,8 @@ export const FLOW_OF_REASON: Record<Reason, ReportFlow> = {
   adjusted_manually: 'adjusted',
   // An order's points moving from one holder to another (its customer changed).
   transferred: 'adjusted',
+  // A balance carried over from another platform: a one-off booking, like an operator's, not what this program's orders earned.
+  import: 'adjusted',
 }
 
 const DAY_MS = 86_400_000
