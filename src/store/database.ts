@@ -24,6 +24,9 @@ import { firstSnapshots } from './migrations/0018-first-snapshots.ts'
 import { subscriptionLeases } from './migrations/0019-subscription-leases.ts'
 import { ledgerDays } from './migrations/0020-ledger-days.ts'
 import { ruleAuthors } from './migrations/0021-rule-authors.ts'
+import { rewards } from './migrations/0026-rewards.ts'
+import { rewardCodes } from './migrations/0027-reward-codes.ts'
+import { claims } from './migrations/0028-claims.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -66,6 +69,9 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0019-subscription-leases': subscriptionLeases,
     '0020-ledger-days': ledgerDays,
     '0021-rule-authors': ruleAuthors,
+    '0026-rewards': rewards(backend.types),
+    '0027-reward-codes': rewardCodes(backend.types),
+    '0028-claims': claims,
   }
 }
 
