@@ -139,6 +139,9 @@ function decisionOf(f: Fold, events: EventRow[], ledger: LedgerRow[], points: Po
     redemptions: points.redemptions,
     cancels: points.cancels,
     ...(points.adjustments.length > 0 ? { adjustments: points.adjustments } : {}),
+    ...(points.rewards.claims.length > 0 ? { claims: points.rewards.claims } : {}),
+    ...(points.rewards.claimCancels.length > 0 ? { claimCancels: points.rewards.claimCancels } : {}),
+    ...(points.rewards.pools.length > 0 ? { pools: points.rewards.pools } : {}),
     commands: points.outcomes,
   }
   return { ...decision, feed: feedOf(decision) }

@@ -50,6 +50,17 @@ export const PointsChange = Type.Object(
   { additionalProperties: false },
 )
 
+export const RewardChange = Type.Object(
+  {
+    customer_id: Type.Integer(),
+    reward_id: Type.Integer(),
+    claim_id: Type.String({ description: 'the claim, and the redemption of the same id whose points.changed entries spent (or gave back) its points' }),
+    points: Type.Integer({ description: 'the points the claim spent (reward.claimed) or gave back (reward.cancelled)' }),
+    code: Type.String({ description: 'the code handed out, for the shop to make (or void) the discount; never handed out again' }),
+  },
+  { additionalProperties: false },
+)
+
 const common = {
   id: Type.String({ pattern: '^[1-9][0-9]*$', description: "the entry's id; the Nats-Msg-Id of its NATS message" }),
   position: Type.Integer({ minimum: 1, description: 'its place in the feed: pass the last one seen as ?after=' }),
@@ -62,6 +73,8 @@ export const ChangeEntry = Type.Union(
     Type.Object({ ...common, type: Type.Literal('customer.deleted'), data: CustomerDeletion }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('order.updated'), data: OrderChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('points.changed'), data: PointsChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('reward.claimed'), data: RewardChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('reward.cancelled'), data: RewardChange }, { additionalProperties: false }),
   ],
   { description: 'one change, in commit order' },
 )
@@ -89,3 +102,5 @@ export type FeedEntry =
   | { shopId: number; type: 'customer.deleted'; data: Static<typeof CustomerDeletion> }
   | { shopId: number; type: 'order.updated'; data: Static<typeof OrderChange> }
   | { shopId: number; type: 'points.changed'; data: Static<typeof PointsChange> }
+  | { shopId: number; type: 'reward.claimed'; data: Static<typeof RewardChange> }
+  | { shopId: number; type: 'reward.cancelled'; data: Static<typeof RewardChange> }

@@ -4,6 +4,7 @@ import { isCommand, type BatchItem } from '../batch/commands.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
 import { parseStoredEntries, storedAdjustment } from './redemption-rows.ts'
+import { storedClaim, storedReward } from './claim-rows.ts'
 import { versionedRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
 import { CUSTOMER_INDEXED, indexedOf, ORDER_INDEXED, storedCustomer, storedOrder } from './rows.ts'
@@ -34,6 +35,13 @@ interface ShopNeeds {
   redemptionIdem: Set<string>
   /** Adjustments named by idempotency key. */
   adjustmentIdem: Set<string>
+  /** Rewards the batch's claims name, with how many claims name each: that many of a pool's next codes are loaded. */
+  rewards: Map<number, number>
+  /** Claims named by id (their cancels, and the cancels of redemptions that may be claims) or by idempotency key. */
+  claimIds: Set<string>
+  claimIdem: Set<string>
+  /** Customers an import names: what they hold of imports is loaded. */
+  imports: Set<number>
 }
 
 const lower = (email: string | null | undefined) => (email == null ? null : email.toLowerCase())
@@ -51,6 +59,10 @@ const emptyNeeds = (): ShopNeeds => ({
   redemptionIds: new Set(),
   redemptionIdem: new Set(),
   adjustmentIdem: new Set(),
+  rewards: new Map(),
+  claimIds: new Set(),
+  claimIdem: new Set(),
+  imports: new Set(),
 })
 
 function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
@@ -64,6 +76,16 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
       if (w.command === 'cancel') n.redemptionIds.add(w.redemptionId)
       if (w.command === 'redeem' && w.idemKey !== null) n.redemptionIdem.add(w.idemKey)
       if (w.command === 'adjust' && w.idemKey !== null) n.adjustmentIdem.add(w.idemKey)
+      if (w.command === 'cancel') n.claimIds.add(w.redemptionId)
+      if (w.command === 'cancel-claim') {
+        n.claimIds.add(w.claimId)
+        n.redemptionIds.add(w.claimId)
+      }
+      if (w.command === 'claim') {
+        n.rewards.set(w.rewardId, (n.rewards.get(w.rewardId) ?? 0) + 1)
+        if (w.idemKey !== null) n.claimIdem.add(w.idemKey)
+      }
+      if (w.command === 'import') n.imports.add(w.customerId)
       continue
     }
     // Rejected webhooks name a customer too: their bodies are redacted if that customer is erased.
@@ -107,6 +129,8 @@ export function lockKeysOf(batch: readonly BatchItem[]): string[] {
   for (const [shopId, n] of needsOf(batch)) {
     for (const id of n.customers) keys.push(`${shopId}:c:${id}`)
     for (const id of n.orders) keys.push(`${shopId}:o:${id}`)
+    // A pool's codes are handed out by one batch at a time, whichever process claims from it.
+    for (const id of n.rewards.keys()) keys.push(`${shopId}:r:${id}`)
     for (const email of [...n.emails, ...n.claimEmails, ...n.deletedEmails]) keys.push(`${shopId}:e:${email}`)
   }
   return keys
@@ -276,7 +300,9 @@ async function loadShop(
     addLedger(state, shopId, orderIds, ledger)
   }
 
-  // Reads lock nothing and decide nothing: they need no balances.
+  // What claims and imports name: read as it is committed (a dry run of an import decides from it too).
+  await loadRewards(backend, s, state, shopId, n)
+  // Reads lock nothing: they need no balances.
   if (locked === null) return
   await loadPoints(backend, s, state, shopId, n, locked)
 }
@@ -317,6 +343,39 @@ async function loadPoints(backend: Backend, s: Session, state: BatchState, shopI
     if (row.idem_key !== null) state.redemptionIdem.set(keyOf(shopId, row.idem_key), row.id)
   }
   for (const row of adjustments) state.adjustmentIdem.set(keyOf(shopId, row.idem_key!), storedAdjustment(shopId, row))
+}
+
+/**
+ * What the batch's claims and imports need: the rewards they name and each one's next codes (a
+ * pool's, after its cursor, as many as the batch's claims of it), the claims named by id or key,
+ * and what the imported customers hold of imports.
+ */
+async function loadRewards(backend: Backend, s: Session, state: BatchState, shopId: number, n: ShopNeeds) {
+  if (n.rewards.size + n.claimIds.size + n.claimIdem.size + n.imports.size === 0) return
+  const q = backend.statements
+  const rewardIds = [...n.rewards.keys()]
+  const [rewards, claimsById, claimsByIdem, imported, ...codes] = await s.runMany([
+    q.rewardsById(shopId, rewardIds),
+    q.claimsById(shopId, [...n.claimIds]),
+    q.claimsByIdem(shopId, [...n.claimIdem]),
+    q.importHoldings(shopId, [...n.imports]),
+    ...rewardIds.map((id) => q.nextCodes([id, shopId, id, shopId, n.rewards.get(id)!])),
+  ] as const)
+  for (const row of rewards) state.rewards.set(keyOf(shopId, Number(row.id)), storedReward(shopId, row))
+  rewardIds.forEach((id, i) => {
+    const found = (codes[i] as { id: number; code: string }[]).map((c) => ({ id: Number(c.id), code: c.code }))
+    state.poolCodes.set(
+      keyOf(shopId, id),
+      found.sort((a, b) => a.id - b.id),
+    )
+  })
+  for (const row of [...claimsById, ...claimsByIdem]) {
+    state.claims.set(keyOf(shopId, row.id), storedClaim(shopId, row))
+    if (row.idem_key !== null) state.claimIdem.set(keyOf(shopId, row.idem_key), row.id)
+  }
+  for (const id of n.imports) state.imported.set(keyOf(shopId, id), [])
+  for (const row of imported)
+    state.imported.get(keyOf(shopId, Number(row.customer_id)))?.push({ available_us: Number(row.available_us), points: Number(row.points) })
 }
 
 /** The ledger of each order, in the order it was written. */
