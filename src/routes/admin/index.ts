@@ -13,6 +13,7 @@ import { replayRoutes } from './replay.ts'
 import { ruleRoutes } from './rule.ts'
 import { reportRoutes } from './reports.ts'
 import { rewardRoutes } from './rewards.ts'
+import { importRoutes } from './imports.ts'
 import { sessionRoutes } from './session.ts'
 import { shopRoutes } from './shops.ts'
 import { streamRoutes } from './stream.ts'
@@ -40,4 +41,5 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await subscriptionRoutes(app, ctx)
   await reportRoutes(app, ctx)
   await rewardRoutes(app, ctx)
+  await importRoutes(app, ctx)
 }

@@ -1,0 +1,103 @@
+import { AjvCompiler } from '@fastify/ajv-compiler'
+import { parse } from 'csv-parse/sync'
+import { IMPORT_POINTS_MAX } from '../../loyalty/imports.ts'
+import type { BalanceLine } from '../../rewards/balance-import.ts'
+import { IMPORT_COLUMNS, ImportLineCells, REQUIRED_COLUMNS } from '../../schemas/imports.ts'
+import type { FieldError } from '../../domain/webhook.ts'
+import { AJV_SETTINGS, fieldErrors } from '../validation.ts'
+
+// A CSV of balances to import (README, Switching in), read and checked whole before anything is
+// written: the admin API and the command line read it here. A bad line refuses the file, naming
+// its line and column; each line is checked as the webhooks' fields are (the same e-mail rule).
+
+/** Most problems a refused file lists; `count` says how many there were. */
+const MAX_PROBLEMS = 100
+
+type Check = ((data: unknown) => boolean) & { errors?: Parameters<typeof fieldErrors>[0] | null }
+let checkCells: Check | undefined
+/** The line's validator, with the app's ajv settings (the e-mail and instant rules of the webhooks). */
+function cellsValidator(): Check {
+  const options = { ...AJV_SETTINGS, customOptions: { ...AJV_SETTINGS.customOptions, allErrors: true } }
+  checkCells ??= (AjvCompiler()({}, options as never) as unknown as (route: { schema: object }) => Check)({ schema: ImportLineCells })
+  return checkCells
+}
+
+/**
+ * The file's lines, checked: the header names its columns (customer_id, email and points, and
+ * optionally expires_at and tier, in any order), then one line per customer. Any bad line refuses
+ * the whole file: its problems, each at `/<line>/<column>`, the first 100, and how many in all.
+ */
+export function readBalanceFile(bytes: Buffer | string, tiers: readonly string[]): { lines: BalanceLine[] } | { problems: FieldError[]; count: number } {
+  const problems: FieldError[] = []
+  let count = 0
+  const refuse = (line: number, column: string, detail: string) => {
+    count++
+    if (problems.length < MAX_PROBLEMS)
+      problems.push({ pointer: `/${line}${column ? `/${column}` : ''}`, detail: `line ${line}${column ? `, ${column}` : ''}: ${detail}` })
+  }
+  const text = typeof bytes === 'string' ? bytes : bytes.toString('utf8')
+  if (typeof bytes !== 'string' && !Buffer.from(text, 'utf8').equals(bytes))
+    return { problems: [{ pointer: '', detail: 'the file is not UTF-8 text' }], count: 1 }
+  let records: { record: string[]; info: { lines: number } }[]
+  try {
+    records = parse(text, { bom: true, skip_empty_lines: true, info: true, trim: true, relax_column_count: true }) as unknown as typeof records
+  } catch (err) {
+    const line = (err as { lines?: number }).lines ?? 1
+    return { problems: [{ pointer: `/${line}`, detail: `line ${line}: ${(err as Error).message.replace(/^Invalid [^:]*: /, '')}` }], count: 1 }
+  }
+  const [header, ...rows] = records
+  if (!header)
+    return { problems: [{ pointer: '/1', detail: `line 1: the header is missing: it names the columns, ${REQUIRED_COLUMNS.join(', ')} at least` }], count: 1 }
+  const columns = header.record
+  columns.forEach((name, i) => {
+    if (!(IMPORT_COLUMNS as readonly string[]).includes(name)) refuse(header.info.lines, name, `is not a column an import takes (${IMPORT_COLUMNS.join(', ')})`)
+    else if (columns.indexOf(name) !== i) refuse(header.info.lines, name, 'is named twice')
+  })
+  for (const name of REQUIRED_COLUMNS) if (!columns.includes(name)) refuse(header.info.lines, name, 'is a column the header must name')
+  if (count > 0) return { problems, count }
+
+  const check = cellsValidator()
+  const lines: BalanceLine[] = []
+  const firstLineOf = new Map<number, number>()
+  for (const { record, info } of rows) {
+    const at = info.lines
+    if (record.length !== columns.length) {
+      refuse(at, '', `has ${record.length} cells; the header names ${columns.length} columns`)
+      continue
+    }
+    const cells: Record<string, string> = {}
+    columns.forEach((name, i) => {
+      if (record[i] !== '' || (REQUIRED_COLUMNS as readonly string[]).includes(name)) cells[name] = record[i]!
+    })
+    if (!check(cells)) {
+      for (const e of fieldErrors(check.errors ?? [])) refuse(at, e.pointer.slice(1), e.detail)
+      continue
+    }
+    const customerId = Number(cells.customer_id)
+    const points = Number(cells.points)
+    const bad = (column: string, detail: string) => (refuse(at, column, detail), true)
+    if (
+      (!Number.isSafeInteger(customerId) && bad('customer_id', 'must be no larger than 9007199254740991')) ||
+      (points > IMPORT_POINTS_MAX && bad('points', `must be at most ${IMPORT_POINTS_MAX}`)) ||
+      (cells.tier !== undefined &&
+        !tiers.includes(cells.tier) &&
+        bad(
+          'tier',
+          tiers.length === 0
+            ? `must name a tier of the shop, which has no tiers (no tier ${cells.tier})`
+            : `must be one of the shop's tiers (${tiers.join(', ')})`,
+        )) ||
+      (cells.expires_at !== undefined &&
+        bad('expires_at', "must be empty: imported points expire as the shop's rule says (expire-after-days, from the day they are imported)"))
+    )
+      continue
+    const first = firstLineOf.get(customerId)
+    if (first !== undefined) {
+      refuse(at, 'customer_id', `must not repeat customer ${customerId} of line ${first}: one line per customer`)
+      continue
+    }
+    firstLineOf.set(customerId, at)
+    lines.push({ line: at, customerId, email: cells.email!, points, tier: cells.tier ?? null })
+  }
+  return count > 0 ? { problems, count } : { lines }
+}
