@@ -67,3 +67,21 @@ export function meetsMinTier(tiers: readonly string[], minTier: string | null, t
   if (needed < 0 || tier === null) return false
   return tiers.indexOf(tier) >= needed
 }
+
+/**
+ * The codes of a text, one a line (empty lines, and a first line `code`, left out), or the first
+ * line that holds no code (0: the text as a whole is refused: no code, or too many).
+ */
+export function readCodes(text: string): { codes: string[] } | { line: number; detail: string } {
+  const codes: string[] = []
+  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/)
+  for (const [i, raw] of lines.entries()) {
+    const code = raw.trim()
+    if (code === '' || (i === 0 && code.toLowerCase() === 'code')) continue
+    if (!isPoolCode(code)) return { line: i + 1, detail: 'must be 1 to 100 printable ASCII characters without spaces, commas or quotes' }
+    codes.push(code)
+  }
+  if (codes.length === 0) return { line: 0, detail: 'must hold at least one code' }
+  if (codes.length > CODES_PER_UPLOAD_MAX) return { line: 0, detail: `must hold at most ${CODES_PER_UPLOAD_MAX} codes (${codes.length} sent)` }
+  return { codes }
+}

@@ -1,10 +1,9 @@
-import { AjvCompiler } from '@fastify/ajv-compiler'
 import { parse } from 'csv-parse/sync'
 import { IMPORT_POINTS_MAX } from '../../loyalty/imports.ts'
 import type { BalanceLine } from '../../rewards/balance-import.ts'
 import { IMPORT_COLUMNS, ImportLineCells, REQUIRED_COLUMNS } from '../../schemas/imports.ts'
 import type { FieldError } from '../../domain/webhook.ts'
-import { AJV_SETTINGS, fieldErrors } from '../validation.ts'
+import { checkValue } from '../validation.ts'
 
 // A CSV of balances to import (README, Switching in), read and checked whole before anything is
 // written: the admin API and the command line read it here. A bad line refuses the file, naming
@@ -12,15 +11,6 @@ import { AJV_SETTINGS, fieldErrors } from '../validation.ts'
 
 /** Most problems a refused file lists; `count` says how many there were. */
 const MAX_PROBLEMS = 100
-
-type Check = ((data: unknown) => boolean) & { errors?: Parameters<typeof fieldErrors>[0] | null }
-let checkCells: Check | undefined
-/** The line's validator, with the app's ajv settings (the e-mail and instant rules of the webhooks). */
-function cellsValidator(): Check {
-  const options = { ...AJV_SETTINGS, customOptions: { ...AJV_SETTINGS.customOptions, allErrors: true } }
-  checkCells ??= (AjvCompiler()({}, options as never) as unknown as (route: { schema: object }) => Check)({ schema: ImportLineCells })
-  return checkCells
-}
 
 /**
  * The file's lines, checked: the header names its columns (customer_id, email and points, and
@@ -56,7 +46,6 @@ export function readBalanceFile(bytes: Buffer | string, tiers: readonly string[]
   for (const name of REQUIRED_COLUMNS) if (!columns.includes(name)) refuse(header.info.lines, name, 'is a column the header must name')
   if (count > 0) return { problems, count }
 
-  const check = cellsValidator()
   const lines: BalanceLine[] = []
   const firstLineOf = new Map<number, number>()
   for (const { record, info } of rows) {
@@ -69,28 +58,14 @@ export function readBalanceFile(bytes: Buffer | string, tiers: readonly string[]
     columns.forEach((name, i) => {
       if (record[i] !== '' || (REQUIRED_COLUMNS as readonly string[]).includes(name)) cells[name] = record[i]!
     })
-    if (!check(cells)) {
-      for (const e of fieldErrors(check.errors ?? [])) refuse(at, e.pointer.slice(1), e.detail)
+    const errors = [...checkValue(ImportLineCells, cells), ...lineProblems(cells, tiers)]
+    if (errors.length > 0) {
+      const seen = new Set<string>()
+      for (const e of errors) if (!seen.has(e.pointer) && seen.add(e.pointer)) refuse(at, e.pointer.slice(1), e.detail)
       continue
     }
     const customerId = Number(cells.customer_id)
     const points = Number(cells.points)
-    const bad = (column: string, detail: string) => (refuse(at, column, detail), true)
-    if (
-      (!Number.isSafeInteger(customerId) && bad('customer_id', 'must be no larger than 9007199254740991')) ||
-      (points > IMPORT_POINTS_MAX && bad('points', `must be at most ${IMPORT_POINTS_MAX}`)) ||
-      (cells.tier !== undefined &&
-        !tiers.includes(cells.tier) &&
-        bad(
-          'tier',
-          tiers.length === 0
-            ? `must name a tier of the shop, which has no tiers (no tier ${cells.tier})`
-            : `must be one of the shop's tiers (${tiers.join(', ')})`,
-        )) ||
-      (cells.expires_at !== undefined &&
-        bad('expires_at', "must be empty: imported points expire as the shop's rule says (expire-after-days, from the day they are imported)"))
-    )
-      continue
     const first = firstLineOf.get(customerId)
     if (first !== undefined) {
       refuse(at, 'customer_id', `must not repeat customer ${customerId} of line ${first}: one line per customer`)
@@ -100,4 +75,28 @@ export function readBalanceFile(bytes: Buffer | string, tiers: readonly string[]
     lines.push({ line: at, customerId, email: cells.email!, points, tier: cells.tier ?? null })
   }
   return count > 0 ? { problems, count } : { lines }
+}
+
+/** What a line's cells break besides their schema (each of a cell the schema took): the id's and points' ranges, the shop's tiers, expiry. */
+function lineProblems(cells: Record<string, string>, tiers: readonly string[]): FieldError[] {
+  const problems: FieldError[] = []
+  const id = cells.customer_id
+  if (id !== undefined && /^[1-9][0-9]{0,15}$/.test(id) && !Number.isSafeInteger(Number(id)))
+    problems.push({ pointer: '/customer_id', detail: 'must be no larger than 9007199254740991' })
+  if (cells.points !== undefined && /^[0-9]+$/.test(cells.points) && Number(cells.points) > IMPORT_POINTS_MAX)
+    problems.push({ pointer: '/points', detail: `must be at most ${IMPORT_POINTS_MAX}` })
+  if (cells.tier !== undefined && !tiers.includes(cells.tier))
+    problems.push({
+      pointer: '/tier',
+      detail:
+        tiers.length === 0
+          ? `must name a tier of the shop, which has no tiers (no tier ${cells.tier})`
+          : `must be one of the shop's tiers (${tiers.join(', ')})`,
+    })
+  if (cells.expires_at !== undefined)
+    problems.push({
+      pointer: '/expires_at',
+      detail: "must be empty: imported points expire as the shop's rule says (expire-after-days, from the day they are imported)",
+    })
+  return problems
 }

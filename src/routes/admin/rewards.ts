@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { commandBodyProblem, notFound, parseId, problem, sendProblem, shopByName } from '../../http/intake/index.ts'
-import { isPoolCode } from '../../loyalty/rewards.ts'
+import { readCodes } from '../../loyalty/rewards.ts'
 import {
   changedRewardProblems,
   changeReward,
@@ -237,21 +237,12 @@ function jsonCodes(request: Parameters<typeof commandBodyProblem>[0]): { codes: 
   return { codes: (request.body as { codes: string[] }).codes }
 }
 
-/** The codes of a CSV body, one a line (empty lines and a header named `code` left out), or its problem. */
+/** The codes of a CSV body, one a line, or its problem. */
 function csvCodes(body: Buffer): { codes: string[] } | { problem: ReturnType<typeof problem> } {
   const text = body.toString('utf8')
   if (!Buffer.from(text, 'utf8').equals(body)) return { problem: problem('malformed-request', 'the CSV body is not UTF-8 text') }
-  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/)
-  const codes: string[] = []
-  const errors: { pointer: string; detail: string }[] = []
-  lines.forEach((raw, i) => {
-    const code = raw.trim()
-    if (code === '' || (i === 0 && code.toLowerCase() === 'code')) return
-    if (isPoolCode(code)) codes.push(code)
-    else errors.push({ pointer: `/${i + 1}`, detail: `line ${i + 1}: must be 1 to 100 printable ASCII characters without spaces, commas or quotes` })
-  })
-  if (errors.length > 0) return { problem: invalid(errors) }
-  if (codes.length === 0) return { problem: invalid([{ pointer: '', detail: 'must hold at least one code' }]) }
-  if (codes.length > CODES_PER_UPLOAD_MAX) return { problem: invalid([{ pointer: '', detail: `must hold at most ${CODES_PER_UPLOAD_MAX} codes` }]) }
-  return { codes }
+  const read = readCodes(text)
+  if ('codes' in read) return read
+  const where = read.line === 0 ? '' : `/${read.line}`
+  return { problem: invalid([{ pointer: where, detail: `${read.line === 0 ? 'the codes' : `line ${read.line}`}: ${read.detail}` }]) }
 }
