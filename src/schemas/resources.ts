@@ -1,4 +1,3 @@
-import { REASONS } from '../loyalty/ledger-plan.ts'
 import { Type } from 'typebox'
 import { viewFields } from './record-view.ts'
 import { CustomerBody, OrderBody } from './webhooks.ts'
@@ -26,7 +25,10 @@ export const LedgerEntryView = Type.Object({
   order_id: Type.Union([Type.Integer(), Type.Null()], { description: 'the order the entry is about; null for redemptions and expiry' }),
   redemption_id: Type.Union([Type.String(), Type.Null()], { description: 'the redemption a redeemed or redemption_cancelled entry belongs to' }),
   points: Type.Integer(),
-  reason: Type.String({ description: `one of ${REASONS.join(', ')}` }),
+  reason: Type.String({
+    description:
+      'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually or import',
+  }),
   debt: Type.Boolean({ description: "true on a reversal that took the customer's available points below zero: the points it took back were already spent" }),
   basis: Type.Union(
     [
