@@ -175,8 +175,9 @@ export function pointsCommand(): Command {
         if (!shop) throw new Error(`no shop named ${options.shop}`)
         const read = readBalanceFile(readFileSync(options.file), await shopTiers(backend.db, shop.id))
         if ('problems' in read) {
-          for (const p of read.problems) console.error(p.detail)
-          throw new Error(`${options.file} has ${read.count} problem${read.count === 1 ? '' : 's'}; nothing was imported`)
+          const shown = read.problems.slice(0, 10).map((p) => p.detail)
+          const more = read.count > shown.length ? `; and ${read.count - shown.length} more` : ''
+          throw new Error(`${options.file} has ${read.count} problem${read.count === 1 ? '' : 's'}, nothing was imported: ${shown.join('; ')}${more}`)
         }
         const bar = new cliProgress.SingleBar(
           { format: `${options.dryRun ? 'checking' : 'importing'} balances |{bar}| {value}/{total} lines | {entries} entries`, stream: process.stderr },

@@ -79,6 +79,8 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
       const tiers = await shopTiers(db, shop.id)
       const refused = commandBodyProblem(request, 'reward', (body) => newRewardProblems(body, tiers))
       if (refused) return sendProblem(reply, refused)
+      const problems = newRewardProblems(request.body, tiers)
+      if (problems.length > 0) return sendProblem(reply, invalid('reward', problems))
       const row = await createReward(db, shop.id, request.body, ctx.nowUs())
       const view = rewardView(row)
       await recordAudit(db, request.operator, {
@@ -126,6 +128,8 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
       const tiers = await shopTiers(db, shop.id)
       const refused = commandBodyProblem(request, 'change', (body) => changedRewardProblems(reward, body, tiers))
       if (refused) return sendProblem(reply, refused)
+      const problems = changedRewardProblems(reward, request.body, tiers)
+      if (problems.length > 0) return sendProblem(reply, invalid('change', problems))
       const { row, changes } = await changeReward(db, reward, request.body, ctx.nowUs())
       if (Object.keys(changes).length > 0)
         await recordAudit(db, request.operator, { action: 'reward.update', shopId: shop.id, target: String(row.id), detail: { changes } })
@@ -227,8 +231,8 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
   })
 }
 
-const invalid = (errors: { pointer: string; detail: string }[], count = errors.length) =>
-  problem('invalid-body', `the codes have ${count} invalid field${count === 1 ? '' : 's'}`, { error_count: count, errors: errors.slice(0, 100) })
+const invalid = (what: string, errors: { pointer: string; detail: string }[]) =>
+  problem('invalid-body', `the ${what} has ${errors.length} invalid field${errors.length === 1 ? '' : 's'}`, { error_count: errors.length, errors })
 
 /** The codes of a JSON body, or its problem. */
 function jsonCodes(request: Parameters<typeof commandBodyProblem>[0]): { codes: string[] } | { problem: ReturnType<typeof problem> } {
@@ -244,5 +248,5 @@ function csvCodes(body: Buffer): { codes: string[] } | { problem: ReturnType<typ
   const read = readCodes(text)
   if ('codes' in read) return read
   const where = read.line === 0 ? '' : `/${read.line}`
-  return { problem: invalid([{ pointer: where, detail: `${read.line === 0 ? 'the codes' : `line ${read.line}`}: ${read.detail}` }]) }
+  return { problem: invalid('upload', [{ pointer: where, detail: `${read.line === 0 ? 'the codes' : `line ${read.line}`}: ${read.detail}` }]) }
 }
