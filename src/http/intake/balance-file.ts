@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 import { parse } from 'csv-parse/sync'
 import { IMPORT_POINTS_MAX } from '../../loyalty/imports.ts'
 import type { BalanceLine } from '../../rewards/balance-import.ts'

@@ -6,6 +6,7 @@ import { shopTiers } from '../../rewards/catalogue.ts'
 import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
 import { ImportQuery, ImportSummary } from '../../schemas/imports.ts'
 import { recordAudit } from '../../store/admin-repo.ts'
+import { installCsvBody } from '../../http/csv-body.ts'
 import { readAnswer } from '../resources.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
@@ -17,7 +18,7 @@ export async function importRoutes(scope: FastifyInstance, ctx: AdminContext): P
   const { services } = ctx
   const { db } = services.backend
   await scope.register(async (csv) => {
-    csv.addContentTypeParser('text/csv', { parseAs: 'buffer', bodyLimit: services.config.BODY_LIMIT }, (_request, body, done) => done(null, body))
+    installCsvBody(csv, services.config.BODY_LIMIT)
     csv.withTypeProvider<TypeBoxTypeProvider>().post(
       '/v3/admin/shops/:shop/points/imports',
       {
@@ -40,7 +41,8 @@ export async function importRoutes(scope: FastifyInstance, ctx: AdminContext): P
       },
       async (request, reply) => {
         const shop = await shopByName(services, request.params.shop)
-        const read = readBalanceFile(request.body as Buffer, await shopTiers(db, shop.id))
+        if (typeof request.body !== 'string') return sendProblem(reply, problem('unsupported-media-type', 'send the balances as text/csv'))
+        const read = readBalanceFile(request.body, await shopTiers(db, shop.id))
         if ('problems' in read)
           return sendProblem(
             reply,

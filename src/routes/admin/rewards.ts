@@ -17,6 +17,7 @@ import { AdminClaimList, CodesAdded, CodesBody, RewardBody, RewardList, RewardPa
 import { CODES_PER_UPLOAD_MAX } from '../../loyalty/rewards.ts'
 import { recordAudit } from '../../store/admin-repo.ts'
 import { addCodes, latestClaims, shopRewards } from '../../store/rewards-repo.ts'
+import { installCsvBody } from '../../http/csv-body.ts'
 import { readAnswer } from '../resources.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
@@ -182,7 +183,7 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
 
   // The codes of a pool, as JSON or as CSV (one code a line).
   await scope.register(async (csv) => {
-    csv.addContentTypeParser('text/csv', { parseAs: 'buffer', bodyLimit: services.config.BODY_LIMIT }, (_request, body, done) => done(null, body))
+    installCsvBody(csv, services.config.BODY_LIMIT)
     csv.withTypeProvider<TypeBoxTypeProvider>().post(
       `${base}/:id/codes`,
       {
@@ -207,7 +208,7 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
       },
       async (request, reply) => {
         const { shop, reward } = await rewardOf(request.params as { shop: string; id: string })
-        const codes = Buffer.isBuffer(request.body) ? csvCodes(request.body) : jsonCodes(request)
+        const codes = typeof request.body === 'string' ? csvCodes(request.body) : jsonCodes(request)
         if ('problem' in codes) return sendProblem(reply, codes.problem)
         if (reward.codes !== 'pool')
           return sendProblem(
@@ -242,9 +243,7 @@ function jsonCodes(request: Parameters<typeof commandBodyProblem>[0]): { codes: 
 }
 
 /** The codes of a CSV body, one a line, or its problem. */
-function csvCodes(body: Buffer): { codes: string[] } | { problem: ReturnType<typeof problem> } {
-  const text = body.toString('utf8')
-  if (!Buffer.from(text, 'utf8').equals(body)) return { problem: problem('malformed-request', 'the CSV body is not UTF-8 text') }
+function csvCodes(text: string): { codes: string[] } | { problem: ReturnType<typeof problem> } {
   const read = readCodes(text)
   if ('codes' in read) return read
   const where = read.line === 0 ? '' : `/${read.line}`
