@@ -26,9 +26,8 @@ export function readBalanceFile(bytes: Buffer | string, tiers: readonly string[]
     if (problems.length < MAX_PROBLEMS)
       problems.push({ pointer: `/${line}${column ? `/${column}` : ''}`, detail: `line ${line}${column ? `, ${column}` : ''}: ${detail}` })
   }
+  if (typeof bytes !== 'string' && !isUtf8(bytes)) return { problems: [{ pointer: '', detail: 'the file is not UTF-8 text' }], count: 1 }
   const text = typeof bytes === 'string' ? bytes : bytes.toString('utf8')
-  if (typeof bytes !== 'string' && !Buffer.from(text, 'utf8').equals(bytes))
-    return { problems: [{ pointer: '', detail: 'the file is not UTF-8 text' }], count: 1 }
   let records: { record: string[]; info: { lines: number } }[]
   try {
     records = parse(text, { bom: true, skip_empty_lines: true, info: true, trim: true, relax_column_count: true }) as unknown as typeof records
