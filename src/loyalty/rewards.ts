@@ -8,7 +8,7 @@ export type RewardKind = (typeof REWARD_KINDS)[number]
 export const CODE_SOURCES = ['generated', 'pool'] as const
 export type CodeSource = (typeof CODE_SOURCES)[number]
 
-/** Letters and digits that no font confuses with another (no 0/O, 1/I/L, 2/Z, 5/S): a code read aloud or typed from a screen is typed right. */
+/** Letters and digits that no font confuses with another (no 0/O, 1/I, 2/Z, 5/S, and upper case only): a code read aloud or typed from a screen is typed right. */
 export const CODE_ALPHABET = '346789ABCDEFGHJKLMNPQRTUVWXY'
 /** 13 characters of 28: 62.5 bits, past the 60 a guess must beat. */
 export const CODE_LENGTH = 13
