@@ -101,6 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     queueDepth: () => writer.queued,
     ...(backend.poolStats ? { pool: () => backend.poolStats!() } : {}),
     storage: () => storage.latest(),
+    poolLow: config.REWARD_POOL_LOW,
     batchCalls: () => batchCalls,
   })
   const batchWriter = openBatchWriter(backend, batchCalls)
@@ -152,6 +153,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     hookIngestion,
     ...(options.clock ? { clock: options.clock } : {}),
     redisUp: rateStore.redisUp,
+    storage: () => storage.latest(),
   }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'

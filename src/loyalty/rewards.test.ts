@@ -25,7 +25,7 @@ describe('pools', () => {
 
   test('whatever the upload and what is held: added codes are distinct, in first-seen order, none held; added + duplicates = sent', () => {
     fc.assert(
-      fc.property(fc.array(fc.constantFrom('A', 'B', 'C', 'D', 'E')), fc.uniqueArray(fc.constantFrom('A', 'B', 'C')), (codes, held) => {
+      fc.property(fc.array(fc.constantFrom('A', 'B', 'C', 'D', 'E')), fc.uniqueArray(fc.constantFrom('A', 'B', 'C')), (codes: string[], held: string[]) => {
         const plan = planUpload(codes, new Set(held))
         assert.equal(new Set(plan.add).size, plan.add.length)
         assert.ok(plan.add.every((c) => !held.includes(c)))

@@ -116,13 +116,20 @@ export async function latestClaims(db: Kysely<Tables>, shopId: number, limit: nu
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }
 
-/** Every active pool of every shop with its codes left: for the metric and /readyz. */
-export async function poolLevels(db: Kysely<Tables>): Promise<{ shop_id: number; id: number; name: string; left: number }[]> {
+/** Every active pool of every shop with its codes left: for the metric and /readyz (a scan of the rewards, a few rows per shop). */
+export async function poolLevels(db: Kysely<Tables>): Promise<{ shopId: number; shop: string; rewardId: number; name: string; left: number }[]> {
   const rows = await db
     .selectFrom('rewards')
-    .select(['shop_id', 'id', 'name', 'codes_added', 'codes_issued'])
-    .where('codes', '=', 'pool')
-    .where('active', '=', 1)
+    .innerJoin('shops', 'shops.id', 'rewards.shop_id')
+    .select(['rewards.shop_id', 'shops.name as shop', 'rewards.id', 'rewards.name', 'rewards.codes_added', 'rewards.codes_issued'])
+    .where('rewards.codes', '=', 'pool')
+    .where('rewards.active', '=', 1)
     .execute()
-  return rows.map((r) => ({ shop_id: Number(r.shop_id), id: Number(r.id), name: r.name, left: Number(r.codes_added) - Number(r.codes_issued) }))
+  return rows.map((r) => ({
+    shopId: Number(r.shop_id),
+    shop: r.shop,
+    rewardId: Number(r.id),
+    name: r.name,
+    left: Number(r.codes_added) - Number(r.codes_issued),
+  }))
 }
