@@ -140,7 +140,8 @@ export { findReward }
 
 const codesLeft = (row: RewardRow) => (row.codes === 'pool' ? Number(row.codes_added) - Number(row.codes_issued) : null)
 
-export function rewardView(row: RewardRow): Static<typeof RewardView> {
+/** What every view of a reward shows. */
+function rewardFields(row: RewardRow) {
   const kind = row.kind as RewardKind
   return {
     id: Number(row.id),
@@ -152,6 +153,12 @@ export function rewardView(row: RewardRow): Static<typeof RewardView> {
     codes: row.codes as CodeSource,
     min_tier: row.min_tier,
     codes_left: codesLeft(row),
+  }
+}
+
+export function rewardView(row: RewardRow): Static<typeof RewardView> {
+  return {
+    ...rewardFields(row),
     code_prefix: row.code_prefix,
     active: Number(row.active) === 1,
     codes_added: Number(row.codes_added),
@@ -163,20 +170,8 @@ export function rewardView(row: RewardRow): Static<typeof RewardView> {
 
 /** What the storefront sees of an active reward. */
 export function shopRewardView(row: RewardRow): Static<typeof ShopRewardView> {
-  const kind = row.kind as RewardKind
-  const left = codesLeft(row)
-  return {
-    id: Number(row.id),
-    name: row.name,
-    points: Number(row.points),
-    kind,
-    value: valueOf(kind, row.value),
-    currency: row.currency,
-    codes: row.codes as CodeSource,
-    min_tier: row.min_tier,
-    codes_left: left,
-    available: left === null || left > 0,
-  }
+  const fields = rewardFields(row)
+  return { ...fields, available: fields.codes_left === null || fields.codes_left > 0 }
 }
 
 /** A stored claim as the answers show it: the decider's own view of it (src/batch/decide-rewards.ts). */

@@ -70,23 +70,7 @@ test('the quick start, run as written in a shell against a fresh server, creates
     const probe = await createKey(databaseUrl, 'readiness-probe')
     const server = await startServerProcess(databaseUrl, probe.key)
     const script = secondTerminalBlock().replaceAll('http://127.0.0.1:8080', `http://127.0.0.1:${server.port}`)
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
-      const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
-        cwd: ROOT,
-        env: childEnv({ DATABASE_URL: databaseUrl }),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      let stdout = ''
-      let stderr = ''
-      child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c))
-      child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c))
-      const guard = setTimeout(() => child.kill('SIGKILL'), 120_000)
-      child.on('error', fail)
-      child.on('close', (code) => {
-        clearTimeout(guard)
-        done({ code, stdout, stderr })
-      })
-    })
+    const run = await runShell(script, { DATABASE_URL: databaseUrl })
     assert.equal(run.code, 0, `the block failed:\n${run.stderr}`)
     // The two curl commands print the webhook's answer, then the customer (with no newline between).
     const answered = /\{"event_id":"[^"]+","status":"(\w+)"\}/.exec(run.stdout)
