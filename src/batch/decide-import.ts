@@ -58,5 +58,7 @@ export function importLine(state: BatchState, c: ImportCommand, lots: Lot[], boo
     book.ledger.push(row)
     book.touched.push(key)
   }
+  // c.tier, checked against the shop's tiers when the file was read, is for the tier rules (issue 28) to
+  // start the customer in: while no shop has tiers every line's is null, and nothing keeps it yet.
   return { status: 'imported', created: stored === undefined, points: entry?.points ?? 0, skipped: false }
 }
