@@ -9,7 +9,7 @@ import { versionedRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
 import { CUSTOMER_INDEXED, indexedOf, ORDER_INDEXED, storedCustomer, storedOrder } from './rows.ts'
 import type { LedgerRead } from './batch-statements.ts'
-import type { CustomersTable, OrdersTable } from './tables.ts'
+import type { CustomersTable, OrdersTable, RewardsTable } from './tables.ts'
 
 // Loads what a batch touches, with a few set-based queries per shop: the
 // customers and orders it names, the customers their owners are found among,
@@ -354,16 +354,18 @@ async function loadRewards(backend: Backend, s: Session, state: BatchState, shop
   if (n.rewards.size + n.claimIds.size + n.claimIdem.size + n.imports.size === 0) return
   const q = backend.statements
   const rewardIds = [...n.rewards.keys()]
-  const [rewards, claimsById, claimsByIdem, imported, ...codes] = await s.runMany([
-    q.rewardsById(shopId, rewardIds),
+  const [claimsById, claimsByIdem, imported, ...perReward] = await s.runMany([
     q.claimsById(shopId, [...n.claimIds]),
     q.claimsByIdem(shopId, [...n.claimIdem]),
     q.importHoldings(shopId, [...n.imports]),
-    ...rewardIds.map((id) => q.nextCodes([id, shopId, id, shopId, n.rewards.get(id)!])),
+    ...rewardIds.flatMap((id) => [q.reward([id]), q.nextCodes([id, shopId, id, n.rewards.get(id)!])]),
   ] as const)
-  for (const row of rewards) state.rewards.set(keyOf(shopId, Number(row.id)), storedReward(shopId, row))
   rewardIds.forEach((id, i) => {
-    const found = (codes[i] as { id: number; code: string }[]).map((c) => ({ id: Number(c.id), code: c.code }))
+    const [row] = perReward[2 * i] as Selectable<RewardsTable>[]
+    // A reward of another shop is none of this one's: its claims answer 404.
+    if (!row || Number(row.shop_id) !== shopId) return
+    state.rewards.set(keyOf(shopId, id), storedReward(shopId, row))
+    const found = (perReward[2 * i + 1] as unknown as { id: number; code: string }[]).map((c) => ({ id: Number(c.id), code: c.code }))
     state.poolCodes.set(
       keyOf(shopId, id),
       found.sort((a, b) => a.id - b.id),

@@ -1,4 +1,4 @@
-import type { Insertable, Kysely, Selectable, Updateable } from 'kysely'
+import { sql, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely'
 import { planUpload } from '../loyalty/rewards.ts'
 import type { ClaimsTable, RewardsTable, Tables } from './tables.ts'
 
@@ -11,23 +11,30 @@ export type ClaimRow = Selectable<ClaimsTable>
 
 /** A shop's rewards in id order; only the active ones for the storefront. */
 export async function shopRewards(db: Kysely<Tables>, shopId: number, activeOnly = false): Promise<RewardRow[]> {
-  // `active IS NOT NULL` (always true) names rewards_shop: the shop's range of a table of a few rows per shop.
-  let query = db.selectFrom('rewards').selectAll().where('shop_id', '=', shopId).where('active', 'is not', null).orderBy('id')
+  // `active >= 0` (always true) names rewards_shop: the shop's range of a table of a few rows per shop.
+  let query = db
+    .selectFrom('rewards')
+    .selectAll()
+    .where('shop_id', '=', shopId)
+    .where(sql<boolean>`active >= 0`)
+    .orderBy('id')
   if (activeOnly) query = query.where('active', '=', 1)
   return query.execute()
 }
 
 export async function findReward(db: Kysely<Tables>, shopId: number, id: number): Promise<RewardRow | undefined> {
-  return db.selectFrom('rewards').selectAll().where('id', '=', id).where('shop_id', '=', shopId).executeTakeFirst()
+  // By its key alone (ids are the service's, not the shop's); a reward of another shop is none of this one's.
+  const row = await db.selectFrom('rewards').selectAll().where('id', '=', id).executeTakeFirst()
+  return row && Number(row.shop_id) === shopId ? row : undefined
 }
 
 export async function insertReward(db: Kysely<Tables>, row: Insertable<RewardsTable>): Promise<RewardRow> {
   return db.insertInto('rewards').values(row).returningAll().executeTakeFirstOrThrow()
 }
 
-/** Writes the changed fields; undefined when the reward is not the shop's. */
-export async function updateReward(db: Kysely<Tables>, shopId: number, id: number, changes: Updateable<RewardsTable>): Promise<RewardRow | undefined> {
-  return db.updateTable('rewards').set(changes).where('id', '=', id).where('shop_id', '=', shopId).returningAll().executeTakeFirst()
+/** Writes the changed fields of a reward found first through its shop (findReward). */
+export async function updateReward(db: Kysely<Tables>, id: number, changes: Updateable<RewardsTable>): Promise<RewardRow> {
+  return db.updateTable('rewards').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow()
 }
 
 /** Codes per statement: well under PostgreSQL's 65,535 parameters. */
@@ -47,44 +54,52 @@ export async function addCodes(
   codes: readonly string[],
   nowUs: number,
 ): Promise<{ added: number; duplicates: number; codesLeft: number } | undefined> {
-  return db.transaction().execute(async (trx) => {
-    // A write first: the row's lock on PostgreSQL, SQLite's write lock, before anything is read.
-    const reward = await trx
-      .updateTable('rewards')
-      .set({ updated_us: nowUs })
-      .where('id', '=', rewardId)
-      .where('shop_id', '=', shopId)
-      .returning(['codes_added', 'codes_issued'])
-      .executeTakeFirst()
-    if (!reward) return undefined
-    const held = new Set<string>()
-    const distinct = [...new Set(codes)]
-    for (let i = 0; i < distinct.length; i += CHUNK) {
-      const rows = await trx
-        .selectFrom('reward_codes')
-        .select('code')
-        .where('code', 'in', distinct.slice(i, i + CHUNK))
-        .where('shop_id', '=', shopId)
-        .execute()
-      for (const row of rows) held.add(row.code)
-    }
-    const plan = planUpload(codes, held)
-    let added = 0
-    for (let i = 0; i < plan.add.length; i += CHUNK) {
-      const rows = plan.add.slice(i, i + CHUNK).map((code) => ({ shop_id: shopId, reward_id: rewardId, code, created_us: nowUs }))
-      const inserted = await trx
-        .insertInto('reward_codes')
-        .values(rows)
-        .onConflict((oc) => oc.doNothing())
-        .returning('id')
-        .execute()
-      added += inserted.length
-    }
-    const codesAdded = Number(reward.codes_added) + added
-    await trx.updateTable('rewards').set({ codes_added: codesAdded }).where('id', '=', rewardId).where('shop_id', '=', shopId).execute()
-    return { added, duplicates: codes.length - added, codesLeft: codesAdded - Number(reward.codes_issued) }
-  })
+  return db
+    .transaction()
+    .execute(async (trx) => {
+      // A write first: the row's lock on PostgreSQL, SQLite's write lock, before anything is read.
+      const reward = await trx
+        .updateTable('rewards')
+        .set({ updated_us: nowUs })
+        .where('id', '=', rewardId)
+        .returning(['shop_id', 'codes_added', 'codes_issued'])
+        .executeTakeFirst()
+      if (!reward || Number(reward.shop_id) !== shopId) throw new NotTheShops()
+      const held = new Set<string>()
+      const distinct = [...new Set(codes)]
+      for (let i = 0; i < distinct.length; i += CHUNK) {
+        const rows = await trx
+          .selectFrom('reward_codes')
+          .select('code')
+          .where('code', 'in', distinct.slice(i, i + CHUNK))
+          .where('shop_id', '=', shopId)
+          .execute()
+        for (const row of rows) held.add(row.code)
+      }
+      const plan = planUpload(codes, held)
+      let added = 0
+      for (let i = 0; i < plan.add.length; i += CHUNK) {
+        const rows = plan.add.slice(i, i + CHUNK).map((code) => ({ shop_id: shopId, reward_id: rewardId, code, created_us: nowUs }))
+        const inserted = await trx
+          .insertInto('reward_codes')
+          .values(rows)
+          .onConflict((oc) => oc.doNothing())
+          .returning('id')
+          .execute()
+        added += inserted.length
+      }
+      const codesAdded = Number(reward.codes_added) + added
+      await trx.updateTable('rewards').set({ codes_added: codesAdded }).where('id', '=', rewardId).execute()
+      return { added, duplicates: codes.length - added, codesLeft: codesAdded - Number(reward.codes_issued) }
+    })
+    .catch((err: unknown) => {
+      if (err instanceof NotTheShops) return undefined
+      throw err
+    })
 }
+
+/** The reward is another shop's (or none): the upload's transaction is rolled back. */
+class NotTheShops extends Error {}
 
 /** A page of a customer's claims, newest first; `before` is the claim id the previous page ended at. */
 export async function customerClaims(db: Kysely<Tables>, shopId: number, customerId: number, limit: number, before: string | null) {
@@ -102,13 +117,12 @@ export async function customerClaims(db: Kysely<Tables>, shopId: number, custome
 
 /** A page of a shop's latest claims, newest first, for the console. */
 export async function latestClaims(db: Kysely<Tables>, shopId: number, limit: number, before: string | null) {
-  // `created_us IS NOT NULL` (always true) names claims_shop: the shop's claims in id order.
+  // `created_us >= 0` (always true) names claims_shop: the shop's claims in id order.
   let query = db
     .selectFrom('claims')
     .selectAll()
     .where('shop_id', '=', shopId)
-    .where('created_us', 'is not', null)
-    .orderBy('shop_id', 'desc')
+    .where(sql<boolean>`created_us >= 0`)
     .orderBy('id', 'desc')
     .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
@@ -116,18 +130,27 @@ export async function latestClaims(db: Kysely<Tables>, shopId: number, limit: nu
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }
 
-/** Every active pool of every shop with its codes left: for the metric and /readyz (a scan of the rewards, a few rows per shop). */
+/**
+ * Every active pool of every shop with its codes left, for the metric and /readyz: a scan of the
+ * rewards (a few rows per shop, sampled every STORAGE_SAMPLE_SECONDS), then the names of their shops by id.
+ */
 export async function poolLevels(db: Kysely<Tables>): Promise<{ shopId: number; shop: string; rewardId: number; name: string; left: number }[]> {
   const rows = await db
     .selectFrom('rewards')
-    .innerJoin('shops', 'shops.id', 'rewards.shop_id')
-    .select(['rewards.shop_id', 'shops.name as shop', 'rewards.id', 'rewards.name', 'rewards.codes_added', 'rewards.codes_issued'])
-    .where('rewards.codes', '=', 'pool')
-    .where('rewards.active', '=', 1)
+    .select(['shop_id', 'id', 'name', 'codes_added', 'codes_issued'])
+    .where('codes', '=', 'pool')
+    .where('active', '=', 1)
     .execute()
+  if (rows.length === 0) return []
+  const shops = await db
+    .selectFrom('shops')
+    .select(['id', 'name'])
+    .where('id', 'in', [...new Set(rows.map((r) => Number(r.shop_id)))])
+    .execute()
+  const names = new Map(shops.map((s) => [Number(s.id), s.name]))
   return rows.map((r) => ({
     shopId: Number(r.shop_id),
-    shop: r.shop,
+    shop: names.get(Number(r.shop_id)) ?? String(r.shop_id),
     rewardId: Number(r.id),
     name: r.name,
     left: Number(r.codes_added) - Number(r.codes_issued),

@@ -30,7 +30,7 @@ export function readBalanceFile(bytes: Buffer | string, tiers: readonly string[]
   const text = typeof bytes === 'string' ? bytes : bytes.toString('utf8')
   let records: { record: string[]; info: { lines: number } }[]
   try {
-    records = parse(text, { bom: true, skip_empty_lines: true, info: true, trim: true, relax_column_count: true }) as unknown as typeof records
+    records = csvRecords(text)
   } catch (err) {
     const line = (err as { lines?: number }).lines ?? 1
     return { problems: [{ pointer: `/${line}`, detail: `line ${line}: ${(err as Error).message.replace(/^Invalid [^:]*: /, '')}` }], count: 1 }
@@ -99,4 +99,22 @@ function lineProblems(cells: Record<string, string>, tiers: readonly string[]): 
       detail: "must be empty: imported points expire as the shop's rule says (expire-after-days, from the day they are imported)",
     })
   return problems
+}
+
+/**
+ * The file's records with the line each starts on, cells trimmed, empty lines left out. A file with
+ * no quote has one record per line, whose number is its place: parsed without csv-parse's
+ * per-record info, which doubled the cost of a million lines. Quoted cells may hold line breaks:
+ * such a file is parsed with it.
+ */
+function csvRecords(text: string): { record: string[]; info: { lines: number } }[] {
+  const options = { bom: true, trim: true, relax_column_count: true } as const
+  if (text.includes('"')) return parse(text, { ...options, skip_empty_lines: true, info: true }) as unknown as { record: string[]; info: { lines: number } }[]
+  const rows = parse(text, { ...options, skip_empty_lines: false }) as string[][]
+  const out: { record: string[]; info: { lines: number } }[] = []
+  rows.forEach((record, i) => {
+    if (record.length === 1 && record[0] === '') return
+    out.push({ record, info: { lines: i + 1 } })
+  })
+  return out
 }
