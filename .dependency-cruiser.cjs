@@ -7,7 +7,8 @@
 //   store        store/ (all SQL, the dialects), rate-limit/ (the rate limit's counters, Redis)
 //   unit-of-work unit-of-work/ (lock, load, decide, write), writer/ (the group commit in front
 //                of it), keys/ (issuing keys through the store)
-//   jobs         jobs/ (background loops), feed/ (the change feed after commit)
+//   jobs         jobs/ (background loops), feed/ (the change feed after commit), rewards/ (the
+//                catalogue, pools and the points import: what the admin API and the CLI share)
 //   http         http/: the protocol plumbing routes share
 //   routes       routes/, services.ts (what buildApp gives them)
 //   entry        app.ts, server.ts, cluster*.ts, cli/
@@ -17,7 +18,7 @@ const LAYERS = [
   ['batch', ['src/batch/']],
   ['store', ['src/store/', 'src/rate-limit/']],
   ['unit-of-work', ['src/unit-of-work/', 'src/writer/', 'src/keys/']],
-  ['jobs', ['src/jobs/', 'src/feed/']],
+  ['jobs', ['src/jobs/', 'src/feed/', 'src/rewards/']],
   ['http', ['src/http/']],
   ['routes', ['src/routes/', 'src/services\\.ts$']],
   ['entry', ['src/app\\.ts$', 'src/server\\.ts$', 'src/cluster[\\w-]*\\.ts$', 'src/cli/']],

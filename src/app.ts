@@ -23,6 +23,7 @@ import { createHookIngestion } from './routes/hook-ingest.ts'
 import { adminRoutes } from './routes/admin/index.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { redemptionRoutes } from './routes/redemptions.ts'
+import { rewardRoutes } from './routes/rewards.ts'
 import { resourceRoutes } from './routes/resources.ts'
 import { problemResponses } from './schemas/problems.ts'
 import type { BatchResult } from './unit-of-work/apply-batch.ts'
@@ -100,6 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     queueDepth: () => writer.queued,
     ...(backend.poolStats ? { pool: () => backend.poolStats!() } : {}),
     storage: () => storage.latest(),
+    poolLow: config.REWARD_POOL_LOW,
     batchCalls: () => batchCalls,
   })
   const batchWriter = openBatchWriter(backend, batchCalls)
@@ -151,6 +153,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     hookIngestion,
     ...(options.clock ? { clock: options.clock } : {}),
     redisUp: rateStore.redisUp,
+    storage: () => storage.latest(),
   }
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
@@ -270,6 +273,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(async (scope) => resourceRoutes(scope, services))
   await app.register(async (scope) => pointsRoutes(scope, services))
   await app.register(async (scope) => redemptionRoutes(scope, services))
+  await app.register(async (scope) => rewardRoutes(scope, services))
   await app.register(async (scope) => changeRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
   await app.register(async (scope) => adminRoutes(scope, services))

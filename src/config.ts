@@ -60,6 +60,8 @@ export const ConfigSchema = Type.Object({
   STORAGE_SAMPLE_SECONDS: Type.Integer({ minimum: 1, maximum: 3_600, default: 30 }),
   /** Seconds between the points sweeper's passes (expiry, expiry warnings, tiers that time changes); 0 turns it off. */
   SWEEP_INTERVAL_SECONDS: Type.Integer({ minimum: 0, maximum: 3_600, default: 20 }),
+  /** A reward's pool with fewer codes left than this is nearly empty: /readyz's body and a metric say so (sampled with the storage). */
+  REWARD_POOL_LOW: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 20 }),
   /** Seconds an API key lookup is cached; a revoked key stops working within this time. */
   KEY_CACHE_SECONDS: Type.Integer({ ...Count, default: 5 }),
   // The change feed's relay (src/jobs/nats-relay.ts); unset, the feed is only read over HTTP.

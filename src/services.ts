@@ -11,6 +11,7 @@ import type { GroupCommitWriter } from './writer/group-commit.ts'
 import type { ChangeFeed } from './feed/change-feed.ts'
 import type { HookIngestion } from './routes/hook-ingest.ts'
 import type { SecretBox } from './keys/secret-box.ts'
+import type { StorageSample } from './jobs/storage-sampler.ts'
 
 // What the routes are given; here rather than in app.ts, so that the routes, which app.ts
 // imports, import nothing from it.
@@ -42,6 +43,8 @@ export interface Services {
   secrets: SecretBox
   /** A webhook body's way to its answer: the webhook routes and the console's replay share it. */
   hookIngestion: HookIngestion
+  /** The latest sample of the database (src/jobs/storage-sampler.ts): /readyz tells the nearly empty pools of rewards from it. */
+  storage(): StorageSample
 }
 
 declare module 'fastify' {

@@ -3,6 +3,7 @@ import type * as S from '../../src/schemas/admin.ts'
 import type * as W from '../../src/schemas/subscriptions.ts'
 import type * as R from '../../src/schemas/report.ts'
 import type * as RU from '../../src/schemas/rule.ts'
+import type * as RW from '../../src/schemas/rewards.ts'
 import type { PROBLEM_SCHEMAS, ProblemStatus } from '../../src/schemas/problems.ts'
 
 // The admin API as the dashboard uses it (/v3/admin/*, authenticated by the session cookie).
@@ -106,3 +107,7 @@ export type Rule = Static<typeof RU.RuleBody>
 export type RuleVersion = RuleView['history'][number]
 export type RulePreviewBody = Static<typeof RU.RulePreviewBody>
 export type RulePreview = Static<typeof RU.RulePreview>
+export type RewardView = Static<typeof RW.RewardView>
+export type RewardBody = Static<typeof RW.RewardBody>
+export type CodesAdded = Static<typeof RW.CodesAdded>
+export type Claim = Static<typeof RW.ClaimView>

@@ -7,6 +7,7 @@ import { Events } from './pages/events.tsx'
 import { Keys } from './pages/keys.tsx'
 import { Overview } from './pages/overview.tsx'
 import { Reports } from './pages/reports.tsx'
+import { Rewards } from './pages/rewards.tsx'
 import { Rules } from './pages/rules.tsx'
 import { SignIn } from './pages/sign-in.tsx'
 import { Subscriptions } from './pages/subscriptions.tsx'
@@ -19,6 +20,7 @@ const NAV = [
   ['customer', 'Customer'],
   ['reports', 'Reports'],
   ['rules', 'Rules'],
+  ['rewards', 'Rewards'],
   ['keys', 'Keys'],
   ['subscriptions', 'Webhooks'],
   ['audit', 'Audit'],
@@ -39,6 +41,8 @@ function Page() {
       return <Reports />
     case 'rules':
       return <Rules />
+    case 'rewards':
+      return <Rewards />
     case 'keys':
       return <Keys />
     case 'subscriptions':

@@ -2,6 +2,7 @@ import type { Static } from 'typebox'
 import type { Webhook } from '../domain/webhook.ts'
 import type { AdjustmentView as AdjustmentViewSchema } from '../schemas/admin.ts'
 import type { RedemptionView as RedemptionViewSchema } from '../schemas/redemptions.ts'
+import type { ClaimView as ClaimViewSchema } from '../schemas/rewards.ts'
 
 // Points commands: the items of a batch besides webhooks. They go through the
 // same writer, locks and decider as webhooks, so a redemption is decided from
@@ -72,7 +73,48 @@ export interface AdjustCommand {
   requestHash: string
 }
 
-export type PointsCommand = RedeemCommand | CancelCommand | ExpireCommand | AdjustCommand | TierCommand | WarnCommand
+/**
+ * Spend a reward's points on a code: a redemption whose id is `claimId`, with the points the
+ * reward costs and the code as its reference, and a claim that hands out the code.
+ */
+export interface ClaimCommand {
+  command: 'claim'
+  shopId: number
+  customerId: number
+  rewardId: number
+  claimId: string
+  /** The random part of a generated code (src/keys/reward-codes.ts); the reward adds its prefix. A pool's code is its next one instead. */
+  random: string
+  atUs: number
+  /** The Idempotency-Key, hashed; null without one. */
+  idemKey: string | null
+  /** A hash of the customer and the reward: the same key with another request is refused. */
+  requestHash: string
+}
+
+/** Give a claim's points back and void its code. */
+export interface CancelClaimCommand {
+  command: 'cancel-claim'
+  shopId: number
+  customerId: number
+  claimId: string
+  atUs: number
+}
+
+/** One line of a points import: the customer (created when unknown) and the points their imported entries hold. */
+export interface ImportCommand {
+  command: 'import'
+  shopId: number
+  customerId: number
+  email: string
+  points: number
+  /** The tier the other platform gave (validated against the shop's tiers); kept for the tier rules to use (issue 28). */
+  tier: string | null
+  atUs: number
+}
+
+export type PointsCommand =
+  RedeemCommand | CancelCommand | ExpireCommand | AdjustCommand | TierCommand | WarnCommand | ClaimCommand | CancelClaimCommand | ImportCommand
 export type BatchItem = Webhook | PointsCommand
 
 export const isCommand = (item: BatchItem): item is PointsCommand => 'command' in item
@@ -82,6 +124,12 @@ export const itemTimeUs = (item: BatchItem) => (isCommand(item) ? item.atUs : it
 
 /** A redemption as the answers show it (src/schemas/redemptions.ts). */
 export type RedemptionView = Static<typeof RedemptionViewSchema>
+
+/** A claim as the answers show it (src/schemas/rewards.ts). */
+export type ClaimView = Static<typeof ClaimViewSchema>
+
+/** Why a claim was refused with nothing spent, besides too few points. */
+export type ClaimRefusal = 'reward-inactive' | 'tier-too-low' | 'pool-empty'
 
 /** An adjustment as the answers show it (src/schemas/admin.ts). */
 export type AdjustmentView = Static<typeof AdjustmentViewSchema>
@@ -99,3 +147,9 @@ export type CommandOutcome =
   | { status: 'adjusted'; adjustment: AdjustmentView; replayed: boolean }
   | { status: 'tiered'; tier: string | null }
   | { status: 'warned'; warnings: number }
+  | { status: 'claimed'; claim: ClaimView; replayed: boolean }
+  | { status: 'claim-refused'; reason: ClaimRefusal; detail: string }
+  /** `replayed`: it had been cancelled before; this cancel changed nothing. */
+  | { status: 'claim-cancelled'; claim: ClaimView; replayed: boolean }
+  /** A line of an import: whether it made the customer, the points it added (negative: took), and whether it was skipped (a deleted customer). */
+  | { status: 'imported'; created: boolean; points: number; skipped: boolean }

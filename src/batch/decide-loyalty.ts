@@ -366,6 +366,22 @@ function reached(ctx: Context, moved: ReadonlyMap<string, number[]>, retagged: R
   return [...out]
 }
 
+/**
+ * The tier a customer holds at `atUs` (a claim's min_tier asks it), from the state loaded; throws
+ * NeedMore when their earnings around it were not loaded.
+ */
+export function tierNow(state: BatchState, shopId: number, customerId: number, atUs: number): string | null {
+  const ck = customerKeyOf(shopId, customerId)
+  const c = state.customers.get(ck)
+  if (!c || c.record.deleted) return null
+  const schedule = programOf(state, shopId)
+  if (!usesHistory(schedule)) return null
+  const needs = noNeeds()
+  need(state, needs, ck, atUs - longestWindowUs(schedule), atUs)
+  throwIfNeeded(needs)
+  return tierAt(schedule, tagsAfter(state, ck), earningsOf(state, ck), atUs).name
+}
+
 /** One change of a customer's tier, for the feed. */
 export interface TierChange {
   shopId: number

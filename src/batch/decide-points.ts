@@ -16,6 +16,8 @@ import {
 } from '../loyalty/wallet.ts'
 import type { AdjustCommand, AdjustmentView, CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
 import { keyOf, type BatchState, type Decision, type LedgerRow, type StoredAdjustment, type StoredRedemption } from './state.ts'
+import { cancelClaim, decideClaim, emptyRewardsDecision, replayedClaim, voidClaim, type RewardsDecision, type Spending } from './decide-rewards.ts'
+import { importLine } from './decide-import.ts'
 
 // The points half of the decider: after a batch's orders are settled, the
 // balances of the customers whose lots are loaded are settled too (expiry
@@ -33,6 +35,8 @@ export interface PointsDecision {
   touched: string[]
   /** Expiry warnings to append. */
   warnings: NonNullable<Decision['warnings']>
+  /** What the batch's claims write besides their redemptions (src/batch/decide-rewards.ts). */
+  rewards: RewardsDecision
 }
 
 /** The view of a redemption an answer carries. */
@@ -67,7 +71,7 @@ export function adjustmentView(a: StoredAdjustment): AdjustmentView {
  */
 export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: readonly PointsCommand[], nowUs: number): PointsDecision {
   const ruleOf = (shopId: number) => state.rules.get(shopId) ?? DEFAULT_VERSIONED
-  const out: PointsDecision = { redemptions: [], cancels: [], adjustments: [], outcomes: [], touched: [], warnings: [] }
+  const out: PointsDecision = { redemptions: [], cancels: [], adjustments: [], outcomes: [], touched: [], warnings: [], rewards: emptyRewardsDecision() }
 
   const row = (shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow => ({
     shopId,
@@ -111,6 +115,8 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
 
   const redemptionIdem = new Map(state.redemptionIdem)
   const adjustmentIdem = new Map(state.adjustmentIdem)
+  const claimIdem = new Map(state.claimIdem)
+  const spending: Spending = { redeem: (r) => redeem(r, lotsOf(r)), cancel: (r) => cancel(r, lotsOf(r)) }
   for (const c of commands) {
     const customerKey = keyOf(c.shopId, c.customerId)
     const customer = state.customers.get(customerKey)
@@ -143,6 +149,17 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
         continue
       }
     }
+    if (c.command === 'claim') {
+      const replayed = replayedClaim(state, c, claimIdem)
+      if (replayed) {
+        out.outcomes.push(replayed)
+        continue
+      }
+    }
+    if (c.command === 'import') {
+      out.outcomes.push(importLine(state, c, lots, { ledger, touched: out.touched, row, settleExpiry }))
+      continue
+    }
     if (c.command === 'adjust' && c.idemKey !== null) {
       const stored = adjustmentIdem.get(keyOf(c.shopId, c.idemKey))
       if (stored) {
@@ -160,9 +177,25 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     }
     if (c.command === 'adjust') out.outcomes.push(adjust(c, lots))
     else if (c.command === 'redeem') out.outcomes.push(redeem(c, lots))
-    else out.outcomes.push(cancel(c, lots))
+    else if (c.command === 'claim') out.outcomes.push(decideClaim(state, c, spending, out.rewards, claimIdem))
+    else if (c.command === 'cancel-claim') out.outcomes.push(cancelClaim(state, c, spending, out.rewards))
+    else {
+      const cancelled = cancel(c, lots)
+      // A claim's redemption, cancelled by the redemption's own route: the claim's code is void too.
+      if (cancelled.status === 'cancelled' && !cancelled.replayed)
+        voidClaim(state, c.shopId, c.redemptionId, c.atUs, cancelled.redemption.available_after, out.rewards)
+      out.outcomes.push(cancelled)
+    }
   }
   return out
+
+  /** The lots of a command's customer (loaded, or empty for a customer with no entries yet). */
+  function lotsOf(c: { shopId: number; customerId: number }): Lot[] {
+    const key = keyOf(c.shopId, c.customerId)
+    const held = state.wallets.get(key) ?? []
+    state.wallets.set(key, held)
+    return held
+  }
 
   /**
    * The expiry warnings of a customer: one per date their points expire within the rule's warning

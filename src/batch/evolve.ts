@@ -55,6 +55,21 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
   const warned = new Set(state.warned)
   for (const w of decision.warnings ?? []) warned.add(`${w.shopId}:${w.customerId}:${w.expiresUs}`)
 
+  const claims = new Map(state.claims)
+  const claimIdem = new Map(state.claimIdem)
+  for (const c of [...(decision.claims ?? []), ...(decision.claimCancels ?? [])]) {
+    claims.set(keyOf(c.shopId, c.id), c)
+    if (c.idemKey !== null) claimIdem.set(keyOf(c.shopId, c.idemKey), c.id)
+  }
+  const rewards = new Map(state.rewards)
+  for (const r of decision.pools ?? []) rewards.set(keyOf(r.shopId, r.id), { ...r, loadedCursor: r.codeCursor })
+  const imported = new Map(state.imported)
+  for (const l of decision.ledger) {
+    if (l.reason !== 'import' || l.customerId === null) continue
+    const key = keyOf(l.shopId, l.customerId)
+    imported.set(key, [...(imported.get(key) ?? []), { available_us: l.basis.available_us, points: l.points }])
+  }
+
   return {
     customers,
     orders,
@@ -71,6 +86,11 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     redemptions,
     redemptionIdem,
     adjustmentIdem,
+    rewards,
+    poolCodes: new Map(state.poolCodes),
+    claims,
+    claimIdem,
+    imported,
   }
 }
 

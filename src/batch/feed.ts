@@ -1,6 +1,6 @@
 import { fromMinor } from '../domain/money.ts'
 import { formatUs } from '../domain/time.ts'
-import type { Decision, FeedEntry, StoredCustomer, StoredOrder } from './state.ts'
+import type { Decision, FeedEntry, StoredClaim, StoredCustomer, StoredOrder } from './state.ts'
 
 // The change feed's entries of a batch (the transactional outbox), derived from what the
 // decision writes and nothing else: one entry per customer row and per order row it writes,
@@ -9,9 +9,12 @@ import type { Decision, FeedEntry, StoredCustomer, StoredOrder } from './state.t
 // outcomes, flags, amounts and points, never a name, an e-mail or a tag, so that an
 // erasure has nothing to chase in consumers' copies.
 
-type FeedDecision = Pick<Decision, 'events' | 'customers' | 'orders' | 'ledger' | 'tiers' | 'warnings'>
+type FeedDecision = Pick<Decision, 'events' | 'customers' | 'orders' | 'ledger' | 'tiers' | 'warnings' | 'claims' | 'claimCancels'>
 
-/** The feed entries of a decision: customers, then orders, then ledger entries, then tier changes and expiry warnings, each in the order the decision writes them. */
+/**
+ * The feed entries of a decision: customers, then orders, then ledger entries, then tier changes
+ * and expiry warnings, then claims and their cancels, each in the order the decision writes them.
+ */
 export function feedOf(d: FeedDecision): FeedEntry[] {
   const inBatch = new Map(d.events.map((e) => [e.id, e]))
   /** The webhook of this batch that caused a row: the one it records as its latest change, else the latest naming it. */
@@ -60,8 +63,16 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
   for (const w of d.warnings ?? []) {
     entries.push({ shopId: w.shopId, type: 'points.expiring', data: { customer_id: w.customerId, points: w.points, expires_at: formatUs(w.expiresUs) } })
   }
+  // A claim's code is in its entry: the shop's integration makes the discount from it (and voids it on a cancel).
+  for (const c of d.claims ?? []) {
+    entries.push({ shopId: c.shopId, type: 'reward.claimed', data: rewardData(c) })
+    if (c.cancelledUs !== null) entries.push({ shopId: c.shopId, type: 'reward.cancelled', data: rewardData(c) })
+  }
+  for (const c of d.claimCancels ?? []) entries.push({ shopId: c.shopId, type: 'reward.cancelled', data: rewardData(c) })
   return entries
 }
+
+const rewardData = (c: StoredClaim) => ({ customer_id: c.customerId, reward_id: c.rewardId, claim_id: c.id, points: c.points, code: c.code })
 
 function customerEntry(c: StoredCustomer, cause: { id: string; outcome: string } | undefined): FeedEntry {
   const base = { customer_id: c.record.id, rev: c.rev + 1, event_id: cause?.id ?? null, outcome: outcomeOf(cause?.outcome) }

@@ -98,6 +98,55 @@ export interface BatchState {
   redemptionIdem: Map<string, string>
   /** Stored adjustments by `${shopId}:${idemKey}`, for the keys the batch's adjustments carry. */
   adjustmentIdem: Map<string, StoredAdjustment>
+  /** The rewards the batch's claims name, by `${shopId}:${rewardId}`. */
+  rewards: Map<string, StoredReward>
+  /** Of each of those with a pool: its next codes after its cursor, in upload order, as many as the batch's claims of it. */
+  poolCodes: Map<string, PoolCode[]>
+  /** Claims the batch's commands name (cancels, and the claims of cancelled redemptions), by `${shopId}:${claimId}`. */
+  claims: Map<string, StoredClaim>
+  /** Claim ids by `${shopId}:${idemKey}`, for the keys the batch's claims carry. */
+  claimIdem: Map<string, string>
+  /** What the customers the batch imports hold of imports, by customer key: the net per availability date. */
+  imported: Map<string, LotEntry[]>
+}
+
+/** A reward as a claim needs it; a pool's cursor is guarded by its write (src/store/batch-write.ts). */
+export interface StoredReward {
+  shopId: number
+  id: number
+  name: string
+  points: number
+  codes: 'generated' | 'pool'
+  codePrefix: string | null
+  minTier: string | null
+  active: boolean
+  /** The id of the last code handed out, as loaded: the write requires it unchanged. */
+  loadedCursor: number
+  codeCursor: number
+  codesIssued: number
+}
+
+/** A code of a pool: its id is its place in upload order. */
+export interface PoolCode {
+  id: number
+  code: string
+}
+
+/** A stored claim: the redemption of the same id bought the reward, and the code. */
+export interface StoredClaim {
+  shopId: number
+  id: string
+  customerId: number
+  rewardId: number
+  rewardName: string
+  code: string
+  points: number
+  createdUs: number
+  availableAfter: number
+  idemKey: string | null
+  requestHash: string
+  cancelledUs: number | null
+  cancelAvailableAfter: number | null
 }
 
 /** A stored manual adjustment (the console). */
@@ -147,6 +196,11 @@ export function emptyState(): BatchState {
     redemptions: new Map(),
     redemptionIdem: new Map(),
     adjustmentIdem: new Map(),
+    rewards: new Map(),
+    poolCodes: new Map(),
+    claims: new Map(),
+    claimIdem: new Map(),
+    imported: new Map(),
   }
 }
 
@@ -205,6 +259,10 @@ export interface Decision {
   cancels: StoredRedemption[]
   /** New manual adjustments. */
   adjustments?: StoredAdjustment[]
+  /** New claims, cancels of stored ones, and the pools whose cursor moved. */
+  claims?: StoredClaim[]
+  claimCancels?: StoredClaim[]
+  pools?: StoredReward[]
   /** The outcome of each command of the batch, in batch order. */
   commands: CommandOutcome[]
   /** The change feed's entries of what this decision writes (src/batch/feed.ts), written in the same transaction. */

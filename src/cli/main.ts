@@ -8,6 +8,7 @@ import { retentionCommands } from './retention.ts'
 import { sendCommand } from './send.ts'
 import { subscriptionsCommand } from './subscriptions.ts'
 import { verifyCommand } from './verify.ts'
+import { rewardsCommand } from './rewards.ts'
 import { withBackend } from './backend.ts'
 
 // The server and the database drivers are imported when a command needs them, so that --help,
@@ -48,6 +49,7 @@ program.addCommand(pointsCommand())
 for (const command of retentionCommands()) program.addCommand(command)
 program.addCommand(sendCommand())
 program.addCommand(subscriptionsCommand())
+program.addCommand(rewardsCommand())
 program.addCommand(verifyCommand())
 
 try {

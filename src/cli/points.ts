@@ -153,5 +153,50 @@ export function pointsCommand(): Command {
         console.log(`checked ${result.done} orders; appended ${result.appended} ledger entr${result.appended === 1 ? 'y' : 'ies'}`)
       }),
     )
+  points
+    .command('import')
+    .description(
+      'bring balances over from another platform: a CSV of customer_id, email, points (and optionally tier); importing the same file again changes nothing, a corrected file writes only the differences',
+    )
+    .requiredOption('--shop <name>', 'the shop', shopName)
+    .requiredOption('--file <path>', 'the CSV of balances, its first line naming the columns')
+    .option('--dry-run', 'check the file and say what it would change; write nothing')
+    .action((options: { shop: string; file: string; dryRun?: boolean }) =>
+      withBackend(async (backend) => {
+        const [{ default: cliProgress }, { readFileSync }, { readBalanceFile }, { importBalances }, { shopTiers }, { auditCommandLine }] = await Promise.all([
+          import('cli-progress'),
+          import('node:fs'),
+          import('../http/intake/balance-file.ts'),
+          import('../rewards/balance-import.ts'),
+          import('../rewards/catalogue.ts'),
+          import('./audit.ts'),
+        ])
+        const shop = await findShop(backend.db, options.shop)
+        if (!shop) throw new Error(`no shop named ${options.shop}`)
+        const read = readBalanceFile(readFileSync(options.file), await shopTiers(backend.db, shop.id))
+        if ('problems' in read) {
+          const shown = read.problems.slice(0, 10).map((p) => p.detail)
+          const more = read.count > shown.length ? `; and ${read.count - shown.length} more` : ''
+          throw new Error(`${options.file} has ${read.count} problem${read.count === 1 ? '' : 's'}, nothing was imported: ${shown.join('; ')}${more}`)
+        }
+        const bar = new cliProgress.SingleBar(
+          { format: `${options.dryRun ? 'checking' : 'importing'} balances |{bar}| {value}/{total} lines | {entries} entries`, stream: process.stderr },
+          cliProgress.Presets.shades_classic,
+        )
+        bar.start(read.lines.length, 0, { entries: 0 })
+        const summary = await importBalances(backend, shop.id, read.lines, {
+          dryRun: options.dryRun === true,
+          onProgress: (s) => bar.update(s.lines, { entries: s.entries }),
+        })
+        bar.stop()
+        if (!options.dryRun)
+          await auditCommandLine(backend.db, { action: 'points.import', shopId: shop.id, target: null, detail: { ...summary, dry_run: undefined } })
+        console.log(
+          `${options.dryRun ? 'dry run, nothing written: would import' : 'imported'} ${summary.lines} lines of shop ${options.shop}: ` +
+            `${summary.customers_created} new customers, ${summary.entries} entries (${summary.points_added} points added, ${summary.points_taken} taken back), ` +
+            `${summary.unchanged} unchanged, ${summary.skipped_deleted} skipped (deleted customers)`,
+        )
+      }),
+    )
   return points
 }

@@ -4,7 +4,16 @@ import type { FeedType } from '../schemas/changes.ts'
 // delivery is tried again, and when a subscription counts as failing. Pure: no clock, no I/O.
 
 /** Every type of the change feed (src/schemas/changes.ts), the names a filter may take. */
-export const FEED_TYPES: readonly FeedType[] = ['customer.updated', 'customer.deleted', 'order.updated', 'points.changed', 'points.expiring', 'tier.changed']
+export const FEED_TYPES: readonly FeedType[] = [
+  'customer.updated',
+  'customer.deleted',
+  'order.updated',
+  'points.changed',
+  'points.expiring',
+  'tier.changed',
+  'reward.claimed',
+  'reward.cancelled',
+]
 
 /**
  * Why a type pattern is refused, or null when it is good: an exact feed type, `family.*` for a

@@ -14,6 +14,8 @@ export interface MetricSources {
   pool?(): { total: number; idle: number; waiting: number; max: number }
   /** The latest sample of the database's size and oldest event; absent: nothing sampled. */
   storage?(): StorageSample
+  /** REWARD_POOL_LOW: a pool with fewer codes left is nearly empty. */
+  poolLow?: number
   /** Statements and round trips of the write path's batches so far (running totals). */
   batchCalls?(): DbCalls
 }
@@ -115,6 +117,27 @@ export function createMetrics(sources: MetricSources) {
       collect() {
         const oldest = sources.storage?.().oldestEventUs ?? null
         this.set(oldest === null ? 0 : Math.max(0, Date.now() / 1000 - oldest / 1e6))
+      },
+    }),
+    rewardCodesLeft: new Gauge({
+      name: 'shop_intake_reward_codes_left',
+      help: "Codes not yet handed out in each active reward's pool, by shop id and reward id; sampled every STORAGE_SAMPLE_SECONDS",
+      labelNames: ['shop', 'reward'] as const,
+      registers: [registry],
+      // WORKERS: every process samples the same pools.
+      aggregator: 'max',
+      collect() {
+        this.reset()
+        for (const p of sources.storage?.().pools ?? []) this.set({ shop: String(p.shopId), reward: String(p.rewardId) }, p.left)
+      },
+    }),
+    rewardPoolsLow: new Gauge({
+      name: 'shop_intake_reward_pools_low',
+      help: 'Active pools of rewards with fewer codes left than REWARD_POOL_LOW, of every shop: claims of them soon answer pool-empty',
+      registers: [registry],
+      aggregator: 'max',
+      collect() {
+        this.set((sources.storage?.().pools ?? []).filter((p) => p.left < (sources.poolLow ?? 0)).length)
       },
     }),
     eventsPruned: new Counter({

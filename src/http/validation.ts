@@ -1,3 +1,4 @@
+import { AjvCompiler } from '@fastify/ajv-compiler'
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js'
 import type { FieldError } from '../domain/webhook.ts'
 import { KEYWORDS, TEXT_PATTERN } from '../schemas/common.ts'
@@ -85,4 +86,23 @@ export function firstErrors(lists: readonly Iterable<FieldError>[], max = MAX_RE
     }
   }
   return { errors, count: seen.size + uncounted }
+}
+
+type Check = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null }
+const compiled = new WeakMap<object, Check>()
+let compile: ((route: { schema: object }) => Check) | undefined
+
+/**
+ * The fields a value breaks of a schema, one error per field as a 422 lists them, checked with the
+ * app's validator settings: what the command line and a CSV's lines are checked with, outside a route.
+ */
+export function checkValue(schema: object, value: unknown): FieldError[] {
+  let check = compiled.get(schema)
+  if (!check) {
+    compile ??= AjvCompiler()({}, { ...AJV_SETTINGS, customOptions: { ...AJV_SETTINGS.customOptions, allErrors: true } } as never) as unknown as (route: {
+      schema: object
+    }) => Check
+    compiled.set(schema, (check = compile({ schema })))
+  }
+  return check(value) ? [] : firstErrors([fieldErrors(check.errors ?? [])]).errors
 }

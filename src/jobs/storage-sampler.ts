@@ -1,13 +1,16 @@
 import type { Backend } from '../store/dialect.ts'
 import { oldestEventUs } from '../store/prune.ts'
+import { poolLevels } from '../store/rewards-repo.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 
-/** The latest sample of the database's size and oldest event (taken every STORAGE_SAMPLE_SECONDS, not per scrape). */
+/** The latest sample of the database's size, oldest event and rewards' pools (taken every STORAGE_SAMPLE_SECONDS, not per scrape). */
 export interface StorageSample {
   bytes: number
   /** Receive time of the oldest stored event, epoch µs; null when none is stored. */
   oldestEventUs: number | null
+  /** Every active pool of rewards with its codes left. */
+  pools: { shopId: number; shop: string; rewardId: number; name: string; left: number }[]
 }
 
 export interface StorageSampler {
@@ -17,14 +20,14 @@ export interface StorageSampler {
 }
 
 /**
- * Samples the database's size and oldest event at start and every `everySeconds`: a scrape of
+ * Samples the database's size, oldest event and the codes left in each pool of rewards at start and every `everySeconds`: a scrape of
  * /metrics then costs no query, and a slow database cannot slow it. A failed sample keeps the previous one.
  */
 export function startStorageSampler(backend: Backend, everySeconds: number, report: Report): StorageSampler {
-  let sample: StorageSample = { bytes: 0, oldestEventUs: null }
+  let sample: StorageSample = { bytes: 0, oldestEventUs: null, pools: [] }
   const loop = startLoop({
     pass: async () => {
-      sample = { bytes: await backend.sizeBytes(), oldestEventUs: await oldestEventUs(backend) }
+      sample = { bytes: await backend.sizeBytes(), oldestEventUs: await oldestEventUs(backend), pools: await poolLevels(backend.db) }
     },
     firstMs: 0,
     everyMs: everySeconds * 1000,

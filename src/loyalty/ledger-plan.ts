@@ -22,6 +22,8 @@ export const REASONS = [
   'newsletter',
   'excluded',
   'tier_adjusted',
+  // A balance brought over from another platform (points import).
+  'import',
 ] as const
 
 export type Reason = (typeof REASONS)[number]

@@ -35,6 +35,8 @@ export const FLOW_OF_REASON: Record<Reason, ReportFlow> = {
   newsletter: 'earned',
   excluded: 'reversed',
   tier_adjusted: 'adjusted',
+  // A balance carried over from another platform: a one-off booking, like an operator's, not what this program's orders earned.
+  import: 'adjusted',
 }
 
 const DAY_MS = 86_400_000

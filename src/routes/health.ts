@@ -45,6 +45,7 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
         await Promise.race([Promise.all([backend.ping(), batchWriter.ping?.()]), timeout])
         const relay = services.feed.relay?.status()
         const redis = services.redisUp()
+        const low = services.storage().pools.filter((p) => p.left < config.REWARD_POOL_LOW)
         return {
           status: 'ready' as const,
           database: backend.kind,
@@ -60,6 +61,7 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
               }
             : {}),
           ...(redis === undefined ? {} : { redis: redis ? ('up' as const) : ('down' as const) }),
+          ...(low.length === 0 ? {} : { reward_pools_low: low.map((p) => ({ shop: p.shop, reward_id: p.rewardId, name: p.name, codes_left: p.left })) }),
         }
       } catch (err) {
         request.log.warn({ err }, 'readiness check failed')

@@ -67,6 +67,16 @@ export const ExpiryWarning = Type.Object(
   },
   { additionalProperties: false, description: "points that expire within the rule's expiry_warning_days: one entry per customer and expiry date" },
 )
+export const RewardChange = Type.Object(
+  {
+    customer_id: Type.Integer(),
+    reward_id: Type.Integer(),
+    claim_id: Type.String({ description: 'the claim, and the redemption of the same id whose points.changed entries spent (or gave back) its points' }),
+    points: Type.Integer({ description: 'the points the claim spent (reward.claimed) or gave back (reward.cancelled)' }),
+    code: Type.String({ description: 'the code handed out, for the shop to make (or void) the discount; never handed out again' }),
+  },
+  { additionalProperties: false },
+)
 
 const common = {
   id: Type.String({ pattern: '^[1-9][0-9]*$', description: "the entry's id; the Nats-Msg-Id of its NATS message" }),
@@ -82,6 +92,8 @@ export const ChangeEntry = Type.Union(
     Type.Object({ ...common, type: Type.Literal('points.changed'), data: PointsChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('points.expiring'), data: ExpiryWarning }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('tier.changed'), data: TierChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('reward.claimed'), data: RewardChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('reward.cancelled'), data: RewardChange }, { additionalProperties: false }),
   ],
   { description: 'one change, in commit order' },
 )
@@ -111,3 +123,5 @@ export type FeedEntry =
   | { shopId: number; type: 'points.changed'; data: Static<typeof PointsChange> }
   | { shopId: number; type: 'points.expiring'; data: Static<typeof ExpiryWarning> }
   | { shopId: number; type: 'tier.changed'; data: Static<typeof TierChange> }
+  | { shopId: number; type: 'reward.claimed'; data: Static<typeof RewardChange> }
+  | { shopId: number; type: 'reward.cancelled'; data: Static<typeof RewardChange> }

@@ -7,6 +7,8 @@ import { Health, Readiness } from './health.ts'
 import { ChangeList } from './changes.ts'
 import * as Admin from './admin.ts'
 import * as Subscriptions from './subscriptions.ts'
+import * as Rewards from './rewards.ts'
+import { ImportSummary } from './imports.ts'
 
 /** The schemas the OpenAPI document names (components/schemas), so generated clients get named types. */
 export const NAMED_SCHEMAS: Record<string, TSchema> = {
@@ -55,4 +57,17 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   SubscriptionDelivery: Subscriptions.DeliveryView,
   SubscriptionReplayBody: Subscriptions.ReplayBody,
   RotatedSecret: Subscriptions.RotatedSecret,
+  // Rewards (README, Rewards) and switching in.
+  RewardBody: Rewards.RewardBody,
+  RewardPatch: Rewards.RewardPatch,
+  RewardView: Rewards.RewardView,
+  RewardList: Rewards.RewardList,
+  ShopRewardView: Rewards.ShopRewardView,
+  ShopRewardList: Rewards.ShopRewardList,
+  ClaimView: Rewards.ClaimView,
+  ClaimList: Rewards.ClaimList,
+  AdminClaimList: Rewards.AdminClaimList,
+  CodesBody: Rewards.CodesBody,
+  CodesAdded: Rewards.CodesAdded,
+  ImportSummary,
 }

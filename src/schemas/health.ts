@@ -32,6 +32,23 @@ export const Readiness = Type.Object(
           'with REDIS_URL: whether Redis, where the rate limit is counted, answers; while it is down the limit lets webhooks through (the service stays ready)',
       }),
     ),
+    reward_pools_low: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            shop: Type.String({ description: "the shop's name" }),
+            reward_id: Type.Integer(),
+            name: Type.String({ description: "the reward's name" }),
+            codes_left: Type.Integer({ minimum: 0 }),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          description:
+            'present when an active pool of rewards has fewer codes left than REWARD_POOL_LOW (sampled every STORAGE_SAMPLE_SECONDS): upload more before claims answer pool-empty. A warning: the service stays ready',
+        },
+      ),
+    ),
   },
   { additionalProperties: false, description: 'a webhook can be committed now' },
 )

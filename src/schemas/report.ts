@@ -32,7 +32,9 @@ export const PointsReportBucket = Type.Object(
     redeemed: Points('spent, negative (redeemed)'),
     given_back: Points('given back by cancelled redemptions (redemption_cancelled)'),
     expired: Points('expired, negative (expired)'),
-    adjusted: Points("changed by an order's new amount or rule, by an operator, or moved between customers (adjusted, adjusted_manually, transferred)"),
+    adjusted: Points(
+      "changed by an order's new amount or rule, by an operator, moved between customers, or brought over from another platform (adjusted, adjusted_manually, transferred, import)",
+    ),
     ...OutstandingProperties,
   },
   { additionalProperties: false },

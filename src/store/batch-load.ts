@@ -6,11 +6,12 @@ import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
 import { longestWindowUs, parseProgram, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
 import { parseStoredEntries, storedAdjustment } from './redemption-rows.ts'
+import { storedClaim, storedReward } from './claim-rows.ts'
 import { versionedRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from './dialect.ts'
 import { CUSTOMER_INDEXED, indexedOf, ORDER_INDEXED, storedCustomer, storedOrder } from './rows.ts'
 import type { EarningRead, LedgerRead } from './batch-statements.ts'
-import type { CustomersTable, OrdersTable } from './tables.ts'
+import type { CustomersTable, OrdersTable, RewardsTable } from './tables.ts'
 
 // Loads what a batch touches, with a few set-based queries per shop: the
 // customers and orders it names, the customers their owners are found among,
@@ -43,6 +44,13 @@ interface ShopNeeds {
   /** What the decider asked for on an earlier try (src/batch/decide-loyalty.ts). */
   earnings: Map<number, [number, number][]>
   erasedEmails: Set<string>
+  /** Rewards the batch's claims name, with how many claims name each: that many of a pool's next codes are loaded. */
+  rewards: Map<number, number>
+  /** Claims named by id (their cancels, and the cancels of redemptions that may be claims) or by idempotency key. */
+  claimIds: Set<string>
+  claimIdem: Set<string>
+  /** Customers an import names: what they hold of imports is loaded. */
+  imports: Set<number>
 }
 
 /** A lookup with no keys: a query that reads nothing (rare paths of a round). */
@@ -68,6 +76,10 @@ const emptyNeeds = (): ShopNeeds => ({
   processed: new Set(),
   earnings: new Map(),
   erasedEmails: new Set(),
+  rewards: new Map(),
+  claimIds: new Set(),
+  claimIdem: new Set(),
+  imports: new Set(),
 })
 
 function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
@@ -82,6 +94,16 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
       if (w.command === 'redeem' && w.idemKey !== null) n.redemptionIdem.add(w.idemKey)
       if (w.command === 'adjust' && w.idemKey !== null) n.adjustmentIdem.add(w.idemKey)
       if (w.command === 'warn') n.warned.add(w.customerId)
+      if (w.command === 'cancel') n.claimIds.add(w.redemptionId)
+      if (w.command === 'cancel-claim') {
+        n.claimIds.add(w.claimId)
+        n.redemptionIds.add(w.claimId)
+      }
+      if (w.command === 'claim') {
+        n.rewards.set(w.rewardId, (n.rewards.get(w.rewardId) ?? 0) + 1)
+        if (w.idemKey !== null) n.claimIdem.add(w.idemKey)
+      }
+      if (w.command === 'import') n.imports.add(w.customerId)
       continue
     }
     // Rejected webhooks name a customer too: their bodies are redacted if that customer is erased.
@@ -126,6 +148,8 @@ export function lockKeysOf(batch: readonly BatchItem[]): string[] {
   for (const [shopId, n] of needsOf(batch)) {
     for (const id of n.customers) keys.push(`${shopId}:c:${id}`)
     for (const id of n.orders) keys.push(`${shopId}:o:${id}`)
+    // A pool's codes are handed out by one batch at a time, whichever process claims from it.
+    for (const id of n.rewards.keys()) keys.push(`${shopId}:r:${id}`)
     for (const email of [...n.emails, ...n.claimEmails, ...n.deletedEmails]) keys.push(`${shopId}:e:${email}`)
   }
   return keys
@@ -328,6 +352,8 @@ async function loadShop(
   // The earnings the tiers are decided from: every customer in play, around each order's instant and now.
   const ranges = usesHistory(program) || n.earnings.size > 0 ? earningRanges(state, shopId, n, program, nowUs) : []
 
+  // What claims and imports name: read as it is committed (a dry run of an import decides from it too).
+  await loadRewards(backend, s, state, shopId, n)
   // Reads lock nothing and decide nothing: they need no balances, and read the earnings as they are.
   if (locked === null) {
     if (ranges.length > 0) addEarnings(state, shopId, await s.run(q.earningsInRanges(shopId, triples(ranges))), ranges)
@@ -433,6 +459,41 @@ async function loadPoints(
     if (row.idem_key !== null) state.redemptionIdem.set(keyOf(shopId, row.idem_key), row.id)
   }
   for (const row of adjustments) state.adjustmentIdem.set(keyOf(shopId, row.idem_key!), storedAdjustment(shopId, row))
+}
+
+/**
+ * What the batch's claims and imports need: the rewards they name and each one's next codes (a
+ * pool's, after its cursor, as many as the batch's claims of it), the claims named by id or key,
+ * and what the imported customers hold of imports.
+ */
+async function loadRewards(backend: Backend, s: Session, state: BatchState, shopId: number, n: ShopNeeds) {
+  if (n.rewards.size + n.claimIds.size + n.claimIdem.size + n.imports.size === 0) return
+  const q = backend.statements
+  const rewardIds = [...n.rewards.keys()]
+  const [claimsById, claimsByIdem, imported, ...perReward] = await s.runMany([
+    q.claimsById(shopId, [...n.claimIds]),
+    q.claimsByIdem(shopId, [...n.claimIdem]),
+    q.importHoldings(shopId, [...n.imports]),
+    ...rewardIds.flatMap((id) => [q.reward([id]), q.nextCodes([id, shopId, id, n.rewards.get(id)!])]),
+  ] as const)
+  rewardIds.forEach((id, i) => {
+    const [row] = perReward[2 * i] as Selectable<RewardsTable>[]
+    // A reward of another shop is none of this one's: its claims answer 404.
+    if (!row || Number(row.shop_id) !== shopId) return
+    state.rewards.set(keyOf(shopId, id), storedReward(shopId, row))
+    const found = (perReward[2 * i + 1] as unknown as { id: number; code: string }[]).map((c) => ({ id: Number(c.id), code: c.code }))
+    state.poolCodes.set(
+      keyOf(shopId, id),
+      found.sort((a, b) => a.id - b.id),
+    )
+  })
+  for (const row of [...claimsById, ...claimsByIdem]) {
+    state.claims.set(keyOf(shopId, row.id), storedClaim(shopId, row))
+    if (row.idem_key !== null) state.claimIdem.set(keyOf(shopId, row.idem_key), row.id)
+  }
+  for (const id of n.imports) state.imported.set(keyOf(shopId, id), [])
+  for (const row of imported)
+    state.imported.get(keyOf(shopId, Number(row.customer_id)))?.push({ available_us: Number(row.available_us), points: Number(row.points) })
 }
 
 /** The ledger of each order, in the order it was written. */

@@ -8,8 +8,9 @@ import {
   ORDER_INDEXED,
   REDEMPTION_COLUMNS,
   ADJUSTMENT_COLUMNS,
+  CLAIM_COLUMNS,
 } from './rows.ts'
-import type { CustomersTable, OrdersTable, RedemptionsTable, AdjustmentsTable } from './tables.ts'
+import type { CustomersTable, OrdersTable, RedemptionsTable, AdjustmentsTable, ClaimsTable, RewardsTable } from './tables.ts'
 import type { Selectable } from 'kysely'
 
 // Every statement of the write path, built once per backend from its dialect's factory. The
@@ -131,6 +132,24 @@ export function batchStatements(f: StatementFactory) {
     redemptionsById: f.lookup<Selectable<RedemptionsTable>>({ table: 'redemptions', columns: '*', column: 'id', keyType: 'text' }),
     redemptionsByIdem: f.lookup<Selectable<RedemptionsTable>>({ table: 'redemptions', columns: '*', column: 'idem_key', keyType: 'text' }),
     adjustmentsByIdem: f.lookup<Selectable<AdjustmentsTable>>({ table: 'adjustments', columns: '*', column: 'idem_key', keyType: 'text' }),
+    /** A reward a batch's claims name, by its id alone (the service's own): the load keeps it only if it is the shop's. */
+    reward: f.text<Selectable<RewardsTable>>('SELECT * FROM rewards WHERE id = $1'),
+    /** A pool's next codes after its cursor, in upload order: $4 of them at most (reward_codes_next). */
+    nextCodes: f.text<{ id: number; code: string }>(
+      'SELECT id, code FROM reward_codes WHERE reward_id = $1 AND shop_id = $2 AND id > (SELECT code_cursor FROM rewards WHERE id = $3) ORDER BY id LIMIT $4',
+    ),
+    claimsById: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'id', keyType: 'text' }),
+    claimsByIdem: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'idem_key', keyType: 'text' }),
+    /** What customers hold of imports: their import entries' net per date (ledger_customer, the reason checked on the customer's rows). */
+    importHoldings: f.lookup<{ customer_id: number; available_us: number; points: number }>({
+      table: 'ledger',
+      columns: 'customer_id, available_us, points, reason',
+      column: 'customer_id',
+      keyType: 'bigint',
+      select: 't.customer_id, t.available_us, sum(t.points) AS points',
+      where: "AND reason = 'import'",
+      groupBy: 't.customer_id, t.available_us',
+    }),
 
     upsertCustomers: upsert('customers', CUSTOMER_COLUMNS.names, CUSTOMER_COLUMNS.types),
     upsertOrders: upsert('orders', ORDER_COLUMNS.names, ORDER_COLUMNS.types),
@@ -164,6 +183,17 @@ export function batchStatements(f: StatementFactory) {
     insertEvents: claimOnce('events', EVENT_COLUMNS.names, EVENT_COLUMNS.types),
     insertRedemptions: claimOnce('redemptions', REDEMPTION_COLUMNS.names, REDEMPTION_COLUMNS.types),
     insertAdjustments: claimOnce('adjustments', ADJUSTMENT_COLUMNS.names, ADJUSTMENT_COLUMNS.types),
+    // Any key taken meanwhile (the Idempotency-Key, or the code) runs the batch again: every row must come back.
+    insertClaims: f.insert({ table: 'claims', columns: CLAIM_COLUMNS.names, types: CLAIM_COLUMNS.types, conflict: 'ON CONFLICT DO NOTHING RETURNING 1' }),
+    /** A pool's cursor moves only from where the batch found it: a pool another batch took from meanwhile runs this one again. */
+    movePoolCursor: f.text('UPDATE rewards SET code_cursor = $1, codes_issued = $2 WHERE id = $3 AND code_cursor = $4 RETURNING 1'),
+    cancelClaim: f.update({
+      table: 'claims',
+      set: 'cancelled_us = $3, cancel_available_after = $4',
+      column: 'id',
+      keyType: 'text',
+      where: 'AND cancelled_us IS NULL',
+    }),
     /** A cancel applies only to a redemption still uncancelled; the customer's lock makes that so. */
     cancelRedemption: f.update({
       table: 'redemptions',

@@ -5,8 +5,10 @@ import { formatUs } from '../domain/time.ts'
 import type { FeedRowInput } from './batch-sql.ts'
 import type { Backend, Session } from './dialect.ts'
 import { adjustmentRow, redemptionRow } from './redemption-rows.ts'
+import { claimRow } from './claim-rows.ts'
 import {
   ADJUSTMENT_COLUMNS,
+  CLAIM_COLUMNS,
   CUSTOMER_COLUMNS,
   CUSTOMER_INDEXED,
   customerRow,
@@ -123,6 +125,10 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
       const row = redemptionRow(r)
       return write('redemptions', [q.cancelRedemption(r.shopId, [r.id], [row.cancelled_at, row.cancelled_us, row.cancel_available_after])], 1)
     }),
+    write('claims', q.insertClaims((d.claims ?? []).map((c) => valuesOf(CLAIM_COLUMNS, claimRow(c)))), d.claims?.length ?? 0),
+    ...(d.claimCancels ?? []).map((c) => write('claims', [q.cancelClaim(c.shopId, [c.id], [c.cancelledUs, c.cancelAvailableAfter])], 1)),
+    // A pool another batch handed codes out of since this one loaded it: run again.
+    ...(d.pools ?? []).map((r) => write('rewards', [q.movePoolCursor([r.codeCursor, r.codesIssued, r.id, r.loadedCursor])], 1)),
     // Last: the feed's head, whose lock orders the commits, is held from here to the commit.
     write('feed', q.appendFeed(feed.total, feed.rows), null),
   ].filter((w) => w.queries.length > 0)

@@ -25,6 +25,9 @@ import { subscriptionLeases } from './migrations/0019-subscription-leases.ts'
 import { ledgerDays } from './migrations/0020-ledger-days.ts'
 import { ruleAuthors } from './migrations/0021-rule-authors.ts'
 import { loyaltyProgram } from './migrations/0022-loyalty-program.ts'
+import { rewards } from './migrations/0026-rewards.ts'
+import { rewardCodes } from './migrations/0027-reward-codes.ts'
+import { claims } from './migrations/0028-claims.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -68,6 +71,9 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0020-ledger-days': ledgerDays,
     '0021-rule-authors': ruleAuthors,
     '0022-loyalty-program': loyaltyProgram,
+    '0026-rewards': rewards(backend.types),
+    '0027-reward-codes': rewardCodes(backend.types),
+    '0028-claims': claims,
   }
 }
 

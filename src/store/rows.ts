@@ -14,7 +14,7 @@ import {
 import type { CustomerLoyalty, StoredCustomer, StoredOrder } from '../batch/state.ts'
 import { isFlagSchema, isListSchema } from '../schemas/field-kinds.ts'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
-import type { AdjustmentsTable, CustomersTable, EventsTable, LedgerTable, OrdersTable, RedemptionsTable } from './tables.ts'
+import type { AdjustmentsTable, ClaimsTable, CustomersTable, EventsTable, LedgerTable, OrdersTable, RedemptionsTable } from './tables.ts'
 
 // Rows to records and back: the one place that knows how a record is laid out in the database.
 // Flags are 0/1, lists (tags) JSON text, clocks JSON text (clocksToJson). A record's fields (its
@@ -420,6 +420,22 @@ export const ADJUSTMENT_COLUMNS = columns<Insertable<AdjustmentsTable>>({
   available_after: 'bigint',
   idem_key: 'text',
   request_hash: 'text',
+})
+
+export const CLAIM_COLUMNS = columns<Insertable<ClaimsTable>>({
+  shop_id: 'bigint',
+  id: 'text',
+  customer_id: 'bigint',
+  reward_id: 'bigint',
+  reward_name: 'text',
+  code: 'text',
+  points: 'bigint',
+  created_us: 'bigint',
+  available_after: 'bigint',
+  idem_key: 'text',
+  request_hash: 'text',
+  cancelled_us: 'bigint',
+  cancel_available_after: 'bigint',
 })
 
 /** The columns of customers and orders that secondary indexes hold. */

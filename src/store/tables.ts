@@ -327,6 +327,61 @@ export interface SubscriptionDeliveriesTable {
   updated_us: number
 }
 
+// Rewards (migrations 0026 to 0028).
+
+/** A reward of a shop's catalogue; never deleted, only made inactive. */
+export interface RewardsTable {
+  id: Generated<number>
+  shop_id: number
+  name: string
+  /** What a claim costs. */
+  points: number
+  /** fixed_amount, percentage, free_shipping or custom */
+  kind: string
+  /** fixed_amount: the amount in minor units; percentage: the whole percentage; else null. */
+  value: number | null
+  currency: string | null
+  /** generated or pool */
+  codes: string
+  code_prefix: string | null
+  min_tier: string | null
+  active: number
+  created_us: number
+  updated_us: number
+  /** A pool's codes: how many were added, how many handed out, and the id of the last one handed out. */
+  codes_added: Generated<number>
+  codes_issued: Generated<number>
+  code_cursor: Generated<number>
+}
+
+/** A code of a reward's pool, numbered in upload order by id. */
+export interface RewardCodesTable {
+  id: Generated<number>
+  shop_id: number
+  reward_id: number
+  code: string
+  created_us: number
+}
+
+/** A claim: a redemption of the same id that bought a reward, and its code. */
+export interface ClaimsTable {
+  shop_id: number
+  id: string
+  customer_id: number
+  reward_id: number
+  /** The reward's name when it was claimed. */
+  reward_name: string
+  code: string
+  points: number
+  created_us: number
+  available_after: number
+  /** The Idempotency-Key, hashed; unique per shop. */
+  idem_key: string | null
+  request_hash: string
+  cancelled_us: number | null
+  cancel_available_after: number | null
+}
+
 export interface Tables {
   rule_versions: RuleVersionsTable
   subscriptions: SubscriptionsTable
@@ -346,6 +401,9 @@ export interface Tables {
   customers: CustomersTable
   orders: OrdersTable
   redemptions: RedemptionsTable
+  rewards: RewardsTable
+  reward_codes: RewardCodesTable
+  claims: ClaimsTable
   feed: FeedTable
   feed_head: FeedHeadTable
   feed_shop_head: FeedShopHeadTable

@@ -18,6 +18,7 @@ export interface AdminClient {
   post(url: string, body?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>
   put(url: string, body: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>
   delete(url: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>
+  patch(url: string, body: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>
 }
 
 /** Requests with HTTP Basic and an admin key. */
@@ -40,5 +41,12 @@ export function adminClient(t: TestApp, key: string): AdminClient {
         payload: typeof body === 'string' ? body : JSON.stringify(body),
       }),
     delete: (url, headers = {}) => t.app.inject({ method: 'DELETE', url, headers: { authorization, ...headers } }),
+    patch: (url, body, headers = {}) =>
+      t.app.inject({
+        method: 'PATCH',
+        url,
+        headers: { authorization, 'content-type': 'application/json', ...headers },
+        payload: typeof body === 'string' ? body : JSON.stringify(body),
+      }),
   }
 }

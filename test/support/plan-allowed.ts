@@ -31,6 +31,31 @@ export const ALLOWED: AllowedRange[] = [
       sqlite: /^SEARCH subscriptions USING INDEX subscriptions_shop \(shop_id=\?\)$/,
     },
   },
+  // Rewards.
+  {
+    why: 'The active pools of every shop, for the metric of codes left and /readyz: the rewards table whole (a few rows per shop), sampled every STORAGE_SAMPLE_SECONDS, not per request (src/store/rewards-repo.ts, poolLevels).',
+    statement: /^select "shop_id", "id", "name", "codes_added", "codes_issued" from "rewards" where "codes" = \S+ and "active" = \S+$/,
+    table: 'rewards',
+    shape: { postgres: /^Seq Scan on rewards\b/, sqlite: /^SCAN rewards$/ },
+  },
+  {
+    why: "A shop's rewards in id order (the console, the command line, the storefront's list): the shop's range of rewards_shop, a few rows per shop.",
+    statement: /^select \* from "rewards" where "shop_id" = \S+ and active >= 0 (and "active" = \S+ )?order by "id"$/,
+    table: 'rewards',
+    shape: {
+      postgres: /^(Seq Scan on rewards|(Index Scan|Bitmap Heap Scan) using rewards_shop on rewards\b.*(Index|Recheck) Cond: \(+shop_id = )/,
+      sqlite: /^SEARCH rewards USING INDEX rewards_shop \(shop_id=\?\)$/,
+    },
+  },
+  {
+    why: "A shop's latest claims in the console, newest first: a page of the shop's range of claims_shop, in its order.",
+    statement: /^select \* from "claims" where "shop_id" = \S+ and created_us >= 0 (and "id" < \S+ )?order by "id" desc limit \S+$/,
+    table: 'claims',
+    shape: {
+      postgres: /^Index Scan Backward using claims_shop on claims\b.*Index Cond: \(+shop_id = /,
+      sqlite: /^SEARCH claims USING INDEX claims_shop \(shop_id=\?( AND id<\?)?\)$/,
+    },
+  },
   // The console.
   {
     why: "A shop's rule history, newest first: the shop's range of rule_versions' key, at most 100 rows (src/store/rule-repo.ts); a table of a few rows per shop, which PostgreSQL may scan whole once analyzed.",

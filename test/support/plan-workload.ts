@@ -26,6 +26,8 @@ import {
   subscriptionOf,
   subscriptionQuery,
 } from '../../src/store/subscriptions-repo.ts'
+import { createReward } from '../../src/rewards/catalogue.ts'
+import { addCodes, poolLevels } from '../../src/store/rewards-repo.ts'
 import { adminClient, newOperator } from './admin.ts'
 import type { TestApp } from './harness.ts'
 
@@ -176,6 +178,36 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
   assert.equal(redeemed[0]!.status, 'redeemed', JSON.stringify(redeemed[0]))
   await run('replays', [{ ...first, redemptionId: uuidv7() }, adjust(8, 50, 'adjust-1')])
   await run('a cancel', [{ command: 'cancel', shopId: a.id, customerId: 8, redemptionId: first.redemptionId, atUs: now() }])
+  // Rewards: claims of a generated reward and of a pool, a claim replayed by its key and cancelled, import lines.
+  const generated = await createReward(backend.db, a.id, { name: 'gen', points: 1, kind: 'custom', codes: 'generated' }, now())
+  const pool = await createReward(backend.db, a.id, { name: 'pool', points: 1, kind: 'custom', codes: 'pool' }, now())
+  await addCodes(backend.db, a.id, Number(pool.id), ['PLAN-1', 'PLAN-2'], now())
+  const claim = (rewardId: number, idem: string | null): Extract<PointsCommand, { command: 'claim' }> => ({
+    command: 'claim',
+    shopId: a.id,
+    customerId: 8,
+    rewardId,
+    claimId: uuidv7(),
+    random: 'ABCDEFGHJKMNP',
+    atUs: now(),
+    idemKey: idem === null ? null : hash(idem),
+    requestHash: hash(JSON.stringify([8, rewardId])),
+  })
+  const claimed = claim(Number(generated.id), 'claim-1')
+  const claims = await run('claims', [claimed, claim(Number(pool.id), null)])
+  assert.deepEqual(
+    claims.map((c) => c.status),
+    ['claimed', 'claimed'],
+    JSON.stringify(claims),
+  )
+  await run('a claim replayed and cancelled', [
+    { ...claimed, claimId: uuidv7() },
+    { command: 'cancel-claim', shopId: a.id, customerId: 8, claimId: claimed.claimId, atUs: now() },
+  ])
+  await run('import lines', [
+    { command: 'import', shopId: a.id, customerId: 8, email: 'c8@example.com', points: 5, tier: null, atUs: now() },
+    { command: 'import', shopId: a.id, customerId: 900, email: 'imported@example.com', points: 5, tier: null, atUs: now() },
+  ])
 
   // The loyalty program: tiers priced from each customer's earnings (a range read), a late order that
   // re-prices the orders after it (further orders and their earnings asked for), a tag that excludes,
@@ -296,6 +328,11 @@ export async function readEverything(t: TestApp, shopName: string, _written: Wri
   await ok(get(`/v3/customers/8/points?limit=1&cursor=${points.next_cursor}`))
   const redemptions = await ok(get('/v3/customers/8/redemptions?limit=1'))
   await ok(get(`/v3/customers/8/redemptions?limit=1&cursor=${redemptions.next_cursor}`))
+  await ok(get('/v3/rewards'))
+  // The storage sampler's look at the pools (src/jobs/storage-sampler.ts), whenever its pass would come.
+  assert.ok((await poolLevels(t.app.services.backend.db)).length > 0, 'the pool is sampled')
+  const claimPage = await ok(get('/v3/customers/8/claims?limit=1'))
+  await ok(get(`/v3/customers/8/claims?limit=1&cursor=${claimPage.next_cursor}`))
   const changes = await ok(get('/v3/changes?limit=2'))
   await ok(get(`/v3/changes?limit=2&after=${changes.next_after}`))
 
@@ -313,6 +350,13 @@ export async function readEverything(t: TestApp, shopName: string, _written: Wri
   await ok(admin.get(`${base}/guests?email=other-guest@example.com`))
   await ok(admin.get(`${base}/points-report?from=2025-01-01&to=2025-12-31`))
   await ok(admin.post(`${base}/customers/8/adjustments`, { points: 3, reason: 'console' }, { 'idempotency-key': 'plans-1' }), 201)
+  const rewards = await ok(admin.get(`${base}/rewards`))
+  const poolId = rewards.items.find((r: { codes: string }) => r.codes === 'pool').id
+  await ok(admin.get(`${base}/rewards/${poolId}`))
+  await ok(admin.patch(`${base}/rewards/${poolId}`, { points: 2 }))
+  await ok(admin.post(`${base}/rewards/${poolId}/codes`, { codes: ['PLAN-3', 'PLAN-1'] }))
+  const latest = await ok(admin.get(`${base}/claims?limit=1`))
+  await ok(admin.get(`${base}/claims?limit=1&cursor=${latest.next_cursor}`))
   const rule = await ok(admin.get(`${base}/rule`))
   await ok(admin.put(`${base}/rule`, { ...rule.rule, points_per_unit: rule.rule.points_per_unit + 1 }))
   const keys = await ok(admin.get(`${base}/keys?limit=1`))
@@ -459,6 +503,11 @@ function topUps(shopId: number, rows: number): string[] {
     `${numbers} INSERT INTO subscriptions (shop_id, url, types, secret, created_us, position, next_attempt_us) SELECT CASE WHEN i <= 5 THEN ${shopId} ELSE 1000000 + i END, 'https://fill.example/' || i, '["*"]', 'v1:fill', 0, i, CASE WHEN i % 10 = 0 THEN 1735689600000000 + i ELSE 0 END FROM n`,
     // The report's rollup: a year and more of days of this shop's, the rest other shops'.
     `${numbers} INSERT INTO ledger_days (shop_id, day, available_day, reason, points) SELECT CASE WHEN i <= 400 THEN ${shopId} ELSE 1000000 + i END, 'fill-' || i, i, 'earned', 1 FROM n`,
+    // Rewards: a few of this shop's, the rest other shops', half of them pools; codes and claims of this shop's.
+    `${numbers} INSERT INTO rewards (shop_id, name, points, kind, codes, active, created_us, updated_us) SELECT CASE WHEN i <= 5 THEN ${shopId} ELSE 1000000 + i END, 'fill-' || i, 1, 'custom', CASE WHEN i % 2 = 0 THEN 'pool' ELSE 'generated' END, 1, 0, 0 FROM n`,
+    `${numbers} INSERT INTO reward_codes (shop_id, reward_id, code, created_us) SELECT ${shopId}, 1 + i % 100, 'FILL-' || i, 0 FROM n`,
+    `${numbers} INSERT INTO claims (shop_id, id, customer_id, reward_id, reward_name, code, points, created_us, available_after, idem_key, request_hash)
+      SELECT ${shopId}, 'fill-claim-' || i, 100000 + i, 1, 'fill', 'FILL-CLAIM-' || i, 1, i, 0, CASE WHEN i % 2 = 0 THEN 'fill-claim-key-' || i END, '' FROM n`,
     `${numbers} INSERT INTO subscription_deliveries (subscription_id, position, type, status, attempts, updated_us) SELECT 1 + i % 50, i, 'customer.updated', 'delivered', 1, 0 FROM n`,
     'INSERT INTO order_customer_links (shop_id, customer_id, order_id) SELECT shop_id, customer_id, id FROM orders WHERE customer_id IS NOT NULL ON CONFLICT DO NOTHING',
     // The loyalty program's: warnings of other shops' customers, and earnings past the orders' own.

@@ -82,6 +82,34 @@ export function AuditWhat({ entry }: { entry: AuditEntry }): ComponentChildren {
         </>
       )
     }
+    case 'reward.create':
+    case 'reward.update':
+    case 'reward.remove':
+    case 'reward.codes': {
+      const label = `reward ${text(target)}${d.name ? ` (${text(d.name)})` : ''}`
+      const reward = shop ? <a {...link(`rewards?shop=${enc(shop)}`)}>{label}</a> : label
+      if (entry.action === 'reward.create')
+        return (
+          <>
+            added {reward}, {text(d.points)} points
+          </>
+        )
+      if (entry.action === 'reward.remove') return <>removed {reward}: no claim takes it from now on</>
+      if (entry.action === 'reward.codes')
+        return (
+          <>
+            uploaded codes to {reward}: {text(d.added)} added, {text(d.duplicates)} duplicates left out
+          </>
+        )
+      const changes = Object.entries((d.changes ?? {}) as Record<string, { from?: unknown; to?: unknown }>)
+      return (
+        <>
+          changed {reward}: {changes.map(([field, c]) => `${field} ${ruleValue(c.from)} → ${ruleValue(c.to)}`).join('; ')}
+        </>
+      )
+    }
+    case 'points.import':
+      return `imported balances: ${text(d.lines)} lines, ${text(d.customers_created)} new customers, ${text(d.entries)} entries (${text(d.points_added)} points added, ${text(d.points_taken)} taken back)`
     case 'admin.create':
       return `created operator ${text(target)}, ${text(d.name)}, ${d.role === 'viewer' ? 'a viewer' : 'an operator'}`
     case 'admin.revoke':

@@ -10,6 +10,7 @@ const KINDS = {
   webhook: { headers: ['idempotency-key', 'webhook-id'], named: 'Idempotency-Key or Webhook-Id', namespace: '' },
   redemption: { headers: ['idempotency-key'], named: 'Idempotency-Key', namespace: 'redemption\n' },
   adjustment: { headers: ['idempotency-key'], named: 'Idempotency-Key', namespace: 'adjustment\n' },
+  claim: { headers: ['idempotency-key'], named: 'Idempotency-Key', namespace: 'claim\n' },
 } as const
 
 export type HeaderBag = Record<string, string | string[] | undefined>

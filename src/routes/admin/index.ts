@@ -12,6 +12,8 @@ import { redemptionRoutes } from './redemptions.ts'
 import { replayRoutes } from './replay.ts'
 import { ruleRoutes } from './rule.ts'
 import { reportRoutes } from './reports.ts'
+import { rewardRoutes } from './rewards.ts'
+import { importRoutes } from './imports.ts'
 import { sessionRoutes } from './session.ts'
 import { shopRoutes } from './shops.ts'
 import { streamRoutes } from './stream.ts'
@@ -38,4 +40,6 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await auditRoutes(app, ctx)
   await subscriptionRoutes(app, ctx)
   await reportRoutes(app, ctx)
+  await rewardRoutes(app, ctx)
+  await importRoutes(app, ctx)
 }

@@ -1,0 +1,66 @@
+import { mergeCustomer } from '../domain/merge.ts'
+import { EARLIEST_INSTANT, parseInstantUs } from '../domain/time.ts'
+import type { Reason } from '../loyalty/ledger-plan.ts'
+import { importEntry } from '../loyalty/imports.ts'
+import { addToLots, availableAt, type Lot, type LotEntry } from '../loyalty/wallet.ts'
+import type { CommandOutcome, ImportCommand } from './commands.ts'
+import { keyOf, type BatchState, type LedgerRow, NO_LOYALTY } from './state.ts'
+
+// A line of a points import, decided with the other points commands under the customer's lock
+// (src/batch/decide-points.ts). The customer is made from the line when unknown, and an
+// `import` entry brings what their imports hold to the line's points (src/loyalty/imports.ts).
+// Pure.
+
+/**
+ * The version an import writes the customer's fields at: the earliest instant a webhook may
+ * carry, so every webhook, dated or not, is newer and wins (README, How state converges), and a
+ * later import with another e-mail wins over an earlier import's only.
+ */
+export const IMPORT_VERSION_US = parseInstantUs(EARLIEST_INSTANT)!
+
+/** What a line needs of the points decider. */
+export interface ImportBook {
+  ledger: LedgerRow[]
+  touched: string[]
+  row(shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow
+  settleExpiry(shopId: number, customerId: number, lots: Lot[], atUs: number): number
+}
+
+export function importLine(state: BatchState, c: ImportCommand, lots: Lot[], book: ImportBook): CommandOutcome {
+  const key = keyOf(c.shopId, c.customerId)
+  const stored = state.customers.get(key)
+  // A deleted customer's points were forfeited with their data: an import brings neither back.
+  if (stored?.record.deleted) return { status: 'imported', created: false, points: 0, skipped: true }
+  const merged = mergeCustomer(stored?.record, {
+    id: c.customerId,
+    fields: { email: c.email },
+    deleted: false,
+    clock: { version_us: IMPORT_VERSION_US, arrival_us: c.atUs },
+  })
+  // A copy of what an earlier import wrote is no news: the row is left as it is.
+  if (merged.applied) {
+    state.customers.set(
+      key,
+      stored
+        ? { ...stored, record: merged.next }
+        : { shopId: c.shopId, record: merged.next, rev: 0, lastHash: null, lastEventId: null, erasedEmailSha: null, loyalty: NO_LOYALTY },
+    )
+    book.touched.push(key)
+  }
+  if (book.settleExpiry(c.shopId, c.customerId, lots, c.atUs) !== 0) book.touched.push(key)
+  const held = state.imported.get(key) ?? []
+  state.imported.set(key, held)
+  const entry = importEntry(held, c.points, c.atUs)
+  if (entry) {
+    held.push(entry)
+    addToLots(lots, entry)
+    const row = book.row(c.shopId, c.customerId, entry, 'import', null)
+    // A corrected file that takes back points already spent leaves debt, as a refund does.
+    if (entry.points < 0 && availableAt(lots, c.atUs) < 0) row.debt = true
+    book.ledger.push(row)
+    book.touched.push(key)
+  }
+  // c.tier, checked against the shop's tiers when the file was read, is for the tier rules (issue 28) to
+  // start the customer in: while no shop has tiers every line's is null, and nothing keeps it yet.
+  return { status: 'imported', created: stored === undefined, points: entry?.points ?? 0, skipped: false }
+}

@@ -1,0 +1,147 @@
+import { formatUs } from '../domain/time.ts'
+import { generatedCode, meetsMinTier, tierNamesOf } from '../loyalty/rewards.ts'
+import type { CancelClaimCommand, ClaimCommand, ClaimView, CommandOutcome, RedeemCommand } from './commands.ts'
+import { tierNow } from './decide-loyalty.ts'
+import { keyOf, type BatchState, type StoredClaim, type StoredReward } from './state.ts'
+
+// Claims, the rewards half of the points decider (src/batch/decide-points.ts): a claim is a
+// redemption of the reward's points, decided by the same step under the customer's lock, that
+// also hands out a code, the pool's next one or a generated one. Its refusals spend nothing. Pure.
+
+/** What the claims of a batch write besides their redemptions. */
+export interface RewardsDecision {
+  claims: StoredClaim[]
+  claimCancels: StoredClaim[]
+  /** Pools whose cursor moved: written only if no one else moved it meanwhile. */
+  pools: StoredReward[]
+}
+
+/** What a claim asks of the points decider: to spend as a redemption, or to give a redemption back. */
+export interface Spending {
+  redeem(c: RedeemCommand): CommandOutcome
+  cancel(c: { command: 'cancel'; shopId: number; customerId: number; redemptionId: string; atUs: number }): CommandOutcome
+}
+
+/** The customer's tier when a claim is decided: the tier they hold at its instant, by the tier rules (src/loyalty/tiers.ts). */
+export function customerTierAtClaim(state: BatchState, shopId: number, customerId: number, atUs: number): string | null {
+  return tierNow(state, shopId, customerId, atUs)
+}
+
+export type TierOf = (state: BatchState, shopId: number, customerId: number, atUs: number) => string | null
+
+export function claimView(c: StoredClaim): ClaimView {
+  return {
+    claim_id: c.id,
+    customer_id: c.customerId,
+    reward_id: c.rewardId,
+    reward_name: c.rewardName,
+    code: c.code,
+    points: c.points,
+    created_at: formatUs(c.createdUs),
+    available_after: c.cancelledUs === null ? c.availableAfter : c.cancelAvailableAfter!,
+    cancelled_at: c.cancelledUs === null ? null : formatUs(c.cancelledUs),
+  }
+}
+
+export const emptyRewardsDecision = (): RewardsDecision => ({ claims: [], claimCancels: [], pools: [] })
+
+/**
+ * Decides a claim for a live customer. In order: the reward (unknown: 404), active, the tier it
+ * needs, a code left in its pool, then the points, spent as a redemption whose reference is the
+ * code. Only a claim that spent points takes a code and its idempotency key.
+ */
+export function decideClaim(
+  state: BatchState,
+  c: ClaimCommand,
+  spending: Spending,
+  out: RewardsDecision,
+  claimIdem: Map<string, string>,
+  tierOf: TierOf = customerTierAtClaim,
+): CommandOutcome {
+  const rewardKey = keyOf(c.shopId, c.rewardId)
+  const reward = state.rewards.get(rewardKey)
+  if (!reward) return { status: 'not-found', detail: `no reward ${c.rewardId} in this shop` }
+  if (!reward.active) return { status: 'claim-refused', reason: 'reward-inactive', detail: `reward ${c.rewardId} cannot be claimed: it is not active` }
+  if (reward.minTier !== null) {
+    const tiers = tierNamesOf(state.rules.get(c.shopId)?.rule)
+    const tier = tierOf(state, c.shopId, c.customerId, c.atUs)
+    if (!meetsMinTier(tiers, reward.minTier, tier))
+      return {
+        status: 'claim-refused',
+        reason: 'tier-too-low',
+        detail: `reward ${c.rewardId} needs tier ${reward.minTier}; customer ${c.customerId} is ${tier === null ? 'in no tier' : `in tier ${tier}`}`,
+      }
+  }
+  const pool = reward.codes === 'pool' ? (state.poolCodes.get(rewardKey) ?? []) : null
+  const next = pool?.find((code) => code.id > reward.codeCursor)
+  if (pool !== null && next === undefined) return { status: 'claim-refused', reason: 'pool-empty', detail: `reward ${c.rewardId} has no code left` }
+  const code = next?.code ?? generatedCode(reward.codePrefix, c.random)
+  const spent = spending.redeem({
+    command: 'redeem',
+    shopId: c.shopId,
+    customerId: c.customerId,
+    redemptionId: c.claimId,
+    points: reward.points,
+    reference: code,
+    atUs: c.atUs,
+    idemKey: null,
+    requestHash: c.requestHash,
+  })
+  if (spent.status !== 'redeemed') return spent
+  if (next) {
+    reward.codeCursor = next.id
+    reward.codesIssued += 1
+    if (!out.pools.includes(reward)) out.pools.push(reward)
+  }
+  const claim: StoredClaim = {
+    shopId: c.shopId,
+    id: c.claimId,
+    customerId: c.customerId,
+    rewardId: reward.id,
+    rewardName: reward.name,
+    code,
+    points: reward.points,
+    createdUs: c.atUs,
+    availableAfter: spent.redemption.available_after,
+    idemKey: c.idemKey,
+    requestHash: c.requestHash,
+    cancelledUs: null,
+    cancelAvailableAfter: null,
+  }
+  state.claims.set(keyOf(c.shopId, c.claimId), claim)
+  if (c.idemKey !== null) claimIdem.set(keyOf(c.shopId, c.idemKey), c.claimId)
+  out.claims.push(claim)
+  return { status: 'claimed', claim: claimView(claim), replayed: false }
+}
+
+/** The answer again to a claim whose Idempotency-Key was used before, or undefined for a new key. */
+export function replayedClaim(state: BatchState, c: ClaimCommand, claimIdem: ReadonlyMap<string, string>): CommandOutcome | undefined {
+  if (c.idemKey === null) return undefined
+  const prior = claimIdem.get(keyOf(c.shopId, c.idemKey))
+  const stored = prior === undefined ? undefined : state.claims.get(keyOf(c.shopId, prior))
+  if (!stored) return undefined
+  return stored.requestHash === c.requestHash ? { status: 'claimed', claim: claimView(stored), replayed: true } : { status: 'idempotency-conflict' }
+}
+
+/** A claim's cancel: its redemption's points back, once, and the code void. */
+export function cancelClaim(state: BatchState, c: CancelClaimCommand, spending: Spending, out: RewardsDecision): CommandOutcome {
+  const claim = state.claims.get(keyOf(c.shopId, c.claimId))
+  if (!claim || claim.customerId !== c.customerId) return { status: 'not-found', detail: `no claim ${c.claimId} of customer ${c.customerId}` }
+  const cancelled = spending.cancel({ command: 'cancel', shopId: c.shopId, customerId: c.customerId, redemptionId: c.claimId, atUs: c.atUs })
+  if (cancelled.status !== 'cancelled') return cancelled
+  if (!cancelled.replayed) voidClaim(state, c.shopId, c.claimId, c.atUs, cancelled.redemption.available_after, out)
+  return { status: 'claim-cancelled', claim: claimView(claim), replayed: cancelled.replayed }
+}
+
+/**
+ * After a redemption was cancelled (by its own route or a claim's), its claim, if it is one, is
+ * cancelled with it: the code is void. A code once handed out is never handed out again either way.
+ */
+export function voidClaim(state: BatchState, shopId: number, redemptionId: string, atUs: number, availableAfter: number, out: RewardsDecision): void {
+  const claim = state.claims.get(keyOf(shopId, redemptionId))
+  if (!claim || claim.cancelledUs !== null) return
+  claim.cancelledUs = atUs
+  claim.cancelAvailableAfter = availableAfter
+  // Created and cancelled in one batch: the insert carries the cancel.
+  if (!out.claims.includes(claim)) out.claimCancels.push(claim)
+}
