@@ -270,15 +270,18 @@ forEachDatabase((kind) => {
 
   test('wait: a shutdown answers a long poll at once, with what there is', async () => {
     const own = await startTestApp(kind)
-    const started = Date.now()
     const waiting = own.get('/v3/changes?wait=25')
     await new Promise((r) => setTimeout(r, 300))
+    // From the shutdown's start to the answer: the rest of the shutdown (closing the database) is not the poll's.
+    const started = Date.now()
     const closing = own.close()
     const res = await waiting
+    const answeredMs = Date.now() - started
     await closing
     assert.equal(res.statusCode, 200, res.body)
     assert.deepEqual(res.json(), { changes: [], next_after: 0 })
-    assert.ok(Date.now() - started < 10_000, `answered when the service began to shut down (${Date.now() - started} ms)`)
+    // Far under the 25 s it asked to wait, with room for a loaded machine.
+    assert.ok(answeredMs < 10_000, `answered when the service began to shut down (${answeredMs} ms after)`)
   })
 
   test('problems: a bad after, limit or wait is a 400; no key is a 401', async () => {
