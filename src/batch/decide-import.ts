@@ -2,7 +2,8 @@ import { mergeCustomer } from '../domain/merge.ts'
 import { EARLIEST_INSTANT, parseInstantUs } from '../domain/time.ts'
 import type { Reason } from '../loyalty/ledger-plan.ts'
 import { importEntry } from '../loyalty/imports.ts'
-import { addToLots, availableAt, type Lot, type LotEntry } from '../loyalty/wallet.ts'
+import { optionsAt } from '../loyalty/program.ts'
+import { addToLots, availableAt, DAY_US, type Lot, type LotEntry } from '../loyalty/wallet.ts'
 import type { CommandOutcome, ImportCommand } from './commands.ts'
 import { keyOf, type BatchState, type LedgerRow, NO_LOYALTY } from './state.ts'
 
@@ -24,6 +25,26 @@ export interface ImportBook {
   touched: string[]
   row(shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow
   settleExpiry(shopId: number, customerId: number, lots: Lot[], atUs: number): number
+}
+
+/**
+ * The tier the line brings over (checked against the shop's tiers when the file was read): the
+ * customer holds at least it for one tier window from their first import, then their history
+ * here decides (src/loyalty/tiers.ts TierFloor). Importing it again changes nothing; a corrected
+ * file's tier, or none, replaces it, from the same first import. The sweeper announces it
+ * (tier.changed) at its next pass. True when the customer changed.
+ */
+function importTier(state: BatchState, c: ImportCommand): boolean {
+  const key = keyOf(c.shopId, c.customerId)
+  const customer = state.customers.get(key)
+  if (!customer) return false
+  const current = customer.loyalty.importedTier
+  const fromUs = current?.fromUs ?? c.atUs
+  const windowDays = optionsAt(state.programs.get(c.shopId) ?? [], fromUs).tier_window_days
+  const wanted = c.tier === null ? null : { name: c.tier, fromUs, untilUs: fromUs + windowDays * DAY_US }
+  if (JSON.stringify(wanted) === JSON.stringify(current)) return false
+  state.customers.set(key, { ...customer, loyalty: { ...customer.loyalty, importedTier: wanted, tierCheckUs: c.atUs } })
+  return true
 }
 
 export function importLine(state: BatchState, c: ImportCommand, lots: Lot[], book: ImportBook): CommandOutcome {
@@ -60,7 +81,6 @@ export function importLine(state: BatchState, c: ImportCommand, lots: Lot[], boo
     book.ledger.push(row)
     book.touched.push(key)
   }
-  // c.tier, checked against the shop's tiers when the file was read, is for the tier rules (issue 28) to
-  // start the customer in: while no shop has tiers every line's is null, and nothing keeps it yet.
+  if (importTier(state, c)) book.touched.push(key)
   return { status: 'imported', created: stored === undefined, points: entry?.points ?? 0, skipped: false }
 }

@@ -15,7 +15,7 @@ import {
   type TagSet,
 } from '../loyalty/program.ts'
 import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
-import { multiplied, nextTierChangeUs, tierAt, tiersAt, type Earning } from '../loyalty/tiers.ts'
+import { multiplied, nextTierChangeUs, tierAt, tiersAt, type Earning, type TierFloor } from '../loyalty/tiers.ts'
 import { emailSha, lower, type Fold } from './decide-webhooks.ts'
 import {
   keyOf,
@@ -200,6 +200,7 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
       tagsAfter(state, ck),
       earningsOf(state, ck, changes),
       list.map((l) => l.atUs),
+      floorOf(state, ck),
     )
     list.forEach((l, i) => (l.target.target = priceTarget(l.target.target, prices[i]!)))
   }
@@ -239,6 +240,9 @@ function tagsAfter(state: BatchState, customerKey: string): TagSet {
   return tagSetOf(state.customers.get(customerKey)?.record.tags ?? null)
 }
 
+/** The tier an import brought over for the customer, if any. */
+const floorOf = (state: BatchState, customerKey: string) => state.customers.get(customerKey)?.loyalty.importedTier ?? null
+
 /** The batch's changes of earnings, by order key, and the order keys each customer's changes touch. */
 interface Changes {
   rows: ReadonlyMap<string, StoredEarning | null>
@@ -277,8 +281,8 @@ function earningsOf(state: BatchState, customerKey: string, changes: Changes = N
 }
 
 /** How orders of a customer are priced at each of `instants`, in one pass over their earnings. */
-function pricesAt(schedule: ProgramSchedule, tags: TagSet, earnings: readonly Earning[], instants: readonly number[]): Price[] {
-  return tiersAt(schedule, tags, earnings, instants).map((tier, i) => ({
+function pricesAt(schedule: ProgramSchedule, tags: TagSet, earnings: readonly Earning[], instants: readonly number[], floor: TierFloor | null): Price[] {
+  return tiersAt(schedule, tags, earnings, instants, floor).map((tier, i) => ({
     excluded: exclusionOf(optionsAt(schedule, instants[i]!), tags),
     multiplier: tier.multiplier,
     tier: tier.name,
@@ -300,7 +304,7 @@ export function pricedTarget(
   const base = targetFor(o.record, rule, owner.state)
   if (owner.state !== 'customer' || base.basis === null || !usesHistory(schedule)) return { target: base, tier: null }
   const ck = customerKeyOf(o.shopId, owner.customerId!)
-  const [price] = pricesAt(schedule, tagsAfter(state, ck), earningsOf(state, ck), [processedOf(o.record)])
+  const [price] = pricesAt(schedule, tagsAfter(state, ck), earningsOf(state, ck), [processedOf(o.record)], floorOf(state, ck))
   return { target: priceTarget(base, price!), tier: price!.tier }
 }
 
@@ -355,8 +359,8 @@ function reached(ctx: Context, moved: ReadonlyMap<string, number[]>, retagged: R
       if (!ctx.f.toSettle.has(key) && spans.some(([lo, hi]) => lo <= e.processedUs && e.processedUs <= hi)) candidates.set(key, e)
     }
     const instants = [...candidates.values()].map((e) => e.processedUs)
-    const was = pricesAt(schedule, tagsBefore, before, instants)
-    const is = pricesAt(schedule, tagsNow, after, instants)
+    const was = pricesAt(schedule, tagsBefore, before, instants, floorOf(state, ck))
+    const is = pricesAt(schedule, tagsNow, after, instants, floorOf(state, ck))
     ;[...candidates].forEach(([key, e], i) => {
       if (samePrice(was[i]!, is[i]!)) return
       if (!state.orders.has(key)) addTo(needs.orders, shopId, e.orderId)
@@ -379,7 +383,7 @@ export function tierNow(state: BatchState, shopId: number, customerId: number, a
   const needs = noNeeds()
   need(state, needs, ck, atUs - longestWindowUs(schedule), atUs)
   throwIfNeeded(needs)
-  return tierAt(schedule, tagsAfter(state, ck), earningsOf(state, ck), atUs).name
+  return tierAt(schedule, tagsAfter(state, ck), earningsOf(state, ck), atUs, floorOf(state, ck)).name
 }
 
 /** One change of a customer's tier, for the feed. */
@@ -406,8 +410,9 @@ export function decideTiers(f: Fold, plan: LoyaltyPlan, nowUs: number, causeOf: 
     const tags = tagsAfter(state, ck)
     const earnings = earningsOf(state, ck, plan.changes)
     const live = !c.record.deleted
-    const tier = live ? tierAt(schedule, tags, earnings, nowUs).name : null
-    const checkUs = live ? nextTierChangeUs(schedule, tags, earnings, nowUs) : null
+    const floor = floorOf(state, ck)
+    const tier = live ? tierAt(schedule, tags, earnings, nowUs, floor).name : null
+    const checkUs = live ? nextTierChangeUs(schedule, tags, earnings, nowUs, floor) : null
     // Beyond the loaded window nothing is known: look again by then.
     const bound = nowUs + longestWindowUs(schedule)
     const next: CustomerLoyalty = { ...c.loyalty, tier, tierCheckUs: checkUs === null ? null : Math.min(checkUs, bound) }

@@ -4,7 +4,7 @@ import type { Holder, Reason } from '../loyalty/ledger-plan.ts'
 import type { BonusHolding } from '../loyalty/bonuses.ts'
 import type { Basis } from '../loyalty/points.ts'
 import type { ProgramSchedule } from '../loyalty/program.ts'
-import type { Earning } from '../loyalty/tiers.ts'
+import type { Earning, TierFloor } from '../loyalty/tiers.ts'
 import type { VersionedRule } from '../loyalty/rule.ts'
 import type { Lot, LotEntry } from '../loyalty/wallet.ts'
 import type { CommandOutcome } from './commands.ts'
@@ -43,9 +43,11 @@ export interface CustomerLoyalty {
   tier: string | null
   /** When the tier may next change by time alone (the tier sweep's index); null when it cannot. */
   tierCheckUs: number | null
+  /** The tier a points import brought over, held for one tier window from the first import. */
+  importedTier: TierFloor | null
 }
 
-export const NO_LOYALTY: CustomerLoyalty = { signup: null, newsletter: null, tier: null, tierCheckUs: null }
+export const NO_LOYALTY: CustomerLoyalty = { signup: null, newsletter: null, tier: null, tierCheckUs: null, importedTier: null }
 
 /** An order's earning credited to a customer (order_earnings), by order key in BatchState. */
 export interface StoredEarning extends Earning {

@@ -17,6 +17,16 @@ export interface Earning {
   base: number
 }
 
+/**
+ * A tier a customer holds regardless of their points for a while: the tier an import brought
+ * over from another platform, for one tier window from the import (src/batch/decide-import.ts).
+ */
+export interface TierFloor {
+  name: string
+  fromUs: number
+  untilUs: number
+}
+
 export interface TierAt {
   /** The tier's index in the options in force at the instant, or -1 for none. */
   index: number
@@ -38,8 +48,8 @@ export function excludedAt(schedule: ProgramSchedule, tags: TagSet, atUs: number
  * The customer's tier at `atUs`, from their earnings: those processed in [atUs − window, atUs)
  * count, unless excluded at their own instant.
  */
-export function tierAt(schedule: ProgramSchedule, tags: TagSet, earnings: Iterable<Earning>, atUs: number): TierAt {
-  return tiersAt(schedule, tags, earnings, [atUs])[0]!
+export function tierAt(schedule: ProgramSchedule, tags: TagSet, earnings: Iterable<Earning>, atUs: number, floor: TierFloor | null = null): TierAt {
+  return tiersAt(schedule, tags, earnings, [atUs], floor)[0]!
 }
 
 /**
@@ -47,7 +57,13 @@ export function tierAt(schedule: ProgramSchedule, tags: TagSet, earnings: Iterab
  * a window sliding over them for the instants of each window length, so that pricing every order
  * of a customer costs the sort, not their count squared.
  */
-export function tiersAt(schedule: ProgramSchedule, tags: TagSet, earnings: Iterable<Earning>, instants: readonly number[]): TierAt[] {
+export function tiersAt(
+  schedule: ProgramSchedule,
+  tags: TagSet,
+  earnings: Iterable<Earning>,
+  instants: readonly number[],
+  floor: TierFloor | null = null,
+): TierAt[] {
   const counted = sorted(schedule, tags, earnings)
   const out: TierAt[] = new Array(instants.length)
   const byWindow = new Map<number, number[]>()
@@ -71,7 +87,7 @@ export function tiersAt(schedule: ProgramSchedule, tags: TagSet, earnings: Itera
       const atUs = instants[i]!
       while (hi < counted.length && counted[hi]!.processedUs < atUs) sum += counted[hi++]!.base
       while (lo < hi && counted[lo]!.processedUs < atUs - windowUs) sum -= counted[lo++]!.base
-      out[i] = tierOf(optionsAt(schedule, atUs), tags, sum, windowDays)
+      out[i] = tierOf(optionsAt(schedule, atUs), tags, sum, windowDays, floor !== null && floor.fromUs <= atUs && atUs < floor.untilUs ? floor.name : null)
     }
   }
   return out
@@ -84,12 +100,13 @@ function sorted(schedule: ProgramSchedule, tags: TagSet, earnings: Iterable<Earn
   return out.sort((a, b) => a.processedUs - b.processedUs)
 }
 
-function tierOf(options: ReturnType<typeof optionsAt>, tags: TagSet, counted: number, windowDays: number): TierAt {
+function tierOf(options: ReturnType<typeof optionsAt>, tags: TagSet, counted: number, windowDays: number, floor: string | null): TierAt {
   let index = -1
   options.tiers.forEach((tier, i) => {
     if (tier.points <= counted) index = i
   })
   index = Math.max(index, tagTierIndex(options, tags))
+  if (floor !== null) index = Math.max(index, options.tiers.findIndex((t) => t.name.toLowerCase() === floor.toLowerCase()))
   const tier = options.tiers[index]
   const above = options.tiers[index + 1]
   return {
@@ -113,11 +130,20 @@ export function multiplied(base: number, multiplier: number): number {
  * The next instant after `nowUs` at which the tier can change with nothing but time: an order
  * entering the window at its processed_at or leaving it a window later. Null when none can.
  */
-export function nextTierChangeUs(schedule: ProgramSchedule, tags: TagSet, earnings: Iterable<Earning>, nowUs: number): number | null {
+export function nextTierChangeUs(
+  schedule: ProgramSchedule,
+  tags: TagSet,
+  earnings: Iterable<Earning>,
+  nowUs: number,
+  floor: TierFloor | null = null,
+): number | null {
   const options = optionsAt(schedule, nowUs)
   if (options.tiers.length === 0) return null
   const windowUs = options.tier_window_days * DAY_US
   let next = Infinity
+  // An imported tier starts and ends.
+  if (floor !== null && floor.fromUs > nowUs) next = Math.min(next, floor.fromUs)
+  if (floor !== null && floor.untilUs > nowUs) next = Math.min(next, floor.untilUs)
   for (const e of earnings) {
     if (excludedAt(schedule, tags, e.processedUs)) continue
     // It counts at t when t − window ≤ processed_at < t: from a microsecond after it, until a window after that.

@@ -11,7 +11,7 @@ import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
 import { formatUs } from '../domain/time.ts'
 import { customerBalances, customerEntries, customerLots } from '../store/points-repo.ts'
 import { readRule } from '../store/rule-repo.ts'
-import { findCustomer } from '../store/read-repo.ts'
+import { findStoredCustomer } from '../store/read-repo.ts'
 import { readTier } from '../unit-of-work/tier-read.ts'
 import { READ_PROBLEMS, readAnswer } from './resources.ts'
 
@@ -39,8 +39,8 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
     async (request, reply) => {
       const shopId = request.principal.shopId
       const id = parseId(request.params.id)
-      const customer = id === undefined ? undefined : await findCustomer(backend.db, shopId, id)
-      if (id === undefined || !customer || customer.deleted) return sendProblem(reply, problem('not-found', `no customer ${request.params.id} in this shop`))
+      const customer = id === undefined ? undefined : await findStoredCustomer(backend.db, shopId, id)
+      if (id === undefined || !customer || customer.record.deleted) return sendProblem(reply, problem('not-found', `no customer ${request.params.id} in this shop`))
       // 1 to 500: the schema's pattern.
       const limit = Number(request.query.limit ?? 50)
       const before = request.query.cursor === undefined ? null : Number(request.query.cursor)

@@ -11,7 +11,7 @@ import { CustomerRecordView, CustomerView, IdParams, OrderView } from '../schema
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import { explainOrderPoints } from '../unit-of-work/explain.ts'
 import { readTier } from '../unit-of-work/tier-read.ts'
-import { findCustomer, findOrder } from '../store/read-repo.ts'
+import { findOrder, findStoredCustomer } from '../store/read-repo.ts'
 
 const notFound = (reply: FastifyReply, what: string, id: string) => sendProblem(reply, problem('not-found', `no ${what} ${id} in this shop`))
 
@@ -56,9 +56,9 @@ export async function resourceRoutes(scope: FastifyInstance, services: Services)
     },
     async (request, reply) => {
       const id = parseId(request.params.id)
-      const customer = id === undefined ? undefined : await findCustomer(backend.db, request.principal.shopId, id)
-      if (!customer || customer.deleted) return notFound(reply, 'customer', request.params.id)
-      return { ...customerView(customer), ...(await readTier(backend, request.principal.shopId, customer, (services.clock?.() ?? Date.now()) * 1000)) }
+      const stored = id === undefined ? undefined : await findStoredCustomer(backend.db, request.principal.shopId, id)
+      if (!stored || stored.record.deleted) return notFound(reply, 'customer', request.params.id)
+      return { ...customerView(stored.record), ...(await readTier(backend, request.principal.shopId, stored, (services.clock?.() ?? Date.now()) * 1000)) }
     },
   )
 

@@ -1,7 +1,8 @@
 import type { Earning } from '../loyalty/tiers.ts'
 import type { Kysely } from 'kysely'
 import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
-import { toCustomer, toOrder } from './rows.ts'
+import type { StoredCustomer } from '../batch/state.ts'
+import { storedCustomer, toCustomer, toOrder } from './rows.ts'
 import type { Tables } from './tables.ts'
 
 // Reads for the API, mapped from rows to the domain's records. No locks.
@@ -10,6 +11,12 @@ import type { Tables } from './tables.ts'
 export async function findCustomer(db: Kysely<Tables>, shopId: number, id: number): Promise<CustomerRecord | undefined> {
   const row = await db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('id', '=', id).executeTakeFirst()
   return row && toCustomer(row)
+}
+
+/** The customer with what the write path keeps beside the record (their loyalty: bonuses, tier, an imported tier). */
+export async function findStoredCustomer(db: Kysely<Tables>, shopId: number, id: number): Promise<StoredCustomer | undefined> {
+  const row = await db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('id', '=', id).executeTakeFirst()
+  return row && storedCustomer(shopId, row)
 }
 
 export async function findOrder(db: Kysely<Tables>, shopId: number, id: number): Promise<OrderRecord | undefined> {

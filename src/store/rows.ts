@@ -163,21 +163,27 @@ type Held = [number, number]
 
 /** The loyalty columns of a customer row. */
 function loyaltyOf(row: Selectable<CustomersTable>): CustomerLoyalty {
-  const bonuses = row.bonuses ? (JSON.parse(row.bonuses) as Partial<Record<'signup' | 'newsletter', Held>>) : {}
+  const bonuses = row.bonuses ? (JSON.parse(row.bonuses) as StoredLoyalty) : {}
   const held = (h: Held | undefined) => (h ? { points: h[0], available_us: h[1] } : null)
+  const imported = bonuses.imported_tier
   return {
     signup: held(bonuses.signup),
     newsletter: held(bonuses.newsletter),
     tier: row.tier ?? null,
     tierCheckUs: num(row.tier_check_us ?? null),
+    importedTier: imported ? { name: imported[0], fromUs: imported[1], untilUs: imported[2] } : null,
   }
 }
 
+/** The bonuses column: the bonuses held, and the tier an import brought over. */
+type StoredLoyalty = Partial<Record<'signup' | 'newsletter', Held>> & { imported_tier?: [string, number, number] }
+
 function bonusesJson(l: CustomerLoyalty): string | null {
-  if (l.signup === null && l.newsletter === null) return null
-  const out: Partial<Record<'signup' | 'newsletter', Held>> = {}
+  if (l.signup === null && l.newsletter === null && l.importedTier === null) return null
+  const out: StoredLoyalty = {}
   if (l.signup) out.signup = [l.signup.points, l.signup.available_us]
   if (l.newsletter) out.newsletter = [l.newsletter.points, l.newsletter.available_us]
+  if (l.importedTier) out.imported_tier = [l.importedTier.name, l.importedTier.fromUs, l.importedTier.untilUs]
   return JSON.stringify(out)
 }
 

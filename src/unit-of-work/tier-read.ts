@@ -1,4 +1,4 @@
-import type { CustomerRecord } from '../domain/merge.ts'
+import type { StoredCustomer } from '../batch/state.ts'
 import { longestWindowUs, optionsAt, parseProgram, tagSetOf } from '../loyalty/program.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import { tierAt } from '../loyalty/tiers.ts'
@@ -15,11 +15,11 @@ export interface TierView {
   tier_progress: { points: number; window_days: number; next: { name: string; points: number } | null } | null
 }
 
-export async function readTier(backend: Backend, shopId: number, customer: CustomerRecord, nowUs: number): Promise<TierView> {
+export async function readTier(backend: Backend, shopId: number, { record: customer, loyalty }: Pick<StoredCustomer, 'record' | 'loyalty'>, nowUs: number): Promise<TierView> {
   const stored = await readRule(backend.db, shopId)
   const schedule = parseProgram(stored.program_schedule, parseStoredRule(stored.rule))
   if (customer.deleted || optionsAt(schedule, nowUs).tiers.length === 0) return { tier: null, tier_progress: null }
   const earnings = await customerEarnings(backend.db, shopId, customer.id, nowUs - longestWindowUs(schedule), nowUs)
-  const t = tierAt(schedule, tagSetOf(customer.tags), earnings, nowUs)
+  const t = tierAt(schedule, tagSetOf(customer.tags), earnings, nowUs, loyalty.importedTier)
   return { tier: t.name, tier_progress: { points: t.counted, window_days: t.windowDays, next: t.next } }
 }

@@ -4,7 +4,7 @@ import { issueKey } from '../../src/keys/issue-key.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
 import { writeRule } from '../../src/store/rule-repo.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
-import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
+import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // The loyalty program over HTTP, on both databases: the rule API takes its options and refuses
 // bad ones by name; bonuses, exclusions and tiers as the shop and the console read them; the
@@ -32,11 +32,13 @@ interface Change {
 forEachDatabase((kind) => {
   let t: TestApp
   let admin: AdminClient
+  let operatorKey: string
   let now = T
   let shops = 0
   before(async () => {
     t = await startTestApp(kind, { SUBSCRIPTIONS_ALLOW_PRIVATE: '1' }, { clock: () => now, sweepEveryMs: 0 })
-    admin = adminClient(t, (await newOperator(t, 'Olga')).key)
+    operatorKey = (await newOperator(t, 'Olga')).key
+    admin = adminClient(t, operatorKey)
   })
   after(() => t.close())
 
@@ -213,6 +215,72 @@ forEachDatabase((kind) => {
         [
           [null, 'Silver', (await s.changes('order.updated'))[0]!.data.event_id],
           ['Silver', null, null],
+        ],
+      )
+    })
+  })
+
+  describe('tiers in rewards and imports', () => {
+    test("a reward's min_tier: below it a claim is 409 tier-too-low and spends nothing; at it the claim goes through", async () => {
+      now = T
+      const s = await shop(TIERS)
+      const made = await admin.post(`/v3/admin/shops/${s.name}/rewards`, {
+        name: 'Gold lounge',
+        points: 50,
+        kind: 'custom',
+        codes: 'generated',
+        min_tier: 'Gold',
+      })
+      assert.equal(made.statusCode, 201, made.body)
+      const claim = () => t.post(`/v3/customers/8/rewards/${made.json().id}/claim`, {}, { key: s.key })
+      await s.order(1, 8, '150.00', T - 10 * DAY_MS)
+      const refused = await claim()
+      assert.equal(refused.statusCode, 409, refused.body)
+      assert.equal(refused.json().type, '/problems/tier-too-low')
+      assert.match(refused.json().detail, /needs tier Gold; customer 8 is in tier Silver/)
+      assert.equal((await s.get('/v3/customers/8/points')).available, 150, 'nothing spent')
+      await s.order(2, 8, '200.00', T - 5 * DAY_MS)
+      const claimed = await claim()
+      assert.equal(claimed.statusCode, 201, claimed.body)
+      assert.equal(claimed.json().points, 50)
+    })
+
+    test("an imported tier is held for one tier window from the import, then the customer's history decides; importing it again changes nothing", async () => {
+      now = T
+      const s = await shop(TIERS)
+      const csv = 'customer_id,email,points,tier\n21,imp@example.com,40,Gold\n'
+      const imported = await t.app.inject({
+        method: 'POST',
+        url: `/v3/admin/shops/${s.name}/points/imports`,
+        headers: { authorization: basic(operatorKey), 'content-type': 'text/csv' },
+        payload: csv,
+      })
+      assert.equal(imported.statusCode, 200, imported.body)
+      assert.equal((await s.get('/v3/customers/21')).tier, 'Gold')
+      // An order in the window is priced at the imported tier.
+      await s.order(1, 21, '10.00', T + DAY_MS)
+      assert.equal((await s.get('/v3/orders/1')).points.held, 20)
+      await t.app.services.sweeper.sweep()
+      assert.deepEqual(
+        (await s.changes('tier.changed')).map((c) => [c.data.from, c.data.to]),
+        [[null, 'Gold']],
+      )
+      const again = await t.app.inject({
+        method: 'POST',
+        url: `/v3/admin/shops/${s.name}/points/imports`,
+        headers: { authorization: basic(operatorKey), 'content-type': 'text/csv' },
+        payload: csv,
+      })
+      assert.equal(again.statusCode, 200, again.body)
+      // A window (30 days) after the import the imported tier ends: 10 base points reach no tier.
+      now = T + 31 * DAY_MS
+      await t.app.services.sweeper.sweep()
+      assert.equal((await s.get('/v3/customers/21')).tier, null)
+      assert.deepEqual(
+        (await s.changes('tier.changed')).map((c) => [c.data.from, c.data.to]),
+        [
+          [null, 'Gold'],
+          ['Gold', null],
         ],
       )
     })

@@ -20,7 +20,7 @@ import { customerPage, guestHeld, ledgerOf, ordersOf } from '../../store/admin-r
 import type { Backend } from '../../store/dialect.ts'
 import { customerBalances, customerLots } from '../../store/points-repo.ts'
 import { readRule } from '../../store/rule-repo.ts'
-import { findCustomer } from '../../store/read-repo.ts'
+import { findStoredCustomer } from '../../store/read-repo.ts'
 import { customerView, orderView, readAnswer } from '../resources.ts'
 import { readTier } from '../../unit-of-work/tier-read.ts'
 import { notFound, parseId, shopByName } from '../../http/intake/index.ts'
@@ -116,8 +116,9 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
     async (request) => {
       const shop = await shopByName(services, request.params.shop)
       const id = parseId(request.params.id)
-      const customer = id === undefined ? undefined : await findCustomer(db, shop.id, id)
-      if (!customer || id === undefined) throw notFound(`no customer ${request.params.id} in shop ${shop.name}`)
+      const stored = id === undefined ? undefined : await findStoredCustomer(db, shop.id, id)
+      const customer = stored?.record
+      if (!stored || !customer || id === undefined) throw notFound(`no customer ${request.params.id} in shop ${shop.name}`)
       const nowUs = ctx.nowUs()
       const [balances, ledger, lots, rule, orders] = await Promise.all([
         customerBalances(db, shop.id, id, nowUs),
@@ -128,7 +129,7 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
       ])
       const expiry = expiryOf(versionedRule(rule))
       return {
-        customer: { ...summary(customer), ...(await readTier(backend, shop.id, customer, nowUs)) },
+        customer: { ...summary(customer), ...(await readTier(backend, shop.id, stored, nowUs)) },
         points: {
           ...balances,
           expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expiry).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
