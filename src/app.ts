@@ -38,6 +38,7 @@ import { startExpirySweeper } from './jobs/expiry-sweeper.ts'
 import { startStorageSampler } from './jobs/storage-sampler.ts'
 import { reportOncePer } from './jobs/report.ts'
 import { startChangeFeed } from './feed/change-feed.ts'
+import { systemResolver, type HostResolver } from './jobs/endpoint-guard.ts'
 import { lazySecretBox } from './keys/secret-box.ts'
 import { changeRoutes } from './routes/changes.ts'
 import { createRateLimitStore } from './rate-limit/rate-limit-store.ts'
@@ -59,6 +60,11 @@ export interface BuildOptions {
   onStatement?: StatementObserver
   /** Told of every route as it is added (Fastify's onRoute): the tests walk the route table with it. */
   onRoute?: (route: RouteOptions) => void
+  /**
+   * How outgoing webhooks' endpoint names are resolved, when subscribing and at each delivery
+   * (default the system's resolver); tests give names of their own, and change where they point.
+   */
+  resolveHost?: HostResolver
 }
 
 /** How often a key's last use is written: often enough for keys list, rare enough to cost nothing. */
@@ -130,7 +136,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // The change feed: positions for committed entries, the readers' long poll, the NATS relay.
   // Signing secrets of outgoing webhooks, sealed at rest under SECRETS_KEY (src/keys/secret-box.ts).
   const secrets = lazySecretBox(config)
-  const feed = startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets)
+  const resolveHost = options.resolveHost ?? systemResolver
+  const feed = startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets, resolveHost)
   // Several processes (README, "Running several processes"): the rate limit counted in Redis when
   // REDIS_URL is set, and key revocations heard from PostgreSQL.
   const rateStore = createRateLimitStore(config.RATE_LIMIT_RPS === 0 ? '' : config.REDIS_URL, `shop-intake:${backend.schema}:rate:`, metrics.registry, (err) =>
@@ -139,6 +146,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget })
   const services: Services = {
     secrets,
+    resolveHost,
     config,
     backend,
     writer,

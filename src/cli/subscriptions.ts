@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { formatUs } from '../domain/time.ts'
+import { systemResolver } from '../jobs/endpoint-guard.ts'
 import { createSubscription, rotateSecret, subscriptionProblems, subscriptionView } from '../feed/subscriptions.ts'
 import { lazySecretBox } from '../keys/secret-box.ts'
 import { findShop } from '../store/keys-repo.ts'
@@ -48,7 +49,7 @@ export function subscriptionsCommand(): Command {
         const config = await settings()
         const shop = await shopOf(db, options.shop)
         const types = options.types.split(',').map((s) => s.trim())
-        const problems = await subscriptionProblems(options.url, types, config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1)
+        const problems = await subscriptionProblems(options.url, types, config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1, systemResolver)
         if (problems.length > 0) throw new Error(problems.map((p) => p.detail).join('; '))
         const { record, secret } = await createSubscription(db, lazySecretBox(config), { shopId: shop.id, url: options.url, types, nowUs: Date.now() * 1000 })
         await auditCommandLine(db, {

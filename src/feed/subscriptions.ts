@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import type { Static } from 'typebox'
 import { patternProblem, urlProblem } from '../domain/subscriptions.ts'
 import { formatUs } from '../domain/time.ts'
-import { resolveEndpoint } from '../jobs/endpoint-guard.ts'
+import { checkEndpointHost, type HostResolver } from '../jobs/endpoint-guard.ts'
 import { newSigningSecret, type SecretBox } from '../keys/secret-box.ts'
 import type { DeliveryView, SubscriptionView } from '../schemas/subscriptions.ts'
 import { lastShopPosition } from '../store/changes-repo.ts'
@@ -18,11 +18,11 @@ export interface FieldProblem {
 }
 
 /** What is wrong with a subscription's URL and types, field by field (empty when nothing): the SSRF guard included, after a DNS lookup. */
-export async function subscriptionProblems(url: string, types: readonly string[], allowPrivate: boolean): Promise<FieldProblem[]> {
+export async function subscriptionProblems(url: string, types: readonly string[], allowPrivate: boolean, resolve: HostResolver): Promise<FieldProblem[]> {
   const problems = subscriptionTextProblems(url, types)
   if (!problems.some((p) => p.pointer === '/url')) {
     try {
-      await resolveEndpoint(new URL(url).hostname, allowPrivate)
+      await checkEndpointHost(new URL(url).hostname, allowPrivate, resolve)
     } catch (err) {
       problems.splice(0, 0, { pointer: '/url', detail: `the URL's host is refused: ${(err as Error).message}` })
     }

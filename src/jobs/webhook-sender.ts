@@ -21,6 +21,7 @@ import {
   type SubscriptionRecord,
 } from '../store/subscriptions-repo.ts'
 import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
+import { guardedAgents, lookupWith, systemResolver, type HostResolver } from './endpoint-guard.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 import { postWebhook, type PostResult } from './webhook-post.ts'
@@ -53,6 +54,8 @@ export interface SenderOptions {
   report: Report
   /** How often to look for due subscriptions besides kicks. */
   pollMs?: number
+  /** How endpoints' host names are resolved (default the system's; tests give their own). */
+  resolveHost?: HostResolver
 }
 
 /** Entries read per look at a subscription's feed. */
@@ -81,6 +84,8 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   const waiting: number[] = []
   /** Aborted by stop: deliveries waiting for an answer end at once, and store nothing. */
   const stopping = new AbortController()
+  const agents = guardedAgents(config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1)
+  const lookup = lookupWith(options.resolveHost ?? systemResolver)
 
   async function post(sub: SubscriptionRecord, entry: ReturnType<typeof changeView>): Promise<PostResult> {
     const body = JSON.stringify(entry)
@@ -96,7 +101,8 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     }
     return postWebhook(sub.url, headers, body, {
       timeoutMs: config.SUBSCRIPTIONS_TIMEOUT_MS,
-      allowPrivate: config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1,
+      agents,
+      lookup,
       signal: stopping.signal,
     })
   }
@@ -206,6 +212,8 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
       await loop.stop()
       // Deliveries waiting for an answer ended at the abort, storing nothing; one storing its progress finishes that.
       while (busy.size > 0) await new Promise((r) => setTimeout(r, 20))
+      agents.http.destroy()
+      agents.https.destroy()
     },
   }
 }

@@ -79,7 +79,7 @@ forEachDatabase((kind) => {
       }
       await webhooksPage()
       await page.locator('form.subscribe').waitFor()
-      await page.fill('input[name=url]', receiver.url)
+      await page.fill('input[name=url]', receiver.urlAt('localhost'))
       await page.fill('input[name=types]', 'customer.*')
       await page.click('button[name=subscribe]')
       const secret = await page.locator('input[name=new-secret]').inputValue()

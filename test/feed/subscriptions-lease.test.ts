@@ -124,7 +124,7 @@ forEachDatabase((kind) => {
       const admin = adminClient(t, (await newOperator(t, 'Replay')).key)
       const path = '/v3/admin/shops/test/subscriptions'
       const subscribe = async (name: string) => {
-        const res = await admin.post(path, { url: receiver.url.replace('/hooks', `/${name}`), types: ['customer.*'] })
+        const res = await admin.post(path, { url: receiver.at(`/${name}`), types: ['customer.*'] })
         assert.equal(res.statusCode, 201, res.body)
         return (res.json() as { id: number }).id
       }

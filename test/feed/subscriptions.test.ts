@@ -5,7 +5,7 @@ import { Webhook } from 'standardwebhooks'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { retryQuery } from '../../src/store/subscriptions-repo.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
-import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
+import { createTestDatabase, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 import { startReceiver, type Receiver, type Received } from '../support/webhook-receiver.ts'
 import { eventually } from '../support/eventually.ts'
 
@@ -138,8 +138,8 @@ forEachDatabase((kind) => {
   describe('delivering', () => {
     test('every matching entry is POSTed as GET /v3/changes answers it, signed, in order; others are not', async () => {
       const s = await shop('deliver')
-      const all = await s.subscribe(receiver.url.replace('/hooks', '/all'), ['*'])
-      const deleted = await s.subscribe(receiver.url.replace('/hooks', '/deleted'), ['customer.deleted'])
+      const all = await s.subscribe(receiver.at('/all'), ['*'])
+      const deleted = await s.subscribe(receiver.at('/deleted'), ['customer.deleted'])
       for (let i = 1; i <= 5; i++) await s.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
       await s.post(CUSTOMER_DELETED, { id: 2, updated_at: '2024-05-02T10:00:00Z' })
       const entries = await s.changes()
@@ -172,11 +172,13 @@ forEachDatabase((kind) => {
         return d.position === entries[5]!.position && d.deliveries.length === 6 ? d : undefined
       })
       assert.ok(detail.deliveries.every((d: { status: string; attempts: number }) => d.status === 'delivered' && d.attempts === 1))
+      assert.match(all.url, /^http:\/\/hooks\.test:/, 'delivered to a host name')
+      assert.ok(t.names.asked.includes('hooks.test'), "the sender resolved the endpoint's name")
     })
 
     test('a receiver that fails, hangs, then recovers gets every entry at least once and in order', async () => {
       const s = await shop('flaky')
-      const url = receiver.url.replace('/hooks', '/flaky')
+      const url = receiver.at('/flaky')
       const sub = await s.subscribe(url, ['customer.*'])
       const mine = () => receiver.received.filter((r) => r.path === '/flaky')
       let n = 0
@@ -212,7 +214,7 @@ forEachDatabase((kind) => {
 
     test('rotation: both secrets sign during the grace; the list shows until when', async () => {
       const s = await shop('rotate')
-      const url = receiver.url.replace('/hooks', '/rotate')
+      const url = receiver.at('/rotate')
       const sub = await s.subscribe(url, ['customer.updated'])
       const rotated = await admin.post(`${s.path}/${sub.id}/rotate?grace_hours=2`)
       assert.equal(rotated.statusCode, 200, rotated.body)
@@ -231,7 +233,7 @@ forEachDatabase((kind) => {
 
     test('replay from a position delivers again; a subscription that fails for the retry window is failing until a replay', async () => {
       const s = await shop('replay')
-      const url = receiver.url.replace('/hooks', '/replay')
+      const url = receiver.at('/replay')
       const sub = await s.subscribe(url, ['*'])
       const mine = () => receiver.received.filter((r) => r.path === '/replay')
       for (let i = 1; i <= 3; i++) await s.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
@@ -281,7 +283,7 @@ forEachDatabase((kind) => {
 
     test('removing a subscription: 204, then 404, and nothing more is sent', async () => {
       const s = await shop('remove')
-      const sub = await s.subscribe(receiver.url.replace('/hooks', '/remove'), ['*'])
+      const sub = await s.subscribe(receiver.at('/remove'), ['*'])
       const removed = await admin.delete(`${s.path}/${sub.id}`)
       assert.equal(removed.statusCode, 204)
       problem(await admin.delete(`${s.path}/${sub.id}`), 404, 'not-found')
@@ -304,7 +306,7 @@ forEachDatabase((kind) => {
         const op = adminClient(slow, (await newOperator(slow, 'Isolation')).key)
         local.answer = (r) => (r.path === '/dead' ? 'hang' : 204)
         for (const path of ['/dead', '/live']) {
-          const res = await op.post('/v3/admin/shops/test/subscriptions', { url: local.url.replace('/hooks', path), types: ['*'] })
+          const res = await op.post('/v3/admin/shops/test/subscriptions', { url: local.at(path), types: ['*'] })
           assert.equal(res.statusCode, 201, res.body)
         }
         for (let i = 1; i <= 5; i++) {
@@ -328,12 +330,106 @@ forEachDatabase((kind) => {
       const guarded = await startTestApp(kind, { SECRETS_KEY })
       try {
         const op = adminClient(guarded, (await newOperator(guarded, 'Guarded')).key)
-        for (const url of [receiver.url, 'http://localhost:9/x', 'http://10.0.0.1/x', 'http://169.254.169.254/latest', 'http://[::1]:8080/x']) {
+        guarded.names.set('inside.test', '93.184.216.34', '10.0.0.7')
+        for (const url of [
+          receiver.url,
+          receiver.urlAt('127.0.0.1'),
+          'http://localhost:9/x',
+          'http://inside.test/x',
+          'http://10.0.0.1/x',
+          'http://169.254.169.254/latest',
+          'http://[::1]:8080/x',
+          'http://[::ffff:127.0.0.1]:8080/x',
+          'http://[::127.0.0.1]:8080/x',
+        ]) {
           const p = problem(await op.post('/v3/admin/shops/test/subscriptions', { url, types: ['*'] }), 422, 'invalid-body')
           assert.match(JSON.stringify(p.errors), /not a public address/, url)
         }
       } finally {
         await guarded.close()
+      }
+    })
+
+    test('at each delivery: a name that resolved outside when subscribing and points inside now is refused, and nothing is sent', async () => {
+      const guarded = await startTestApp(kind, { SECRETS_KEY, SUBSCRIPTIONS_RETRY_BASE_MS: '100', SUBSCRIPTIONS_RETRY_MAX_SECONDS: '1' })
+      const local = await startReceiver()
+      try {
+        const op = adminClient(guarded, (await newOperator(guarded, 'Rebinding')).key)
+        // Public when subscribing (no connection is made then)…
+        guarded.names.set('crm.test', '93.184.216.34')
+        const created = await op.post('/v3/admin/shops/test/subscriptions', { url: local.urlAt('crm.test'), types: ['*'] })
+        assert.equal(created.statusCode, 201, created.body)
+        const { id } = created.json() as { id: number }
+        // …then the name points at the loopback, before the first entry exists.
+        guarded.names.set('crm.test', '127.0.0.1')
+        assert.equal((await guarded.post(CUSTOMER_CREATED, { id: 1, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
+        const view = await eventually(async () => {
+          const v = (await op.get(`/v3/admin/shops/test/subscriptions/${id}`)).json() as { status: string; attempts: number; last_error: string | null }
+          return v.attempts >= 2 ? v : undefined
+        })
+        assert.equal(view.status, 'retrying')
+        assert.equal(
+          view.last_error,
+          'crm.test resolves to 127.0.0.1, which is not a public address: refused at delivery (SUBSCRIPTIONS_ALLOW_PRIVATE=1 allows it)',
+        )
+        assert.ok(guarded.names.asked.filter((n) => n === 'crm.test').length >= 3, 'the name was resolved again at each attempt')
+        assert.equal(local.received.length, 0, 'nothing reached the endpoint')
+      } finally {
+        await local.close()
+        await guarded.close()
+      }
+    })
+
+    test('at each delivery: endpoints subscribed while private addresses were allowed, names and literals, are refused by a service that refuses them', async () => {
+      const database = await createTestDatabase(kind)
+      const local = await startReceiver()
+      const retry = { SECRETS_KEY, SUBSCRIPTIONS_RETRY_BASE_MS: '100', SUBSCRIPTIONS_RETRY_MAX_SECONDS: '1' }
+      const urls = [
+        local.urlAt('hooks.test'),
+        local.urlAt('localhost'),
+        local.urlAt('127.0.0.1'),
+        local.urlAt('[::ffff:127.0.0.1]'),
+        local.urlAt('[::127.0.0.1]'),
+      ]
+      try {
+        const ids: number[] = []
+        const allowing = await startTestApp(kind, { ...retry, SUBSCRIPTIONS_ALLOW_PRIVATE: '1' }, { database })
+        try {
+          const op = adminClient(allowing, (await newOperator(allowing, 'Allowing')).key)
+          for (const url of urls) {
+            const res = await op.post('/v3/admin/shops/test/subscriptions', { url, types: ['customer.*'] })
+            assert.equal(res.statusCode, 201, res.body)
+            ids.push((res.json() as { id: number }).id)
+          }
+        } finally {
+          await allowing.close()
+        }
+        const guarded = await startTestApp(kind, retry, { database })
+        try {
+          const op = adminClient(guarded, (await newOperator(guarded, 'Guarded at delivery')).key)
+          assert.equal((await guarded.post(CUSTOMER_CREATED, { id: 1, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
+          for (const [i, id] of ids.entries()) {
+            const view = await eventually(async () => {
+              const v = (await op.get(`/v3/admin/shops/test/subscriptions/${id}`)).json() as { attempts: number; last_error: string | null }
+              return v.attempts >= 2 ? v : undefined
+            })
+            assert.match(view.last_error ?? '', /is not a public address: refused at delivery/, urls[i])
+          }
+          assert.equal(local.received.length, 0, 'nothing reached the endpoint')
+        } finally {
+          await guarded.close()
+        }
+        // The same subscriptions, where private addresses are allowed again: the names and the
+        // IPv4 literal are delivered to, so what refused them above was the guard.
+        const allowed = await startTestApp(kind, { ...retry, SUBSCRIPTIONS_ALLOW_PRIVATE: '1' }, { database })
+        try {
+          await local.until((got) => got.length >= 3)
+        } finally {
+          await allowed.close()
+        }
+      } finally {
+        await local.close()
+        await database.drop()
       }
     })
   })

@@ -96,7 +96,7 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
       const refused = commandBodyProblem(request, 'subscription', (body) => subscriptionTextProblems(body.url, body.types))
       if (refused) return sendProblem(reply, refused)
       const { url, types } = request.body
-      const errors = await subscriptionProblems(url, types, allowPrivate)
+      const errors = await subscriptionProblems(url, types, allowPrivate, services.resolveHost)
       if (errors.length > 0) return sendProblem(reply, invalid('subscription', errors))
       const { record, secret } = await createSubscription(db, services.secrets, { shopId: shop.id, url, types, nowUs: ctx.nowUs() })
       await recordAudit(db, request.operator, {
