@@ -12,6 +12,7 @@ import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, POS
 interface Entry {
   id: string
   position: number
+  shop: string
   type: string
   created_at: string
   data: Record<string, unknown>
@@ -205,7 +206,12 @@ forEachDatabase((kind) => {
       )
       assert.deepEqual(
         entries.map((e) => e.id),
-        entries.map((e) => String(e.position)),
+        entries.map((e) => `${s.shopId}.${e.position}`),
+        'ids name the shop: no two entries of the deployment share one, though positions repeat across shops',
+      )
+      assert.ok(
+        entries.every((e) => e.shop === `${kind}-own-${s === a ? 'a' : 'b'}`),
+        'each entry names its shop',
       )
       assert.deepEqual(await s.changes('?after=25'), { changes: [], next_after: 25 })
     }

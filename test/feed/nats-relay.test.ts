@@ -456,7 +456,7 @@ describe('sqlite', onDatabase('sqlite'), () => {
       assert.match(deployment, /^[0-9a-z]{12}$/)
       assert.deepEqual(
         stream.map((m) => m.msgId),
-        feed.map((e) => `${deployment}.${t.shopId}.${e.id}`),
+        feed.map((e) => `${deployment}.${t.shopId}.${e.position}`),
       )
       assert.deepEqual(
         feed.map((e) => e.data.customer_id),

@@ -19,6 +19,7 @@ const SECRETS_KEY = Buffer.alloc(32, 3).toString('base64')
 interface Entry {
   id: string
   position: number
+  shop: string
   type: string
   created_at: string
   data: Record<string, unknown>
@@ -174,6 +175,37 @@ forEachDatabase((kind) => {
       assert.ok(detail.deliveries.every((d: { status: string; attempts: number }) => d.status === 'delivered' && d.attempts === 1))
       assert.match(all.url, /^http:\/\/hooks\.test:/, 'delivered to a host name')
       assert.ok(t.names.asked.includes('hooks.test'), "the sender resolved the endpoint's name")
+    })
+
+    test('one endpoint subscribed for two shops gets every entry of both, each with its own webhook-id and naming its shop', async () => {
+      const a = await shop('two-a')
+      const b = await shop('two-b')
+      const url = receiver.at('/two')
+      const subs = [await a.subscribe(url, ['customer.*']), await b.subscribe(url, ['customer.*'])]
+      for (let i = 1; i <= 3; i++) {
+        await a.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
+        await b.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
+      }
+      const mine = () => receiver.received.filter((r) => r.path === '/two')
+      await receiver.until(() => mine().length >= 6)
+      const ids = mine().map((r) => String(r.headers['webhook-id']))
+      assert.equal(new Set(ids).size, 6, `six distinct webhook-ids, though both shops' positions are 1, 2, 3: ${ids.join(' ')}`)
+      for (const [i, s] of [a, b].entries()) {
+        const bodies = mine()
+          .map((r) => JSON.parse(r.body) as Entry)
+          .filter((e) => e.shop === s.name)
+        assert.deepEqual(
+          bodies.map((e) => e.position),
+          [1, 2, 3],
+          `shop ${s.name}`,
+        )
+        const got = verified(
+          subs[i]!.secret,
+          mine().filter((r) => (JSON.parse(r.body) as Entry).shop === s.name),
+        )
+        assert.deepEqual(got, await s.changes(), 'the bodies are the entries of GET /v3/changes, which name the shop too')
+      }
+      for (const r of mine()) assert.equal(r.headers['webhook-id'], (JSON.parse(r.body) as Entry).id)
     })
 
     test('a receiver that fails, hangs, then recovers gets every entry at least once and in order', async () => {
