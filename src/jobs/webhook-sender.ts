@@ -78,7 +78,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     capMs: config.SUBSCRIPTIONS_RETRY_MAX_SECONDS * 1000,
     giveUpMs: config.SUBSCRIPTIONS_RETRY_HOURS * 3_600_000,
   }
-  const metrics = senderMetrics(options.registry, () => failingSubscriptionCount(db))
+  const metrics = senderMetrics(options.registry, (which) => failingSubscriptionCount(db, which))
   /** Subscriptions being served by this process now. */
   const busy = new Set<number>()
   const waiting: number[] = []
@@ -111,7 +111,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   async function step(id: number): Promise<Step> {
     const sub = subscriptionOf(await backend.reads.run(subscriptionQuery(db, id)))
     const nowUs = Date.now() * 1000
-    if (!sub || sub.failing || sub.nextAttemptUs > nowUs || (sub.leaseUntilUs ?? 0) > nowUs) return 'idle'
+    if (!sub || sub.failing || sub.disabled || sub.nextAttemptUs > nowUs || (sub.leaseUntilUs ?? 0) > nowUs) return 'idle'
     const page = await changesAfter(db, sub.shopId, sub.position, PAGE)
     const entry = page.find((e) => matchesTypes(sub.types, e.type))
     if (!entry) {
@@ -143,11 +143,28 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     } else {
       metrics.failedAttempts.inc()
       const sinceUs = sub.retryingSinceUs ?? doneUs
-      const failing = gaveUp(policy, sinceUs / 1000, doneUs / 1000)
-      progress = { retry: { attempts, nextAttemptUs: doneUs + retryDelayMs(policy, attempts, Math.random()) * 1000, sinceUs, failing, error: sent.error } }
-      status = failing ? 'failed' : 'retrying'
+      // 410 Gone: the endpoint says it is gone for good (Standard Webhooks: stop sending).
+      const disabled = sent.status === 410
+      const failing = !disabled && gaveUp(policy, sinceUs / 1000, doneUs / 1000)
+      const nextAttemptUs = doneUs + retryDelayMs(policy, attempts, Math.random()) * 1000
+      const error = disabled ? 'the endpoint answered 410 Gone: disabled until a replay' : sent.error
+      progress = { retry: { attempts, nextAttemptUs, sinceUs, failing, disabled, error } }
+      status = failing || disabled ? 'failed' : 'retrying'
+      const then = disabled
+        ? 'no more attempts until a replay'
+        : failing
+          ? `it has failed for ${config.SUBSCRIPTIONS_RETRY_HOURS} h: the subscription is failing until a replay`
+          : `tried again after ${new Date(nextAttemptUs / 1000).toISOString()}`
+      // One line per failed attempt, at most one per subscription per half minute (report's own pace); the host only, since a URL's query may hold a token.
+      report(
+        `webhook-sender:attempt:${id}`,
+        new Error(error),
+        `outgoing webhook of subscription ${id} (shop ${entry.shop}, ${new URL(sub.url).host}) failed at position ${entry.position}, attempt ${attempts}: ${error}; ${then}`,
+      )
     }
-    const written = await batchWriter.write(...outcomeQueries(db, lease, { ...delivery, status, lastError: sent.ok ? null : sent.error }, progress))
+    const written = await batchWriter.write(
+      ...outcomeQueries(db, lease, { ...delivery, status, lastError: 'retry' in progress ? progress.retry.error : null }, progress),
+    )
     const [progressed, released] = written.slice(-2)
     if (progressed!.length === 0) {
       // A replay moved the position meanwhile: the lease is back, and delivery goes on from there.
@@ -163,7 +180,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
       return 'idle'
     }
     if (sent.ok) return 'more'
-    if ('retry' in progress && !progress.retry.failing) loop.kick(Math.ceil((progress.retry.nextAttemptUs - doneUs) / 1000) + 5)
+    if ('retry' in progress && !progress.retry.failing && !progress.retry.disabled) loop.kick(Math.ceil((progress.retry.nextAttemptUs - doneUs) / 1000) + 5)
     return 'idle'
   }
 
@@ -218,7 +235,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   }
 }
 
-function senderMetrics(registry: Registry, failing: () => Promise<number>) {
+function senderMetrics(registry: Registry, count: (which: 'failing' | 'disabled') => Promise<number>) {
   const registers = [registry]
   new Gauge({
     name: 'shop_intake_subscriptions_failing',
@@ -227,7 +244,16 @@ function senderMetrics(registry: Registry, failing: () => Promise<number>) {
     // Every process counts the same table.
     aggregator: 'max',
     async collect() {
-      this.set(await failing())
+      this.set(await count('failing'))
+    },
+  })
+  new Gauge({
+    name: 'shop_intake_subscriptions_disabled',
+    help: 'Outgoing webhook subscriptions disabled because their endpoint answered 410 Gone, of every shop',
+    registers,
+    aggregator: 'max',
+    async collect() {
+      this.set(await count('disabled'))
     },
   })
   return {
