@@ -13,7 +13,7 @@ import {
 } from '../api.ts'
 import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
-import { navigate, route } from '../router.ts'
+import { link, navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
 
 function basis(entry: LedgerEntry): string {
@@ -331,6 +331,7 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
   if (error) return <ErrorBox error={error} />
   if (!found) return <p class="muted">Searching…</p>
   const guestOrders = guest?.orders ?? []
+  const credited = guest?.credited_orders ?? []
   return (
     <>
       {found.length === 0 && <p class="muted">No customer with the e-mail {email}.</p>}
@@ -346,6 +347,34 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
           <Orders orders={guestOrders} />
           <h2>Ledger</h2>
           <Ledger entries={guest.points.entries} />
+        </section>
+      )}
+      {credited.length > 0 && (
+        <section class="card credited">
+          <h2>Orders of {email} credited to a customer</h2>
+          <p class="muted">Sent with this e-mail and linked to no customer: their points went to the customer the e-mail matched.</p>
+          <table class="orders">
+            <thead>
+              <tr>
+                <th>order</th>
+                <th>total</th>
+                <th>points held</th>
+                <th>by customer</th>
+              </tr>
+            </thead>
+            <tbody>
+              {credited.map((o) => (
+                <tr data-order={o.id}>
+                  <td>{o.id}</td>
+                  <td>{o.total ? `${o.total} ${o.currency ?? ''}` : ''}</td>
+                  <td class="num">{o.points.held}</td>
+                  <td>
+                    <a {...link(`customer?shop=${enc(shop)}&q=${o.points.customer_id}`)}>customer {o.points.customer_id}</a>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
         </section>
       )}
     </>
