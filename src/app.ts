@@ -15,7 +15,7 @@ import { createMetrics } from './http/metrics.ts'
 import { completeDocument } from './http/openapi.ts'
 import { installRequestIdEcho, requestId } from './http/request-id.ts'
 import { clientErrorHandler, installProblemHandlers, problem, sendProblem, unavailable } from './http/problem.ts'
-import { AJV_SETTINGS } from './http/validation.ts'
+import { AJV_SETTINGS, errorsText } from './http/validation.ts'
 import { adminUiRoutes } from './routes/admin-ui.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
@@ -186,15 +186,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     frameworkErrors: (error, _request, reply) => sendProblem(reply, problem('malformed-request', error.message)),
     // Fastify's own formatter writes every error into one message; a body of half a million bad
     // items made that a string of megabytes nobody reads. The same text, for the first ten.
-    schemaErrorFormatter: (errors, dataVar) => {
-      // A field's description completes "must be …" (src/schemas/common.ts): it says the rule in words.
-      const said = (e: (typeof errors)[number]) => {
-        const description = (e as { parentSchema?: { description?: string } }).parentSchema?.description
-        return e.keyword !== 'required' && description ? `must be ${description}` : e.message
-      }
-      const shown = errors.slice(0, 10).map((e) => `${dataVar}${e.instancePath || ''} ${said(e)}`)
-      return new Error(shown.join(', ') + (errors.length > 10 ? `, and ${errors.length - 10} more` : ''))
-    },
+    // Each field once, its fault named (src/http/validation.ts).
+    schemaErrorFormatter: (errors, dataVar) => new Error(errorsText(errors, dataVar)),
     ajv: AJV_SETTINGS as never,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
