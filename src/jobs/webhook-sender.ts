@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { setMaxListeners } from 'node:events'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import { gaveUp, matchesTypes, retryDelayMs, type RetryPolicy } from '../domain/subscriptions.ts'
@@ -9,7 +10,7 @@ import { changesAfter } from '../store/changes-repo.ts'
 import type { Backend } from '../store/dialect.ts'
 import {
   claimQuery,
-  dueSubscriptionIds,
+  dueSubscriptions,
   failingSubscriptionCount,
   outcomeQueries,
   releaseQuery,
@@ -21,6 +22,7 @@ import {
   type SubscriptionRecord,
 } from '../store/subscriptions-repo.ts'
 import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
+import { DeliveryQueue } from './delivery-queue.ts'
 import { guardedAgents, lookupWith, systemResolver, type HostResolver } from './endpoint-guard.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
@@ -60,8 +62,10 @@ export interface SenderOptions {
 
 /** Entries read per look at a subscription's feed. */
 const PAGE = 100
-/** Deliveries of one subscription in a row before its slot goes to the next in line. */
-const TURN = 100
+/** Deliveries of one subscription in a row before its slot goes to the next in line (the next shop's, in turn). */
+const TURN = 10
+/** How long a delivery may wait for its answer before its steady slot goes to the next in line (at most half SUBSCRIPTIONS_TIMEOUT_MS). */
+const SLOW_MS = 1000
 /**
  * How much longer than SUBSCRIPTIONS_TIMEOUT_MS a lease lasts: for the outcome's write after the
  * answer, a pause of the process, and clocks of several hosts a little apart.
@@ -79,11 +83,13 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     giveUpMs: config.SUBSCRIPTIONS_RETRY_HOURS * 3_600_000,
   }
   const metrics = senderMetrics(options.registry, (which) => failingSubscriptionCount(db, which))
-  /** Subscriptions being served by this process now. */
-  const busy = new Set<number>()
-  const waiting: number[] = []
+  // SUBSCRIPTIONS_CONCURRENCY slots for endpoints that answer, as many for those retrying a failure (src/jobs/delivery-queue.ts).
+  const queue = new DeliveryQueue({ steady: config.SUBSCRIPTIONS_CONCURRENCY, struggling: config.SUBSCRIPTIONS_CONCURRENCY })
+  const slowMs = Math.min(SLOW_MS, Math.floor(config.SUBSCRIPTIONS_TIMEOUT_MS / 2))
   /** Aborted by stop: deliveries waiting for an answer end at once, and store nothing. */
   const stopping = new AbortController()
+  // Each delivery in flight listens to it, and more than ten may be in flight (slow ones give their slot back).
+  setMaxListeners(0, stopping.signal)
   const agents = guardedAgents(config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1)
   const lookup = lookupWith(options.resolveHost ?? systemResolver)
 
@@ -186,30 +192,39 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
 
   async function serve(id: number): Promise<void> {
     try {
-      for (let n = 0; n < TURN && !loop.stopped; n++) if ((await step(id)) !== 'more') return
+      for (let n = 0; n < TURN && !loop.stopped; n++) {
+        // A delivery still waiting after slowMs gives its steady slot to the next in line.
+        const slow = setTimeout(() => {
+          queue.slow(id)
+          next()
+        }, slowMs)
+        try {
+          if ((await step(id)) !== 'more') return
+        } finally {
+          clearTimeout(slow)
+        }
+      }
       loop.kick()
     } catch (err) {
       report('webhook-sender', err, 'delivering outgoing webhooks failed; the sender tries again')
     } finally {
-      busy.delete(id)
+      queue.done(id)
       next()
     }
   }
 
-  /** Starts the subscriptions in line while slots are free. */
+  /** Starts the subscriptions in line while their pools have free slots. */
   function next() {
-    while (!loop.stopped && busy.size < config.SUBSCRIPTIONS_CONCURRENCY && waiting.length > 0) {
-      const id = waiting.shift()!
-      if (busy.has(id)) continue
-      busy.add(id)
-      void serve(id)
+    while (!loop.stopped) {
+      const taken = queue.take()
+      if (!taken) return
+      void serve(taken.id)
     }
   }
 
-  /** A pass puts the due subscriptions in line; it does not wait for their deliveries. */
+  /** A pass puts the due subscriptions in line, each shop's in its own; it does not wait for their deliveries. */
   async function pass() {
-    const due = await dueSubscriptionIds(db, Date.now() * 1000)
-    for (const id of due) if (!busy.has(id) && !waiting.includes(id)) waiting.push(id)
+    for (const due of await dueSubscriptions(db, Date.now() * 1000)) queue.offer({ id: due.id, shopId: due.shopId, struggling: due.retrying })
     next()
   }
 
@@ -224,11 +239,11 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   return {
     kick: () => loop.kick(),
     async stop() {
-      waiting.length = 0
+      queue.clear()
       stopping.abort()
       await loop.stop()
       // Deliveries waiting for an answer ended at the abort, storing nothing; one storing its progress finishes that.
-      while (busy.size > 0) await new Promise((r) => setTimeout(r, 20))
+      while (queue.busy > 0) await new Promise((r) => setTimeout(r, 20))
       agents.http.destroy()
       agents.https.destroy()
     },

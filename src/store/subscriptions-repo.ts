@@ -148,10 +148,16 @@ export async function replaySubscription(db: Kysely<Tables>, id: number, positio
 const unleased = (nowUs: number) => (eb: ExpressionBuilder<Tables, 'subscriptions'>) =>
   eb.or([eb('lease_until_us', 'is', null), eb('lease_until_us', '<=', nowUs)])
 
-/** Ids of the subscriptions the sender may try at `nowUs` (not failing, not waiting for a retry, no delivery in flight), of every shop. */
-export async function dueSubscriptionIds(db: Kysely<Tables>, nowUs: number): Promise<number[]> {
-  const rows = await db.selectFrom('subscriptions').select('id').where('failing', '=', 0).where('next_attempt_us', '<=', nowUs).where(unleased(nowUs)).execute()
-  return rows.map((r) => Number(r.id)).sort((x, y) => x - y)
+/** The subscriptions the sender may try at `nowUs` (not failing, not waiting for a retry, no delivery in flight), of every shop, oldest first: each one's shop, and whether it is retrying a failure. */
+export async function dueSubscriptions(db: Kysely<Tables>, nowUs: number): Promise<{ id: number; shopId: number; retrying: boolean }[]> {
+  const rows = await db
+    .selectFrom('subscriptions')
+    .select(['id', 'shop_id', 'attempts'])
+    .where('failing', '=', 0)
+    .where('next_attempt_us', '<=', nowUs)
+    .where(unleased(nowUs))
+    .execute()
+  return rows.map((r) => ({ id: Number(r.id), shopId: Number(r.shop_id), retrying: Number(r.attempts) > 0 })).sort((x, y) => x.id - y.id)
 }
 
 /** How many subscriptions are failing, or disabled (410 Gone), of every shop (for /metrics). */

@@ -455,7 +455,7 @@ forEachDatabase((kind) => {
   })
 
   describe('isolation', () => {
-    test('an endpoint that never answers delays neither another subscription nor the intake', async () => {
+    test('endpoints that never answer, as many as SUBSCRIPTIONS_CONCURRENCY and more, delay neither a healthy endpoint of another shop nor the intake', async () => {
       const slow = await startTestApp(kind, {
         SUBSCRIPTIONS_ALLOW_PRIVATE: '1',
         SECRETS_KEY,
@@ -465,20 +465,36 @@ forEachDatabase((kind) => {
       const local = await startReceiver()
       try {
         const op = adminClient(slow, (await newOperator(slow, 'Isolation')).key)
-        local.answer = (r) => (r.path === '/dead' ? 'hang' : 204)
-        for (const path of ['/dead', '/live']) {
-          const res = await op.post('/v3/admin/shops/test/subscriptions', { url: local.at(path), types: ['*'] })
+        const otherKey = await slow.newKey('other')
+        local.answer = (r) => (r.path.startsWith('/dead') ? 'hang' : 204)
+        // Four dead endpoints of shop test, twice the slots; one live endpoint of shop other.
+        for (let i = 1; i <= 4; i++) {
+          const res = await op.post('/v3/admin/shops/test/subscriptions', { url: local.at(`/dead${i}`), types: ['*'] })
           assert.equal(res.statusCode, 201, res.body)
         }
+        const live = await op.post('/v3/admin/shops/other/subscriptions', { url: local.at('/live'), types: ['*'] })
+        assert.equal(live.statusCode, 201, live.body)
+        const dead = () => local.received.filter((r) => r.path.startsWith('/dead'))
         for (let i = 1; i <= 5; i++) {
           const started = Date.now()
           const res = await slow.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })
           assert.equal(res.statusCode, 200, res.body)
-          // Generous for a loaded machine; the dead endpoint would hold it for 60 s.
+          // Generous for a loaded machine; the dead endpoints would hold it for 60 s.
           assert.ok(Date.now() - started < 30_000, 'the intake answers at its commit')
         }
+        await local.until(() => dead().length >= 4, 30_000)
+        for (let i = 1; i <= 5; i++) {
+          const res = await slow.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' }, { key: otherKey })
+          assert.equal(res.statusCode, 200, res.body)
+        }
+        // Delivered while every dead endpoint still holds its first entry (their timeout is 60 s):
+        // the hanging deliveries gave their slots back rather than hold them to the end.
         await local.until((got) => got.filter((r) => r.path === '/live').length >= 5, 30_000)
-        assert.equal(local.received.filter((r) => r.path === '/dead').length, 1, 'the dead endpoint holds its first entry')
+        assert.equal(dead().length, 4, 'each dead endpoint holds its first entry')
+        assert.ok(
+          dead().every((r) => r.answeredAt === undefined),
+          'no dead delivery had ended',
+        )
       } finally {
         await local.close()
         await slow.close()
