@@ -11,7 +11,7 @@ import {
   type Page,
   type Redemption,
 } from '../api.ts'
-import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
+import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { link, navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
@@ -149,7 +149,7 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
       <button type="submit" disabled={busy || !valid}>
         Adjust
       </button>
-      <ErrorBox error={error} />
+      <ErrorBox error={error} labels={{ '/points': 'Points', '/reason': 'Reason' }} />
     </form>
   )
 }
@@ -383,7 +383,7 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
 
 export function Customer() {
   const params = route.value.params
-  const shop = params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const shop = params.get('shop') ?? defaultShop()
   const q = params.get('q') ?? ''
   const [draft, setDraft] = useState(q)
   const [draftShop, setDraftShop] = useState(shop)
