@@ -15,7 +15,7 @@ import { createMetrics } from './http/metrics.ts'
 import { completeDocument } from './http/openapi.ts'
 import { installRequestIdEcho, requestId } from './http/request-id.ts'
 import { clientErrorHandler, installProblemHandlers, problem, sendProblem, unavailable } from './http/problem.ts'
-import { AJV_SETTINGS } from './http/validation.ts'
+import { AJV_SETTINGS, errorsText } from './http/validation.ts'
 import { adminUiRoutes } from './routes/admin-ui.ts'
 import { healthRoutes } from './routes/health.ts'
 import { hookRoutes } from './routes/hooks.ts'
@@ -39,6 +39,7 @@ import { startExpirySweeper } from './jobs/expiry-sweeper.ts'
 import { startStorageSampler } from './jobs/storage-sampler.ts'
 import { reportOncePer } from './jobs/report.ts'
 import { startChangeFeed } from './feed/change-feed.ts'
+import { systemResolver, type HostResolver } from './jobs/endpoint-guard.ts'
 import { lazySecretBox } from './keys/secret-box.ts'
 import { changeRoutes } from './routes/changes.ts'
 import { createRateLimitStore } from './rate-limit/rate-limit-store.ts'
@@ -60,6 +61,11 @@ export interface BuildOptions {
   onStatement?: StatementObserver
   /** Told of every route as it is added (Fastify's onRoute): the tests walk the route table with it. */
   onRoute?: (route: RouteOptions) => void
+  /**
+   * How outgoing webhooks' endpoint names are resolved, when subscribing and at each delivery
+   * (default the system's resolver); tests give names of their own, and change where they point.
+   */
+  resolveHost?: HostResolver
 }
 
 /** How often a key's last use is written: often enough for keys list, rare enough to cost nothing. */
@@ -132,7 +138,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // The change feed: positions for committed entries, the readers' long poll, the NATS relay.
   // Signing secrets of outgoing webhooks, sealed at rest under SECRETS_KEY (src/keys/secret-box.ts).
   const secrets = lazySecretBox(config)
-  const feed = startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets)
+  const resolveHost = options.resolveHost ?? systemResolver
+  const feed = startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets, resolveHost)
   // Several processes (README, "Running several processes"): the rate limit counted in Redis when
   // REDIS_URL is set, and key revocations heard from PostgreSQL.
   const rateStore = createRateLimitStore(config.RATE_LIMIT_RPS === 0 ? '' : config.REDIS_URL, `shop-intake:${backend.schema}:rate:`, metrics.registry, (err) =>
@@ -141,6 +148,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget })
   const services: Services = {
     secrets,
+    resolveHost,
     config,
     backend,
     writer,
@@ -181,15 +189,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     frameworkErrors: (error, _request, reply) => sendProblem(reply, problem('malformed-request', error.message)),
     // Fastify's own formatter writes every error into one message; a body of half a million bad
     // items made that a string of megabytes nobody reads. The same text, for the first ten.
-    schemaErrorFormatter: (errors, dataVar) => {
-      // A field's description completes "must be …" (src/schemas/common.ts): it says the rule in words.
-      const said = (e: (typeof errors)[number]) => {
-        const description = (e as { parentSchema?: { description?: string } }).parentSchema?.description
-        return e.keyword !== 'required' && description ? `must be ${description}` : e.message
-      }
-      const shown = errors.slice(0, 10).map((e) => `${dataVar}${e.instancePath || ''} ${said(e)}`)
-      return new Error(shown.join(', ') + (errors.length > 10 ? `, and ${errors.length - 10} more` : ''))
-    },
+    // Each field once, its fault named (src/http/validation.ts).
+    schemaErrorFormatter: (errors, dataVar) => new Error(errorsText(errors, dataVar)),
     ajv: AJV_SETTINGS as never,
   }).withTypeProvider<TypeBoxTypeProvider>()
 

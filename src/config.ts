@@ -102,6 +102,8 @@ export const ConfigSchema = Type.Object({
   SUBSCRIPTIONS_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
   /** Hours a rotated secret keeps signing beside the new one, unless the rotation names its own grace. */
   SUBSCRIPTIONS_ROTATION_GRACE_HOURS: Type.Integer({ minimum: 0, maximum: 720, default: 24 }),
+  /** Most subscriptions a shop may have; one more is refused (409 subscription-limit). */
+  SUBSCRIPTIONS_PER_SHOP: Type.Integer({ minimum: 1, maximum: 10_000, default: 50 }),
   /** 1: endpoints on loopback, private, link-local and other non-public addresses are allowed (tests, a private network). */
   SUBSCRIPTIONS_ALLOW_PRIVATE: Type.Integer({ minimum: 0, maximum: 1, default: 0 }),
   /** The key that encrypts signing secrets at rest: 32 bytes in base64; empty, the key in SECRETS_KEY_FILE. */

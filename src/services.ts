@@ -12,6 +12,7 @@ import type { ChangeFeed } from './feed/change-feed.ts'
 import type { HookIngestion } from './routes/hook-ingest.ts'
 import type { SecretBox } from './keys/secret-box.ts'
 import type { StorageSample } from './jobs/storage-sampler.ts'
+import type { HostResolver } from './jobs/endpoint-guard.ts'
 
 // What the routes are given; here rather than in app.ts, so that the routes, which app.ts
 // imports, import nothing from it.
@@ -41,6 +42,8 @@ export interface Services {
   metricsText?: () => Promise<string>
   /** Seals and opens the signing secrets of outgoing webhooks (SECRETS_KEY). */
   secrets: SecretBox
+  /** How outgoing webhooks' endpoint names are resolved (BuildOptions.resolveHost; else the system's). */
+  resolveHost: HostResolver
   /** A webhook body's way to its answer: the webhook routes and the console's replay share it. */
   hookIngestion: HookIngestion
   /** The latest sample of the database (src/jobs/storage-sampler.ts): /readyz tells the nearly empty pools of rewards from it. */

@@ -27,3 +27,14 @@ export const OUTCOME_COLOURS: Record<string, string> = {
   rejected: '#c62828',
   failed: '#6a1b9a',
 }
+
+/**
+ * The top of a chart's scale for values up to `max`: a round number a step above it, so that the
+ * highest point is drawn below the top gridline and its label, not on the chart's edge.
+ */
+export function headroom(max: number): number {
+  if (!(max > 0)) return 1
+  const step = 10 ** Math.floor(Math.log10(max))
+  const top = Math.ceil((max * 1.1) / (step / 2)) * (step / 2)
+  return top > max ? top : top + step / 2
+}

@@ -1,9 +1,10 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { formatUs } from '../domain/time.ts'
-import { createSubscription, rotateSecret, subscriptionProblems, subscriptionView } from '../feed/subscriptions.ts'
+import { systemResolver } from '../jobs/endpoint-guard.ts'
+import { createSubscription, replayProblem, rotateSecret, subscriptionProblems, subscriptionView } from '../feed/subscriptions.ts'
 import { lazySecretBox } from '../keys/secret-box.ts'
 import { findShop } from '../store/keys-repo.ts'
-import { deleteSubscription, findSubscription, replaySubscription, shopSubscriptions } from '../store/subscriptions-repo.ts'
+import { deleteSubscription, findSubscription, replaySubscription, shopSubscriptionCount, shopSubscriptions } from '../store/subscriptions-repo.ts'
 import { auditCommandLine } from './audit.ts'
 import { withBackend } from './backend.ts'
 import { printTable, shopName } from './keys.ts'
@@ -48,8 +49,12 @@ export function subscriptionsCommand(): Command {
         const config = await settings()
         const shop = await shopOf(db, options.shop)
         const types = options.types.split(',').map((s) => s.trim())
-        const problems = await subscriptionProblems(options.url, types, config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1)
+        const problems = await subscriptionProblems(options.url, types, config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1, systemResolver)
         if (problems.length > 0) throw new Error(problems.map((p) => p.detail).join('; '))
+        const cap = config.SUBSCRIPTIONS_PER_SHOP
+        if ((await shopSubscriptionCount(db, shop.id)) >= cap) {
+          throw new Error(`shop ${shop.name} has ${cap} subscriptions, the most SUBSCRIPTIONS_PER_SHOP allows: remove one first`)
+        }
         const { record, secret } = await createSubscription(db, lazySecretBox(config), { shopId: shop.id, url: options.url, types, nowUs: Date.now() * 1000 })
         await auditCommandLine(db, {
           action: 'subscription.create',
@@ -124,7 +129,7 @@ export function subscriptionsCommand(): Command {
 
   command
     .command('replay')
-    .description('deliver again every matching entry after a position; a failing subscription is active again')
+    .description('deliver again every matching entry after a position; a failing or disabled subscription is active again')
     .requiredOption('--shop <name>', 'the shop', shopName)
     .requiredOption('--after <position>', 'the feed position to deliver after (0: from the start)', position)
     .argument('<id>', 'the subscription id', subscriptionId)
@@ -132,6 +137,8 @@ export function subscriptionsCommand(): Command {
       withBackend(async ({ db }) => {
         const shop = await shopOf(db, options.shop)
         if (!(await findSubscription(db, shop.id, id))) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
+        const past = await replayProblem(db, shop.id, options.after)
+        if (past) throw new Error(`--after: ${past.detail}`)
         await replaySubscription(db, id, options.after)
         await auditCommandLine(db, { action: 'subscription.replay', shopId: shop.id, target: String(id), detail: { after: options.after } })
         console.log(`subscription ${id} delivers again from after position ${options.after}`)

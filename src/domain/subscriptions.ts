@@ -1,19 +1,15 @@
-import type { FeedType } from '../schemas/changes.ts'
+import ipaddr from 'ipaddr.js'
+import { ChangeEntry, type FeedType } from '../schemas/changes.ts'
 
-// The rules of outgoing webhook subscriptions: which feed types a filter takes, when a failed
-// delivery is tried again, and when a subscription counts as failing. Pure: no clock, no I/O.
+// The rules of outgoing webhook subscriptions: which feed types a filter takes, what an endpoint
+// URL may be and how it is stored, when a failed delivery is tried again, and when a subscription
+// counts as failing. Pure: no clock, no I/O.
 
-/** Every type of the change feed (src/schemas/changes.ts), the names a filter may take. */
-export const FEED_TYPES: readonly FeedType[] = [
-  'customer.updated',
-  'customer.deleted',
-  'order.updated',
-  'points.changed',
-  'points.expiring',
-  'tier.changed',
-  'reward.claimed',
-  'reward.cancelled',
-]
+/**
+ * Every type of the change feed, the names a filter may take: read from the feed's schema
+ * (src/schemas/changes.ts), so a type added there (and its family, `tier.*`) is taken at once.
+ */
+export const FEED_TYPES: readonly FeedType[] = ChangeEntry.anyOf.map((entry) => entry.properties.type.const as FeedType)
 
 /**
  * Why a type pattern is refused, or null when it is good: an exact feed type, `family.*` for a
@@ -34,8 +30,23 @@ export function matchesTypes(patterns: readonly string[], type: string): boolean
   return patterns.some((p) => p === '*' || p === type || (p.endsWith('.*') && type.startsWith(p.slice(0, -1))))
 }
 
-/** Why an endpoint URL is refused before any DNS lookup, or null: http(s), a host, no credentials, no fragment. */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+const codePoint = (c: string) => `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`
+
+/**
+ * Why an endpoint URL is refused before any DNS lookup, or null: http(s), a host, a port that is
+ * not 0, no credentials, no fragment; no control character (the URL parser would drop a tab or a
+ * newline unseen, and neither database stores NUL) and no unpaired surrogate (which the two
+ * databases store differently). An IPv4-compatible IPv6 address (`[::127.0.0.1]`, deprecated by
+ * RFC 4291) is refused too: it names an IPv4 address, which is written as one.
+ */
 export function urlProblem(text: string): string | null {
+  const control = CONTROL.exec(text)
+  if (control) return `holds the control character ${codePoint(control[0])}`
+  const lone = LONE_SURROGATE.exec(text)
+  if (lone) return `holds an unpaired surrogate (${codePoint(lone[0])}), which is no character`
   let url: URL
   try {
     url = new URL(text)
@@ -44,10 +55,20 @@ export function urlProblem(text: string): string | null {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return `must be http:// or https://, not ${url.protocol}//`
   if (url.hostname === '') return 'has no host'
+  if (url.port === '0') return 'names port 0, to which nothing connects'
   if (url.username !== '' || url.password !== '') return 'must not hold a user name or password'
   if (url.hash !== '') return 'must not hold a fragment (#…)'
+  if (url.hostname.startsWith('[')) {
+    const address = ipaddr.parse(url.hostname.slice(1, -1))
+    if (address.range() === 'unicast' && address.toNormalizedString().startsWith('0:0:0:0:0:0:')) {
+      return `names ${url.hostname}, an IPv4-compatible IPv6 address (deprecated): write the IPv4 address itself`
+    }
+  }
   return null
 }
+
+/** An endpoint URL as it is stored and shown: the WHATWG serialisation (`HTTP://Host:80/a/../b` is `http://host/b`); for a URL urlProblem passes. */
+export const normalisedUrl = (text: string): string => new URL(text).href
 
 export interface RetryPolicy {
   /** The first wait, in ms; each failure doubles it. */

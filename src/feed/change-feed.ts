@@ -2,6 +2,7 @@ import type { Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import { startRelay, type Relay } from '../jobs/nats-relay.ts'
 import { startWebhookSender, type WebhookSender } from '../jobs/webhook-sender.ts'
+import type { HostResolver } from '../jobs/endpoint-guard.ts'
 import type { SecretBox } from '../keys/secret-box.ts'
 import type { Report } from '../jobs/report.ts'
 import type { Backend } from '../store/dialect.ts'
@@ -33,6 +34,7 @@ export function startChangeFeed(
   registry: Registry,
   report: Report,
   secrets: SecretBox,
+  resolveHost: HostResolver,
 ): ChangeFeed {
   const watch = new FeedWatch(backend.db)
   let relay: Relay | undefined
@@ -48,7 +50,7 @@ export function startChangeFeed(
       onPublished: (n) => counters.published.inc(n),
     })
   }
-  const sender = startWebhookSender({ backend, batchWriter, config, secrets, registry, report })
+  const sender = startWebhookSender({ backend, batchWriter, config, secrets, registry, report, resolveHost })
   return {
     watch,
     relay,

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely'
 import type { Static } from 'typebox'
-import { patternProblem, urlProblem } from '../domain/subscriptions.ts'
+import { normalisedUrl, patternProblem, urlProblem } from '../domain/subscriptions.ts'
 import { formatUs } from '../domain/time.ts'
-import { resolveEndpoint } from '../jobs/endpoint-guard.ts'
+import { checkEndpointHost, type HostResolver } from '../jobs/endpoint-guard.ts'
 import { newSigningSecret, type SecretBox } from '../keys/secret-box.ts'
 import type { DeliveryView, SubscriptionView } from '../schemas/subscriptions.ts'
 import { lastShopPosition } from '../store/changes-repo.ts'
@@ -18,11 +18,11 @@ export interface FieldProblem {
 }
 
 /** What is wrong with a subscription's URL and types, field by field (empty when nothing): the SSRF guard included, after a DNS lookup. */
-export async function subscriptionProblems(url: string, types: readonly string[], allowPrivate: boolean): Promise<FieldProblem[]> {
+export async function subscriptionProblems(url: string, types: readonly string[], allowPrivate: boolean, resolve: HostResolver): Promise<FieldProblem[]> {
   const problems = subscriptionTextProblems(url, types)
   if (!problems.some((p) => p.pointer === '/url')) {
     try {
-      await resolveEndpoint(new URL(url).hostname, allowPrivate)
+      await checkEndpointHost(new URL(url).hostname, allowPrivate, resolve)
     } catch (err) {
       problems.splice(0, 0, { pointer: '/url', detail: `the URL's host is refused: ${(err as Error).message}` })
     }
@@ -48,7 +48,14 @@ export function subscriptionTextProblems(url: unknown, types: unknown): FieldPro
   return problems
 }
 
-/** A new subscription, starting after the shop's last feed entry now; its secret in plain text, this once. */
+/** Why a replay from `after` is refused (a position past the shop's last: the subscription would wait, silent, until the feed got there), or null. */
+export async function replayProblem(db: Kysely<Tables>, shopId: number, after: number): Promise<FieldProblem | null> {
+  const last = await lastShopPosition(db, shopId)
+  if (after <= last) return null
+  return { pointer: '/after', detail: `position ${after} is past the shop's last entry (${last}): replay from ${last} or earlier` }
+}
+
+/** A new subscription, starting after the shop's last feed entry now, its URL normalised (normalisedUrl); its secret in plain text, this once. */
 export async function createSubscription(
   db: Kysely<Tables>,
   secrets: SecretBox,
@@ -58,7 +65,7 @@ export async function createSubscription(
   const types = [...new Set(s.types)]
   const record = await insertSubscription(db, {
     shopId: s.shopId,
-    url: s.url,
+    url: normalisedUrl(s.url),
     types,
     secret: secrets.seal(secret),
     createdUs: s.nowUs,
@@ -90,9 +97,9 @@ export function subscriptionView(r: SubscriptionRecord, nowUs: number): Static<t
     types: r.types,
     created_at: formatUs(r.createdUs),
     position: r.position,
-    status: r.failing ? 'failing' : retrying ? 'retrying' : 'active',
+    status: r.disabled ? 'disabled' : r.failing ? 'failing' : retrying ? 'retrying' : 'active',
     attempts: r.attempts,
-    next_attempt_at: retrying && !r.failing ? formatUs(r.nextAttemptUs) : null,
+    next_attempt_at: retrying && !r.failing && !r.disabled ? formatUs(r.nextAttemptUs) : null,
     last_error: r.lastError,
     previous_secret_until: r.oldSecret !== null && r.oldSecretUntilUs !== null && r.oldSecretUntilUs > nowUs ? formatUs(r.oldSecretUntilUs) : null,
   }

@@ -10,6 +10,8 @@ declare module 'fastify' {
     rawBody?: Buffer
     /** Violations the schema cannot see, found in the raw text. */
     bodyErrors?: FieldError[]
+    /** Where the body had `__proto__` (or `constructor.prototype`) keys, which the parser dropped: JSON pointers. */
+    droppedKeys?: string[]
   }
 }
 
@@ -56,8 +58,9 @@ export function installJsonBody(app: FastifyInstance, bodyLimit: number): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
     const raw = body as Buffer
     request.rawBody = raw
-    const { parsed, bodyErrors } = parseJsonBody(raw, routePointers(request))
+    const { parsed, bodyErrors, dropped } = parseJsonBody(raw, routePointers(request))
     if (bodyErrors) request.bodyErrors = bodyErrors
+    if (dropped) request.droppedKeys = dropped
     done(null, parsed)
   })
 }
@@ -67,7 +70,7 @@ export function installJsonBody(app: FastifyInstance, bodyLimit: number): void {
  * object the violations only the raw text shows (integers the parser rounded). Stored bodies are
  * replayed through it too.
  */
-export function parseJsonBody(raw: Buffer, pointers: readonly IntegerPointer[]): { parsed: unknown; bodyErrors?: FieldError[] } {
+export function parseJsonBody(raw: Buffer, pointers: readonly IntegerPointer[]): { parsed: unknown; bodyErrors?: FieldError[]; dropped?: string[] } {
   if (raw.length === 0) return { parsed: new MalformedBody('the body is empty; send a JSON object') }
   if (!isUtf8(raw)) return { parsed: new MalformedBody('the body is not valid UTF-8') }
   const text = raw.toString('utf8')
@@ -77,8 +80,34 @@ export function parseJsonBody(raw: Buffer, pointers: readonly IntegerPointer[]):
   } catch (err) {
     return { parsed: new MalformedBody(`the body is not valid JSON: ${(err as Error).message}`) }
   }
-  if (typeof parsed === 'object' && parsed !== null) return { parsed, bodyErrors: inexactIntegerErrors(text, pointers) }
+  if (typeof parsed === 'object' && parsed !== null) {
+    const dropped = droppedKeys(text)
+    return { parsed, bodyErrors: inexactIntegerErrors(text, pointers), ...(dropped.length > 0 ? { dropped } : {}) }
+  }
   return { parsed }
+}
+
+const escapePointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/**
+ * Where the text has the keys the parser drops (`__proto__`, and `constructor` holding
+ * `prototype`), however spelled (`\u005f_proto__`): so that a body that must not hold unknown
+ * fields can name them, rather than lose them unseen. Read again only when the text may hold one.
+ */
+function droppedKeys(text: string): string[] {
+  if (!/proto|\\u/i.test(text)) return []
+  const found: string[] = []
+  // JSON.parse makes `__proto__` an own key like any other (it pollutes nothing).
+  const walk = (value: unknown, at: string) => {
+    if (typeof value !== 'object' || value === null) return
+    for (const [key, member] of Object.entries(value)) {
+      const pointer = `${at}/${escapePointer(key)}`
+      if (key === '__proto__' || (key === 'constructor' && typeof member === 'object' && member !== null && 'prototype' in member)) found.push(pointer)
+      else walk(member, pointer)
+    }
+  }
+  walk(JSON.parse(text), '')
+  return found
 }
 
 /**

@@ -1,26 +1,109 @@
 import { AjvCompiler } from '@fastify/ajv-compiler'
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js'
+import { EARLIEST_INSTANT, END_OF_INSTANTS, readInstant } from '../domain/time.ts'
 import type { FieldError } from '../domain/webhook.ts'
 import { KEYWORDS, TEXT_PATTERN } from '../schemas/common.ts'
 
-// Turns the validator's errors into one precise line per offending field.
-// Field schemas carry a `description` that completes "must be …" (see
-// src/schemas/common.ts), so each message says what the field should be.
+// Turns the validator's errors into one precise line per offending field, naming the fault.
+// Field schemas carry a `description` that completes "must be …" (see src/schemas/common.ts):
+// it is the message where the fault is the value's form (a type, a pattern, a format). Where the
+// value has the right form and breaks a bound (too long, too few items, too small, not one of the
+// allowed values, out of the accepted span), the message says that bound and what was sent.
 
 interface AjvError extends FastifySchemaValidationError {
   instancePath: string
-  parentSchema?: { description?: string; pattern?: string }
+  parentSchema?: { description?: string; pattern?: string; properties?: Record<string, unknown> }
+  /** The value (verbose mode). */
+  data?: unknown
+  /** The keyword's value in the schema (verbose mode): an anyOf's branches. */
+  schema?: unknown
+}
+
+const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
+const shown = (value: unknown) => {
+  const text = JSON.stringify(value) ?? String(value)
+  return text.length > 40 ? `${text.slice(0, 37)}…` : text
+}
+
+/** Why a string with an instant's syntax is not one: no such date, or outside the accepted span; null when it is one. */
+export function instantFault(text: string): string | null {
+  const read = readInstant(text)
+  if (read.ok) return null
+  if (read.reason === 'range') return `is outside the accepted span of instants, from ${EARLIEST_INSTANT} up to but not including ${END_OF_INSTANTS}`
+  if (read.reason === 'date') {
+    return `names no real date and time (such as the 31st of a 30-day month, or an hour past 23): it must be an instant from ${EARLIEST_INSTANT} up to but not including ${END_OF_INSTANTS}`
+  }
+  return 'must be an ISO 8601 timestamp with a UTC offset, such as 2024-05-01T10:00:00Z'
 }
 
 /**
- * What the field must be, for this error. A text field's description is about the characters a
- * string may hold (no NUL): a value that is no string at all (a number among tags) is told it
- * must be a string.
+ * What is wrong with the field, for this error. A text field's description is about the
+ * characters a string may hold (no NUL): a value that is no string at all (a number among tags)
+ * is told it must be a string.
  */
-function detailOf(raw: AjvError): string {
-  if (raw.keyword === 'type' && raw.parentSchema?.pattern === TEXT_PATTERN) return 'must be a string'
+export function faultOf(raw: AjvError): string {
+  const params = raw.params as Record<string, unknown>
+  const limit = Number(params.limit)
+  const data = raw.data
   const description = raw.parentSchema?.description
+  switch (raw.keyword) {
+    case 'required':
+      return 'is required'
+    case 'type':
+      if (raw.parentSchema?.pattern === TEXT_PATTERN) return 'must be a string'
+      break
+    case 'maxLength':
+      return `must be at most ${plural(limit, 'character')} long, not ${[...String(data)].length}`
+    case 'minLength':
+      return limit === 1 ? 'must not be empty' : `must be at least ${plural(limit, 'character')} long, not ${[...String(data)].length}`
+    case 'minItems':
+      return `must hold at least ${plural(limit, 'item')}, not ${Array.isArray(data) ? data.length : 0}${description ? ` (${description})` : ''}`
+    case 'maxItems':
+      return `must hold at most ${plural(limit, 'item')}, not ${Array.isArray(data) ? data.length : '?'}`
+    case 'minimum':
+      return `must be at least ${limit}, not ${shown(data)}`
+    case 'maximum':
+      return `must be at most ${limit}, not ${shown(data)}`
+    case 'exclusiveMinimum':
+      return `must be more than ${limit}, not ${shown(data)}`
+    case 'exclusiveMaximum':
+      return `must be less than ${limit}, not ${shown(data)}`
+    case 'enum':
+      return `must be one of ${(params.allowedValues as unknown[]).map((v) => String(v)).join(', ')}, not ${shown(data)}`
+    case 'anyOf': {
+      // A union of constants (bucket: day, week or month) names them; another union says what it takes.
+      const branches = Array.isArray(raw.schema) ? (raw.schema as { const?: unknown }[]) : []
+      if (branches.length > 0 && branches.every((b) => b.const !== undefined)) {
+        return `must be one of ${branches.map((b) => String(b.const)).join(', ')}, not ${shown(data)}`
+      }
+      break
+    }
+    case 'not':
+      // A key a record refuses (Type.Never for its other keys): the description says what keys it takes.
+      return `is not a key it takes${description ? `: a key must be ${description}` : ''}`
+    case 'additionalProperties':
+      return `is not a field it takes${raw.parentSchema?.properties ? ` (it takes ${Object.keys(raw.parentSchema.properties).join(', ')})` : ''}`
+    case 'x-instant': {
+      const fault = typeof data === 'string' ? instantFault(data) : null
+      if (fault) return fault
+      break
+    }
+  }
   return description ? `must be ${description}` : (raw.message ?? 'is invalid')
+}
+
+/** Where the fault is: the field, or for an unknown one (additionalProperties) the unknown field itself. */
+function pointerOf(raw: AjvError): string {
+  if (raw.keyword === 'additionalProperties')
+    return `${raw.instancePath}/${escape(String((raw.params as { additionalProperty?: unknown }).additionalProperty))}`
+  if (raw.keyword === 'required') return `${raw.instancePath}/${escape(String((raw.params as { missingProperty?: unknown }).missingProperty))}`
+  return raw.instancePath
+}
+
+/** The validator's errors as one line of text, each field once (a union's branches speak through the union): for a 400 of a query or a path. */
+export function errorsText(errors: readonly FastifySchemaValidationError[], dataVar: string, max = 10): string {
+  const lines = firstErrors([fieldErrors(errors)], Infinity).errors.map((e) => `${dataVar}${e.pointer} ${e.detail}`)
+  return lines.slice(0, max).join(', ') + (lines.length > max ? `, and ${lines.length - max} more` : '')
 }
 
 interface KeywordHost {
@@ -59,11 +142,9 @@ export function* fieldErrors(errors: readonly FastifySchemaValidationError[]): G
     if (raw.keyword === 'anyOf') unions.add(raw.instancePath)
   }
   for (const raw of errors as AjvError[]) {
-    if (raw.keyword === 'required') {
-      yield { pointer: `${raw.instancePath}/${escape(String((raw.params as { missingProperty?: unknown }).missingProperty))}`, detail: 'is required' }
-    } else if (!unions.has(raw.instancePath) || raw.keyword === 'anyOf') {
-      // (a union's own error speaks for its branches)
-      yield { pointer: raw.instancePath, detail: detailOf(raw) }
+    // A union's own error speaks for its branches.
+    if (raw.keyword === 'required' || raw.keyword === 'additionalProperties' || !unions.has(raw.instancePath) || raw.keyword === 'anyOf') {
+      yield { pointer: pointerOf(raw), detail: faultOf(raw) }
     }
   }
 }

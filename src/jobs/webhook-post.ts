@@ -1,11 +1,12 @@
 import http from 'node:http'
 import https from 'node:https'
 import type { LookupFunction } from 'node:net'
-import { resolveEndpoint } from './endpoint-guard.ts'
+import { refusalOf } from './endpoint-guard.ts'
 
-// One POST of an outgoing webhook: the endpoint's host resolved and checked by the SSRF guard
-// (the connection goes to the address checked, so a name cannot point elsewhere between the two),
-// a deadline for the whole exchange, and the answer's status; the answer's body is read and dropped.
+// One POST of an outgoing webhook: through the SSRF guard's agent (endpoint-guard.ts), which
+// checks each address the connection may use, the URL's own or the lookup's, before connecting
+// to it, so a name cannot point elsewhere between the check and the connection; a deadline for
+// the whole exchange, and the answer's status; the answer's body is read and dropped.
 
 export type PostResult = { ok: true; status: number } | { ok: false; status: number | null; error: string }
 
@@ -16,16 +17,20 @@ export function postWebhook(
   url: string,
   headers: Record<string, string>,
   body: string,
-  options: { timeoutMs: number; allowPrivate: boolean; signal?: AbortSignal },
+  options: {
+    timeoutMs: number
+    /** The guard's agents (guardedAgents). */
+    agents: { http: http.Agent; https: https.Agent }
+    /** How host names are resolved (the system's resolver, or the tests'). */
+    lookup: LookupFunction
+    signal?: AbortSignal
+  },
 ): Promise<PostResult> {
   const target = new URL(url)
-  const lookup: LookupFunction = (hostname, _opts, callback) => {
-    resolveEndpoint(hostname, options.allowPrivate).then(
-      (r) => callback(null, r.address, r.family),
-      (err: Error) => callback(Object.assign(err, { code: 'EREFUSED_PRIVATE' }), '', 4),
-    )
-  }
-  const client = target.protocol === 'https:' ? https : http
+  const secure = target.protocol === 'https:'
+  const client = secure ? https : http
+  const agent = secure ? options.agents.https : options.agents.http
+  const lookup = options.lookup
   return new Promise((resolve) => {
     let settled = false
     const done = (result: PostResult) => {
@@ -38,7 +43,7 @@ export function postWebhook(
     }
     const request = client.request(
       target,
-      { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, lookup, agent: false },
+      { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, lookup, agent },
       (response) => {
         const status = response.statusCode ?? 0
         let read = 0
@@ -72,6 +77,7 @@ function describe(err: NodeJS.ErrnoException): string {
   if (err.code === 'ECONNREFUSED') return 'the connection was refused'
   if (err.code === 'ECONNRESET') return 'the connection was reset'
   if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return 'the host does not resolve'
-  if (err.code === 'EREFUSED_PRIVATE') return err.message
+  const refused = refusalOf(err)
+  if (refused) return refused
   return err.code ? `${err.code}: ${err.message}` : err.message
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { setMaxListeners } from 'node:events'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import { gaveUp, matchesTypes, retryDelayMs, type RetryPolicy } from '../domain/subscriptions.ts'
@@ -9,7 +10,7 @@ import { changesAfter } from '../store/changes-repo.ts'
 import type { Backend } from '../store/dialect.ts'
 import {
   claimQuery,
-  dueSubscriptionIds,
+  dueSubscriptions,
   failingSubscriptionCount,
   outcomeQueries,
   releaseQuery,
@@ -21,6 +22,8 @@ import {
   type SubscriptionRecord,
 } from '../store/subscriptions-repo.ts'
 import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
+import { DeliveryQueue } from './delivery-queue.ts'
+import { guardedAgents, lookupWith, systemResolver, type HostResolver } from './endpoint-guard.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 import { postWebhook, type PostResult } from './webhook-post.ts'
@@ -53,12 +56,16 @@ export interface SenderOptions {
   report: Report
   /** How often to look for due subscriptions besides kicks. */
   pollMs?: number
+  /** How endpoints' host names are resolved (default the system's; tests give their own). */
+  resolveHost?: HostResolver
 }
 
 /** Entries read per look at a subscription's feed. */
 const PAGE = 100
-/** Deliveries of one subscription in a row before its slot goes to the next in line. */
-const TURN = 100
+/** Deliveries of one subscription in a row before its slot goes to the next in line (the next shop's, in turn). */
+const TURN = 10
+/** How long a delivery may wait for its answer before its steady slot goes to the next in line (at most half SUBSCRIPTIONS_TIMEOUT_MS). */
+const SLOW_MS = 1000
 /**
  * How much longer than SUBSCRIPTIONS_TIMEOUT_MS a lease lasts: for the outcome's write after the
  * answer, a pause of the process, and clocks of several hosts a little apart.
@@ -75,12 +82,16 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     capMs: config.SUBSCRIPTIONS_RETRY_MAX_SECONDS * 1000,
     giveUpMs: config.SUBSCRIPTIONS_RETRY_HOURS * 3_600_000,
   }
-  const metrics = senderMetrics(options.registry, () => failingSubscriptionCount(db))
-  /** Subscriptions being served by this process now. */
-  const busy = new Set<number>()
-  const waiting: number[] = []
+  const metrics = senderMetrics(options.registry, (which) => failingSubscriptionCount(db, which))
+  // SUBSCRIPTIONS_CONCURRENCY slots for endpoints that answer, as many for those retrying a failure (src/jobs/delivery-queue.ts).
+  const queue = new DeliveryQueue({ steady: config.SUBSCRIPTIONS_CONCURRENCY, struggling: config.SUBSCRIPTIONS_CONCURRENCY })
+  const slowMs = Math.min(SLOW_MS, Math.floor(config.SUBSCRIPTIONS_TIMEOUT_MS / 2))
   /** Aborted by stop: deliveries waiting for an answer end at once, and store nothing. */
   const stopping = new AbortController()
+  // Each delivery in flight listens to it, and more than ten may be in flight (slow ones give their slot back).
+  setMaxListeners(0, stopping.signal)
+  const agents = guardedAgents(config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1)
+  const lookup = lookupWith(options.resolveHost ?? systemResolver)
 
   async function post(sub: SubscriptionRecord, entry: ReturnType<typeof changeView>): Promise<PostResult> {
     const body = JSON.stringify(entry)
@@ -96,7 +107,8 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     }
     return postWebhook(sub.url, headers, body, {
       timeoutMs: config.SUBSCRIPTIONS_TIMEOUT_MS,
-      allowPrivate: config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1,
+      agents,
+      lookup,
       signal: stopping.signal,
     })
   }
@@ -105,7 +117,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   async function step(id: number): Promise<Step> {
     const sub = subscriptionOf(await backend.reads.run(subscriptionQuery(db, id)))
     const nowUs = Date.now() * 1000
-    if (!sub || sub.failing || sub.nextAttemptUs > nowUs || (sub.leaseUntilUs ?? 0) > nowUs) return 'idle'
+    if (!sub || sub.failing || sub.disabled || sub.nextAttemptUs > nowUs || (sub.leaseUntilUs ?? 0) > nowUs) return 'idle'
     const page = await changesAfter(db, sub.shopId, sub.position, PAGE)
     const entry = page.find((e) => matchesTypes(sub.types, e.type))
     if (!entry) {
@@ -137,11 +149,28 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     } else {
       metrics.failedAttempts.inc()
       const sinceUs = sub.retryingSinceUs ?? doneUs
-      const failing = gaveUp(policy, sinceUs / 1000, doneUs / 1000)
-      progress = { retry: { attempts, nextAttemptUs: doneUs + retryDelayMs(policy, attempts, Math.random()) * 1000, sinceUs, failing, error: sent.error } }
-      status = failing ? 'failed' : 'retrying'
+      // 410 Gone: the endpoint says it is gone for good (Standard Webhooks: stop sending).
+      const disabled = sent.status === 410
+      const failing = !disabled && gaveUp(policy, sinceUs / 1000, doneUs / 1000)
+      const nextAttemptUs = doneUs + retryDelayMs(policy, attempts, Math.random()) * 1000
+      const error = disabled ? 'the endpoint answered 410 Gone: disabled until a replay' : sent.error
+      progress = { retry: { attempts, nextAttemptUs, sinceUs, failing, disabled, error } }
+      status = failing || disabled ? 'failed' : 'retrying'
+      const then = disabled
+        ? 'no more attempts until a replay'
+        : failing
+          ? `it has failed for ${config.SUBSCRIPTIONS_RETRY_HOURS} h: the subscription is failing until a replay`
+          : `tried again after ${new Date(nextAttemptUs / 1000).toISOString()}`
+      // One line per failed attempt, at most one per subscription per half minute (report's own pace); the host only, since a URL's query may hold a token.
+      report(
+        `webhook-sender:attempt:${id}`,
+        new Error(error),
+        `outgoing webhook of subscription ${id} (shop ${entry.shop}, ${new URL(sub.url).host}) failed at position ${entry.position}, attempt ${attempts}: ${error}; ${then}`,
+      )
     }
-    const written = await batchWriter.write(...outcomeQueries(db, lease, { ...delivery, status, lastError: sent.ok ? null : sent.error }, progress))
+    const written = await batchWriter.write(
+      ...outcomeQueries(db, lease, { ...delivery, status, lastError: 'retry' in progress ? progress.retry.error : null }, progress),
+    )
     const [progressed, released] = written.slice(-2)
     if (progressed!.length === 0) {
       // A replay moved the position meanwhile: the lease is back, and delivery goes on from there.
@@ -157,36 +186,45 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
       return 'idle'
     }
     if (sent.ok) return 'more'
-    if ('retry' in progress && !progress.retry.failing) loop.kick(Math.ceil((progress.retry.nextAttemptUs - doneUs) / 1000) + 5)
+    if ('retry' in progress && !progress.retry.failing && !progress.retry.disabled) loop.kick(Math.ceil((progress.retry.nextAttemptUs - doneUs) / 1000) + 5)
     return 'idle'
   }
 
   async function serve(id: number): Promise<void> {
     try {
-      for (let n = 0; n < TURN && !loop.stopped; n++) if ((await step(id)) !== 'more') return
+      for (let n = 0; n < TURN && !loop.stopped; n++) {
+        // A delivery still waiting after slowMs gives its steady slot to the next in line.
+        const slow = setTimeout(() => {
+          queue.slow(id)
+          next()
+        }, slowMs)
+        try {
+          if ((await step(id)) !== 'more') return
+        } finally {
+          clearTimeout(slow)
+        }
+      }
       loop.kick()
     } catch (err) {
       report('webhook-sender', err, 'delivering outgoing webhooks failed; the sender tries again')
     } finally {
-      busy.delete(id)
+      queue.done(id)
       next()
     }
   }
 
-  /** Starts the subscriptions in line while slots are free. */
+  /** Starts the subscriptions in line while their pools have free slots. */
   function next() {
-    while (!loop.stopped && busy.size < config.SUBSCRIPTIONS_CONCURRENCY && waiting.length > 0) {
-      const id = waiting.shift()!
-      if (busy.has(id)) continue
-      busy.add(id)
-      void serve(id)
+    while (!loop.stopped) {
+      const taken = queue.take()
+      if (!taken) return
+      void serve(taken.id)
     }
   }
 
-  /** A pass puts the due subscriptions in line; it does not wait for their deliveries. */
+  /** A pass puts the due subscriptions in line, each shop's in its own; it does not wait for their deliveries. */
   async function pass() {
-    const due = await dueSubscriptionIds(db, Date.now() * 1000)
-    for (const id of due) if (!busy.has(id) && !waiting.includes(id)) waiting.push(id)
+    for (const due of await dueSubscriptions(db, Date.now() * 1000)) queue.offer({ id: due.id, shopId: due.shopId, struggling: due.retrying })
     next()
   }
 
@@ -201,16 +239,18 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   return {
     kick: () => loop.kick(),
     async stop() {
-      waiting.length = 0
+      queue.clear()
       stopping.abort()
       await loop.stop()
       // Deliveries waiting for an answer ended at the abort, storing nothing; one storing its progress finishes that.
-      while (busy.size > 0) await new Promise((r) => setTimeout(r, 20))
+      while (queue.busy > 0) await new Promise((r) => setTimeout(r, 20))
+      agents.http.destroy()
+      agents.https.destroy()
     },
   }
 }
 
-function senderMetrics(registry: Registry, failing: () => Promise<number>) {
+function senderMetrics(registry: Registry, count: (which: 'failing' | 'disabled') => Promise<number>) {
   const registers = [registry]
   new Gauge({
     name: 'shop_intake_subscriptions_failing',
@@ -219,7 +259,16 @@ function senderMetrics(registry: Registry, failing: () => Promise<number>) {
     // Every process counts the same table.
     aggregator: 'max',
     async collect() {
-      this.set(await failing())
+      this.set(await count('failing'))
+    },
+  })
+  new Gauge({
+    name: 'shop_intake_subscriptions_disabled',
+    help: 'Outgoing webhook subscriptions disabled because their endpoint answered 410 Gone, of every shop',
+    registers,
+    aggregator: 'max',
+    async collect() {
+      this.set(await count('disabled'))
     },
   })
   return {

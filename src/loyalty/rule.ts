@@ -54,7 +54,10 @@ export const RuleSchema = Type.Object({
   exclude_giftcard: Type.Boolean({ default: true }),
   /** When not empty, only these currencies earn, each at its own rate (0 earns nothing). Any other
    *  key is refused: a pattern-keyed record alone would let `eur` through unchecked, and it never matches. */
-  currency_rates: Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Rate, { default: {}, additionalProperties: Type.Never() }),
+  currency_rates: Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Rate, {
+    default: {},
+    additionalProperties: Type.Never({ description: 'a currency code: three uppercase letters, such as EUR' }),
+  }),
   earn_on: Type.Enum(['paid', 'fulfilled'], { default: 'paid' }),
   pending_days: Type.Integer({ minimum: PENDING_DAYS_MIN, maximum: PENDING_DAYS_MAX, default: 14 }),
   /** Days after they became available that unspent points expire; 0 means never. */

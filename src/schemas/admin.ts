@@ -175,7 +175,10 @@ export const AdminCustomerSummary = Type.Object({
 export const AdminCustomer = Type.Object({
   customer: Type.Object({ ...AdminCustomerSummary.properties, ...TierFields }),
   points: AdminPoints,
-  orders: Type.Array(AdminOrder, { description: 'the orders linked to the customer, newest id first, the latest 100' }),
+  orders: Type.Array(AdminOrder, {
+    description:
+      'the orders linked to the customer, and those whose points the customer holds without a link (matched by their e-mail), newest id first, the latest 100',
+  }),
 })
 export const AdminCustomerList = list(AdminCustomerSummary, 'newest id first')
 export const CustomersQuery = Type.Object({
@@ -201,6 +204,10 @@ export const AdminGuest = Type.Object({
   }),
   orders: Type.Array(AdminOrder, {
     description: 'the guest orders sent with this e-mail (no customer linked, none credited by the e-mail), newest id first, the latest 100',
+  }),
+  credited_orders: Type.Array(AdminOrder, {
+    description:
+      'the orders sent with this e-mail and linked to no customer whose points a customer holds (matched by the e-mail): `points.customer_id` names them; newest id first, of the latest 100 sent with it',
   }),
 })
 

@@ -79,8 +79,13 @@ export const RewardChange = Type.Object(
 )
 
 const common = {
-  id: Type.String({ pattern: '^[1-9][0-9]*$', description: "the entry's id; the Nats-Msg-Id of its NATS message" }),
-  position: Type.Integer({ minimum: 1, description: 'its place in the feed: pass the last one seen as ?after=' }),
+  id: Type.String({
+    pattern: '^[1-9][0-9]*\\.[1-9][0-9]*$',
+    description:
+      "the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor",
+  }),
+  position: Type.Integer({ minimum: 1, description: "its place in the shop's feed: pass the last one seen as ?after=" }),
+  shop: Type.String({ description: 'the name of the shop whose change it is' }),
   created_at: Type.String({ description: 'when its batch committed (RFC 3339, UTC)' }),
 }
 

@@ -17,6 +17,7 @@ export const PROBLEMS = {
       'idempotency-key-reused',
       'event-redacted',
       'points-limit',
+      'subscription-limit',
       // A claim refused with nothing spent (README, Rewards).
       'reward-inactive',
       'tier-too-low',
@@ -58,7 +59,7 @@ const WHEN: Record<ProblemStatus, string> = {
   404: 'No such endpoint, or no such resource in this shop.',
   405: 'A method other than POST on a webhook path.',
   408: 'The headers or the whole request took too long; the connection is closed.',
-  409: "A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent.",
+  409: "A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent.",
   413: 'The body is larger than BODY_LIMIT.',
   415: 'The body is not sent as application/json.',
   417: 'An Expect header other than 100-continue; the connection is closed.',
@@ -84,7 +85,12 @@ const EXTENSIONS = {
       Type.Integer({ description: "for insufficient-points: the customer's available points when the redemption or adjustment was decided" }),
     ),
     held: Type.Optional(Type.Integer({ description: 'for points-limit: the points the customer held (available and pending) when the request was decided' })),
-    limit: Type.Optional(Type.Integer({ description: 'for points-limit: the most points a customer may hold through adjustments and cancels' })),
+    limit: Type.Optional(
+      Type.Integer({
+        description:
+          'for points-limit: the most points a customer may hold through adjustments and cancels; for subscription-limit: the most subscriptions a shop may have',
+      }),
+    ),
   },
   422: {
     event_id: Type.Optional(Type.String({ description: 'for a webhook: the stored (rejected) event' })),

@@ -40,9 +40,9 @@ export const SubscriptionView = Type.Object(
     types: Type.Array(Type.String()),
     created_at: Type.String(),
     position: Type.Integer({ minimum: 0, description: "every entry of the shop's feed up to this position is delivered, or not for this filter" }),
-    status: Type.Union([Type.Literal('active'), Type.Literal('retrying'), Type.Literal('failing')], {
+    status: Type.Union([Type.Literal('active'), Type.Literal('retrying'), Type.Literal('failing'), Type.Literal('disabled')], {
       description:
-        'active; retrying (the next entry failed and is tried again); failing (it failed for SUBSCRIPTIONS_RETRY_HOURS: no more attempts until a replay)',
+        'active; retrying (the next entry failed and is tried again); failing (it failed for SUBSCRIPTIONS_RETRY_HOURS: no more attempts until a replay); disabled (the endpoint answered 410 Gone: no more attempts until a replay)',
     }),
     attempts: Type.Integer({ minimum: 0, description: 'failed attempts at the next entry' }),
     next_attempt_at: Nullable(Type.String({ description: 'while retrying: not before this instant' })),
@@ -52,7 +52,13 @@ export const SubscriptionView = Type.Object(
   { additionalProperties: false },
 )
 
-export const SubscriptionList = Type.Object({ items: Type.Array(SubscriptionView, { description: 'oldest first' }) }, { additionalProperties: false })
+export const SubscriptionList = Type.Object(
+  {
+    items: Type.Array(SubscriptionView, { description: 'oldest first' }),
+    next_cursor: Type.Union([Type.String({ description: 'pass as ?cursor= for the next page; null on the last' }), Type.Null()]),
+  },
+  { additionalProperties: false },
+)
 
 export const DeliveryView = Type.Object(
   {

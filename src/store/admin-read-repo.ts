@@ -93,6 +93,13 @@ export async function ordersOf(db: Kysely<Tables>, shopId: number, by: { custome
   return (await query.execute()).map(toOrder)
 }
 
+/** Orders by their ids (those whose points a customer holds without being linked to them: credited by the e-mail), newest id first. */
+export async function ordersByIds(db: Kysely<Tables>, shopId: number, ids: readonly number[]): Promise<OrderRecord[]> {
+  if (ids.length === 0) return []
+  const rows = await db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('id', 'in', ids).execute()
+  return rows.map(toOrder).sort((a, b) => b.id - a.id)
+}
+
 /** The latest `limit` ledger entries of a customer or a guest e-mail, with the adjustment or redemption each belongs to. */
 export async function ledgerOf(db: Kysely<Tables>, shopId: number, by: { customerId: number } | { guestEmail: string }, limit: number) {
   let query = db

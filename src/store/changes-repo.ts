@@ -7,6 +7,8 @@ import type { Tables } from './tables.ts'
 
 export interface ChangeRow {
   shop_id: number
+  /** The shop's name: entries say whose they are. */
+  shop: string
   /** The entry's position in its shop's feed: what readers see and pass as `after`. */
   position: number
   /** Its position in the whole feed, every shop's, in commit order: the relay's progress. */
@@ -36,6 +38,10 @@ export async function changesAfter(db: Kysely<Tables>, shopId: number | null, af
           .limit(limit)
           .execute()
   const out: ChangeRow[] = []
+  if (rows.length === 0) return out
+  // Names by key, for the shops these rows are of: one on a shop's page, a few on the relay's.
+  const shopIds = [...new Set(rows.map((r) => Number(r.shop_id)))]
+  const names = new Map((await db.selectFrom('shops').select(['id', 'name']).where('id', 'in', shopIds).execute()).map((s) => [Number(s.id), s.name]))
   for (const row of rows) {
     const entries = JSON.parse(row.entries) as [string, unknown][]
     const first = Number(row.first_position)
@@ -44,7 +50,7 @@ export async function changesAfter(db: Kysely<Tables>, shopId: number | null, af
       const position = shopFirst + i
       const global = first + i
       if ((shopId === null ? global : position) > after && out.length < limit) {
-        out.push({ shop_id: Number(row.shop_id), position, global, type, created_us: Number(row.created_us), data })
+        out.push({ shop_id: Number(row.shop_id), shop: names.get(Number(row.shop_id)) ?? '', position, global, type, created_us: Number(row.created_us), data })
       }
     })
   }

@@ -20,11 +20,18 @@ export interface SubscriptionRecord {
   attempts: number
   nextAttemptUs: number
   retryingSinceUs: number | null
+  /** An entry failed for SUBSCRIPTIONS_RETRY_HOURS: no attempts until a replay (column `failing` 1). */
   failing: boolean
+  /** The endpoint answered 410 Gone: no attempts until a replay (column `failing` 2). */
+  disabled: boolean
   lastError: string | null
   /** Until when a delivery in flight holds it (epoch µs); null while none does. */
   leaseUntilUs: number | null
 }
+
+/** The values of column `failing`: 0 the sender tries it; FAILING and DISABLED, it does not, until a replay. */
+const FAILING = 1
+const DISABLED = 2
 
 type Row = Tables['subscriptions'] & { id: number; attempts: number; next_attempt_us: number; failing: number }
 
@@ -41,7 +48,8 @@ const record = (r: Row): SubscriptionRecord => ({
   attempts: Number(r.attempts),
   nextAttemptUs: Number(r.next_attempt_us),
   retryingSinceUs: r.retrying_since_us === null ? null : Number(r.retrying_since_us),
-  failing: Number(r.failing) === 1,
+  failing: Number(r.failing) === FAILING,
+  disabled: Number(r.failing) === DISABLED,
   lastError: r.last_error,
   leaseUntilUs: r.lease_until_us === null ? null : Number(r.lease_until_us),
 })
@@ -69,10 +77,41 @@ export async function insertSubscription(
   return record(row as Row)
 }
 
-/** A shop's subscriptions, oldest first. */
+/** A page of a shop's subscriptions, oldest first: at most `limit` after the subscription `afterId` (0 from the first), and whether more follow. */
+export async function shopSubscriptionPage(
+  db: Kysely<Tables>,
+  shopId: number,
+  afterId: number,
+  limit: number,
+): Promise<{ rows: SubscriptionRecord[]; more: boolean }> {
+  const rows = await db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('shop_id', '=', shopId)
+    .where('id', '>', afterId)
+    .orderBy('id')
+    .limit(limit + 1)
+    .execute()
+  return { rows: rows.slice(0, limit).map((r) => record(r as Row)), more: rows.length > limit }
+}
+
+/** Every subscription of a shop, oldest first, page by page. */
 export async function shopSubscriptions(db: Kysely<Tables>, shopId: number): Promise<SubscriptionRecord[]> {
-  const rows = await db.selectFrom('subscriptions').selectAll().where('shop_id', '=', shopId).orderBy('id').execute()
-  return rows.map((r) => record(r as Row))
+  const all: SubscriptionRecord[] = []
+  for (let page = await shopSubscriptionPage(db, shopId, 0, 500); ; page = await shopSubscriptionPage(db, shopId, all[all.length - 1]!.id, 500)) {
+    all.push(...page.rows)
+    if (!page.more) return all
+  }
+}
+
+/** How many subscriptions a shop has (SUBSCRIPTIONS_PER_SHOP caps them). */
+export async function shopSubscriptionCount(db: Kysely<Tables>, shopId: number): Promise<number> {
+  const row = await db
+    .selectFrom('subscriptions')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('shop_id', '=', shopId)
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
 }
 
 export async function findSubscription(db: Kysely<Tables>, shopId: number, id: number): Promise<SubscriptionRecord | undefined> {
@@ -109,18 +148,24 @@ export async function replaySubscription(db: Kysely<Tables>, id: number, positio
 const unleased = (nowUs: number) => (eb: ExpressionBuilder<Tables, 'subscriptions'>) =>
   eb.or([eb('lease_until_us', 'is', null), eb('lease_until_us', '<=', nowUs)])
 
-/** Ids of the subscriptions the sender may try at `nowUs` (not failing, not waiting for a retry, no delivery in flight), of every shop. */
-export async function dueSubscriptionIds(db: Kysely<Tables>, nowUs: number): Promise<number[]> {
-  const rows = await db.selectFrom('subscriptions').select('id').where('failing', '=', 0).where('next_attempt_us', '<=', nowUs).where(unleased(nowUs)).execute()
-  return rows.map((r) => Number(r.id)).sort((x, y) => x - y)
+/** The subscriptions the sender may try at `nowUs` (not failing, not waiting for a retry, no delivery in flight), of every shop, oldest first: each one's shop, and whether it is retrying a failure. */
+export async function dueSubscriptions(db: Kysely<Tables>, nowUs: number): Promise<{ id: number; shopId: number; retrying: boolean }[]> {
+  const rows = await db
+    .selectFrom('subscriptions')
+    .select(['id', 'shop_id', 'attempts'])
+    .where('failing', '=', 0)
+    .where('next_attempt_us', '<=', nowUs)
+    .where(unleased(nowUs))
+    .execute()
+  return rows.map((r) => ({ id: Number(r.id), shopId: Number(r.shop_id), retrying: Number(r.attempts) > 0 })).sort((x, y) => x.id - y.id)
 }
 
-/** How many subscriptions are failing, of every shop (for /metrics). */
-export async function failingSubscriptionCount(db: Kysely<Tables>): Promise<number> {
+/** How many subscriptions are failing, or disabled (410 Gone), of every shop (for /metrics). */
+export async function failingSubscriptionCount(db: Kysely<Tables>, which: 'failing' | 'disabled' = 'failing'): Promise<number> {
   const row = await db
     .selectFrom('subscriptions')
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('failing', '=', 1)
+    .where('failing', '=', which === 'failing' ? FAILING : DISABLED)
     .executeTakeFirstOrThrow()
   return Number(row.n)
 }
@@ -166,7 +211,20 @@ export const skipQuery = (db: Kysely<Tables>, id: number, from: number, to: numb
     .compile()
 
 /** What a delivery's outcome does to its subscription: every entry up to `advanceTo` is done (the retry state is cleared), or a retry's state. */
-export type Progress = { advanceTo: number } | { retry: { attempts: number; nextAttemptUs: number; sinceUs: number; failing: boolean; error: string } }
+export type Progress =
+  | { advanceTo: number }
+  | {
+      retry: {
+        attempts: number
+        nextAttemptUs: number
+        sinceUs: number
+        /** No more attempts until a replay: the retry window ran out. */
+        failing: boolean
+        /** No more attempts until a replay: the endpoint answered 410 Gone. */
+        disabled?: boolean
+        error: string
+      }
+    }
 
 const progressSet = (p: Progress) =>
   'advanceTo' in p
@@ -175,7 +233,7 @@ const progressSet = (p: Progress) =>
         attempts: p.retry.attempts,
         next_attempt_us: p.retry.nextAttemptUs,
         retrying_since_us: p.retry.sinceUs,
-        failing: p.retry.failing ? 1 : 0,
+        failing: p.retry.disabled ? DISABLED : p.retry.failing ? FAILING : 0,
         last_error: p.retry.error,
       }
 

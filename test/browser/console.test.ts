@@ -106,7 +106,7 @@ forEachDatabase((kind) => {
       await card.locator('.uplot').waitFor()
       await page.locator('[data-figure=queue-depth]').waitFor()
       const text = await card.innerText()
-      assert.match(text, /4 customers · 1 orders/)
+      assert.match(text, /4 customers · 1 order\b/)
       assert.match(text, /16\.7%\s+rejected, last 3 h \(1 of 6\)/)
       const cookies = await browser.context.cookies(base)
       const cookie = cookies.find((c) => c.name === 'si_admin')
@@ -154,6 +154,65 @@ forEachDatabase((kind) => {
       assert.equal((await month.locator('td[data-col=outstanding]').innerText()).trim(), '120')
       await page.locator('button[name=csv]').waitFor()
       await shot('reports')
+      watch.check()
+    })
+
+    test("Reports: the fields show the range shown; the chart's top is above its highest point; a refused CSV is shown, not saved", async () => {
+      const { page } = browser
+      await page.click('nav.top a:text("Overview")')
+      await page.locator(`section.shop[data-shop="${SHOP}"]`).waitFor()
+      await page.click('nav.top a:text("Reports")')
+      await page.locator('table.report tbody tr').first().waitFor()
+      // The default range (the last 30 days), in the fields as in the table.
+      const first = await page.locator('table.report tbody tr').first().getAttribute('data-bucket')
+      const rows = page.locator('table.report tbody tr')
+      const last = await rows.nth((await rows.count()) - 1).getAttribute('data-bucket')
+      assert.equal(await page.locator('input[name=from]').inputValue(), first)
+      assert.equal(await page.locator('input[name=to]').inputValue(), last)
+      // 120 points outstanding: the scale goes above them.
+      const chart = page.locator('[data-chart=outstanding]')
+      await chart.locator('.uplot').waitFor()
+      assert.ok(Number(await chart.getAttribute('data-y-max')) > 120, `the top of the scale: ${await chart.getAttribute('data-y-max')}`)
+      // The CSV refused (a 503): the page says so, and nothing is downloaded.
+      await page.route(/points-report/, (route) =>
+        route.request().headers().accept === 'text/csv'
+          ? route.fulfill({
+              status: 503,
+              contentType: 'application/problem+json',
+              body: JSON.stringify({ type: '/problems/unavailable', title: 'Service Unavailable', status: 503, detail: 'the database cannot be reached' }),
+            })
+          : route.continue(),
+      )
+      watch.expect('GET', /points-report/, 503)
+      let downloaded = false
+      page.on('download', () => (downloaded = true))
+      try {
+        await page.click('button[name=csv]')
+        await page.locator('.error[role=alert]', { hasText: 'the database cannot be reached' }).waitFor()
+        assert.equal(downloaded, false, 'no file saved')
+      } finally {
+        await page.unroute(/points-report/)
+      }
+      await shot('reports-csv-refused')
+      watch.check()
+    })
+
+    test('a row of the events list opens its inspector; the shop pickers default to the oldest shop', async () => {
+      const { page } = browser
+      await page.click('nav.top a:text("Events")')
+      const row = page.locator('table.events tbody tr[data-event]').first()
+      await row.waitFor()
+      const id = await row.getAttribute('data-event')
+      await row.locator('td').first().click()
+      await page.waitForURL(new RegExp(`/admin/events/${id}$`))
+      await page.goBack()
+      // A shop made after the first, and first by name: the pickers still start on the first shop made.
+      await createKey(database.url, 'aaa-newest')
+      await page.click('nav.top a:text("Overview")')
+      await page.locator('section.shop[data-shop="aaa-newest"]').waitFor()
+      await page.click('nav.top a:text("Keys")')
+      await page.locator('table.keys').waitFor()
+      assert.equal(await page.locator('select[name=shop]').inputValue(), SHOP)
       watch.check()
     })
 

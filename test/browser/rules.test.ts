@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, type TestDatabase } from '../support/harness.ts'
+import { eventually } from '../support/eventually.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
 
 // The console's Rules page in Chromium against a real server process: the current rule and its
@@ -117,6 +118,10 @@ forEachDatabase((kind) => {
       await page.click('button[name=preview]')
       await page.locator('form.preview .error', { hasText: 'no customer 4242' }).waitFor()
       await shot('rules-preview-refused')
+      // Saving the rule (the unsaved expiry) makes a new version: the preview's old error goes with it.
+      await page.click('button[name=save-rule]')
+      await page.locator('table.rule-history tr[data-version="3"]').waitFor()
+      await eventually(async () => ((await page.locator('form.preview .error').count()) === 0 ? true : undefined), 10_000, "the old preview's error gone")
 
       // The audit log says who changed what, and leads back here.
       await page.click('nav.top a:text("Audit")')
@@ -124,7 +129,7 @@ forEachDatabase((kind) => {
       await entry.waitFor()
       assert.match(await page.locator('table.audit tbody tr', { hasText: 'the points rule, version 2' }).innerText(), /points_per_unit 1 → 2\.5/)
       await entry.click()
-      await page.locator('[data-current-rule] [data-version]', { hasText: '2' }).waitFor()
+      await page.locator('[data-current-rule] [data-version]', { hasText: '3' }).waitFor()
       assert.equal(new URL(page.url()).pathname, '/admin/rules')
       await page.click('button[name=sign-out]')
       await page.locator('input[name=key]').waitFor()
@@ -134,8 +139,8 @@ forEachDatabase((kind) => {
     test('a viewer sees the rule and its history and may preview, with no form that changes the rule', async () => {
       const { page } = browser
       await signIn(viewerKey, 'Val Viewer')
-      await page.locator('table.rule-history tr[data-version="2"]').waitFor()
-      assert.equal(await page.locator('[data-current-rule] [data-version]').innerText(), '2')
+      await page.locator('table.rule-history tr[data-version="3"]').waitFor()
+      assert.equal(await page.locator('[data-current-rule] [data-version]').innerText(), '3')
       assert.equal(await page.locator('button[name=save-rule]').count(), 0, 'no save')
       assert.equal(await page.locator('input[name=points_per_unit]').count(), 0, 'no change form')
       assert.equal(await page.locator('input[name=with-draft]').count(), 0, 'no unsaved rule to try')

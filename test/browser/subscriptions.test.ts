@@ -6,6 +6,7 @@ import { runCli } from '../support/cli-process.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, type TestDatabase } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts'
+import { eventually } from '../support/eventually.ts'
 
 // The console's outgoing webhooks page in Chromium against a real server process: an operator
 // subscribes a receiver (the secret shown once), sees a failing endpoint's deliveries (status,
@@ -79,7 +80,7 @@ forEachDatabase((kind) => {
       }
       await webhooksPage()
       await page.locator('form.subscribe').waitFor()
-      await page.fill('input[name=url]', receiver.url)
+      await page.fill('input[name=url]', receiver.urlAt('localhost'))
       await page.fill('input[name=types]', 'customer.*')
       await page.click('button[name=subscribe]')
       const secret = await page.locator('input[name=new-secret]').inputValue()
@@ -122,6 +123,65 @@ forEachDatabase((kind) => {
       await screenshot(page, `${kind}-subscriptions-delivered`)
       const wh = new Webhook(secret)
       for (const r of receiver.received) wh.verify(r.body, r.headers as Record<string, string>)
+      watch.check()
+    })
+
+    test('a long URL wraps in its cell; Remove and Rotate ask to confirm; errors name the fields; the audit says it in words', async () => {
+      const { page } = browser
+      await page.click('nav.top a[href="/admin/keys"]')
+      await page.locator('table.keys').waitFor()
+      await page.click('nav.top a[href="/admin/subscriptions"]')
+      await page.locator('form.subscribe').waitFor()
+
+      // A refusal names the form's fields, not JSON pointers.
+      watch.expect('POST', /\/subscriptions$/, 422)
+      await page.fill('input[name=url]', receiver.urlAt('localhost'))
+      await page.fill('input[name=types]', 'customer.*, nope')
+      await page.click('button[name=subscribe]')
+      const refusal = page.locator('.error[role=alert] li[data-pointer="/types/1"]')
+      await refusal.waitFor()
+      assert.match(await refusal.innerText(), /^Types, item 2\s+the type pattern "nope"/)
+      await screenshot(page, `${kind}-subscriptions-refused`)
+
+      // 2,000 characters of URL: the page stays as wide as the window.
+      const long = `${receiver.urlAt('localhost')}?${'x'.repeat(2000)}`
+      await page.fill('input[name=url]', long)
+      await page.fill('input[name=types]', 'customer.*')
+      await page.click('button[name=subscribe]')
+      await page.locator('input[name=new-secret]').waitFor()
+      const row = page.locator('tr[data-subscription]').last()
+      await row.locator('td.url').waitFor()
+      const viewport = page.viewportSize()!
+      const table = (await page.locator('table.subscriptions').boundingBox())!
+      assert.ok(table.x + table.width <= viewport.width, `the table fits the window: ${JSON.stringify(table)} in ${viewport.width}`)
+      await screenshot(page, `${kind}-subscriptions-long-url`)
+
+      // Rotate asks first; cancelled, nothing changes.
+      await row.locator('button[name=rotate]').click()
+      await row.locator('[data-confirm=rotate]').waitFor()
+      await row.locator('button', { hasText: 'Cancel' }).click()
+      assert.equal(await row.locator('[data-confirm]').count(), 0)
+      await row.locator('button[name=rotate]').click()
+      await row.locator('button[name=confirm-rotate]').click()
+      await page.locator('.new-key', { hasText: 'new signing secret' }).waitFor()
+      // Remove asks first too.
+      const rows = await page.locator('tr[data-subscription]').count()
+      await row.locator('button[name=remove]').click()
+      await row.locator('[data-confirm=remove]').waitFor()
+      assert.equal(await page.locator('tr[data-subscription]').count(), rows, 'not removed on one click')
+      await row.locator('button[name=confirm-remove]').click()
+      await eventually(async () => ((await page.locator('tr[data-subscription]').count()) === rows - 1 ? true : undefined), 30_000, 'the row removed')
+
+      await page.click('nav.top a:text("Audit")')
+      const audit = page.locator('table.audit tbody')
+      await audit.locator('tr').first().waitFor()
+      const text = await audit.innerText()
+      assert.match(text, /subscribed webhook subscription \d+, http:\/\/localhost:\d+\/hooks, to customer\.\*/)
+      assert.match(text, /rotated the signing secret of webhook subscription \d+; the previous one signs too for 24 hours/)
+      assert.match(text, /removed webhook subscription \d+, http:\/\/localhost/)
+      assert.match(text, /replayed webhook subscription \d+ from after position 0/)
+      assert.ok(!/types 0=|\{|"/.test(text), `no raw detail in the audit log:\n${text.slice(0, 2000)}`)
+      await screenshot(page, `${kind}-subscriptions-audit`)
       watch.check()
     })
   })

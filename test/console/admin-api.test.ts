@@ -328,7 +328,7 @@ forEachDatabase((kind) => {
         [[30, 25, 'guest@example.com']],
       )
       const none = (await admin.get(`/v3/admin/shops/${s.name}/guests?email=nobody@example.com`)).json()
-      assert.deepEqual(none, { email: 'nobody@example.com', points: { held: 0, entries: [] }, orders: [] })
+      assert.deepEqual(none, { email: 'nobody@example.com', points: { held: 0, entries: [] }, orders: [], credited_orders: [] })
       problem(await admin.get(`/v3/admin/shops/${s.name}/guests`), 400, 'malformed-request')
     })
   })
@@ -350,6 +350,7 @@ forEachDatabase((kind) => {
         email: 'shared@example.com',
         points: { held: 0, entries: [] },
         orders: [],
+        credited_orders: [],
       })
       await s.post(CUSTOMER_CREATED, { id: 6, email: 'registered@example.com' })
       await s.post(ORDER_CREATED, { id: 61, currency: 'EUR', subtotal: '10.00', is_paid: true, processed_at: OLD, email: 'Registered@example.com' })
@@ -359,6 +360,33 @@ forEachDatabase((kind) => {
       await s.post(ORDER_CREATED, { id: 62, currency: 'EUR', subtotal: '8.00', is_paid: true, processed_at: OLD, email: 'shared@example.com' })
       const g = (await admin.get(`/v3/admin/shops/${s.name}/guests?email=shared@example.com`)).json()
       assert.deepEqual([g.points.held, g.orders.map((o: { id: number }) => o.id)], [8, [62]])
+    })
+
+    test("points credited by the e-mail alone: the order is among the customer's orders, and the e-mail's search leads to it", async () => {
+      const s = await shop('credited')
+      await s.post(CUSTOMER_CREATED, { id: 9, email: 'nine@example.com' })
+      await s.post(ORDER_CREATED, { id: 70, currency: 'EUR', subtotal: '55.00', is_paid: true, processed_at: OLD, email: 'NINE@example.com' })
+      await s.post(ORDER_CREATED, { id: 71, currency: 'EUR', subtotal: '5.00', is_paid: true, processed_at: OLD, customer: { id: 9 } })
+      const order = (await t.get('/v3/orders/70', s.key)).json()
+      assert.equal(order.customer_id, null, 'not linked to the customer')
+      assert.equal(order.points.customer_id, 9, 'but credited to them by the e-mail')
+      const view = (await admin.get(`/v3/admin/shops/${s.name}/customers/9`)).json()
+      assert.ok(view.points.entries.some((e: { order_id: number | null; points: number }) => e.order_id === 70 && e.points === 55))
+      assert.deepEqual(
+        view.orders.map((o: { id: number; points: { held: number; customer_id: number } }) => [o.id, o.points.held, o.points.customer_id]),
+        [
+          [71, 5, 9],
+          [70, 55, 9],
+        ],
+        'the credited order is listed with the linked one, newest first',
+      )
+      const guest = (await admin.get(`/v3/admin/shops/${s.name}/guests?email=nine@example.com`)).json()
+      assert.deepEqual(guest.orders, [], 'not a guest order')
+      assert.deepEqual(
+        guest.credited_orders.map((o: { id: number; points: { customer_id: number } }) => [o.id, o.points.customer_id]),
+        [[70, 9]],
+        'the e-mail leads to the order and the customer holding its points',
+      )
     })
   })
 

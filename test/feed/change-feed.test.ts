@@ -12,6 +12,7 @@ import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, POS
 interface Entry {
   id: string
   position: number
+  shop: string
   type: string
   created_at: string
   data: Record<string, unknown>
@@ -205,7 +206,12 @@ forEachDatabase((kind) => {
       )
       assert.deepEqual(
         entries.map((e) => e.id),
-        entries.map((e) => String(e.position)),
+        entries.map((e) => `${s.shopId}.${e.position}`),
+        'ids name the shop: no two entries of the deployment share one, though positions repeat across shops',
+      )
+      assert.ok(
+        entries.every((e) => e.shop === `${kind}-own-${s === a ? 'a' : 'b'}`),
+        'each entry names its shop',
       )
       assert.deepEqual(await s.changes('?after=25'), { changes: [], next_after: 25 })
     }
@@ -307,13 +313,16 @@ forEachDatabase((kind) => {
     assert.equal(res.statusCode, 401)
   })
 
-  test('many webhooks at once on several lanes: a reader paging meanwhile sees every entry once, in position order', async () => {
+  // Its own timeout: its reader loops until it has seen 200 entries, so a failure that leaves fewer
+  // (an earlier test's, or its own) would otherwise hold the file until the run's limit.
+  test('many webhooks at once on several lanes: a reader paging meanwhile sees every entry once, in position order', { timeout: 120_000 }, async (ctx) => {
     const s = await shop('concurrent')
     const seen: Entry[] = []
     let done = false
     const reader = (async () => {
       let cursor = 0
       while (!done || seen.length < 200) {
+        if (ctx.signal.aborted) throw new Error('the test ended before the reader saw every entry')
         const page = await s.changes(`?after=${cursor}&limit=7`)
         seen.push(...page.changes)
         cursor = page.next_after

@@ -164,8 +164,8 @@ async function verify(url: string, natsUrl: string, port: number, key: string, s
   )
   assert.deepEqual(
     ids,
-    stored.map((r) => String(r.id)),
-    'the feed holds every stored entry, in position order',
+    stored.map((r) => `${shopId}.${r.id}`),
+    'the feed holds every stored entry, in position order (its id the shop id and the position)',
   )
 
   const stream = await readStream(natsUrl, STREAM)
@@ -173,7 +173,7 @@ async function verify(url: string, natsUrl: string, port: number, key: string, s
   assert.equal(new Set(stream.map((m) => m.msgId)).size, stream.length, 'no entry twice in the stream')
   assert.deepEqual(
     stream.map((m) => m.msgId),
-    ids.map((id) => `${deployment}.${shopId}.${id}`),
+    feed.map((e) => `${deployment}.${shopId}.${e.position}`),
     "the stream holds every entry once, in the feed's order, its id the deployment's, the shop's and the entry's",
   )
   for (const [i, m] of stream.entries()) {
@@ -456,7 +456,7 @@ describe('sqlite', onDatabase('sqlite'), () => {
       assert.match(deployment, /^[0-9a-z]{12}$/)
       assert.deepEqual(
         stream.map((m) => m.msgId),
-        feed.map((e) => `${deployment}.${t.shopId}.${e.id}`),
+        feed.map((e) => `${deployment}.${t.shopId}.${e.position}`),
       )
       assert.deepEqual(
         feed.map((e) => e.data.customer_id),

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import pg from 'pg'
 import { openBackend } from '../../src/store/database.ts'
+import { claimQuery, subscriptionOf, subscriptionQuery } from '../../src/store/subscriptions-repo.ts'
 import { adminClient, newOperator } from '../support/admin.ts'
 import { createTestDatabase, CUSTOMER_CREATED, forEachDatabase, POSTGRES_URL, startTestApp, type TestApp } from '../support/harness.ts'
 import { startReceiver, type Received } from '../support/webhook-receiver.ts'
@@ -117,6 +118,34 @@ forEachDatabase((kind) => {
     },
   )
 
+  test("a sender that read a subscription before another sender leased it takes nothing: the claim's own condition, not the read, keeps them apart", async () => {
+    const t = await startTestApp(kind, { SUBSCRIPTIONS_ALLOW_PRIVATE: '1', SECRETS_KEY })
+    try {
+      const admin = adminClient(t, (await newOperator(t, 'Claims')).key)
+      // No entry is ever written: the app's own sender has nothing to deliver, and leaves the row alone.
+      const created = await admin.post('/v3/admin/shops/test/subscriptions', { url: 'http://hooks.test:9/claims', types: ['*'] })
+      assert.equal(created.statusCode, 201, created.body)
+      const { db } = t.app.services.backend
+      const id = (created.json() as { id: number }).id
+      // Two senders (two processes) read the row as it is: due, no lease.
+      const read = subscriptionOf((await db.executeQuery(subscriptionQuery(db, id))).rows)!
+      const nowUs = Date.now() * 1000
+      const untilUs = nowUs + 60_000_000
+      const first = await db.executeQuery(claimQuery(db, read, { owner: 'first', untilUs }, nowUs))
+      assert.equal(first.rows.length, 1, 'the first claim takes it')
+      // The second claims from the same read: same position and attempts, but leased meanwhile.
+      const second = await db.executeQuery(claimQuery(db, read, { owner: 'second', untilUs }, nowUs))
+      assert.equal(second.rows.length, 0, 'the second claim finds it leased and takes nothing')
+      const row = await db.selectFrom('subscriptions').select(['lease_owner']).where('id', '=', id).executeTakeFirstOrThrow()
+      assert.equal(row.lease_owner, 'first')
+      // Once the lease has run out, a claim takes it again.
+      const later = await db.executeQuery(claimQuery(db, read, { owner: 'third', untilUs: untilUs + 60_000_000 }, untilUs + 1))
+      assert.equal(later.rows.length, 1)
+    } finally {
+      await t.close()
+    }
+  })
+
   test('a replay while a delivery is in flight is not undone by its outcome; a removal leaves no delivery row', { timeout: 90_000 }, async () => {
     const receiver = await startReceiver()
     const t = await startTestApp(kind, { SUBSCRIPTIONS_ALLOW_PRIVATE: '1', SECRETS_KEY, SUBSCRIPTIONS_TIMEOUT_MS: '60000' })
@@ -124,7 +153,7 @@ forEachDatabase((kind) => {
       const admin = adminClient(t, (await newOperator(t, 'Replay')).key)
       const path = '/v3/admin/shops/test/subscriptions'
       const subscribe = async (name: string) => {
-        const res = await admin.post(path, { url: receiver.url.replace('/hooks', `/${name}`), types: ['customer.*'] })
+        const res = await admin.post(path, { url: receiver.at(`/${name}`), types: ['customer.*'] })
         assert.equal(res.statusCode, 201, res.body)
         return (res.json() as { id: number }).id
       }

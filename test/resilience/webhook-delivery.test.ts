@@ -14,7 +14,8 @@ import { startReceiver, type Received } from '../support/webhook-receiver.ts'
 // its answer loses nothing (the entry is sent again by the next process once the dead one's lease
 // runs out, and what was acknowledged before is not); two processes on one PostgreSQL never
 // deliver to one subscription at once, nor twice. The subscriptions are made with the command
-// line, as an operator would, and a received message is checked with `shop-intake verify`.
+// line, as an operator would, to `localhost` (a host name: a server process resolves it with the
+// system's resolver), and a received message is checked with `shop-intake verify`.
 
 const SECRETS_KEY = Buffer.alloc(32, 5).toString('base64')
 // A lease lasts SUBSCRIPTIONS_TIMEOUT_MS and LEASE_MARGIN_MS: 10 s here, which a killed process's
@@ -75,7 +76,7 @@ for (const kind of DATABASES as readonly DatabaseKind[]) {
       let server: ServerProcess | undefined
       try {
         const { key } = await createKey(database.url, 'crash')
-        const sub = await subscribe(database.url, 'crash', receiver.url)
+        const sub = await subscribe(database.url, 'crash', receiver.urlAt('localhost'))
         let killed = false
         // The third delivery never gets an answer: the process is killed while it waits.
         receiver.answer = (_r, i) => (i === 2 && !killed ? 'hang' : 200)
@@ -152,7 +153,7 @@ for (const kind of DATABASES as readonly DatabaseKind[]) {
       const servers: ServerProcess[] = []
       try {
         const { key } = await createKey(database.url, 'lease')
-        const sub = await subscribe(database.url, 'lease', receiver.url)
+        const sub = await subscribe(database.url, 'lease', receiver.urlAt('localhost'))
         // The first request never gets an answer: its process is killed while it waits, well
         // within its timeout even when another process takes long to start (a lease of 25 s).
         const env = { ...ENV, SUBSCRIPTIONS_TIMEOUT_MS: '20000' }
@@ -196,7 +197,7 @@ test('two processes on one PostgreSQL: one sender per subscription at a time, ea
   const servers: ServerProcess[] = []
   try {
     const { key } = await createKey(database.url, 'pair')
-    await subscribe(database.url, 'pair', receiver.url)
+    await subscribe(database.url, 'pair', receiver.urlAt('localhost'))
     // Slow answers, so that two senders would overlap if both delivered.
     receiver.answer = () => ({ status: 200, delayMs: 100 })
     servers.push(await startServerProcess(database.url, key, ENV), await startServerProcess(database.url, key, ENV))

@@ -8,6 +8,7 @@ import { buildApp, type BuildOptions } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { installContractCheck } from './contract.ts'
+import { testNames, type TestNames } from './resolver.ts'
 
 // Every HTTP suite runs once per database: a fresh SQLite file, or a fresh
 // PostgreSQL schema, per app. TEST_POSTGRES_URL names the server; TEST_DATABASES (sqlite,
@@ -79,6 +80,8 @@ export interface TestApp {
   app: FastifyInstance
   config: Config
   database: TestDatabase
+  /** The names outgoing webhooks resolve (BuildOptions.resolveHost), unless the test gave its own resolver. */
+  names: TestNames
   /** A key of the shop "test". */
   key: string
   shopId: number
@@ -99,7 +102,8 @@ export async function startTestApp(
   // loaded PostgreSQL can stall a commit past the default DB_TIMEOUT_MS (1500 ms), which would be
   // a 503 where a test expects 200: suites that test the timeout set their own.
   const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', DB_TIMEOUT_MS: '10000', ...overrides, DATABASE_URL: database.url })
-  const app = await buildApp(config, options).catch(async (err) => {
+  const names = testNames()
+  const app = await buildApp(config, { resolveHost: names.resolve, ...options }).catch(async (err) => {
     if (!options.database) await database.drop()
     throw err
   })
@@ -126,6 +130,7 @@ export async function startTestApp(
     app,
     config,
     database,
+    names,
     key: issued.key,
     shopId: issued.shopId,
     post(path, body, { key = issued.key, headers = {} } = {}) {

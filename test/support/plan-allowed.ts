@@ -23,12 +23,22 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: "A shop's subscriptions in the console and the command line: the shop's range of (shop_id, id), a row per endpoint.",
-    statement: /^select \* from "subscriptions" where "shop_id" = \S+ order by "id"$/,
+    why: "A page of a shop's subscriptions in the console and the command line: the shop's range of (shop_id, id) from the cursor on, a row per endpoint, at most SUBSCRIPTIONS_PER_SHOP.",
+    statement: /^select \* from "subscriptions" where "shop_id" = \S+ and "id" > \S+ order by "id" limit \S+$/,
     table: 'subscriptions',
     shape: {
       postgres: /^(Index Scan|Bitmap Heap Scan) using subscriptions_shop on subscriptions\b.*(Index|Recheck) Cond: \(+shop_id = /,
-      sqlite: /^SEARCH subscriptions USING INDEX subscriptions_shop \(shop_id=\?\)$/,
+      sqlite: /^SEARCH subscriptions USING INDEX subscriptions_shop \(shop_id=\? AND id>\?\)$/,
+    },
+  },
+  {
+    why: "How many subscriptions a shop has, before it subscribes one more (SUBSCRIPTIONS_PER_SHOP): the shop's range of (shop_id, id), at most SUBSCRIPTIONS_PER_SHOP rows.",
+    statement: /^select count\(\*\) as "n" from "subscriptions" where "shop_id" = \S+$/,
+    table: 'subscriptions',
+    shape: {
+      postgres:
+        /^(Seq Scan on subscriptions|(Index Only Scan|Index Scan|Bitmap Heap Scan) using subscriptions_shop on subscriptions\b.*(Index|Recheck) Cond: \(+shop_id = )/,
+      sqlite: /^SEARCH subscriptions USING COVERING INDEX subscriptions_shop \(shop_id=\?\)$/,
     },
   },
   // Rewards.

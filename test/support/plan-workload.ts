@@ -17,7 +17,7 @@ import { writeRule } from '../../src/store/rule-repo.ts'
 import { eventsBefore, pruneEvents } from '../../src/store/prune.ts'
 import {
   claimQuery,
-  dueSubscriptionIds,
+  dueSubscriptions,
   failingSubscriptionCount,
   insertSubscription,
   outcomeQueries,
@@ -286,7 +286,7 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
     createdUs: now(),
     position: 0,
   })
-  await dueSubscriptionIds(backend.db, now())
+  await dueSubscriptions(backend.db, now())
   await failingSubscriptionCount(backend.db)
   // As the sender runs them: reads on the read connection, writes in transactions of their own (BatchWriter.write).
   const write = (...queries: CompiledQuery<unknown>[]) =>

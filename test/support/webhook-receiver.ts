@@ -18,7 +18,13 @@ export interface Received {
 export type Answer = number | 'hang' | { status: number; delayMs: number }
 
 export interface Receiver {
+  /** `http://hooks.test:PORT/hooks`: a host name, which the tests' resolver (test/support/resolver.ts) points at the receiver. */
   url: string
+  /** The same URL with another host (`localhost` for a server process, which resolves names with the system's resolver; `127.0.0.1`). */
+  urlAt(host: string): string
+  /** `url` with another path (`/all`): tests tell their subscriptions apart by it. */
+  at(path: string): string
+  port: number
   received: Received[]
   /** What the next requests get; `received` holds them all either way. */
   answer: (request: Received, index: number) => Answer
@@ -31,6 +37,9 @@ export async function startReceiver(port = 0): Promise<Receiver> {
   const hanging = new Set<http.ServerResponse>()
   const receiver: Receiver = {
     url: '',
+    port: 0,
+    urlAt: (host) => `http://${host}:${receiver.port}/hooks`,
+    at: (path) => `http://hooks.test:${receiver.port}${path}`,
     received: [],
     answer: () => 204,
     async until(predicate, ms = 20_000, signal) {
@@ -72,6 +81,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     })
   })
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
+  receiver.port = (server.address() as AddressInfo).port
+  receiver.url = receiver.urlAt('hooks.test')
   return receiver
 }

@@ -2,7 +2,7 @@ import { useEffect, useRef } from 'preact/hooks'
 import uPlot from 'uplot'
 import 'uplot/dist/uPlot.min.css'
 import { countOf, type Stats } from '../api.ts'
-import { OUTCOME_COLOURS } from '../format.ts'
+import { headroom, OUTCOME_COLOURS } from '../format.ts'
 
 /** Webhooks per minute, one line per outcome (uPlot). */
 export function OutcomeChart({ stats, height = 220 }: { stats: Stats; height?: number }) {
@@ -16,7 +16,7 @@ export function OutcomeChart({ stats, height = 220 }: { stats: Stats; height?: n
       {
         width: Math.max(320, el.clientWidth),
         height,
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, headroom(max)] } },
         axes: [
           // Hours and minutes in UTC, as every time on these pages.
           { values: (_u, splits) => splits.map((s) => new Date(s * 1000).toISOString().slice(11, 16)) },
@@ -27,6 +27,14 @@ export function OutcomeChart({ stats, height = 220 }: { stats: Stats; height?: n
           ...stats.outcomes.map((o) => ({ label: o, stroke: OUTCOME_COLOURS[o] ?? '#333', width: 2, points: { show: false } })),
         ],
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+        // The scale's top, for the tests: above the highest point, never at it.
+        hooks: {
+          setScale: [
+            (u, key) => {
+              if (key === 'y') el.dataset.yMax = String(u.scales.y!.max)
+            },
+          ],
+        },
       },
       data,
       el,

@@ -10,12 +10,39 @@ export async function loadShops(): Promise<ShopSummary[]> {
   return page.items
 }
 
+/**
+ * The shop a page shows when none is asked: the oldest (the list is newest first), which is the
+ * shop the service was set up for, rather than whichever was made last.
+ */
+export function defaultShop(): string {
+  return shops.value?.at(-1)?.name ?? ''
+}
+
+/** What a field is called on the page: its label from `labels` (by pointer, or the pointer of its list), else its pointer in words. */
+export function fieldName(pointer: string, labels: Record<string, string> = {}): string {
+  if (pointer === '') return 'the body'
+  if (labels[pointer]) return labels[pointer]
+  const parent = pointer.replace(/\/[^/]*$/, '')
+  const last = pointer.slice(parent.length + 1)
+  if (labels[parent] && /^\d+$/.test(last)) return `${labels[parent]}, item ${Number(last) + 1}`
+  if (labels[parent]) return `${labels[parent]}, ${last.replace(/~1/g, '/').replace(/~0/g, '~')}`
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~').replace(/_/g, ' '))
+    .join(' › ')
+}
+
 export function Outcome({ outcome }: { outcome: string }) {
   return <span class={`badge o-${outcome}`}>{outcome}</span>
 }
 
-/** A failure to show: the problem's title, detail and field errors, or the error's message. */
-export function ErrorBox({ error }: { error: unknown }) {
+/**
+ * A failure to show: the problem's title, detail and field errors (each by its label in `labels`,
+ * keyed by pointer), or the error's message. `pointers`: a webhook's errors, named by their JSON
+ * pointers as the event inspector names them.
+ */
+export function ErrorBox({ error, labels, pointers = false }: { error: unknown; labels?: Record<string, string>; pointers?: boolean }) {
   if (error === null || error === undefined) return null
   if (error instanceof ApiError) {
     const p = error.problem
@@ -28,8 +55,8 @@ export function ErrorBox({ error }: { error: unknown }) {
         {p.errors && p.errors.length > 0 && (
           <ul>
             {p.errors.map((e) => (
-              <li>
-                <code>{e.pointer || '(body)'}</code> {e.detail}
+              <li data-pointer={e.pointer}>
+                {pointers ? <code>{e.pointer || '(body)'}</code> : <strong>{fieldName(e.pointer, labels)}</strong>} {e.detail}
               </li>
             ))}
           </ul>
@@ -51,9 +78,11 @@ export function ShopPicker({ value, onChange, allowAll = false }: { value: strin
       Shop{' '}
       <select name="shop" value={value} onChange={(e) => onChange((e.currentTarget as HTMLSelectElement).value)}>
         {allowAll && <option value="">all shops</option>}
-        {list.map((s) => (
-          <option value={s.name}>{s.name}</option>
-        ))}
+        {[...list]
+          .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+          .map((s) => (
+            <option value={s.name}>{s.name}</option>
+          ))}
       </select>
     </label>
   )

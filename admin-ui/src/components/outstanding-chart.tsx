@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'preact/hooks'
 import uPlot from 'uplot'
 import 'uplot/dist/uPlot.min.css'
+import { headroom } from '../format.ts'
 import type { PointsReport } from '../api.ts'
 
 /** Points outstanding at each bucket's end, and of them available (uPlot, drawn as the overview's chart). */
@@ -17,7 +18,7 @@ export function OutstandingChart({ report, height = 220 }: { report: PointsRepor
       {
         width: Math.max(320, el.clientWidth),
         height,
-        scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), Math.max(1, max)] } },
+        scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), headroom(max)] } },
         axes: [{ values: (_u, splits) => splits.map(day) }, { label: 'points', size: 70 }],
         series: [
           { label: 'end of (UTC)', value: (_u, v) => (v == null ? '—' : day(v)) },
@@ -25,6 +26,14 @@ export function OutstandingChart({ report, height = 220 }: { report: PointsRepor
           { label: 'available', stroke: '#2e8540', width: 1, dash: [4, 4], points: { show: false } },
         ],
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+        // The scale's top, for the tests: above the highest point, never at it.
+        hooks: {
+          setScale: [
+            (u, key) => {
+              if (key === 'y') el.dataset.yMax = String(u.scales.y!.max)
+            },
+          ],
+        },
       },
       data,
       el,

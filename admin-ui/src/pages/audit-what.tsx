@@ -22,6 +22,11 @@ function Key({ shop, id, hint }: { shop: string | null; id: string | null; hint:
   return shop ? <a {...link(`keys?shop=${enc(shop)}`)}>{label}</a> : <>{label}</>
 }
 
+function Subscription({ shop, id }: { shop: string | null; id: string | null }) {
+  const label = `webhook subscription ${text(id)}`
+  return shop ? <a {...link(`subscriptions?shop=${enc(shop)}`)}>{label}</a> : <>{label}</>
+}
+
 /** A value of a rule field as the command line would take it. */
 const ruleValue = (v: unknown) =>
   typeof v === 'object' && v !== null
@@ -110,6 +115,31 @@ export function AuditWhat({ entry }: { entry: AuditEntry }): ComponentChildren {
     }
     case 'points.import':
       return `imported balances: ${text(d.lines)} lines, ${text(d.customers_created)} new customers, ${text(d.entries)} entries (${text(d.points_added)} points added, ${text(d.points_taken)} taken back)`
+    case 'subscription.create':
+      return (
+        <>
+          subscribed <Subscription shop={shop} id={target} />, <code class="url">{text(d.url)}</code>, to{' '}
+          {Array.isArray(d.types) ? d.types.map(text).join(', ') : text(d.types)}
+        </>
+      )
+    case 'subscription.delete':
+      return (
+        <>
+          removed <Subscription shop={shop} id={target} />, <code class="url">{text(d.url)}</code>
+        </>
+      )
+    case 'subscription.replay':
+      return (
+        <>
+          replayed <Subscription shop={shop} id={target} /> from after position {text(d.after)}
+        </>
+      )
+    case 'subscription.rotate':
+      return (
+        <>
+          rotated the signing secret of <Subscription shop={shop} id={target} />; the previous one signs too for {text(d.grace_hours)} hours
+        </>
+      )
     case 'admin.create':
       return `created operator ${text(target)}, ${text(d.name)}, ${d.role === 'viewer' ? 'a viewer' : 'an operator'}`
     case 'admin.revoke':

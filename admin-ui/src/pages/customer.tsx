@@ -11,9 +11,9 @@ import {
   type Page,
   type Redemption,
 } from '../api.ts'
-import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
+import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { time } from '../format.ts'
-import { navigate, route } from '../router.ts'
+import { link, navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
 
 function basis(entry: LedgerEntry): string {
@@ -149,7 +149,7 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
       <button type="submit" disabled={busy || !valid}>
         Adjust
       </button>
-      <ErrorBox error={error} />
+      <ErrorBox error={error} labels={{ '/points': 'Points', '/reason': 'Reason' }} />
     </form>
   )
 }
@@ -342,6 +342,7 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
   if (error) return <ErrorBox error={error} />
   if (!found) return <p class="muted">Searching…</p>
   const guestOrders = guest?.orders ?? []
+  const credited = guest?.credited_orders ?? []
   return (
     <>
       {found.length === 0 && <p class="muted">No customer with the e-mail {email}.</p>}
@@ -359,13 +360,41 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
           <Ledger entries={guest.points.entries} />
         </section>
       )}
+      {credited.length > 0 && (
+        <section class="card credited">
+          <h2>Orders of {email} credited to a customer</h2>
+          <p class="muted">Sent with this e-mail and linked to no customer: their points went to the customer the e-mail matched.</p>
+          <table class="orders">
+            <thead>
+              <tr>
+                <th>order</th>
+                <th>total</th>
+                <th>points held</th>
+                <th>by customer</th>
+              </tr>
+            </thead>
+            <tbody>
+              {credited.map((o) => (
+                <tr data-order={o.id}>
+                  <td>{o.id}</td>
+                  <td>{o.total ? `${o.total} ${o.currency ?? ''}` : ''}</td>
+                  <td class="num">{o.points.held}</td>
+                  <td>
+                    <a {...link(`customer?shop=${enc(shop)}&q=${o.points.customer_id}`)}>customer {o.points.customer_id}</a>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      )}
     </>
   )
 }
 
 export function Customer() {
   const params = route.value.params
-  const shop = params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const shop = params.get('shop') ?? defaultShop()
   const q = params.get('q') ?? ''
   const [draft, setDraft] = useState(q)
   const [draftShop, setDraftShop] = useState(shop)

@@ -92,7 +92,7 @@ export function EventInspector({ id }: { id: string }) {
       {replayError !== null && (
         <div data-replay="refused">
           <p>The replay was refused, as this webhook would be today:</p>
-          <ErrorBox error={replayError} />
+          <ErrorBox error={replayError} pointers />
           {replayError instanceof ApiError && typeof replayError.problem.event_id === 'string' && (
             <p>
               The refused replay is stored as <a {...link(`events/${enc(replayError.problem.event_id)}`)}>{replayError.problem.event_id}</a>.

@@ -165,7 +165,16 @@ export function Events() {
         </thead>
         <tbody>
           {items.map((e) => (
-            <tr key={e.event_id} class={fresh.has(e.event_id) ? 'fresh' : ''} data-event={e.event_id}>
+            <tr
+              key={e.event_id}
+              class={`${fresh.has(e.event_id) ? 'fresh ' : ''}opens`}
+              data-event={e.event_id}
+              // The whole row opens the inspector (the README's promise); a link or a selection inside it keeps its own way.
+              onClick={(click) => {
+                if ((click.target as HTMLElement).closest('a') || getSelection()?.toString()) return
+                navigate(`events/${encodeURIComponent(e.event_id)}`)
+              }}
+            >
               <td>{time(e.received_at)}</td>
               <td>{e.shop}</td>
               <td>{e.topic}</td>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api, enc, type KeyView, type NewKey, type Page } from '../api.ts'
-import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
+import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
@@ -37,7 +37,7 @@ function NewKey({ created, onClose }: { created: Created; onClose: () => void })
 }
 
 export function Keys() {
-  const shop = route.value.params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const shop = route.value.params.get('shop') ?? defaultShop()
   const [keys, setKeys] = useState<KeyView[] | null>(null)
   const [created, setCreated] = useState<Created | null>(null)
   const [confirming, setConfirming] = useState<number | null>(null)

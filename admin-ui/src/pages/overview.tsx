@@ -3,6 +3,9 @@ import { api, countOf, enc, type ShopSummary, type Stats } from '../api.ts'
 import { OutcomeChart } from '../components/chart.tsx'
 import { ErrorBox, loadShops, Outcome } from '../components/common.tsx'
 import { percent } from '../format.ts'
+
+/** `1 customer`, `2 customers`. */
+const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
 import { link } from '../router.ts'
 
 const WINDOWS = [60, 180, 360, 720, 1440]
@@ -37,7 +40,7 @@ function ShopCard({ shop, minutes, tick }: { shop: ShopSummary; minutes: number;
       <header>
         <h2>{shop.name}</h2>
         <span class="muted">
-          {shop.customers} customers · {shop.orders} orders
+          {count(shop.customers, 'customer')} · {count(shop.orders, 'order')}
         </span>
         <a class="right" {...link(`events?shop=${enc(shop.name)}`)}>
           events →

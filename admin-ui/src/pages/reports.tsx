@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, query, type PointsReport } from '../api.ts'
-import { ErrorBox, ShopPicker, shops } from '../components/common.tsx'
+import { api, ApiError, enc, query, type PointsReport } from '../api.ts'
+import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { OutstandingChart } from '../components/outstanding-chart.tsx'
 import { navigate, route } from '../router.ts'
 
@@ -13,7 +13,7 @@ const BALANCES = ['outstanding', 'available', 'pending'] as const
 
 export function Reports() {
   const params = route.value.params
-  const shop = params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const shop = params.get('shop') ?? defaultShop()
   const asked = { from: params.get('from') ?? '', to: params.get('to') ?? '', bucket: params.get('bucket') ?? 'day' }
   const [form, setForm] = useState(asked)
   const [report, setReport] = useState<PointsReport | null>(null)
@@ -26,6 +26,8 @@ export function Reports() {
       .then((r) => {
         setReport(r)
         setError(null)
+        // The range shown, in the fields: the default one when none was asked.
+        setForm({ from: asked.from || r.from, to: asked.to || r.to, bucket: asked.bucket })
       })
       .catch((err) => {
         setReport(null)
@@ -62,7 +64,7 @@ export function Reports() {
         </label>
         <button type="submit">Show</button>
         {report && (
-          <button type="button" name="csv" onClick={() => void download(shop, report)}>
+          <button type="button" name="csv" onClick={() => download(shop, report).then(() => setError(null), setError)}>
             Download CSV
           </button>
         )}
@@ -110,9 +112,18 @@ async function download(shop: string, report: PointsReport) {
     credentials: 'same-origin',
     headers: { accept: 'text/csv' },
   })
+  // A refusal (a 503, a session that ended) is shown, not saved as the CSV.
+  if (!res.ok || !(res.headers.get('content-type') ?? '').startsWith('text/csv')) throw await problemOf(res)
   const a = document.createElement('a')
   a.href = URL.createObjectURL(await res.blob())
   a.download = `points-report-${shop}-${report.from}-${report.to}.csv`
   a.click()
   URL.revokeObjectURL(a.href)
+}
+
+/** A failed answer as the error the page shows: its problem, or its status. */
+async function problemOf(res: Response): Promise<Error> {
+  const type = res.headers.get('content-type') ?? ''
+  if (type.includes('json')) return new ApiError(await res.json())
+  return new Error(`the CSV could not be downloaded: ${res.status} ${res.statusText}`)
 }

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { api, enc, type Rule, type RulePreview, type RulePreviewBody } from '../api.ts'
 import { ErrorBox } from '../components/common.tsx'
 import { time } from '../format.ts'
@@ -297,12 +297,14 @@ function PreviewAnswer({ p }: { p: RulePreview }) {
 }
 
 /** The preview form: an order, optionally a customer, and for an operator the draft rule instead of the current one. */
-export function PreviewForm({ shop, draft }: { shop: string; draft: RuleDraft | null }) {
+export function PreviewForm({ shop, draft, version }: { shop: string; draft: RuleDraft | null; version?: number }) {
   const [o, setO] = useState<OrderDraft>(NEW_ORDER)
   const [withDraft, setWithDraft] = useState(false)
   const [answer, setAnswer] = useState<RulePreview | null>(null)
   const [error, setError] = useState<unknown>(null)
   const [busy, setBusy] = useState(false)
+  // A saved rule is a new version: an error about the draft it was is gone with it.
+  useEffect(() => setError(null), [version])
   const set = (change: Partial<OrderDraft>) => setO({ ...o, ...change })
   const submit = async (e: Event) => {
     e.preventDefault()

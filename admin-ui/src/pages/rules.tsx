@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api, enc, type Rule, type RuleVersion, type RuleView } from '../api.ts'
-import { ErrorBox, ShopPicker, shops } from '../components/common.tsx'
+import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
@@ -86,7 +86,7 @@ function History({ history }: { history: RuleVersion[] }) {
 }
 
 export function Rules() {
-  const shop = route.value.params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const shop = route.value.params.get('shop') ?? defaultShop()
   const [view, setView] = useState<RuleView | null>(null)
   const [draft, setDraft] = useState<RuleDraft | null>(null)
   const [error, setError] = useState<unknown>(null)
@@ -137,7 +137,7 @@ export function Rules() {
             </dl>
           </section>
           {canChange.value && draft && <RuleForm shop={shop} draft={draft} onDraft={setDraft} onSaved={() => setTick((t) => t + 1)} />}
-          <PreviewForm shop={shop} draft={canChange.value ? draft : null} />
+          <PreviewForm shop={shop} draft={canChange.value ? draft : null} version={view.version} />
           <h2>History</h2>
           <p class="muted">The newest 100 versions, newest first; an option a version changed is marked.</p>
           <History history={view.history} />

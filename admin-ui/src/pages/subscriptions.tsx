@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api, enc, type NewSubscription, type SubscriptionDetail, type SubscriptionView } from '../api.ts'
-import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
+import { defaultShop, ErrorBox, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
@@ -50,7 +50,7 @@ function Deliveries({ shop, sub, onChanged }: { shop: string; sub: SubscriptionV
   }
   return (
     <div class="deliveries" data-deliveries={sub.id}>
-      <ErrorBox error={error} />
+      <ErrorBox error={error} labels={LABELS} />
       {canChange.value && (
         <form
           class="replay"
@@ -101,8 +101,11 @@ function Deliveries({ shop, sub, onChanged }: { shop: string; sub: SubscriptionV
   )
 }
 
+/** The form's fields by the pointers of the admin API's errors. */
+const LABELS = { '/url': 'Endpoint', '/types': 'Types', '/after': 'Replay after position' }
+
 export function Subscriptions() {
-  const shop = route.value.params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const shop = route.value.params.get('shop') ?? defaultShop()
   const [subs, setSubs] = useState<SubscriptionView[] | null>(null)
   const [secret, setSecret] = useState<{ value: string; what: string } | null>(null)
   const [open, setOpen] = useState<number | null>(null)
@@ -110,6 +113,8 @@ export function Subscriptions() {
   const [types, setTypes] = useState('points.*, customer.deleted')
   const [error, setError] = useState<unknown>(null)
   const [tick, setTick] = useState(0)
+  /** The subscription whose Remove or Rotate asks to be confirmed. */
+  const [confirming, setConfirming] = useState<{ id: number; action: 'remove' | 'rotate' } | null>(null)
   const base = `/v3/admin/shops/${enc(shop)}/subscriptions`
   useEffect(() => {
     if (!shop) return
@@ -124,6 +129,7 @@ export function Subscriptions() {
   }, [shop, tick])
   const act = async (work: () => Promise<void>) => {
     setError(null)
+    setConfirming(null)
     try {
       await work()
       setTick((t) => t + 1)
@@ -144,7 +150,7 @@ export function Subscriptions() {
         <ShopPicker value={shop} onChange={(s) => (setSecret(null), navigate(`subscriptions?shop=${enc(s)}`))} />
       </div>
       {secret && <Secret secret={secret.value} what={secret.what} onClose={() => setSecret(null)} />}
-      <ErrorBox error={error} />
+      <ErrorBox error={error} labels={LABELS} />
       {canChange.value && shop && (
         <form
           class="subscribe"
@@ -190,8 +196,8 @@ export function Subscriptions() {
             {subs.map((s) => [
               <tr data-subscription={s.id} class={s.status}>
                 <td>{s.id}</td>
-                <td>
-                  <code>{s.url}</code>
+                <td class="url">
+                  <code title={s.url}>{s.url}</code>
                 </td>
                 <td>{s.types.join(', ')}</td>
                 <td>
@@ -207,25 +213,41 @@ export function Subscriptions() {
                   <button type="button" name="deliveries" onClick={() => setOpen(open === s.id ? null : s.id)}>
                     {open === s.id ? 'Hide' : 'Deliveries'}
                   </button>{' '}
-                  {canChange.value && (
-                    <>
-                      <button
-                        type="button"
-                        name="rotate"
-                        onClick={() =>
-                          act(async () => {
-                            const r = await api<{ secret: string }>('POST', `${base}/${s.id}/rotate`)
-                            setSecret({ value: r.secret, what: `The new signing secret of subscription ${s.id}` })
-                          })
-                        }
-                      >
-                        Rotate secret
-                      </button>{' '}
-                      <button type="button" class="danger" name="remove" onClick={() => act(() => api('DELETE', `${base}/${s.id}`))}>
-                        Remove
-                      </button>
-                    </>
-                  )}
+                  {canChange.value &&
+                    (confirming?.id === s.id ? (
+                      <span class="confirm" data-confirm={confirming.action}>
+                        {confirming.action === 'remove'
+                          ? 'Remove this subscription? Nothing more is sent to it, and its deliveries are forgotten.'
+                          : `Rotate its secret? The endpoint must switch to the new one within the grace (the previous one signs too until then).`}{' '}
+                        <button
+                          type="button"
+                          class="danger"
+                          name={`confirm-${confirming.action}`}
+                          onClick={() =>
+                            confirming.action === 'remove'
+                              ? act(() => api('DELETE', `${base}/${s.id}`))
+                              : act(async () => {
+                                  const r = await api<{ secret: string }>('POST', `${base}/${s.id}/rotate`)
+                                  setSecret({ value: r.secret, what: `The new signing secret of subscription ${s.id}` })
+                                })
+                          }
+                        >
+                          {confirming.action === 'remove' ? 'Remove' : 'Rotate'}
+                        </button>{' '}
+                        <button type="button" onClick={() => setConfirming(null)}>
+                          Cancel
+                        </button>
+                      </span>
+                    ) : (
+                      <>
+                        <button type="button" name="rotate" onClick={() => setConfirming({ id: s.id, action: 'rotate' })}>
+                          Rotate secret…
+                        </button>{' '}
+                        <button type="button" class="danger" name="remove" onClick={() => setConfirming({ id: s.id, action: 'remove' })}>
+                          Remove…
+                        </button>
+                      </>
+                    ))}
                 </td>
               </tr>,
               open === s.id && (

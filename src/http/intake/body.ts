@@ -18,7 +18,12 @@ export function commandBodyProblem(
   const body = request.body
   if (body instanceof MalformedBody) return problem('malformed-json', body.detail)
   if (!isObject(body)) return problem('malformed-json', 'the body must be a JSON object')
-  const schema = firstErrors([request.validationError ? fieldErrors(request.validationError.validation) : [], request.bodyErrors ?? []])
+  // `__proto__` keys the parser dropped (src/http/json-body.ts): named, not lost unseen.
+  const dropped = (request.droppedKeys ?? []).map((pointer) => ({
+    pointer,
+    detail: `is a key no body takes: ${JSON.stringify(pointer.split('/').pop())} is never read`,
+  }))
+  const schema = firstErrors([request.validationError ? fieldErrors(request.validationError.validation) : [], request.bodyErrors ?? [], dropped])
   // `more`: the route's own checks of the body, listed with the schema's when the schema refuses
   // it, so that one answer names every field to fix (a field the schema names keeps its error).
   const found = schema.count === 0 ? schema : firstErrors([schema.errors, more(body)], undefined, schema.count - schema.errors.length)

@@ -16,7 +16,7 @@ import {
   ShopCustomerParams,
   ShopParams,
 } from '../../schemas/admin.ts'
-import { customerPage, guestHeld, ledgerOf, ordersOf } from '../../store/admin-read-repo.ts'
+import { customerPage, guestHeld, ledgerOf, ordersByIds, ordersOf } from '../../store/admin-read-repo.ts'
 import type { Backend } from '../../store/dialect.ts'
 import { customerBalances, customerLots } from '../../store/points-repo.ts'
 import { readRule } from '../../store/rule-repo.ts'
@@ -128,6 +128,13 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
         ordersOf(db, shop.id, { customerId: id }, ORDERS),
       ])
       const expiry = expiryOf(versionedRule(rule))
+      // Orders the customer holds points of without being linked to them (an order matched by its
+      // e-mail alone): found through the ledger, so that every credited order is listed.
+      const linked = new Set(orders.map((o) => o.id))
+      const creditedIds = [...new Set(ledger.rows.map((r) => (r.order_id === null ? null : Number(r.order_id))))].filter(
+        (oid): oid is number => oid !== null && !linked.has(oid),
+      )
+      const all = [...orders, ...(await ordersByIds(db, shop.id, creditedIds))].sort((a, b) => b.id - a.id).slice(0, ORDERS)
       return {
         customer: { ...summary(customer), ...(await readTier(backend, shop.id, stored, nowUs)) },
         points: {
@@ -136,7 +143,7 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
           entries: entriesOf(ledger.rows),
           more_entries: ledger.more,
         },
-        orders: await ordersWithPoints(backend, shop.id, orders),
+        orders: await ordersWithPoints(backend, shop.id, all),
       }
     },
   )
@@ -163,9 +170,15 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
         ledgerOf(db, shop.id, { guestEmail: email }, ENTRIES),
         ordersOf(db, shop.id, { guestEmail: email }, ORDERS),
       ])
-      // An order sent with the e-mail whose points a customer holds (matched by the e-mail) is that customer's, not the guest's.
-      const guestOrders = (await ordersWithPoints(backend, shop.id, orders)).filter((o) => o.points.customer_id === null)
-      return { email, points: { held, entries: entriesOf(ledger.rows) }, orders: guestOrders }
+      // An order sent with the e-mail whose points a customer holds (matched by the e-mail) is that
+      // customer's, not the guest's: listed apart, naming the customer, so that the e-mail leads to it.
+      const withPoints = await ordersWithPoints(backend, shop.id, orders)
+      return {
+        email,
+        points: { held, entries: entriesOf(ledger.rows) },
+        orders: withPoints.filter((o) => o.points.customer_id === null),
+        credited_orders: withPoints.filter((o) => o.points.customer_id !== null),
+      }
     },
   )
 }

@@ -7,6 +7,7 @@ import { eventPage, findEvent, type EventListRow } from '../../store/admin-event
 import { shopNames } from '../../store/admin-read-repo.ts'
 import { readAnswer } from '../resources.ts'
 import { badRequest, isEventId, notFound, shopByName } from '../../http/intake/index.ts'
+import { instantFault } from '../../http/validation.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // The events: a filtered list, newest first, and one event with its headers and body.
@@ -29,7 +30,7 @@ export function eventItem(row: EventListRow, shops: ReadonlyMap<number, string>)
 function instantParam(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined
   const us = parseInstantUs(text)
-  if (us === undefined) throw badRequest(`${name} must be an ISO 8601 timestamp with a UTC offset, such as 2024-05-01T10:00:00Z`)
+  if (us === undefined) throw badRequest(`${name} ${instantFault(text) ?? 'is not an instant'}`)
   return us
 }
 

@@ -1,10 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
+import { normalisedUrl } from '../../domain/subscriptions.ts'
 import { formatUs } from '../../domain/time.ts'
 import {
   createSubscription,
   deliveryView,
+  replayProblem,
   rotateSecret,
   subscriptionProblems,
   subscriptionTextProblems,
@@ -12,7 +14,7 @@ import {
   type FieldProblem,
 } from '../../feed/subscriptions.ts'
 import { commandBodyProblem, notFound, parseId, problem, sendProblem, shopByName } from '../../http/intake/index.ts'
-import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
+import { ADMIN_PROBLEMS, PageQuery, ShopParams } from '../../schemas/admin.ts'
 import {
   NewSubscription,
   ReplayBody,
@@ -24,10 +26,17 @@ import {
   SubscriptionView,
 } from '../../schemas/subscriptions.ts'
 import { recordAudit } from '../../store/admin-repo.ts'
-import { deleteSubscription, findSubscription, recentDeliveries, replaySubscription, shopSubscriptions } from '../../store/subscriptions-repo.ts'
+import {
+  deleteSubscription,
+  findSubscription,
+  recentDeliveries,
+  replaySubscription,
+  shopSubscriptionCount,
+  shopSubscriptionPage,
+} from '../../store/subscriptions-repo.ts'
 import { readAnswer } from '../resources.ts'
 import { OPTIONAL_BODY, optionalBodyProblem } from './optional-body.ts'
-import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
+import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // A shop's outgoing webhook subscriptions (README, Outgoing webhooks): subscribe (the signing
 // secret answered once), list, look at one with its latest deliveries, replay from a position,
@@ -61,16 +70,23 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
       ...common,
       schema: {
         ...doc,
-        summary: "A shop's outgoing webhook subscriptions, without their secrets",
+        summary: "A shop's outgoing webhook subscriptions, without their secrets, oldest first",
         operationId: 'adminListSubscriptions',
         params: ShopParams,
+        querystring: PageQuery,
         response: { 200: readAnswer('The subscriptions, oldest first', SubscriptionList), ...ADMIN_PROBLEMS(404) },
       },
     },
     async (request) => {
       const shop = await shopByName(services, request.params.shop)
+      const [afterId = 0] = (decodeCursor(request.query.cursor, ['number']) ?? []) as number[]
       const nowUs = ctx.nowUs()
-      return { items: (await shopSubscriptions(db, shop.id)).map((s) => subscriptionView(s, nowUs)) }
+      const page = await shopSubscriptionPage(db, shop.id, afterId, limitOf(request.query))
+      return listOf(
+        page,
+        (s) => subscriptionView(s, nowUs),
+        (s) => [s.id],
+      )
     },
   )
 
@@ -85,19 +101,28 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
         operationId: 'adminCreateSubscription',
         description:
           "Every entry of the shop's change feed committed from now on whose type matches `types` is POSTed to `url`, signed as Standard Webhooks says. " +
-          'A URL that is not http(s), or whose host resolves to a loopback or private address (unless SUBSCRIPTIONS_ALLOW_PRIVATE=1), and an empty or unknown type pattern answer 422.',
+          'The URL is stored normalised (its WHATWG serialisation). A URL that is not http(s), names port 0, holds a control character, or whose host resolves to a loopback or private address (unless SUBSCRIPTIONS_ALLOW_PRIVATE=1), and an empty or unknown type pattern answer 422; a shop with SUBSCRIPTIONS_PER_SHOP subscriptions already, 409.',
         params: ShopParams,
         body: SubscriptionBody,
-        response: { 201: readAnswer('The subscription, with its secret', NewSubscription), ...ADMIN_PROBLEMS(404, 413, 415, 422) },
+        response: { 201: readAnswer('The subscription, with its secret', NewSubscription), ...ADMIN_PROBLEMS(404, 409, 413, 415, 422) },
       },
     },
     async (request, reply) => {
       const shop = await shopByName(services, request.params.shop)
       const refused = commandBodyProblem(request, 'subscription', (body) => subscriptionTextProblems(body.url, body.types))
       if (refused) return sendProblem(reply, refused)
-      const { url, types } = request.body
-      const errors = await subscriptionProblems(url, types, allowPrivate)
+      const { types } = request.body
+      let { url } = request.body
+      const errors = await subscriptionProblems(url, types, allowPrivate, services.resolveHost)
       if (errors.length > 0) return sendProblem(reply, invalid('subscription', errors))
+      url = normalisedUrl(url)
+      const cap = services.config.SUBSCRIPTIONS_PER_SHOP
+      if ((await shopSubscriptionCount(db, shop.id)) >= cap) {
+        return sendProblem(
+          reply,
+          problem('subscription-limit', `shop ${shop.name} has ${cap} subscriptions, the most SUBSCRIPTIONS_PER_SHOP allows: remove one first`, { limit: cap }),
+        )
+      }
       const { record, secret } = await createSubscription(db, services.secrets, { shopId: shop.id, url, types, nowUs: ctx.nowUs() })
       await recordAudit(db, request.operator, {
         action: 'subscription.create',
@@ -158,7 +183,8 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
         ...doc,
         summary: 'Deliver again from a position: every matching entry after `after`, in order',
         operationId: 'adminReplaySubscription',
-        description: 'Clears the retry state, and a failing subscription is active again. Entries are delivered again even if they were acknowledged.',
+        description:
+          "Clears the retry state, and a failing or disabled (410 Gone) subscription is active again. Entries are delivered again even if they were acknowledged. A position past the shop's last entry is a 422.",
         params: SubscriptionParams,
         body: ReplayBody,
         response: { 200: readAnswer('The subscription, from its new position', SubscriptionView), ...ADMIN_PROBLEMS(404, 413, 415, 422) },
@@ -168,6 +194,8 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
       const { shop, sub } = await subscriptionOf(request.params)
       const refused = commandBodyProblem(request, 'replay')
       if (refused) return sendProblem(reply, refused)
+      const past = await replayProblem(db, shop.id, request.body.after)
+      if (past) return sendProblem(reply, invalid('replay', [past]))
       await replaySubscription(db, sub.id, request.body.after)
       await recordAudit(db, request.operator, { action: 'subscription.replay', shopId: shop.id, target: String(sub.id), detail: { after: request.body.after } })
       services.feed.sender.kick()
