@@ -106,7 +106,11 @@ function tierOf(options: ReturnType<typeof optionsAt>, tags: TagSet, counted: nu
     if (tier.points <= counted) index = i
   })
   index = Math.max(index, tagTierIndex(options, tags))
-  if (floor !== null) index = Math.max(index, options.tiers.findIndex((t) => t.name.toLowerCase() === floor.toLowerCase()))
+  if (floor !== null)
+    index = Math.max(
+      index,
+      options.tiers.findIndex((t) => t.name.toLowerCase() === floor.toLowerCase()),
+    )
   const tier = options.tiers[index]
   const above = options.tiers[index + 1]
   return {

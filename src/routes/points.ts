@@ -40,7 +40,8 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
       const shopId = request.principal.shopId
       const id = parseId(request.params.id)
       const customer = id === undefined ? undefined : await findStoredCustomer(backend.db, shopId, id)
-      if (id === undefined || !customer || customer.record.deleted) return sendProblem(reply, problem('not-found', `no customer ${request.params.id} in this shop`))
+      if (id === undefined || !customer || customer.record.deleted)
+        return sendProblem(reply, problem('not-found', `no customer ${request.params.id} in this shop`))
       // 1 to 500: the schema's pattern.
       const limit = Number(request.query.limit ?? 50)
       const before = request.query.cursor === undefined ? null : Number(request.query.cursor)

@@ -15,7 +15,12 @@ export interface TierView {
   tier_progress: { points: number; window_days: number; next: { name: string; points: number } | null } | null
 }
 
-export async function readTier(backend: Backend, shopId: number, { record: customer, loyalty }: Pick<StoredCustomer, 'record' | 'loyalty'>, nowUs: number): Promise<TierView> {
+export async function readTier(
+  backend: Backend,
+  shopId: number,
+  { record: customer, loyalty }: Pick<StoredCustomer, 'record' | 'loyalty'>,
+  nowUs: number,
+): Promise<TierView> {
   const stored = await readRule(backend.db, shopId)
   const schedule = parseProgram(stored.program_schedule, parseStoredRule(stored.rule))
   if (customer.deleted || optionsAt(schedule, nowUs).tiers.length === 0) return { tier: null, tier_progress: null }
