@@ -110,7 +110,7 @@ forEachDatabase((kind) => {
       await page.selectOption('select[name=reward-kind]', 'fixed_amount')
       await page.fill('input[name=reward-value]', '10')
       await page.click('button[name=add-reward]')
-      await page.locator('form.new-reward .error', { hasText: '/value' }).waitFor()
+      await page.locator('form.new-reward .error', { hasText: 'value must be' }).waitFor()
       await page.fill('input[name=reward-value]', '10.00')
       await page.click('button[name=add-reward]')
       await page.locator('tr[data-reward-id]', { hasText: 'Ten off' }).waitFor()

@@ -157,6 +157,7 @@ forEachDatabase((kind) => {
     test('the loyalty program: tiers out of order are refused by field; bonuses, tiers and a tag tier are saved, shown, and price the preview', async () => {
       const { page } = browser
       await signIn(adminKey, 'Ada Operator')
+      const before = Number(await page.locator('[data-current-rule] [data-version]').innerText())
       await page.fill('input[name=points_per_unit]', '1')
       await page.fill('input[name=signup_points]', '50')
       await page.fill('input[name=exclude_tags]', 'staff, wholesale')
@@ -166,22 +167,22 @@ forEachDatabase((kind) => {
       await page.click('button[name=save-rule]')
       const error = page.locator('form.rule-form .error')
       await error.waitFor()
-      assert.match(await error.innerText(), /tiers\/1\/points/)
-      assert.match(await error.innerText(), /tag_tiers\/vip/)
+      assert.match(await error.innerText(), /tiers › 1 › points must be more than the tier before/)
+      assert.match(await error.innerText(), /tag tiers › vip must name one of the tiers/)
 
       await page.fill('input[name=tiers]', 'Silver:0, Gold:300:2')
       await page.fill('input[name=tag_tiers]', 'vip=Gold')
       await page.fill('input[name=expiry_warning_days]', '7')
       await page.click('button[name=save-rule]')
-      const v3 = page.locator('table.rule-history tr[data-version="3"]')
-      await v3.waitFor()
+      const saved = page.locator(`table.rule-history tr[data-version="${before + 1}"]`)
+      await saved.waitFor()
       const current = page.locator('[data-current-rule]')
       assert.equal(await current.locator('dd[data-option=tiers]').innerText(), 'Silver 0, Gold 300 ×2')
       assert.equal(await current.locator('dd[data-option=signup_points]').innerText(), '50 points')
       assert.equal(await current.locator('dd[data-option=exclude_tags]').innerText(), 'staff, wholesale')
       assert.equal(await current.locator('dd[data-option=tag_tiers]').innerText(), 'vip → Gold')
       assert.equal(await current.locator('dd[data-option=expiry_warning_days]').innerText(), '7 days ahead')
-      assert.equal(await v3.locator('td[data-option=tiers]').getAttribute('class'), 'changed')
+      assert.equal(await saved.locator('td[data-option=tiers]').getAttribute('class'), 'changed')
 
       // An order processed from now on is priced at the tier its customer holds: Silver, from 0.
       await page.fill('input[name=subtotal]', '40.00')
