@@ -97,16 +97,29 @@ const escapePointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~
 function droppedKeys(text: string): string[] {
   if (!/proto|\\u/i.test(text)) return []
   const found: string[] = []
-  // JSON.parse makes `__proto__` an own key like any other (it pollutes nothing).
-  const walk = (value: unknown, at: string) => {
-    if (typeof value !== 'object' || value === null) return
-    for (const [key, member] of Object.entries(value)) {
-      const pointer = `${at}/${escapePointer(key)}`
-      if (key === '__proto__' || (key === 'constructor' && typeof member === 'object' && member !== null && 'prototype' in member)) found.push(pointer)
-      else walk(member, pointer)
-    }
+  // JSON.parse makes `__proto__` an own key like any other (it pollutes nothing). A loop, not
+  // recursion: a body nested thousands deep must not overflow the stack. Each member links to its
+  // parent, and a pointer is spelled only for a key found, so the walk stays linear in the body.
+  type At = { key: string; parent: At | null }
+  const pointerOf = (at: At) => {
+    const keys: string[] = []
+    for (let step: At | null = at; step !== null; step = step.parent) keys.push(escapePointer(step.key))
+    return `/${keys.reverse().join('/')}`
   }
-  walk(JSON.parse(text), '')
+  // The members still to look at, the next on top: in the text's order, as recursion would go.
+  const pending: [At, unknown][] = []
+  const push = (value: unknown, parent: At | null) => {
+    if (typeof value !== 'object' || value === null) return
+    const members = Object.entries(value)
+    for (let i = members.length - 1; i >= 0; i--) pending.push([{ key: members[i]![0], parent }, members[i]![1]])
+  }
+  push(JSON.parse(text), null)
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [at, member] = next
+    if (at.key === '__proto__' || (at.key === 'constructor' && typeof member === 'object' && member !== null && 'prototype' in member))
+      found.push(pointerOf(at))
+    else push(member, at)
+  }
   return found
 }
 

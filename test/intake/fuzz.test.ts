@@ -290,7 +290,7 @@ forEachDatabase((kind) => {
   let normalId = 900_000
 
   before(async () => {
-    t = await startTestApp(kind)
+    t = await startTestApp(kind, { LOG_LEVEL: process.env.FUZZ_LOG ?? 'silent' })
     otherKey = await t.newKey('fuzz-other')
     process.on('uncaughtException', onUncaught)
     process.on('unhandledRejection', onUncaught)

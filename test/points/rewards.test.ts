@@ -134,7 +134,7 @@ forEachDatabase((kind) => {
         .json()
         .errors.map((e: { pointer: string }) => e.pointer)
         .sort(),
-      ['', '/codes', '/kind', '/name', '/points'],
+      ['/codes', '/extra', '/kind', '/name', '/points'],
     )
     const cases: [Record<string, unknown>, string[]][] = [
       [{ kind: 'fixed_amount' }, ['/currency', '/value']],
