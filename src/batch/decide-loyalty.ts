@@ -324,6 +324,23 @@ function priceTarget(base: Target, price: Price): Target {
 }
 
 /**
+ * The instants whose price a change of a customer's tags from `before` to `after` may change: each
+ * period of the program in which the change moves their exclusion or their tag tier, and the
+ * window after it. The loader reads the earnings around them with the rest (src/store/batch-load.ts).
+ */
+export function retaggedSpans(schedule: ProgramSchedule, before: TagSet, after: TagSet): [number, number][] {
+  const windowUs = longestWindowUs(schedule)
+  const spans: [number, number][] = []
+  for (const period of periodsOf(schedule)) {
+    const o = period.options
+    if ((exclusionOf(o, before) === undefined) !== (exclusionOf(o, after) === undefined) || tagTierIndex(o, before) !== tagTierIndex(o, after)) {
+      spans.push([period.from, period.until === Infinity ? MAX_US : period.until - 1 + windowUs])
+    }
+  }
+  return spans
+}
+
+/**
  * The orders whose price the batch's changes may reach, for each customer whose earnings moved
  * or whose tags changed: those whose exclusion or multiplier at their own instant differs from
  * before. Notes in `needs` the earnings to load to know, and the orders to load to settle.
@@ -341,12 +358,7 @@ function reached(ctx: Context, moved: ReadonlyMap<string, number[]>, retagged: R
     const spans: [number, number][] = (moved.get(ck) ?? []).map((p) => [p + 1, p + windowUs])
     const tagsBefore = tagSetOf(ctx.f.before.get(ck)?.tags ?? null)
     const tagsNow = tagsAfter(state, ck)
-    for (const period of periodsOf(schedule)) {
-      const o = period.options
-      if ((exclusionOf(o, tagsBefore) === undefined) !== (exclusionOf(o, tagsNow) === undefined) || tagTierIndex(o, tagsBefore) !== tagTierIndex(o, tagsNow)) {
-        spans.push([period.from, period.until === Infinity ? MAX_US : period.until - 1 + windowUs])
-      }
-    }
+    spans.push(...retaggedSpans(schedule, tagsBefore, tagsNow))
     if (spans.length === 0) continue
     let missing = false
     for (const [lo, hi] of spans) missing = need(state, needs, ck, lo - windowUs, hi) || missing

@@ -1,3 +1,4 @@
+import { parsedOnce } from './parsed.ts'
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 
@@ -25,9 +26,14 @@ export const scheduleSinceEver = (days: number): ExpirySchedule => ({ days, sinc
 /** The stored schedule, or the one of `days` in force since ever when none is stored or it is bad. */
 export function parseSchedule(json: string | null, days: number): ExpirySchedule {
   if (json === null) return scheduleSinceEver(days)
-  const value: unknown = JSON.parse(json)
-  return Value.Check(ExpiryScheduleSchema, value) && value.days === days ? value : scheduleSinceEver(days)
+  const value = parseExpiryText(json)
+  return value !== null && value.days === days ? value : scheduleSinceEver(days)
 }
+
+const parseExpiryText = parsedOnce((json): ExpirySchedule | null => {
+  const value: unknown = JSON.parse(json)
+  return Value.Check(ExpiryScheduleSchema, value) ? value : null
+})
 
 /** The schedule after the days change to `days` at `atUs`; the same days change nothing. */
 export function scheduleAfterChange(s: ExpirySchedule, days: number, atUs: number): ExpirySchedule {

@@ -1,3 +1,4 @@
+import { parsedOnce } from './parsed.ts'
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 import { TierSchema, type Rule } from './rule.ts'
@@ -56,10 +57,15 @@ const same = (a: ProgramOptions, b: ProgramOptions) => JSON.stringify(a) === JSO
  * The stored schedule, or, when none is stored (or it is bad), the rule's program in force since
  * ever: before schedules were kept no rule had program options, so that is what it held.
  */
+const parseScheduleText = parsedOnce((json): ProgramSchedule | null => {
+  const value: unknown = JSON.parse(json)
+  return Value.Check(ProgramScheduleSchema, value) ? value : null
+})
+
 export function parseProgram(json: string | null | undefined, rule: Rule): ProgramSchedule {
   if (json) {
-    const value: unknown = JSON.parse(json)
-    if (Value.Check(ProgramScheduleSchema, value)) return value
+    const value = parseScheduleText(json)
+    if (value !== null) return value
   }
   const options = programOf(rule)
   return same(options, NO_PROGRAM) ? [] : [{ from_us: 0, options }]

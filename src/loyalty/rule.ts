@@ -1,3 +1,4 @@
+import { parsedOnce } from './parsed.ts'
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 import { parseSchedule, type ExpirySchedule } from './expiry-schedule.ts'
@@ -165,8 +166,10 @@ const escapePointer = (key: string) => key.replaceAll('~', '~0').replaceAll('/',
 export const DEFAULT_RULE: Rule = normalizeRule({})
 
 export function parseStoredRule(json: string | null): Rule {
-  return json === null ? DEFAULT_RULE : normalizeRule(JSON.parse(json))
+  return json === null ? DEFAULT_RULE : parseRuleText(json)
 }
+
+const parseRuleText = parsedOnce((json): Rule => normalizeRule(JSON.parse(json)))
 
 /** The rule's expiry schedule: the one stored with it, else its days in force since ever. */
 export function expiryOf(r: VersionedRule): ExpirySchedule {

@@ -1,9 +1,9 @@
 import { CompiledQuery, type Selectable } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
 import { isCommand, type BatchItem } from '../batch/commands.ts'
-import { MAX_US, MIN_US, noNeeds, type Needs } from '../batch/decide-loyalty.ts'
+import { MAX_US, MIN_US, noNeeds, retaggedSpans, type Needs } from '../batch/decide-loyalty.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
-import { longestWindowUs, parseProgram, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
+import { longestWindowUs, parseProgram, tagSetOf, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
 import { parseStoredEntries, storedAdjustment } from './redemption-rows.ts'
 import { storedClaim, storedReward } from './claim-rows.ts'
@@ -39,7 +39,7 @@ interface ShopNeeds {
   adjustmentIdem: Set<string>
   /** Customers a warn command names: the warnings already appended are loaded. */
   warned: Set<number>
-  /** The processed_at instants of the order webhooks: where the customers' earnings are read around. */
+  /** The instants the order webhooks are priced at (processed_at, or the arrival): where the customers' earnings are read around. */
   processed: Set<number>
   /** What the decider asked for on an earlier try (src/batch/decide-loyalty.ts). */
   earnings: Map<number, [number, number][]>
@@ -125,7 +125,8 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
       n.orders.add(change.order.id)
       const email = lower(change.order.fields.email)
       if (email !== null) n.emails.add(email)
-      if (change.order.processed_us != null) n.processed.add(change.order.processed_us)
+      // An order not processed yet is priced at its first arrival.
+      n.processed.add(change.order.processed_us ?? change.order.clock.arrival_us)
     }
   }
   return shops
@@ -390,6 +391,21 @@ function earningRanges(state: BatchState, shopId: number, n: ShopNeeds, program:
   const around = [...instants].map((p): [number, number] => [Math.max(MIN_US, p - windowUs), Math.min(MAX_US, p + windowUs)])
   const out = new Map<number, [number, number][]>()
   for (const c of state.customers.values()) if (c.shopId === shopId && !c.record.deleted) out.set(c.record.id, [...around])
+  // And those not stored yet that the batch names or its orders link: it may create them, and
+  // decide their tier, in this same pass.
+  for (const id of n.customers) if (!state.customers.has(keyOf(shopId, id))) out.set(id, [...around])
+  for (const o of state.orders.values()) {
+    const id = o.shopId === shopId ? o.record.customer_id : null
+    if (id !== null && !state.customers.has(keyOf(shopId, id))) out.set(id, [...around])
+  }
+  // A change of tags that moves a customer's exclusion or tag tier re-prices their orders of the
+  // periods it moves (src/batch/decide-loyalty.ts retaggedSpans): read as the decider will ask.
+  for (const p of n.patches) {
+    if (p.fields.tags === undefined || p.deleted) continue
+    const before = tagSetOf(state.customers.get(keyOf(shopId, p.id))?.record.tags ?? null)
+    const spans = retaggedSpans(program, before, tagSetOf(p.fields.tags))
+    if (spans.length > 0) out.set(p.id, [...(out.get(p.id) ?? []), ...spans.map(([lo, hi]): [number, number] => [Math.max(MIN_US, lo - windowUs), hi])])
+  }
   for (const [id, ranges] of n.earnings) out.set(id, [...(out.get(id) ?? []), ...ranges])
   return [...out].map(([id, ranges]): CustomerRanges => [id, merged(ranges)]).filter(([, ranges]) => ranges.length > 0)
 }
