@@ -96,6 +96,22 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     return taken
   }
 
+  /**
+   * A deleted customer holds nothing and owes nothing. Their orders' points are forfeited order by
+   * order; what their lots hold besides (+ an operator's adjustment, an import; − the points they
+   * had spent of the orders forfeited) is forfeited too, lot by lot, so that nothing is left for
+   * expiry to take later, and the points report's outstanding is what the live customers hold.
+   */
+  const forfeitRest = (key: string, lots: Lot[]) => {
+    const c = state.customers.get(key)
+    if (!c?.record.deleted) return
+    for (const lot of lots.filter((l) => l.points !== 0)) {
+      const entry = { available_us: lot.available_us, points: -lot.points }
+      addToLots(lots, entry)
+      ledger.push(row(c.shopId, c.record.id, entry, 'forfeited', null))
+    }
+  }
+
   // The orders' entries first: expiry they make due or undo, and reversals that leave debt.
   const touchedByOrders = new Map<string, LedgerRow[]>()
   for (const r of [...ledger]) {
@@ -110,8 +126,10 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     const { shopId, customerId } = rows[0]! as { shopId: number; customerId: number }
     const lots = state.wallets.get(key)!
     settleExpiry(shopId, customerId, lots, nowUs)
+    forfeitRest(key, lots)
     if (availableAt(lots, nowUs) < 0) for (const r of rows) if (r.points < 0) r.debt = true
   }
+  for (const [key, lots] of state.wallets) if (!touchedByOrders.has(key)) forfeitRest(key, lots)
 
   const redemptionIdem = new Map(state.redemptionIdem)
   const adjustmentIdem = new Map(state.adjustmentIdem)

@@ -440,7 +440,8 @@ async function loadPoints(
   ranges: readonly CustomerRanges[],
 ) {
   const q = backend.statements
-  const holders = new Set(n.wallets)
+  // A customer deleted holds nothing: their lots are read to forfeit what they hold (src/batch/decide-points.ts).
+  const holders = new Set([...n.wallets, ...n.deleted])
   for (const [key, lines] of state.ledger) {
     if (!key.startsWith(`${shopId}:`)) continue
     for (const line of lines) if (line.customerId !== null) holders.add(line.customerId)
