@@ -110,6 +110,8 @@ export interface ImportCommand {
   points: number
   /** The tier the other platform gave (validated against the shop's tiers); kept for the tier rules to use (issue 28). */
   tier: string | null
+  /** The line's expires_at: when its imported points expire, instead of by the rule; null for the rule. */
+  expiresUs: number | null
   atUs: number
 }
 
@@ -152,4 +154,13 @@ export type CommandOutcome =
   /** `replayed`: it had been cancelled before; this cancel changed nothing. */
   | { status: 'claim-cancelled'; claim: ClaimView; replayed: boolean }
   /** A line of an import: whether it made the customer, the points it added (negative: took), and whether it was skipped (a deleted customer). */
-  | { status: 'imported'; created: boolean; points: number; skipped: boolean }
+  | {
+      status: 'imported'
+      created: boolean
+      points: number
+      skipped: boolean
+      /** The line set, changed or cleared the expiry of the customer's imported points. */
+      expiryChanged: boolean
+      /** Points the line's expires_at, already passed, expired at once. */
+      expired: number
+    }

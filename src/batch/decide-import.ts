@@ -25,6 +25,8 @@ export interface ImportBook {
   touched: string[]
   row(shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow
   settleExpiry(shopId: number, customerId: number, lots: Lot[], atUs: number): number
+  /** Warns of what expires within the rule's warning days (once per date); how many warnings. */
+  warn(shopId: number, customerId: number, lots: Lot[], atUs: number): number
 }
 
 /**
@@ -47,11 +49,34 @@ function importTier(state: BatchState, c: ImportCommand): boolean {
   return true
 }
 
+/**
+ * The expiry the line sets on the lot of the customer's imported points (on `lotUs`, null while
+ * they have none): its expires_at, or the rule's when it has none (README, Switching in). The
+ * same again changes nothing; a corrected file's date (or none) replaces it. True when it changed.
+ */
+function importExpiry(state: BatchState, c: ImportCommand, lotUs: number | null): boolean {
+  const key = keyOf(c.shopId, c.customerId)
+  const customer = state.customers.get(key)
+  if (!customer) return false
+  const current = customer.loyalty.importExpiry
+  const wanted = c.expiresUs === null || lotUs === null ? null : { lot_us: lotUs, expires_us: c.expiresUs }
+  if (wanted?.lot_us === current?.lot_us && wanted?.expires_us === current?.expires_us) return false
+  // Due from its instant on, until an expire at or after it has settled it (decide-points.ts settleExpiry).
+  state.customers.set(key, { ...customer, loyalty: { ...customer.loyalty, importExpiry: wanted, expiryCheckUs: wanted?.expires_us ?? null } })
+  return true
+}
+
+/** The date of the lot the customer's imported points are on: their first import's (src/loyalty/imports.ts); null for none yet. */
+function importLotUs(held: readonly LotEntry[], entry: LotEntry | null): number | null {
+  const dates = [...held, ...(entry ? [entry] : [])].map((e) => e.available_us)
+  return dates.length === 0 ? null : Math.min(...dates)
+}
+
 export function importLine(state: BatchState, c: ImportCommand, lots: Lot[], book: ImportBook): CommandOutcome {
   const key = keyOf(c.shopId, c.customerId)
   const stored = state.customers.get(key)
   // A deleted customer's points were forfeited with their data: an import brings neither back.
-  if (stored?.record.deleted) return { status: 'imported', created: false, points: 0, skipped: true }
+  if (stored?.record.deleted) return { status: 'imported', created: false, points: 0, skipped: true, expiryChanged: false, expired: 0 }
   const merged = mergeCustomer(stored?.record, {
     id: c.customerId,
     fields: { email: c.email },
@@ -68,10 +93,14 @@ export function importLine(state: BatchState, c: ImportCommand, lots: Lot[], boo
     )
     book.touched.push(key)
   }
-  if (book.settleExpiry(c.shopId, c.customerId, lots, c.atUs) !== 0) book.touched.push(key)
   const held = state.imported.get(key) ?? []
   state.imported.set(key, held)
   const entry = importEntry(held, c.points, c.atUs)
+  // The expiry first, so that a corrected date settles the lot once, by the new date.
+  const expiryChanged = importExpiry(state, c, importLotUs(held, entry))
+  if (expiryChanged) book.touched.push(key)
+  if (book.settleExpiry(c.shopId, c.customerId, lots, c.atUs) !== 0) book.touched.push(key)
+  let expired = 0
   if (entry) {
     held.push(entry)
     addToLots(lots, entry)
@@ -80,7 +109,11 @@ export function importLine(state: BatchState, c: ImportCommand, lots: Lot[], boo
     if (entry.points < 0 && availableAt(lots, c.atUs) < 0) row.debt = true
     book.ledger.push(row)
     book.touched.push(key)
+    // Points whose expires_at has passed are imported and expire at once, as they would have there.
+    expired = book.settleExpiry(c.shopId, c.customerId, lots, c.atUs)
   }
+  // The sweeper warns of the dates that come within the warning days; one set inside them is warned of now.
+  if (expiryChanged && c.expiresUs !== null) book.warn(c.shopId, c.customerId, lots, c.atUs)
   if (importTier(state, c)) book.touched.push(key)
-  return { status: 'imported', created: stored === undefined, points: entry?.points ?? 0, skipped: false }
+  return { status: 'imported', created: stored === undefined, points: entry?.points ?? 0, skipped: false, expiryChanged, expired: Math.max(0, expired) }
 }

@@ -5,12 +5,14 @@ import { BALANCE_POINTS_MAX } from '../loyalty/points-limits.ts'
 import {
   addToLots,
   adjustmentEntries,
+  customerExpiry,
   availableAt,
   DAY_US,
   expiringBetween,
   expiryCorrections,
   pointsHeld,
   spend,
+  type Expiry,
   type Lot,
   type LotEntry,
 } from '../loyalty/wallet.ts'
@@ -85,13 +87,25 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     debt: false,
     basis: { amount_minor: 0, currency: null, rate: '0', rule_version: ruleOf(shopId).version, available_us: entry.available_us },
   })
-  /** Appends the expiry due by `atUs`; returns the points it took (negative when it gave back). */
+  /** The customer's expiry: the shop's rule, and the lot their import's expires_at fixed, if any. */
+  const expiryFor = (shopId: number, customerId: number): Expiry =>
+    customerExpiry(expiryOf(ruleOf(shopId)), state.customers.get(keyOf(shopId, customerId))?.loyalty.importExpiry ?? null)
+  /**
+   * Appends the expiry due by `atUs`; returns the points it took (negative when it gave back). A
+   * fixed expiry settled at or after its instant leaves the sweep's index (expiryCheckUs).
+   */
   const settleExpiry = (shopId: number, customerId: number, lots: Lot[], atUs: number) => {
     let taken = 0
-    for (const entry of expiryCorrections(lots, atUs, expiryOf(ruleOf(shopId)))) {
+    for (const entry of expiryCorrections(lots, atUs, expiryFor(shopId, customerId))) {
       addToLots(lots, entry, true)
       ledger.push(row(shopId, customerId, entry, 'expired', null))
       taken -= entry.points
+    }
+    const key = keyOf(shopId, customerId)
+    const customer = state.customers.get(key)
+    if (customer && customer.loyalty.expiryCheckUs !== null && customer.loyalty.expiryCheckUs <= atUs) {
+      state.customers.set(key, { ...customer, loyalty: { ...customer.loyalty, expiryCheckUs: null } })
+      out.touched.push(key)
     }
     return taken
   }
@@ -175,7 +189,7 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
       }
     }
     if (c.command === 'import') {
-      out.outcomes.push(importLine(state, c, lots, { ledger, touched: out.touched, row, settleExpiry }))
+      out.outcomes.push(importLine(state, c, lots, { ledger, touched: out.touched, row, settleExpiry, warn }))
       continue
     }
     if (c.command === 'adjust' && c.idemKey !== null) {
@@ -225,7 +239,7 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     if (days === 0) return 0
     if (settleExpiry(shopId, customerId, lots, atUs) !== 0 && state.customers.has(keyOf(shopId, customerId))) out.touched.push(keyOf(shopId, customerId))
     let n = 0
-    for (const due of expiringBetween(lots, atUs, atUs + days * DAY_US, expiryOf(rule))) {
+    for (const due of expiringBetween(lots, atUs, atUs + days * DAY_US, expiryFor(shopId, customerId))) {
       const key = `${shopId}:${customerId}:${due.at_us}`
       if (state.warned.has(key)) continue
       state.warned.add(key)
@@ -313,7 +327,7 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
     // expiry settled, and only when that is more than they hold now.
     const trial = lots.map((l) => ({ ...l }))
     for (const entry of stored.entries) addToLots(trial, { available_us: entry.available_us, points: -entry.points })
-    for (const entry of expiryCorrections(trial, c.atUs, expiryOf(ruleOf(c.shopId)))) addToLots(trial, entry, true)
+    for (const entry of expiryCorrections(trial, c.atUs, expiryFor(c.shopId, c.customerId))) addToLots(trial, entry, true)
     const heldAfter = pointsHeld(trial)
     if (heldAfter > BALANCE_POINTS_MAX && heldAfter > pointsHeld(lots)) return { status: 'points-limit', held: pointsHeld(lots), limit: BALANCE_POINTS_MAX }
     // The points go back to the lots they were taken from: if one has expired meanwhile, they lapse again.

@@ -63,12 +63,10 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
   }
   const rewards = new Map(state.rewards)
   for (const r of decision.pools ?? []) rewards.set(keyOf(r.shopId, r.id), { ...r, loadedCursor: r.codeCursor })
+  // The decider adds each import entry to what the customer holds of imports as it decides it (a
+  // customer may be imported twice in a batch), as it does to the wallets: adding the ledger's
+  // import entries again would count them twice.
   const imported = new Map(state.imported)
-  for (const l of decision.ledger) {
-    if (l.reason !== 'import' || l.customerId === null) continue
-    const key = keyOf(l.shopId, l.customerId)
-    imported.set(key, [...(imported.get(key) ?? []), { available_us: l.basis.available_us, points: l.points }])
-  }
 
   return {
     customers,

@@ -6,7 +6,7 @@ import type { Basis } from '../loyalty/points.ts'
 import type { ProgramSchedule } from '../loyalty/program.ts'
 import type { Earning, TierFloor } from '../loyalty/tiers.ts'
 import type { VersionedRule } from '../loyalty/rule.ts'
-import type { Lot, LotEntry } from '../loyalty/wallet.ts'
+import type { FixedExpiry, Lot, LotEntry } from '../loyalty/wallet.ts'
 import type { CommandOutcome } from './commands.ts'
 import type { FeedEntry } from '../schemas/changes.ts'
 
@@ -45,9 +45,21 @@ export interface CustomerLoyalty {
   tierCheckUs: number | null
   /** The tier a points import brought over, held for one tier window from the first import. */
   importedTier: TierFloor | null
+  /** The lot of the customer's imported points, when its line set an expires_at: it expires then, not by the rule. */
+  importExpiry: FixedExpiry | null
+  /** When that lot falls due, until it has been settled then (the expiry sweep's index); null when nothing is due. */
+  expiryCheckUs: number | null
 }
 
-export const NO_LOYALTY: CustomerLoyalty = { signup: null, newsletter: null, tier: null, tierCheckUs: null, importedTier: null }
+export const NO_LOYALTY: CustomerLoyalty = {
+  signup: null,
+  newsletter: null,
+  tier: null,
+  tierCheckUs: null,
+  importedTier: null,
+  importExpiry: null,
+  expiryCheckUs: null,
+}
 
 /** An order's earning credited to a customer (order_earnings), by order key in BatchState. */
 export interface StoredEarning extends Earning {

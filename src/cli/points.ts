@@ -1,13 +1,13 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { formatInstant, formatUs } from '../domain/time.ts'
 import { expiryOf, versionedRule } from '../loyalty/rule.ts'
-import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
+import { customerExpiry, DAY_US, expiringBetween } from '../loyalty/wallet.ts'
 import { allShopIds, findShop } from '../store/keys-repo.ts'
 import { customerBalances, customerEntries, customerLots } from '../store/points-repo.ts'
 import { readRule } from '../store/rule-repo.ts'
 import { buildReport, formatDay, parseReportRange, REPORT_FLOWS, reportCsv } from '../loyalty/points-report.ts'
 import { ledgerDaySums } from '../store/report-repo.ts'
-import { findCustomer } from '../store/read-repo.ts'
+import { findStoredCustomer } from '../store/read-repo.ts'
 import { withBackend } from './backend.ts'
 
 /** The deadline of each of points rebuild's statements, when DB_TIMEOUT_MS is shorter. */
@@ -51,13 +51,14 @@ export function pointsCommand(): Command {
         const shop = await findShop(db, options.shop)
         if (!shop) throw new Error(`no shop named ${options.shop}`)
         const nowUs = Date.now() * 1000
-        const [customer, balances, page, lots, rule] = await Promise.all([
-          findCustomer(db, shop.id, options.customer),
+        const [stored, balances, page, lots, rule] = await Promise.all([
+          findStoredCustomer(db, shop.id, options.customer),
           customerBalances(db, shop.id, options.customer, nowUs),
           customerEntries(db, shop.id, options.customer, options.limit ?? 20, null),
           customerLots(db, shop.id, options.customer),
           readRule(db, shop.id),
         ])
+        const customer = stored?.record
         if (!customer && page.rows.length === 0) throw new Error(`no customer ${options.customer} in shop ${options.shop}`)
         const name = [customer?.first_name, customer?.last_name].filter(Boolean).join(' ')
         console.log(`customer ${options.customer}${name ? ` (${name})` : ''} of shop ${options.shop}${customer?.deleted ? ', deleted' : ''}`)
@@ -69,9 +70,10 @@ export function pointsCommand(): Command {
           ]),
         )
         if (balances.available < 0) console.log('in debt: a refund or cancel took back points that had been spent')
-        const expiry = expiryOf(versionedRule(rule))
-        const expiring = expiringBetween(lots, nowUs, nowUs + 30 * DAY_US, expiry)
-        if (expiry.days === 0) console.log("points never expire under the shop's rule")
+        const schedule = expiryOf(versionedRule(rule))
+        const fixed = stored?.loyalty.importExpiry ?? null
+        const expiring = expiringBetween(lots, nowUs, nowUs + 30 * DAY_US, customerExpiry(schedule, fixed))
+        if (schedule.days === 0 && fixed === null) console.log("points never expire under the shop's rule")
         else if (expiring.length === 0) console.log('nothing expires in the next 30 days')
         else for (const e of expiring) console.log(`${e.points} points expire at ${formatUs(e.at_us)}`)
         if (page.rows.length === 0) {
@@ -164,7 +166,7 @@ export function pointsCommand(): Command {
   points
     .command('import')
     .description(
-      'bring balances over from another platform: a CSV of customer_id, email, points (and optionally tier); importing the same file again changes nothing, a corrected file writes only the differences',
+      'bring balances over from another platform: a CSV of customer_id, email, points (and optionally expires_at, an instant, and tier); importing the same file again changes nothing, a corrected file writes only the differences',
     )
     .requiredOption('--shop <name>', 'the shop', shopName)
     .requiredOption('--file <path>', 'the CSV of balances, its first line naming the columns')
@@ -202,7 +204,8 @@ export function pointsCommand(): Command {
         console.log(
           `${options.dryRun ? 'dry run, nothing written: would import' : 'imported'} ${summary.lines} lines of shop ${options.shop}: ` +
             `${summary.customers_created} new customers, ${summary.entries} entries (${summary.points_added} points added, ${summary.points_taken} taken back), ` +
-            `${summary.unchanged} unchanged, ${summary.skipped_deleted} skipped (deleted customers)`,
+            `${summary.unchanged} unchanged, ${summary.skipped_deleted} skipped (deleted customers); ` +
+            `${summary.expiry_changed} expiry dates set or changed, ${summary.points_expired} points expired at once (expires_at passed)`,
         )
       }),
     )

@@ -1,14 +1,15 @@
 import type { BatchItem, ExpireCommand, PointsCommand } from '../batch/commands.ts'
 import { dueRanges } from '../loyalty/expiry-schedule.ts'
 import { expiryOf, versionedRule } from '../loyalty/rule.ts'
-import { dueCandidates, expiryRules, maxLedgerId, tierChecksDue } from '../store/points-repo.ts'
+import { dueCandidates, expiryRules, fixedExpiriesBetween, fixedExpiriesDue, maxLedgerId, tierChecksDue } from '../store/points-repo.ts'
 import type { Backend } from '../store/dialect.ts'
 import type { BatchResult } from '../unit-of-work/apply-batch.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 
 // Writes what time alone changes in the points: every few seconds it finds customers with a lot
-// whose expiry date has passed, customers with a lot that expires within the rule's warning days,
+// whose expiry date has passed (by the rule, or an import's own expires_at), customers with a lot
+// that expires within the rule's warning days,
 // and customers whose VIP tier may have changed as orders left (or entered) its window, and
 // sends an expire, warn or tier command for each through the writer. The decider writes what is
 // due minus what is written already, under the customer's lock, so several processes (or a
@@ -19,6 +20,8 @@ import type { Report } from './report.ts'
 const CHUNK = 500
 /** Tier checks taken per pass: the rest come in the next, soonest due first. */
 const TIER_CHECKS = 5000
+/** Imports' own expiry dates settled per pass: the rest come in the next, soonest due first. */
+const FIXED_EXPIRIES = 5000
 const DAY_US = 86_400_000_000
 
 export interface ExpirySweeper {
@@ -38,6 +41,8 @@ export function startExpirySweeper(
   const swept = new Map<string, { toUs: number; afterId: number }>()
   /** The same for warnings: up to when lots due are warned of (now + the warning days). */
   const warned = new Map<string, { toUs: number; afterId: number }>()
+  /** The same for imports' own expiry dates, per shop and warning days: up to when they are warned of. An import warns of a date it sets inside the window itself. */
+  const warnedFixed = new Map<string, number>()
   let lastMaxId = 0
 
   async function send(items: PointsCommand[]): Promise<void> {
@@ -62,7 +67,13 @@ export function startExpirySweeper(
       const versioned = versionedRule(stored)
       const days = versioned.rule.expiry_warning_days
       const schedule = expiryOf(versioned)
-      if (days === 0 || schedule.days === 0) continue
+      if (days === 0) continue
+      const fixedKey = `${shopId}:${days}`
+      const fixedUntilUs = nowUs + days * DAY_US
+      const fixed = await fixedExpiriesBetween(backend.db, shopId, warnedFixed.get(fixedKey) ?? nowUs, fixedUntilUs)
+      await send(fixed.map((customerId) => ({ command: 'warn', shopId, customerId, atUs: nowUs })))
+      warnedFixed.set(fixedKey, fixedUntilUs)
+      if (schedule.days === 0) continue
       const key = `${shopId}:${days}:${JSON.stringify(schedule)}`
       const since = warned.get(key)
       const untilUs = nowUs + days * DAY_US
@@ -104,7 +115,10 @@ export function startExpirySweeper(
       swept.set(key, { toUs: nowUs, afterId: lastMaxId })
     }
     lastMaxId = maxId
-    return settled
+    // Imports' own expiry dates, whatever the rule: each stays in the index until settled at or after it.
+    const fixed = await fixedExpiriesDue(backend.db, nowUs, FIXED_EXPIRIES)
+    await send(fixed.map(({ shopId, customerId }): ExpireCommand => ({ command: 'expire', shopId, customerId, atUs: nowUs })))
+    return settled + fixed.length
   }
 
   const loop = startLoop({

@@ -5,7 +5,7 @@ import type { PointsCommand } from '../batch/commands.ts'
 import { decidePoints } from '../batch/decide-points.ts'
 import { emptyState, keyOf, NO_LOYALTY, type LedgerRow, type StoredRedemption } from '../batch/state.ts'
 import { normalizeRule } from './rule.ts'
-import { addToLots, availableAt, DAY_US, expiryCorrections, spend, type Lot } from './wallet.ts'
+import { addToLots, availableAt, customerExpiry, DAY_US, expiringBetween, expiryCorrections, spend, type Lot } from './wallet.ts'
 
 // The points decider given/when/then, and a property over random interleavings of earning,
 // refunds, redemptions, cancels and time passing: the store is simulated by a list of entries.
@@ -289,4 +289,37 @@ test(`whatever the interleaving, redemptions never take the balance below zero, 
     }),
     { numRuns: 300, seed: SEED },
   )
+})
+
+describe('a lot with an expiry of its own (an import line with expires_at)', () => {
+  const lots = lotsOf([
+    [1, 100],
+    [2, 40],
+  ])
+  const fixed = (expiresDay: number) => ({ schedule: 0, fixed: [{ lot_us: 2 * DAY_US, expires_us: expiresDay * DAY_US }] })
+
+  test('expires at its instant whatever the rule, and only it: the other lots follow the rule', () => {
+    assert.deepEqual(expiryCorrections(lots, 9 * DAY_US, fixed(10)), [])
+    assert.deepEqual(expiryCorrections(lots, 10 * DAY_US, fixed(10)), [{ available_us: 2 * DAY_US, points: -40 }])
+    assert.deepEqual(expiryCorrections(lots, 10 * DAY_US, customerExpiry(5, { lot_us: 2 * DAY_US, expires_us: 30 * DAY_US })), [
+      { available_us: DAY_US, points: -100 },
+    ])
+  })
+
+  test('is listed in expiring by its instant, with the rule off', () => {
+    assert.deepEqual(expiringBetween(lots, 0, 30 * DAY_US, fixed(10)), [{ points: 40, at_us: 10 * DAY_US }])
+    assert.deepEqual(expiringBetween(lots, 0, 30 * DAY_US, 0), [])
+  })
+
+  test('settling is idempotent and a later date gives the points back, whatever the dates (fast-check)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 40 }), fc.integer({ min: 2, max: 40 }), (first, second, nowDay) => {
+        const held = lots.map((l) => ({ ...l }))
+        for (const e of expiryCorrections(held, nowDay * DAY_US, fixed(first))) addToLots(held, e, true)
+        assert.deepEqual(expiryCorrections(held, nowDay * DAY_US, fixed(first)), [])
+        for (const e of expiryCorrections(held, nowDay * DAY_US, fixed(second))) addToLots(held, e, true)
+        assert.equal(availableAt(held, nowDay * DAY_US), 100 + (second <= nowDay ? 0 : 40))
+      }),
+    )
+  })
 })

@@ -5,7 +5,9 @@ import { expiresAtUs, scheduleSinceEver, type ExpirySchedule } from './expiry-sc
 // entries on the dates it took from, and expiry writes its entries on the
 // lot's date too, so that what each lot still holds is a sum of the ledger,
 // and what is due to expire is a pure function of the ledger, the rule and
-// the time: settling twice appends nothing the second time.
+// the time: settling twice appends nothing the second time. A lot may have a
+// date of its own to expire on (a points import's expires_at, FixedExpiry),
+// which the rule does not move: then it is a function of that date too.
 
 export const DAY_US = 86_400_000_000
 
@@ -51,13 +53,47 @@ export function pendingAt(lots: readonly Lot[], nowUs: number): number {
   return lots.reduce((sum, l) => (l.available_us > nowUs ? sum + l.points : sum), 0)
 }
 
-/** The expiry: the schedule (src/loyalty/expiry-schedule.ts), or a number of days in force since ever. */
-export type Expiry = ExpirySchedule | number
+/** A lot that expires at an instant of its own, whatever the rule says (a points import's expires_at). */
+export interface FixedExpiry {
+  lot_us: number
+  expires_us: number
+}
 
-const scheduleOf = (expiry: Expiry): ExpirySchedule => (typeof expiry === 'number' ? scheduleSinceEver(expiry) : expiry)
+/**
+ * The expiry: the schedule (src/loyalty/expiry-schedule.ts), or a number of days in force since
+ * ever; with `fixed`, the customer's lots that expire at a set instant instead.
+ */
+export type Expiry = ExpirySchedule | number | { schedule: ExpirySchedule | number; fixed: readonly FixedExpiry[] }
 
-const due = (lot: Lot, nowUs: number, expiry: ExpirySchedule) => {
-  const at = expiresAtUs(expiry, lot.available_us)
+/** A customer's expiry: the rule's, and the lot whose date is its own (their imported points'), if any. */
+export const customerExpiry = (schedule: ExpirySchedule | number, fixed: FixedExpiry | null): Expiry => (fixed ? { schedule, fixed: [fixed] } : schedule)
+
+interface Resolved {
+  schedule: ExpirySchedule
+  fixed: ReadonlyMap<number, number>
+}
+
+const NO_FIXED: ReadonlyMap<number, number> = new Map()
+
+function resolve(expiry: Expiry): Resolved {
+  if (typeof expiry === 'number') return { schedule: scheduleSinceEver(expiry), fixed: NO_FIXED }
+  if ('fixed' in expiry) {
+    const { schedule } = resolve(expiry.schedule)
+    return { schedule, fixed: new Map(expiry.fixed.map((f) => [f.lot_us, f.expires_us])) }
+  }
+  return { schedule: expiry, fixed: NO_FIXED }
+}
+
+/** When the lot of `lotUs` expires: its fixed instant if it has one, else the rule's; null for never. */
+export function lotExpiresAtUs(expiry: Expiry, lotUs: number): number | null {
+  const r = resolve(expiry)
+  return r.fixed.get(lotUs) ?? expiresAtUs(r.schedule, lotUs)
+}
+
+const expiresOf = (r: Resolved, lotUs: number) => r.fixed.get(lotUs) ?? expiresAtUs(r.schedule, lotUs)
+
+const due = (lot: Lot, nowUs: number, expiry: Resolved) => {
+  const at = expiresOf(expiry, lot.available_us)
   return at !== null && at <= nowUs
 }
 
@@ -69,7 +105,7 @@ const due = (lot: Lot, nowUs: number, expiry: ExpirySchedule) => {
  * depends on no `expired` entry, so applying the result and asking again returns nothing.
  */
 export function expiryCorrections(lots: readonly Lot[], nowUs: number, expiry: Expiry): LotEntry[] {
-  const schedule = scheduleOf(expiry)
+  const schedule = resolve(expiry)
   const out: LotEntry[] = []
   let carry = 0
   for (const lot of lots) {
@@ -105,17 +141,17 @@ export function spend(lots: readonly Lot[], nowUs: number, points: number): LotE
 
 /** What will expire between `nowUs` and `untilUs`, by due date, if nothing is spent first. */
 export function expiringBetween(lots: readonly Lot[], nowUs: number, untilUs: number, expiry: Expiry): { points: number; at_us: number }[] {
-  const schedule = scheduleOf(expiry)
-  if (schedule.days <= 0) return []
+  const resolved = resolve(expiry)
+  if (resolved.schedule.days <= 0 && resolved.fixed.size === 0) return []
   const byDate = new Map<number, number>()
   let carry = 0
   for (const lot of lots) {
     // A lot expires after its date; the grace may put an older lot's expiry past a younger one's.
     if (lot.available_us > untilUs) break
-    const atUs = expiresAtUs(schedule, lot.available_us)!
+    const atUs = expiresOf(resolved, lot.available_us)
     const has = lot.points + carry
     carry = Math.min(0, has)
-    if (has > 0 && atUs > nowUs && atUs <= untilUs) byDate.set(atUs, (byDate.get(atUs) ?? 0) + has)
+    if (atUs !== null && has > 0 && atUs > nowUs && atUs <= untilUs) byDate.set(atUs, (byDate.get(atUs) ?? 0) + has)
   }
   return [...byDate].sort((a, b) => a[0] - b[0]).map(([at_us, points]) => ({ points, at_us }))
 }

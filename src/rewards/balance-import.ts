@@ -16,6 +16,8 @@ export interface BalanceLine {
   email: string
   points: number
   tier: string | null
+  /** The line's expires_at in epoch microseconds; null: the rule's expiry. */
+  expiresUs: number | null
 }
 
 export type Summary = Static<typeof ImportSummary>
@@ -25,7 +27,7 @@ export const IMPORT_UNIT = 1000
 
 /** The commands of a unit of lines. */
 export const importCommands = (shopId: number, lines: readonly BalanceLine[], atUs: number): ImportCommand[] =>
-  lines.map((l) => ({ command: 'import', shopId, customerId: l.customerId, email: l.email, points: l.points, tier: l.tier, atUs }))
+  lines.map((l) => ({ command: 'import', shopId, customerId: l.customerId, email: l.email, points: l.points, tier: l.tier, expiresUs: l.expiresUs, atUs }))
 
 export const emptySummary = (dryRun: boolean): Summary => ({
   dry_run: dryRun,
@@ -36,6 +38,8 @@ export const emptySummary = (dryRun: boolean): Summary => ({
   points_taken: 0,
   unchanged: 0,
   skipped_deleted: 0,
+  expiry_changed: 0,
+  points_expired: 0,
 })
 
 /** Adds a unit's outcomes to the summary; a line that failed stops the import with its error. */
@@ -45,8 +49,10 @@ export function addToSummary(summary: Summary, results: readonly (BatchResult | 
     if (r.status !== 'imported') throw new Error(`unexpected outcome ${r.status} of an import line`)
     summary.lines++
     if (r.skipped) summary.skipped_deleted++
-    else if (r.points === 0) summary.unchanged++
-    else summary.entries++
+    else if (r.points === 0 && !r.expiryChanged) summary.unchanged++
+    else if (r.points !== 0) summary.entries++
+    if (r.expiryChanged) summary.expiry_changed++
+    summary.points_expired += r.expired
     if (r.created) summary.customers_created++
     if (r.points > 0) summary.points_added += r.points
     else summary.points_taken -= r.points

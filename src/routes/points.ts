@@ -7,7 +7,7 @@ import { noStore } from '../http/no-store.ts'
 import { parseId, problem, sendProblem } from '../http/intake/index.ts'
 import { IdParams, PointsQuery, PointsView } from '../schemas/resources.ts'
 import { expiryOf, versionedRule } from '../loyalty/rule.ts'
-import { DAY_US, expiringBetween } from '../loyalty/wallet.ts'
+import { customerExpiry, DAY_US, expiringBetween } from '../loyalty/wallet.ts'
 import { formatUs } from '../domain/time.ts'
 import { customerBalances, customerEntries, customerLots } from '../store/points-repo.ts'
 import { readRule } from '../store/rule-repo.ts'
@@ -52,7 +52,7 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
         customerLots(backend.db, shopId, id),
         readRule(backend.db, shopId),
       ])
-      const expiry = expiryOf(versionedRule(rule))
+      const expiry = customerExpiry(expiryOf(versionedRule(rule)), customer.loyalty.importExpiry)
       return {
         customer_id: id,
         ...(await readTier(backend, shopId, customer, nowUs)),

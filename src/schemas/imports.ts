@@ -38,8 +38,16 @@ export const ImportSummary = Type.Object(
     entries: Type.Integer({ minimum: 0, description: 'import ledger entries written: one per line whose points differ from what earlier imports gave' }),
     points_added: Type.Integer({ minimum: 0 }),
     points_taken: Type.Integer({ minimum: 0, description: 'points a corrected file took back from what an earlier import gave' }),
-    unchanged: Type.Integer({ minimum: 0, description: 'lines that changed nothing: an earlier import gave the same' }),
+    unchanged: Type.Integer({ minimum: 0, description: 'lines that changed nothing: an earlier import gave the same points and expiry' }),
     skipped_deleted: Type.Integer({ minimum: 0, description: 'lines of customers deleted in this shop: their data and points stay erased' }),
+    expiry_changed: Type.Integer({
+      minimum: 0,
+      description: "lines whose expires_at set, changed or cleared when their imported points expire (cleared: by the shop's rule again)",
+    }),
+    points_expired: Type.Integer({
+      minimum: 0,
+      description: 'points imported with an expires_at already passed: imported, and expired at once (expired entries)',
+    }),
   },
   { additionalProperties: false },
 )

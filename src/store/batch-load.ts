@@ -93,7 +93,8 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
       if (w.command === 'cancel') n.redemptionIds.add(w.redemptionId)
       if (w.command === 'redeem' && w.idemKey !== null) n.redemptionIdem.add(w.idemKey)
       if (w.command === 'adjust' && w.idemKey !== null) n.adjustmentIdem.add(w.idemKey)
-      if (w.command === 'warn') n.warned.add(w.customerId)
+      // An import that sets an expiry date warns of it when it is already within the warning days.
+      if (w.command === 'warn' || (w.command === 'import' && w.expiresUs !== null)) n.warned.add(w.customerId)
       if (w.command === 'cancel') n.claimIds.add(w.redemptionId)
       if (w.command === 'cancel-claim') {
         n.claimIds.add(w.claimId)

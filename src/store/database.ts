@@ -28,6 +28,7 @@ import { loyaltyProgram } from './migrations/0022-loyalty-program.ts'
 import { rewards } from './migrations/0026-rewards.ts'
 import { rewardCodes } from './migrations/0027-reward-codes.ts'
 import { claims } from './migrations/0028-claims.ts'
+import { importExpiry } from './migrations/0029-import-expiry.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -74,6 +75,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0026-rewards': rewards(backend.types),
     '0027-reward-codes': rewardCodes(backend.types),
     '0028-claims': claims,
+    '0029-import-expiry': importExpiry,
   }
 }
 

@@ -182,3 +182,31 @@ export async function tierChecksDue(db: Kysely<Tables>, nowUs: number, limit: nu
   const rows = await db.selectFrom('customers').select(['shop_id', 'id']).where('tier_check_us', '<=', nowUs).orderBy('tier_check_us').limit(limit).execute()
   return rows.map((r) => ({ shopId: Number(r.shop_id), customerId: Number(r.id) }))
 }
+
+/**
+ * Customers whose imported points' own expires_at has come by `nowUs` and not been settled since,
+ * soonest first (customers_expiry_check, migration 0029): the rule's sweep cannot find them.
+ */
+export async function fixedExpiriesDue(db: Kysely<Tables>, nowUs: number, limit: number): Promise<{ shopId: number; customerId: number }[]> {
+  const rows = await db
+    .selectFrom('customers')
+    .select(['shop_id', 'id'])
+    .where('expiry_check_us', '<=', nowUs)
+    .orderBy('expiry_check_us')
+    .limit(limit)
+    .execute()
+  return rows.map((r) => ({ shopId: Number(r.shop_id), customerId: Number(r.id) }))
+}
+
+/** Customers of the shop whose imported points' own expires_at falls after `fromUs` and by `toUs`: whom to warn. */
+export async function fixedExpiriesBetween(db: Kysely<Tables>, shopId: number, fromUs: number, toUs: number): Promise<number[]> {
+  // The shop unindexed (src/store/unindexed.ts): a range of dates across shops, as the tier sweep reads.
+  const rows = await db
+    .selectFrom('customers')
+    .select('id')
+    .where(unindexed('shop_id'), '=', shopId)
+    .where('expiry_check_us', '>', fromUs)
+    .where('expiry_check_us', '<=', toUs)
+    .execute()
+  return rows.map((r) => Number(r.id)).sort((a, b) => a - b)
+}

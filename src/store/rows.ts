@@ -172,18 +172,21 @@ function loyaltyOf(row: Selectable<CustomersTable>): CustomerLoyalty {
     tier: row.tier ?? null,
     tierCheckUs: num(row.tier_check_us ?? null),
     importedTier: imported ? { name: imported[0], fromUs: imported[1], untilUs: imported[2] } : null,
+    importExpiry: bonuses.import_expiry ? { lot_us: bonuses.import_expiry[0], expires_us: bonuses.import_expiry[1] } : null,
+    expiryCheckUs: num(row.expiry_check_us ?? null),
   }
 }
 
-/** The bonuses column: the bonuses held, and the tier an import brought over. */
-type StoredLoyalty = Partial<Record<'signup' | 'newsletter', Held>> & { imported_tier?: [string, number, number] }
+/** The bonuses column: the bonuses held, the tier an import brought over, and the expiry its line set. */
+type StoredLoyalty = Partial<Record<'signup' | 'newsletter', Held>> & { imported_tier?: [string, number, number]; import_expiry?: [number, number] }
 
 function bonusesJson(l: CustomerLoyalty): string | null {
-  if (l.signup === null && l.newsletter === null && l.importedTier === null) return null
+  if (l.signup === null && l.newsletter === null && l.importedTier === null && l.importExpiry === null) return null
   const out: StoredLoyalty = {}
   if (l.signup) out.signup = [l.signup.points, l.signup.available_us]
   if (l.newsletter) out.newsletter = [l.newsletter.points, l.newsletter.available_us]
   if (l.importedTier) out.imported_tier = [l.importedTier.name, l.importedTier.fromUs, l.importedTier.untilUs]
+  if (l.importExpiry) out.import_expiry = [l.importExpiry.lot_us, l.importExpiry.expires_us]
   return JSON.stringify(out)
 }
 
@@ -212,6 +215,7 @@ export function customerRow(s: StoredCustomer): Insertable<CustomersTable> {
     bonuses: bonusesJson(s.loyalty),
     tier: s.loyalty.tier,
     tier_check_us: s.loyalty.tierCheckUs,
+    expiry_check_us: s.loyalty.expiryCheckUs,
     clocks: clocksToJson(c.clocks, CUSTOMER_CLOCKS),
     rev: s.rev + 1,
     last_hash: s.lastHash,
@@ -314,6 +318,7 @@ export const CUSTOMER_COLUMNS = columns<Insertable<CustomersTable>>({
   bonuses: 'text',
   tier: 'text',
   tier_check_us: 'bigint',
+  expiry_check_us: 'bigint',
   clocks: 'text',
   rev: 'bigint',
   last_hash: 'text',
@@ -445,7 +450,7 @@ export const CLAIM_COLUMNS = columns<Insertable<ClaimsTable>>({
 })
 
 /** The columns of customers and orders that secondary indexes hold. */
-export const CUSTOMER_INDEXED = ['email_lower', 'erased_email_sha', 'tier_check_us'] as const
+export const CUSTOMER_INDEXED = ['email_lower', 'erased_email_sha', 'tier_check_us', 'expiry_check_us'] as const
 export const ORDER_INDEXED = ['email_lower', 'customer_id'] as const
 
 /** What a row's indexed columns hold, as one string, to tell whether a write changes them. */

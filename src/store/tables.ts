@@ -73,12 +73,14 @@ export interface CustomersTable extends Revisioned, FieldColumns<CustomerFields>
   erased_email_sha: string | null
   /** The earliest version of a webhook that said is_newsletter: true (migration 0022). */
   newsletter_us: number | null
-  /** JSON {signup: [points, available_us], newsletter: […]} of the bonuses held; null when none. */
+  /** JSON {signup: [points, available_us], newsletter: […], imported_tier, import_expiry: [lot_us, expires_us]}; null when none. */
   bonuses: string | null
   /** The tier the change feed last announced; null for none. */
   tier: string | null
   /** When the tier may next change by time alone: the tier sweep's index. */
   tier_check_us: number | null
+  /** When the lot of an import's expires_at falls due, until it is settled: the expiry sweep's index (migration 0029). */
+  expiry_check_us: number | null
 }
 
 /** Each order's base points credited to a live customer, where there are any (migration 0022): what VIP tiers count. */

@@ -9,6 +9,8 @@ import { hashKey, keyHint } from '../../src/keys/api-key.ts'
 import { recordAudit } from '../../src/store/admin-repo.ts'
 import { migrate, openBackend } from '../../src/store/database.ts'
 import { insertKey } from '../../src/store/keys-repo.ts'
+import { fixedExpiriesDue } from '../../src/store/points-repo.ts'
+import { importBalances } from '../../src/rewards/balance-import.ts'
 import type { Tables } from '../../src/store/tables.ts'
 import { adminClient } from '../support/admin.ts'
 import { createTestDatabase, CUSTOMER_CREATED, onDatabase, ORDER_CREATED, POSTGRES_URL, startTestApp } from '../support/harness.ts'
@@ -373,6 +375,43 @@ describe('migrations', () => {
         await database.drop()
       }
     })
+  }
+
+  for (const kind of ['sqlite', 'postgres'] as const) {
+    test(
+      `${kind}: 0029 leaves the customers before it to the rule's expiry, and an import's expires_at is kept and found by the sweep`,
+      onDatabase(kind),
+      async () => {
+        const database = await createTestDatabase(kind)
+        try {
+          const old = openBackend(database.url)
+          try {
+            await migrate(old, '0028-claims')
+            await seedOldDatabase(old.db) // customer 7 of old-shop
+          } finally {
+            await old.close()
+          }
+          const t = await startTestApp(kind, {}, { database })
+          try {
+            const { backend } = t.app.services
+            const { id: shopId } = await backend.db.selectFrom('shops').select('id').where('name', '=', 'old-shop').executeTakeFirstOrThrow()
+            const row = await backend.db.selectFrom('customers').select(['expiry_check_us', 'bonuses']).where('id', '=', 7).executeTakeFirstOrThrow()
+            assert.deepEqual([row.expiry_check_us, row.bonuses], [null, null])
+            const expiresUs = Date.parse('2030-01-01T00:00:00Z') * 1000
+            await importBalances(backend, Number(shopId), [{ line: 2, customerId: 7, email: 'seven@example.com', points: 10, tier: null, expiresUs }])
+            const after = await backend.db.selectFrom('customers').select(['expiry_check_us', 'bonuses']).where('id', '=', 7).executeTakeFirstOrThrow()
+            assert.equal(Number(after.expiry_check_us), expiresUs)
+            assert.equal((JSON.parse(after.bonuses!) as { import_expiry: number[] }).import_expiry[1], expiresUs)
+            assert.deepEqual(await fixedExpiriesDue(backend.db, expiresUs, 10), [{ shopId: Number(shopId), customerId: 7 }])
+            assert.deepEqual(await fixedExpiriesDue(backend.db, expiresUs - 1, 10), [])
+          } finally {
+            await t.close()
+          }
+        } finally {
+          await database.drop()
+        }
+      },
+    )
   }
 
   test(

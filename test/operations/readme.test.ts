@@ -112,15 +112,18 @@ test('the Rewards block, run as written in a shell against a fresh server, claim
     const said = imports.stdout.trim().split('\n')
     assert.equal(
       said[0],
-      'dry run, nothing written: would import 2 lines of shop acme: 1 new customers, 2 entries (200 points added, 0 taken back), 0 unchanged, 0 skipped (deleted customers)',
+      'dry run, nothing written: would import 2 lines of shop acme: 1 new customers, 2 entries (200 points added, 0 taken back), 0 unchanged, 0 skipped (deleted customers); ' +
+        '1 expiry dates set or changed, 0 points expired at once (expires_at passed)',
     )
     assert.equal(
       said[1],
-      'imported 2 lines of shop acme: 1 new customers, 2 entries (200 points added, 0 taken back), 0 unchanged, 0 skipped (deleted customers)',
+      'imported 2 lines of shop acme: 1 new customers, 2 entries (200 points added, 0 taken back), 0 unchanged, 0 skipped (deleted customers); ' +
+        '1 expiry dates set or changed, 0 points expired at once (expires_at passed)',
     )
     assert.equal(
       said[2],
-      'imported 2 lines of shop acme: 0 new customers, 0 entries (0 points added, 0 taken back), 2 unchanged, 0 skipped (deleted customers)',
+      'imported 2 lines of shop acme: 0 new customers, 0 entries (0 points added, 0 taken back), 2 unchanged, 0 skipped (deleted customers); ' +
+        '0 expiry dates set or changed, 0 points expired at once (expires_at passed)',
     )
     assert.equal((await stopServerProcess(server)).code, 0)
   } finally {

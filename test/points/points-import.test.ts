@@ -65,6 +65,8 @@ forEachDatabase((kind) => {
       points_taken: 0,
       unchanged: 1,
       skipped_deleted: 0,
+      expiry_changed: 0,
+      points_expired: 0,
     })
     const one = await points(key, 1)
     assert.deepEqual([one.available, one.pending, one.lifetime_earned], [120, 0, 0])
@@ -86,6 +88,8 @@ forEachDatabase((kind) => {
       points_taken: 0,
       unchanged: 3,
       skipped_deleted: 0,
+      expiry_changed: 0,
+      points_expired: 0,
     })
     assert.equal((await points(key, 1)).entries.length, 1, 'nothing written twice')
 
@@ -101,6 +105,8 @@ forEachDatabase((kind) => {
       points_taken: 20,
       unchanged: 1,
       skipped_deleted: 0,
+      expiry_changed: 0,
+      points_expired: 0,
     })
     const after1 = await points(key, 1)
     assert.equal(after1.available, 0)
@@ -132,7 +138,11 @@ forEachDatabase((kind) => {
       ['customer_id,email,points\n0,a@example.com,-1\n', ['/2/customer_id', '/2/points']],
       ['customer_id,email,points\n99999999999999999,a@example.com,1000000001\n', ['/2/customer_id', '/2/points']],
       ['customer_id,email,points,tier\n1,a@example.com,10,gold\n', ['/2/tier']],
-      ['customer_id,email,points,expires_at\n1,a@example.com,10,2027-01-01T00:00:00Z\n', ['/2/expires_at']],
+      ['customer_id,email,points,expires_at\n1,a@example.com,10,2027-01-01\n', ['/2/expires_at']],
+      [
+        'customer_id,email,points,expires_at\n1,a@example.com,10,1999-12-31T23:59:59Z\n2,b@example.com,1,9999-12-31T00:00:00Z\n',
+        ['/2/expires_at', '/3/expires_at'],
+      ],
       ['customer_id,email,points,expires_at\n1,a@example.com,10,\n2,b@example.com,1,soon\n', ['/3/expires_at']],
       ['customer_id,email\n1,a@example.com\n', ['/1/points']],
       ['customer_id,email,points,colour\n1,a@example.com,1,red\n', ['/1/colour']],
@@ -172,6 +182,8 @@ forEachDatabase((kind) => {
       points_taken: 0,
       unchanged: 0,
       skipped_deleted: 0,
+      expiry_changed: 0,
+      points_expired: 0,
     })
     assert.equal((await t.get('/v3/customers/1', key)).statusCode, 404)
     assert.equal((await importCsv(shop, 'customer_id,email,points\n', '?dry_run=maybe')).statusCode, 400)

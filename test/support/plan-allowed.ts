@@ -244,6 +244,15 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
+    why: "The expiry sweeper finds the customers whose imported points' own expires_at has come: the soonest due of customers_expiry_check, a partial index of the date alone across shops, holding only the customers with such a date not yet settled (src/store/points-repo.ts fixedExpiriesDue, migration 0029).",
+    statement: /^select "shop_id", "id" from "customers" where "expiry_check_us" <= \S+ order by "expiry_check_us" limit \S+$/,
+    table: 'customers',
+    shape: {
+      postgres: /^Index Scan using customers_expiry_check on customers\s+Index Cond: \(expiry_check_us <= \$1\)$/,
+      sqlite: /^SEARCH customers USING INDEX customers_expiry_check \(expiry_check_us<\?\)$/,
+    },
+  },
+  {
     why: "A points rebuild walks a shop's orders by id, 500 at a time: pages of the primary key (src/store/rebuild-repo.ts); on PostgreSQL it leads with the id (migration 0010), other shops' orders among them checked and left.",
     statement: /^select "id" from "orders" where "shop_id" = \S+ and "id" > \S+ order by "id" limit \S+$/,
     table: 'orders',

@@ -205,8 +205,8 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
     { command: 'cancel-claim', shopId: a.id, customerId: 8, claimId: claimed.claimId, atUs: now() },
   ])
   await run('import lines', [
-    { command: 'import', shopId: a.id, customerId: 8, email: 'c8@example.com', points: 5, tier: null, atUs: now() },
-    { command: 'import', shopId: a.id, customerId: 900, email: 'imported@example.com', points: 5, tier: null, atUs: now() },
+    { command: 'import', shopId: a.id, customerId: 8, email: 'c8@example.com', points: 5, tier: null, expiresUs: null, atUs: now() },
+    { command: 'import', shopId: a.id, customerId: 900, email: 'imported@example.com', points: 5, tier: null, expiresUs: now() + 86_400_000_000, atUs: now() },
   ])
 
   // The loyalty program: tiers priced from each customer's earnings (a range read), a late order that

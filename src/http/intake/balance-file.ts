@@ -5,6 +5,7 @@ import type { BalanceLine } from '../../rewards/balance-import.ts'
 import { IMPORT_COLUMNS, ImportLineCells, REQUIRED_COLUMNS } from '../../schemas/imports.ts'
 import type { FieldError } from '../../domain/webhook.ts'
 import { checkValue } from '../validation.ts'
+import { END_OF_INSTANTS, parseInstantUs, readInstant } from '../../domain/time.ts'
 
 // A CSV of balances to import (README, Switching in), read and checked whole before anything is
 // written: the admin API and the command line read it here. A bad line refuses the file, naming
@@ -58,7 +59,8 @@ export function readBalanceFile(bytes: Buffer | string, tiers: readonly string[]
     columns.forEach((name, i) => {
       if (record[i] !== '' || (REQUIRED_COLUMNS as readonly string[]).includes(name)) cells[name] = record[i]!
     })
-    const errors = [...checkValue(ImportLineCells, cells), ...lineProblems(cells, tiers)]
+    // expires_at's own words first: they say more than the schema's about a date or the span.
+    const errors = [...expiresAtProblems(cells.expires_at), ...checkValue(ImportLineCells, cells), ...lineProblems(cells, tiers)]
     if (errors.length > 0) {
       const seen = new Set<string>()
       for (const e of errors) if (!seen.has(e.pointer) && seen.add(e.pointer)) refuse(at, e.pointer.slice(1), e.detail)
@@ -72,12 +74,12 @@ export function readBalanceFile(bytes: Buffer | string, tiers: readonly string[]
       continue
     }
     firstLineOf.set(customerId, at)
-    lines.push({ line: at, customerId, email: cells.email!, points, tier: cells.tier ?? null })
+    lines.push({ line: at, customerId, email: cells.email!, points, tier: cells.tier ?? null, expiresUs: expiresUsOf(cells.expires_at) })
   }
   return count > 0 ? { problems, count } : { lines }
 }
 
-/** What a line's cells break besides their schema (each of a cell the schema took): the id's and points' ranges, the shop's tiers, expiry. */
+/** What a line's cells break besides their schema (each of a cell the schema took): the id's and points' ranges, the shop's tiers, expires_at's span. */
 function lineProblems(cells: Record<string, string>, tiers: readonly string[]): FieldError[] {
   const problems: FieldError[] = []
   const id = cells.customer_id
@@ -93,13 +95,39 @@ function lineProblems(cells: Record<string, string>, tiers: readonly string[]): 
           ? `must name a tier of the shop, which has no tiers (no tier ${cells.tier})`
           : `must be one of the shop's tiers (${tiers.join(', ')})`,
     })
-  if (cells.expires_at !== undefined)
-    problems.push({
-      pointer: '/expires_at',
-      detail: "must be empty: imported points expire as the shop's rule says (expire-after-days, from the day they are imported)",
-    })
   return problems
 }
+
+/**
+ * What is wrong with an expires_at cell, if anything: an instant with its offset (a date alone
+ * is refused: which day's end, and where?), from EXPIRES_AT_EARLIEST, before END_OF_INSTANTS.
+ */
+function expiresAtProblems(cell: string | undefined): FieldError[] {
+  if (cell === undefined) return []
+  const span = `from ${EXPIRES_AT_EARLIEST}, before ${END_OF_INSTANTS}`
+  const refuse = (detail: string) => [{ pointer: '/expires_at', detail }]
+  if (/^\d{4}-\d{2}-\d{2}$/.test(cell))
+    return refuse(`must be an instant with its UTC offset, not a date alone: such as ${cell}T23:59:59+01:00 for the end of that day in UTC+1`)
+  const reading = readInstant(cell)
+  if (!reading.ok && reading.reason === 'format') return refuse(`must be an ISO 8601 instant with its UTC offset, such as 2027-03-31T23:59:59Z, ${span}`)
+  if (!reading.ok && reading.reason === 'date') return refuse(`names no real date and time: it must be an instant ${span}`)
+  // Out of the instants' span altogether (a 'range' reading), the year says which side.
+  if (reading.ok ? reading.us < EXPIRES_AT_EARLIEST_US : cell < EXPIRES_AT_EARLIEST)
+    return refuse(`must be ${span}: an earlier one is a placeholder of an export, not the date a balance expires on (empty: the shop's rule)`)
+  if (!reading.ok) return refuse(`must be ${span}: a later one is past what the service keeps (a date before it stands for never)`)
+  return []
+}
+
+/**
+ * The earliest expires_at a file may give. An instant before now imports the line's points and
+ * expires them at once; one this old is no expiry date of a balance still held, but a
+ * placeholder of an export (0001-01-01, the epoch): refused, as other bad cells are.
+ */
+export const EXPIRES_AT_EARLIEST = '2000-01-01T00:00:00Z'
+const EXPIRES_AT_EARLIEST_US = parseInstantUs(EXPIRES_AT_EARLIEST)!
+
+/** A checked expires_at cell's epoch microseconds; null when empty (NaN when not an instant: the schema refused it). */
+const expiresUsOf = (cell: string | undefined): number | null => (cell === undefined ? null : (parseInstantUs(cell) ?? Number.NaN))
 
 /**
  * The file's records with the line each starts on, cells trimmed, empty lines left out. A file with

@@ -5,7 +5,7 @@ import { fromMinor } from '../../domain/money.ts'
 import { formatInstant, formatUs } from '../../domain/time.ts'
 import { explainOrderPoints } from '../../unit-of-work/explain.ts'
 import { expiryOf, versionedRule } from '../../loyalty/rule.ts'
-import { DAY_US, expiringBetween } from '../../loyalty/wallet.ts'
+import { customerExpiry, DAY_US, expiringBetween } from '../../loyalty/wallet.ts'
 import {
   AdminCustomer,
   AdminCustomerList,
@@ -127,7 +127,7 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
         readRule(db, shop.id),
         ordersOf(db, shop.id, { customerId: id }, ORDERS),
       ])
-      const expiry = expiryOf(versionedRule(rule))
+      const expiry = customerExpiry(expiryOf(versionedRule(rule)), stored.loyalty.importExpiry)
       // Orders the customer holds points of without being linked to them (an order matched by its
       // e-mail alone): found through the ledger, so that every credited order is listed.
       const linked = new Set(orders.map((o) => o.id))

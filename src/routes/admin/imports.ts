@@ -29,9 +29,10 @@ export async function importRoutes(scope: FastifyInstance, ctx: AdminContext): P
           summary: 'Import balances from another platform (CSV)',
           operationId: 'adminImportPoints',
           description:
-            'A CSV (text/csv) whose header names customer_id, email and points (and optionally expires_at, which must be empty, and tier), one line per ' +
+            'A CSV (text/csv) whose header names customer_id, email and points (and optionally expires_at and tier), one line per ' +
             "customer. A customer the shop does not know is made from the line. Each line's `import` entries are brought to its points: importing the " +
-            'same file again changes nothing, and a corrected file writes only the differences. A bad line refuses the whole file (422, each problem at ' +
+            'same file again changes nothing, and a corrected file writes only the differences. expires_at (an ISO 8601 instant with its offset; empty: ' +
+            "the shop's rule) is when the line's points expire; one already passed imports them and expires them at once. A bad line refuses the whole file (422, each problem at " +
             '`/<line>/<column>`) and nothing is written. With dry_run=true, says what it would change and writes nothing.',
           params: ShopParams,
           querystring: ImportQuery,
