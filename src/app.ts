@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyInstance, type RouteOptions } from 
 import type { DestinationStream } from 'pino'
 import { trustProxyOption, type Config } from './config.ts'
 import { isCommand, type BatchItem } from './batch/commands.ts'
+import { arrivalClockUs } from './http/arrival-clock.ts'
 import { createAuthenticator } from './http/auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
 import { installExpectContinue } from './http/expect-continue.ts'
@@ -112,12 +113,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
   const batchWriter = openBatchWriter(backend, batchCalls)
   const clock = options.clock ?? Date.now
+  // A batch's time: the arrival clock's, which is strictly after every webhook stamped before it,
+  // so a batch is never timed before one of its own webhooks (Date.now()'s milliseconds were, and
+  // an order without processed_at, priced at its arrival, missed the tier it reached then).
+  // A test's clock, when given, sets it.
+  const batchTimeUs = options.clock ? () => options.clock!() * 1000 : arrivalClockUs
   const writer: GroupCommitWriter<BatchItem, BatchResult> = new GroupCommitWriter<BatchItem, BatchResult>({
     apply: async (batch) => {
       metrics.batchSize.observe(batch.length)
       const end = metrics.commitDuration.startTimer()
       try {
-        const results = await batchWriter.apply(batch, clock() * 1000)
+        const results = await batchWriter.apply(batch, batchTimeUs())
         end({ result: 'committed' })
         feed.committed()
         return results
