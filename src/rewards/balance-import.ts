@@ -6,7 +6,7 @@ import type { Backend } from '../store/dialect.ts'
 import { commitUnit, loadUnit, type BatchResult } from '../unit-of-work/apply-batch.ts'
 
 // Switching in (README, Switching in): a CSV of balances from another platform, read and checked
-// whole before anything is written (src/http/intake/balance-file.ts), then imported as `import` commands of the write path, a few hundred lines per unit of work, each
+// whole before anything is written (src/http/intake/balance-file.ts), then imported as `import` commands of the write path, a thousand lines per unit of work, each
 // decided under its customer's lock (src/batch/decide-import.ts). The command line commits the
 // units itself, as points rebuild does; the admin API hands them to the server's writer.
 
@@ -60,27 +60,53 @@ export function addToSummary(summary: Summary, results: readonly (BatchResult | 
 }
 
 /**
- * Imports checked lines through the unit of work, IMPORT_UNIT lines per transaction, and tells
- * `onProgress` of each. With `dryRun`, each unit is decided from the committed state as it would
- * be, and nothing is written. A failure stops it: what was committed stays, and running the same
- * file again writes only what is missing.
+ * Units an import keeps in flight where the database commits several at once (PostgreSQL): while
+ * one unit's statements run on the server, the next is loaded and decided here. Each is a unit of
+ * work of its own, under its customers' locks, as two of the server's writer lanes are.
+ */
+export const IMPORT_LANES = 2
+
+/**
+ * Imports checked lines through the unit of work, `unitLines` (IMPORT_UNIT) per transaction, and tells
+ * `onProgress` of each, in the file's order. With `dryRun`, each unit is decided from the
+ * committed state as it would be, and nothing is written. A failure stops it once the units in
+ * flight have settled: what was committed stays, and running the same file again writes only
+ * what is missing.
  */
 export async function importBalances(
   backend: Backend,
   shopId: number,
   lines: readonly BalanceLine[],
-  options: { dryRun?: boolean; nowUs?: () => number; onProgress?: (summary: Summary) => void } = {},
+  options: { dryRun?: boolean; nowUs?: () => number; onProgress?: (summary: Summary) => void; unitLines?: number } = {},
 ): Promise<Summary> {
   const summary = emptySummary(options.dryRun === true)
+  const unitLines = options.unitLines ?? IMPORT_UNIT
   const now = options.nowUs ?? (() => Date.now() * 1000)
-  for (let i = 0; i < lines.length; i += IMPORT_UNIT) {
-    const atUs = now()
-    const items: BatchItem[] = importCommands(shopId, lines.slice(i, i + IMPORT_UNIT), atUs)
-    if (options.dryRun) {
-      const state = await loadUnit(backend, backend.reads, { items }, null)
-      addToSummary(summary, decideBatch(items, state, [], atUs).commands)
-    } else addToSummary(summary, (await commitUnit(backend, { items }, atUs)).results)
+  const lanes = options.dryRun ? 1 : backend.writerLanes(IMPORT_LANES)
+  const inFlight: Promise<readonly (BatchResult | CommandOutcome)[]>[] = []
+  const settleOldest = async () => {
+    addToSummary(summary, await inFlight.shift()!)
     options.onProgress?.(summary)
+  }
+  try {
+    for (let i = 0; i < lines.length; i += unitLines) {
+      const atUs = now()
+      const items: BatchItem[] = importCommands(shopId, lines.slice(i, i + unitLines), atUs)
+      if (options.dryRun) {
+        const state = await loadUnit(backend, backend.reads, { items }, null)
+        inFlight.push(Promise.resolve(decideBatch(items, state, [], atUs).commands))
+      } else {
+        const unit = commitUnit(backend, { items }, atUs).then((c) => c.results)
+        // Awaited in turn below; until then a failure must not go unhandled.
+        unit.catch(() => {})
+        inFlight.push(unit)
+      }
+      if (inFlight.length >= lanes) await settleOldest()
+    }
+    while (inFlight.length > 0) await settleOldest()
+  } finally {
+    // Nothing is left running on the backend when this returns or throws.
+    await Promise.allSettled(inFlight)
   }
   return summary
 }

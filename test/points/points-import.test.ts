@@ -4,6 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { issueKey } from '../../src/keys/issue-key.ts'
+import { readBalanceFile } from '../../src/http/intake/balance-file.ts'
+import { importBalances } from '../../src/rewards/balance-import.ts'
+import type { Backend } from '../../src/store/dialect.ts'
+import { findShop } from '../../src/store/keys-repo.ts'
 import { adminClient, newOperator } from '../support/admin.ts'
 import { runCli } from '../support/cli-process.ts'
 import {
@@ -187,6 +191,39 @@ forEachDatabase((kind) => {
     })
     assert.equal((await t.get('/v3/customers/1', key)).statusCode, 404)
     assert.equal((await importCsv(shop, 'customer_id,email,points\n', '?dry_run=maybe')).statusCode, 400)
+  })
+
+  test('an import of many units, two in flight on PostgreSQL: webhooks meanwhile win as usual; one stopped midway is finished by running it again', async () => {
+    const { key } = await issueKey(t.app.services.backend.db, `${kind}-units`)
+    const shop = (await findShop(t.app.services.backend.db, `${kind}-units`))!
+    const ids = [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    const read = readBalanceFile(`customer_id,email,points\n${ids.map((id) => `${id},file${id}@example.com,${id * 10}`).join('\n')}\n`, [])
+    assert.ok('lines' in read)
+    const backend = t.app.services.backend
+    // The third unit's transaction fails as an outage would, with the units around it in flight.
+    let opened = 0
+    const failing: Backend = {
+      ...backend,
+      transaction: (work, calls, locks) =>
+        ++opened === 3 ? Promise.reject(Object.assign(new Error('the database went away'), { code: '08006' })) : backend.transaction(work, calls, locks),
+    }
+    await assert.rejects(importBalances(failing, shop.id, read.lines, { unitLines: 2 }), /went away/)
+    // Webhooks about the same customers while the import runs again: each decided under the customer's lock.
+    const [finished, ...hooks] = await Promise.all([
+      importBalances(backend, shop.id, read.lines, { unitLines: 2 }),
+      ...ids.map((id) => t.post(CUSTOMER_CREATED, { id, email: `hook${id}@example.com` }, { key })),
+    ])
+    for (const hook of hooks) assert.equal(hook.statusCode, 200)
+    assert.equal(finished.lines, 9)
+    assert.equal(finished.entries + finished.unchanged, 9)
+    assert.ok(finished.entries >= 2, 'the failed unit is written by the second run')
+    assert.ok(finished.unchanged >= 2, 'what the first run committed is not written again')
+    for (const id of ids) {
+      assert.equal((await points(key, id)).available, id * 10, `customer ${id} holds the line's points once`)
+      assert.equal((await t.get(`/v3/customers/${id}`, key)).json().email, `hook${id}@example.com`, "the webhook's e-mail wins")
+    }
+    const third = await importBalances(backend, shop.id, read.lines, { unitLines: 2 })
+    assert.deepEqual([third.entries, third.unchanged, third.customers_created], [0, 9, 0], 'the same file again changes nothing')
   })
 
   test('points import on the command line: a summary, the same file twice changing nothing, a bad file refused with its line and column', async () => {
