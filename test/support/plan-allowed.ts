@@ -68,11 +68,12 @@ export const ALLOWED: AllowedRange[] = [
   },
   // The console.
   {
-    why: "A shop's rule history, newest first: the shop's range of rule_versions' key, at most 100 rows (src/store/rule-repo.ts); a table of a few rows per shop, which PostgreSQL may scan whole once analyzed.",
+    why: "A shop's rule history, newest first: the shop's range of rule_versions' key, at most 100 rows (src/store/rule-repo.ts); a table of a few rows per shop, which PostgreSQL may scan whole once analyzed, or read as a bitmap of the shop's range and sort.",
     statement: /^select "version", "rule", "effective_us", "changed_by" from "rule_versions" where "shop_id" = \S+ order by "version" desc limit \S+$/,
     table: 'rule_versions',
     shape: {
-      postgres: /^(Seq Scan on rule_versions|Index Scan Backward using rule_versions_pk on rule_versions .*Index Cond: \(shop_id = \$1\))/,
+      postgres:
+        /^(Seq Scan on rule_versions|Index Scan Backward using rule_versions_pk on rule_versions .*Index Cond: \(shop_id = \$1\)|Bitmap Heap Scan using rule_versions_pk on rule_versions\s+Recheck Cond: \(shop_id = \$1\)$)/,
       sqlite: /^SEARCH rule_versions USING INDEX sqlite_autoindex_rule_versions_1 \(shop_id=\?\)$/,
     },
   },
