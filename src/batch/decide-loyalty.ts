@@ -152,6 +152,9 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
       const owner = ctx.ownerOf(o)
       const base = targetFor(o.record, ruleOf(state, o.shopId), owner.state)
       priced.set(key, { owner, target: base })
+      // The earnings are kept only while the shop's program counts history (tiers, exclusions):
+      // a rule that first does fills them from the ledger (src/store/rule-repo.ts writeRule).
+      if (!usesHistory(programOf(state, o.shopId))) continue
       const row: StoredEarning | null =
         owner.state === 'customer' && base.points > 0
           ? { shopId: o.shopId, orderId: o.record.id, customerId: owner.customerId!, processedUs: processedOf(o.record), base: base.points }

@@ -3,6 +3,7 @@ import { emailSha } from '../batch/decide.ts'
 import { isCommand, type BatchItem } from '../batch/commands.ts'
 import { MAX_US, MIN_US, noNeeds, retaggedSpans, type Needs } from '../batch/decide-loyalty.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
+import { programLockKey } from './lock-keys.ts'
 import { longestWindowUs, parseProgram, tagSetOf, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
 import { parseStoredEntries, storedAdjustment } from './redemption-rows.ts'
@@ -153,6 +154,9 @@ export function lockKeysOf(batch: readonly BatchItem[]): string[] {
     // A pool's codes are handed out by one batch at a time, whichever process claims from it.
     for (const id of n.rewards.keys()) keys.push(`${shopId}:r:${id}`)
     for (const email of [...n.emails, ...n.claimEmails, ...n.deletedEmails]) keys.push(`${shopId}:e:${email}`)
+    // Shared by every batch of the shop; a rule change that starts keeping earnings takes it alone
+    // (src/store/rule-repo.ts), so no batch decided under the rule before commits after it.
+    keys.push(programLockKey(shopId))
   }
   return keys
 }

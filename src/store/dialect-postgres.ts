@@ -2,6 +2,7 @@ import { CompiledQuery, Kysely, PostgresDialect, sql, type DatabaseIntrospector,
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { countCall, countingSession } from './db-calls.ts'
+import { isSharedKey } from './lock-keys.ts'
 import { observedLog, type Backend, type Listener, type ListenHandlers, type RowsOf, type Session, type StatementObserver } from './dialect.ts'
 import { withSessionSettings } from './postgres-options.ts'
 import { isUnavailable } from './unavailable.ts'
@@ -124,10 +125,23 @@ function sessionOn(queryable: pg.Pool | pg.PoolClient, observe?: StatementObserv
   }
 }
 
-/** Locks on the numbers of an array, in a stable order, so that batches that share keys wait rather than deadlock. */
-const lockStatement = (numbers: string) => `SELECT pg_advisory_xact_lock(k) FROM unnest(${numbers}::bigint[]) AS t(k) ORDER BY k`
+/**
+ * Locks on the numbers of an array, in a stable order, so that batches that share keys wait rather
+ * than deadlock: shared where the second array says so (a shop's program, which every batch of the
+ * shop takes and a rule change that starts keeping earnings takes alone), else alone.
+ */
+const lockStatement = (numbers: string, shared: string) =>
+  `SELECT CASE WHEN s THEN pg_advisory_xact_lock_shared(k) ELSE pg_advisory_xact_lock(k) END FROM unnest(${numbers}::bigint[], ${shared}::bool[]) AS t(k, s) ORDER BY k`
 
-const lockNumbers = (keys: readonly string[]) => [...new Set(keys.map(lockNumber))]
+/** The lock numbers of keys, each once, and whether it is taken shared (only when every key of that number is). */
+function lockNumbers(keys: readonly string[]): { numbers: string[]; shared: boolean[] } {
+  const byNumber = new Map<string, boolean>()
+  for (const key of keys) {
+    const n = lockNumber(key)
+    byNumber.set(n, (byNumber.get(n) ?? true) && isSharedKey(key))
+  }
+  return { numbers: [...byNumber.keys()], shared: [...byNumber.values()] }
+}
 
 /** A key's lock number: 64 bits of its hash. Collisions only make unrelated batches wait for each other. */
 export function lockNumber(key: string): string {
@@ -224,7 +238,8 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
     },
     async lockKeys(session, keys) {
       if (keys.length === 0) return
-      await session.run(CompiledQuery.raw(lockStatement('$1'), [lockNumbers(keys)]))
+      const { numbers, shared } = lockNumbers(keys)
+      await session.run(CompiledQuery.raw(lockStatement('$1', '$2'), [numbers, shared]))
     },
     async tryLockKeys(session, keys) {
       if (keys.length === 0) return true
@@ -269,7 +284,8 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
         else {
           // One round trip for both, in the simple protocol: the lock numbers are digits this process made.
           if (calls) calls.statements++
-          await client.query(`BEGIN; ${lockStatement(`'{${lockNumbers(locks).join(',')}}'`)}`)
+          const { numbers, shared } = lockNumbers(locks)
+          await client.query(`BEGIN; ${lockStatement(`'{${numbers.join(',')}}'`, `'{${shared.map((x) => (x ? 't' : 'f')).join(',')}}'`)}`)
         }
         const result = await work(session)
         countCall(calls)

@@ -1,4 +1,8 @@
-import type { Kysely } from 'kysely'
+import { PostgresAdapter, sql, type Kysely, type Transaction } from 'kysely'
+import { parseProgram, usesHistory } from '../loyalty/program.ts'
+import { parseStoredRule } from '../loyalty/rule.ts'
+import { lockNumber } from './dialect-postgres.ts'
+import { programLockKey } from './lock-keys.ts'
 import type { Tables } from './tables.ts'
 
 // A shop's points rule: the current one on the shop row (what the write path loads), and every
@@ -29,6 +33,7 @@ export async function writeRule(
   } = {},
 ): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
+    const startsHistory = await startsKeepingEarnings(trx, shopId, ruleJson, options.programSchedule ?? null)
     let update = trx
       .updateTable('shops')
       .set((eb) => ({
@@ -46,6 +51,7 @@ export async function writeRule(
       .insertInto('rule_versions')
       .values({ shop_id: shopId, version, rule: ruleJson, effective_us: effectiveUs, changed_by: options.changedBy ?? null })
       .execute()
+    if (startsHistory) await fillEarnings(trx, shopId)
     // New tiers: the tier sweep (src/jobs/loyalty-sweeper.ts) looks at every live customer again.
     if (options.tiersChanged) {
       await trx
@@ -58,6 +64,44 @@ export async function writeRule(
     }
     return version
   })
+}
+
+/**
+ * Whether the new rule's program is the shop's first to count history (tiers or exclusions): the
+ * write path keeps the earnings the tiers count only from then on (src/batch/decide-loyalty.ts).
+ * On PostgreSQL it first takes the shop's program lock alone, waiting for the batches in flight,
+ * which hold it shared, and holding back the next until the rule is committed; SQLite's writes
+ * are serial already, once the rule's transaction holds the write lock.
+ */
+async function startsKeepingEarnings(trx: Transaction<Tables>, shopId: number, ruleJson: string, programSchedule: string | null): Promise<boolean> {
+  if (!usesHistory(parseProgram(programSchedule, parseStoredRule(ruleJson)))) return false
+  if (trx.getExecutor().adapter instanceof PostgresAdapter) await sql`SELECT pg_advisory_xact_lock(${lockNumber(programLockKey(shopId))}::bigint)`.execute(trx)
+  // SQLite: the write lock before the read, so the writer's batches cannot commit in between
+  // (a read first would pin a snapshot that the update then fails on).
+  else
+    await trx
+      .updateTable('shops')
+      .set({ rule_version: sql`rule_version` })
+      .where('id', '=', shopId)
+      .execute()
+  const before = await trx.selectFrom('shops').select(['rule', 'program_schedule']).where('id', '=', shopId).executeTakeFirst()
+  return before !== undefined && !usesHistory(parseProgram(before.program_schedule, parseStoredRule(before.rule)))
+}
+
+/**
+ * The earnings of the shop's orders, from its ledger (as migration 0022 filled them): before any
+ * program counted history no multiplier existed, so what an order's live customer holds of it is
+ * its base points, at its processed_at or first arrival. Rows kept before are replaced.
+ */
+async function fillEarnings(trx: Transaction<Tables>, shopId: number): Promise<void> {
+  await trx.deleteFrom('order_earnings').where('shop_id', '=', shopId).execute()
+  await sql`
+    INSERT INTO order_earnings (shop_id, order_id, customer_id, processed_us, base)
+    SELECT l.shop_id, l.order_id, l.customer_id, coalesce(o.processed_us, o.first_arrival_us, o.arrival_us), sum(l.points)
+    FROM ledger l JOIN orders o ON o.id = l.order_id AND o.shop_id = l.shop_id
+    WHERE l.shop_id = ${shopId} AND l.order_id IS NOT NULL AND l.customer_id IS NOT NULL
+    GROUP BY l.shop_id, l.order_id, l.customer_id, o.processed_us, o.first_arrival_us, o.arrival_us
+    HAVING sum(l.points) > 0`.execute(trx)
 }
 
 /**

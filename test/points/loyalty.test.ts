@@ -196,6 +196,44 @@ forEachDatabase((kind) => {
       )
     })
 
+    test("tiers switched on later count the orders earned before them: filled from the ledger when the rule first counts history, a refunded, a guest and a deleted customer's order left out", async () => {
+      now = T
+      const s = await shop({ pending_days: 0 })
+      await s.order(1, 5, '150.00', T - 20 * DAY_MS)
+      await s.order(2, 5, '100.00', T - 10 * DAY_MS)
+      await s.order(3, 5, '500.00', T - 8 * DAY_MS, { is_refunded: true })
+      await s.post(ORDER_CREATED, { id: 4, email: 'guest@example.com', currency: 'EUR', subtotal: '900.00', is_paid: true, processed_at: iso(T - 5 * DAY_MS) })
+      await s.order(5, 6, '400.00', T - 5 * DAY_MS)
+      await s.post(CUSTOMER_DELETED, { id: 6, updated_at: iso(Date.now() + 1000) })
+      const { db } = t.app.services.backend
+      const kept = () =>
+        db.selectFrom('order_earnings').select(['order_id', 'customer_id', 'base']).where('shop_id', '=', s.shopId).orderBy('order_id').execute()
+      assert.deepEqual(await kept(), [], 'no program counts history: no earnings are kept')
+      assert.equal((await s.get('/v3/customers/5')).tier, null)
+
+      const url = `/v3/admin/shops/${s.name}/rule`
+      const saved = await admin.put(url, { ...(await admin.get(url)).json().rule, ...TIERS })
+      assert.equal(saved.statusCode, 200, saved.body)
+      assert.deepEqual(
+        (await kept()).map((e) => [Number(e.order_id), Number(e.customer_id), Number(e.base)]),
+        [
+          [1, 5, 150],
+          [2, 5, 100],
+        ],
+      )
+      assert.equal((await s.get('/v3/customers/5')).tier, 'Silver')
+      // The next order is priced by the history: 250 base points in the window, then 100 more reach Gold (300) only after it.
+      await s.order(6, 5, '100.00', T - 1 * DAY_MS)
+      assert.equal((await s.get('/v3/customers/5')).tier, 'Gold')
+      // And from now on they are kept by the write path: a refund of an order from before drops its row.
+      await s.order(1, 5, '150.00', T - 20 * DAY_MS, { is_refunded: true })
+      assert.deepEqual(
+        (await kept()).map((e) => Number(e.order_id)),
+        [2, 6],
+      )
+      assert.equal((await s.get('/v3/customers/5')).tier, 'Silver')
+    })
+
     test('time alone: the sweeper announces the tier an order leaving the window drops, once, with two apps sweeping', async () => {
       now = T
       const s = await shop(TIERS)

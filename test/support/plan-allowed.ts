@@ -66,6 +66,32 @@ export const ALLOWED: AllowedRange[] = [
       sqlite: /^SEARCH claims USING INDEX claims_shop \(shop_id=\?( AND id<\?)?\)$/,
     },
   },
+  // A rule change.
+  {
+    why: "A rule that first counts history (tiers, exclusions) fills the shop's earnings from its ledger, replacing rows kept before (src/store/rule-repo.ts fillEarnings): once in a shop's life, a scan of order_earnings, which holds the rows of shops whose programs count history.",
+    statement: /^delete from "order_earnings" where "shop_id" = \S+$/,
+    table: 'order_earnings',
+    shape: {
+      postgres: /^Seq Scan on order_earnings\b/,
+      sqlite: /^SCAN order_earnings$/,
+    },
+  },
+  {
+    why: "The same fill reads the shop's whole ledger of orders and their orders: once in a shop's life, when a rule first counts history.",
+    statement: /^\s*INSERT INTO order_earnings[\s\S]*FROM ledger l JOIN orders o/,
+    table: 'ledger',
+    shape: {
+      postgres: /^(Seq Scan on ledger l|(Bitmap Heap Scan|Index Scan) using ledger_order on ledger l\b)/,
+    },
+  },
+  {
+    why: 'The orders of the same fill.',
+    statement: /^\s*INSERT INTO order_earnings[\s\S]*FROM ledger l JOIN orders o/,
+    table: 'orders',
+    shape: {
+      postgres: /^(Seq Scan on orders o|(Bitmap Heap Scan|Index Scan) using \w+ on orders o\b)/,
+    },
+  },
   // The console.
   {
     why: "A shop's rule history, newest first: the shop's range of rule_versions' key, at most 100 rows (src/store/rule-repo.ts); a table of a few rows per shop, which PostgreSQL may scan whole once analyzed, or read as a bitmap of the shop's range and sort.",
