@@ -6,6 +6,7 @@ import type { Outcome } from '../domain/webhook.ts'
 import { loadBatch, lockKeysOf, LocksBusy, type AsLoaded } from '../store/batch-load.ts'
 import { writeDecision } from '../store/batch-write.ts'
 import type { DbCalls } from '../store/db-calls.ts'
+import { programLockKey } from '../store/lock-keys.ts'
 import type { Backend, Session } from '../store/dialect.ts'
 import { underSavepoint } from '../store/savepoint.ts'
 import { isConflict, isUnavailable } from '../store/unavailable.ts'
@@ -100,6 +101,8 @@ const partsOf = (unit: Unit): Unit[] => [...unit.items.map((item) => ({ items: [
  */
 export async function commitUnit(backend: Backend, unit: Unit, atUs: number, calls?: DbCalls): Promise<Committed> {
   const extraKeys = new Set(unit.keys ?? [])
+  // Orders settled without a webhook (a points rebuild) are decided under their shop's program too.
+  for (const shopId of unit.settle?.keys() ?? []) extraKeys.add(programLockKey(shopId))
   for (let attempt = 1; ; attempt++) {
     try {
       const locked = keysOf(unit.items, extraKeys)
