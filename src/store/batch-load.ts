@@ -345,7 +345,7 @@ async function loadShop(
       q.customersById(shopId, links),
       ...byEmails(emails),
       q.ledgerOfOrders(shopId, orderIds),
-      orderIds.length > 0 ? q.earningsOfOrders(shopId, orderIds) : nothing<EarningRead>(),
+      orderIds.length > 0 && usesHistory(program) ? q.earningsOfOrders(shopId, orderIds) : nothing<EarningRead>(),
     ] as const)
     for (const rows of [byId, byEmail, byErasedEmail]) addCustomers(rows)
     links.forEach((id) => loadedCustomers.add(id))

@@ -11,6 +11,9 @@ const pgRange = (index: string, table: string, cond: string) =>
     `^(Index Scan|Index Scan Backward|Index Only Scan|Index Only Scan Backward|Bitmap Heap Scan) using ${index} on ${table}\\b.*(Index|Recheck) Cond: \\(+${cond}`,
   )
 
+/** A rule that first counts history fills the shop's earnings from its ledger (src/store/rule-repo.ts fillEarnings). */
+const FILL_EARNINGS = /^\s*INSERT INTO order_earnings[\s\S]*FROM ledger l JOIN orders o/
+
 export const ALLOWED: AllowedRange[] = [
   // Outgoing webhooks.
   {
@@ -78,7 +81,7 @@ export const ALLOWED: AllowedRange[] = [
   },
   {
     why: "The same fill reads the shop's whole ledger of orders and their orders: once in a shop's life, when a rule first counts history.",
-    statement: /^\s*INSERT INTO order_earnings[\s\S]*FROM ledger l JOIN orders o/,
+    statement: FILL_EARNINGS,
     table: 'ledger',
     shape: {
       postgres: /^(Seq Scan on ledger l|(Bitmap Heap Scan|Index Scan) using ledger_order on ledger l\b)/,
@@ -86,7 +89,7 @@ export const ALLOWED: AllowedRange[] = [
   },
   {
     why: 'The orders of the same fill.',
-    statement: /^\s*INSERT INTO order_earnings[\s\S]*FROM ledger l JOIN orders o/,
+    statement: FILL_EARNINGS,
     table: 'orders',
     shape: {
       postgres: /^(Seq Scan on orders o|(Bitmap Heap Scan|Index Scan) using \w+ on orders o\b)/,
