@@ -2,22 +2,25 @@
 // runs back up the layers below. A layer may import any layer under it, never one above it.
 // Bottom to top (DEVELOPERS.md, Layout, says what each folder holds):
 //
-//   core         domain/, loyalty/ (over domain/), schemas/, config.ts: pure rules, shapes, settings
-//   batch        batch/: the decider
-//   store        store/ (all SQL, the dialects), rate-limit/ (the rate limit's counters, Redis)
-//   unit-of-work unit-of-work/ (lock, load, decide, write), writer/ (the group commit in front
-//                of it), keys/ (issuing keys through the store)
-//   jobs         jobs/ (background loops), feed/ (the change feed after commit), rewards/ (the
-//                catalogue, pools and the points import: what the admin API and the CLI share)
-//   http         http/: the protocol plumbing routes share
-//   routes       routes/, services.ts (what buildApp gives them)
-//   entry        app.ts, server.ts, cluster*.ts, cli/
+//   core     domain/, loyalty/ (over domain/), schemas/, config.ts: pure rules, shapes, settings
+//   batch    batch/: the decider
+//   db       db/ (connection, dialects in db/sqlite/ and db/postgres/, schema, backup),
+//            migrations/, rate-limit/ (the rate limit's counters, Redis)
+//   repos    repos/: the queries the routes, jobs and the command line read and write through
+//   write    write/ (the write path: queue, unit of work, load, save, statements, with
+//            write/sqlite/ and write/postgres/), keys/ (issuing keys through the repositories)
+//   jobs     jobs/ (background loops), feed/ (the change feed after commit), rewards/ (the
+//            catalogue, pools and the points import: what the admin API and the CLI share)
+//   http     http/: the protocol plumbing routes share
+//   routes   routes/, services.ts (what buildApp gives them)
+//   entry    app.ts, server.ts, cluster*.ts, cli/
 
 const LAYERS = [
   ['core', ['src/domain/', 'src/schemas/', 'src/loyalty/', 'src/config\\.ts$']],
   ['batch', ['src/batch/']],
-  ['store', ['src/store/', 'src/rate-limit/']],
-  ['unit-of-work', ['src/unit-of-work/', 'src/writer/', 'src/keys/']],
+  ['db', ['src/db/', 'src/migrations/', 'src/rate-limit/']],
+  ['repos', ['src/repos/']],
+  ['write', ['src/write/', 'src/keys/']],
   ['jobs', ['src/jobs/', 'src/feed/', 'src/rewards/']],
   ['http', ['src/http/']],
   ['routes', ['src/routes/', 'src/services\\.ts$']],

@@ -30,7 +30,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/store/migrations/**', 'src/store/database.ts', 'src/store/dialect-postgres.ts'],
+    files: ['src/migrations/**', 'src/db/database.ts', 'src/db/postgres/dialect.ts'],
     // Migrations and the schema checks run against the tables as they were, not today's Tables: Kysely<any> is their type.
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },

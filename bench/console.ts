@@ -13,7 +13,7 @@ import { loadConfig } from '../src/config.ts'
 import { generateAdminKey } from '../src/keys/admin-key.ts'
 import { hashKey, keyHint } from '../src/keys/api-key.ts'
 import { encodeCursor } from '../src/routes/admin/common.ts'
-import { insertAdmin } from '../src/store/admin-repo.ts'
+import { insertAdmin } from '../src/repos/admin-repo.ts'
 import { createTestDatabase } from '../test/support/harness.ts'
 import { preload, prepareDatabase } from './prepare.ts'
 

@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { parseArgs, promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { issueKey } from '../src/keys/issue-key.ts'
-import { migrate, openBackend } from '../src/store/database.ts'
+import { migrate, openBackend } from '../src/db/database.ts'
 import { createTestDatabase } from '../test/support/harness.ts'
 
 const { values: args } = parseArgs({

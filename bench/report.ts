@@ -15,8 +15,8 @@ import { loadConfig } from '../src/config.ts'
 import { generateAdminKey } from '../src/keys/admin-key.ts'
 import { hashKey, keyHint } from '../src/keys/api-key.ts'
 import { issueKey } from '../src/keys/issue-key.ts'
-import { insertAdmin } from '../src/store/admin-repo.ts'
-import { ROLL_UP_LEDGER, rollUpLedger } from '../src/store/migrations/0020-ledger-days.ts'
+import { insertAdmin } from '../src/repos/admin-repo.ts'
+import { ROLL_UP_LEDGER, rollUpLedger } from '../src/migrations/0020-ledger-days.ts'
 import { createTestDatabase } from '../test/support/harness.ts'
 
 const { values: args } = parseArgs({

@@ -7,7 +7,7 @@
 // check the soak itself quickly.
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
-import { openBackend } from '../src/store/database.ts'
+import { openBackend } from '../src/db/database.ts'
 import { requireWrk, RequestPool, runLoad, type LoadResult } from './load.ts'
 import { startService } from './service.ts'
 

@@ -2,8 +2,8 @@ import cluster, { type Worker } from 'node:cluster'
 import pino from 'pino'
 import type { Config } from './config.ts'
 import { redactUrl, startServer } from './server.ts'
-import { backendOptions, migrate, openBackend } from './store/database.ts'
-import { countShops } from './store/keys-repo.ts'
+import { backendOptions, migrate, openBackend } from './db/database.ts'
+import { countShops } from './repos/keys-repo.ts'
 import { serveClusterMetrics } from './cluster-metrics.ts'
 
 // WORKERS=N: N server processes on one PostgreSQL, forked by a primary that serves nothing itself.

@@ -2,7 +2,7 @@ import cluster from 'node:cluster'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
 import type { Config } from './config.ts'
-import { countShops } from './store/keys-repo.ts'
+import { countShops } from './repos/keys-repo.ts'
 import { clusterMetricsOf } from './cluster-metrics.ts'
 
 /** Starts the service: migrations, then the listener; SIGTERM and SIGINT shut it down gracefully. */

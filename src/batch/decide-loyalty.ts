@@ -153,7 +153,7 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
       const base = targetFor(o.record, ruleOf(state, o.shopId), owner.state)
       priced.set(key, { owner, target: base })
       // The earnings are kept only while the shop's program counts history (tiers, exclusions):
-      // a rule that first does fills them from the ledger (src/store/rule-repo.ts writeRule).
+      // a rule that first does fills them from the ledger (src/repos/rule-repo.ts writeRule).
       if (!usesHistory(programOf(state, o.shopId))) continue
       const row: StoredEarning | null =
         owner.state === 'customer' && base.points > 0
@@ -329,7 +329,7 @@ function priceTarget(base: Target, price: Price): Target {
 /**
  * The instants whose price a change of a customer's tags from `before` to `after` may change: each
  * period of the program in which the change moves their exclusion or their tag tier, and the
- * window after it. The loader reads the earnings around them with the rest (src/store/batch-load.ts).
+ * window after it. The loader reads the earnings around them with the rest (src/write/load.ts).
  */
 export function retaggedSpans(schedule: ProgramSchedule, before: TagSet, after: TagSet): [number, number][] {
   const windowUs = longestWindowUs(schedule)

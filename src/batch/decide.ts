@@ -10,8 +10,8 @@ import { feedOf } from './feed.ts'
 
 // The decider of the write path: a batch of webhooks and the stored state they
 // touch in, every outcome and every row to write out. Pure: no I/O, no clock.
-// The store loads `state` (src/store/batch-load.ts) and writes the decision
-// (src/store/batch-write.ts); nothing is decided in SQL.
+// The store loads `state` (src/write/load.ts) and writes the decision
+// (src/write/save.ts); nothing is decided in SQL.
 
 export const REDACTED_BODY = Buffer.from('{"redacted":"personal data erased when the customer was deleted"}')
 export const REDACTED_HEADERS = '{"redacted":"personal data erased when the customer was deleted"}'

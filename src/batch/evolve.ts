@@ -1,7 +1,7 @@
 import { keyOf, type BatchState, type Decision, type LedgerLine } from './state.ts'
 
 // The other half of the decider: a decision applied to a state, in memory, as the store's write
-// of it (src/store/batch-write.ts) and a later load (src/store/batch-load.ts) would leave it. A
+// of it (src/write/save.ts) and a later load (src/write/load.ts) would leave it. A
 // batch is a fold of decideBatch and evolve; the property tests' reference and every decider
 // test apply decisions with it, so none keeps its own copy of what a write does.
 

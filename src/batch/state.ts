@@ -103,7 +103,7 @@ export interface BatchState {
   guestOrders: Map<string, number[]>
   /**
    * The lots of customers whose balance the batch must know, by customer key: those a command
-   * names and those holding points of the loaded orders (locked, src/store/batch-load.ts).
+   * names and those holding points of the loaded orders (locked, src/write/load.ts).
    */
   wallets: Map<string, Lot[]>
   /** Redemptions the batch's commands name, by `${shopId}:${redemptionId}`. */
@@ -124,7 +124,7 @@ export interface BatchState {
   imported: Map<string, LotEntry[]>
 }
 
-/** A reward as a claim needs it; a pool's cursor is guarded by its write (src/store/batch-write.ts). */
+/** A reward as a claim needs it; a pool's cursor is guarded by its write (src/write/save.ts). */
 export interface StoredReward {
   shopId: number
   id: number

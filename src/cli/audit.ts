@@ -1,7 +1,7 @@
 import { userInfo } from 'node:os'
 import type { Kysely } from 'kysely'
-import { recordAudit, type AuditEntry } from '../store/admin-repo.ts'
-import type { Tables } from '../store/tables.ts'
+import { recordAudit, type AuditEntry } from '../repos/admin-repo.ts'
+import type { Tables } from '../db/tables.ts'
 
 // The command line's changes go to the audit log as the console's do, under "command line" and
 // the OS user who ran it (admin id 0: no operator's key was used).

@@ -1,4 +1,4 @@
-import type { Backend } from '../store/dialect.ts'
+import type { Backend } from '../db/dialect.ts'
 
 /**
  * Runs a CLI command against the configured database, migrated, and closes it afterwards.
@@ -7,7 +7,7 @@ import type { Backend } from '../store/dialect.ts'
  */
 export async function withBackend<T>(work: (backend: Backend) => Promise<T>, options: { migrate?: boolean; statementMs?: number } = {}): Promise<T> {
   // The configuration schema and the drivers load only for a command that uses the database.
-  const [{ loadConfig }, { backendOptions, migrate, openBackend }] = await Promise.all([import('../config.ts'), import('../store/database.ts')])
+  const [{ loadConfig }, { backendOptions, migrate, openBackend }] = await Promise.all([import('../config.ts'), import('../db/database.ts')])
   const config = loadConfig()
   const settings = backendOptions(config)
   const backend = openBackend(config.DATABASE_URL, { ...settings, queryTimeoutMs: Math.max(settings.queryTimeoutMs, options.statementMs ?? 0) })

@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { formatInstant } from '../domain/time.ts'
 import { issueKey } from '../keys/issue-key.ts'
-import { findKeyById, findShop, listKeys, revokeKey } from '../store/keys-repo.ts'
+import { findKeyById, findShop, listKeys, revokeKey } from '../repos/keys-repo.ts'
 import { auditCommandLine } from './audit.ts'
 import { withBackend } from './backend.ts'
 

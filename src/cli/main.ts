@@ -34,7 +34,7 @@ program
   .action(() =>
     withBackend(
       async (backend) => {
-        const { migrate } = await import('../store/database.ts')
+        const { migrate } = await import('../db/database.ts')
         const applied = await migrate(backend)
         console.log(applied.length ? `applied ${applied.join(', ')}` : 'the database is up to date')
       },

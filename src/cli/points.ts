@@ -2,12 +2,12 @@ import { Command, InvalidArgumentError } from 'commander'
 import { formatInstant, formatUs } from '../domain/time.ts'
 import { expiryOf, versionedRule } from '../loyalty/rule.ts'
 import { customerExpiry, DAY_US, expiringBetween } from '../loyalty/wallet.ts'
-import { allShopIds, findShop } from '../store/keys-repo.ts'
-import { customerBalances, customerEntries, customerLots } from '../store/points-repo.ts'
-import { readRule } from '../store/rule-repo.ts'
+import { allShopIds, findShop } from '../repos/keys-repo.ts'
+import { customerBalances, customerEntries, customerLots } from '../repos/points-repo.ts'
+import { readRule } from '../repos/rule-repo.ts'
 import { buildReport, formatDay, parseReportRange, REPORT_FLOWS, reportCsv } from '../loyalty/points-report.ts'
-import { ledgerDaySums } from '../store/report-repo.ts'
-import { findStoredCustomer } from '../store/read-repo.ts'
+import { ledgerDaySums } from '../repos/report-repo.ts'
+import { findStoredCustomer } from '../repos/read-repo.ts'
 import { withBackend } from './backend.ts'
 
 /** The deadline of each statement of points rebuild and points import, batch jobs, when DB_TIMEOUT_MS is shorter. */
@@ -134,7 +134,7 @@ export function pointsCommand(): Command {
     .action((options: { shop?: string }) =>
       withBackend(
         async (backend) => {
-          const [{ default: cliProgress }, { rebuildPoints }] = await Promise.all([import('cli-progress'), import('../unit-of-work/rebuild.ts')])
+          const [{ default: cliProgress }, { rebuildPoints }] = await Promise.all([import('cli-progress'), import('../write/rebuild.ts')])
           let shopIds: number[]
           if (options.shop !== undefined) {
             const shop = await findShop(backend.db, options.shop)

@@ -3,8 +3,8 @@ import cliProgress from 'cli-progress'
 import { Command, InvalidArgumentError } from 'commander'
 import { loadConfig } from '../config.ts'
 import { formatUs } from '../domain/time.ts'
-import { backupSqlite, vacuumSqlite } from '../store/backup.ts'
-import { eventsBefore, oldestEventUs, pruneEvents, PRUNE_BATCH, retentionCutoffUs } from '../store/prune.ts'
+import { backupSqlite, vacuumSqlite } from '../db/backup.ts'
+import { eventsBefore, oldestEventUs, pruneEvents, PRUNE_BATCH, retentionCutoffUs } from '../repos/prune.ts'
 import { withBackend } from './backend.ts'
 
 // `events prune` and `backup`: the event log stays bounded, and the embedded database can be copied.

@@ -15,7 +15,7 @@ import {
   TIER_WINDOW_DAYS_MIN,
   WARNING_DAYS_MAX,
 } from '../loyalty/rule-limits.ts'
-import { findShop } from '../store/keys-repo.ts'
+import { findShop } from '../repos/keys-repo.ts'
 import { auditCommandLine, commandLineName } from './audit.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
@@ -141,7 +141,7 @@ export function rulesCommand(): Command {
       withBackend(async ({ db }) => {
         const [{ parseStoredRule }, { ruleHistory }, { formatUs }] = await Promise.all([
           import('../loyalty/rule.ts'),
-          import('../store/rule-repo.ts'),
+          import('../repos/rule-repo.ts'),
           import('../domain/time.ts'),
         ])
         const shop = await shopOrFail(db, options.shop)
@@ -184,7 +184,7 @@ export function rulesCommand(): Command {
         const [{ normalizeRule, parseStoredRule }, { nextVersion }, { changeRule, ruleHistory }, { formatUs }] = await Promise.all([
           import('../loyalty/rule.ts'),
           import('../loyalty/rule-changes.ts'),
-          import('../store/rule-repo.ts'),
+          import('../repos/rule-repo.ts'),
           import('../domain/time.ts'),
         ])
         const effectiveUs = Date.now() * 1000

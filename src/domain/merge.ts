@@ -8,7 +8,7 @@ import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 // it, so a webhook says something only about the fields it carries: a partial
 // body never erases what it does not mention, and the result does not depend
 // on the order of arrival. The store writes what these functions return; the
-// SQL only guards the row's revision (src/store/batch-write.ts).
+// SQL only guards the row's revision (src/write/save.ts).
 
 /** Where a write stands in time: its version (updated_at, or the receive time), then its arrival as the tie-break. */
 export interface Clock {
@@ -43,7 +43,7 @@ type CustomerSchemas = (typeof CustomerBody)['properties']
 type OrderSchemas = (typeof OrderBody)['properties']
 
 export type CustomerField = Exclude<keyof CustomerSchemas, 'id'>
-/** In the schema's order, which is the order stored clocks index them by (src/store/rows.ts). */
+/** In the schema's order, which is the order stored clocks index them by (src/db/rows.ts). */
 export const CUSTOMER_FIELDS: readonly CustomerField[] = fieldsOf(CustomerBody, 'id')
 
 /** A customer's fields: null until a webhook sets them. */
@@ -216,7 +216,7 @@ export interface OrderPatch {
  *   moves to an earlier instant), since nothing orders them but arrival.
  */
 export const ORDER_RULES: Record<OrderField, 'latest' | 'lifecycle'> = {
-  // In the order stored clocks index the fields by (src/store/rows.ts): add a field last, never reorder.
+  // In the order stored clocks index the fields by (src/db/rows.ts): add a field last, never reorder.
   currency: 'latest',
   email: 'latest',
   ref: 'latest',

@@ -5,8 +5,8 @@ import { startWebhookSender, type WebhookSender } from '../jobs/webhook-sender.t
 import type { HostResolver } from '../jobs/endpoint-guard.ts'
 import type { SecretBox } from '../keys/secret-box.ts'
 import type { Report } from '../jobs/report.ts'
-import type { Backend } from '../store/dialect.ts'
-import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
+import type { Backend } from '../db/dialect.ts'
+import type { BatchWriter } from '../write/batch-writer.ts'
 import { feedMetrics } from './metrics.ts'
 import { FeedWatch } from './watch.ts'
 

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox'
 import { formatUs } from '../domain/time.ts'
 import type { ChangeEntry } from '../schemas/changes.ts'
-import type { ChangeRow } from '../store/changes-repo.ts'
+import type { ChangeRow } from '../repos/changes-repo.ts'
 
 /** An entry's id: its shop's id and its position in that shop's feed, so that no two entries of a deployment share one (an outgoing webhook's `webhook-id`). */
 export const entryId = (r: Pick<ChangeRow, 'shop_id' | 'position'>) => `${r.shop_id}.${r.position}`

@@ -5,9 +5,9 @@ import { formatUs } from '../domain/time.ts'
 import { checkEndpointHost, type HostResolver } from '../jobs/endpoint-guard.ts'
 import { newSigningSecret, type SecretBox } from '../keys/secret-box.ts'
 import type { DeliveryView, SubscriptionView } from '../schemas/subscriptions.ts'
-import { lastShopPosition } from '../store/changes-repo.ts'
-import { insertSubscription, rotateSubscriptionSecret, type DeliveryRecord, type SubscriptionRecord } from '../store/subscriptions-repo.ts'
-import type { Tables } from '../store/tables.ts'
+import { lastShopPosition } from '../repos/changes-repo.ts'
+import { insertSubscription, rotateSubscriptionSecret, type DeliveryRecord, type SubscriptionRecord } from '../repos/subscriptions-repo.ts'
+import type { Tables } from '../db/tables.ts'
 
 // Subscribing, rotating and showing outgoing webhook subscriptions: what the admin API and the
 // command line share. The sender itself is src/jobs/webhook-sender.ts.

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely'
-import { lastPosition } from '../store/changes-repo.ts'
-import type { Tables } from '../store/tables.ts'
+import { lastPosition } from '../repos/changes-repo.ts'
+import type { Tables } from '../db/tables.ts'
 
 // Readers of GET /v3/changes?wait= sleep here. They wake when a batch of this process committed
 // (its entries took their positions in its transaction), and, for the positions other

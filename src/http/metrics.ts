@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { DbCalls } from '../store/db-calls.ts'
+import type { DbCalls } from '../db/db-calls.ts'
 import { TOPICS, type Outcome, type Topic } from '../domain/webhook.ts'
 import type { StorageSample } from '../jobs/storage-sampler.ts'
 

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { isUnavailable } from '../store/unavailable.ts'
+import { isUnavailable } from '../db/unavailable.ts'
 import { PROBLEMS, type ProblemStatus } from '../schemas/problems.ts'
 
 // Every non-2xx answer is an RFC 9457 problem. `type` is a relative URI under

@@ -1,9 +1,9 @@
 import type { BatchItem, ExpireCommand, PointsCommand } from '../batch/commands.ts'
 import { dueRanges } from '../loyalty/expiry-schedule.ts'
 import { expiryOf, versionedRule } from '../loyalty/rule.ts'
-import { dueCandidates, expiryRules, fixedExpiriesBetween, fixedExpiriesDue, maxLedgerId, tierChecksDue } from '../store/points-repo.ts'
-import type { Backend } from '../store/dialect.ts'
-import type { BatchResult } from '../unit-of-work/apply-batch.ts'
+import { dueCandidates, expiryRules, fixedExpiriesBetween, fixedExpiriesDue, maxLedgerId, tierChecksDue } from '../repos/points-repo.ts'
+import type { Backend } from '../db/dialect.ts'
+import type { BatchResult } from '../write/unit-of-work.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 

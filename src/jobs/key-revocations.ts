@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Backend, Listener } from '../store/dialect.ts'
+import type { Backend, Listener } from '../db/dialect.ts'
 import { startLoop } from './loop.ts'
 import { reportOncePer } from './report.ts'
 

@@ -1,8 +1,8 @@
 import { connect, Events, nanos, StorageType, type JetStreamClient, type NatsConnection } from 'nats'
 import { changeView } from '../feed/entry.ts'
-import { changesAfter, deploymentId, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../store/changes-repo.ts'
-import type { Backend } from '../store/dialect.ts'
-import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
+import { changesAfter, deploymentId, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../repos/changes-repo.ts'
+import type { Backend } from '../db/dialect.ts'
+import type { BatchWriter } from '../write/batch-writer.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 

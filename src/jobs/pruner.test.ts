@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import pino from 'pino'
-import { PRUNE_BATCH } from '../store/prune.ts'
+import { PRUNE_BATCH } from '../repos/prune.ts'
 import { startPruner } from './pruner.ts'
 
 // The pruner's loop, with a prune step that counts down a backlog in memory.

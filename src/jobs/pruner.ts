@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { PRUNE_BATCH, retentionCutoffUs, type Pruned } from '../store/prune.ts'
+import { PRUNE_BATCH, retentionCutoffUs, type Pruned } from '../repos/prune.ts'
 import { startLoop } from './loop.ts'
 import { reportOncePer } from './report.ts'
 

@@ -1,6 +1,6 @@
-import type { Backend } from '../store/dialect.ts'
-import { oldestEventUs } from '../store/prune.ts'
-import { poolLevels } from '../store/rewards-repo.ts'
+import type { Backend } from '../db/dialect.ts'
+import { oldestEventUs } from '../repos/prune.ts'
+import { poolLevels } from '../repos/rewards-repo.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 

@@ -6,8 +6,8 @@ import { gaveUp, matchesTypes, retryDelayMs, type RetryPolicy } from '../domain/
 import { signatureHeader } from '../domain/webhook-signature.ts'
 import { changeView } from '../feed/entry.ts'
 import type { SecretBox } from '../keys/secret-box.ts'
-import { changesAfter } from '../store/changes-repo.ts'
-import type { Backend } from '../store/dialect.ts'
+import { changesAfter } from '../repos/changes-repo.ts'
+import type { Backend } from '../db/dialect.ts'
 import {
   claimQuery,
   dueSubscriptions,
@@ -20,8 +20,8 @@ import {
   type Lease,
   type Progress,
   type SubscriptionRecord,
-} from '../store/subscriptions-repo.ts'
-import type { BatchWriter } from '../unit-of-work/batch-writer.ts'
+} from '../repos/subscriptions-repo.ts'
+import type { BatchWriter } from '../write/batch-writer.ts'
 import { DeliveryQueue } from './delivery-queue.ts'
 import { guardedAgents, lookupWith, systemResolver, type HostResolver } from './endpoint-guard.ts'
 import { startLoop } from './loop.ts'

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely'
-import { ensureShop, insertKey } from '../store/keys-repo.ts'
-import type { Tables } from '../store/tables.ts'
+import { ensureShop, insertKey } from '../repos/keys-repo.ts'
+import type { Tables } from '../db/tables.ts'
 import { generateKey, hashKey, keyHint } from './api-key.ts'
 
 export interface IssuedKey {

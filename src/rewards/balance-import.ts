@@ -2,8 +2,8 @@ import type { Static } from 'typebox'
 import type { BatchItem, CommandOutcome, ImportCommand } from '../batch/commands.ts'
 import { decideBatch } from '../batch/decide.ts'
 import type { ImportSummary } from '../schemas/imports.ts'
-import type { Backend } from '../store/dialect.ts'
-import { commitUnit, loadUnit, type BatchResult } from '../unit-of-work/apply-batch.ts'
+import type { Backend } from '../db/dialect.ts'
+import { commitUnit, loadUnit, type BatchResult } from '../write/unit-of-work.ts'
 
 // Switching in (README, Switching in): a CSV of balances from another platform, read and checked
 // whole before anything is written (src/http/intake/balance-file.ts), then imported as `import` commands of the write path, a thousand lines per unit of work, each

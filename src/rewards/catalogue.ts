@@ -4,11 +4,11 @@ import { fromMinor, toMinor } from '../domain/money.ts'
 import { formatUs } from '../domain/time.ts'
 import { tierNamesOf, type CodeSource, type RewardKind } from '../loyalty/rewards.ts'
 import { claimView } from '../batch/decide-rewards.ts'
-import { storedClaim } from '../store/claim-rows.ts'
+import { storedClaim } from '../db/claim-rows.ts'
 import type { ClaimView, RewardBody, RewardPatch, RewardView, ShopRewardView } from '../schemas/rewards.ts'
-import { readRule } from '../store/rule-repo.ts'
-import { findReward, insertReward, updateReward, type ClaimRow, type RewardRow } from '../store/rewards-repo.ts'
-import type { RewardsTable, Tables } from '../store/tables.ts'
+import { readRule } from '../repos/rule-repo.ts'
+import { findReward, insertReward, updateReward, type ClaimRow, type RewardRow } from '../repos/rewards-repo.ts'
+import type { RewardsTable, Tables } from '../db/tables.ts'
 
 // The rewards catalogue: what the admin API and the command line share. A reward's fields as the
 // schema takes them (src/schemas/rewards.ts), the rules the schema cannot say (which kind takes a

@@ -8,8 +8,8 @@ import { commandBodyProblem, idempotencyKey, isUuid, parseId, pointsLimitProblem
 import { problemResponses } from '../schemas/problems.ts'
 import { RedemptionBody, RedemptionList, RedemptionParams, RedemptionsQuery, RedemptionView } from '../schemas/redemptions.ts'
 import { IdParams } from '../schemas/resources.ts'
-import { customerRedemptions } from '../store/points-repo.ts'
-import { findCustomer } from '../store/read-repo.ts'
+import { customerRedemptions } from '../repos/points-repo.ts'
+import { findCustomer } from '../repos/read-repo.ts'
 import { READ_PROBLEMS, readAnswer } from './resources.ts'
 
 // Redemptions spend a customer's points; a cancel gives them back. Both are

@@ -9,9 +9,9 @@ import { problemResponses } from '../schemas/problems.ts'
 import { viewMapper } from '../schemas/record-view.ts'
 import { CustomerRecordView, CustomerView, IdParams, OrderView } from '../schemas/resources.ts'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
-import { explainOrderPoints } from '../unit-of-work/explain.ts'
-import { readTier } from '../unit-of-work/tier-read.ts'
-import { findOrder, findStoredCustomer } from '../store/read-repo.ts'
+import { explainOrderPoints } from '../write/explain.ts'
+import { readTier } from '../write/tier-read.ts'
+import { findOrder, findStoredCustomer } from '../repos/read-repo.ts'
 
 const notFound = (reply: FastifyReply, what: string, id: string) => sendProblem(reply, problem('not-found', `no ${what} ${id} in this shop`))
 

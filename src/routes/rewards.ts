@@ -12,8 +12,8 @@ import { RedemptionsQuery } from '../schemas/redemptions.ts'
 import { IdParams } from '../schemas/resources.ts'
 import { ClaimCancelParams, ClaimList, ClaimParams, ClaimView, ShopRewardList } from '../schemas/rewards.ts'
 import type { Services } from '../services.ts'
-import { customerClaims, shopRewards } from '../store/rewards-repo.ts'
-import { findCustomer } from '../store/read-repo.ts'
+import { customerClaims, shopRewards } from '../repos/rewards-repo.ts'
+import { findCustomer } from '../repos/read-repo.ts'
 import { READ_PROBLEMS, readAnswer } from './resources.ts'
 
 // What the storefront calls with the shop's key: the active rewards, a customer's claims, a claim

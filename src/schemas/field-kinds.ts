@@ -4,7 +4,7 @@ import { MONEY_PATTERN } from '../domain/money.ts'
 // What the rest of the program reads off a body's schema (./webhooks.ts), so that the shape of a
 // customer or an order is written once: its field names, and which fields are money, instants,
 // flags or lists. The records (src/domain/merge.ts), the read API's views (./record-view.ts) and
-// the columns (src/store/tables.ts, rows.ts) follow from them.
+// the columns (src/db/tables.ts, rows.ts) follow from them.
 
 /** The type of the `Money` schema keeps its pattern, so that a type can tell an amount from text. */
 export type TMoney = TString & { readonly pattern: typeof MONEY_PATTERN }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { hashKey } from '../../src/keys/api-key.ts'
-import { openBackend } from '../../src/store/database.ts'
+import { openBackend } from '../../src/db/database.ts'
 import { adminClient } from '../support/admin.ts'
 import { runCli } from '../support/cli-process.ts'
 import { createTestDatabase, forEachDatabase, startTestApp, type TestDatabase } from '../support/harness.ts'

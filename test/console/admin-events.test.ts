@@ -8,7 +8,7 @@ import { issueKey } from '../../src/keys/issue-key.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 import { listen } from '../support/raw-http.ts'
-import { eventPageQuery } from '../../src/store/admin-events-repo.ts'
+import { eventPageQuery } from '../../src/repos/admin-events-repo.ts'
 
 // The console's events: the filtered list and its pages, one event with its headers
 // and body, replay (of a rejected, an applied and a redacted event) and the live stream (SSE).

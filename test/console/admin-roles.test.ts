@@ -4,7 +4,7 @@ import { sql } from 'kysely'
 import type { LightMyRequestResponse } from 'fastify'
 import { generateAdminKey } from '../../src/keys/admin-key.ts'
 import { hashKey, keyHint } from '../../src/keys/api-key.ts'
-import { migrate, openBackend } from '../../src/store/database.ts'
+import { migrate, openBackend } from '../../src/db/database.ts'
 import { adminClient, newOperator } from '../support/admin.ts'
 import { createTestDatabase, CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 

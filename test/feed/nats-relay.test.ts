@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { AckPolicy, connect, type NatsConnection } from 'nats'
 import pg from 'pg'
-import { lockNumber, searchPathOf } from '../../src/store/dialect-postgres.ts'
+import { lockNumber, searchPathOf } from '../../src/db/postgres/dialect.ts'
 import {
   basic,
   createTestDatabase,

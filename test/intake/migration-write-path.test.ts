@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { test } from 'node:test'
-import { migrate, openBackend } from '../../src/store/database.ts'
+import { migrate, openBackend } from '../../src/db/database.ts'
 import { createTestDatabase, CUSTOMER_CREATED, forEachDatabase, startTestApp } from '../support/harness.ts'
 
 // A database from before the batch write path keeps recognising retries: the idempotency keys

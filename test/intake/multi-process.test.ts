@@ -18,8 +18,8 @@ import {
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from '../support/server-process.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
-import { openBackend } from '../../src/store/database.ts'
-import { writeRule } from '../../src/store/rule-repo.ts'
+import { openBackend } from '../../src/db/database.ts'
+import { writeRule } from '../../src/repos/rule-repo.ts'
 
 // Several server processes on one PostgreSQL converge (README, "How state converges":
 // "several server processes on one PostgreSQL converge too"). Three real `shop-intake serve`

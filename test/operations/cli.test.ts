@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { createServer } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { hashKey } from '../../src/keys/api-key.ts'
-import { openBackend } from '../../src/store/database.ts'
+import { openBackend } from '../../src/db/database.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, onDatabase, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts'
 import { runCli, startCli } from '../support/cli-process.ts'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { recordAudit } from '../../src/store/admin-repo.ts'
-import { migrate, openBackend } from '../../src/store/database.ts'
+import { recordAudit } from '../../src/repos/admin-repo.ts'
+import { migrate, openBackend } from '../../src/db/database.ts'
 import { forEachDatabase, createTestDatabase } from '../support/harness.ts'
 
 // Migration 0021 keeps who wrote each rule version: versions written before it take the name the

@@ -3,7 +3,7 @@ import { after, test } from 'node:test'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { issueKey } from '../../src/keys/issue-key.ts'
-import { migrate, openBackend } from '../../src/store/database.ts'
+import { migrate, openBackend } from '../../src/db/database.ts'
 import { basic, CUSTOMER_CREATED, POSTGRES_URL } from '../support/harness.ts'
 import { killAllServers, request, startServerProcess, stopServerProcess } from '../support/server-process.ts'
 

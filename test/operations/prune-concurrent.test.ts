@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { openBackend } from '../../src/store/database.ts'
-import type { Backend } from '../../src/store/dialect.ts'
-import { pruneEventsTimed } from '../../src/store/prune.ts'
+import { openBackend } from '../../src/db/database.ts'
+import type { Backend } from '../../src/db/dialect.ts'
+import { pruneEventsTimed } from '../../src/repos/prune.ts'
 import { CUSTOMER_CREATED, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // With WORKERS=N (or several hosts) every process runs its own pruner on one PostgreSQL.

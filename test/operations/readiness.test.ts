@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
-import type { SqliteBatchWriter } from '../../src/unit-of-work/sqlite-writer.ts'
+import type { SqliteBatchWriter } from '../../src/write/sqlite/writer.ts'
 import { CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 import { assertUnavailable } from '../support/problems.ts'
 

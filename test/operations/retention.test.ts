@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { sql } from 'kysely'
-import { openBackend } from '../../src/store/database.ts'
-import type { Backend } from '../../src/store/dialect.ts'
+import { openBackend } from '../../src/db/database.ts'
+import type { Backend } from '../../src/db/dialect.ts'
 import { runCli } from '../support/cli-process.ts'
 import {
   createTestDatabase,

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { issueKey } from '../../src/keys/issue-key.ts'
-import { rebuildPoints } from '../../src/unit-of-work/rebuild.ts'
+import { rebuildPoints } from '../../src/write/rebuild.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/rule-repo.ts'
+import { writeRule } from '../../src/repos/rule-repo.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // Expiry over HTTP: points expire N days after they became available unless spent

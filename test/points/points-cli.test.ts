@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { DEFAULT_RULE } from '../../src/loyalty/rule.ts'
-import { readRule, writeRule } from '../../src/store/rule-repo.ts'
+import { readRule, writeRule } from '../../src/repos/rule-repo.ts'
 import { createTestDatabase, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts'
 import { runCli, type CliRun } from '../support/cli-process.ts'
 

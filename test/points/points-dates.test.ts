@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { rebuildPoints } from '../../src/unit-of-work/rebuild.ts'
+import { rebuildPoints } from '../../src/write/rebuild.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/rule-repo.ts'
+import { writeRule } from '../../src/repos/rule-repo.ts'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // The points an order holds follow its current state and the current rule, dates included, and

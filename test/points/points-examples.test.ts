@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
-import { customerBalances } from '../../src/store/points-repo.ts'
-import { writeRule } from '../../src/store/rule-repo.ts'
+import { customerBalances } from '../../src/repos/points-repo.ts'
+import { writeRule } from '../../src/repos/rule-repo.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // The points rules' worked examples over HTTP: each a list of webhooks (and rule changes), with the

@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { ADJUSTMENT_POINTS_MAX, BALANCE_POINTS_MAX, ORDER_POINTS_MAX, REDEMPTION_POINTS_MAX } from '../../src/loyalty/points-limits.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/rule-repo.ts'
+import { writeRule } from '../../src/repos/rule-repo.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 

@@ -4,9 +4,9 @@ import fc from 'fast-check'
 import '../support/seed.ts'
 import { fromMinor } from '../../src/domain/money.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
-import { rebuildPoints } from '../../src/unit-of-work/rebuild.ts'
+import { rebuildPoints } from '../../src/write/rebuild.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/rule-repo.ts'
+import { writeRule } from '../../src/repos/rule-repo.ts'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // The points rules' properties, over HTTP, on both databases:

@@ -5,7 +5,7 @@ import '../support/seed.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { formatDay, REPORT_FLOWS } from '../../src/loyalty/points-report.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/rule-repo.ts'
+import { writeRule } from '../../src/repos/rule-repo.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import pg from 'pg'
-import { lockNumber } from '../../src/store/dialect-postgres.ts'
+import { lockNumber } from '../../src/db/postgres/dialect.ts'
 import { CUSTOMER_CREATED, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // Reads never wait for writes: the read endpoints take no row locks, so a transaction holding the

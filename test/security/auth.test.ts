@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { hashKey, keyHint } from '../../src/keys/api-key.ts'
-import { insertKey, revokeKey } from '../../src/store/keys-repo.ts'
+import { insertKey, revokeKey } from '../../src/repos/keys-repo.ts'
 import { basic, CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { sql, type CompiledQuery, type QueryResult } from 'kysely'
 import { issueKey } from '../../src/keys/issue-key.ts'
-import { revokeKey } from '../../src/store/keys-repo.ts'
+import { revokeKey } from '../../src/repos/keys-repo.ts'
 import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 import { eventually } from '../support/eventually.ts'
 

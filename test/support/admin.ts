@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify'
 import { generateAdminKey } from '../../src/keys/admin-key.ts'
 import { hashKey, keyHint } from '../../src/keys/api-key.ts'
-import { insertAdmin, type AdminRole } from '../../src/store/admin-repo.ts'
+import { insertAdmin, type AdminRole } from '../../src/repos/admin-repo.ts'
 import { basic, type TestApp } from './harness.ts'
 
 // Operators and admin requests for the console's suites.

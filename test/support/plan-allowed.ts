@@ -11,7 +11,7 @@ const pgRange = (index: string, table: string, cond: string) =>
     `^(Index Scan|Index Scan Backward|Index Only Scan|Index Only Scan Backward|Bitmap Heap Scan) using ${index} on ${table}\\b.*(Index|Recheck) Cond: \\(+${cond}`,
   )
 
-/** A rule that first counts history fills the shop's earnings from its ledger (src/store/rule-repo.ts fillEarnings). */
+/** A rule that first counts history fills the shop's earnings from its ledger (src/repos/rule-repo.ts fillEarnings). */
 const FILL_EARNINGS = /^\s*INSERT INTO order_earnings[\s\S]*FROM ledger l JOIN orders o/
 
 export const ALLOWED: AllowedRange[] = [
@@ -46,7 +46,7 @@ export const ALLOWED: AllowedRange[] = [
   },
   // Rewards.
   {
-    why: 'The active pools of every shop, for the metric of codes left and /readyz: the rewards table whole (a few rows per shop), sampled every STORAGE_SAMPLE_SECONDS, not per request (src/store/rewards-repo.ts, poolLevels).',
+    why: 'The active pools of every shop, for the metric of codes left and /readyz: the rewards table whole (a few rows per shop), sampled every STORAGE_SAMPLE_SECONDS, not per request (src/repos/rewards-repo.ts, poolLevels).',
     statement: /^select "shop_id", "id", "name", "codes_added", "codes_issued" from "rewards" where "codes" = \S+ and "active" = \S+$/,
     table: 'rewards',
     shape: { postgres: /^Seq Scan on rewards\b/, sqlite: /^SCAN rewards$/ },
@@ -71,7 +71,7 @@ export const ALLOWED: AllowedRange[] = [
   },
   // A rule change.
   {
-    why: "A rule that first counts history (tiers, exclusions) fills the shop's earnings from its ledger, replacing rows kept before (src/store/rule-repo.ts fillEarnings): once in a shop's life, a scan of order_earnings, which holds the rows of shops whose programs count history.",
+    why: "A rule that first counts history (tiers, exclusions) fills the shop's earnings from its ledger, replacing rows kept before (src/repos/rule-repo.ts fillEarnings): once in a shop's life, a scan of order_earnings, which holds the rows of shops whose programs count history.",
     statement: /^delete from "order_earnings" where "shop_id" = \S+$/,
     table: 'order_earnings',
     shape: {
@@ -97,7 +97,7 @@ export const ALLOWED: AllowedRange[] = [
   },
   // The console.
   {
-    why: "A shop's rule history, newest first: the shop's range of rule_versions' key, at most 100 rows (src/store/rule-repo.ts); a table of a few rows per shop, which PostgreSQL may scan whole once analyzed, or read as a bitmap of the shop's range and sort.",
+    why: "A shop's rule history, newest first: the shop's range of rule_versions' key, at most 100 rows (src/repos/rule-repo.ts); a table of a few rows per shop, which PostgreSQL may scan whole once analyzed, or read as a bitmap of the shop's range and sort.",
     statement: /^select "version", "rule", "effective_us", "changed_by" from "rule_versions" where "shop_id" = \S+ order by "version" desc limit \S+$/,
     table: 'rule_versions',
     shape: {
@@ -107,7 +107,7 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: "The console's events of every shop, newest first: a page of the receive-time index, the filters checked on its rows (src/store/admin-events-repo.ts).",
+    why: "The console's events of every shop, newest first: a page of the receive-time index, the filters checked on its rows (src/repos/admin-events-repo.ts).",
     statement: /^select [^;]* from "events" (where \(received_us, id\) < \(\S+, \S+\) )?order by "received_us" desc, "id" desc limit \S+$/,
     table: 'events',
     shape: {
@@ -209,7 +209,7 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: 'Expired console sessions go as new ones come (src/store/admin-repo.ts): the table holds the live sessions and few others, and has no index by expiry.',
+    why: 'Expired console sessions go as new ones come (src/repos/admin-repo.ts): the table holds the live sessions and few others, and has no index by expiry.',
     statement: /^delete from "admin_sessions" where "expires_us" <= /,
     table: 'admin_sessions',
     shape: { postgres: /^Seq Scan on admin_sessions\b/, sqlite: /^SCAN admin_sessions$/ },
@@ -217,13 +217,13 @@ export const ALLOWED: AllowedRange[] = [
 
   // Pruning and the storage sample.
   {
-    why: 'Pruning takes the oldest events received before the cutoff, 500 at a time: a range of the receive-time index (src/store/prune.ts).',
+    why: 'Pruning takes the oldest events received before the cutoff, 500 at a time: a range of the receive-time index (src/repos/prune.ts).',
     statement: /from "events" where "received_us" < \S+ order by "received_us" limit/,
     table: 'events',
     shape: { postgres: pgRange('events_received', 'events', 'received_us < '), sqlite: /^SEARCH events USING INDEX events_received \(received_us<\?\)$/ },
   },
   {
-    why: 'Pruning deletes the events it took, within the span of receive times it read them from (src/store/prune.ts).',
+    why: 'Pruning deletes the events it took, within the span of receive times it read them from (src/repos/prune.ts).',
     statement: /^delete from "events" where "received_us" >= \S+ and "received_us" <= \S+ and "id"/,
     table: 'events',
     shape: {
@@ -255,7 +255,7 @@ export const ALLOWED: AllowedRange[] = [
     shape: { postgres: /^Index Only Scan Backward using ledger_pkey on ledger\b/, sqlite: /^SEARCH ledger$/ },
   },
   {
-    why: "The expiry sweeper finds whom to ask: the entries dated within the ranges that fell due (all that are due on a first pass, those that fell due since the last on a later one), or the entries written since the last pass within the due ranges (src/store/points-repo.ts dueCandidates). A range of dates or of ids across shops, the shop and the customer checked on its rows: ledger_available holds only the date, so that no lookup of a customer's lots can take it (migration 0010).",
+    why: "The expiry sweeper finds whom to ask: the entries dated within the ranges that fell due (all that are due on a first pass, those that fell due since the last on a later one), or the entries written since the last pass within the due ranges (src/repos/points-repo.ts dueCandidates). A range of dates or of ids across shops, the shop and the customer checked on its rows: ledger_available holds only the date, so that no lookup of a customer's lots can take it (migration 0010).",
     statement: /^select distinct "customer_id" from "ledger" where \+"shop_id" = \S+ and \+"customer_id" is not null and \+?"available_us" >= /,
     table: 'ledger',
     shape: {
@@ -265,7 +265,7 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: 'The points sweeper finds the customers whose tier time alone may have changed: the soonest due of customers_tier_check, a partial index of the date alone across shops, holding only the customers with a check to make (src/store/points-repo.ts tierChecksDue, migration 0022).',
+    why: 'The points sweeper finds the customers whose tier time alone may have changed: the soonest due of customers_tier_check, a partial index of the date alone across shops, holding only the customers with a check to make (src/repos/points-repo.ts tierChecksDue, migration 0022).',
     statement: /^select "shop_id", "id" from "customers" where "tier_check_us" <= \S+ order by "tier_check_us" limit \S+$/,
     table: 'customers',
     shape: {
@@ -274,7 +274,7 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: "The expiry sweeper finds the customers whose imported points' own expires_at has come: the soonest due of customers_expiry_check, a partial index of the date alone across shops, holding only the customers with such a date not yet settled (src/store/points-repo.ts fixedExpiriesDue, migration 0029).",
+    why: "The expiry sweeper finds the customers whose imported points' own expires_at has come: the soonest due of customers_expiry_check, a partial index of the date alone across shops, holding only the customers with such a date not yet settled (src/repos/points-repo.ts fixedExpiriesDue, migration 0029).",
     statement: /^select "shop_id", "id" from "customers" where "expiry_check_us" <= \S+ order by "expiry_check_us" limit \S+$/,
     table: 'customers',
     shape: {
@@ -283,7 +283,7 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: "A points rebuild walks a shop's orders by id, 500 at a time: pages of the primary key (src/store/rebuild-repo.ts); on PostgreSQL it leads with the id (migration 0010), other shops' orders among them checked and left.",
+    why: "A points rebuild walks a shop's orders by id, 500 at a time: pages of the primary key (src/repos/rebuild-repo.ts); on PostgreSQL it leads with the id (migration 0010), other shops' orders among them checked and left.",
     statement: /^select "id" from "orders" where "shop_id" = \S+ and "id" > \S+ order by "id" limit \S+$/,
     table: 'orders',
     shape: {
@@ -292,7 +292,7 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: "A points rebuild walks a shop's customers with entries, 500 at a time: pages of the shop's range of ledger_customer (src/store/rebuild-repo.ts).",
+    why: "A points rebuild walks a shop's customers with entries, 500 at a time: pages of the shop's range of ledger_customer (src/repos/rebuild-repo.ts).",
     statement: /^select distinct "customer_id" from "ledger" where .*"customer_id" > \S+ order by "customer_id" limit \S+$/,
     table: 'ledger',
     shape: {
@@ -302,7 +302,7 @@ export const ALLOWED: AllowedRange[] = [
   },
 
   {
-    why: "The points liability report reads a shop's rollup of its customers' ledger up to a day (ledger_days, migration 0020, kept by the write path): a range of its primary key, a few rows a day however many entries (src/store/report-repo.ts).",
+    why: "The points liability report reads a shop's rollup of its customers' ledger up to a day (ledger_days, migration 0020, kept by the write path): a range of its primary key, a few rows a day however many entries (src/repos/report-repo.ts).",
     statement: /^select "day", "available_day", "reason", "points" from "ledger_days" where "shop_id" = \S+ and "day" < \S+$/,
     table: 'ledger_days',
     shape: {
@@ -334,19 +334,19 @@ export const ALLOWED: AllowedRange[] = [
     shape: { postgres: /^Index Only Scan Backward using feed_pkey on feed\b/, sqlite: /^SCAN feed USING COVERING INDEX sqlite_autoindex_feed_1$/ },
   },
   {
-    why: 'A batch takes its feed positions from the one row of feed_head (src/store/batch-sql-postgres.ts): after ANALYZE PostgreSQL reads a table of one row whole, rightly.',
+    why: 'A batch takes its feed positions from the one row of feed_head (src/write/postgres/statement-factory.ts): after ANALYZE PostgreSQL reads a table of one row whole, rightly.',
     statement: /UPDATE feed_head SET position = position \+ \S+ WHERE id = 1/,
     table: 'feed_head',
     shape: { postgres: /^(Seq Scan on feed_head|Index Scan using feed_head_pkey on feed_head)\b/ },
   },
   {
-    why: "A batch's feed row takes its shop's positions from that shop's one row of feed_shop_head, whose key is shop_id alone (src/store/batch-sql-sqlite.ts).",
+    why: "A batch's feed row takes its shop's positions from that shop's one row of feed_shop_head, whose key is shop_id alone (src/write/sqlite/statement-factory.ts).",
     statement: /VALUES .*\(SELECT position FROM feed_shop_head WHERE shop_id = \?\)/,
     table: 'feed_shop_head',
     shape: { sqlite: /^SEARCH feed_shop_head USING INDEX sqlite_autoindex_feed_shop_head_1 \(shop_id=\?\)$/ },
   },
   {
-    why: "A new webhook subscription starts after its shop's last position: the shop's one row of feed_shop_head, whose key is shop_id alone (src/store/changes-repo.ts).",
+    why: "A new webhook subscription starts after its shop's last position: the shop's one row of feed_shop_head, whose key is shop_id alone (src/repos/changes-repo.ts).",
     statement: /^select "position" from "feed_shop_head" where "shop_id" = \S+$/,
     table: 'feed_shop_head',
     shape: {

@@ -6,15 +6,15 @@ import { benchWebhook } from '../../bench/webhook.ts'
 import type { BatchItem, PointsCommand } from '../../src/batch/commands.ts'
 import type { Topic, Webhook } from '../../src/domain/webhook.ts'
 import { startExpirySweeper } from '../../src/jobs/expiry-sweeper.ts'
-import { rebuildPoints } from '../../src/unit-of-work/rebuild.ts'
+import { rebuildPoints } from '../../src/write/rebuild.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
-import { batchApplier, type BatchResult } from '../../src/unit-of-work/apply-batch.ts'
-import { shopNames } from '../../src/store/admin-read-repo.ts'
-import { eventsSince } from '../../src/store/admin-events-repo.ts'
-import { changesAfter, lastPosition, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery } from '../../src/store/changes-repo.ts'
-import type { Backend } from '../../src/store/dialect.ts'
-import { writeRule } from '../../src/store/rule-repo.ts'
-import { eventsBefore, pruneEvents } from '../../src/store/prune.ts'
+import { batchApplier, type BatchResult } from '../../src/write/unit-of-work.ts'
+import { shopNames } from '../../src/repos/admin-read-repo.ts'
+import { eventsSince } from '../../src/repos/admin-events-repo.ts'
+import { changesAfter, lastPosition, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery } from '../../src/repos/changes-repo.ts'
+import type { Backend } from '../../src/db/dialect.ts'
+import { writeRule } from '../../src/repos/rule-repo.ts'
+import { eventsBefore, pruneEvents } from '../../src/repos/prune.ts'
 import {
   claimQuery,
   dueSubscriptions,
@@ -25,9 +25,9 @@ import {
   skipQuery,
   subscriptionOf,
   subscriptionQuery,
-} from '../../src/store/subscriptions-repo.ts'
+} from '../../src/repos/subscriptions-repo.ts'
 import { createReward } from '../../src/rewards/catalogue.ts'
-import { addCodes, poolLevels } from '../../src/store/rewards-repo.ts'
+import { addCodes, poolLevels } from '../../src/repos/rewards-repo.ts'
 import { adminClient, newOperator } from './admin.ts'
 import type { TestApp } from './harness.ts'
 

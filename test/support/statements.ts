@@ -1,5 +1,5 @@
 import { relative } from 'node:path'
-import type { StatementObserver } from '../../src/store/dialect.ts'
+import type { StatementObserver } from '../../src/db/dialect.ts'
 
 // Records the statements the code issues (openBackend's and buildApp's `onStatement`), so that
 // test/operations/query-plans.test.ts explains whatever the code runs today, not a copy of its SQL.
@@ -12,7 +12,7 @@ export interface Captured {
   /** The parameters of one run (the one with the most array elements: empty key lists plan no differently, but say less). */
   parameters: readonly unknown[]
   path: StatementPath
-  /** Where in src/ it was issued, e.g. `src/store/read-repo.ts:10 findCustomer`. */
+  /** Where in src/ it was issued, e.g. `src/repos/read-repo.ts:10 findCustomer`. */
   origin: string
   /**
    * Run through a Session (`Backend.reads`, `transaction`): prepared once per connection on
@@ -22,14 +22,14 @@ export interface Captured {
 }
 
 /**
- * The write path: a batch's locks, loads and writes (src/unit-of-work/apply-batch.ts and what it calls,
+ * The write path: a batch's locks, loads and writes (src/write/unit-of-work.ts and what it calls,
  * the explanation of an order's points too, which loads as a batch does), the change feed's
  * positions included. A statement issued with one of these files on its stack is the write path's.
  */
-const WRITE_PATH = ['src/unit-of-work/apply-batch.ts', 'src/store/batch-load.ts', 'src/store/batch-write.ts']
+const WRITE_PATH = ['src/write/unit-of-work.ts', 'src/write/load.ts', 'src/write/save.ts']
 
 /** Frames of the plumbing between the code and the database: the origin is the first frame past them. */
-const PLUMBING = /^src\/store\/dialect(-\w+)?\.ts$/
+const PLUMBING = /^src\/db\/(?:(?:sqlite|postgres)\/)?dialect\.ts$/
 const PLUMBING_FUNCTIONS = /^(?:Object\.)?(?:run|runMany|Log\.log)$/
 
 /** Statements that read or write rows: DDL, transaction control and settings are not planned. */
@@ -92,8 +92,8 @@ export function recordStatements(root: string): StatementRecorder {
       path: frames.some((f) => WRITE_PATH.includes(f.file)) ? 'write path' : 'reads and upkeep',
       // Kysely on SQLite runs its queries behind a promise of its own: their stack stops there.
       origin: origin ? `${origin.file}:${origin.line}${origin.fn ? ` ${origin.fn.replace(/^Object\./, '')}` : ''}` : '(caller not on the stack)',
-      // Kysely's queries are told through its log (src/store/dialect.ts); a Session's are not.
-      prepared: !frames.some((f) => f.file === 'src/store/dialect.ts'),
+      // Kysely's queries are told through its log (src/db/dialect.ts); a Session's are not.
+      prepared: !frames.some((f) => f.file === 'src/db/dialect.ts'),
     })
   }
   return { observe, start: () => (recording = true), statements: () => [...seen.values()] }

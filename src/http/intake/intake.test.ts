@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto'
 import { describe, test } from 'node:test'
 import type { PointsCommand } from '../../batch/commands.ts'
 import { PROBLEMS, type ProblemStatus } from '../../schemas/problems.ts'
-import type { BatchResult } from '../../unit-of-work/apply-batch.ts'
-import { GroupCommitWriter } from '../../writer/group-commit.ts'
+import type { BatchResult } from '../../write/unit-of-work.ts'
+import { GroupCommitWriter } from '../../write/group-commit.ts'
 import { idempotencyKey, isEventId, isUuid, NotStored, parseId, problem, ProblemError, submit, type ProblemType, type Writing } from './index.ts'
 
 // The intake kit on its own: what the routes' answers are made of. The answers themselves are

@@ -1,6 +1,6 @@
 import { isStorableText } from '../../schemas/common.ts'
-import type { Backend } from '../../store/dialect.ts'
-import { findShop } from '../../store/keys-repo.ts'
+import type { Backend } from '../../db/dialect.ts'
+import { findShop } from '../../repos/keys-repo.ts'
 import { notFound } from '../problem.ts'
 
 /** The `{shop}` segment of an admin path: the shop of that name, or a 404 (without asking the database for a name it could not hold, such as one with a NUL). */

@@ -2,10 +2,10 @@ import type { CommandOutcome, PointsCommand } from '../../batch/commands.ts'
 import type { Outcome, Webhook } from '../../domain/webhook.ts'
 import { isCommand, type BatchItem } from '../../batch/commands.ts'
 import type { Config } from '../../config.ts'
-import type { BatchResult } from '../../unit-of-work/apply-batch.ts'
-import type { GroupCommitWriter } from '../../writer/group-commit.ts'
+import type { BatchResult } from '../../write/unit-of-work.ts'
+import type { GroupCommitWriter } from '../../write/group-commit.ts'
 import type { Metrics } from '../metrics.ts'
-import { QueueFullError, WriterUnavailableError } from '../../writer/group-commit.ts'
+import { QueueFullError, WriterUnavailableError } from '../../write/group-commit.ts'
 import { databaseUnavailable, ProblemError, unavailable } from '../problem.ts'
 
 // The one way a route hands an item to the group-commit writer. Whatever keeps the item from being

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { uuidv7 } from '../../http/uuid-v7.ts'
 import { commandBodyProblem, idempotencyKey, parseId, pointsLimitProblem, problem, sendProblem, shopByName, submit } from '../../http/intake/index.ts'
 import { AdjustmentBody, AdjustmentView, ADMIN_PROBLEMS, ShopCustomerParams } from '../../schemas/admin.ts'
-import { recordAudit } from '../../store/admin-repo.ts'
+import { recordAudit } from '../../repos/admin-repo.ts'
 import { readAnswer } from '../resources.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 

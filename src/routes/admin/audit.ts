@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { formatInstant } from '../../domain/time.ts'
 import { ADMIN_PROBLEMS, AuditList, PageQuery } from '../../schemas/admin.ts'
-import { auditPage } from '../../store/admin-repo.ts'
+import { auditPage } from '../../repos/admin-repo.ts'
 import { readAnswer } from '../resources.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 

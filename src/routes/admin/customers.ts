@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { CustomerRecord, OrderRecord } from '../../domain/merge.ts'
 import { fromMinor } from '../../domain/money.ts'
 import { formatInstant, formatUs } from '../../domain/time.ts'
-import { explainOrderPoints } from '../../unit-of-work/explain.ts'
+import { explainOrderPoints } from '../../write/explain.ts'
 import { expiryOf, versionedRule } from '../../loyalty/rule.ts'
 import { customerExpiry, DAY_US, expiringBetween } from '../../loyalty/wallet.ts'
 import {
@@ -16,13 +16,13 @@ import {
   ShopCustomerParams,
   ShopParams,
 } from '../../schemas/admin.ts'
-import { customerPage, guestHeld, ledgerOf, ordersByIds, ordersOf } from '../../store/admin-read-repo.ts'
-import type { Backend } from '../../store/dialect.ts'
-import { customerBalances, customerLots } from '../../store/points-repo.ts'
-import { readRule } from '../../store/rule-repo.ts'
-import { findStoredCustomer } from '../../store/read-repo.ts'
+import { customerPage, guestHeld, ledgerOf, ordersByIds, ordersOf } from '../../repos/admin-read-repo.ts'
+import type { Backend } from '../../db/dialect.ts'
+import { customerBalances, customerLots } from '../../repos/points-repo.ts'
+import { readRule } from '../../repos/rule-repo.ts'
+import { findStoredCustomer } from '../../repos/read-repo.ts'
 import { customerView, orderView, readAnswer } from '../resources.ts'
-import { readTier } from '../../unit-of-work/tier-read.ts'
+import { readTier } from '../../write/tier-read.ts'
 import { notFound, parseId, shopByName } from '../../http/intake/index.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 

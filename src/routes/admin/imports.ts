@@ -5,7 +5,7 @@ import { addToSummary, emptySummary, IMPORT_UNIT, importBalances, importCommands
 import { shopTiers } from '../../rewards/catalogue.ts'
 import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
 import { ImportQuery, ImportSummary } from '../../schemas/imports.ts'
-import { recordAudit } from '../../store/admin-repo.ts'
+import { recordAudit } from '../../repos/admin-repo.ts'
 import { installCsvBody } from '../../http/csv-body.ts'
 import { readAnswer } from '../resources.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'

@@ -3,8 +3,8 @@ import type { FastifyInstance } from 'fastify'
 import { TOPICS, type Topic } from '../../domain/webhook.ts'
 import { isEventId, notFound, problem, sendProblem } from '../../http/intake/index.ts'
 import { ADMIN_PROBLEMS, EventParams, ReplayAnswer } from '../../schemas/admin.ts'
-import { recordAudit } from '../../store/admin-repo.ts'
-import { findEvent } from '../../store/admin-events-repo.ts'
+import { recordAudit } from '../../repos/admin-repo.ts'
+import { findEvent } from '../../repos/admin-events-repo.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
 // Replay: a stored body runs again through today's validation and rules, as a new webhook of the

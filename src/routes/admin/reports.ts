@@ -4,7 +4,7 @@ import { badRequest, shopByName } from '../../http/intake/index.ts'
 import { buildReport, formatDay, parseReportRange, reportCsv } from '../../loyalty/points-report.ts'
 import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
 import { PointsReportQuery, PointsReportView } from '../../schemas/report.ts'
-import { ledgerDaySums } from '../../store/report-repo.ts'
+import { ledgerDaySums } from '../../repos/report-repo.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
 // The points liability report (README, Points liability report): one grouped read of the ledger,

@@ -8,18 +8,18 @@ import { bodyRuleFaults, normalizeRule, parseStoredRule, type Rule } from '../..
 import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
 import { RuleBody, RulePreview, RulePreviewBody, RuleView } from '../../schemas/rule.ts'
 import type { OrderBody } from '../../schemas/webhooks.ts'
-import { recordAudit } from '../../store/admin-repo.ts'
-import { changeRule, ruleHistory } from '../../store/rule-repo.ts'
-import type { Tables } from '../../store/tables.ts'
+import { recordAudit } from '../../repos/admin-repo.ts'
+import { changeRule, ruleHistory } from '../../repos/rule-repo.ts'
+import type { Tables } from '../../db/tables.ts'
 import type { Kysely } from 'kysely'
-import { previewOrderPoints } from '../../unit-of-work/preview.ts'
+import { previewOrderPoints } from '../../write/preview.ts'
 import { readAnswer } from '../resources.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
 // A shop's points rule in the admin API: the current version with its history, a new version by
 // PUT, in effect from the moment it is written, and written to the audit log as the command
 // line's `rules set` is; and the preview of what an order would earn, under the current rule or
-// a proposed one, which writes nothing (src/unit-of-work/preview.ts).
+// a proposed one, which writes nothing (src/write/preview.ts).
 
 const HISTORY = 100
 

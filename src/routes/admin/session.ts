@@ -7,7 +7,7 @@ import { isHttps, publicOrigin } from '../../http/public-origin.ts'
 import { problem, ProblemError } from '../../http/intake/index.ts'
 import { isAdminKey, newSessionToken } from '../../keys/admin-key.ts'
 import { hashKey } from '../../keys/api-key.ts'
-import { deleteSession, findActiveAdmin, findSession, insertSession, recordAudit } from '../../store/admin-repo.ts'
+import { deleteSession, findActiveAdmin, findSession, insertSession, recordAudit } from '../../repos/admin-repo.ts'
 import { ADMIN_PROBLEMS, adminProblems, SessionBody, SessionView } from '../../schemas/admin.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 

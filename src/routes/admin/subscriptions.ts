@@ -25,7 +25,7 @@ import {
   SubscriptionParams,
   SubscriptionView,
 } from '../../schemas/subscriptions.ts'
-import { recordAudit } from '../../store/admin-repo.ts'
+import { recordAudit } from '../../repos/admin-repo.ts'
 import {
   deleteSubscription,
   findSubscription,
@@ -33,7 +33,7 @@ import {
   replaySubscription,
   shopSubscriptionCount,
   shopSubscriptionPage,
-} from '../../store/subscriptions-repo.ts'
+} from '../../repos/subscriptions-repo.ts'
 import { readAnswer } from '../resources.ts'
 import { OPTIONAL_BODY, optionalBodyProblem } from './optional-body.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'

@@ -1,5 +1,0 @@
-// Worker bootstrap: the writer thread runs the TypeScript sources through tsx, like bin/shop-intake.js.
-import { register } from 'tsx/esm/api'
-
-register()
-await import('./sqlite-writer-thread.ts')

@@ -1,0 +1,24 @@
+import type { BatchItem } from '../batch/commands.ts'
+import type { Pruned } from '../repos/prune.ts'
+import type { BatchResult } from './unit-of-work.ts'
+
+/** Commits batches of webhooks and points commands; each resolves only once its batch is durable. */
+export interface BatchWriter {
+  /** `atUs` is the time balances are settled at (src/batch/decide.ts): the service's clock when the batch starts. */
+  apply(batch: BatchItem[], atUs: number): Promise<BatchResult[]>
+  /** Deletes up to `limit` of the oldest events received before `cutoffUs` in one transaction (src/repos/prune.ts). */
+  prune(cutoffUs: number, limit: number): Promise<Pruned>
+  /**
+   * Resolves when this writer can commit now; rejects while it is starting or once it has died.
+   * Absent when the writer is ready whenever the database answers (PostgreSQL).
+   */
+  ping?(): Promise<void>
+  /** Records that these keys were used at `at` (ISO 8601), for keys list; on SQLite, on the writer's connection. */
+  touchKeys(keyIds: readonly number[], at: string): Promise<void>
+  /**
+   * Runs write statements in one transaction of its own on the write connection (on SQLite, the
+   * writer thread's), one after another; the rows each returned (a RETURNING clause's), in order.
+   */
+  write(...queries: { sql: string; parameters: readonly unknown[] }[]): Promise<unknown[][]>
+  close(): Promise<void>
+}

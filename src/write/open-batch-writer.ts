@@ -1,0 +1,34 @@
+import { CompiledQuery } from 'kysely'
+import type { DbCalls } from '../db/db-calls.ts'
+import type { Backend } from '../db/dialect.ts'
+import { touchKeysQuery } from '../repos/keys-repo.ts'
+import { pruneEventsTimed } from '../repos/prune.ts'
+import { batchApplier } from './unit-of-work.ts'
+import type { BatchWriter } from './batch-writer.ts'
+import { startSqliteWriter } from './sqlite/writer.ts'
+
+/**
+ * The write path of the server: where and how batches are committed, on a writer thread of their
+ * own when the backend asks for one (SQLite), else on this thread; their statements and round
+ * trips are added to `calls`.
+ */
+export function openBatchWriter(backend: Backend, calls?: DbCalls): BatchWriter {
+  if (backend.writerThreadFile !== undefined) return startSqliteWriter(backend.writerThreadFile, calls)
+  // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
+  const apply = batchApplier(backend)
+  return {
+    apply: (batch, atUs) => apply(batch, atUs, calls),
+    prune: (cutoffUs, limit) => pruneEventsTimed(backend, cutoffUs, limit),
+    // On the write path's connections, as SQLite's writer thread does: apart from the reads and the key lookups.
+    touchKeys: async (keyIds, at) => {
+      await backend.transaction(async (s) => s.run(touchKeysQuery(backend.db, keyIds, at)))
+    },
+    write: (...queries) =>
+      backend.transaction(async (s) => {
+        const rows: unknown[][] = []
+        for (const q of queries) rows.push(await s.run(CompiledQuery.raw(q.sql, [...q.parameters])))
+        return rows
+      }),
+    close: async () => {},
+  }
+}

@@ -1,0 +1,204 @@
+import type { CompiledQuery } from 'kysely'
+import { REDACTED_BODY, REDACTED_HEADERS } from '../batch/decide.ts'
+import type { Decision, FeedEntry } from '../batch/state.ts'
+import { formatUs } from '../domain/time.ts'
+import type { FeedRowInput } from './statement-factory.ts'
+import type { Backend, Session } from '../db/dialect.ts'
+import { adjustmentRow, redemptionRow } from '../db/redemption-rows.ts'
+import { claimRow } from '../db/claim-rows.ts'
+import {
+  ADJUSTMENT_COLUMNS,
+  CLAIM_COLUMNS,
+  CUSTOMER_COLUMNS,
+  CUSTOMER_INDEXED,
+  customerRow,
+  EVENT_COLUMNS,
+  indexedOf,
+  LEDGER_COLUMNS,
+  ORDER_COLUMNS,
+  ORDER_INDEXED,
+  orderRow,
+  REDEMPTION_COLUMNS,
+  valuesOf,
+} from '../db/rows.ts'
+import type { AsLoaded } from './load.ts'
+import { statementsOf } from './statements-of.ts'
+import type { BatchStatements } from './statements.ts'
+import type { EventsTable, LedgerTable } from '../db/tables.ts'
+import type { Insertable } from 'kysely'
+
+// Writes a decision with the write path's prepared statements (src/write/statements.ts):
+// on PostgreSQL one statement for every table, the redactions and the change feed; on SQLite one
+// run of a statement per row. The SQL decides nothing: an upsert
+// only checks that the row still has the revision the batch loaded, so a concurrent writer
+// elsewhere makes the batch run again instead of being overwritten.
+
+/** A row changed since the batch loaded it: the batch is retried (PostgreSQL's serialization failure code). */
+export class RevisionConflict extends Error {
+  readonly code = '40001'
+  constructor(table: string) {
+    super(`a ${table} row changed while the batch was decided`)
+  }
+}
+
+/** Statements whose rows must all come back: fewer means a row changed, or a key was taken, since the batch loaded. */
+interface Write {
+  table: string
+  queries: CompiledQuery<unknown>[]
+  expect: number | null
+}
+
+/**
+ * Writes the decision. `asLoaded` says what the loaded rows' indexed columns held: a row written
+ * with the same values is updated without them, so that its indexes are left alone.
+ */
+export async function writeDecision(s: Session, backend: Backend, d: Decision, createdAt: string, asLoaded: AsLoaded = new Map()): Promise<void> {
+  const q = statementsOf(backend)
+  const customers = d.customers.map((c) => customerRow(c))
+  const orders = d.orders.map((o) => orderRow(o))
+  const unchanged = (prefix: string, row: Record<string, unknown>, columns: readonly string[]) =>
+    asLoaded.get(`${prefix}:${row.shop_id}:${row.id}`) === indexedOf(row, columns)
+  const [customersKept, customersChanged] = split(customers, (row) => unchanged('c', row, CUSTOMER_INDEXED))
+  const [ordersKept, ordersChanged] = split(orders, (row) => unchanged('o', row, ORDER_INDEXED))
+  // The redactions cover this batch's own entries too: they are written without the e-mail.
+  const erased = new Set(d.redactions.flatMap((r) => r.orderIds.map((id) => `${r.shopId}:${id}`)))
+  const ledger = d.ledger.map((e): Omit<Insertable<LedgerTable>, 'id'> => ({
+    shop_id: e.shopId,
+    order_id: e.orderId,
+    customer_id: e.customerId,
+    points: e.points,
+    reason: e.reason,
+    guest_email: e.orderId !== null && erased.has(`${e.shopId}:${e.orderId}`) ? null : e.guestEmail,
+    amount_minor: e.basis.amount_minor,
+    currency: e.basis.currency,
+    rate: e.basis.rate,
+    rule_version: e.basis.rule_version,
+    created_at: createdAt,
+    available_at: formatUs(e.basis.available_us),
+    available_us: e.basis.available_us,
+    redemption_id: e.redemptionId,
+    debt: e.debt ? 1 : 0,
+    adjustment_id: e.adjustmentId ?? null,
+    multiplier: e.basis.multiplier ?? null,
+  }))
+  const events = d.events.map((e): Insertable<EventsTable> => ({
+    id: e.id,
+    shop_id: e.shopId,
+    topic: e.topic,
+    resource_id: e.resourceId,
+    customer_id: e.customerId,
+    received_at: formatUs(e.receivedUs),
+    received_us: e.receivedUs,
+    body: e.body,
+    headers: e.headers,
+    outcome: e.outcome,
+    duplicate_of: e.duplicateOf,
+    errors: e.errors === null ? null : JSON.stringify(e.errors),
+    idem_key: e.idemKey,
+    replay_of: e.replayOf ?? null,
+  }))
+  const write = (table: string, queries: CompiledQuery<unknown>[], expect: number | null): Write => ({ table, queries, expect })
+  const feed = feedRows(d.feed, Date.parse(createdAt) * 1000)
+  const writes: Write[] = [
+    // Personal data erased from rows already stored (first, so that on SQLite too they meet only those);
+    // this batch's own rows were decided redacted.
+    ...d.redactions.flatMap((r) => [
+      write('events', r.customerIds.length === 0 ? [] : [q.redactCustomerEvents(r.shopId, r.customerIds, [REDACTED_BODY, REDACTED_HEADERS])], null),
+      write('events', r.orderIds.length === 0 ? [] : [q.redactOrderEvents(r.shopId, r.orderIds, [REDACTED_BODY, REDACTED_HEADERS])], null),
+      write('ledger', r.orderIds.length === 0 ? [] : [q.redactGuestEmails(r.shopId, r.orderIds, [])], null),
+    ]),
+    write('customers', q.upsertCustomers(customersChanged.map((row) => valuesOf(CUSTOMER_COLUMNS, row))), customersChanged.length),
+    write('customers', q.updateCustomers(customersKept.map((row) => valuesOf(CUSTOMER_COLUMNS, row))), customersKept.length),
+    write('orders', q.upsertOrders(ordersChanged.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersChanged.length),
+    write('orders', q.updateOrders(ordersKept.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersKept.length),
+    write('ledger', q.insertLedger(ledger.map((row) => valuesOf(LEDGER_COLUMNS, row))), null),
+    write('ledger_days', q.addLedgerDays(ledgerDays(ledger)), null),
+    ...earningWrites(q, d.earnings ?? []),
+    write(
+      'expiry_warnings',
+      q.insertWarnings((d.warnings ?? []).map((w) => [w.shopId, w.customerId, w.expiresUs, w.points, Date.parse(createdAt) * 1000])),
+      d.warnings?.length ?? 0,
+    ),
+    // Another process claimed one of these idempotency keys meanwhile: run the batch again.
+    write('events', q.insertEvents(events.map((row) => valuesOf(EVENT_COLUMNS, row))), events.length),
+    write('redemptions', q.insertRedemptions(d.redemptions.map((r) => valuesOf(REDEMPTION_COLUMNS, redemptionRow(r)))), d.redemptions.length),
+    write('adjustments', q.insertAdjustments((d.adjustments ?? []).map((a) => valuesOf(ADJUSTMENT_COLUMNS, adjustmentRow(a)))), d.adjustments?.length ?? 0),
+    ...d.cancels.map((r) => {
+      const row = redemptionRow(r)
+      return write('redemptions', [q.cancelRedemption(r.shopId, [r.id], [row.cancelled_at, row.cancelled_us, row.cancel_available_after])], 1)
+    }),
+    write('claims', q.insertClaims((d.claims ?? []).map((c) => valuesOf(CLAIM_COLUMNS, claimRow(c)))), d.claims?.length ?? 0),
+    ...(d.claimCancels ?? []).map((c) => write('claims', [q.cancelClaim(c.shopId, [c.id], [c.cancelledUs, c.cancelAvailableAfter])], 1)),
+    // A pool another batch handed codes out of since this one loaded it: run again.
+    ...(d.pools ?? []).map((r) => write('rewards', [q.movePoolCursor([r.codeCursor, r.codesIssued, r.id, r.loadedCursor])], 1)),
+    // Last: the feed's head, whose lock orders the commits, is held from here to the commit.
+    write('feed', q.appendFeed(feed.total, feed.rows), null),
+  ].filter((w) => w.queries.length > 0)
+  const counts = await s.counts(writes.flatMap((w) => w.queries))
+  let at = 0
+  for (const w of writes) {
+    const returned = w.queries.reduce((sum) => sum + counts[at++]!, 0)
+    if (w.expect !== null && returned !== w.expect) throw new RevisionConflict(w.table)
+  }
+}
+
+const DAY_US = 86_400_000_000
+
+/**
+ * The earnings a decision changes: upserts of the rows it keeps and deletes of those it drops,
+ * one statement each per shop (the orders are locked by the batch, so no guard is needed).
+ */
+function earningWrites(q: BatchStatements, changes: NonNullable<Decision['earnings']>) {
+  const rows = changes.flatMap((c) => (c.row ? [[c.shopId, c.orderId, c.row.customerId, c.row.processedUs, c.row.base]] : []))
+  const gone = new Map<number, number[]>()
+  for (const c of changes) if (!c.row) gone.set(c.shopId, [...(gone.get(c.shopId) ?? []), c.orderId])
+  return [
+    { table: 'order_earnings', queries: q.upsertEarnings(rows), expect: null },
+    ...[...gone].map(([shopId, ids]) => ({ table: 'order_earnings', queries: [q.deleteEarnings(shopId, ids, [])], expect: null })),
+  ]
+}
+
+/**
+ * The batch's customers' entries summed by shop, day written (UTC), day available and reason: what
+ * it adds to the report's rollup (migration 0020), one row per key, in key order (so that two
+ * batches adding to the same rows lock them in the same order).
+ */
+export function ledgerDays(ledger: readonly Omit<Insertable<LedgerTable>, 'id'>[]): [number, string, number, string, number][] {
+  const sums = new Map<string, [number, string, number, string, number]>()
+  for (const e of ledger) {
+    if (e.customer_id === null || e.customer_id === undefined) continue
+    const day = e.created_at.slice(0, 10)
+    const availableDay = Math.floor(e.available_us / DAY_US)
+    const key = `${e.shop_id}|${day}|${availableDay}|${e.reason}`
+    const row = sums.get(key)
+    if (row) row[4] += e.points
+    else sums.set(key, [e.shop_id, day, availableDay, e.reason, e.points])
+  }
+  return [...sums.values()].sort((a, b) => a[0] - b[0] || cmp(a[1], b[1]) || a[2] - b[2] || cmp(a[3], b[3]))
+}
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+function split<T>(rows: readonly T[], test: (row: T) => boolean): [T[], T[]] {
+  const yes: T[] = []
+  const no: T[] = []
+  for (const row of rows) (test(row) ? yes : no).push(row)
+  return [yes, no]
+}
+
+/** The batch's feed entries as one row per shop, in the order the decision lists them. */
+function feedRows(entries: readonly FeedEntry[], createdUs: number): { total: number; rows: FeedRowInput[] } {
+  const byShop = new Map<number, FeedEntry[]>()
+  for (const e of entries) {
+    const list = byShop.get(e.shopId)
+    if (list) list.push(e)
+    else byShop.set(e.shopId, [e])
+  }
+  const rows: FeedRowInput[] = []
+  let offset = 0
+  for (const [shopId, list] of byShop) {
+    rows.push({ first: offset + 1, last: offset + list.length, shopId, createdUs, entries: JSON.stringify(list.map((e) => [e.type, e.data])) })
+    offset += list.length
+  }
+  return { total: offset, rows }
+}

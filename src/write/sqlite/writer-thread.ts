@@ -1,0 +1,85 @@
+import { parentPort, workerData } from 'node:worker_threads'
+import { CompiledQuery } from 'kysely'
+import { batchApplier } from '../unit-of-work.ts'
+import { openSqlite } from '../../db/sqlite/dialect.ts'
+import { pruneEventsTimed } from '../../repos/prune.ts'
+import { touchKeysQuery } from '../../repos/keys-repo.ts'
+import { decodeBatch, type BatchMessage } from './writer-message.ts'
+
+// The SQLite writer thread: it owns the write connection, so a commit's fsync
+// (synchronous=FULL) blocks this thread, never the event loop that parses
+// the next batch's requests.
+
+type Message =
+  | { id: number; batch: BatchMessage }
+  | { id: number; ping: true }
+  | { id: number; prune: { cutoffUs: number; limit: number } }
+  | { id: number; touch: { keyIds: number[]; at: string } }
+  | { id: number; write: { sql: string; parameters: unknown[] }[] }
+  | { close: true }
+
+const backend = openSqlite(workerData.path as string)
+const apply = batchApplier(backend)
+
+parentPort!.on('message', async (message: Message) => {
+  if ('close' in message) {
+    await backend.close()
+    parentPort!.postMessage({ closed: true })
+    return
+  }
+  if ('ping' in message) {
+    parentPort!.postMessage({ id: message.id })
+    return
+  }
+  if ('prune' in message) {
+    try {
+      parentPort!.postMessage({ id: message.id, pruned: await pruneEventsTimed(backend, message.prune.cutoffUs, message.prune.limit) })
+    } catch (err) {
+      parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    }
+    return
+  }
+  if ('touch' in message) {
+    try {
+      const { keyIds, at } = message.touch
+      await backend.transaction(async (s) => s.run(touchKeysQuery(backend.db, keyIds, at)))
+      parentPort!.postMessage({ id: message.id, results: [] })
+    } catch (err) {
+      parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    }
+    return
+  }
+  if ('write' in message) {
+    try {
+      const rows = await backend.transaction(async (s) => {
+        const out: unknown[][] = []
+        for (const { sql, parameters } of message.write) out.push(await s.run(CompiledQuery.raw(sql, parameters)))
+        return out
+      })
+      parentPort!.postMessage({ id: message.id, rows })
+    } catch (err) {
+      parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    }
+    return
+  }
+  // The batch's statements go back with its reply, for the main thread's counters (/metrics).
+  const calls = { statements: 0, roundTrips: 0 }
+  try {
+    const results = await apply(decodeBatch(message.batch), message.batch.atUs, calls)
+    parentPort!.postMessage({
+      id: message.id,
+      results: results.map((r) => (r.status === 'failed' ? { status: 'failed', error: plainError(r.error) } : r)),
+      calls,
+    })
+  } catch (err) {
+    parentPort!.postMessage({ id: message.id, error: plainError(err), calls })
+  }
+})
+// Until now the service cannot commit (from the sources, tsx compiles them first: seconds; from dist/, milliseconds).
+parentPort!.postMessage({ ready: true })
+
+/** Errors cross threads as plain objects: structured cloning drops properties such as `code`. */
+function plainError(err: unknown) {
+  const e = err as { message?: string; code?: string; stack?: string }
+  return { message: e?.message ?? String(err), code: e?.code, stack: e?.stack }
+}

@@ -1,0 +1,113 @@
+import { Worker } from 'node:worker_threads'
+import type { BatchResult } from '../unit-of-work.ts'
+import { addCalls, type DbCalls } from '../../db/db-calls.ts'
+import type { BatchWriter } from '../batch-writer.ts'
+import type { Pruned } from '../../repos/prune.ts'
+import { encodeBatch, type BatchMessage } from './writer-message.ts'
+
+interface Reply {
+  id?: number
+  results?: (BatchResult | { status: 'failed'; error: PlainError })[]
+  error?: PlainError
+  ready?: true
+  closed?: true
+  pruned?: Pruned
+  /** What a write's statements returned. */
+  rows?: unknown[][]
+  /** A batch's statements and round trips. */
+  calls?: DbCalls
+}
+interface PlainError {
+  message: string
+  code?: string
+  stack?: string
+}
+
+function revive(plain: PlainError): Error {
+  return Object.assign(new Error(plain.message), { code: plain.code, stack: plain.stack })
+}
+
+export interface SqliteBatchWriter extends BatchWriter {
+  ping(): Promise<void>
+  /** The writer thread, so that a test can stop it as a crash would. */
+  readonly thread: Worker
+}
+
+/** Applies batches on a writer thread with its own connection to the SQLite file; their statements are added to `calls`. */
+export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWriter {
+  // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry registers tsx first.
+  const entry = import.meta.url.endsWith('.ts') ? './writer-entry.js' : './writer-thread.js'
+  const worker = new Worker(new URL(entry, import.meta.url), { workerData: { path } })
+  const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
+  let nextId = 0
+  let ready = false
+  let failure: Error | undefined
+
+  worker.on('message', (reply: Reply) => {
+    if (reply.ready) ready = true
+    if (reply.id === undefined) return
+    if (reply.calls && calls) addCalls(calls, reply.calls)
+    const waiter = pending.get(reply.id)
+    if (!waiter) return
+    pending.delete(reply.id)
+    if (reply.error) waiter.reject(revive(reply.error))
+    else if (reply.pruned !== undefined) waiter.resolve(reply.pruned)
+    else if (reply.rows !== undefined) waiter.resolve(reply.rows)
+    else
+      waiter.resolve(
+        (reply.results ?? []).map((r) => (r.status === 'failed' ? { status: 'failed', error: revive(r.error as PlainError) } : r)) as BatchResult[],
+      )
+  })
+  const fail = (err: Error) => {
+    // The first cause is the one worth keeping: an 'error' is followed by an 'exit'.
+    failure ??= Object.assign(new Error(`the SQLite writer thread stopped: ${err.message}`), { code: 'SQLITE_CANTOPEN' })
+    for (const waiter of pending.values()) waiter.reject(failure)
+    pending.clear()
+  }
+  worker.on('error', fail)
+  worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
+
+  const send = <R = BatchResult[]>(
+    message:
+      | { batch: BatchMessage }
+      | { ping: true }
+      | { prune: { cutoffUs: number; limit: number } }
+      | { touch: { keyIds: readonly number[]; at: string } }
+      | { write: { sql: string; parameters: readonly unknown[] }[] },
+    transfer?: ArrayBuffer[],
+  ) =>
+    new Promise<R>((resolve, reject) => {
+      if (failure) return reject(failure)
+      const id = nextId++
+      pending.set(id, { resolve: resolve as (r: unknown) => void, reject })
+      worker.postMessage({ id, ...message }, transfer)
+    })
+
+  return {
+    thread: worker,
+    apply: (batch, atUs) => {
+      const { message, transfer } = encodeBatch(batch, atUs)
+      return send({ batch: message }, transfer)
+    },
+    // On this thread, between batches: a prune transaction never waits for the write lock.
+    prune: (cutoffUs, limit) => send<Pruned>({ prune: { cutoffUs, limit } }),
+    touchKeys: async (keyIds, at) => {
+      await send({ touch: { keyIds, at } })
+    },
+    write: (...queries) => send<unknown[][]>({ write: queries.map(({ sql, parameters }) => ({ sql, parameters })) }),
+    // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
+    async ping() {
+      if (failure) throw failure
+      if (!ready) throw new Error('the SQLite writer thread is still starting')
+      await send({ ping: true })
+    },
+    async close() {
+      if (failure) return
+      const closed = new Promise<void>((resolve) => worker.on('message', (m: Reply) => m.closed && resolve()))
+      worker.postMessage({ close: true })
+      await closed
+      worker.removeAllListeners('exit')
+      await worker.terminate()
+    },
+  }
+}

@@ -1,0 +1,216 @@
+import { excludedSet, type StatementFactory } from './statement-factory.ts'
+import {
+  CUSTOMER_COLUMNS,
+  CUSTOMER_INDEXED,
+  EVENT_COLUMNS,
+  LEDGER_COLUMNS,
+  ORDER_COLUMNS,
+  ORDER_INDEXED,
+  REDEMPTION_COLUMNS,
+  ADJUSTMENT_COLUMNS,
+  CLAIM_COLUMNS,
+} from '../db/rows.ts'
+import type { CustomersTable, OrdersTable, RedemptionsTable, AdjustmentsTable, ClaimsTable, RewardsTable } from '../db/tables.ts'
+import type { Selectable } from 'kysely'
+
+// Every statement of the write path, built once per backend from its dialect's factory. The
+// load rounds (src/write/load.ts) and the write (src/write/save.ts) use these and
+// nothing else, so that no batch compiles SQL.
+
+/** A ledger entry as the load reads it. */
+export interface LedgerRead {
+  id: number
+  order_id: number | null
+  customer_id: number | null
+  guest_email: string | null
+  points: number
+  amount_minor: number
+  currency: string | null
+  rate: string
+  rule_version: number
+  available_us: number
+  multiplier: string | null
+}
+
+/** An earning as the load reads it (order_earnings). */
+export interface EarningRead {
+  order_id: number
+  customer_id: number
+  processed_us: number
+  base: number
+}
+
+export type BatchStatements = ReturnType<typeof batchStatements>
+
+export function batchStatements(f: StatementFactory) {
+  const customersBy = (column: 'id' | 'email_lower' | 'erased_email_sha') =>
+    f.lookup<Selectable<CustomersTable>>({ table: 'customers', columns: '*', column, keyType: column === 'id' ? 'bigint' : 'text' })
+  const ordersBy = (column: 'id' | 'customer_id' | 'email_lower') =>
+    f.lookup<Selectable<OrdersTable>>({ table: 'orders', columns: '*', column, keyType: column === 'email_lower' ? 'text' : 'bigint' })
+  /** `keeping`: columns an update leaves as they are (their values are unchanged), so that their indexes are not written. */
+  const upsert = (table: 'customers' | 'orders', columns: readonly string[], types: readonly string[], keeping: readonly string[] = []) =>
+    f.insert({
+      table,
+      columns,
+      types,
+      // Only a row still at the revision the batch loaded is written (`rev` is the loaded one plus 1).
+      conflict: `ON CONFLICT (shop_id, id) DO UPDATE SET ${excludedSet(columns, ['shop_id', 'id', ...keeping])} WHERE ${table}.rev = excluded.rev - 1 RETURNING 1`,
+    })
+  const claimOnce = (table: string, columns: readonly string[], types: readonly string[]) =>
+    f.insert({ table, columns, types, conflict: 'ON CONFLICT (shop_id, idem_key) WHERE idem_key IS NOT NULL DO NOTHING RETURNING 1' })
+
+  return {
+    rule: f.text<{ rule: string | null; rule_version: number; expiry_schedule: string | null; program_schedule: string | null }>(
+      'SELECT rule, rule_version, expiry_schedule, program_schedule FROM shops WHERE id = $1',
+    ),
+    idem: f.lookup<{ id: string; idem_key: string }>({ table: 'events', columns: 'id, idem_key', column: 'idem_key', keyType: 'text' }),
+    customersById: customersBy('id'),
+    customersByEmail: customersBy('email_lower'),
+    customersByErasedEmail: customersBy('erased_email_sha'),
+    ordersById: ordersBy('id'),
+    ordersByCustomer: ordersBy('customer_id'),
+    ordersByEmail: ordersBy('email_lower'),
+    ledgerOfOrders: f.lookup<LedgerRead>({
+      table: 'ledger',
+      columns: 'id, order_id, customer_id, guest_email, points, amount_minor, currency, rate, rule_version, available_us, multiplier',
+      column: 'order_id',
+      keyType: 'bigint',
+    }),
+    /** The earnings of orders, by order (its primary key). */
+    earningsOfOrders: f.lookup<EarningRead>({
+      table: 'order_earnings',
+      columns: 'order_id, customer_id, processed_us, base',
+      column: 'order_id',
+      keyType: 'bigint',
+    }),
+    /** Customers' earnings processed within ranges: `[customer_id, lo, hi]` triples (order_earnings_customer). */
+    earningsInRanges: f.ranges<EarningRead>({
+      table: 'order_earnings',
+      columns: 'order_id, customer_id, processed_us, base',
+      column: 'customer_id',
+      range: 'processed_us',
+    }),
+    /** The expiry warnings appended for customers (their primary key). */
+    warnings: f.lookup<{ customer_id: number; expires_us: number }>({
+      table: 'expiry_warnings',
+      columns: 'customer_id, expires_us',
+      column: 'customer_id',
+      keyType: 'bigint',
+    }),
+    /** Points held under guest e-mails (ledger_guest, a partial index of the rows without a customer). */
+    guestHoldings: f.lookup<{ order_id: number; guest_email: string; points: number }>({
+      table: 'ledger',
+      columns: 'order_id, guest_email, points',
+      column: 'guest_email',
+      keyType: 'text',
+      where: 'AND customer_id IS NULL',
+    }),
+    /** Orders whose webhooks embedded these customers, by their events (events_customer). */
+    embeddingEvents: f.lookup<{ resource_id: number | null }>({
+      table: 'events',
+      columns: 'resource_id',
+      column: 'customer_id',
+      keyType: 'bigint',
+      where: "AND topic = 'order/hook_created'",
+    }),
+    /** The same, for orders whose events were pruned (src/repos/prune.ts keeps these links). */
+    embeddingLinks: f.lookup<{ resource_id: number }>({
+      table: 'order_customer_links',
+      columns: 'order_id AS resource_id',
+      column: 'customer_id',
+      keyType: 'bigint',
+    }),
+    /** Each customer's lots: the net of their entries per availability date, and of the expired ones. */
+    lots: f.lookup<{ customer_id: number; available_us: number; points: number; expired: number }>({
+      table: 'ledger',
+      columns: 'customer_id, available_us, points, reason',
+      column: 'customer_id',
+      keyType: 'bigint',
+      select: "t.customer_id, t.available_us, sum(t.points) AS points, sum(CASE WHEN t.reason = 'expired' THEN t.points ELSE 0 END) AS expired",
+      groupBy: 't.customer_id, t.available_us',
+    }),
+    redemptionsById: f.lookup<Selectable<RedemptionsTable>>({ table: 'redemptions', columns: '*', column: 'id', keyType: 'text' }),
+    redemptionsByIdem: f.lookup<Selectable<RedemptionsTable>>({ table: 'redemptions', columns: '*', column: 'idem_key', keyType: 'text' }),
+    adjustmentsByIdem: f.lookup<Selectable<AdjustmentsTable>>({ table: 'adjustments', columns: '*', column: 'idem_key', keyType: 'text' }),
+    /** A reward a batch's claims name, by its id alone (the service's own): the load keeps it only if it is the shop's. */
+    reward: f.text<Selectable<RewardsTable>>('SELECT * FROM rewards WHERE id = $1'),
+    /** A pool's next codes after its cursor, in upload order: $4 of them at most (reward_codes_next). */
+    nextCodes: f.text<{ id: number; code: string }>(
+      'SELECT id, code FROM reward_codes WHERE reward_id = $1 AND shop_id = $2 AND id > (SELECT code_cursor FROM rewards WHERE id = $3) ORDER BY id LIMIT $4',
+    ),
+    claimsById: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'id', keyType: 'text' }),
+    claimsByIdem: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'idem_key', keyType: 'text' }),
+    /** What customers hold of imports: their import entries' net per date (ledger_customer, the reason checked on the customer's rows). */
+    importHoldings: f.lookup<{ customer_id: number; available_us: number; points: number }>({
+      table: 'ledger',
+      columns: 'customer_id, available_us, points, reason',
+      column: 'customer_id',
+      keyType: 'bigint',
+      select: 't.customer_id, t.available_us, sum(t.points) AS points',
+      where: "AND reason = 'import'",
+      groupBy: 't.customer_id, t.available_us',
+    }),
+
+    upsertCustomers: upsert('customers', CUSTOMER_COLUMNS.names, CUSTOMER_COLUMNS.types),
+    upsertOrders: upsert('orders', ORDER_COLUMNS.names, ORDER_COLUMNS.types),
+    /** For rows whose indexed columns hold what was loaded: SQLite rewrites an index entry whenever its column is SET. */
+    updateCustomers: upsert('customers', CUSTOMER_COLUMNS.names, CUSTOMER_COLUMNS.types, CUSTOMER_INDEXED),
+    updateOrders: upsert('orders', ORDER_COLUMNS.names, ORDER_COLUMNS.types, ORDER_INDEXED),
+    insertLedger: f.insert({ table: 'ledger', columns: LEDGER_COLUMNS.names, types: LEDGER_COLUMNS.types, conflict: 'RETURNING 1' }),
+    upsertEarnings: f.insert({
+      table: 'order_earnings',
+      columns: ['shop_id', 'order_id', 'customer_id', 'processed_us', 'base'],
+      types: ['bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
+      conflict:
+        'ON CONFLICT (order_id, shop_id) DO UPDATE SET customer_id = excluded.customer_id, processed_us = excluded.processed_us, base = excluded.base RETURNING 1',
+    }),
+    deleteEarnings: f.delete({ table: 'order_earnings', column: 'order_id', keyType: 'bigint' }),
+    /** An expiry warning once per customer and date: a second is nothing (the customer's lock makes it rare). */
+    insertWarnings: f.insert({
+      table: 'expiry_warnings',
+      columns: ['shop_id', 'customer_id', 'expires_us', 'points', 'created_us'],
+      types: ['bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
+      conflict: 'ON CONFLICT (customer_id, shop_id, expires_us) DO NOTHING RETURNING 1',
+    }),
+    /** The batch's customers' entries added to the report's rollup, one row per key (migration 0020). */
+    addLedgerDays: f.insert({
+      table: 'ledger_days',
+      columns: ['shop_id', 'day', 'available_day', 'reason', 'points'],
+      types: ['bigint', 'text', 'bigint', 'text', 'bigint'],
+      conflict: 'ON CONFLICT (shop_id, day, available_day, reason) DO UPDATE SET points = ledger_days.points + excluded.points RETURNING 1',
+    }),
+    // Another process claimed one of these idempotency keys meanwhile: the batch runs again.
+    insertEvents: claimOnce('events', EVENT_COLUMNS.names, EVENT_COLUMNS.types),
+    insertRedemptions: claimOnce('redemptions', REDEMPTION_COLUMNS.names, REDEMPTION_COLUMNS.types),
+    insertAdjustments: claimOnce('adjustments', ADJUSTMENT_COLUMNS.names, ADJUSTMENT_COLUMNS.types),
+    // Any key taken meanwhile (the Idempotency-Key, or the code) runs the batch again: every row must come back.
+    insertClaims: f.insert({ table: 'claims', columns: CLAIM_COLUMNS.names, types: CLAIM_COLUMNS.types, conflict: 'ON CONFLICT DO NOTHING RETURNING 1' }),
+    /** A pool's cursor moves only from where the batch found it: a pool another batch took from meanwhile runs this one again. */
+    movePoolCursor: f.text('UPDATE rewards SET code_cursor = $1, codes_issued = $2 WHERE id = $3 AND code_cursor = $4 RETURNING 1'),
+    cancelClaim: f.update({
+      table: 'claims',
+      set: 'cancelled_us = $3, cancel_available_after = $4',
+      column: 'id',
+      keyType: 'text',
+      where: 'AND cancelled_us IS NULL',
+    }),
+    /** A cancel applies only to a redemption still uncancelled; the customer's lock makes that so. */
+    cancelRedemption: f.update({
+      table: 'redemptions',
+      set: 'cancelled_at = $3, cancelled_us = $4, cancel_available_after = $5',
+      column: 'id',
+      keyType: 'text',
+      where: 'AND cancelled_us IS NULL',
+    }),
+    redactCustomerEvents: f.update({ table: 'events', set: 'body = $3, headers = $4', column: 'customer_id', keyType: 'bigint' }),
+    redactOrderEvents: f.update({
+      table: 'events',
+      set: 'body = $3, headers = $4',
+      column: 'resource_id',
+      keyType: 'bigint',
+      where: "AND topic = 'order/hook_created'",
+    }),
+    redactGuestEmails: f.update({ table: 'ledger', set: 'guest_email = NULL', column: 'order_id', keyType: 'bigint', where: 'AND guest_email IS NOT NULL' }),
+    appendFeed: f.appendFeed,
+  }
+}
