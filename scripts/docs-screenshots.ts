@@ -108,7 +108,10 @@ try {
   await page.click('button[type=submit]')
   await page.locator('[data-operator]').waitFor()
   for (const shot of PAGES) {
-    await page.goto(`${base}/admin/${shot.path(rejected)}`)
+    // Moved between as the console's own links move (the History API, no reload), so that no
+    // request of the page before is cut off by a reload.
+    const to = JSON.stringify(`/admin/${shot.path(rejected)}`)
+    await page.evaluate(`history.pushState(null, '', ${to}); dispatchEvent(new PopStateEvent('popstate'))`)
     await page.locator(shot.ready).first().waitFor()
     await page.waitForTimeout(500) // the chart's and tables' last paint
     await page.screenshot({ path: join(OUT, `console-${shot.name}.png`), fullPage: true })
