@@ -250,7 +250,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         version: '3',
         description:
           'Webhook intake for shop customer and order events, with a loyalty points ledger. Every answer but a 2xx is an ' +
-          'RFC 9457 problem (application/problem+json) whose `type` names the problem; the README lists them.',
+          'RFC 9457 problem (application/problem+json) whose `type` names the problem; docs/integrate/problems.md lists them.',
         license: { name: 'Proprietary', url: 'https://example.invalid/shop-intake/license' },
       },
       servers: [{ url: `http://${config.HOST}:${config.PORT}`, description: 'this service, as configured (HOST, PORT)' }],

@@ -84,7 +84,8 @@ export function retentionCommands(): Command[] {
     .argument('<path>', 'the new file; never overwritten')
     .action(async (path: string) => {
       const url = loadConfig().DATABASE_URL
-      if (!url.startsWith('sqlite:')) throw new Error('backup copies the embedded SQLite database; for PostgreSQL use pg_dump (see README, Backup)')
+      if (!url.startsWith('sqlite:'))
+        throw new Error('backup copies the embedded SQLite database; for PostgreSQL use pg_dump (see docs/operate/retention-and-backup.md)')
       const bar = new cliProgress.SingleBar({ format: 'copying |{bar}| {total} pages', stream: process.stderr }, cliProgress.Presets.shades_classic)
       const result = await backupSqlite(url.slice('sqlite:'.length), path, (total) => bar.start(total, 0))
       bar.update(result.pages)

@@ -93,7 +93,7 @@ export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number, configu
             problem(
               'cross-origin',
               `a change made with the session cookie must carry an Origin header equal to ${own}, this service's origin; ` +
-                'behind a TLS proxy, set PUBLIC_ORIGIN or TRUST_PROXY (README, Running behind a TLS proxy)',
+                'behind a TLS proxy, set PUBLIC_ORIGIN or TRUST_PROXY (docs/operate/tls-proxy.md)',
             ),
           )
         }

@@ -83,7 +83,7 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
     {
       schema: {
         ...operations,
-        summary: 'Prometheus metrics (the README lists the series)',
+        summary: 'Prometheus metrics (docs/operate/metrics-and-logs.md lists the series)',
         operationId: 'getMetrics',
         response: {
           200: {

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // What an operator sees: one log line per webhook with a request id, and the metrics series the
-// README documents, with bounded labels.
+// docs (operate/metrics-and-logs.md) document, with bounded labels.
 
 interface Line {
   level: number
@@ -115,14 +115,14 @@ forEachDatabase((kind) => {
   })
 })
 
-test('the README documents every setting of the configuration schema, with its default', async () => {
+test('the configuration page (docs/operate/configuration.md) documents every setting of the configuration schema, with its default', async () => {
   const { readFileSync } = await import('node:fs')
   const { ConfigSchema, loadConfig } = await import('../../src/config.ts')
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+  const readme = readFileSync(new URL('../../docs/operate/configuration.md', import.meta.url), 'utf8')
   const defaults = loadConfig({}) as unknown as Record<string, unknown>
   for (const name of Object.keys(ConfigSchema.properties)) {
     // An optional setting (an empty default, such as REDIS_URL) is listed with "none".
     const shown = defaults[name] === '' ? 'none' : `\`${String(defaults[name])}\``
-    assert.ok(readme.includes(`| \`${name}\` | ${shown} |`), `README Configuration lists ${name} with its default ${shown}`)
+    assert.ok(readme.includes(`| \`${name}\` | ${shown} |`), `docs/operate/configuration.md lists ${name} with its default ${shown}`)
   }
 })

@@ -7,12 +7,20 @@ import { after, test } from 'node:test'
 import { childEnv } from '../support/cli-process.ts'
 import { createKey, killAllServers, ROOT, startServerProcess, stopServerProcess } from '../support/server-process.ts'
 
-// A new user's first minutes: the README's links lead to files shipped with it, and its quick
-// start runs as written, one command after the other, in a shell.
+// A new user's first minutes: the README is a page a newcomer reads through (at most 200 lines),
+// its links lead to files shipped with it, and its quick start runs as written, one command after
+// the other, in a shell. The docs' examples that a page says run as written do too. (Every link
+// and anchor of the README and docs/ is checked by `npm run lint:docs`.)
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
+const page = (path: string) => readFileSync(join(ROOT, path), 'utf8')
 
 after(() => killAllServers())
+
+test('the README stays a page: at most 200 lines', () => {
+  const lines = README.split('\n').length - (README.endsWith('\n') ? 1 : 0)
+  assert.ok(lines <= 200, `the README has ${lines} lines; move what is past the door into docs/`)
+})
 
 test('every link of the README to a file points inside the repository, at a file that exists', () => {
   const targets = [...README.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!).filter((t) => !/^(https?:|#|mailto:)/.test(t))
@@ -24,13 +32,12 @@ test('every link of the README to a file points inside the repository, at a file
   }
 })
 
-/** The first shell block after `heading` (and after `from` within its section). */
-function blockAfter(heading: string, from = ''): string {
-  const start = README.indexOf(heading)
-  const at = README.indexOf(from, start)
-  assert.ok(start >= 0 && at >= start, `the README has ${heading}`)
-  const block = /```sh\n([\s\S]*?)```/.exec(README.slice(at))
-  assert.ok(block, `a sh block follows ${heading}`)
+/** The first shell block of `text` after `from`. */
+function blockAfter(text: string, from: string, where: string): string {
+  const at = text.indexOf(from)
+  assert.ok(at >= 0, `${where} has ${from}`)
+  const block = /```sh\n([\s\S]*?)```/.exec(text.slice(at))
+  assert.ok(block, `a sh block follows ${from} in ${where}`)
   return block[1]!
 }
 
@@ -56,28 +63,57 @@ function secondTerminalBlock(): string {
   const start = README.indexOf('## Quick start')
   const from = README.indexOf('In a second', start)
   assert.ok(start >= 0 && from > start, 'the quick start says what to run in a second terminal')
-  const block = /```sh\n([\s\S]*?)```/.exec(README.slice(from))
-  assert.ok(block, 'a sh block follows')
-  return block[1]!
+  return blockAfter(README, 'In a second', 'the README')
 }
 
-test('the quick start, run as written in a shell against a fresh server, creates a key, posts a customer and reads it back', async () => {
+test('the quick start, run as written in a shell against a fresh server: a customer, an order, their points, a delete, a refusal, then the console and an admin key', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'shop-intake-readme-'))
   const databaseUrl = `sqlite:${join(dir, 'quick-start.db')}`
   try {
-    // The server of the first terminal (`npm start`), on a free port. (The harness knows it is up
-    // when a key of its own is accepted: another shop's, so the block creates the shop it names.)
+    // The server of the first terminal (`npm start`), on a free port, which the block reads from
+    // PORT as a reader's would. (The harness knows it is up when a key of its own is accepted:
+    // another shop's, so the block creates the shop it names.)
     const probe = await createKey(databaseUrl, 'readiness-probe')
     const server = await startServerProcess(databaseUrl, probe.key)
-    const script = secondTerminalBlock().replaceAll('http://127.0.0.1:8080', `http://127.0.0.1:${server.port}`)
-    const run = await runShell(script, { DATABASE_URL: databaseUrl })
+    const run = await runShell(secondTerminalBlock(), { DATABASE_URL: databaseUrl, PORT: String(server.port) })
     assert.equal(run.code, 0, `the block failed:\n${run.stderr}`)
-    // The two curl commands print the webhook's answer, then the customer (with no newline between).
-    const answered = /\{"event_id":"[^"]+","status":"(\w+)"\}/.exec(run.stdout)
-    assert.equal(answered?.[1], 'applied', run.stdout)
-    const customer = JSON.parse(run.stdout.slice(answered!.index + answered![0].length).trim())
-    assert.equal(customer.id, 9, run.stdout)
-    assert.equal(customer.email, 'ada@example.com')
+    const lines = run.stdout.trim().split('\n')
+    // The customer, the order and the delete are applied, in this order, and nothing else is.
+    const answers = lines.flatMap((l) => (l.startsWith('{"event_id"') ? [JSON.parse(l) as { status: string }] : []))
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      ['applied', 'applied', 'applied'],
+      run.stdout,
+    )
+    // The points: 120.00 EUR, paid, processed long ago: 120 available, earned by order 1001.
+    const points = JSON.parse(lines.find((l) => l.includes('"available"'))!) as Record<string, any>
+    assert.equal(points.available, 120, run.stdout)
+    assert.equal(points.lifetime_earned, 120)
+    assert.deepEqual(
+      points.entries.map((e: Record<string, unknown>) => [e.order_id, e.reason, e.points]),
+      [[1001, 'earned', 120]],
+    )
+    // The refusal: a 422 problem naming both faults.
+    const problem = JSON.parse(lines.find((l) => l.includes('/problems/'))!) as Record<string, any>
+    assert.equal(problem.type, '/problems/invalid-body', run.stdout)
+    assert.equal(problem.status, 422)
+    assert.deepEqual(problem.errors.map((e: { pointer: string }) => e.pointer).sort(), ['/currency', '/total'])
+    // The console's address, and an admin key, alone on the last line.
+    assert.ok(lines.includes(`console: http://127.0.0.1:${server.port}/admin/`), run.stdout)
+    assert.match(lines.at(-1)!, /^ak_[A-Za-z0-9]{32,}$/)
+    // What the README shows after each command is what it printed, "…" standing for any text.
+    const shown = [...secondTerminalBlock().matchAll(/^# (\{.*\})$/gm)].map((m) => m[1]!)
+    const printed = lines.filter((l) => l.startsWith('{'))
+    assert.equal(shown.length, printed.length, `the block shows ${shown.length} answers and printed ${printed.length}`)
+    shown.forEach((answer, i) => {
+      const pattern = new RegExp(
+        `^${answer
+          .split('…')
+          .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+          .join('.*')}$`,
+      )
+      assert.match(printed[i]!, pattern, `the README shows ${answer}`)
+    })
     assert.equal((await stopServerProcess(server)).code, 0)
   } finally {
     rmSync(dir, { recursive: true, force: true })
@@ -90,10 +126,11 @@ test('the Rewards block, run as written in a shell against a fresh server, claim
   try {
     const probe = await createKey(databaseUrl, 'readiness-probe')
     const server = await startServerProcess(databaseUrl, probe.key)
-    const port = (script: string) => script.replaceAll('http://127.0.0.1:8080', `http://127.0.0.1:${server.port}`)
-    // Run in a folder of its own (the blocks write codes.txt and balances.csv), where `npx shop-intake` is this checkout's.
-    const npx = `npx() { if [ "$1" = shop-intake ]; then shift; node ${join(ROOT, 'bin/shop-intake.js')} "$@"; else command npx "$@"; fi; }\ncd ${dir}\n`
-    const rewards = await runShell(npx + port(blockAfter('### Rewards: what points buy')), { DATABASE_URL: databaseUrl })
+    // BASE as the quick start sets it; run in a folder of its own (the blocks write codes.txt and
+    // balances.csv), where `node bin/shop-intake.js` is this checkout's.
+    const env = { DATABASE_URL: databaseUrl, BASE: `http://127.0.0.1:${server.port}` }
+    const cli = `node() { if [ "$1" = bin/shop-intake.js ]; then shift; command node ${join(ROOT, 'bin/shop-intake.js')} "$@"; else command node "$@"; fi; }\ncd ${dir}\n`
+    const rewards = await runShell(cli + blockAfter(page('docs/program/rewards.md'), '# Rewards: what points buy', 'docs/program/rewards.md'), env)
     assert.equal(rewards.code, 0, `the Rewards block failed:\n${rewards.stderr}\n${rewards.stdout}`)
     const claims = [...rewards.stdout.matchAll(/\{"claim_id":[^\n]*?"cancelled_at":null\}/g)].map((m) => JSON.parse(m[0]))
     assert.deepEqual(
@@ -107,7 +144,7 @@ test('the Rewards block, run as written in a shell against a fresh server, claim
     assert.match(claims[0].code, /^FIVE-[346789ABCDEFGHJKLMNPQRTUVWXY]{13}$/)
     assert.equal(claims[1].code, 'SHIP-7Q2K')
     assert.match(rewards.stdout, /added 2 codes to reward 2 of shop acme; 0 duplicates left out; 2 codes left/)
-    const imports = await runShell(npx + port(blockAfter('### Switching in: importing balances')), { DATABASE_URL: databaseUrl })
+    const imports = await runShell(cli + blockAfter(page('docs/program/imports.md'), '# Switching in: importing balances', 'docs/program/imports.md'), env)
     assert.equal(imports.code, 0, `the Switching in block failed:\n${imports.stderr}`)
     const said = imports.stdout.trim().split('\n')
     assert.equal(
