@@ -19,8 +19,10 @@ describe('generated codes', () => {
 
 describe('pools', () => {
   test('an upload adds its codes in order, each once, leaving out what the shop holds', () => {
-    assert.deepEqual(planUpload(['A', 'B', 'A', 'C', 'D'], new Set(['C'])), { add: ['A', 'B', 'D'], duplicates: 2 })
-    assert.deepEqual(planUpload([], new Set()), { add: [], duplicates: 0 })
+    assert.deepEqual(planUpload(['A', 'B', 'A', 'C', 'D'], new Set(['C'])), { add: ['A', 'B', 'D'], duplicates: 2, handedOut: 0 })
+    assert.deepEqual(planUpload([], new Set()), { add: [], duplicates: 0, handedOut: 0 })
+    // A code a claim handed out (generated, say) is left out and counted as such, each time it is sent.
+    assert.deepEqual(planUpload(['X-1', 'A', 'X-1', 'B'], new Set(), new Set(['X-1'])), { add: ['A', 'B'], duplicates: 2, handedOut: 2 })
   })
 
   test('whatever the upload and what is held: added codes are distinct, in first-seen order, none held; added + duplicates = sent', () => {

@@ -35,18 +35,27 @@ export const isCodeBody = (random: string) => random.length === CODE_LENGTH && [
 export const isPoolCode = (code: string) => POOL_CODE.test(code)
 
 /**
- * What an upload adds to a pool: its codes in their order, each once, leaving out those the shop
- * holds already (`held`, in any pool). The rest are duplicates (of the shop's or of the upload's own).
+ * What an upload adds to a pool: its codes in their order, each once, leaving out every code the
+ * shop has ever held: those in any of its pools (`held`) and those a claim handed out (`handedOut`,
+ * generated ones too: a platform's export of discount codes holds them). The rest are duplicates
+ * (of the shop's or of the upload's own); `handedOut` counts the lines left out because a claim
+ * holds their code.
  */
-export function planUpload(codes: readonly string[], held: ReadonlySet<string>): { add: string[]; duplicates: number } {
+export function planUpload(
+  codes: readonly string[],
+  held: ReadonlySet<string>,
+  handedOut: ReadonlySet<string> = new Set(),
+): { add: string[]; duplicates: number; handedOut: number } {
   const seen = new Set<string>()
   const add: string[] = []
+  let claimed = 0
   for (const code of codes) {
-    if (seen.has(code) || held.has(code)) continue
+    if (handedOut.has(code)) claimed++
+    if (seen.has(code) || held.has(code) || handedOut.has(code)) continue
     seen.add(code)
     add.push(code)
   }
-  return { add, duplicates: codes.length - add.length }
+  return { add, duplicates: codes.length - add.length, handedOut: claimed }
 }
 
 /** The tier names of a shop's rule (its `tiers`, ascending), or none while the rule has no tiers. */
