@@ -65,6 +65,38 @@ export function tierNamesOf(rule: unknown): string[] {
   return tiers.map((t) => (t as { name?: unknown })?.name).filter((name): name is string => typeof name === 'string')
 }
 
+/** A reward as a rule change sees it: what it is called and the tier it needs. */
+export interface RewardNeed {
+  id: number
+  name: string
+  min_tier: string | null
+}
+
+/**
+ * What a rule change from the tiers `before` to the tiers `after` would strand: the rewards that
+ * need (min_tier) a tier it renames or removes, which no customer could claim any more. One fault
+ * per tier, at `pointer`, naming the rewards; a reward stranded already (its tier gone before) is
+ * none of this change's doing. Names are compared exactly, as a claim compares them.
+ */
+export function strandedRewards(
+  before: readonly string[],
+  after: readonly string[],
+  rewards: readonly RewardNeed[],
+  pointer = '/tiers',
+): { pointer: string; detail: string }[] {
+  const needing = new Map<string, RewardNeed[]>()
+  for (const r of rewards) {
+    if (r.min_tier === null || !before.includes(r.min_tier) || after.includes(r.min_tier)) continue
+    needing.set(r.min_tier, [...(needing.get(r.min_tier) ?? []), r])
+  }
+  return [...needing].map(([tier, list]) => ({
+    pointer,
+    detail:
+      `must keep tier ${tier}: ${list.length === 1 ? 'reward' : 'rewards'} ${list.map((r) => `${r.id} (${r.name})`).join(', ')} ` +
+      `${list.length === 1 ? 'needs' : 'need'} it (min_tier); change or clear their min_tier first`,
+  }))
+}
+
 /**
  * Whether a customer of tier `tier` (null: below the lowest) may claim a reward that needs
  * `minTier` (null: anyone), with the shop's tiers `tiers` in ascending order. A tier the shop no
