@@ -48,9 +48,11 @@ export interface Needs {
   earnings: Map<number, Map<number, [number, number][]>>
   /** E-mails whose erased customers (tombstones) must be known, by shop. */
   erasedEmails: Map<number, Set<string>>
+  /** Pools whose next codes must be loaded further (src/batch/decide-rewards.ts): how many codes after the cursor, by shop and reward. */
+  pools: Map<number, Map<number, number>>
 }
 
-export const noNeeds = (): Needs => ({ orders: new Map(), earnings: new Map(), erasedEmails: new Map() })
+export const noNeeds = (): Needs => ({ orders: new Map(), earnings: new Map(), erasedEmails: new Map(), pools: new Map() })
 
 /** Everything both ask for. */
 export function mergeNeeds(a: Needs, b: Needs): Needs {
@@ -62,6 +64,11 @@ export function mergeNeeds(a: Needs, b: Needs): Needs {
       const into = out.earnings.get(shopId) ?? new Map<number, [number, number][]>()
       for (const [id, ranges] of byCustomer) into.set(id, [...(into.get(id) ?? []), ...ranges])
       out.earnings.set(shopId, into)
+    }
+    for (const [shopId, byReward] of n.pools) {
+      const into = out.pools.get(shopId) ?? new Map<number, number>()
+      for (const [id, count] of byReward) into.set(id, Math.max(into.get(id) ?? 0, count))
+      out.pools.set(shopId, into)
     }
   }
   return out

@@ -27,6 +27,7 @@ const reward = (id: number, fields: Partial<StoredReward> = {}): StoredReward =>
   loadedCursor: 0,
   codeCursor: 0,
   codesIssued: 0,
+  codesPassed: 0,
   ...fields,
 })
 
@@ -99,6 +100,41 @@ describe('claims', () => {
       [[1, 3, 2]],
     )
     assert.equal(d.redemptions.length, 2, 'the refused claim spent nothing')
+  })
+
+  test('a code a claim holds already is passed over for good: never handed out, the cursor past it, taken off the codes added', () => {
+    const state = given(100, [reward(2, { codes: 'pool' })], { 2: ['X-HELD', 'P2', 'X-HELD2', 'X-HELD3'] })
+    for (const i of [0, 2, 3]) state.poolCodes.get(keyOf(1, 2))![i]!.held = true
+    const d = decidePoints(state, [], [claim(2), claim(2)], NOW)
+    assert.deepEqual(codes(d.outcomes), ['P2', 'pool-empty'])
+    assert.deepEqual(
+      d.rewards.pools.map((r) => [r.loadedCursor, r.codeCursor, r.codesIssued, r.codesPassed]),
+      [[0, 4, 1, 3]],
+      'the empty pool still moves past its last held codes, so its codes left are true',
+    )
+  })
+
+  test('a claim too poor for a pool whose next codes are held moves the cursor past them only', () => {
+    const state = given(5, [reward(2, { codes: 'pool' })], { 2: ['X-HELD', 'P2'] })
+    state.poolCodes.get(keyOf(1, 2))![0]!.held = true
+    const d = decidePoints(state, [], [claim(2)], NOW)
+    assert.deepEqual(codes(d.outcomes), ['insufficient-points'])
+    assert.deepEqual(
+      d.rewards.pools.map((r) => [r.codeCursor, r.codesIssued, r.codesPassed]),
+      [[1, 0, 1]],
+    )
+  })
+
+  test('held codes up to the end of what was loaded, in a pool not loaded to its end: more of its codes are asked for', () => {
+    const state = given(100, [reward(2, { codes: 'pool' })], { 2: ['X-HELD'] })
+    state.poolCodes.get(keyOf(1, 2))![0]!.held = true
+    state.poolsLoadedToEnd = new Set()
+    assert.throws(
+      () => decidePoints(state, [], [claim(2)], NOW),
+      (err: unknown) => err instanceof NeedMore && (err.needs.pools.get(1)?.get(2) ?? 0) > 1,
+    )
+    state.poolsLoadedToEnd.add(keyOf(1, 2))
+    assert.deepEqual(codes(decidePoints(state, [], [claim(2)], NOW).outcomes), ['pool-empty'])
   })
 
   test('refusals spend nothing and take no code: inactive, empty pool, too few points (the pool keeps its code), unknown reward', () => {

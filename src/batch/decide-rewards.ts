@@ -1,8 +1,8 @@
 import { formatUs } from '../domain/time.ts'
 import { generatedCode, meetsMinTier, tierNamesOf } from '../loyalty/rewards.ts'
 import type { CancelClaimCommand, ClaimCommand, ClaimView, CommandOutcome, RedeemCommand } from './commands.ts'
-import { tierNow } from './decide-loyalty.ts'
-import { keyOf, type BatchState, type StoredClaim, type StoredReward } from './state.ts'
+import { NeedMore, noNeeds, tierNow } from './decide-loyalty.ts'
+import { keyOf, type BatchState, type PoolCode, type StoredClaim, type StoredReward } from './state.ts'
 
 // Claims, the rewards half of the points decider (src/batch/decide-points.ts): a claim is a
 // redemption of the reward's points, decided by the same step under the customer's lock, that
@@ -73,7 +73,15 @@ export function decideClaim(
       }
   }
   const pool = reward.codes === 'pool' ? (state.poolCodes.get(rewardKey) ?? []) : null
-  const next = pool?.find((code) => code.id > reward.codeCursor)
+  const { next, passed } = pool === null ? { next: undefined, passed: [] } : nextCode(pool, reward.codeCursor)
+  if (pool !== null && next === undefined && state.poolsLoadedToEnd !== null && !state.poolsLoadedToEnd.has(rewardKey)) {
+    const needs = noNeeds()
+    needs.pools.set(c.shopId, new Map([[reward.id, Math.max(POOL_ASK_MIN, pool.length * POOL_ASK_GROWTH)]]))
+    throw new NeedMore(needs)
+  }
+  // Codes a claim holds already are passed over for good, whatever this claim's outcome: the
+  // pool's cursor moves past them and its codes left no longer count them.
+  if (next === undefined && passed.length > 0) passOver(reward, passed, passed.at(-1)!.id, out)
   if (pool !== null && next === undefined) return { status: 'claim-refused', reason: 'pool-empty', detail: `reward ${c.rewardId} has no code left` }
   const code = next?.code ?? generatedCode(reward.codePrefix, c.random)
   const spent = spending.redeem({
@@ -87,11 +95,13 @@ export function decideClaim(
     idemKey: null,
     requestHash: c.requestHash,
   })
-  if (spent.status !== 'redeemed') return spent
+  if (spent.status !== 'redeemed') {
+    if (passed.length > 0) passOver(reward, passed, passed.at(-1)!.id, out)
+    return spent
+  }
   if (next) {
-    reward.codeCursor = next.id
+    passOver(reward, passed, next.id, out)
     reward.codesIssued += 1
-    if (!out.pools.includes(reward)) out.pools.push(reward)
   }
   const claim: StoredClaim = {
     shopId: c.shopId,
@@ -112,6 +122,28 @@ export function decideClaim(
   if (c.idemKey !== null) claimIdem.set(keyOf(c.shopId, c.idemKey), c.claimId)
   out.claims.push(claim)
   return { status: 'claimed', claim: claimView(claim), replayed: false }
+}
+
+/** Codes a claim that found a pool's loaded codes all passed over asks for next: at least this many, and this many times as many as were loaded. */
+const POOL_ASK_MIN = 100
+const POOL_ASK_GROWTH = 10
+
+/** A pool's next code a claim may hand out after `cursor`, and the codes before it that a claim holds already. */
+export function nextCode(pool: readonly PoolCode[], cursor: number): { next: PoolCode | undefined; passed: PoolCode[] } {
+  const passed: PoolCode[] = []
+  for (const code of pool) {
+    if (code.id <= cursor) continue
+    if (!code.held) return { next: code, passed }
+    passed.push(code)
+  }
+  return { next: undefined, passed }
+}
+
+/** Moves a pool's cursor to `to`, past the held codes `passed` (taken off its codes added when written). */
+function passOver(reward: StoredReward, passed: readonly PoolCode[], to: number, out: RewardsDecision): void {
+  reward.codeCursor = to
+  reward.codesPassed += passed.length
+  if (!out.pools.includes(reward)) out.pools.push(reward)
 }
 
 /** The answer again to a claim whose Idempotency-Key was used before, or undefined for a new key. */

@@ -62,7 +62,15 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     if (c.idemKey !== null) claimIdem.set(keyOf(c.shopId, c.idemKey), c.id)
   }
   const rewards = new Map(state.rewards)
-  for (const r of decision.pools ?? []) rewards.set(keyOf(r.shopId, r.id), { ...r, loadedCursor: r.codeCursor })
+  for (const r of decision.pools ?? []) rewards.set(keyOf(r.shopId, r.id), { ...r, loadedCursor: r.codeCursor, codesPassed: 0 })
+  // A code the decision handed out (a generated one may equal a code of a pool) is held from then on.
+  const handedOut = new Set((decision.claims ?? []).map((c) => keyOf(c.shopId, c.code)))
+  const poolCodes = new Map(
+    [...state.poolCodes].map(([key, codes]) => {
+      const shopId = rewards.get(key)?.shopId
+      return [key, codes.map((c) => (!c.held && shopId !== undefined && handedOut.has(keyOf(shopId, c.code)) ? { ...c, held: true } : c))]
+    }),
+  )
   // The decider adds each import entry to what the customer holds of imports as it decides it (a
   // customer may be imported twice in a batch), as it does to the wallets: adding the ledger's
   // import entries again would count them twice.
@@ -85,7 +93,8 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     redemptionIdem,
     adjustmentIdem,
     rewards,
-    poolCodes: new Map(state.poolCodes),
+    poolCodes,
+    poolsLoadedToEnd: state.poolsLoadedToEnd && new Set(state.poolsLoadedToEnd),
     claims,
     claimIdem,
     imported,

@@ -114,8 +114,14 @@ export interface BatchState {
   adjustmentIdem: Map<string, StoredAdjustment>
   /** The rewards the batch's claims name, by `${shopId}:${rewardId}`. */
   rewards: Map<string, StoredReward>
-  /** Of each of those with a pool: its next codes after its cursor, in upload order, as many as the batch's claims of it. */
+  /** Of each of those with a pool: its next codes after its cursor, in upload order, as many as the batch's claims of it (or as the decider asked for). */
   poolCodes: Map<string, PoolCode[]>
+  /**
+   * The pools (reward keys) whose codes after the cursor are all in `poolCodes`; null when every
+   * pool's are (a state built in memory). A claim that finds no code it may hand out in a pool
+   * not loaded to its end asks for more (NeedMore, src/batch/decide-loyalty.ts).
+   */
+  poolsLoadedToEnd: Set<string> | null
   /** Claims the batch's commands name (cancels, and the claims of cancelled redemptions), by `${shopId}:${claimId}`. */
   claims: Map<string, StoredClaim>
   /** Claim ids by `${shopId}:${idemKey}`, for the keys the batch's claims carry. */
@@ -138,12 +144,20 @@ export interface StoredReward {
   loadedCursor: number
   codeCursor: number
   codesIssued: number
+  /**
+   * Codes of the pool passed over since it was loaded because a claim holds them already (a
+   * generated code, or one uploaded before uploads left out the codes handed out): never handed
+   * out, so the write takes them off the pool's codes added, and its codes left stay true.
+   */
+  codesPassed: number
 }
 
 /** A code of a pool: its id is its place in upload order. */
 export interface PoolCode {
   id: number
   code: string
+  /** A claim of the shop holds this code already: it is passed over, never handed out twice. */
+  held?: boolean
 }
 
 /** A stored claim: the redemption of the same id bought the reward, and the code. */
@@ -212,6 +226,7 @@ export function emptyState(): BatchState {
     adjustmentIdem: new Map(),
     rewards: new Map(),
     poolCodes: new Map(),
+    poolsLoadedToEnd: null,
     claims: new Map(),
     claimIdem: new Map(),
     imported: new Map(),

@@ -136,7 +136,7 @@ export function rewardsCommand(): Command {
   const codes = new Command('codes').description("the codes of a reward's pool")
   codes
     .command('import')
-    .description("add the codes of a file (one a line) to a reward's pool, in their order; duplicates are left out")
+    .description("add the codes of a file (one a line) to a reward's pool, in their order; duplicates (codes the shop holds or handed out) are left out")
     .requiredOption('--shop <name>', 'the shop', shopName)
     .requiredOption('--reward <id>', "the reward's id", rewardId)
     .requiredOption('--file <path>', 'the codes, one a line (a first line "code" is a header)')
@@ -154,10 +154,11 @@ export function rewardsCommand(): Command {
           action: 'reward.codes',
           shopId: shop.id,
           target: String(options.reward),
-          detail: { added: result.added, duplicates: result.duplicates },
+          detail: { added: result.added, duplicates: result.duplicates, handed_out: result.handedOut },
         })
+        const handedOut = result.handedOut === 0 ? '' : ` (${result.handedOut} of them handed out by claims already)`
         console.log(
-          `added ${result.added} codes to reward ${options.reward} of shop ${shop.name}; ${result.duplicates} duplicates left out; ${result.codesLeft} codes left`,
+          `added ${result.added} codes to reward ${options.reward} of shop ${shop.name}; ${result.duplicates} duplicates left out${handedOut}; ${result.codesLeft} codes left`,
         )
       }),
     )

@@ -54,5 +54,6 @@ export function storedReward(shopId: number, row: Selectable<RewardsTable>): Sto
     loadedCursor: cursor,
     codeCursor: cursor,
     codesIssued: Number(row.codes_issued),
+    codesPassed: 0,
   }
 }

@@ -1,7 +1,18 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
-import { CODE_ALPHABET, CODE_BITS, generatedCode, isCodeBody, isPoolCode, meetsMinTier, planUpload, readCodes, tierNamesOf } from './rewards.ts'
+import {
+  CODE_ALPHABET,
+  CODE_BITS,
+  generatedCode,
+  isCodeBody,
+  isPoolCode,
+  meetsMinTier,
+  planUpload,
+  readCodes,
+  strandedRewards,
+  tierNamesOf,
+} from './rewards.ts'
 import { importEntry } from './imports.ts'
 
 describe('generated codes', () => {
@@ -19,8 +30,10 @@ describe('generated codes', () => {
 
 describe('pools', () => {
   test('an upload adds its codes in order, each once, leaving out what the shop holds', () => {
-    assert.deepEqual(planUpload(['A', 'B', 'A', 'C', 'D'], new Set(['C'])), { add: ['A', 'B', 'D'], duplicates: 2 })
-    assert.deepEqual(planUpload([], new Set()), { add: [], duplicates: 0 })
+    assert.deepEqual(planUpload(['A', 'B', 'A', 'C', 'D'], new Set(['C'])), { add: ['A', 'B', 'D'], duplicates: 2, handedOut: 0 })
+    assert.deepEqual(planUpload([], new Set()), { add: [], duplicates: 0, handedOut: 0 })
+    // A code a claim handed out (generated, say) is left out and counted as such, each time it is sent.
+    assert.deepEqual(planUpload(['X-1', 'A', 'X-1', 'B'], new Set(), new Set(['X-1'])), { add: ['A', 'B'], duplicates: 2, handedOut: 2 })
   })
 
   test('whatever the upload and what is held: added codes are distinct, in first-seen order, none held; added + duplicates = sent', () => {
@@ -105,5 +118,23 @@ describe('imports', () => {
         assert.ok(held.every((e) => e.available_us === held[0]!.available_us))
       }),
     )
+  })
+})
+
+describe('a rule change that would strand rewards', () => {
+  const rewards = [
+    { id: 1, name: 'Tote', min_tier: 'Silver' },
+    { id: 2, name: 'Mug', min_tier: 'Silver' },
+    { id: 3, name: 'Watch', min_tier: 'Gold' },
+    { id: 4, name: 'Pen', min_tier: null },
+    { id: 5, name: 'Relic', min_tier: 'Platinum' },
+  ]
+  test('one fault per tier taken away, naming its rewards; kept tiers, rewards without a tier and rewards stranded before are none of it', () => {
+    assert.deepEqual(strandedRewards(['Silver', 'Gold'], ['Silver', 'Gold', 'Platinum'], rewards), [])
+    assert.deepEqual(strandedRewards(['Silver', 'Gold'], ['silver'], rewards, '/rule/tiers'), [
+      { pointer: '/rule/tiers', detail: 'must keep tier Silver: rewards 1 (Tote), 2 (Mug) need it (min_tier); change or clear their min_tier first' },
+      { pointer: '/rule/tiers', detail: 'must keep tier Gold: reward 3 (Watch) needs it (min_tier); change or clear their min_tier first' },
+    ])
+    assert.deepEqual(strandedRewards([], [], rewards), [])
   })
 })

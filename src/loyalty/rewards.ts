@@ -35,18 +35,27 @@ export const isCodeBody = (random: string) => random.length === CODE_LENGTH && [
 export const isPoolCode = (code: string) => POOL_CODE.test(code)
 
 /**
- * What an upload adds to a pool: its codes in their order, each once, leaving out those the shop
- * holds already (`held`, in any pool). The rest are duplicates (of the shop's or of the upload's own).
+ * What an upload adds to a pool: its codes in their order, each once, leaving out every code the
+ * shop has ever held: those in any of its pools (`held`) and those a claim handed out (`handedOut`,
+ * generated ones too: a platform's export of discount codes holds them). The rest are duplicates
+ * (of the shop's or of the upload's own); `handedOut` counts the lines left out because a claim
+ * holds their code.
  */
-export function planUpload(codes: readonly string[], held: ReadonlySet<string>): { add: string[]; duplicates: number } {
+export function planUpload(
+  codes: readonly string[],
+  held: ReadonlySet<string>,
+  handedOut: ReadonlySet<string> = new Set(),
+): { add: string[]; duplicates: number; handedOut: number } {
   const seen = new Set<string>()
   const add: string[] = []
+  let claimed = 0
   for (const code of codes) {
-    if (seen.has(code) || held.has(code)) continue
+    if (handedOut.has(code)) claimed++
+    if (seen.has(code) || held.has(code) || handedOut.has(code)) continue
     seen.add(code)
     add.push(code)
   }
-  return { add, duplicates: codes.length - add.length }
+  return { add, duplicates: codes.length - add.length, handedOut: claimed }
 }
 
 /** The tier names of a shop's rule (its `tiers`, ascending), or none while the rule has no tiers. */
@@ -54,6 +63,38 @@ export function tierNamesOf(rule: unknown): string[] {
   const tiers = typeof rule === 'object' && rule !== null ? (rule as { tiers?: unknown }).tiers : undefined
   if (!Array.isArray(tiers)) return []
   return tiers.map((t) => (t as { name?: unknown })?.name).filter((name): name is string => typeof name === 'string')
+}
+
+/** A reward as a rule change sees it: what it is called and the tier it needs. */
+export interface RewardNeed {
+  id: number
+  name: string
+  min_tier: string | null
+}
+
+/**
+ * What a rule change from the tiers `before` to the tiers `after` would strand: the rewards that
+ * need (min_tier) a tier it renames or removes, which no customer could claim any more. One fault
+ * per tier, at `pointer`, naming the rewards; a reward stranded already (its tier gone before) is
+ * none of this change's doing. Names are compared exactly, as a claim compares them.
+ */
+export function strandedRewards(
+  before: readonly string[],
+  after: readonly string[],
+  rewards: readonly RewardNeed[],
+  pointer = '/tiers',
+): { pointer: string; detail: string }[] {
+  const needing = new Map<string, RewardNeed[]>()
+  for (const r of rewards) {
+    if (r.min_tier === null || !before.includes(r.min_tier) || after.includes(r.min_tier)) continue
+    needing.set(r.min_tier, [...(needing.get(r.min_tier) ?? []), r])
+  }
+  return [...needing].map(([tier, list]) => ({
+    pointer,
+    detail:
+      `must keep tier ${tier}: ${list.length === 1 ? 'reward' : 'rewards'} ${list.map((r) => `${r.id} (${r.name})`).join(', ')} ` +
+      `${list.length === 1 ? 'needs' : 'need'} it (min_tier); change or clear their min_tier first`,
+  }))
 }
 
 /**

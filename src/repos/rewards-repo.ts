@@ -53,7 +53,7 @@ export async function addCodes(
   rewardId: number,
   codes: readonly string[],
   nowUs: number,
-): Promise<{ added: number; duplicates: number; codesLeft: number } | undefined> {
+): Promise<{ added: number; duplicates: number; handedOut: number; codesLeft: number } | undefined> {
   return db
     .transaction()
     .execute(async (trx) => {
@@ -66,17 +66,17 @@ export async function addCodes(
         .executeTakeFirst()
       if (!reward || Number(reward.shop_id) !== shopId) throw new NotTheShops()
       const held = new Set<string>()
+      const handedOut = new Set<string>()
       const distinct = [...new Set(codes)]
       for (let i = 0; i < distinct.length; i += CHUNK) {
-        const rows = await trx
-          .selectFrom('reward_codes')
-          .select('code')
-          .where('code', 'in', distinct.slice(i, i + CHUNK))
-          .where('shop_id', '=', shopId)
-          .execute()
-        for (const row of rows) held.add(row.code)
+        const chunk = distinct.slice(i, i + CHUNK)
+        const pooled = await trx.selectFrom('reward_codes').select('code').where('code', 'in', chunk).where('shop_id', '=', shopId).execute()
+        for (const row of pooled) held.add(row.code)
+        // Codes claims handed out, generated ones included (claims_code).
+        const claimed = await trx.selectFrom('claims').select('code').where('code', 'in', chunk).where('shop_id', '=', shopId).execute()
+        for (const row of claimed) handedOut.add(row.code)
       }
-      const plan = planUpload(codes, held)
+      const plan = planUpload(codes, held, handedOut)
       let added = 0
       for (let i = 0; i < plan.add.length; i += CHUNK) {
         const rows = plan.add.slice(i, i + CHUNK).map((code) => ({ shop_id: shopId, reward_id: rewardId, code, created_us: nowUs }))
@@ -90,7 +90,7 @@ export async function addCodes(
       }
       const codesAdded = Number(reward.codes_added) + added
       await trx.updateTable('rewards').set({ codes_added: codesAdded }).where('id', '=', rewardId).execute()
-      return { added, duplicates: codes.length - added, codesLeft: codesAdded - Number(reward.codes_issued) }
+      return { added, duplicates: codes.length - added, handedOut: plan.handedOut, codesLeft: codesAdded - Number(reward.codes_issued) }
     })
     .catch((err: unknown) => {
       if (err instanceof NotTheShops) return undefined

@@ -1,8 +1,10 @@
 import { PostgresAdapter, sql, type Kysely, type Transaction } from 'kysely'
 import { parseProgram, usesHistory } from '../loyalty/program.ts'
+import { strandedRewards, tierNamesOf } from '../loyalty/rewards.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import { lockNumber } from '../db/postgres/dialect.ts'
 import { programLockKey } from '../db/lock-keys.ts'
+import { shopRewards } from './rewards-repo.ts'
 import type { Tables } from '../db/tables.ts'
 
 // A shop's points rule: the current one on the shop row (what the write path loads), and every
@@ -14,10 +16,18 @@ export async function readRule(db: Kysely<Tables>, shopId: number) {
 
 export type StoredRule = Awaited<ReturnType<typeof readRule>>
 
+/** A rule change refused because it renames or removes tiers that active rewards need (strandedRewards): each fault names them. */
+export class RewardsNeedTiers extends Error {
+  constructor(readonly faults: { pointer: string; detail: string }[]) {
+    super(faults.map((f) => `rule ${f.pointer} ${f.detail}`).join('; '))
+  }
+}
+
 /**
  * Stores a new rule for the shop, in effect from `effectiveUs`: bumps its version and keeps the
  * version in the history, in one transaction. With `expectedVersion`, only if the rule is still
- * at that version (else null). Returns the new version.
+ * at that version (else null). With `previousRule` (the rule at that version), it throws
+ * RewardsNeedTiers rather than take a tier away from the active rewards that need it. Returns the new version.
  */
 export async function writeRule(
   db: Kysely<Tables>,
@@ -28,6 +38,7 @@ export async function writeRule(
     expirySchedule?: string | null
     programSchedule?: string | null
     expectedVersion?: number
+    previousRule?: string | null
     changedBy?: string | null
     tiersChanged?: boolean
   } = {},
@@ -46,6 +57,12 @@ export async function writeRule(
     if (options.expectedVersion !== undefined) update = update.where('rule_version', '=', options.expectedVersion)
     const row = await update.returning('rule_version').executeTakeFirst()
     if (!row) return null
+    // Read after the shop's row is taken, so a reward made meanwhile is seen (the transaction is rolled back).
+    if (options.previousRule !== undefined) {
+      const rewards = (await shopRewards(trx, shopId, true)).map((r) => ({ id: Number(r.id), name: r.name, min_tier: r.min_tier }))
+      const faults = strandedRewards(tierNamesOf(parseStoredRule(options.previousRule)), tierNamesOf(parseStoredRule(ruleJson)), rewards)
+      if (faults.length > 0) throw new RewardsNeedTiers(faults)
+    }
     const version = Number(row.rule_version)
     await trx
       .insertInto('rule_versions')
@@ -124,6 +141,7 @@ export async function changeRule(
       expirySchedule: wanted.expirySchedule,
       programSchedule: wanted.programSchedule ?? null,
       expectedVersion: Number(current.rule_version),
+      previousRule: current.rule,
       changedBy,
       tiersChanged: wanted.tiersChanged ?? false,
     })

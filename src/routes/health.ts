@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Services } from '../services.ts'
-import { problem, sendProblem } from '../http/problem.ts'
+import { problem, ProblemError, sendProblem } from '../http/problem.ts'
+import { readinessViewer } from '../http/readiness-viewer.ts'
 import { Health, Readiness } from '../schemas/health.ts'
 import { problemResponses } from '../schemas/problems.ts'
 
@@ -33,7 +34,15 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
         ...operations,
         summary: 'Readiness: 200 when a webhook can be committed now',
         operationId: 'getReadiness',
-        response: { 200: { description: 'Ready', content: { 'application/json': { schema: Readiness } } }, ...problemResponses(400, 408, 417, 431, 503) },
+        description:
+          'Open to anyone, with counts only. With an admin key it also names the nearly empty pools of rewards of every shop, with a shop key those of ' +
+          'its own shop; a key that is sent must be known (else 401).',
+        // No key, a shop's key or an admin key.
+        security: [{}, { basic: [] }, { adminBasic: [] }],
+        response: {
+          200: { description: 'Ready', content: { 'application/json': { schema: Readiness } } },
+          ...problemResponses(400, 401, 408, 417, 431, 503),
+        },
       },
     },
     async (request, reply) => {
@@ -43,9 +52,12 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
       })
       try {
         await Promise.race([Promise.all([backend.ping(), batchWriter.ping?.()]), timeout])
+        const viewer = await Promise.race([readinessViewer(backend.db, services.auth, request, reply), timeout])
         const relay = services.feed.relay?.status()
         const redis = services.redisUp()
         const low = services.storage().pools.filter((p) => p.left < config.REWARD_POOL_LOW)
+        // Shops' and rewards' names only to whom they belong: counts in the open.
+        const named = viewer === null ? [] : low.filter((p) => viewer === 'all' || p.shopId === viewer)
         return {
           status: 'ready' as const,
           database: backend.kind,
@@ -61,9 +73,11 @@ export async function healthRoutes(app: FastifyInstance, services: Services): Pr
               }
             : {}),
           ...(redis === undefined ? {} : { redis: redis ? ('up' as const) : ('down' as const) }),
-          ...(low.length === 0 ? {} : { reward_pools_low: low.map((p) => ({ shop: p.shop, reward_id: p.rewardId, name: p.name, codes_left: p.left })) }),
+          ...(low.length === 0 ? {} : { reward_pools_low_count: low.length }),
+          ...(named.length === 0 ? {} : { reward_pools_low: named.map((p) => ({ shop: p.shop, reward_id: p.rewardId, name: p.name, codes_left: p.left })) }),
         }
       } catch (err) {
+        if (err instanceof ProblemError) throw err
         request.log.warn({ err }, 'readiness check failed')
         return sendProblem(
           reply,

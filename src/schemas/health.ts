@@ -32,6 +32,13 @@ export const Readiness = Type.Object(
           'with REDIS_URL: whether Redis, where the rate limit is counted, answers; while it is down the limit lets webhooks through (the service stays ready)',
       }),
     ),
+    reward_pools_low_count: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          'present when active pools of rewards, of every shop, have fewer codes left than REWARD_POOL_LOW (sampled every STORAGE_SAMPLE_SECONDS): how many. A warning: the service stays ready',
+      }),
+    ),
     reward_pools_low: Type.Optional(
       Type.Array(
         Type.Object(
@@ -45,7 +52,7 @@ export const Readiness = Type.Object(
         ),
         {
           description:
-            'present when an active pool of rewards has fewer codes left than REWARD_POOL_LOW (sampled every STORAGE_SAMPLE_SECONDS): upload more before claims answer pool-empty. A warning: the service stays ready',
+            "to an admin key, every shop's pools that reward_pools_low_count counts, by name; to a shop's key, its own (absent when none): upload more before claims answer pool-empty. Absent without a key",
         },
       ),
     ),

@@ -147,7 +147,15 @@ export const CodesBody = Type.Object(
 export const CodesAdded = Type.Object(
   {
     added: Type.Integer({ minimum: 0, description: 'codes added to the pool' }),
-    duplicates: Type.Integer({ minimum: 0, description: 'codes left out: held by the shop already (in this pool or another), or repeated in the upload' }),
+    duplicates: Type.Integer({
+      minimum: 0,
+      description:
+        'codes left out: held by the shop already (in this pool or another, or handed out by a claim, generated ones too), or repeated in the upload',
+    }),
+    handed_out: Type.Integer({
+      minimum: 0,
+      description: 'of the duplicates, the codes a claim has handed out already (such as generated codes in a platform export): never handed out again',
+    }),
     codes_left: Type.Integer({ minimum: 0, description: "the pool's codes not handed out yet, now" }),
   },
   { additionalProperties: false },

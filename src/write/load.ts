@@ -183,6 +183,7 @@ export async function loadBatch(
   const state = emptyState()
   state.earningsRanges = new Map()
   state.erasedEmailsKnown = new Set()
+  state.poolsLoadedToEnd = new Set()
   const shops = needsOf(batch)
   const shop = (shopId: number) => {
     const n = shops.get(shopId) ?? emptyNeeds()
@@ -193,6 +194,12 @@ export async function loadBatch(
   for (const [shopId, ids] of more.orders) ids.forEach((id) => shop(shopId).orders.add(id))
   for (const [shopId, byCustomer] of more.earnings) for (const [id, ranges] of byCustomer) shop(shopId).earnings.set(id, ranges)
   for (const [shopId, emails] of more.erasedEmails) emails.forEach((e) => shop(shopId).erasedEmails.add(e))
+  // Further codes of pools whose loaded codes a claim held already (the rewards are locked: the batch's claims name them).
+  for (const [shopId, byReward] of more.pools)
+    for (const [id, count] of byReward) {
+      const n = shop(shopId)
+      n.rewards.set(id, Math.max(n.rewards.get(id) ?? 0, count))
+    }
   for (const [shopId, n] of shops) await loadShop(backend, s, state, shopId, n, locked, asLoaded, nowUs)
   return state
 }
@@ -504,11 +511,16 @@ async function loadRewards(backend: Backend, s: Session, state: BatchState, shop
     // A reward of another shop is none of this one's: its claims answer 404.
     if (!row || Number(row.shop_id) !== shopId) return
     state.rewards.set(keyOf(shopId, id), storedReward(shopId, row))
-    const found = (perReward[2 * i + 1] as unknown as { id: number; code: string }[]).map((c) => ({ id: Number(c.id), code: c.code }))
+    const found = (perReward[2 * i + 1] as unknown as { id: number; code: string; held: number }[]).map((c) => ({
+      id: Number(c.id),
+      code: c.code,
+      held: Number(c.held) === 1,
+    }))
     state.poolCodes.set(
       keyOf(shopId, id),
       found.sort((a, b) => a.id - b.id),
     )
+    if (found.length < n.rewards.get(id)!) state.poolsLoadedToEnd!.add(keyOf(shopId, id))
   })
   for (const row of [...claimsById, ...claimsByIdem]) {
     state.claims.set(keyOf(shopId, row.id), storedClaim(shopId, row))

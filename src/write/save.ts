@@ -130,7 +130,7 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     write('claims', q.insertClaims((d.claims ?? []).map((c) => valuesOf(CLAIM_COLUMNS, claimRow(c)))), d.claims?.length ?? 0),
     ...(d.claimCancels ?? []).map((c) => write('claims', [q.cancelClaim(c.shopId, [c.id], [c.cancelledUs, c.cancelAvailableAfter])], 1)),
     // A pool another batch handed codes out of since this one loaded it: run again.
-    ...(d.pools ?? []).map((r) => write('rewards', [q.movePoolCursor([r.codeCursor, r.codesIssued, r.id, r.loadedCursor])], 1)),
+    ...(d.pools ?? []).map((r) => write('rewards', [q.movePoolCursor([r.codeCursor, r.codesIssued, r.codesPassed, r.id, r.loadedCursor])], 1)),
     // Last: the feed's head, whose lock orders the commits, is held from here to the commit.
     write('feed', q.appendFeed(feed.total, feed.rows), null),
   ].filter((w) => w.queries.length > 0)

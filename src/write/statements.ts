@@ -134,9 +134,13 @@ export function batchStatements(f: StatementFactory) {
     adjustmentsByIdem: f.lookup<Selectable<AdjustmentsTable>>({ table: 'adjustments', columns: '*', column: 'idem_key', keyType: 'text' }),
     /** A reward a batch's claims name, by its id alone (the service's own): the load keeps it only if it is the shop's. */
     reward: f.text<Selectable<RewardsTable>>('SELECT * FROM rewards WHERE id = $1'),
-    /** A pool's next codes after its cursor, in upload order: $4 of them at most (reward_codes_next). */
-    nextCodes: f.text<{ id: number; code: string }>(
-      'SELECT id, code FROM reward_codes WHERE reward_id = $1 AND shop_id = $2 AND id > (SELECT code_cursor FROM rewards WHERE id = $3) ORDER BY id LIMIT $4',
+    /**
+     * A pool's next codes after its cursor, in upload order: $4 of them at most (reward_codes_next);
+     * `held` 1 for a code a claim of the shop holds already (claims_code), which the decider passes over.
+     */
+    nextCodes: f.text<{ id: number; code: string; held: number }>(
+      'SELECT id, code, CASE WHEN EXISTS (SELECT 1 FROM claims c WHERE c.code = reward_codes.code AND c.shop_id = reward_codes.shop_id) THEN 1 ELSE 0 END AS held ' +
+        'FROM reward_codes WHERE reward_id = $1 AND shop_id = $2 AND id > (SELECT code_cursor FROM rewards WHERE id = $3) ORDER BY id LIMIT $4',
     ),
     claimsById: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'id', keyType: 'text' }),
     claimsByIdem: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'idem_key', keyType: 'text' }),
@@ -185,8 +189,13 @@ export function batchStatements(f: StatementFactory) {
     insertAdjustments: claimOnce('adjustments', ADJUSTMENT_COLUMNS.names, ADJUSTMENT_COLUMNS.types),
     // Any key taken meanwhile (the Idempotency-Key, or the code) runs the batch again: every row must come back.
     insertClaims: f.insert({ table: 'claims', columns: CLAIM_COLUMNS.names, types: CLAIM_COLUMNS.types, conflict: 'ON CONFLICT DO NOTHING RETURNING 1' }),
-    /** A pool's cursor moves only from where the batch found it: a pool another batch took from meanwhile runs this one again. */
-    movePoolCursor: f.text('UPDATE rewards SET code_cursor = $1, codes_issued = $2 WHERE id = $3 AND code_cursor = $4 RETURNING 1'),
+    /**
+     * A pool's cursor moves only from where the batch found it: a pool another batch took from meanwhile runs this one again.
+     * The $3 codes it passed over (held by a claim already) come off its codes added; an upload meanwhile adds to what is stored.
+     */
+    movePoolCursor: f.text(
+      'UPDATE rewards SET code_cursor = $1, codes_issued = $2, codes_added = codes_added - $3 WHERE id = $4 AND code_cursor = $5 RETURNING 1',
+    ),
     cancelClaim: f.update({
       table: 'claims',
       set: 'cancelled_us = $3, cancel_available_after = $4',

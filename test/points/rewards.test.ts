@@ -201,17 +201,17 @@ forEachDatabase((kind) => {
     const pool = await s.reward({ name: 'Pool', points: 10, codes: 'pool' })
     const other = await s.reward({ name: 'Other pool', points: 10, codes: 'pool' })
     const first = await s.upload(pool.id, ['C1', 'C2', 'C1', 'C3'])
-    assert.deepEqual(first.json(), { added: 3, duplicates: 1, codes_left: 3 })
+    assert.deepEqual(first.json(), { added: 3, duplicates: 1, handed_out: 0, codes_left: 3 })
     const csv = await t.app.inject({
       method: 'POST',
       url: `${s.base}/${pool.id}/codes`,
       headers: { authorization: basic((await newOperator(t, `csv-${kind}`)).key), 'content-type': 'text/csv' },
       payload: '\uFEFFcode\r\nC3\r\nC4\r\n\r\nC5\r\n',
     })
-    assert.deepEqual(csv.json(), { added: 2, duplicates: 1, codes_left: 5 })
+    assert.deepEqual(csv.json(), { added: 2, duplicates: 1, handed_out: 0, codes_left: 5 })
     assert.deepEqual(
       (await s.upload(other.id, ['C5', 'D1'])).json(),
-      { added: 1, duplicates: 1, codes_left: 1 },
+      { added: 1, duplicates: 1, handed_out: 0, codes_left: 1 },
       'a code another pool of the shop holds is a duplicate',
     )
     for (const [body, status] of [
@@ -244,7 +244,7 @@ forEachDatabase((kind) => {
     assert.equal((await admin.get(`${s.base}/${pool.id}`)).json().codes_left, 0)
     assert.deepEqual(
       (await s.upload(pool.id, ['C1', 'C6'])).json(),
-      { added: 1, duplicates: 1, codes_left: 1 },
+      { added: 1, duplicates: 1, handed_out: 1, codes_left: 1 },
       'a code handed out stays in the shop: uploading it again is a duplicate',
     )
     assert.equal((await s.claim(3, pool.id)).json().code, 'C6')

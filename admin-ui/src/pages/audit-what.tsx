@@ -104,6 +104,7 @@ export function AuditWhat({ entry }: { entry: AuditEntry }): ComponentChildren {
         return (
           <>
             uploaded codes to {reward}: {text(d.added)} added, {text(d.duplicates)} duplicates left out
+            {typeof d.handed_out === 'number' && d.handed_out > 0 && ` (${d.handed_out} handed out by claims already)`}
           </>
         )
       const changes = Object.entries((d.changes ?? {}) as Record<string, { from?: unknown; to?: unknown }>)

@@ -120,7 +120,8 @@ function Upload({ shop, reward, onDone }: { shop: string; reward: RewardView; on
       </button>
       {result && (
         <p class="muted" data-uploaded>
-          {result.added} added, {result.duplicates} duplicates left out; {result.codes_left} left
+          {result.added} added, {result.duplicates} duplicates left out
+          {result.handed_out > 0 && ` (${result.handed_out} handed out by claims already, never handed out again)`}; {result.codes_left} left
         </p>
       )}
       <ErrorBox error={error} />

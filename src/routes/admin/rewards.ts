@@ -195,7 +195,8 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
           operationId: 'adminAddRewardCodes',
           description:
             `\`{"codes": [...]}\`, or a CSV body (\`text/csv\`, one code a line), of 1 to ${CODES_PER_UPLOAD_MAX} codes. They are handed out in upload ` +
-            'order. A code the shop holds already, in this pool or another, or repeated in the upload, is a duplicate and left out.',
+            'order. A code the shop has ever held, in this pool or another or handed out by a claim (generated codes too, as in a platform export), or ' +
+            'repeated in the upload, is a duplicate and left out; `handed_out` counts those a claim holds.',
           params: ShopRewardParams,
           body: {
             content: {
@@ -224,9 +225,9 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
           action: 'reward.codes',
           shopId: shop.id,
           target: String(reward.id),
-          detail: { added: result.added, duplicates: result.duplicates },
+          detail: { added: result.added, duplicates: result.duplicates, handed_out: result.handedOut },
         })
-        return { added: result.added, duplicates: result.duplicates, codes_left: result.codesLeft }
+        return { added: result.added, duplicates: result.duplicates, handed_out: result.handedOut, codes_left: result.codesLeft }
       },
     )
   })

@@ -9,7 +9,9 @@ import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
 import { RuleBody, RulePreview, RulePreviewBody, RuleView } from '../../schemas/rule.ts'
 import type { OrderBody } from '../../schemas/webhooks.ts'
 import { recordAudit } from '../../repos/admin-repo.ts'
-import { changeRule, ruleHistory } from '../../repos/rule-repo.ts'
+import { changeRule, readRule, RewardsNeedTiers, ruleHistory } from '../../repos/rule-repo.ts'
+import { shopRewards } from '../../repos/rewards-repo.ts'
+import { strandedRewards, tierNamesOf } from '../../loyalty/rewards.ts'
 import type { Tables } from '../../db/tables.ts'
 import type { Kysely } from 'kysely'
 import { previewOrderPoints } from '../../write/preview.ts'
@@ -30,6 +32,13 @@ function faultsProblem(what: string, faults: { pointer: string; detail: string }
     error_count: faults.length,
     errors: faults,
   })
+}
+
+/** What changing the shop's rule to `next` would strand: its active rewards that need a tier `next` drops (strandedRewards). */
+async function strandedBy(db: Kysely<Tables>, shopId: number, next: Rule, pointer: string) {
+  const [{ rule }, rewards] = await Promise.all([readRule(db, shopId), shopRewards(db, shopId, true)])
+  const needs = rewards.map((r) => ({ id: Number(r.id), name: r.name, min_tier: r.min_tier }))
+  return strandedRewards(tierNamesOf(parseStoredRule(rule)), tierNamesOf(next), needs, pointer)
 }
 
 async function ruleView(db: Kysely<Tables>, shop: { id: number; name: string }) {
@@ -98,7 +107,11 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
           return version
         },
         request.operator.name,
-      )
+      ).catch((err: unknown) => {
+        if (err instanceof RewardsNeedTiers) return err
+        throw err
+      })
+      if (written instanceof RewardsNeedTiers) return sendProblem(reply, faultsProblem('rule', written.faults)!)
       if (written.changed) {
         await recordAudit(db, request.operator, {
           action: 'rule.set',
@@ -141,6 +154,11 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
         faultsProblem('preview', bodyRuleFaults((request.body as { rule?: unknown }).rule, '/rule'))
       if (refused) return sendProblem(reply, refused)
       const body = request.body as { order: OrderBody; customer_id?: number; rule?: unknown }
+      // A proposed rule is checked as PUT would check it: it may not take a tier from the rewards that need it.
+      if (body.rule !== undefined) {
+        const stranding = faultsProblem('preview', await strandedBy(db, shop.id, normalizeRule(body.rule), '/rule/tiers'))
+        if (stranding) return sendProblem(reply, stranding)
+      }
       const preview = await previewOrderPoints(
         services.backend,
         shop.id,
