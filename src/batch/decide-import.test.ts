@@ -80,13 +80,17 @@ test('an expires_at already passed imports the points and expires them at once; 
     ['import', 70],
     ['expired', -70],
   ])
-  assert.deepEqual(first.decision.commands, [{ status: 'imported', created: true, points: 70, skipped: false, expiryChanged: true, expired: 70 }])
+  assert.deepEqual(first.decision.commands, [
+    { status: 'imported', created: true, points: 70, skipped: false, expiryChanged: true, expired: 70, tierChanged: false },
+  ])
   assert.equal(customerOf(first.state).loyalty.expiryCheckUs, null, 'settled already')
   const again = DeciderSpecification.for(() => first.state)
     .given()
     .when([line(70, T - DAY_US, T + DAY_US)])
   assert.deepEqual(entries(again.decision), [])
-  assert.deepEqual(again.decision.commands, [{ status: 'imported', created: false, points: 0, skipped: false, expiryChanged: false, expired: 0 }])
+  assert.deepEqual(again.decision.commands, [
+    { status: 'imported', created: false, points: 0, skipped: false, expiryChanged: false, expired: 0, tierChanged: false },
+  ])
   assert.deepEqual(again.decision.customers, [], 'no row written')
 })
 
@@ -96,7 +100,9 @@ test('a corrected date alone writes no entry; a later one gives expired points b
     .given()
     .when([line(80, T + 10 * DAY_US, T + 3 * DAY_US)])
   assert.deepEqual(entries(moved.decision), [['expired', 80]])
-  assert.deepEqual(moved.decision.commands, [{ status: 'imported', created: false, points: 0, skipped: false, expiryChanged: true, expired: 0 }])
+  assert.deepEqual(moved.decision.commands, [
+    { status: 'imported', created: false, points: 0, skipped: false, expiryChanged: true, expired: 0, tierChanged: false },
+  ])
   assert.equal(customerOf(moved.state).loyalty.expiryCheckUs, T + 10 * DAY_US)
   const cleared = DeciderSpecification.for(() => moved.state)
     .given()
