@@ -108,7 +108,7 @@ export interface ImportCommand {
   customerId: number
   email: string
   points: number
-  /** The tier the other platform gave (validated against the shop's tiers); kept for the tier rules to use (issue 28). */
+  /** The tier the other platform gave (validated against the shop's tiers): held for one tier window from the first import. */
   tier: string | null
   /** The line's expires_at: when its imported points expire, instead of by the rule; null for the rule. */
   expiresUs: number | null
@@ -163,4 +163,6 @@ export type CommandOutcome =
       expiryChanged: boolean
       /** Points the line's expires_at, already passed, expired at once. */
       expired: number
+      /** The line set, changed or cleared the tier the customer's imports brought over. */
+      tierChanged: boolean
     }

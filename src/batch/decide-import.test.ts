@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { DeciderSpecification } from '../../test/support/decider.ts'
+import { DeciderSpecification, orderHook } from '../../test/support/decider.ts'
+import { parseProgram } from '../loyalty/program.ts'
 import { normalizeRule } from '../loyalty/rule.ts'
+import { decideImportedCustomers } from './decide-import.ts'
 import { availableAt, DAY_US } from '../loyalty/wallet.ts'
 import type { ExpireCommand, ImportCommand } from './commands.ts'
 import { emptyState, keyOf, type BatchState, type Decision } from './state.ts'
@@ -80,13 +82,17 @@ test('an expires_at already passed imports the points and expires them at once; 
     ['import', 70],
     ['expired', -70],
   ])
-  assert.deepEqual(first.decision.commands, [{ status: 'imported', created: true, points: 70, skipped: false, expiryChanged: true, expired: 70 }])
+  assert.deepEqual(first.decision.commands, [
+    { status: 'imported', created: true, points: 70, skipped: false, expiryChanged: true, expired: 70, tierChanged: false },
+  ])
   assert.equal(customerOf(first.state).loyalty.expiryCheckUs, null, 'settled already')
   const again = DeciderSpecification.for(() => first.state)
     .given()
     .when([line(70, T - DAY_US, T + DAY_US)])
   assert.deepEqual(entries(again.decision), [])
-  assert.deepEqual(again.decision.commands, [{ status: 'imported', created: false, points: 0, skipped: false, expiryChanged: false, expired: 0 }])
+  assert.deepEqual(again.decision.commands, [
+    { status: 'imported', created: false, points: 0, skipped: false, expiryChanged: false, expired: 0, tierChanged: false },
+  ])
   assert.deepEqual(again.decision.customers, [], 'no row written')
 })
 
@@ -96,7 +102,9 @@ test('a corrected date alone writes no entry; a later one gives expired points b
     .given()
     .when([line(80, T + 10 * DAY_US, T + 3 * DAY_US)])
   assert.deepEqual(entries(moved.decision), [['expired', 80]])
-  assert.deepEqual(moved.decision.commands, [{ status: 'imported', created: false, points: 0, skipped: false, expiryChanged: true, expired: 0 }])
+  assert.deepEqual(moved.decision.commands, [
+    { status: 'imported', created: false, points: 0, skipped: false, expiryChanged: true, expired: 0, tierChanged: false },
+  ])
   assert.equal(customerOf(moved.state).loyalty.expiryCheckUs, T + 10 * DAY_US)
   const cleared = DeciderSpecification.for(() => moved.state)
     .given()
@@ -134,4 +142,73 @@ test('whatever the files before it, the last one decides: its points, expiring a
       assert.deepEqual(twice.decision.ledger, [])
     }),
   )
+})
+
+// An imported tier (issue 35): decided before the batch's orders are priced, so a corrected file
+// re-prices the orders it reaches in its own batch and announces the change at once.
+
+const TIERED = () => {
+  const state = emptyState()
+  const rule = normalizeRule({
+    pending_days: 0,
+    tiers: [
+      { name: 'Silver', points: 100 },
+      { name: 'Gold', points: 300, multiplier: 2 },
+    ],
+    tier_window_days: 30,
+  })
+  state.rules.set(1, { rule, version: 1 })
+  state.programs.set(1, parseProgram(null, rule))
+  return state
+}
+const tiered = (points: number, tier: string | null, atUs: number): ImportCommand => ({ ...line(points, null, atUs), tier })
+const paidOrder = (id: number, atUs: number) =>
+  orderHook(
+    { id, customer: { id: 5 }, currency: 'EUR', subtotal: '100.00', is_paid: true, processed_at: new Date(atUs / 1000).toISOString() },
+    { receivedUs: atUs + 1 },
+  )
+
+test('a corrected file that takes the imported tier away re-prices the order within it in its own batch, and announces the change', () => {
+  DeciderSpecification.for(TIERED)
+    .given([tiered(40, 'Gold', T)], [paidOrder(1, T + DAY_US)])
+    .when([tiered(40, null, T + 2 * DAY_US)])
+    .then((d, s) => {
+      assert.deepEqual(
+        d.ledger.map((r) => [r.orderId, r.reason, r.points]),
+        [[1, 'tier_adjusted', -100]],
+      )
+      // Its 100 base points alone reach Silver.
+      assert.deepEqual(d.tiers, [{ shopId: 1, customerId: 5, from: 'Gold', to: 'Silver', eventId: null }])
+      assert.deepEqual(d.commands, [{ status: 'imported', created: false, points: 0, skipped: false, expiryChanged: false, expired: 0, tierChanged: true }])
+      assert.equal(customerOf(s).loyalty.importedTier, null)
+    })
+})
+
+test('a tier named first by a correction counts from the first import, which is kept on the customer even when it wrote nothing else', () => {
+  const { state } = DeciderSpecification.for(TIERED).given([tiered(0, null, T)])
+  assert.equal(customerOf(state).loyalty.importedUs, T)
+  DeciderSpecification.for(() => state)
+    .given([paidOrder(1, T + DAY_US)])
+    .when([tiered(0, 'Gold', T + 5 * DAY_US)])
+    .then((d, s) => {
+      assert.deepEqual(customerOf(s).loyalty.importedTier, { name: 'Gold', fromUs: T, untilUs: T + 30 * DAY_US })
+      assert.deepEqual(
+        d.ledger.map((r) => [r.orderId, r.reason, r.points]),
+        [[1, 'tier_adjusted', 100]],
+      )
+      assert.deepEqual(d.tiers, [{ shopId: 1, customerId: 5, from: 'Silver', to: 'Gold', eventId: null }])
+    })
+})
+
+test("the import lines' customers are decided without changing the state given: what changes is returned", () => {
+  const { state } = DeciderSpecification.for(TIERED).given([tiered(40, 'Gold', T)], [paidOrder(1, T + DAY_US)])
+  const before = structuredClone(state)
+  const decided = decideImportedCustomers(state, [tiered(40, null, T + 2 * DAY_US), line(10, null, T + 2 * DAY_US, 6)])
+  assert.deepEqual(state, before)
+  assert.deepEqual([...decided.floorsBefore], [[keyOf(1, 5), { name: 'Gold', fromUs: T, untilUs: T + 30 * DAY_US }]])
+  assert.deepEqual(decided.lines, [
+    { created: false, skipped: false, tierChanged: true },
+    { created: true, skipped: false, tierChanged: false },
+  ])
+  assert.deepEqual([...decided.customers.keys()], [keyOf(1, 5), keyOf(1, 6)])
 })

@@ -95,6 +95,8 @@ interface Price {
   excluded: string | undefined
   multiplier: number
   tier: string | null
+  /** The tier is held by the tier an import brought over. */
+  imported: boolean
 }
 
 /** What the batch decides of an order before it is settled. */
@@ -129,9 +131,11 @@ const customerKeyOf = (shopId: number, customerId: number) => keyOf(shopId, cust
  * earning moves the tiers of the window after it, and a changed tag the exclusions and tag tiers
  * of every instant the program counts them at. Orders whose tier or exclusion at their own
  * instant differs from before are settled too. `tierCommands` names customers whose tier is
- * decided again whatever changed. Throws NeedMore for what it reaches that was not loaded.
+ * decided again whatever changed; `floorsBefore`, customers whose imported tier the batch changed,
+ * with the one they held before (src/batch/decide-import.ts): the orders within either are priced
+ * again, and their tier now decided. Throws NeedMore for what it reaches that was not loaded.
  */
-export function planLoyalty(ctx: Context, tierCommands: readonly string[]): LoyaltyPlan {
+export function planLoyalty(ctx: Context, tierCommands: readonly string[], floorsBefore: ReadonlyMap<string, TierFloor | null> = new Map()): LoyaltyPlan {
   const { f } = ctx
   const state = f.state
   const needs = noNeeds()
@@ -139,7 +143,7 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
   const earnings = new Map<string, StoredEarning | null>()
   const byCustomer = new Map<string, Set<string>>()
   const changes: Changes = { rows: earnings, byCustomer }
-  const tiers = new Set(tierCommands)
+  const tiers = new Set([...tierCommands, ...floorsBefore.keys()])
   /** Customers whose earnings changed: the processed_at of each change. */
   const moved = new Map<string, number[]>()
   /** Customers whose tags the batch changed. */
@@ -177,7 +181,7 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
         tiers.add(c)
       }
     }
-    pending = reached(ctx, moved, retagged, changes, needs).filter((key) => !done.has(key))
+    pending = reached(ctx, moved, retagged, floorsBefore, changes, needs).filter((key) => !done.has(key))
     for (const key of pending) if (!f.toSettle.has(key)) f.toSettle.set(key, null)
   }
   throwIfNeeded(needs)
@@ -296,6 +300,7 @@ function pricesAt(schedule: ProgramSchedule, tags: TagSet, earnings: readonly Ea
     excluded: exclusionOf(optionsAt(schedule, instants[i]!), tags),
     multiplier: tier.multiplier,
     tier: tier.name,
+    imported: tier.imported,
   }))
 }
 
@@ -329,7 +334,7 @@ function priceTarget(base: Target, price: Price): Target {
   return {
     points,
     basis: { ...base.basis, multiplier: String(price.multiplier) },
-    why: `${base.why}, × ${price.multiplier} for tier ${price.tier} (${base.points} base points)`,
+    why: `${base.why}, × ${price.multiplier} for tier ${price.tier} (${price.imported ? 'the tier an import brought over; ' : ''}${base.points} base points)`,
   }
 }
 
@@ -351,14 +356,22 @@ export function retaggedSpans(schedule: ProgramSchedule, before: TagSet, after: 
 }
 
 /**
- * The orders whose price the batch's changes may reach, for each customer whose earnings moved
- * or whose tags changed: those whose exclusion or multiplier at their own instant differs from
- * before. Notes in `needs` the earnings to load to know, and the orders to load to settle.
+ * The orders whose price the batch's changes may reach, for each customer whose earnings moved,
+ * whose tags changed or whose imported tier changed: those whose exclusion or multiplier at their
+ * own instant differs from before. Notes in `needs` the earnings to load to know, and the orders
+ * to load to settle.
  */
-function reached(ctx: Context, moved: ReadonlyMap<string, number[]>, retagged: ReadonlySet<string>, changes: Changes, needs: Needs): string[] {
+function reached(
+  ctx: Context,
+  moved: ReadonlyMap<string, number[]>,
+  retagged: ReadonlySet<string>,
+  floorsBefore: ReadonlyMap<string, TierFloor | null>,
+  changes: Changes,
+  needs: Needs,
+): string[] {
   const state = ctx.f.state
   const out = new Set<string>()
-  const customers = new Set([...moved.keys(), ...retagged])
+  const customers = new Set([...moved.keys(), ...retagged, ...floorsBefore.keys()])
   for (const ck of customers) {
     const shopId = shopOfKey(ck)
     const schedule = programOf(state, shopId)
@@ -369,6 +382,9 @@ function reached(ctx: Context, moved: ReadonlyMap<string, number[]>, retagged: R
     const tagsBefore = tagSetOf(ctx.f.before.get(ck)?.tags ?? null)
     const tagsNow = tagsAfter(state, ck)
     spans.push(...retaggedSpans(schedule, tagsBefore, tagsNow))
+    // An imported tier counts at the instants [fromUs, untilUs): the old one's and the new one's.
+    const floorWas = floorsBefore.has(ck) ? floorsBefore.get(ck)! : floorOf(state, ck)
+    if (floorsBefore.has(ck)) for (const fl of [floorWas, floorOf(state, ck)]) if (fl !== null) spans.push([fl.fromUs, fl.untilUs - 1])
     if (spans.length === 0) continue
     let missing = false
     for (const [lo, hi] of spans) missing = need(state, needs, ck, lo - windowUs, hi) || missing
@@ -381,7 +397,7 @@ function reached(ctx: Context, moved: ReadonlyMap<string, number[]>, retagged: R
       if (!ctx.f.toSettle.has(key) && spans.some(([lo, hi]) => lo <= e.processedUs && e.processedUs <= hi)) candidates.set(key, e)
     }
     const instants = [...candidates.values()].map((e) => e.processedUs)
-    const was = pricesAt(schedule, tagsBefore, before, instants, floorOf(state, ck))
+    const was = pricesAt(schedule, tagsBefore, before, instants, floorWas)
     const is = pricesAt(schedule, tagsNow, after, instants, floorOf(state, ck))
     ;[...candidates].forEach(([key, e], i) => {
       if (samePrice(was[i]!, is[i]!)) return

@@ -19,7 +19,7 @@ import {
 import type { AdjustCommand, AdjustmentView, CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
 import { keyOf, type BatchState, type Decision, type LedgerRow, type StoredAdjustment, type StoredRedemption } from './state.ts'
 import { cancelClaim, decideClaim, emptyRewardsDecision, replayedClaim, voidClaim, type RewardsDecision, type Spending } from './decide-rewards.ts'
-import { importLine } from './decide-import.ts'
+import { importLine, type ImportStart } from './decide-import.ts'
 
 // The points half of the decider: after a batch's orders are settled, the
 // balances of the customers whose lots are loaded are settled too (expiry
@@ -69,9 +69,17 @@ export function adjustmentView(a: StoredAdjustment): AdjustmentView {
 
 /**
  * Settles the balances the batch touched and decides its commands. `ledger` holds the rows the
- * batch's orders appended; rows for debt, expiry and commands are added to it.
+ * batch's orders appended; rows for debt, expiry and commands are added to it. `imports`: what
+ * was decided of each import command's customer before the orders were priced, in order
+ * (src/batch/decide-import.ts decideImportedCustomers).
  */
-export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: readonly PointsCommand[], nowUs: number): PointsDecision {
+export function decidePoints(
+  state: BatchState,
+  ledger: LedgerRow[],
+  commands: readonly PointsCommand[],
+  nowUs: number,
+  imports: readonly ImportStart[] = [],
+): PointsDecision {
   const ruleOf = (shopId: number) => state.rules.get(shopId) ?? DEFAULT_VERSIONED
   const out: PointsDecision = { redemptions: [], cancels: [], adjustments: [], outcomes: [], touched: [], warnings: [], rewards: emptyRewardsDecision() }
 
@@ -148,6 +156,7 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
   const redemptionIdem = new Map(state.redemptionIdem)
   const adjustmentIdem = new Map(state.adjustmentIdem)
   const claimIdem = new Map(state.claimIdem)
+  const importStarts = imports[Symbol.iterator]()
   const spending: Spending = { redeem: (r) => redeem(r, lotsOf(r)), cancel: (r) => cancel(r, lotsOf(r)) }
   for (const c of commands) {
     const customerKey = keyOf(c.shopId, c.customerId)
@@ -189,7 +198,8 @@ export function decidePoints(state: BatchState, ledger: LedgerRow[], commands: r
       }
     }
     if (c.command === 'import') {
-      out.outcomes.push(importLine(state, c, lots, { ledger, touched: out.touched, row, settleExpiry, warn }))
+      const start = importStarts.next().value ?? { created: false, skipped: false, tierChanged: false }
+      out.outcomes.push(importLine(state, c, start, lots, { ledger, touched: out.touched, row, settleExpiry, warn }))
       continue
     }
     if (c.command === 'adjust' && c.idemKey !== null) {

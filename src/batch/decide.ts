@@ -4,6 +4,7 @@ import { planOrderEntries, type Holder, type Holding, type Owner } from '../loya
 import { isCommand, itemTimeUs, type BatchItem, type CommandOutcome, type PointsCommand } from './commands.ts'
 import { decideBonuses, decideTiers, earningWrites, planLoyalty, type LoyaltyPlan, type TierChange } from './decide-loyalty.ts'
 import { decidePoints, type PointsDecision } from './decide-points.ts'
+import { decideImportedCustomers } from './decide-import.ts'
 import { decideWebhook, emailSha, holderKey, lower, redactionOf, startFold, type Fold } from './decide-webhooks.ts'
 import { keyOf, type BatchState, type Decision, type EventRow, type LedgerLine, type LedgerRow, type Redaction, type StoredOrder } from './state.ts'
 import { feedOf } from './feed.ts'
@@ -40,7 +41,7 @@ export function holdingsOf(lines: readonly LedgerLine[]): Holding[] {
  * balances are settled at: by default the latest item's arrival (a rebuild passes its own).
  *
  * The steps, in order: decideWebhook (each webhook answered and merged, src/batch/decide-webhooks.ts),
- * ordersToSettle, planLoyalty (prices, re-priced orders: src/batch/decide-loyalty.ts), settleOrders,
+ * decideImportedCustomers (the import lines' customers and imported tiers, src/batch/decide-import.ts), ordersToSettle, planLoyalty (prices, re-priced orders: src/batch/decide-loyalty.ts), settleOrders,
  * decideBonuses, decideTiers, redactBodies, decidePoints (src/batch/decide-points.ts), decisionOf.
  * Throws NeedMore (src/batch/decide-loyalty.ts) when it reaches stored state that was not loaded.
  */
@@ -48,18 +49,24 @@ export function decideBatch(items: readonly BatchItem[], state: BatchState, sett
   const at = nowUs ?? Math.max(0, ...items.map(itemTimeUs))
   const f = startFold(state)
   const events = items.filter((i): i is Webhook => !isCommand(i)).map((w) => decideWebhook(f, w))
+  const commands = items.filter(isCommand)
+  // The import lines' customers and imported tiers, before any order is priced: a changed
+  // imported tier re-prices the orders it reaches in this batch.
+  const imported = decideImportedCustomers(state, commands)
+  for (const [key, c] of imported.customers) state.customers.set(key, c)
   // Settlement, from the batch's final state.
   const owned = owners(state)
   ordersToSettle(f, settleAlso, owned.liveByEmail)
-  const commands = items.filter(isCommand)
   const tierCommands = commands.filter((c) => c.command === 'tier').map((c) => keyOf(c.shopId, c.customerId))
-  const plan = planLoyalty({ f, ownerOf: owned.ownerOf, nowUs: at }, tierCommands)
+  const plan = planLoyalty({ f, ownerOf: owned.ownerOf, nowUs: at }, tierCommands, imported.floorsBefore)
   const { ledger, erasedOrders } = settleOrders(f, owned, plan)
   const causeOf = causes(events)
   ledger.push(...decideBonuses(f, owned.erasedEmailOf, causeOf))
+  // After the bonuses: an import gives none (its customer has no created_at nor subscription of its own).
+  for (const key of imported.customers.keys()) f.changedCustomers.add(key)
   const tiers = decideTiers(f, plan, at, causeOf)
   redactBodies(state, events, erasedOrders, owned)
-  const points = decidePoints(state, ledger, commands, at)
+  const points = decidePoints(state, ledger, commands, at, imported.lines)
   for (const key of points.touched) if (state.customers.has(key)) f.changedCustomers.add(key)
   return decisionOf(f, events, ledger, points, plan, tiers)
 }

@@ -45,6 +45,8 @@ export interface CustomerLoyalty {
   tierCheckUs: number | null
   /** The tier a points import brought over, held for one tier window from the first import. */
   importedTier: TierFloor | null
+  /** The instant of the customer's first import (what an imported tier counts from); null when never imported. */
+  importedUs: number | null
   /** The lot of the customer's imported points, when its line set an expires_at: it expires then, not by the rule. */
   importExpiry: FixedExpiry | null
   /** When that lot falls due, until it has been settled then (the expiry sweep's index); null when nothing is due. */
@@ -57,6 +59,7 @@ export const NO_LOYALTY: CustomerLoyalty = {
   tier: null,
   tierCheckUs: null,
   importedTier: null,
+  importedUs: null,
   importExpiry: null,
   expiryCheckUs: null,
 }

@@ -206,7 +206,9 @@ export function pointsCommand(): Command {
             `${options.dryRun ? 'dry run, nothing written: would import' : 'imported'} ${summary.lines} lines of shop ${options.shop}: ` +
               `${summary.customers_created} new customers, ${summary.entries} entries (${summary.points_added} points added, ${summary.points_taken} taken back), ` +
               `${summary.unchanged} unchanged, ${summary.skipped_deleted} skipped (deleted customers); ` +
-              `${summary.expiry_changed} expiry dates set or changed, ${summary.points_expired} points expired at once (expires_at passed)`,
+              `${summary.expiry_changed} expiry dates set or changed, ${summary.points_expired} points expired at once (expires_at passed)` +
+              // Named only when some changed, so that a file without tiers reads as before.
+              (summary.tier_changed > 0 ? `; ${summary.tier_changed} imported tiers set, changed or cleared` : ''),
           )
         },
         // A batch job too: a unit whose write waits for the other lane's commit, on a loaded

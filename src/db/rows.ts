@@ -172,20 +172,26 @@ function loyaltyOf(row: Selectable<CustomersTable>): CustomerLoyalty {
     tier: row.tier ?? null,
     tierCheckUs: num(row.tier_check_us ?? null),
     importedTier: imported ? { name: imported[0], fromUs: imported[1], untilUs: imported[2] } : null,
+    importedUs: bonuses.imported_at ?? null,
     importExpiry: bonuses.import_expiry ? { lot_us: bonuses.import_expiry[0], expires_us: bonuses.import_expiry[1] } : null,
     expiryCheckUs: num(row.expiry_check_us ?? null),
   }
 }
 
-/** The bonuses column: the bonuses held, the tier an import brought over, and the expiry its line set. */
-type StoredLoyalty = Partial<Record<'signup' | 'newsletter', Held>> & { imported_tier?: [string, number, number]; import_expiry?: [number, number] }
+/** The bonuses column: the bonuses held, the tier an import brought over, the first import's instant, and the expiry its line set. */
+type StoredLoyalty = Partial<Record<'signup' | 'newsletter', Held>> & {
+  imported_tier?: [string, number, number]
+  imported_at?: number
+  import_expiry?: [number, number]
+}
 
 function bonusesJson(l: CustomerLoyalty): string | null {
-  if (l.signup === null && l.newsletter === null && l.importedTier === null && l.importExpiry === null) return null
+  if (l.signup === null && l.newsletter === null && l.importedTier === null && l.importedUs === null && l.importExpiry === null) return null
   const out: StoredLoyalty = {}
   if (l.signup) out.signup = [l.signup.points, l.signup.available_us]
   if (l.newsletter) out.newsletter = [l.newsletter.points, l.newsletter.available_us]
   if (l.importedTier) out.imported_tier = [l.importedTier.name, l.importedTier.fromUs, l.importedTier.untilUs]
+  if (l.importedUs !== null) out.imported_at = l.importedUs
   if (l.importExpiry) out.import_expiry = [l.importExpiry.lot_us, l.importExpiry.expires_us]
   return JSON.stringify(out)
 }

@@ -73,7 +73,7 @@ export interface CustomersTable extends Revisioned, FieldColumns<CustomerFields>
   erased_email_sha: string | null
   /** The earliest version of a webhook that said is_newsletter: true (migration 0022). */
   newsletter_us: number | null
-  /** JSON {signup: [points, available_us], newsletter: […], imported_tier, import_expiry: [lot_us, expires_us]}; null when none. */
+  /** JSON {signup: [points, available_us], newsletter: […], imported_tier, imported_at, import_expiry: [lot_us, expires_us]}; null when none. */
   bonuses: string | null
   /** The tier the change feed last announced; null for none. */
   tier: string | null

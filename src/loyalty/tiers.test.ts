@@ -141,3 +141,19 @@ test('tiers at many instants in one pass are the tiers at each, counted one by o
     { numRuns: 300 },
   )
 })
+
+test('an imported tier is held from its first instant until its end, excluded; it says so only where it raises the tier', () => {
+  const s = program(TIERS)
+  const floor = { name: 'gold', fromUs: T0, untilUs: T0 + 30 * DAY }
+  assert.equal(tierAt(s, none, [], T0 - 1, floor).name, null, 'not before the first import')
+  assert.deepEqual([tierAt(s, none, [], T0, floor).name, tierAt(s, none, [], T0, floor).imported], ['Gold', true], 'from its instant, by name in any case')
+  assert.equal(tierAt(s, none, [], T0 + 30 * DAY - 1, floor).name, 'Gold')
+  assert.deepEqual([tierAt(s, none, [], T0 + 30 * DAY, floor).name, tierAt(s, none, [], T0 + 30 * DAY, floor).imported], [null, false], 'its end is not held')
+  const platinum = [earning(1, 1, 5000)]
+  assert.deepEqual(
+    [tierAt(s, none, platinum, T0 + 2 * DAY, floor).name, tierAt(s, none, platinum, T0 + 2 * DAY, floor).imported],
+    ['Platinum', false],
+    'points above it',
+  )
+  assert.equal(tierAt(s, none, [earning(1, 1, 1000)], T0 + 2 * DAY, floor).imported, false, 'reached by points too: not held by the import alone')
+})

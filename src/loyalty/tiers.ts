@@ -34,6 +34,8 @@ export interface TierAt {
   multiplier: number
   /** Base points counted toward it. */
   counted: number
+  /** The tier is held only by the tier an import brought over (TierFloor): the points and tags reach a lower one. */
+  imported: boolean
   windowDays: number
   /** The next tier above the one held, if any, and its threshold. */
   next: { name: string; points: number } | null
@@ -70,7 +72,7 @@ export function tiersAt(
   instants.forEach((atUs, i) => {
     const options = optionsAt(schedule, atUs)
     if (options.tiers.length === 0) {
-      out[i] = { index: -1, name: null, multiplier: 1, counted: 0, windowDays: options.tier_window_days, next: null }
+      out[i] = { index: -1, name: null, multiplier: 1, counted: 0, windowDays: options.tier_window_days, next: null, imported: false }
       return
     }
     const list = byWindow.get(options.tier_window_days) ?? []
@@ -106,11 +108,9 @@ function tierOf(options: ReturnType<typeof optionsAt>, tags: TagSet, counted: nu
     if (tier.points <= counted) index = i
   })
   index = Math.max(index, tagTierIndex(options, tags))
-  if (floor !== null)
-    index = Math.max(
-      index,
-      options.tiers.findIndex((t) => t.name.toLowerCase() === floor.toLowerCase()),
-    )
+  const floorIndex = floor === null ? -1 : options.tiers.findIndex((t) => t.name.toLowerCase() === floor.toLowerCase())
+  const imported = floorIndex > index
+  index = Math.max(index, floorIndex)
   const tier = options.tiers[index]
   const above = options.tiers[index + 1]
   return {
@@ -120,6 +120,7 @@ function tierOf(options: ReturnType<typeof optionsAt>, tags: TagSet, counted: nu
     counted,
     windowDays,
     next: above ? { name: above.name, points: above.points } : null,
+    imported,
   }
 }
 

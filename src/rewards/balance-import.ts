@@ -1,6 +1,7 @@
 import type { Static } from 'typebox'
 import type { BatchItem, CommandOutcome, ImportCommand } from '../batch/commands.ts'
 import { decideBatch } from '../batch/decide.ts'
+import { mergeNeeds, NeedMore, noNeeds } from '../batch/decide-loyalty.ts'
 import type { ImportSummary } from '../schemas/imports.ts'
 import type { Backend } from '../db/dialect.ts'
 import { commitUnit, loadUnit, type BatchResult } from '../write/unit-of-work.ts'
@@ -40,6 +41,7 @@ export const emptySummary = (dryRun: boolean): Summary => ({
   skipped_deleted: 0,
   expiry_changed: 0,
   points_expired: 0,
+  tier_changed: 0,
 })
 
 /** Adds a unit's outcomes to the summary; a line that failed stops the import with its error. */
@@ -49,15 +51,37 @@ export function addToSummary(summary: Summary, results: readonly (BatchResult | 
     if (r.status !== 'imported') throw new Error(`unexpected outcome ${r.status} of an import line`)
     summary.lines++
     if (r.skipped) summary.skipped_deleted++
-    else if (r.points === 0 && !r.expiryChanged) summary.unchanged++
+    else if (r.points === 0 && !r.expiryChanged && !r.tierChanged) summary.unchanged++
     else if (r.points !== 0) summary.entries++
     if (r.expiryChanged) summary.expiry_changed++
+    if (r.tierChanged) summary.tier_changed++
     summary.points_expired += r.expired
     if (r.created) summary.customers_created++
     if (r.points > 0) summary.points_added += r.points
     else summary.points_taken -= r.points
   }
 }
+
+/**
+ * A unit decided from the committed state as the unit of work would decide it, writing nothing:
+ * what the decider asks for beyond the first load (NeedMore: the earnings and orders a changed
+ * imported tier reaches) is loaded, and the unit decided again, as in src/unit-of-work/apply-batch.ts.
+ */
+async function decideDry(backend: Backend, items: readonly BatchItem[], atUs: number): Promise<readonly CommandOutcome[]> {
+  let more = noNeeds()
+  for (let ask = 0; ; ask++) {
+    const state = await loadUnit(backend, backend.reads, { items }, null, undefined, more, atUs)
+    try {
+      return decideBatch(items, state, [], atUs).commands
+    } catch (err) {
+      if (!(err instanceof NeedMore) || ask >= DRY_ASKS) throw err
+      more = mergeNeeds(more, err.needs)
+    }
+  }
+}
+
+/** Times a dry run's unit may ask for more of the stored state (as many as a committed unit, src/unit-of-work/apply-batch.ts). */
+const DRY_ASKS = 4
 
 /**
  * Units an import keeps in flight where the database commits several at once (PostgreSQL): while
@@ -93,8 +117,7 @@ export async function importBalances(
       const atUs = now()
       const items: BatchItem[] = importCommands(shopId, lines.slice(i, i + unitLines), atUs)
       if (options.dryRun) {
-        const state = await loadUnit(backend, backend.reads, { items }, null)
-        inFlight.push(Promise.resolve(decideBatch(items, state, [], atUs).commands))
+        inFlight.push(Promise.resolve(await decideDry(backend, items, atUs)))
       } else {
         const unit = commitUnit(backend, { items }, atUs).then((c) => c.results)
         // Awaited in turn below; until then a failure must not go unhandled.

@@ -38,7 +38,7 @@ export const ImportSummary = Type.Object(
     entries: Type.Integer({ minimum: 0, description: 'import ledger entries written: one per line whose points differ from what earlier imports gave' }),
     points_added: Type.Integer({ minimum: 0 }),
     points_taken: Type.Integer({ minimum: 0, description: 'points a corrected file took back from what an earlier import gave' }),
-    unchanged: Type.Integer({ minimum: 0, description: 'lines that changed nothing: an earlier import gave the same points and expiry' }),
+    unchanged: Type.Integer({ minimum: 0, description: 'lines that changed nothing: an earlier import gave the same points, expiry and tier' }),
     skipped_deleted: Type.Integer({ minimum: 0, description: 'lines of customers deleted in this shop: their data and points stay erased' }),
     expiry_changed: Type.Integer({
       minimum: 0,
@@ -47,6 +47,11 @@ export const ImportSummary = Type.Object(
     points_expired: Type.Integer({
       minimum: 0,
       description: 'points imported with an expires_at already passed: imported, and expired at once (expired entries)',
+    }),
+    tier_changed: Type.Integer({
+      minimum: 0,
+      description:
+        "lines that set, changed or cleared the customer's imported tier (held for one tier window from their first import); the orders it reaches are priced again at once",
     }),
   },
   { additionalProperties: false },

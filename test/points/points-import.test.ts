@@ -71,6 +71,7 @@ forEachDatabase((kind) => {
       skipped_deleted: 0,
       expiry_changed: 0,
       points_expired: 0,
+      tier_changed: 0,
     })
     const one = await points(key, 1)
     assert.deepEqual([one.available, one.pending, one.lifetime_earned], [120, 0, 0])
@@ -94,6 +95,7 @@ forEachDatabase((kind) => {
       skipped_deleted: 0,
       expiry_changed: 0,
       points_expired: 0,
+      tier_changed: 0,
     })
     assert.equal((await points(key, 1)).entries.length, 1, 'nothing written twice')
 
@@ -111,6 +113,7 @@ forEachDatabase((kind) => {
       skipped_deleted: 0,
       expiry_changed: 0,
       points_expired: 0,
+      tier_changed: 0,
     })
     const after1 = await points(key, 1)
     assert.equal(after1.available, 0)
@@ -188,6 +191,7 @@ forEachDatabase((kind) => {
       skipped_deleted: 0,
       expiry_changed: 0,
       points_expired: 0,
+      tier_changed: 0,
     })
     assert.equal((await t.get('/v3/customers/1', key)).statusCode, 404)
     assert.equal((await importCsv(shop, 'customer_id,email,points\n', '?dry_run=maybe')).statusCode, 400)
