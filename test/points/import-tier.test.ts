@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
-import { writeRule } from '../../src/store/rule-repo.ts'
+import { writeRule } from '../../src/repos/rule-repo.ts'
 import { newOperator } from '../support/admin.ts'
 import { basic, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
