@@ -168,6 +168,9 @@ test('the full answer: the index, name, multiplier, counted points, window and n
     windowDays: 60,
     next: null,
   })
+  // Many instants in one pass: exactly the answers at each, and nothing else in the list.
+  const es = [earning(1, 0, 1200)]
+  assert.deepEqual(tiersAt(s, none, es, [T0 + DAY, T0]), [tierAt(s, none, es, T0 + DAY), tierAt(s, none, es, T0)])
   // Before tiers took effect the answer is the same "none", whatever was earned then.
   const later = programAfterChange(program({}), normalizeRule(TIERS), T0 + 5 * DAY)
   assert.deepEqual(
