@@ -15,6 +15,7 @@ export const TARGETS = {
   'src/loyalty/rule.ts': ['src/loyalty/rule.test.ts'],
   'src/loyalty/points.ts': ['src/loyalty/points.test.ts', 'src/loyalty/points-cap.test.ts'],
   'src/loyalty/ledger-plan.ts': ['src/loyalty/ledger-plan.test.ts'],
+  'src/loyalty/tiers.ts': ['src/loyalty/tiers.test.ts'],
   'src/batch/decide.ts': ['src/batch/decide.test.ts', 'src/batch/decide-rules.test.ts', 'src/batch/decide-settle.test.ts', 'src/batch/decide-redact.test.ts'],
   'src/batch/decide-webhooks.ts': [
     'src/batch/decide.test.ts',

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
-import { test } from 'node:test'
+import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import '../../test/support/seed.ts'
 import { programAfterChange, tagSetOf, type ProgramSchedule } from './program.ts'
 import { normalizeRule } from './rule.ts'
-import { multiplied, nextTierChangeUs, tierAt, tiersAt, type Earning } from './tiers.ts'
+import { excludedAt, multiplied, nextTierChangeUs, tierAt, tiersAt, type Earning, type TierFloor } from './tiers.ts'
 
 // The tier at an instant: base points of the orders processed within the window before it
 // (excluded ones left out), the highest threshold they reach, or a tag's tier if higher; never
@@ -156,4 +156,134 @@ test('an imported tier is held from its first instant until its end, excluded; i
     'points above it',
   )
   assert.equal(tierAt(s, none, [earning(1, 1, 1000)], T0 + 2 * DAY, floor).imported, false, 'reached by points too: not held by the import alone')
+})
+
+test('the full answer: the index, name, multiplier, counted points, window and next tier; none at all without tiers', () => {
+  const s = program(TIERS)
+  assert.deepEqual(tierAt(s, none, [earning(1, 0, 1200)], T0 + DAY), {
+    index: 1,
+    name: 'Gold',
+    multiplier: 1.5,
+    counted: 1200,
+    windowDays: 30,
+    imported: false,
+    next: { name: 'Platinum', points: 5000 },
+  })
+  assert.deepEqual(tierAt(s, none, [earning(1, 0, 50)], T0 + DAY), {
+    index: -1,
+    name: null,
+    multiplier: 1,
+    counted: 50,
+    windowDays: 30,
+    imported: false,
+    next: { name: 'Silver', points: 100 },
+  })
+  assert.deepEqual(tierAt(program({ tier_window_days: 60 }), none, [earning(1, 0, 1200)], T0 + DAY), {
+    index: -1,
+    name: null,
+    multiplier: 1,
+    counted: 0,
+    windowDays: 60,
+    imported: false,
+    next: null,
+  })
+  // Many instants in one pass: exactly the answers at each, and nothing else in the list.
+  const es = [earning(1, 0, 1200)]
+  assert.deepEqual(tiersAt(s, none, es, [T0 + DAY, T0]), [tierAt(s, none, es, T0 + DAY), tierAt(s, none, es, T0)])
+  // Before tiers took effect the answer is the same "none", whatever was earned then.
+  const later = programAfterChange(program({}), normalizeRule(TIERS), T0 + 5 * DAY)
+  assert.deepEqual(
+    tiersAt(later, none, [earning(1, 0, 1200)], [T0 + DAY, T0 + 6 * DAY]).map((t) => [t.index, t.name, t.counted]),
+    [
+      [-1, null, 0],
+      [1, 'Gold', 1200],
+    ],
+  )
+})
+
+test('the instant an order leaves the window: it counts through t = processed + window, and not a microsecond later', () => {
+  const s = program(TIERS)
+  const processed = T0 + 3 * DAY + 17
+  const earnings = [{ orderId: 1, processedUs: processed, base: 1000 }]
+  const leaves = processed + 30 * DAY
+  assert.deepEqual(
+    [leaves - 1, leaves, leaves + 1].map((at) => tierAt(s, none, earnings, at).name),
+    ['Gold', 'Gold', null],
+  )
+  // Many instants in one pass say the same, in any order given.
+  assert.deepEqual(
+    tiersAt(s, none, earnings, [leaves + 1, leaves, processed, processed + 1, leaves - 1]).map((t) => t.counted),
+    [0, 1000, 0, 1000, 1000],
+  )
+  // And time alone changes it exactly then: the instant named is the first at which the tier differs.
+  assert.equal(nextTierChangeUs(s, none, earnings, processed), processed + 1, 'it enters a microsecond after it')
+  assert.equal(nextTierChangeUs(s, none, earnings, processed + 1), leaves + 1)
+  assert.equal(nextTierChangeUs(s, none, earnings, leaves), leaves + 1, 'asked at the last instant it counts')
+  assert.equal(nextTierChangeUs(s, none, earnings, leaves + 1), null, 'asked as it leaves: nothing more')
+})
+
+test('an excluded order neither counts nor changes the tier with time; excludedAt names the tag', () => {
+  const s = program({ ...TIERS, exclude_tags: ['Staff'] })
+  const earnings = [earning(1, 0, 2000)]
+  assert.equal(excludedAt(s, tagSetOf(['staff']), T0), 'Staff')
+  assert.equal(excludedAt(s, tagSetOf(['vip']), T0), undefined)
+  assert.equal(excludedAt(program({}), tagSetOf(['staff']), T0), undefined)
+  assert.equal(nextTierChangeUs(s, tagSetOf(['staff']), earnings, T0 - DAY), null)
+  assert.equal(nextTierChangeUs(s, none, earnings, T0 - DAY), T0 + 1)
+  assert.deepEqual(
+    tiersAt(s, tagSetOf(['staff']), earnings, [T0 + DAY]).map((t) => [t.name, t.counted]),
+    [[null, 0]],
+  )
+})
+
+describe('an imported tier (a floor)', () => {
+  const s = program(TIERS)
+  const floor: TierFloor = { name: 'gold', fromUs: T0 + 10 * DAY, untilUs: T0 + 40 * DAY }
+
+  test('held from its start to just before its end, its name matched whatever the case; the answer is that tier', () => {
+    assert.deepEqual(
+      [floor.fromUs - 1, floor.fromUs, floor.untilUs - 1, floor.untilUs].map((at) => tierAt(s, none, [], at, floor).name),
+      [null, 'Gold', 'Gold', null],
+    )
+    assert.deepEqual(tierAt(s, none, [], floor.fromUs, floor), {
+      index: 1,
+      name: 'Gold',
+      multiplier: 1.5,
+      counted: 0,
+      windowDays: 30,
+      imported: true,
+      next: { name: 'Platinum', points: 5000 },
+    })
+    assert.deepEqual(
+      tiersAt(s, none, [], [floor.untilUs, floor.fromUs - 1, floor.fromUs], floor).map((t) => t.name),
+      [null, null, 'Gold'],
+    )
+  })
+
+  test('a floor, not a ceiling: the history or a tag tier above it wins; below it, the floor', () => {
+    const at = floor.fromUs + DAY
+    assert.equal(tierAt(s, none, [earning(1, 10, 6000)], at, floor).name, 'Platinum')
+    assert.equal(tierAt(s, none, [earning(1, 10, 150)], at, floor).name, 'Gold')
+    assert.equal(tierAt(program({ ...TIERS, tag_tiers: { vip: 'Platinum' } }), tagSetOf(['VIP']), [], at, floor).name, 'Platinum')
+    assert.equal(tierAt(program({ ...TIERS, tag_tiers: { vip: 'Silver' } }), tagSetOf(['VIP']), [], at, floor).name, 'Gold')
+  })
+
+  test('a floor naming no tier of the program holds nothing', () => {
+    const gone: TierFloor = { ...floor, name: 'Diamond' }
+    assert.equal(tierAt(s, none, [], floor.fromUs, gone).name, null)
+    assert.equal(tierAt(s, none, [earning(1, 10, 150)], floor.fromUs + DAY, gone).name, 'Silver')
+  })
+
+  test('time alone changes the tier when the floor starts and when it ends, and no more once it has', () => {
+    assert.equal(nextTierChangeUs(s, none, [], floor.fromUs - DAY, floor), floor.fromUs)
+    assert.equal(nextTierChangeUs(s, none, [], floor.fromUs, floor), floor.untilUs, 'asked as it starts: its end')
+    assert.equal(nextTierChangeUs(s, none, [], floor.untilUs - 1, floor), floor.untilUs)
+    assert.equal(nextTierChangeUs(s, none, [], floor.untilUs, floor), null, 'asked as it ends: nothing more')
+    // The earliest of the floor's instants and the orders'.
+    assert.equal(nextTierChangeUs(s, none, [earning(1, 5, 100)], T0 + 2 * DAY, floor), T0 + 5 * DAY + 1)
+    assert.equal(nextTierChangeUs(s, none, [earning(1, 5, 100)], T0 + 6 * DAY, floor), floor.fromUs)
+    assert.equal(nextTierChangeUs(s, none, [earning(1, 20, 100)], floor.fromUs + DAY, floor), T0 + 20 * DAY + 1)
+    assert.equal(nextTierChangeUs(s, none, [earning(1, 20, 100)], T0 + 21 * DAY, floor), floor.untilUs)
+    assert.equal(nextTierChangeUs(program({}), none, [], floor.fromUs - DAY, floor), null, 'no tiers, no change')
+  })
 })
