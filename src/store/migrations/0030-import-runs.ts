@@ -13,7 +13,7 @@ export function importRuns(t: DialectTypes) {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema
         .createTable('import_runs')
-        .addColumn('id', t.serial, (c) => t.serialPrimaryKey(c))
+        .addColumn('id', t.serial === 'serial' ? 'bigserial' : 'integer', (c) => t.serialPrimaryKey(c))
         .addColumn('shop_id', 'bigint', (c) => c.notNull())
         .addColumn('file_sha256', 'text', (c) => c.notNull())
         .addColumn('state', 'text', (c) => c.notNull())
