@@ -257,7 +257,12 @@ export function pointsCommand(): Command {
           const summary = { ...done, lines: read.lines.length, mismatched }
           if (run !== null) {
             await repo.finishImportRun(backend.db, run.id, lines.length, arrivalClockUs())
-            await auditCommandLine(backend.db, { action: 'points.import', shopId: shop.id, target: null, detail: { ...summary, dry_run: undefined } })
+            await auditCommandLine(backend.db, {
+              action: 'points.import',
+              shopId: shop.id,
+              target: null,
+              detail: { ...summary, dry_run: undefined, on_mismatch: options.onMismatch ?? null },
+            })
           }
           const mismatches =
             mismatched === 0

@@ -98,11 +98,15 @@ forEachDatabase((kind) => {
     const audit = (await t.app.inject({ method: 'GET', url: '/v3/admin/audit?limit=500', headers: { authorization: basic(operator) } })).json().items as {
       action: string
       shop: string
-      detail: { mismatched: number }
+      detail: { mismatched: number; on_mismatch: string }
     }[]
     assert.deepEqual(
-      audit.filter((a) => a.shop === shop).map((a) => a.detail.mismatched),
-      [2, 2],
+      audit.filter((a) => a.shop === shop).map((a) => [a.detail.mismatched, a.detail.on_mismatch]),
+      [
+        [2, 'take-file'],
+        [2, 'keep-stored'],
+      ],
+      'newest first, with the side the operator chose',
     )
   })
 

@@ -98,7 +98,12 @@ export async function importRoutes(scope: FastifyInstance, ctx: AdminContext): P
         }
         await finishImportRun(db, run.id, lines.length, ctx.nowUs())
         const summary = finish(done)
-        await recordAudit(db, request.operator, { action: 'points.import', shopId: shop.id, target: null, detail: { ...summary, dry_run: undefined } })
+        await recordAudit(db, request.operator, {
+          action: 'points.import',
+          shopId: shop.id,
+          target: null,
+          detail: { ...summary, dry_run: undefined, on_mismatch: request.query.on_mismatch ?? null },
+        })
         return summary
       },
     )
