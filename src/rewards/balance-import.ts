@@ -142,9 +142,17 @@ export async function checkIdentities(
   lines: readonly BalanceLine[],
   onMismatch: OnMismatch | undefined,
 ): Promise<{ lines: readonly BalanceLine[]; mismatched: number } | { problems: FieldError[]; count: number }> {
-  const ids = lines.map((l) => l.customerId)
-  const emails = [...new Set(lines.map((l) => l.email.toLowerCase()))]
-  const mismatches = identityMismatches(lines, await storedIdentities(backend, shopId, ids, emails))
+  const byId = await storedIdentities(
+    backend,
+    shopId,
+    'id',
+    lines.map((l) => l.customerId),
+  )
+  // Only a new id's e-mail may be another customer's: a file run again, its customers all known, reads no e-mail.
+  const known = new Set(byId.map((s) => s.id))
+  const emails = [...new Set(lines.filter((l) => !known.has(l.customerId)).map((l) => l.email.toLowerCase()))]
+  const byEmail = await storedIdentities(backend, shopId, 'email_lower', emails)
+  const mismatches = identityMismatches(lines, [...byId, ...byEmail])
   if (mismatches.length === 0) return { lines, mismatched: 0 }
   if (onMismatch === 'take-file') return { lines, mismatched: mismatches.length }
   if (onMismatch === 'keep-stored') {

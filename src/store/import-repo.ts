@@ -10,23 +10,24 @@ import type { ImportRunsTable, Tables } from './tables.ts'
 /** Ids or e-mails per query: one parameter each (DialectTypes.anyOf), so one prepared statement. */
 const CHUNK = 5000
 
-/** The shop's customers (deleted ones too) whose id or lower-cased e-mail is among these. */
-export async function storedIdentities(backend: Backend, shopId: number, ids: readonly number[], emailsLower: readonly string[]): Promise<StoredIdentity[]> {
-  const found = new Map<number, StoredIdentity>()
-  const read = async (column: 'id' | 'email_lower', values: readonly (string | number)[]) => {
-    for (let i = 0; i < values.length; i += CHUNK) {
-      const rows = await backend.db
-        .selectFrom('customers')
-        .select(['id', 'email_lower', 'deleted'])
-        .where(backend.types.anyOf(column, values.slice(i, i + CHUNK)))
-        .where('shop_id', '=', shopId)
-        .execute()
-      for (const r of rows) found.set(r.id, { id: r.id, emailLower: r.email_lower, deleted: r.deleted === 1 })
-    }
+/** The shop's customers (deleted ones too) whose id, or lower-cased e-mail, is among these. */
+export async function storedIdentities(
+  backend: Backend,
+  shopId: number,
+  by: 'id' | 'email_lower',
+  values: readonly (string | number)[],
+): Promise<StoredIdentity[]> {
+  const found: StoredIdentity[] = []
+  for (let i = 0; i < values.length; i += CHUNK) {
+    const rows = await backend.db
+      .selectFrom('customers')
+      .select(['id', 'email_lower', 'deleted'])
+      .where(backend.types.anyOf(by, values.slice(i, i + CHUNK)))
+      .where('shop_id', '=', shopId)
+      .execute()
+    for (const r of rows) found.push({ id: r.id, emailLower: r.email_lower, deleted: r.deleted === 1 })
   }
-  await read('id', ids)
-  await read('email_lower', emailsLower)
-  return [...found.values()]
+  return found
 }
 
 export type ImportRun = Omit<ImportRunsTable, 'id'> & { id: number }
