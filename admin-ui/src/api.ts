@@ -4,6 +4,7 @@ import type * as W from '../../src/schemas/subscriptions.ts'
 import type * as R from '../../src/schemas/report.ts'
 import type * as RU from '../../src/schemas/rule.ts'
 import type * as RW from '../../src/schemas/rewards.ts'
+import type * as IM from '../../src/schemas/imports.ts'
 import type { PROBLEM_SCHEMAS, ProblemStatus } from '../../src/schemas/problems.ts'
 
 // The admin API as the dashboard uses it (/v3/admin/*, authenticated by the session cookie).
@@ -111,3 +112,4 @@ export type RewardView = Static<typeof RW.RewardView>
 export type RewardBody = Static<typeof RW.RewardBody>
 export type CodesAdded = Static<typeof RW.CodesAdded>
 export type Claim = Static<typeof RW.ClaimView>
+export type ImportRuns = Static<typeof IM.ImportRunList>

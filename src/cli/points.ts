@@ -1,4 +1,6 @@
-import { Command, InvalidArgumentError } from 'commander'
+import { Command, InvalidArgumentError, Option } from 'commander'
+import { ON_MISMATCH, type OnMismatch } from '../batch/import-identity.ts'
+import { arrivalClockUs } from '../http/arrival-clock.ts'
 import { formatInstant, formatUs } from '../domain/time.ts'
 import { expiryOf, versionedRule } from '../loyalty/rule.ts'
 import { customerExpiry, DAY_US, expiringBetween } from '../loyalty/wallet.ts'
@@ -169,44 +171,108 @@ export function pointsCommand(): Command {
       'bring balances over from another platform: a CSV of customer_id, email, points (and optionally expires_at, an instant, and tier); importing the same file again changes nothing, a corrected file writes only the differences',
     )
     .requiredOption('--shop <name>', 'the shop', shopName)
-    .requiredOption('--file <path>', 'the CSV of balances, its first line naming the columns')
+    .option('--file <path>', 'the CSV of balances, its first line naming the columns')
     .option('--dry-run', 'check the file and say what it would change; write nothing')
-    .action((options: { shop: string; file: string; dryRun?: boolean }) =>
+    .addOption(
+      new Option(
+        '--on-mismatch <side>',
+        "what wins when a line's customer_id and e-mail disagree with the shop's customers (an id known with another e-mail, or a new id with an e-mail a customer holds): " +
+          'take-file imports those lines as written, keep-stored leaves them out; without it such a file is refused',
+      ).choices(ON_MISMATCH),
+    )
+    .option('--status', 'list the imports of the shop that were started and not finished (killed midway, say), and write nothing')
+    .action((options: { shop: string; file?: string; dryRun?: boolean; onMismatch?: OnMismatch; status?: boolean }) =>
       withBackend(
         async (backend) => {
-          const [{ default: cliProgress }, { readFileSync }, { readBalanceFile }, { importBalances }, { shopTiers }, { auditCommandLine }] = await Promise.all([
+          const [
+            { default: cliProgress },
+            { readFileSync },
+            { readBalanceFile },
+            balanceImport,
+            { shopTiers },
+            { auditCommandLine, commandLineName },
+            repo,
+            { TO_FINISH },
+          ] = await Promise.all([
             import('cli-progress'),
             import('node:fs'),
             import('../http/intake/balance-file.ts'),
             import('../rewards/balance-import.ts'),
             import('../rewards/catalogue.ts'),
             import('./audit.ts'),
+            import('../repos/import-repo.ts'),
+            import('../schemas/imports.ts'),
           ])
           const shop = await findShop(backend.db, options.shop)
           if (!shop) throw new Error(`no shop named ${options.shop}`)
-          const read = readBalanceFile(readFileSync(options.file), await shopTiers(backend.db, shop.id))
+          if (options.status) {
+            const runs = await repo.unfinishedImportRuns(backend.db, shop.id)
+            if (runs.length === 0) console.log(`no unfinished imports of shop ${options.shop}`)
+            for (const run of runs)
+              console.log(
+                `unfinished import ${run.id} of shop ${options.shop}: ${run.lines_done} of ${run.lines_total} lines done, file sha256 ${run.file_sha256}, ` +
+                  `started ${formatUs(run.started_us)} by ${run.started_by}, last unit ${formatUs(run.updated_us)}: ${TO_FINISH}`,
+              )
+            return
+          }
+          if (options.file === undefined) throw new Error('points import needs --file <path> (or --status)')
+          const bytes = readFileSync(options.file)
+          const read = readBalanceFile(bytes, await shopTiers(backend.db, shop.id))
           if ('problems' in read) {
             const shown = read.problems.slice(0, 10).map((p) => p.detail)
             const more = read.count > shown.length ? `; and ${read.count - shown.length} more` : ''
             throw new Error(`${options.file} has ${read.count} problem${read.count === 1 ? '' : 's'}, nothing was imported: ${shown.join('; ')}${more}`)
           }
+          const checked = await balanceImport.checkIdentities(backend, shop.id, read.lines, options.onMismatch)
+          if ('problems' in checked) {
+            const shown = checked.problems.slice(0, 10).map((p) => p.detail)
+            const more = checked.count > shown.length ? `; and ${checked.count - shown.length} more` : ''
+            throw new Error(
+              `${options.file} has ${checked.count} line${checked.count === 1 ? '' : 's'} whose customer_id and e-mail disagree with the shop's customers, nothing was imported: ` +
+                `${shown.join('; ')}${more}; --on-mismatch take-file imports them as written, --on-mismatch keep-stored leaves them out`,
+            )
+          }
+          const { lines, mismatched } = checked
           const bar = new cliProgress.SingleBar(
             { format: `${options.dryRun ? 'checking' : 'importing'} balances |{bar}| {value}/{total} lines | {entries} entries`, stream: process.stderr },
             cliProgress.Presets.shades_classic,
           )
-          bar.start(read.lines.length, 0, { entries: 0 })
-          const summary = await importBalances(backend, shop.id, read.lines, {
+          const run = options.dryRun
+            ? null
+            : await repo.startImportRun(backend.db, {
+                shopId: shop.id,
+                fileSha256: balanceImport.fileSha256(bytes),
+                linesTotal: lines.length,
+                startedBy: commandLineName(),
+                atUs: arrivalClockUs(),
+              })
+          bar.start(lines.length, 0, { entries: 0 })
+          const done = await balanceImport.importBalances(backend, shop.id, lines, {
             dryRun: options.dryRun === true,
+            nowUs: arrivalClockUs,
+            onUnit: run === null ? undefined : (s) => balanceImport.recordProgress(backend, run, s.lines, arrivalClockUs()),
             onProgress: (s) => bar.update(s.lines, { entries: s.entries }),
           })
           bar.stop()
-          if (!options.dryRun)
-            await auditCommandLine(backend.db, { action: 'points.import', shopId: shop.id, target: null, detail: { ...summary, dry_run: undefined } })
+          const summary = { ...done, lines: read.lines.length, mismatched }
+          if (run !== null) {
+            await repo.finishImportRun(backend.db, run.id, lines.length, arrivalClockUs())
+            await auditCommandLine(backend.db, {
+              action: 'points.import',
+              shopId: shop.id,
+              target: null,
+              detail: { ...summary, dry_run: undefined, on_mismatch: options.onMismatch ?? null },
+            })
+          }
+          const mismatches =
+            mismatched === 0
+              ? ''
+              : `; ${mismatched} lines whose customer_id and e-mail disagree with the shop's customers ${options.onMismatch === 'keep-stored' ? 'left out' : 'imported as written'}`
           console.log(
             `${options.dryRun ? 'dry run, nothing written: would import' : 'imported'} ${summary.lines} lines of shop ${options.shop}: ` +
               `${summary.customers_created} new customers, ${summary.entries} entries (${summary.points_added} points added, ${summary.points_taken} taken back), ` +
               `${summary.unchanged} unchanged, ${summary.skipped_deleted} skipped (deleted customers); ` +
-              `${summary.expiry_changed} expiry dates set or changed, ${summary.points_expired} points expired at once (expires_at passed)` +
+              `${summary.expiry_changed} expiry dates set or changed, ${summary.points_expired} points expired at once (expires_at passed)${mismatches}` +
               // Named only when some changed, so that a file without tiers reads as before.
               (summary.tier_changed > 0 ? `; ${summary.tier_changed} imported tiers set, changed or cleared` : ''),
           )

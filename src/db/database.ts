@@ -29,6 +29,7 @@ import { rewards } from '../migrations/0026-rewards.ts'
 import { rewardCodes } from '../migrations/0027-reward-codes.ts'
 import { claims } from '../migrations/0028-claims.ts'
 import { importExpiry } from '../migrations/0029-import-expiry.ts'
+import { importRuns } from '../migrations/0030-import-runs.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -76,6 +77,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0027-reward-codes': rewardCodes(backend.types),
     '0028-claims': claims,
     '0029-import-expiry': importExpiry,
+    '0030-import-runs': importRuns(backend.types),
   }
 }
 

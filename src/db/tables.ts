@@ -384,7 +384,25 @@ export interface ClaimsTable {
   cancel_available_after: number | null
 }
 
+/** A points import of a file into a shop, from its start (migration 0030): unfinished until its last unit is committed. */
+export interface ImportRunsTable {
+  id: Generated<number>
+  shop_id: number
+  /** The SHA-256 of the file's bytes, hex: the same file again finishes the same row. */
+  file_sha256: string
+  state: 'unfinished' | 'finished'
+  lines_total: number
+  /** Lines committed, in the file's order: the furthest any run of the file got. */
+  lines_done: number
+  /** Who started it: an operator's name, or `command line (<OS user>)`. */
+  started_by: string
+  started_us: number
+  updated_us: number
+  finished_us: number | null
+}
+
 export interface Tables {
+  import_runs: ImportRunsTable
   rule_versions: RuleVersionsTable
   subscriptions: SubscriptionsTable
   subscription_deliveries: SubscriptionDeliveriesTable

@@ -1,9 +1,15 @@
+import { createHash } from 'node:crypto'
 import type { Static } from 'typebox'
 import type { BatchItem, CommandOutcome, ImportCommand } from '../batch/commands.ts'
 import { decideBatch } from '../batch/decide.ts'
 import { mergeNeeds, NeedMore, noNeeds } from '../batch/decide-loyalty.ts'
-import type { ImportSummary } from '../schemas/imports.ts'
+import { identityMismatches, type OnMismatch } from '../batch/import-identity.ts'
+import type { FieldError } from '../domain/webhook.ts'
+import type { ImportRunView, ImportSummary } from '../schemas/imports.ts'
+import { TO_FINISH } from '../schemas/imports.ts'
 import type { Backend } from '../db/dialect.ts'
+import { formatUs } from '../domain/time.ts'
+import { progressImportRun, storedIdentities, type ImportRun } from '../repos/import-repo.ts'
 import { commitUnit, loadUnit, type BatchResult } from '../write/unit-of-work.ts'
 
 // Switching in (README, Switching in): a CSV of balances from another platform, read and checked
@@ -42,6 +48,7 @@ export const emptySummary = (dryRun: boolean): Summary => ({
   expiry_changed: 0,
   points_expired: 0,
   tier_changed: 0,
+  mismatched: 0,
 })
 
 /** Adds a unit's outcomes to the summary; a line that failed stops the import with its error. */
@@ -101,7 +108,14 @@ export async function importBalances(
   backend: Backend,
   shopId: number,
   lines: readonly BalanceLine[],
-  options: { dryRun?: boolean; nowUs?: () => number; onProgress?: (summary: Summary) => void; unitLines?: number } = {},
+  options: {
+    dryRun?: boolean
+    nowUs?: () => number
+    onProgress?: (summary: Summary) => void
+    /** Told of each unit once committed, in the file's order, and awaited (the import's bookkeeping). */
+    onUnit?: (summary: Summary) => Promise<void>
+    unitLines?: number
+  } = {},
 ): Promise<Summary> {
   const summary = emptySummary(options.dryRun === true)
   const unitLines = options.unitLines ?? IMPORT_UNIT
@@ -110,6 +124,7 @@ export async function importBalances(
   const inFlight: Promise<readonly (BatchResult | CommandOutcome)[]>[] = []
   const settleOldest = async () => {
     addToSummary(summary, await inFlight.shift()!)
+    await options.onUnit?.(summary)
     options.onProgress?.(summary)
   }
   try {
@@ -133,3 +148,63 @@ export async function importBalances(
   }
   return summary
 }
+
+/** Most mismatches a refused file lists, as for its other problems. */
+const MAX_MISMATCHES = 100
+
+/**
+ * The lines to import once their ids are checked against their e-mails over the shop's stored
+ * customers (src/batch/import-identity.ts): a line whose id is a customer known by another
+ * e-mail, or whose new id comes with an e-mail a customer holds, refuses the file (each problem at
+ * `/<line>/email`), unless `onMismatch` says which side wins: `take-file` imports such lines as
+ * written, `keep-stored` leaves them out. `mismatched` counts them either way.
+ */
+export async function checkIdentities(
+  backend: Backend,
+  shopId: number,
+  lines: readonly BalanceLine[],
+  onMismatch: OnMismatch | undefined,
+): Promise<{ lines: readonly BalanceLine[]; mismatched: number } | { problems: FieldError[]; count: number }> {
+  const byId = await storedIdentities(
+    backend,
+    shopId,
+    'id',
+    lines.map((l) => l.customerId),
+  )
+  // Only a new id's e-mail may be another customer's: a file run again, its customers all known, reads no e-mail.
+  const known = new Set(byId.map((s) => s.id))
+  const emails = [...new Set(lines.filter((l) => !known.has(l.customerId)).map((l) => l.email.toLowerCase()))]
+  const byEmail = await storedIdentities(backend, shopId, 'email_lower', emails)
+  const mismatches = identityMismatches(lines, [...byId, ...byEmail])
+  if (mismatches.length === 0) return { lines, mismatched: 0 }
+  if (onMismatch === 'take-file') return { lines, mismatched: mismatches.length }
+  if (onMismatch === 'keep-stored') {
+    const out = new Set(mismatches.map((m) => m.line))
+    return { lines: lines.filter((l) => !out.has(l.line)), mismatched: mismatches.length }
+  }
+  return {
+    problems: mismatches.slice(0, MAX_MISMATCHES).map((m) => ({ pointer: `/${m.line}/email`, detail: `line ${m.line}, email: ${m.detail}` })),
+    count: mismatches.length,
+  }
+}
+
+/** The hex SHA-256 of a file's bytes: the same file again finishes the same import (store/import-repo.ts). */
+export const fileSha256 = (bytes: Buffer | string): string => createHash('sha256').update(bytes).digest('hex')
+
+/** A unit committed: the run's lines done, never below what an earlier run of the file got to. */
+export const recordProgress = (backend: Backend, run: ImportRun, linesDone: number, atUs: number): Promise<void> =>
+  progressImportRun(backend.db, run.id, Math.max(run.lines_done, linesDone), atUs)
+
+/** An import's row as the admin API and the console show it. */
+export const importRunView = (run: ImportRun): Static<typeof ImportRunView> => ({
+  id: run.id,
+  file_sha256: run.file_sha256,
+  state: run.state,
+  lines_total: run.lines_total,
+  lines_done: run.lines_done,
+  started_by: run.started_by,
+  started_at: formatUs(run.started_us),
+  updated_at: formatUs(run.updated_us),
+  finished_at: run.finished_us === null ? null : formatUs(run.finished_us),
+  to_finish: run.state === 'unfinished' ? TO_FINISH : null,
+})

@@ -8,7 +8,7 @@ import { ChangeList } from './changes.ts'
 import * as Admin from './admin.ts'
 import * as Subscriptions from './subscriptions.ts'
 import * as Rewards from './rewards.ts'
-import { ImportSummary } from './imports.ts'
+import { ImportRunList, ImportRunView, ImportSummary } from './imports.ts'
 
 /** The schemas the OpenAPI document names (components/schemas), so generated clients get named types. */
 export const NAMED_SCHEMAS: Record<string, TSchema> = {
@@ -70,4 +70,6 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   CodesBody: Rewards.CodesBody,
   CodesAdded: Rewards.CodesAdded,
   ImportSummary,
+  ImportRunView,
+  ImportRunList,
 }

@@ -28,7 +28,41 @@ export const ImportQuery = Type.Object({
   dry_run: Type.Optional(
     Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: check the file and say what it would change, writing nothing' }),
   ),
+  on_mismatch: Type.Optional(
+    Type.Union([Type.Literal('take-file'), Type.Literal('keep-stored')], {
+      description:
+        "what wins when a line's customer_id and e-mail disagree with the shop's customers (an id known with another e-mail, or a new id with an e-mail " +
+        'a customer holds); without it such a file is refused (422, each line at `/<line>/email`). take-file: import those lines as written (the id gets the ' +
+        'points; a new id is made with the e-mail). keep-stored: leave them out.',
+    }),
+  ),
 })
+
+/** What an unfinished import tells its reader to do (README, Switching in). */
+export const TO_FINISH = 'run the same file again to finish'
+
+export const ImportRunView = Type.Object(
+  {
+    id: Type.Integer({ minimum: 1 }),
+    file_sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: "the SHA-256 of the file's bytes: importing the same file again finishes this import" }),
+    state: Type.Union([Type.Literal('unfinished'), Type.Literal('finished')], {
+      description: 'unfinished: stopped midway (killed, an outage, a 503), or still running; finished: every line committed',
+    }),
+    lines_total: Type.Integer({ minimum: 0, description: 'the lines the import takes in' }),
+    lines_done: Type.Integer({ minimum: 0, description: "lines committed, in the file's order (the furthest any run of the file got)" }),
+    started_by: Type.String({ description: 'the operator, or `command line (<OS user>)`' }),
+    started_at: Instant,
+    updated_at: Instant,
+    finished_at: Type.Union([Instant, Type.Null()]),
+    to_finish: Type.Union([Type.Literal(TO_FINISH), Type.Null()], { description: 'what to do about an unfinished import; null once finished' }),
+  },
+  { additionalProperties: false },
+)
+
+export const ImportRunList = Type.Object(
+  { unfinished: Type.Array(ImportRunView, { description: "the shop's imports not finished, oldest first" }) },
+  { additionalProperties: false },
+)
 
 export const ImportSummary = Type.Object(
   {
@@ -52,6 +86,11 @@ export const ImportSummary = Type.Object(
       minimum: 0,
       description:
         "lines that set, changed or cleared the customer's imported tier (held for one tier window from their first import); the orders it reaches are priced again at once",
+    }),
+    mismatched: Type.Integer({
+      minimum: 0,
+      description:
+        "lines whose customer_id and e-mail disagreed with the shop's customers: imported as written with on_mismatch=take-file, left out with keep-stored",
     }),
   },
   { additionalProperties: false },

@@ -12,8 +12,8 @@ import { insertKey } from '../../src/repos/keys-repo.ts'
 import { fixedExpiriesDue } from '../../src/repos/points-repo.ts'
 import { importBalances } from '../../src/rewards/balance-import.ts'
 import type { Tables } from '../../src/db/tables.ts'
-import { adminClient } from '../support/admin.ts'
-import { createTestDatabase, CUSTOMER_CREATED, onDatabase, ORDER_CREATED, POSTGRES_URL, startTestApp } from '../support/harness.ts'
+import { adminClient, newOperator } from '../support/admin.ts'
+import { basic, createTestDatabase, CUSTOMER_CREATED, onDatabase, ORDER_CREATED, POSTGRES_URL, startTestApp } from '../support/harness.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
 
@@ -412,6 +412,39 @@ describe('migrations', () => {
         }
       },
     )
+  }
+
+  for (const kind of ['sqlite', 'postgres'] as const) {
+    test(`${kind}: 0030 lists no unfinished import on a database before it; an import after it is recorded and finished`, onDatabase(kind), async () => {
+      const database = await createTestDatabase(kind)
+      try {
+        const old = openBackend(database.url)
+        try {
+          await migrate(old, '0029-import-expiry')
+          await seedOldDatabase(old.db) // customer 7 of old-shop, ada@example.com
+        } finally {
+          await old.close()
+        }
+        const t = await startTestApp(kind, {}, { database })
+        try {
+          const key = (await newOperator(t, 'Migrator')).key
+          assert.deepEqual((await adminClient(t, key).get('/v3/admin/shops/old-shop/points/imports')).json(), { unfinished: [] })
+          const imported = await t.app.inject({
+            method: 'POST',
+            url: '/v3/admin/shops/old-shop/points/imports',
+            headers: { authorization: basic(key), 'content-type': 'text/csv' },
+            payload: 'customer_id,email,points\n7,ada@example.com,10\n',
+          })
+          assert.equal(imported.statusCode, 200, imported.body)
+          const runs = await t.app.services.backend.db.selectFrom('import_runs').select(['state', 'lines_done', 'lines_total', 'started_by']).execute()
+          assert.deepEqual(runs, [{ state: 'finished', lines_done: 1, lines_total: 1, started_by: 'Migrator' }])
+        } finally {
+          await t.close()
+        }
+      } finally {
+        await database.drop()
+      }
+    })
   }
 
   test(

@@ -58,7 +58,11 @@ forEachDatabase((kind) => {
     // Customer 3 is known already, with its own e-mail from a webhook.
     assert.equal((await t.post(CUSTOMER_CREATED, { id: 3, email: 'three@shop.example', first_name: 'Tre' }, { key })).statusCode, 200)
     const csv = 'customer_id,email,points\n1,one@example.com,120\n2,two@example.com,0\n3,other@example.com,75\n'
-    const first = await importCsv(shop, csv)
+    // Customer 3's line names another e-mail: refused unless the operator says the file wins.
+    const refused = await importCsv(shop, csv)
+    assert.equal(refused.statusCode, 422, refused.body)
+    assert.deepEqual(refused.json().errors, [{ pointer: '/4/email', detail: 'line 4, email: customer 3 is known with another e-mail than other@example.com' }])
+    const first = await importCsv(shop, csv, '?on_mismatch=take-file')
     assert.equal(first.statusCode, 200, first.body)
     assert.deepEqual(first.json(), {
       dry_run: false,
@@ -72,6 +76,7 @@ forEachDatabase((kind) => {
       expiry_changed: 0,
       points_expired: 0,
       tier_changed: 0,
+      mismatched: 1,
     })
     const one = await points(key, 1)
     assert.deepEqual([one.available, one.pending, one.lifetime_earned], [120, 0, 0])
@@ -83,7 +88,7 @@ forEachDatabase((kind) => {
     assert.equal((await t.get('/v3/customers/3', key)).json().email, 'three@shop.example', "a webhook's e-mail wins over the file's")
     assert.equal((await t.get('/v3/customers/2', key)).statusCode, 200, 'a line of 0 points makes the customer too')
 
-    const again = await importCsv(shop, csv)
+    const again = await importCsv(shop, csv, '?on_mismatch=take-file')
     assert.deepEqual(again.json(), {
       dry_run: false,
       lines: 3,
@@ -96,12 +101,17 @@ forEachDatabase((kind) => {
       expiry_changed: 0,
       points_expired: 0,
       tier_changed: 0,
+      mismatched: 1,
     })
     assert.equal((await points(key, 1)).entries.length, 1, 'nothing written twice')
 
     // Spent meanwhile, then corrected: only the difference is written, on the first import's date.
     await t.post('/v3/customers/1/redemptions', { points: 100, reference: 'R' }, { key })
-    const corrected = await importCsv(shop, 'email,customer_id,points\none@example.com,1,100\ntwo@example.com,2,30\nother@example.com,3,75\n')
+    const corrected = await importCsv(
+      shop,
+      'email,customer_id,points\none@example.com,1,100\ntwo@example.com,2,30\nother@example.com,3,75\n',
+      '?on_mismatch=take-file',
+    )
     assert.deepEqual(corrected.json(), {
       dry_run: false,
       lines: 3,
@@ -114,6 +124,7 @@ forEachDatabase((kind) => {
       expiry_changed: 0,
       points_expired: 0,
       tier_changed: 0,
+      mismatched: 1,
     })
     const after1 = await points(key, 1)
     assert.equal(after1.available, 0)
@@ -192,6 +203,7 @@ forEachDatabase((kind) => {
       expiry_changed: 0,
       points_expired: 0,
       tier_changed: 0,
+      mismatched: 0,
     })
     assert.equal((await t.get('/v3/customers/1', key)).statusCode, 404)
     assert.equal((await importCsv(shop, 'customer_id,email,points\n', '?dry_run=maybe')).statusCode, 400)

@@ -69,6 +69,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'adminSignIn',
       'adminSignOut',
       'adminStats',
+      'adminUnfinishedImports',
       'cancelClaim',
       'cancelRedemption',
       'claimReward',

@@ -115,7 +115,13 @@ export function AuditWhat({ entry }: { entry: AuditEntry }): ComponentChildren {
       )
     }
     case 'points.import':
-      return `imported balances: ${text(d.lines)} lines, ${text(d.customers_created)} new customers, ${text(d.entries)} entries (${text(d.points_added)} points added, ${text(d.points_taken)} taken back)`
+      return (
+        `imported balances: ${text(d.lines)} lines, ${text(d.customers_created)} new customers, ${text(d.entries)} entries (${text(d.points_added)} points added, ${text(d.points_taken)} taken back)` +
+        // The operator's choice when lines' ids and e-mails disagreed with the shop's customers.
+        (Number(d.mismatched ?? 0) > 0
+          ? `; ${text(d.mismatched)} lines whose id and e-mail disagreed with the shop's customers ${d.on_mismatch === 'keep-stored' ? 'left out' : 'imported as written'}`
+          : '')
+      )
     case 'subscription.create':
       return (
         <>

@@ -2,11 +2,13 @@ import { useEffect, useState } from 'preact/hooks'
 import { api, ApiError, enc, query, type PointsReport } from '../api.ts'
 import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { OutstandingChart } from '../components/outstanding-chart.tsx'
+import { UnfinishedImports } from '../components/unfinished-imports.tsx'
 import { navigate, route } from '../router.ts'
 
 // The points liability report (GET /v3/admin/shops/{shop}/points-report): the chart of what is
 // outstanding, the table of flows per bucket, and the same as a CSV download. The form is the
-// page's query, so a report can be bookmarked.
+// page's query, so a report can be bookmarked. Points imports left unfinished are named above
+// it: their balances are not all in the report yet.
 
 const FLOWS = ['earned', 'reversed', 'redeemed', 'given_back', 'expired', 'adjusted'] as const
 const BALANCES = ['outstanding', 'available', 'pending'] as const
@@ -41,6 +43,7 @@ export function Reports() {
         <h1>Points liability</h1>
         <ShopPicker value={shop} onChange={(s) => go({ shop: s })} />
       </div>
+      <UnfinishedImports shop={shop} />
       <form
         class="report-form"
         onSubmit={(e) => {

@@ -1,11 +1,22 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { problem, readBalanceFile, sendProblem, shopByName, submit } from '../../http/intake/index.ts'
-import { addToSummary, emptySummary, IMPORT_UNIT, importBalances, importCommands } from '../../rewards/balance-import.ts'
+import {
+  addToSummary,
+  checkIdentities,
+  emptySummary,
+  fileSha256,
+  IMPORT_UNIT,
+  importBalances,
+  importCommands,
+  importRunView,
+  recordProgress,
+} from '../../rewards/balance-import.ts'
 import { shopTiers } from '../../rewards/catalogue.ts'
 import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
-import { ImportQuery, ImportSummary } from '../../schemas/imports.ts'
+import { ImportQuery, ImportRunList, ImportSummary, TO_FINISH } from '../../schemas/imports.ts'
 import { recordAudit } from '../../repos/admin-repo.ts'
+import { finishImportRun, startImportRun, unfinishedImportRuns } from '../../repos/import-repo.ts'
 import { installCsvBody } from '../../http/csv-body.ts'
 import { readAnswer } from '../resources.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
@@ -33,7 +44,10 @@ export async function importRoutes(scope: FastifyInstance, ctx: AdminContext): P
             "customer. A customer the shop does not know is made from the line. Each line's `import` entries are brought to its points: importing the " +
             'same file again changes nothing, and a corrected file writes only the differences. expires_at (an ISO 8601 instant with its offset; empty: ' +
             "the shop's rule) is when the line's points expire; one already passed imports them and expires them at once. A bad line refuses the whole file (422, each problem at " +
-            '`/<line>/<column>`) and nothing is written. With dry_run=true, says what it would change and writes nothing.',
+            '`/<line>/<column>`) and nothing is written. A line whose customer_id is a customer known with another e-mail, or whose new customer_id ' +
+            'comes with an e-mail a customer holds, refuses the file too (at `/<line>/email`), unless on_mismatch says which side wins. ' +
+            'With dry_run=true, says what it would change and writes nothing. An import is recorded as it starts and finished at its end: ' +
+            `one stopped midway is listed by GET on this path until the same file is imported again ("${TO_FINISH}").`,
           params: ShopParams,
           querystring: ImportQuery,
           body: { content: { 'text/csv': { schema: { type: 'string', description: 'the CSV of balances' } } } } as never,
@@ -52,18 +66,69 @@ export async function importRoutes(scope: FastifyInstance, ctx: AdminContext): P
               errors: read.problems,
             }),
           )
+        const checked = await checkIdentities(services.backend, shop.id, read.lines, request.query.on_mismatch)
+        if ('problems' in checked)
+          return sendProblem(
+            reply,
+            problem(
+              'invalid-body',
+              `the file has ${checked.count} line${checked.count === 1 ? '' : 's'} whose customer_id and e-mail disagree with the shop's customers; nothing was imported: ` +
+                'on_mismatch=take-file imports them as written, on_mismatch=keep-stored leaves them out',
+              { error_count: checked.count, errors: checked.problems },
+            ),
+          )
+        const { lines, mismatched } = checked
         const dryRun = request.query.dry_run === 'true'
-        if (dryRun) return importBalances(services.backend, shop.id, read.lines, { dryRun, nowUs: ctx.nowUs })
-        const summary = emptySummary(false)
+        const finish = (summary: ReturnType<typeof emptySummary>) => ({ ...summary, lines: read.lines.length, mismatched })
+        if (dryRun) return finish(await importBalances(services.backend, shop.id, lines, { dryRun, nowUs: ctx.nowUs }))
+        const run = await startImportRun(db, {
+          shopId: shop.id,
+          fileSha256: fileSha256(request.body),
+          linesTotal: lines.length,
+          startedBy: request.operator.name,
+          atUs: ctx.nowUs(),
+        })
+        const done = emptySummary(false)
         // A unit at a time, so that a large file never fills the write queue; a 503 midway leaves what
-        // was committed, and sending the file again writes only the rest.
-        for (let i = 0; i < read.lines.length; i += IMPORT_UNIT) {
-          const commands = importCommands(shop.id, read.lines.slice(i, i + IMPORT_UNIT), ctx.nowUs())
-          addToSummary(summary, await Promise.all(commands.map((c) => submit(services, c, 'import line'))))
+        // was committed, and the import unfinished: sending the file again writes only the rest.
+        for (let i = 0; i < lines.length; i += IMPORT_UNIT) {
+          const commands = importCommands(shop.id, lines.slice(i, i + IMPORT_UNIT), ctx.nowUs())
+          addToSummary(done, await Promise.all(commands.map((c) => submit(services, c, 'import line'))))
+          await recordProgress(services.backend, run, done.lines, ctx.nowUs())
         }
-        await recordAudit(db, request.operator, { action: 'points.import', shopId: shop.id, target: null, detail: { ...summary, dry_run: undefined } })
+        await finishImportRun(db, run.id, lines.length, ctx.nowUs())
+        const summary = finish(done)
+        await recordAudit(db, request.operator, {
+          action: 'points.import',
+          shopId: shop.id,
+          target: null,
+          detail: { ...summary, dry_run: undefined, on_mismatch: request.query.on_mismatch ?? null },
+        })
         return summary
       },
     )
   })
+
+  scope.withTypeProvider<TypeBoxTypeProvider>().get(
+    '/v3/admin/shops/:shop/points/imports',
+    {
+      onRequest: ctx.onRequest,
+      schema: {
+        tags: TAGS,
+        security: ADMIN_SECURITY,
+        summary: 'Points imports not finished',
+        operationId: 'adminUnfinishedImports',
+        description:
+          "The shop's points imports recorded as started and not finished, oldest first: killed midway, stopped by an outage or a 503, or still " +
+          `running. Each says how far it got (lines_done of lines_total, committed in the file's order) and "${TO_FINISH}": importing the same ` +
+          'file (the same bytes, file_sha256) writes only what is missing and finishes that import.',
+        params: ShopParams,
+        response: { 200: readAnswer("The shop's unfinished imports", ImportRunList), ...ADMIN_PROBLEMS(404) },
+      },
+    },
+    async (request) => {
+      const shop = await shopByName(services, request.params.shop)
+      return { unfinished: (await unfinishedImportRuns(db, shop.id)).map(importRunView) }
+    },
+  )
 }
