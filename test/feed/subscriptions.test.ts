@@ -192,6 +192,24 @@ forEachDatabase((kind) => {
       }
     })
 
+    test('SUBSCRIPTIONS_PER_SHOP holds under concurrency: 24 creates at once, through two apps on one database, give exactly the cap', async () => {
+      const one = await startTestApp(kind, { SUBSCRIPTIONS_ALLOW_PRIVATE: '1', SECRETS_KEY, SUBSCRIPTIONS_PER_SHOP: '3' })
+      const two = await startTestApp(kind, { SUBSCRIPTIONS_ALLOW_PRIVATE: '1', SECRETS_KEY, SUBSCRIPTIONS_PER_SHOP: '3' }, { database: one.database })
+      try {
+        const ops = [adminClient(one, (await newOperator(one, 'Racer One')).key), adminClient(two, (await newOperator(two, 'Racer Two')).key)]
+        const path = '/v3/admin/shops/test/subscriptions'
+        const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => ops[i % 2]!.post(path, { url: receiver.at(`/race${i}`), types: ['*'] })))
+        const statuses = answers.map((r) => r.statusCode)
+        assert.equal(statuses.filter((s) => s === 201).length, 3, `answers: ${statuses.join(' ')}`)
+        for (const r of answers) if (r.statusCode !== 201) problem(r, 409, 'subscription-limit')
+        const listed = (await ops[0]!.get(`${path}?limit=50`)).json() as { items: unknown[] }
+        assert.equal(listed.items.length, 3)
+      } finally {
+        await two.close()
+        await one.close()
+      }
+    })
+
     test('the secret is answered once: never listed, and not in the database in plain text', async () => {
       const s = await shop('secret')
       const sub = await s.subscribe(receiver.url, ['points.*', 'customer.deleted'])
