@@ -520,6 +520,49 @@ forEachDatabase((kind) => {
     })
   })
 
+  describe('isolation from slow answers', () => {
+    test('an endpoint that trickles each answer, under SUBSCRIPTIONS_TIMEOUT_MS but slowly, holds a slot one delivery at a time: a recovering endpoint of another shop is served between two of its deliveries', async () => {
+      const app = await startTestApp(kind, {
+        SUBSCRIPTIONS_ALLOW_PRIVATE: '1',
+        SECRETS_KEY,
+        SUBSCRIPTIONS_TIMEOUT_MS: '4000',
+        SUBSCRIPTIONS_CONCURRENCY: '1',
+        SUBSCRIPTIONS_RETRY_BASE_MS: '100',
+        SUBSCRIPTIONS_RETRY_MAX_SECONDS: '1',
+      })
+      const local = await startReceiver()
+      try {
+        const op = adminClient(app, (await newOperator(app, 'Slow answers')).key)
+        const otherKey = await app.newKey('other')
+        // 15 bytes, one every 100 ms: each answer takes 1.5 s, past the sender's 1 s "slow" mark but within the timeout.
+        let fastCalls = 0
+        local.answer = (r) => (r.path === '/trickle' ? { status: 200, trickle: { bytes: 15, everyMs: 100 } } : ++fastCalls === 1 ? 500 : 204)
+        for (const [shop, path] of [
+          ['test', '/trickle'],
+          ['other', '/fast'],
+        ]) {
+          const res = await op.post(`/v3/admin/shops/${shop}/subscriptions`, { url: local.at(path!), types: ['*'] })
+          assert.equal(res.statusCode, 201, res.body)
+        }
+        const of = (path: string) => local.received.filter((r) => r.path === path)
+        for (let i = 1; i <= 12; i++) assert.equal((await app.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
+        await local.until(() => of('/trickle').length >= 1, 20_000)
+        assert.equal((await app.post(CUSTOMER_CREATED, { id: 1, updated_at: '2024-05-01T10:00:00Z' }, { key: otherKey })).statusCode, 200)
+        // Its first attempt fails (500): from then on it is retrying, and waits for a slot of the retrying pool.
+        await local.until(() => of('/fast').length >= 1, 20_000)
+        await local.until(() => of('/fast').length >= 2, 20_000)
+        const [failed, served] = of('/fast')
+        // Its retry is served between two slow deliveries (1.5 s each, the retry's wait at most 1 s),
+        // not after the slow endpoint's whole turn of ten (15 s): the bound leaves room for a loaded machine.
+        assert.ok(served!.at - failed!.at < 8000, `the retry came ${served!.at - failed!.at} ms after the failure`)
+        assert.ok(of('/trickle').length < 12, 'the slow endpoint still had entries to receive')
+      } finally {
+        await local.close()
+        await app.close()
+      }
+    })
+  })
+
   describe('logs', () => {
     test('a failed attempt writes one log line, at most one per subscription per half minute, without the URL', async () => {
       const lines: { level: number; msg: string }[] = []
