@@ -2,7 +2,7 @@ import { CompiledQuery, type Selectable } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
 import { isCommand, type BatchItem } from '../batch/commands.ts'
 import { MAX_US, MIN_US, noNeeds, retaggedSpans, type Needs } from '../batch/decide-loyalty.ts'
-import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
+import { emptyState, keyOf, type BatchState, type LedgerLine } from '../batch/state.ts'
 import { programLockKey } from './lock-keys.ts'
 import { longestWindowUs, parseProgram, tagSetOf, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
@@ -524,18 +524,23 @@ function addLedger(state: BatchState, shopId: number, orderIds: readonly number[
   // Sorted here: an ORDER BY id would steer SQLite onto the primary key, a scan of the ledger.
   rows.sort((a, b) => Number(a.id) - Number(b.id))
   for (const row of rows) {
-    state.ledger.get(keyOf(shopId, Number(row.order_id)))!.push({
-      customerId: row.customer_id === null ? null : Number(row.customer_id),
-      guestEmail: row.guest_email,
-      points: Number(row.points),
-      basis: {
-        amount_minor: Number(row.amount_minor),
-        currency: row.currency,
-        rate: row.rate,
-        rule_version: Number(row.rule_version),
-        available_us: Number(row.available_us),
-        ...(row.multiplier != null && row.multiplier !== '1' ? { multiplier: row.multiplier } : {}),
-      },
-    })
+    state.ledger.get(keyOf(shopId, Number(row.order_id)))!.push(ledgerLineOf(row))
+  }
+}
+
+/** A ledger row as the decider reads it (also the fill of a rule that first counts history: src/store/rule-repo.ts). */
+export function ledgerLineOf(row: Omit<LedgerRead, 'id' | 'order_id' | 'multiplier'> & { multiplier?: string | null }): LedgerLine {
+  return {
+    customerId: row.customer_id === null ? null : Number(row.customer_id),
+    guestEmail: row.guest_email,
+    points: Number(row.points),
+    basis: {
+      amount_minor: Number(row.amount_minor),
+      currency: row.currency,
+      rate: row.rate,
+      rule_version: Number(row.rule_version),
+      available_us: Number(row.available_us),
+      ...(row.multiplier != null && row.multiplier !== '1' ? { multiplier: row.multiplier } : {}),
+    },
   }
 }

@@ -1,8 +1,12 @@
 import { PostgresAdapter, sql, type Kysely, type Transaction } from 'kysely'
+import { earningsFromLedger } from '../batch/earnings-fill.ts'
 import { parseProgram, usesHistory } from '../loyalty/program.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
+import { ledgerLineOf } from './batch-load.ts'
 import { lockNumber } from './dialect-postgres.ts'
 import { programLockKey } from './lock-keys.ts'
+import { orderIdsAfter } from './rebuild-repo.ts'
+import { toOrder } from './rows.ts'
 import type { Tables } from './tables.ts'
 
 // A shop's points rule: the current one on the shop row (what the write path loads), and every
@@ -88,20 +92,44 @@ async function startsKeepingEarnings(trx: Transaction<Tables>, shopId: number, r
   return before !== undefined && !usesHistory(parseProgram(before.program_schedule, parseStoredRule(before.rule)))
 }
 
+/** Orders read, decided and written per step of the fill. */
+const FILL_PAGE = 500
+
 /**
- * The earnings of the shop's orders, from its ledger (as migration 0022 filled them): before any
- * program counted history no multiplier existed, so what an order's live customer holds of it is
- * its base points, at its processed_at or first arrival. Rows kept before are replaced.
+ * The earnings of the shop's orders, from its ledger, replacing rows kept before: the orders a
+ * page at a time with their ledger, what each keeps decided in TypeScript by the write path's own
+ * rule (src/batch/earnings-fill.ts), written with one multi-row insert per page. In the rule's
+ * transaction, under the lock startsKeepingEarnings took.
  */
 async function fillEarnings(trx: Transaction<Tables>, shopId: number): Promise<void> {
   await trx.deleteFrom('order_earnings').where('shop_id', '=', shopId).execute()
-  await sql`
-    INSERT INTO order_earnings (shop_id, order_id, customer_id, processed_us, base)
-    SELECT l.shop_id, l.order_id, l.customer_id, coalesce(o.processed_us, o.first_arrival_us, o.arrival_us), sum(l.points)
-    FROM ledger l JOIN orders o ON o.id = l.order_id AND o.shop_id = l.shop_id
-    WHERE l.shop_id = ${shopId} AND l.order_id IS NOT NULL AND l.customer_id IS NOT NULL
-    GROUP BY l.shop_id, l.order_id, l.customer_id, o.processed_us, o.first_arrival_us, o.arrival_us
-    HAVING sum(l.points) > 0`.execute(trx)
+  for (let after = Number.MIN_SAFE_INTEGER; ;) {
+    // The pages of a points rebuild: the shop's order ids, then those orders and their ledger by key.
+    const ids = await orderIdsAfter(trx, shopId, after, FILL_PAGE)
+    if (ids.length === 0) return
+    const orders = (await trx.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('id', 'in', ids).execute()).map(toOrder)
+    const rows = await trx
+      .selectFrom('ledger')
+      .select(['id', 'order_id', 'customer_id', 'guest_email', 'points', 'amount_minor', 'currency', 'rate', 'rule_version', 'available_us', 'multiplier'])
+      .where('shop_id', '=', shopId)
+      .where('order_id', 'in', ids)
+      .execute()
+    const ledger = new Map<number, ReturnType<typeof ledgerLineOf>[]>()
+    // In the order written (sorted here, as the batch's load does).
+    for (const row of rows.sort((a, b) => Number(a.id) - Number(b.id))) {
+      const id = Number(row.order_id)
+      ledger.set(id, [...(ledger.get(id) ?? []), ledgerLineOf(row)])
+    }
+    const earned = earningsFromLedger(shopId, orders, ledger)
+    if (earned.length > 0) {
+      await trx
+        .insertInto('order_earnings')
+        .values(earned.map((e) => ({ shop_id: e.shopId, order_id: e.orderId, customer_id: e.customerId, processed_us: e.processedUs, base: e.base })))
+        .execute()
+    }
+    if (ids.length < FILL_PAGE) return
+    after = ids[ids.length - 1]!
+  }
 }
 
 /**
