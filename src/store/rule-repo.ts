@@ -1,11 +1,11 @@
-import { PostgresAdapter, sql, type Kysely, type Transaction } from 'kysely'
+import { PostgresAdapter, sql, type CompiledQuery, type Kysely } from 'kysely'
 import { earningsFromLedger } from '../batch/earnings-fill.ts'
 import { parseProgram, usesHistory } from '../loyalty/program.ts'
 import { parseStoredRule } from '../loyalty/rule.ts'
 import { ledgerLineOf } from './batch-load.ts'
 import { lockNumber } from './dialect-postgres.ts'
 import { programLockKey } from './lock-keys.ts'
-import { orderIdsAfter } from './rebuild-repo.ts'
+import { orderIdsAfterQuery } from './rebuild-repo.ts'
 import { toOrder } from './rows.ts'
 import type { Tables } from './tables.ts'
 
@@ -18,56 +18,80 @@ export async function readRule(db: Kysely<Tables>, shopId: number) {
 
 export type StoredRule = Awaited<ReturnType<typeof readRule>>
 
+/** What a rule change writes, besides the shop, the rule and the moment it takes effect. */
+export interface RuleWriteOptions {
+  expirySchedule?: string | null
+  programSchedule?: string | null
+  expectedVersion?: number
+  changedBy?: string | null
+  tiersChanged?: boolean
+}
+
+/** A rule change, as it crosses to the writer (src/unit-of-work/batch-writer.ts writeRule). */
+export interface RuleWrite {
+  shopId: number
+  ruleJson: string
+  effectiveUs: number
+  options: RuleWriteOptions
+}
+
+/** Runs one statement of the rule's transaction: its rows. */
+export type RunQuery = <R>(query: CompiledQuery<R>) => R[] | Promise<R[]>
+
 /**
  * Stores a new rule for the shop, in effect from `effectiveUs`: bumps its version and keeps the
- * version in the history, in one transaction. With `expectedVersion`, only if the rule is still
- * at that version (else null). Returns the new version.
+ * version in the history, in one transaction of its own on `db`'s connection. With
+ * `expectedVersion`, only if the rule is still at that version (else null). Returns the new
+ * version. The service writes it through its writer instead (BatchWriter.writeRule: on SQLite the
+ * writer thread, in line with the batches); this is for the command line and tests.
  */
 export async function writeRule(
   db: Kysely<Tables>,
   shopId: number,
   ruleJson: string,
   effectiveUs: number,
-  options: {
-    expirySchedule?: string | null
-    programSchedule?: string | null
-    expectedVersion?: number
-    changedBy?: string | null
-    tiersChanged?: boolean
-  } = {},
+  options: RuleWriteOptions = {},
 ): Promise<number | null> {
-  return db.transaction().execute(async (trx) => {
-    const startsHistory = await startsKeepingEarnings(trx, shopId, ruleJson, options.programSchedule ?? null)
-    let update = trx
-      .updateTable('shops')
-      .set((eb) => ({
-        rule: ruleJson,
-        rule_version: eb('rule_version', '+', 1),
-        expiry_schedule: options.expirySchedule ?? null,
-        program_schedule: options.programSchedule ?? null,
-      }))
-      .where('id', '=', shopId)
-    if (options.expectedVersion !== undefined) update = update.where('rule_version', '=', options.expectedVersion)
-    const row = await update.returning('rule_version').executeTakeFirst()
-    if (!row) return null
-    const version = Number(row.rule_version)
-    await trx
+  return db.transaction().execute(async (trx) => writeRuleIn(async (q) => (await trx.executeQuery(q)).rows, trx, { shopId, ruleJson, effectiveUs, options }))
+}
+
+/** The statements of a rule change, run by `run` inside a transaction the caller holds; `db` compiles them (and tells the dialect). */
+export async function writeRuleIn(run: RunQuery, db: Kysely<Tables>, w: RuleWrite): Promise<number | null> {
+  const { shopId, ruleJson, effectiveUs, options } = w
+  const startsHistory = await startsKeepingEarnings(run, db, shopId, ruleJson, options.programSchedule ?? null)
+  let update = db
+    .updateTable('shops')
+    .set((eb) => ({
+      rule: ruleJson,
+      rule_version: eb('rule_version', '+', 1),
+      expiry_schedule: options.expirySchedule ?? null,
+      program_schedule: options.programSchedule ?? null,
+    }))
+    .where('id', '=', shopId)
+  if (options.expectedVersion !== undefined) update = update.where('rule_version', '=', options.expectedVersion)
+  const [row] = await run(update.returning('rule_version').compile())
+  if (!row) return null
+  const version = Number(row.rule_version)
+  await run(
+    db
       .insertInto('rule_versions')
       .values({ shop_id: shopId, version, rule: ruleJson, effective_us: effectiveUs, changed_by: options.changedBy ?? null })
-      .execute()
-    if (startsHistory) await fillEarnings(trx, shopId)
-    // New tiers: the tier sweep (src/jobs/loyalty-sweeper.ts) looks at every live customer again.
-    if (options.tiersChanged) {
-      await trx
+      .compile(),
+  )
+  if (startsHistory) await fillEarnings(run, db, shopId)
+  // New tiers: the tier sweep (src/jobs/loyalty-sweeper.ts) looks at every live customer again.
+  if (options.tiersChanged) {
+    await run(
+      db
         .updateTable('customers')
         .set({ tier_check_us: effectiveUs })
         .where('shop_id', '=', shopId)
         .where('deleted', '=', 0)
         .where((eb) => eb.or([eb('tier_check_us', 'is', null), eb('tier_check_us', '>', effectiveUs)]))
-        .execute()
-    }
-    return version
-  })
+        .compile(),
+    )
+  }
+  return version
 }
 
 /**
@@ -77,18 +101,21 @@ export async function writeRule(
  * which hold it shared, and holding back the next until the rule is committed; SQLite's writes
  * are serial already, once the rule's transaction holds the write lock.
  */
-async function startsKeepingEarnings(trx: Transaction<Tables>, shopId: number, ruleJson: string, programSchedule: string | null): Promise<boolean> {
+async function startsKeepingEarnings(run: RunQuery, db: Kysely<Tables>, shopId: number, ruleJson: string, programSchedule: string | null): Promise<boolean> {
   if (!usesHistory(parseProgram(programSchedule, parseStoredRule(ruleJson)))) return false
-  if (trx.getExecutor().adapter instanceof PostgresAdapter) await sql`SELECT pg_advisory_xact_lock(${lockNumber(programLockKey(shopId))}::bigint)`.execute(trx)
+  if (db.getExecutor().adapter instanceof PostgresAdapter)
+    await run(sql`SELECT pg_advisory_xact_lock(${lockNumber(programLockKey(shopId))}::bigint)`.compile(db))
   // SQLite: the write lock before the read, so the writer's batches cannot commit in between
   // (a read first would pin a snapshot that the update then fails on).
   else
-    await trx
-      .updateTable('shops')
-      .set({ rule_version: sql`rule_version` })
-      .where('id', '=', shopId)
-      .execute()
-  const before = await trx.selectFrom('shops').select(['rule', 'program_schedule']).where('id', '=', shopId).executeTakeFirst()
+    await run(
+      db
+        .updateTable('shops')
+        .set({ rule_version: sql`rule_version` })
+        .where('id', '=', shopId)
+        .compile(),
+    )
+  const [before] = await run(db.selectFrom('shops').select(['rule', 'program_schedule']).where('id', '=', shopId).compile())
   return before !== undefined && !usesHistory(parseProgram(before.program_schedule, parseStoredRule(before.rule)))
 }
 
@@ -101,19 +128,21 @@ const FILL_PAGE = 500
  * rule (src/batch/earnings-fill.ts), written with one multi-row insert per page. In the rule's
  * transaction, under the lock startsKeepingEarnings took.
  */
-async function fillEarnings(trx: Transaction<Tables>, shopId: number): Promise<void> {
-  await trx.deleteFrom('order_earnings').where('shop_id', '=', shopId).execute()
+async function fillEarnings(run: RunQuery, db: Kysely<Tables>, shopId: number): Promise<void> {
+  await run(db.deleteFrom('order_earnings').where('shop_id', '=', shopId).compile())
   for (let after = Number.MIN_SAFE_INTEGER; ;) {
     // The pages of a points rebuild: the shop's order ids, then those orders and their ledger by key.
-    const ids = await orderIdsAfter(trx, shopId, after, FILL_PAGE)
+    const ids = (await run(orderIdsAfterQuery(db, shopId, after, FILL_PAGE))).map((r) => Number(r.id))
     if (ids.length === 0) return
-    const orders = (await trx.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('id', 'in', ids).execute()).map(toOrder)
-    const rows = await trx
-      .selectFrom('ledger')
-      .select(['id', 'order_id', 'customer_id', 'guest_email', 'points', 'amount_minor', 'currency', 'rate', 'rule_version', 'available_us', 'multiplier'])
-      .where('shop_id', '=', shopId)
-      .where('order_id', 'in', ids)
-      .execute()
+    const orders = (await run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('id', 'in', ids).compile())).map(toOrder)
+    const rows = await run(
+      db
+        .selectFrom('ledger')
+        .select(['id', 'order_id', 'customer_id', 'guest_email', 'points', 'amount_minor', 'currency', 'rate', 'rule_version', 'available_us', 'multiplier'])
+        .where('shop_id', '=', shopId)
+        .where('order_id', 'in', ids)
+        .compile(),
+    )
     const ledger = new Map<number, ReturnType<typeof ledgerLineOf>[]>()
     // In the order written (sorted here, as the batch's load does).
     for (const row of rows.sort((a, b) => Number(a.id) - Number(b.id))) {
@@ -122,10 +151,12 @@ async function fillEarnings(trx: Transaction<Tables>, shopId: number): Promise<v
     }
     const earned = earningsFromLedger(shopId, orders, ledger)
     if (earned.length > 0) {
-      await trx
-        .insertInto('order_earnings')
-        .values(earned.map((e) => ({ shop_id: e.shopId, order_id: e.orderId, customer_id: e.customerId, processed_us: e.processedUs, base: e.base })))
-        .execute()
+      await run(
+        db
+          .insertInto('order_earnings')
+          .values(earned.map((e) => ({ shop_id: e.shopId, order_id: e.orderId, customer_id: e.customerId, processed_us: e.processedUs, base: e.base })))
+          .compile(),
+      )
     }
     if (ids.length < FILL_PAGE) return
     after = ids[ids.length - 1]!
@@ -135,7 +166,8 @@ async function fillEarnings(trx: Transaction<Tables>, shopId: number): Promise<v
 /**
  * Changes the rule from what it is: `next` is given the stored rule and answers the new one (or
  * null for no change); a change written meanwhile by another process is read and `next` asked
- * again. Returns the version after, and whether it changed.
+ * again. `write` stores it (the service's: BatchWriter.writeRule; by default a transaction on
+ * `db`). Returns the version after, and whether it changed.
  */
 export async function changeRule(
   db: Kysely<Tables>,
@@ -143,17 +175,23 @@ export async function changeRule(
   effectiveUs: number,
   next: (current: StoredRule) => { rule: string; expirySchedule: string | null; programSchedule?: string | null; tiersChanged?: boolean } | null,
   changedBy: string | null = null,
+  write: (w: RuleWrite) => Promise<number | null> = (w) => writeRule(db, w.shopId, w.ruleJson, w.effectiveUs, w.options),
 ): Promise<{ version: number; changed: boolean }> {
   for (;;) {
     const current = await readRule(db, shopId)
     const wanted = next(current)
     if (wanted === null) return { version: Number(current.rule_version), changed: false }
-    const version = await writeRule(db, shopId, wanted.rule, effectiveUs, {
-      expirySchedule: wanted.expirySchedule,
-      programSchedule: wanted.programSchedule ?? null,
-      expectedVersion: Number(current.rule_version),
-      changedBy,
-      tiersChanged: wanted.tiersChanged ?? false,
+    const version = await write({
+      shopId,
+      ruleJson: wanted.rule,
+      effectiveUs,
+      options: {
+        expirySchedule: wanted.expirySchedule,
+        programSchedule: wanted.programSchedule ?? null,
+        expectedVersion: Number(current.rule_version),
+        changedBy,
+        tiersChanged: wanted.tiersChanged ?? false,
+      },
     })
     if (version !== null) return { version, changed: true }
   }

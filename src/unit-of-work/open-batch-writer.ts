@@ -3,6 +3,7 @@ import type { DbCalls } from '../store/db-calls.ts'
 import type { Backend } from '../store/dialect.ts'
 import { touchKeysQuery } from '../store/keys-repo.ts'
 import { pruneEventsTimed } from '../store/prune.ts'
+import { writeRule } from '../store/rule-repo.ts'
 import { batchApplier } from './apply-batch.ts'
 import type { BatchWriter } from './batch-writer.ts'
 import { startSqliteWriter } from './sqlite-writer.ts'
@@ -29,6 +30,8 @@ export function openBatchWriter(backend: Backend, calls?: DbCalls): BatchWriter 
         for (const q of queries) rows.push(await s.run(CompiledQuery.raw(q.sql, [...q.parameters])))
         return rows
       }),
+    // PostgreSQL has no single writer: a transaction of its own, its locks as writeRule takes them.
+    writeRule: (w) => writeRule(backend.db, w.shopId, w.ruleJson, w.effectiveUs, w.options),
     close: async () => {},
   }
 }

@@ -4,6 +4,7 @@ import { batchApplier } from './apply-batch.ts'
 import { openSqlite } from '../store/dialect-sqlite.ts'
 import { pruneEventsTimed } from '../store/prune.ts'
 import { touchKeysQuery } from '../store/keys-repo.ts'
+import { writeRuleIn, type RuleWrite } from '../store/rule-repo.ts'
 import { decodeBatch, type BatchMessage } from './sqlite-writer-message.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync
@@ -16,6 +17,7 @@ type Message =
   | { id: number; prune: { cutoffUs: number; limit: number } }
   | { id: number; touch: { keyIds: number[]; at: string } }
   | { id: number; write: { sql: string; parameters: unknown[] }[] }
+  | { id: number; rule: RuleWrite }
   | { close: true }
 
 const backend = openSqlite(workerData.path as string)
@@ -57,6 +59,15 @@ parentPort!.on('message', async (message: Message) => {
         return out
       })
       parentPort!.postMessage({ id: message.id, rows })
+    } catch (err) {
+      parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    }
+    return
+  }
+  if ('rule' in message) {
+    try {
+      const version = await backend.transaction(async (s) => writeRuleIn((q) => s.run(q), backend.db, message.rule))
+      parentPort!.postMessage({ id: message.id, rule: { version } })
     } catch (err) {
       parentPort!.postMessage({ id: message.id, error: plainError(err) })
     }

@@ -98,6 +98,8 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
           return version
         },
         request.operator.name,
+        // Through the writer: on SQLite, in line with the batches (src/unit-of-work/batch-writer.ts).
+        (w) => services.batchWriter.writeRule(w),
       )
       if (written.changed) {
         await recordAudit(db, request.operator, {
