@@ -168,7 +168,7 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[]): Loya
       const base = targetFor(o.record, ruleOf(state, o.shopId), owner.state)
       priced.set(key, { owner, target: base })
       // The earnings are kept only while the shop's program counts history (tiers, exclusions):
-      // a rule that first does fills them from the ledger (src/store/rule-repo.ts writeRule).
+      // a rule that first does fills them from the ledger (src/batch/earnings-fill.ts, written by src/store/rule-repo.ts writeRuleIn).
       if (!usesHistory(programOf(state, o.shopId))) continue
       const row = earningOf(o.shopId, o.record, owner.state === 'customer' ? owner.customerId : null, base.points)
       const stored = state.earnings.get(key) ?? null
