@@ -95,7 +95,7 @@ for (const target of args.only.split(',') as ('sqlite' | 'postgres')[]) {
     const { db } = app.services.backend
     const url = (path: string) => `http://receiver.bench:${rx.port}${path}`
     const subscribe = (shopId: number, path: string) =>
-      createSubscription(db, app.services.secrets, { shopId, url: url(path), types: ['*'], nowUs: Date.now() * 1000 })
+      createSubscription(db, app.services.secrets, { shopId, url: url(path), types: ['*'], nowUs: Date.now() * 1000, cap: config.SUBSCRIPTIONS_PER_SHOP })
     const keys: string[] = []
     const big = await issueKey(db, 'big')
     keys.push(big.key)

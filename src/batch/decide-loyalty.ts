@@ -88,7 +88,22 @@ const addTo = <K, V>(map: Map<K, Set<V>>, key: K, value: V) => {
 }
 
 /** The instant an order's points count from: its processed_at, or its first arrival. */
-export const processedOf = (o: OrderRecord) => o.processed_us ?? o.first_arrival_us
+export const processedOf = (o: Pick<OrderRecord, 'processed_us' | 'first_arrival_us'>) => o.processed_us ?? o.first_arrival_us
+
+/**
+ * What an order keeps in order_earnings: its base points (before any tier's multiplier or
+ * exclusion) while a live customer (`customerId`, else null) earns them, at the order's instant;
+ * none otherwise. The write path's rows and the fill of a rule that first counts history
+ * (src/batch/earnings-fill.ts) both come from here.
+ */
+export function earningOf(
+  shopId: number,
+  o: Pick<OrderRecord, 'id' | 'processed_us' | 'first_arrival_us'>,
+  customerId: number | null,
+  base: number,
+): StoredEarning | null {
+  return customerId !== null && base > 0 ? { shopId, orderId: o.id, customerId, processedUs: processedOf(o), base } : null
+}
 
 /** How an order of a live customer is priced at its instant. */
 interface Price {
@@ -164,12 +179,9 @@ export function planLoyalty(ctx: Context, tierCommands: readonly string[], floor
       const base = targetFor(o.record, ruleOf(state, o.shopId), owner.state)
       priced.set(key, { owner, target: base })
       // The earnings are kept only while the shop's program counts history (tiers, exclusions):
-      // a rule that first does fills them from the ledger (src/repos/rule-repo.ts writeRule).
+      // a rule that first does fills them from the ledger (src/batch/earnings-fill.ts, written by src/repos/rule-repo.ts writeRuleIn).
       if (!usesHistory(programOf(state, o.shopId))) continue
-      const row: StoredEarning | null =
-        owner.state === 'customer' && base.points > 0
-          ? { shopId: o.shopId, orderId: o.record.id, customerId: owner.customerId!, processedUs: processedOf(o.record), base: base.points }
-          : null
+      const row = earningOf(o.shopId, o.record, owner.state === 'customer' ? owner.customerId : null, base.points)
       const stored = state.earnings.get(key) ?? null
       if (sameEarning(stored, row)) continue
       earnings.set(key, row)

@@ -4,7 +4,7 @@ import { systemResolver } from '../jobs/endpoint-guard.ts'
 import { createSubscription, replayProblem, rotateSecret, subscriptionProblems, subscriptionView } from '../feed/subscriptions.ts'
 import { lazySecretBox } from '../keys/secret-box.ts'
 import { findShop } from '../repos/keys-repo.ts'
-import { deleteSubscription, findSubscription, replaySubscription, shopSubscriptionCount, shopSubscriptions } from '../repos/subscriptions-repo.ts'
+import { deleteSubscription, findSubscription, replaySubscription, shopSubscriptions } from '../repos/subscriptions-repo.ts'
 import { auditCommandLine } from './audit.ts'
 import { withBackend } from './backend.ts'
 import { printTable, shopName } from './keys.ts'
@@ -52,10 +52,9 @@ export function subscriptionsCommand(): Command {
         const problems = await subscriptionProblems(options.url, types, config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1, systemResolver)
         if (problems.length > 0) throw new Error(problems.map((p) => p.detail).join('; '))
         const cap = config.SUBSCRIPTIONS_PER_SHOP
-        if ((await shopSubscriptionCount(db, shop.id)) >= cap) {
-          throw new Error(`shop ${shop.name} has ${cap} subscriptions, the most SUBSCRIPTIONS_PER_SHOP allows: remove one first`)
-        }
-        const { record, secret } = await createSubscription(db, lazySecretBox(config), { shopId: shop.id, url: options.url, types, nowUs: Date.now() * 1000 })
+        const created = await createSubscription(db, lazySecretBox(config), { shopId: shop.id, url: options.url, types, nowUs: Date.now() * 1000, cap })
+        if (!created) throw new Error(`shop ${shop.name} has ${cap} subscriptions, the most SUBSCRIPTIONS_PER_SHOP allows: remove one first`)
+        const { record, secret } = created
         await auditCommandLine(db, {
           action: 'subscription.create',
           shopId: shop.id,

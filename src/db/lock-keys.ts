@@ -5,7 +5,7 @@ const PROGRAM = ':program'
 
 /**
  * A shop's program: every batch of the shop takes it shared, and a rule change that starts keeping
- * the earnings the tiers count (src/repos/rule-repo.ts writeRule) takes it alone, so no batch
+ * the earnings the tiers count (src/repos/rule-repo.ts writeRuleIn) takes it alone, so no batch
  * decided under the rule before it commits after it.
  */
 export const programLockKey = (shopId: number): string => `${shopId}${PROGRAM}`

@@ -11,7 +11,7 @@ import {
   type OrderField,
   type OrderRecord,
 } from '../domain/merge.ts'
-import type { CustomerLoyalty, StoredCustomer, StoredOrder } from '../batch/state.ts'
+import type { CustomerLoyalty, LedgerLine, StoredCustomer, StoredOrder } from '../batch/state.ts'
 import { isFlagSchema, isListSchema } from '../schemas/field-kinds.ts'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import type { AdjustmentsTable, ClaimsTable, CustomersTable, EventsTable, LedgerTable, OrdersTable, RedemptionsTable } from './tables.ts'
@@ -461,3 +461,33 @@ export const ORDER_INDEXED = ['email_lower', 'customer_id'] as const
 
 /** What a row's indexed columns hold, as one string, to tell whether a write changes them. */
 export const indexedOf = (row: Record<string, unknown>, columns: readonly string[]): string => columns.map((c) => String(row[c] ?? '\u0000')).join('\u0001')
+
+/** A ledger row's columns that a ledger line is made of. */
+export interface LedgerRow {
+  customer_id: number | null
+  guest_email: string | null
+  points: number
+  amount_minor: number
+  currency: string | null
+  rate: string
+  rule_version: number
+  available_us: number
+  multiplier?: string | null
+}
+
+/** A ledger row as the decider reads it (also the fill of a rule that first counts history: src/repos/rule-repo.ts). */
+export function ledgerLineOf(row: LedgerRow): LedgerLine {
+  return {
+    customerId: row.customer_id === null ? null : Number(row.customer_id),
+    guestEmail: row.guest_email,
+    points: Number(row.points),
+    basis: {
+      amount_minor: Number(row.amount_minor),
+      currency: row.currency,
+      rate: row.rate,
+      rule_version: Number(row.rule_version),
+      available_us: Number(row.available_us),
+      ...(row.multiplier != null && row.multiplier !== '1' ? { multiplier: row.multiplier } : {}),
+    },
+  }
+}

@@ -6,7 +6,7 @@ import { checkEndpointHost, type HostResolver } from '../jobs/endpoint-guard.ts'
 import { newSigningSecret, type SecretBox } from '../keys/secret-box.ts'
 import type { DeliveryView, SubscriptionView } from '../schemas/subscriptions.ts'
 import { lastShopPosition } from '../repos/changes-repo.ts'
-import { insertSubscription, rotateSubscriptionSecret, type DeliveryRecord, type SubscriptionRecord } from '../repos/subscriptions-repo.ts'
+import { insertSubscriptionCapped, rotateSubscriptionSecret, type DeliveryRecord, type SubscriptionRecord } from '../repos/subscriptions-repo.ts'
 import type { Tables } from '../db/tables.ts'
 
 // Subscribing, rotating and showing outgoing webhook subscriptions: what the admin API and the
@@ -55,23 +55,25 @@ export async function replayProblem(db: Kysely<Tables>, shopId: number, after: n
   return { pointer: '/after', detail: `position ${after} is past the shop's last entry (${last}): replay from ${last} or earlier` }
 }
 
-/** A new subscription, starting after the shop's last feed entry now, its URL normalised (normalisedUrl); its secret in plain text, this once. */
+/**
+ * A new subscription, starting after the shop's last feed entry now, its URL normalised
+ * (normalisedUrl); its secret in plain text, this once. Null when the shop has `cap`
+ * (SUBSCRIPTIONS_PER_SHOP) already, counted in the same transaction as the insert.
+ */
 export async function createSubscription(
   db: Kysely<Tables>,
   secrets: SecretBox,
-  s: { shopId: number; url: string; types: readonly string[]; nowUs: number },
-): Promise<{ record: SubscriptionRecord; secret: string }> {
+  s: { shopId: number; url: string; types: readonly string[]; nowUs: number; cap: number },
+): Promise<{ record: SubscriptionRecord; secret: string } | null> {
   const secret = newSigningSecret()
   const types = [...new Set(s.types)]
-  const record = await insertSubscription(db, {
-    shopId: s.shopId,
-    url: normalisedUrl(s.url),
-    types,
-    secret: secrets.seal(secret),
-    createdUs: s.nowUs,
-    position: await lastShopPosition(db, s.shopId),
-  })
-  return { record, secret }
+  const record = await insertSubscriptionCapped(
+    db,
+    s.cap,
+    { shopId: s.shopId, url: normalisedUrl(s.url), types, secret: secrets.seal(secret), createdUs: s.nowUs },
+    (trx) => lastShopPosition(trx, s.shopId),
+  )
+  return record && { record, secret }
 }
 
 /** A new secret for `sub`; the current one keeps signing for `graceHours`. */

@@ -65,3 +65,30 @@ test('a name that does not resolve is said so', async () => {
   const answer = await post(`http://nowhere.test:${port}/x`, true)
   assert.deepEqual(answer, { ok: false, status: null, error: 'the host does not resolve' })
 })
+
+test('the deadline covers the whole exchange: an answer whose body trickles is cut at timeoutMs, not when the body ends', async () => {
+  const trickle = http.createServer((req, res) => {
+    req.resume().on('end', () => {
+      res.writeHead(200, { 'content-length': '1000' })
+      const timer = setInterval(() => res.write('x'), 50)
+      res.on('close', () => clearInterval(timer))
+    })
+  })
+  await new Promise<void>((resolve) => trickle.listen(0, '127.0.0.1', resolve))
+  const agents = guardedAgents(true)
+  try {
+    const started = Date.now()
+    const answer = await postWebhook(`http://hooks.test:${(trickle.address() as AddressInfo).port}/x`, {}, '{}', {
+      timeoutMs: 300,
+      agents,
+      lookup: lookupWith(names),
+    })
+    assert.deepEqual(answer, { ok: false, status: null, error: 'no answer within 300 ms' })
+    // The body would take 50 s; generous for a loaded machine.
+    assert.ok(Date.now() - started < 10_000)
+  } finally {
+    agents.http.destroy()
+    trickle.closeAllConnections()
+    await new Promise<void>((resolve) => trickle.close(() => resolve()))
+  }
+})

@@ -193,8 +193,10 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   async function serve(id: number): Promise<void> {
     try {
       for (let n = 0; n < TURN && !loop.stopped; n++) {
+        let wasSlow = false
         // A delivery still waiting after slowMs gives its steady slot to the next in line.
         const slow = setTimeout(() => {
+          wasSlow = true
           queue.slow(id)
           next()
         }, slowMs)
@@ -203,6 +205,10 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
         } finally {
           clearTimeout(slow)
         }
+        // And it ends the turn: the subscription goes back in line behind the others, so an endpoint
+        // that answers slowly (or trickles its answer) holds a slot for one delivery at a time, at
+        // most SUBSCRIPTIONS_TIMEOUT_MS (postWebhook's deadline for the whole exchange), not TURN of them.
+        if (wasSlow) break
       }
       loop.kick()
     } catch (err) {

@@ -16,9 +16,13 @@ export async function countOrders(db: Kysely<Tables>, shopIds: readonly number[]
 
 /** The ids of a shop's orders after `after`, in order, at most `limit`. */
 export async function orderIdsAfter(db: Kysely<Tables>, shopId: number, after: number, limit: number): Promise<number[]> {
-  const rows = await db.selectFrom('orders').select('id').where('shop_id', '=', shopId).where('id', '>', after).orderBy('id').limit(limit).execute()
+  const rows = (await db.executeQuery(orderIdsAfterQuery(db, shopId, after, limit))).rows
   return rows.map((r) => Number(r.id))
 }
+
+/** The same, compiled (a rule change's fill runs it in its transaction: src/repos/rule-repo.ts). */
+export const orderIdsAfterQuery = (db: Kysely<Tables>, shopId: number, after: number, limit: number) =>
+  db.selectFrom('orders').select('id').where('shop_id', '=', shopId).where('id', '>', after).orderBy('id').limit(limit).compile()
 
 /** The ids of a shop's customers with ledger entries after `after`, in order, at most `limit`. */
 export async function ledgerCustomersAfter(db: Kysely<Tables>, shopId: number, after: number, limit: number): Promise<number[]> {

@@ -11,6 +11,11 @@ export type ClaimRow = Selectable<ClaimsTable>
 
 /** A shop's rewards in id order; only the active ones for the storefront. */
 export async function shopRewards(db: Kysely<Tables>, shopId: number, activeOnly = false): Promise<RewardRow[]> {
+  return shopRewardsQuery(db, shopId, activeOnly).execute()
+}
+
+/** The query of shopRewards, to compile where a transaction runs its statements itself (a rule change on the writer). */
+export function shopRewardsQuery(db: Kysely<Tables>, shopId: number, activeOnly = false) {
   // `active >= 0` (always true) names rewards_shop: the shop's range of a table of a few rows per shop.
   let query = db
     .selectFrom('rewards')
@@ -19,7 +24,7 @@ export async function shopRewards(db: Kysely<Tables>, shopId: number, activeOnly
     .where(sql<boolean>`active >= 0`)
     .orderBy('id')
   if (activeOnly) query = query.where('active', '=', 1)
-  return query.execute()
+  return query
 }
 
 export async function findReward(db: Kysely<Tables>, shopId: number, id: number): Promise<RewardRow | undefined> {

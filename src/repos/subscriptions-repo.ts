@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, Kysely } from 'kysely'
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely'
 import type { Tables } from '../db/tables.ts'
 
 // Outgoing webhook subscriptions and their deliveries. Secrets come in and go out sealed; the
@@ -54,27 +54,44 @@ const record = (r: Row): SubscriptionRecord => ({
   leaseUntilUs: r.lease_until_us === null ? null : Number(r.lease_until_us),
 })
 
-export async function insertSubscription(
+/**
+ * Stores a new subscription unless the shop has `cap` already (then null): one transaction that
+ * first takes the shop's row for writing (PostgreSQL: its row lock; SQLite: the write lock), so
+ * that two creates at once count one after the other and the cap holds exactly. `position` reads
+ * where it starts (the shop's last feed entry) inside it.
+ */
+export async function insertSubscriptionCapped(
   db: Kysely<Tables>,
-  s: { shopId: number; url: string; types: readonly string[]; secret: string; createdUs: number; position: number },
-): Promise<SubscriptionRecord> {
-  const row = await db
-    .insertInto('subscriptions')
-    .values({
-      shop_id: s.shopId,
-      url: s.url,
-      types: JSON.stringify(s.types),
-      secret: s.secret,
-      old_secret: null,
-      old_secret_until_us: null,
-      created_us: s.createdUs,
-      position: s.position,
-      retrying_since_us: null,
-      last_error: null,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow()
-  return record(row as Row)
+  cap: number,
+  s: { shopId: number; url: string; types: readonly string[]; secret: string; createdUs: number },
+  position: (trx: Kysely<Tables>) => Promise<number>,
+): Promise<SubscriptionRecord | null> {
+  return db.transaction().execute(async (trx) => {
+    // A write before the count: a count alone would lock nothing, and two creates would both see room.
+    await trx
+      .updateTable('shops')
+      .set({ rule_version: sql`rule_version` })
+      .where('id', '=', s.shopId)
+      .execute()
+    if ((await shopSubscriptionCount(trx, s.shopId)) >= cap) return null
+    const row = await trx
+      .insertInto('subscriptions')
+      .values({
+        shop_id: s.shopId,
+        url: s.url,
+        types: JSON.stringify(s.types),
+        secret: s.secret,
+        old_secret: null,
+        old_secret_until_us: null,
+        created_us: s.createdUs,
+        position: await position(trx),
+        retrying_since_us: null,
+        last_error: null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow()
+    return record(row as Row)
+  })
 }
 
 /** A page of a shop's subscriptions, oldest first: at most `limit` after the subscription `afterId` (0 from the first), and whether more follow. */

@@ -1,5 +1,6 @@
 import type { BatchItem } from '../batch/commands.ts'
 import type { Pruned } from '../repos/prune.ts'
+import type { RuleWrite } from '../repos/rule-repo.ts'
 import type { BatchResult } from './unit-of-work.ts'
 
 /** Commits batches of webhooks and points commands; each resolves only once its batch is durable. */
@@ -20,5 +21,12 @@ export interface BatchWriter {
    * writer thread's), one after another; the rows each returned (a RETURNING clause's), in order.
    */
   write(...queries: { sql: string; parameters: readonly unknown[] }[]): Promise<unknown[][]>
+  /**
+   * Changes a shop's rule (src/repos/rule-repo.ts writeRuleIn) in one transaction on the write
+   * path: on SQLite the writer thread's, between two batches, so it never waits for the write lock
+   * on another connection (where it failed with "database is locked" under load). The new version,
+   * or null when the rule is no longer at `expectedVersion`.
+   */
+  writeRule(w: RuleWrite): Promise<number | null>
   close(): Promise<void>
 }

@@ -2,7 +2,7 @@ import { CompiledQuery, type Selectable } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
 import { isCommand, type BatchItem } from '../batch/commands.ts'
 import { MAX_US, MIN_US, noNeeds, retaggedSpans, type Needs } from '../batch/decide-loyalty.ts'
-import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
+import { emptyState, keyOf, type BatchState, type LedgerLine } from '../batch/state.ts'
 import { programLockKey } from '../db/lock-keys.ts'
 import { longestWindowUs, parseProgram, tagSetOf, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
@@ -10,7 +10,7 @@ import { parseStoredEntries, storedAdjustment } from '../db/redemption-rows.ts'
 import { storedClaim, storedReward } from '../db/claim-rows.ts'
 import { versionedRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from '../db/dialect.ts'
-import { CUSTOMER_INDEXED, indexedOf, ORDER_INDEXED, storedCustomer, storedOrder } from '../db/rows.ts'
+import { CUSTOMER_INDEXED, indexedOf, ledgerLineOf, ORDER_INDEXED, storedCustomer, storedOrder } from '../db/rows.ts'
 import type { EarningRead, LedgerRead } from './statements.ts'
 import { statementsOf } from './statements-of.ts'
 import type { CustomersTable, OrdersTable, RewardsTable } from '../db/tables.ts'
@@ -537,18 +537,6 @@ function addLedger(state: BatchState, shopId: number, orderIds: readonly number[
   // Sorted here: an ORDER BY id would steer SQLite onto the primary key, a scan of the ledger.
   rows.sort((a, b) => Number(a.id) - Number(b.id))
   for (const row of rows) {
-    state.ledger.get(keyOf(shopId, Number(row.order_id)))!.push({
-      customerId: row.customer_id === null ? null : Number(row.customer_id),
-      guestEmail: row.guest_email,
-      points: Number(row.points),
-      basis: {
-        amount_minor: Number(row.amount_minor),
-        currency: row.currency,
-        rate: row.rate,
-        rule_version: Number(row.rule_version),
-        available_us: Number(row.available_us),
-        ...(row.multiplier != null && row.multiplier !== '1' ? { multiplier: row.multiplier } : {}),
-      },
-    })
+    state.ledger.get(keyOf(shopId, Number(row.order_id)))!.push(ledgerLineOf(row))
   }
 }

@@ -3,6 +3,7 @@ import type { DbCalls } from '../db/db-calls.ts'
 import type { Backend } from '../db/dialect.ts'
 import { touchKeysQuery } from '../repos/keys-repo.ts'
 import { pruneEventsTimed } from '../repos/prune.ts'
+import { writeRule } from '../repos/rule-repo.ts'
 import { batchApplier } from './unit-of-work.ts'
 import type { BatchWriter } from './batch-writer.ts'
 import { startSqliteWriter } from './sqlite/writer.ts'
@@ -29,6 +30,8 @@ export function openBatchWriter(backend: Backend, calls?: DbCalls): BatchWriter 
         for (const q of queries) rows.push(await s.run(CompiledQuery.raw(q.sql, [...q.parameters])))
         return rows
       }),
+    // PostgreSQL has no single writer: a transaction of its own, its locks as writeRule takes them.
+    writeRule: (w) => writeRule(backend.db, w.shopId, w.ruleJson, w.effectiveUs, w.options),
     close: async () => {},
   }
 }

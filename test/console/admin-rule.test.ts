@@ -117,6 +117,56 @@ forEachDatabase((kind) => {
       assert.equal(points.lifetime_earned, 20)
     })
 
+    test('rule changes while webhooks stream in: every change and every webhook answered, never a 5xx; the change is written on the write path, not on the read connection', async (ctx) => {
+      // Statements this process runs on its own connections (SQLite's writer thread is out of its reach).
+      const seen: string[] = []
+      const app = await startTestApp(kind, {}, { database: t.database, onStatement: (sql) => void seen.push(sql) })
+      const stop = new AbortController()
+      ctx.signal.addEventListener('abort', () => stop.abort())
+      try {
+        const key = await app.newKey('streaming')
+        const op = adminClient(app, (await newOperator(app, 'Rita Streams')).key)
+        const url = '/v3/admin/shops/streaming/rule'
+        const answers: number[] = []
+        let order = 10_000
+        // Eight senders at once, as long as the rule changes go on: the writer is rarely idle.
+        const stream = Array.from({ length: 8 }, async () => {
+          while (!stop.signal.aborted) {
+            const id = ++order
+            const res = await app.post(
+              ORDER_CREATED,
+              { id, currency: 'EUR', subtotal: '10.00', is_paid: true, processed_at: '2026-01-01T00:00:00Z', customer: { id: 1 + (id % 50) } },
+              { key },
+            )
+            answers.push(res.statusCode)
+          }
+        })
+        const silver = [{ name: 'Silver', points: 100, multiplier: 1 }]
+        try {
+          for (let i = 0; i < 30; i++) {
+            // From the 16th on, tiers: the first such change fills the earnings, under the write lock.
+            const res = await op.put(url, { ...DEFAULT_RULE, points_per_unit: 1 + ((i + 1) % 7), ...(i >= 15 ? { tiers: silver } : {}) })
+            assert.equal(res.statusCode, 200, res.body)
+          }
+        } finally {
+          stop.abort()
+          await Promise.all(stream)
+        }
+        assert.ok(answers.length > 0)
+        assert.deepEqual(
+          answers.filter((s) => s !== 200),
+          [],
+        )
+        assert.equal((await op.get(url)).json().version, 31)
+        const ruleWrites = seen.filter((sql) => /^update "shops" set "rule"/.test(sql))
+        if (kind === 'sqlite') assert.deepEqual(ruleWrites, [], "SQLite: the rule is written on the writer thread, the batches' own")
+        else assert.equal(ruleWrites.length, 30)
+      } finally {
+        stop.abort()
+        await app.close()
+      }
+    })
+
     test('a bad rule is refused with each field named, and nothing changes', async () => {
       const before = (await admin.get(URL)).json()
       const partial = await admin.put(URL, { points_per_unit: 3 })

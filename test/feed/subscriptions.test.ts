@@ -192,6 +192,24 @@ forEachDatabase((kind) => {
       }
     })
 
+    test('SUBSCRIPTIONS_PER_SHOP holds under concurrency: 24 creates at once, through two apps on one database, give exactly the cap', async () => {
+      const one = await startTestApp(kind, { SUBSCRIPTIONS_ALLOW_PRIVATE: '1', SECRETS_KEY, SUBSCRIPTIONS_PER_SHOP: '3' })
+      const two = await startTestApp(kind, { SUBSCRIPTIONS_ALLOW_PRIVATE: '1', SECRETS_KEY, SUBSCRIPTIONS_PER_SHOP: '3' }, { database: one.database })
+      try {
+        const ops = [adminClient(one, (await newOperator(one, 'Racer One')).key), adminClient(two, (await newOperator(two, 'Racer Two')).key)]
+        const path = '/v3/admin/shops/test/subscriptions'
+        const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => ops[i % 2]!.post(path, { url: receiver.at(`/race${i}`), types: ['*'] })))
+        const statuses = answers.map((r) => r.statusCode)
+        assert.equal(statuses.filter((s) => s === 201).length, 3, `answers: ${statuses.join(' ')}`)
+        for (const r of answers) if (r.statusCode !== 201) problem(r, 409, 'subscription-limit')
+        const listed = (await ops[0]!.get(`${path}?limit=50`)).json() as { items: unknown[] }
+        assert.equal(listed.items.length, 3)
+      } finally {
+        await two.close()
+        await one.close()
+      }
+    })
+
     test('the secret is answered once: never listed, and not in the database in plain text', async () => {
       const s = await shop('secret')
       const sub = await s.subscribe(receiver.url, ['points.*', 'customer.deleted'])
@@ -498,6 +516,49 @@ forEachDatabase((kind) => {
       } finally {
         await local.close()
         await slow.close()
+      }
+    })
+  })
+
+  describe('isolation from slow answers', () => {
+    test('an endpoint that trickles each answer, under SUBSCRIPTIONS_TIMEOUT_MS but slowly, holds a slot one delivery at a time: a recovering endpoint of another shop is served between two of its deliveries', async () => {
+      const app = await startTestApp(kind, {
+        SUBSCRIPTIONS_ALLOW_PRIVATE: '1',
+        SECRETS_KEY,
+        SUBSCRIPTIONS_TIMEOUT_MS: '4000',
+        SUBSCRIPTIONS_CONCURRENCY: '1',
+        SUBSCRIPTIONS_RETRY_BASE_MS: '100',
+        SUBSCRIPTIONS_RETRY_MAX_SECONDS: '1',
+      })
+      const local = await startReceiver()
+      try {
+        const op = adminClient(app, (await newOperator(app, 'Slow answers')).key)
+        const otherKey = await app.newKey('other')
+        // 15 bytes, one every 100 ms: each answer takes 1.5 s, past the sender's 1 s "slow" mark but within the timeout.
+        let fastCalls = 0
+        local.answer = (r) => (r.path === '/trickle' ? { status: 200, trickle: { bytes: 15, everyMs: 100 } } : ++fastCalls === 1 ? 500 : 204)
+        for (const [shop, path] of [
+          ['test', '/trickle'],
+          ['other', '/fast'],
+        ]) {
+          const res = await op.post(`/v3/admin/shops/${shop}/subscriptions`, { url: local.at(path!), types: ['*'] })
+          assert.equal(res.statusCode, 201, res.body)
+        }
+        const of = (path: string) => local.received.filter((r) => r.path === path)
+        for (let i = 1; i <= 12; i++) assert.equal((await app.post(CUSTOMER_CREATED, { id: i, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
+        await local.until(() => of('/trickle').length >= 1, 20_000)
+        assert.equal((await app.post(CUSTOMER_CREATED, { id: 1, updated_at: '2024-05-01T10:00:00Z' }, { key: otherKey })).statusCode, 200)
+        // Its first attempt fails (500): from then on it is retrying, and waits for a slot of the retrying pool.
+        await local.until(() => of('/fast').length >= 1, 20_000)
+        await local.until(() => of('/fast').length >= 2, 20_000)
+        const [failed, served] = of('/fast')
+        // Its retry is served between two slow deliveries (1.5 s each, the retry's wait at most 1 s),
+        // not after the slow endpoint's whole turn of ten (15 s): the bound leaves room for a loaded machine.
+        assert.ok(served!.at - failed!.at < 8000, `the retry came ${served!.at - failed!.at} ms after the failure`)
+        assert.ok(of('/trickle').length < 12, 'the slow endpoint still had entries to receive')
+      } finally {
+        await local.close()
+        await app.close()
       }
     })
   })

@@ -234,6 +234,58 @@ forEachDatabase((kind) => {
       assert.equal((await s.get('/v3/customers/5')).tier, 'Silver')
     })
 
+    test('the fill keeps what the write path would have kept: a shop switching tiers on later ends with the earnings of a twin shop that had them from the start (moved, re-dated, re-priced, claimed, excluded and unpaid orders)', async () => {
+      now = T
+      const program = { ...TIERS, exclude_tags: ['staff'] }
+      const twin = await shop(program)
+      const later = await shop({ pending_days: 0 })
+      for (const s of [twin, later]) {
+        await s.post(CUSTOMER_CREATED, { id: 8, tags: ['staff'] })
+        // Moved to another customer.
+        await s.order(1, 5, '150.00', T - 20 * DAY_MS)
+        await s.order(1, 7, '150.00', T - 20 * DAY_MS)
+        // Its processed_at moved: the points follow it to the new date.
+        await s.order(2, 5, '100.00', T - 10 * DAY_MS)
+        await s.order(2, 5, '100.00', T - 40 * DAY_MS)
+        // A new amount.
+        await s.order(3, 5, '100.00', T - 5 * DAY_MS)
+        await s.order(3, 5, '180.00', T - 5 * DAY_MS)
+        // A guest's order, claimed by the customer who signs up with its e-mail.
+        await s.post(ORDER_CREATED, { id: 4, email: 'late@example.com', currency: 'EUR', subtotal: '90.00', is_paid: true, processed_at: iso(T - 3 * DAY_MS) })
+        await s.post(CUSTOMER_CREATED, { id: 9, email: 'late@example.com' })
+        // Excluded in the twin: no points there, but its base still counts as history.
+        await s.order(5, 8, '120.00', T - 2 * DAY_MS)
+        // Not paid: nothing earned.
+        await s.order(6, 5, '500.00', T - 1 * DAY_MS, { is_paid: false })
+      }
+      const url = `/v3/admin/shops/${later.name}/rule`
+      const saved = await admin.put(url, { ...(await admin.get(url)).json().rule, ...program })
+      assert.equal(saved.statusCode, 200, saved.body)
+      const { db } = t.app.services.backend
+      const kept = async (shopId: number) =>
+        (
+          await db
+            .selectFrom('order_earnings')
+            .select(['order_id', 'customer_id', 'processed_us', 'base'])
+            .where('shop_id', '=', shopId)
+            .orderBy('order_id')
+            .execute()
+        ).map((e) => [Number(e.order_id), Number(e.customer_id), (Number(e.processed_us) / 1000 - T) / DAY_MS, Number(e.base)])
+      const expected = [
+        [1, 7, -20, 150],
+        [2, 5, -40, 100],
+        [3, 5, -5, 180],
+        [4, 9, -3, 90],
+        [5, 8, -2, 120],
+      ]
+      assert.deepEqual(await kept(twin.shopId), expected, 'the write path')
+      assert.deepEqual(await kept(later.shopId), expected, 'the fill')
+      // (Customer 8 aside: the later shop's exclusion counts from its rule change on, after order 5.)
+      for (const id of [5, 7, 9]) {
+        assert.equal((await later.get(`/v3/customers/${id}`)).tier, (await twin.get(`/v3/customers/${id}`)).tier, `customer ${id}'s tier`)
+      }
+    })
+
     test('time alone: the sweeper announces the tier an order leaving the window drops, once, with two apps sweeping', async () => {
       now = T
       const s = await shop(TIERS)

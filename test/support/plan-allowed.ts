@@ -11,9 +11,6 @@ const pgRange = (index: string, table: string, cond: string) =>
     `^(Index Scan|Index Scan Backward|Index Only Scan|Index Only Scan Backward|Bitmap Heap Scan) using ${index} on ${table}\\b.*(Index|Recheck) Cond: \\(+${cond}`,
   )
 
-/** A rule that first counts history fills the shop's earnings from its ledger (src/repos/rule-repo.ts fillEarnings). */
-const FILL_EARNINGS = /^\s*INSERT INTO order_earnings[\s\S]*FROM ledger l JOIN orders o/
-
 export const ALLOWED: AllowedRange[] = [
   // Outgoing webhooks.
   {
@@ -77,22 +74,6 @@ export const ALLOWED: AllowedRange[] = [
     shape: {
       postgres: /^Seq Scan on order_earnings\b/,
       sqlite: /^SCAN order_earnings$/,
-    },
-  },
-  {
-    why: "The same fill reads the shop's whole ledger of orders and their orders: once in a shop's life, when a rule first counts history.",
-    statement: FILL_EARNINGS,
-    table: 'ledger',
-    shape: {
-      postgres: /^(Seq Scan on ledger l|(Bitmap Heap Scan|Index Scan) using ledger_order on ledger l\b)/,
-    },
-  },
-  {
-    why: 'The orders of the same fill.',
-    statement: FILL_EARNINGS,
-    table: 'orders',
-    shape: {
-      postgres: /^(Seq Scan on orders o|(Bitmap Heap Scan|Index Scan) using \w+ on orders o\b)/,
     },
   },
   // The console.
@@ -283,7 +264,7 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: "A points rebuild walks a shop's orders by id, 500 at a time: pages of the primary key (src/repos/rebuild-repo.ts); on PostgreSQL it leads with the id (migration 0010), other shops' orders among them checked and left.",
+    why: "A points rebuild, and the fill of a rule that first counts history (src/repos/rule-repo.ts), walk a shop's orders by id, 500 at a time: pages of the primary key (src/repos/rebuild-repo.ts); on PostgreSQL it leads with the id (migration 0010), other shops' orders among them checked and left.",
     statement: /^select "id" from "orders" where "shop_id" = \S+ and "id" > \S+ order by "id" limit \S+$/,
     table: 'orders',
     shape: {

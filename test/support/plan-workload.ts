@@ -19,7 +19,7 @@ import {
   claimQuery,
   dueSubscriptions,
   failingSubscriptionCount,
-  insertSubscription,
+  insertSubscriptionCapped,
   outcomeQueries,
   releaseQuery,
   skipQuery,
@@ -278,14 +278,12 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
   await oldestUnpublishedUs(backend.db, 'plans')
 
   // Outgoing webhooks: the sender's look for due subscriptions, and a delivery's reads and writes (src/jobs/webhook-sender.ts).
-  const sub = await insertSubscription(backend.db, {
-    shopId: a.id,
-    url: 'https://93.184.216.34/hook',
-    types: ['*'],
-    secret: 'v1:plans',
-    createdUs: now(),
-    position: 0,
-  })
+  const sub = (await insertSubscriptionCapped(
+    backend.db,
+    50,
+    { shopId: a.id, url: 'https://93.184.216.34/hook', types: ['*'], secret: 'v1:plans', createdUs: now() },
+    async () => 0,
+  ))!
   await dueSubscriptions(backend.db, now())
   await failingSubscriptionCount(backend.db)
   // As the sender runs them: reads on the read connection, writes in transactions of their own (BatchWriter.write).

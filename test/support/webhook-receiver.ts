@@ -14,8 +14,8 @@ export interface Received {
   at: number
 }
 
-/** A status at once, a status after a delay, or no answer at all. */
-export type Answer = number | 'hang' | { status: number; delayMs: number }
+/** A status at once, a status after a delay, a status whose body of `bytes` bytes trickles one byte every `everyMs`, or no answer at all. */
+export type Answer = number | 'hang' | { status: number; delayMs: number } | { status: number; trickle: { bytes: number; everyMs: number } }
 
 export interface Receiver {
   /** `http://hooks.test:PORT/hooks`: a host name, which the tests' resolver (test/support/resolver.ts) points at the receiver. */
@@ -71,6 +71,18 @@ export async function startReceiver(port = 0): Promise<Receiver> {
       if (typeof answer === 'number') {
         got.answeredAt = Date.now()
         res.writeHead(answer).end()
+      } else if ('trickle' in answer) {
+        const { bytes, everyMs } = answer.trickle
+        res.writeHead(answer.status, { 'content-length': String(bytes) })
+        let sent = 0
+        const timer = setInterval(() => {
+          res.write('x')
+          if (++sent < bytes) return
+          clearInterval(timer)
+          got.answeredAt = Date.now()
+          res.end()
+        }, everyMs)
+        res.on('close', () => clearInterval(timer))
       } else {
         const timer = setTimeout(() => {
           got.answeredAt = Date.now()

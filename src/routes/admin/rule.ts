@@ -107,6 +107,8 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
           return version
         },
         request.operator.name,
+        // Through the writer: on SQLite, in line with the batches (src/write/batch-writer.ts).
+        (w) => services.batchWriter.writeRule(w),
       ).catch((err: unknown) => {
         if (err instanceof RewardsNeedTiers) return err
         throw err

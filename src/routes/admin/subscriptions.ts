@@ -26,14 +26,7 @@ import {
   SubscriptionView,
 } from '../../schemas/subscriptions.ts'
 import { recordAudit } from '../../repos/admin-repo.ts'
-import {
-  deleteSubscription,
-  findSubscription,
-  recentDeliveries,
-  replaySubscription,
-  shopSubscriptionCount,
-  shopSubscriptionPage,
-} from '../../repos/subscriptions-repo.ts'
+import { deleteSubscription, findSubscription, recentDeliveries, replaySubscription, shopSubscriptionPage } from '../../repos/subscriptions-repo.ts'
 import { readAnswer } from '../resources.ts'
 import { OPTIONAL_BODY, optionalBodyProblem } from './optional-body.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
@@ -117,13 +110,14 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
       if (errors.length > 0) return sendProblem(reply, invalid('subscription', errors))
       url = normalisedUrl(url)
       const cap = services.config.SUBSCRIPTIONS_PER_SHOP
-      if ((await shopSubscriptionCount(db, shop.id)) >= cap) {
+      const created = await createSubscription(db, services.secrets, { shopId: shop.id, url, types, nowUs: ctx.nowUs(), cap })
+      if (!created) {
         return sendProblem(
           reply,
           problem('subscription-limit', `shop ${shop.name} has ${cap} subscriptions, the most SUBSCRIPTIONS_PER_SHOP allows: remove one first`, { limit: cap }),
         )
       }
-      const { record, secret } = await createSubscription(db, services.secrets, { shopId: shop.id, url, types, nowUs: ctx.nowUs() })
+      const { record, secret } = created
       await recordAudit(db, request.operator, {
         action: 'subscription.create',
         shopId: shop.id,

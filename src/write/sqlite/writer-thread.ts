@@ -4,6 +4,7 @@ import { batchApplier } from '../unit-of-work.ts'
 import { openSqlite } from '../../db/sqlite/dialect.ts'
 import { pruneEventsTimed } from '../../repos/prune.ts'
 import { touchKeysQuery } from '../../repos/keys-repo.ts'
+import { RewardsNeedTiers, writeRuleIn, type RuleWrite } from '../../repos/rule-repo.ts'
 import { decodeBatch, type BatchMessage } from './writer-message.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync
@@ -16,6 +17,7 @@ type Message =
   | { id: number; prune: { cutoffUs: number; limit: number } }
   | { id: number; touch: { keyIds: number[]; at: string } }
   | { id: number; write: { sql: string; parameters: unknown[] }[] }
+  | { id: number; rule: RuleWrite }
   | { close: true }
 
 const backend = openSqlite(workerData.path as string)
@@ -59,6 +61,17 @@ parentPort!.on('message', async (message: Message) => {
       parentPort!.postMessage({ id: message.id, rows })
     } catch (err) {
       parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    }
+    return
+  }
+  if ('rule' in message) {
+    try {
+      const version = await backend.transaction(async (s) => writeRuleIn((q) => s.run(q), backend.db, message.rule))
+      parentPort!.postMessage({ id: message.id, rule: { version } })
+    } catch (err) {
+      // A refusal crosses as its faults, so that the main thread answers it as a 422.
+      if (err instanceof RewardsNeedTiers) parentPort!.postMessage({ id: message.id, rule: { faults: err.faults } })
+      else parentPort!.postMessage({ id: message.id, error: plainError(err) })
     }
     return
   }

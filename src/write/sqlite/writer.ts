@@ -3,6 +3,7 @@ import type { BatchResult } from '../unit-of-work.ts'
 import { addCalls, type DbCalls } from '../../db/db-calls.ts'
 import type { BatchWriter } from '../batch-writer.ts'
 import type { Pruned } from '../../repos/prune.ts'
+import { RewardsNeedTiers, type RuleWrite } from '../../repos/rule-repo.ts'
 import { encodeBatch, type BatchMessage } from './writer-message.ts'
 
 interface Reply {
@@ -14,6 +15,8 @@ interface Reply {
   pruned?: Pruned
   /** What a write's statements returned. */
   rows?: unknown[][]
+  /** A rule change's new version (null: the rule had changed meanwhile). */
+  rule?: { version: number | null } | { faults: { pointer: string; detail: string }[] }
   /** A batch's statements and round trips. */
   calls?: DbCalls
 }
@@ -53,7 +56,10 @@ export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWri
     if (reply.error) waiter.reject(revive(reply.error))
     else if (reply.pruned !== undefined) waiter.resolve(reply.pruned)
     else if (reply.rows !== undefined) waiter.resolve(reply.rows)
-    else
+    else if (reply.rule !== undefined) {
+      if ('faults' in reply.rule) waiter.reject(new RewardsNeedTiers(reply.rule.faults))
+      else waiter.resolve(reply.rule.version)
+    } else
       waiter.resolve(
         (reply.results ?? []).map((r) => (r.status === 'failed' ? { status: 'failed', error: revive(r.error as PlainError) } : r)) as BatchResult[],
       )
@@ -73,7 +79,8 @@ export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWri
       | { ping: true }
       | { prune: { cutoffUs: number; limit: number } }
       | { touch: { keyIds: readonly number[]; at: string } }
-      | { write: { sql: string; parameters: readonly unknown[] }[] },
+      | { write: { sql: string; parameters: readonly unknown[] }[] }
+      | { rule: RuleWrite },
     transfer?: ArrayBuffer[],
   ) =>
     new Promise<R>((resolve, reject) => {
@@ -95,6 +102,8 @@ export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWri
       await send({ touch: { keyIds, at } })
     },
     write: (...queries) => send<unknown[][]>({ write: queries.map(({ sql, parameters }) => ({ sql, parameters })) }),
+    // On the thread, between two batches, as a batch is.
+    writeRule: (w) => send<number | null>({ rule: w }),
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {
       if (failure) throw failure
