@@ -1,18 +1,14 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { formatInstant, formatUs } from '../domain/time.ts'
-import { expiryOf, versionedRule } from '../loyalty/rule.ts'
-import { customerExpiry, DAY_US, expiringBetween } from '../loyalty/wallet.ts'
 import { allShopIds, findShop } from '../store/keys-repo.ts'
-import { customerBalances, customerEntries, customerLots } from '../store/points-repo.ts'
-import { readRule } from '../store/rule-repo.ts'
-import { buildReport, formatDay, parseReportRange, REPORT_FLOWS, reportCsv } from '../loyalty/points-report.ts'
-import { ledgerDaySums } from '../store/report-repo.ts'
-import { findStoredCustomer } from '../store/read-repo.ts'
 import { withBackend } from './backend.ts'
+import { shopName } from './keys.ts'
+
+// Each command imports what it runs when it runs (the rule's schema, the repositories, the
+// report), so that --help and a bad argument answer without loading them.
 
 /** The deadline of each statement of points rebuild and points import, batch jobs, when DB_TIMEOUT_MS is shorter. */
 const BATCH_JOB_STATEMENT_MS = 60_000
-import { shopName } from './keys.ts'
 
 function customerId(value: string): number {
   if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value)))
@@ -48,6 +44,19 @@ export function pointsCommand(): Command {
     .option('--limit <n>', 'how many of the latest entries to list (default 20)', count)
     .action((options: { shop: string; customer: number; limit?: number }) =>
       withBackend(async ({ db }) => {
+        const [
+          { expiryOf, versionedRule },
+          { customerExpiry, DAY_US, expiringBetween },
+          { customerBalances, customerEntries, customerLots },
+          { readRule },
+          { findStoredCustomer },
+        ] = await Promise.all([
+          import('../loyalty/rule.ts'),
+          import('../loyalty/wallet.ts'),
+          import('../store/points-repo.ts'),
+          import('../store/rule-repo.ts'),
+          import('../store/read-repo.ts'),
+        ])
         const shop = await findShop(db, options.shop)
         if (!shop) throw new Error(`no shop named ${options.shop}`)
         const nowUs = Date.now() * 1000
@@ -112,6 +121,10 @@ export function pointsCommand(): Command {
     })
     .action((options: { shop: string; from?: string; to?: string; bucket?: string; format?: 'table' | 'csv' }) =>
       withBackend(async ({ db }) => {
+        const [{ buildReport, formatDay, parseReportRange, REPORT_FLOWS, reportCsv }, { ledgerDaySums }] = await Promise.all([
+          import('../loyalty/points-report.ts'),
+          import('../store/report-repo.ts'),
+        ])
         const range = parseReportRange(options, Math.floor(Date.now() / 86_400_000))
         if ('problem' in range) throw new Error(range.problem.replace(/^(from|to|bucket)\b/, '--$1'))
         const shop = await findShop(db, options.shop)
