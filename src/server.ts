@@ -20,6 +20,8 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       `no shop exists yet: create one and its API key with "npx shop-intake keys create --shop default", then send webhooks ` +
         `to ${address}/v3/hook/radix/vanilla/… with Basic auth (empty user name, the key as password)`,
     )
+    // A person at a terminal reads plain text, not a JSON log line: the same steps, once more.
+    if (process.stderr.isTTY) process.stderr.write(nextSteps(address))
   }
 
   let closing = false
@@ -46,6 +48,23 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   process.on('SIGTERM', () => shutdown('SIGTERM'))
   process.on('SIGINT', () => shutdown('SIGINT'))
   return app
+}
+
+/** What to do after the first start, as plain text for a terminal. */
+export function nextSteps(address: string): string {
+  return [
+    '',
+    'shop-intake is running, and no shop exists yet. Next steps:',
+    '  1. Create a shop and its API key (printed once, on the last line):',
+    '       npx shop-intake keys create --shop default',
+    `  2. Send webhooks to ${address}/v3/hook/radix/vanilla/<topic>`,
+    '     (customer/hook_created, customer/hook_deleted, order/hook_created),',
+    '     with Basic auth: an empty user name and the key as the password, such as',
+    `       curl -u ":$KEY" -H 'Content-Type: application/json' -d '{"id": 1, "email": "ada@example.com"}' ${address}/v3/hook/radix/vanilla/customer/hook_created`,
+    `  3. Read it back: curl -u ":$KEY" ${address}/v3/customers/1`,
+    '',
+    '',
+  ].join('\n')
 }
 
 /** The database URL without its password, for logs. */

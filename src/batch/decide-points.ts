@@ -18,7 +18,17 @@ import {
 } from '../loyalty/wallet.ts'
 import type { AdjustCommand, AdjustmentView, CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
 import { keyOf, type BatchState, type Decision, type LedgerRow, type StoredAdjustment, type StoredRedemption } from './state.ts'
-import { cancelClaim, decideClaim, emptyRewardsDecision, replayedClaim, voidClaim, type RewardsDecision, type Spending } from './decide-rewards.ts'
+import {
+  cancelClaim,
+  cancelledWithCustomer,
+  decideClaim,
+  emptyRewardsDecision,
+  replayedClaim,
+  voidClaim,
+  voidClaimsOfDeleted,
+  type RewardsDecision,
+  type Spending,
+} from './decide-rewards.ts'
 import { importLine, type ImportStart } from './decide-import.ts'
 
 // The points half of the decider: after a batch's orders are settled, the
@@ -152,6 +162,7 @@ export function decidePoints(
     if (availableAt(lots, nowUs) < 0) for (const r of rows) if (r.points < 0) r.debt = true
   }
   for (const [key, lots] of state.wallets) if (!touchedByOrders.has(key)) forfeitRest(key, lots)
+  voidClaimsOfDeleted(state, nowUs, out.rewards)
 
   const redemptionIdem = new Map(state.redemptionIdem)
   const adjustmentIdem = new Map(state.adjustmentIdem)
@@ -212,6 +223,11 @@ export function decidePoints(
         )
         continue
       }
+    }
+    if (c.command === 'cancel-claim' && customer?.record.deleted) {
+      // Its code was void with the delete (above): the cancel answers the claim as it stands.
+      out.outcomes.push(cancelledWithCustomer(state, c))
+      continue
     }
     if (!customer || customer.record.deleted) {
       out.outcomes.push({ status: 'not-found', detail: `no customer ${c.customerId} in this shop` })

@@ -177,3 +177,25 @@ export function voidClaim(state: BatchState, shopId: number, redemptionId: strin
   // Created and cancelled in one batch: the insert carries the cancel.
   if (!out.claims.includes(claim)) out.claimCancels.push(claim)
 }
+
+/**
+ * A deleted customer's claims still standing are void: their codes may not be used at a checkout,
+ * whoever holds them now. The points they spent stay spent (the customer's points are forfeited
+ * with the delete: src/batch/decide-points.ts, forfeitRest), so the claim's available_after once
+ * cancelled is 0. Every claim the batch loaded of a deleted customer: those of the customers its
+ * deletes name (src/store/batch-load.ts), and any a cancel names.
+ */
+export function voidClaimsOfDeleted(state: BatchState, atUs: number, out: RewardsDecision): void {
+  for (const claim of state.claims.values()) {
+    if (claim.cancelledUs !== null || !state.customers.get(keyOf(claim.shopId, claim.customerId))?.record.deleted) continue
+    voidClaim(state, claim.shopId, claim.id, atUs, 0, out)
+  }
+}
+
+/** The cancel of a deleted customer's claim: the claim, void since the delete; 404 for a claim that is none of theirs. */
+export function cancelledWithCustomer(state: BatchState, c: CancelClaimCommand): CommandOutcome {
+  const claim = state.claims.get(keyOf(c.shopId, c.claimId))
+  if (!claim || claim.customerId !== c.customerId || claim.cancelledUs === null)
+    return { status: 'not-found', detail: `no claim ${c.claimId} of customer ${c.customerId}` }
+  return { status: 'claim-cancelled', claim: claimView(claim), replayed: true }
+}

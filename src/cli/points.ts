@@ -2,19 +2,15 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { ON_MISMATCH, type OnMismatch } from '../batch/import-identity.ts'
 import { arrivalClockUs } from '../http/arrival-clock.ts'
 import { formatInstant, formatUs } from '../domain/time.ts'
-import { expiryOf, versionedRule } from '../loyalty/rule.ts'
-import { customerExpiry, DAY_US, expiringBetween } from '../loyalty/wallet.ts'
 import { allShopIds, findShop } from '../repos/keys-repo.ts'
-import { customerBalances, customerEntries, customerLots } from '../repos/points-repo.ts'
-import { readRule } from '../repos/rule-repo.ts'
-import { buildReport, formatDay, parseReportRange, REPORT_FLOWS, reportCsv } from '../loyalty/points-report.ts'
-import { ledgerDaySums } from '../repos/report-repo.ts'
-import { findStoredCustomer } from '../repos/read-repo.ts'
 import { withBackend } from './backend.ts'
+import { shopName } from './keys.ts'
+
+// Each command imports what it runs when it runs (the rule's schema, the repositories, the
+// report), so that --help and a bad argument answer without loading them.
 
 /** The deadline of each statement of points rebuild and points import, batch jobs, when DB_TIMEOUT_MS is shorter. */
 const BATCH_JOB_STATEMENT_MS = 60_000
-import { shopName } from './keys.ts'
 
 function customerId(value: string): number {
   if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value)))
@@ -50,6 +46,19 @@ export function pointsCommand(): Command {
     .option('--limit <n>', 'how many of the latest entries to list (default 20)', count)
     .action((options: { shop: string; customer: number; limit?: number }) =>
       withBackend(async ({ db }) => {
+        const [
+          { expiryOf, versionedRule },
+          { customerExpiry, DAY_US, expiringBetween },
+          { customerBalances, customerEntries, customerLots },
+          { readRule },
+          { findStoredCustomer },
+        ] = await Promise.all([
+          import('../loyalty/rule.ts'),
+          import('../loyalty/wallet.ts'),
+          import('../repos/points-repo.ts'),
+          import('../repos/rule-repo.ts'),
+          import('../repos/read-repo.ts'),
+        ])
         const shop = await findShop(db, options.shop)
         if (!shop) throw new Error(`no shop named ${options.shop}`)
         const nowUs = Date.now() * 1000
@@ -114,6 +123,10 @@ export function pointsCommand(): Command {
     })
     .action((options: { shop: string; from?: string; to?: string; bucket?: string; format?: 'table' | 'csv' }) =>
       withBackend(async ({ db }) => {
+        const [{ buildReport, formatDay, parseReportRange, REPORT_FLOWS, reportCsv }, { ledgerDaySums }] = await Promise.all([
+          import('../loyalty/points-report.ts'),
+          import('../repos/report-repo.ts'),
+        ])
         const range = parseReportRange(options, Math.floor(Date.now() / 86_400_000))
         if ('problem' in range) throw new Error(range.problem.replace(/^(from|to|bucket)\b/, '--$1'))
         const shop = await findShop(db, options.shop)

@@ -1,13 +1,10 @@
 import { statSync } from 'node:fs'
-import cliProgress from 'cli-progress'
 import { Command, InvalidArgumentError } from 'commander'
-import { loadConfig } from '../config.ts'
 import { formatUs } from '../domain/time.ts'
-import { backupSqlite, vacuumSqlite } from '../db/backup.ts'
-import { eventsBefore, oldestEventUs, pruneEvents, PRUNE_BATCH, retentionCutoffUs } from '../repos/prune.ts'
 import { withBackend } from './backend.ts'
 
 // `events prune` and `backup`: the event log stays bounded, and the embedded database can be copied.
+// What they run is imported when they run, so that --help does not load it.
 
 function days(value: string): number {
   // As EVENT_RETENTION_DAYS: at most a century, so that the cutoff stays a valid instant.
@@ -37,6 +34,8 @@ export function retentionCommands(): Command[] {
       'SQLite: afterwards, give every free page back to the file system (a file made before incremental vacuum is rewritten once, which needs the service stopped)',
     )
     .action(async (options: { olderThan?: number; dryRun?: boolean; vacuum?: boolean }) => {
+      const [{ loadConfig }, { default: cliProgress }, { vacuumSqlite }, { eventsBefore, oldestEventUs, pruneEvents, PRUNE_BATCH, retentionCutoffUs }] =
+        await Promise.all([import('../config.ts'), import('cli-progress'), import('../db/backup.ts'), import('../repos/prune.ts')])
       const url = loadConfig().DATABASE_URL
       if (options.vacuum && !url.startsWith('sqlite:')) throw new Error('--vacuum is for SQLite; on PostgreSQL autovacuum reuses the space of pruned rows')
       await withBackend(async (backend) => {
@@ -83,6 +82,11 @@ export function retentionCommands(): Command[] {
     .description('copy the SQLite database to PATH while the service runs (SQLite online backup), then check the copy; PostgreSQL: use pg_dump')
     .argument('<path>', 'the new file; never overwritten')
     .action(async (path: string) => {
+      const [{ loadConfig }, { default: cliProgress }, { backupSqlite }] = await Promise.all([
+        import('../config.ts'),
+        import('cli-progress'),
+        import('../db/backup.ts'),
+      ])
       const url = loadConfig().DATABASE_URL
       if (!url.startsWith('sqlite:'))
         throw new Error('backup copies the embedded SQLite database; for PostgreSQL use pg_dump (see docs/operate/retention-and-backup.md)')

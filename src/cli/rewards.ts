@@ -1,11 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { Command, InvalidArgumentError } from 'commander'
-import { checkValue } from '../http/validation.ts'
 import { readCodes } from '../loyalty/rewards.ts'
-import { changeReward, createReward, findReward, newRewardProblems, rewardView, shopTiers, type RewardInput } from '../rewards/catalogue.ts'
-import { RewardBody } from '../schemas/rewards.ts'
+import type { RewardInput } from '../rewards/catalogue.ts'
 import { findShop } from '../repos/keys-repo.ts'
-import { addCodes, shopRewards } from '../repos/rewards-repo.ts'
 import type { Tables } from '../db/tables.ts'
 import type { Kysely } from 'kysely'
 import { auditCommandLine } from './audit.ts'
@@ -14,6 +11,10 @@ import { printTable, shopName } from './keys.ts'
 
 // `shop-intake rewards`: the rewards catalogue and its pools from the command line, as the admin
 // API keeps them (README, Rewards), checked by the same schema and rules, audited the same way.
+// The catalogue, its schema and the repository are imported when a command runs, not for --help.
+
+const catalogue = () => import('../rewards/catalogue.ts')
+const repo = () => import('../repos/rewards-repo.ts')
 
 function rewardId(value: string): number {
   if (!/^[1-9]\d{0,15}$/.test(value) || !Number.isSafeInteger(Number(value)))
@@ -57,6 +58,11 @@ export function rewardsCommand(): Command {
         inactive?: boolean
       }) =>
         withBackend(async ({ db }) => {
+          const [{ createReward, newRewardProblems, rewardView, shopTiers }, { checkValue }, { RewardBody }] = await Promise.all([
+            catalogue(),
+            import('../http/validation.ts'),
+            import('../schemas/rewards.ts'),
+          ])
           const shop = await shopOf(db, options.shop)
           const body: Record<string, unknown> = {
             name: options.name,
@@ -90,6 +96,7 @@ export function rewardsCommand(): Command {
     .requiredOption('--shop <name>', 'the shop', shopName)
     .action((options: { shop: string }) =>
       withBackend(async ({ db }) => {
+        const [{ rewardView }, { shopRewards }] = await Promise.all([catalogue(), repo()])
         const shop = await shopOf(db, options.shop)
         const rows = (await shopRewards(db, shop.id)).map(rewardView)
         if (rows.length === 0) {
@@ -120,6 +127,7 @@ export function rewardsCommand(): Command {
     .argument('<id>', "the reward's id", rewardId)
     .action((id: number, options: { shop: string }) =>
       withBackend(async ({ db }) => {
+        const { changeReward, findReward } = await catalogue()
         const shop = await shopOf(db, options.shop)
         const reward = await findReward(db, shop.id, id)
         if (!reward) throw new Error(`no reward ${id} in shop ${shop.name}`)
@@ -145,6 +153,7 @@ export function rewardsCommand(): Command {
         const read = readCodes(readFileSync(options.file, 'utf8'))
         if ('detail' in read) throw new Error(`${read.line === 0 ? 'the file' : `line ${read.line}`}: ${read.detail}`)
         const list = read.codes
+        const [{ findReward }, { addCodes }] = await Promise.all([catalogue(), repo()])
         const shop = await shopOf(db, options.shop)
         const reward = await findReward(db, shop.id, options.reward)
         if (!reward) throw new Error(`no reward ${options.reward} in shop ${shop.name}`)

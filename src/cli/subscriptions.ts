@@ -1,8 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { formatUs } from '../domain/time.ts'
-import { systemResolver } from '../jobs/endpoint-guard.ts'
-import { createSubscription, replayProblem, rotateSecret, subscriptionProblems, subscriptionView } from '../feed/subscriptions.ts'
-import { lazySecretBox } from '../keys/secret-box.ts'
 import { findShop } from '../repos/keys-repo.ts'
 import { deleteSubscription, findSubscription, replaySubscription, shopSubscriptions } from '../repos/subscriptions-repo.ts'
 import { auditCommandLine } from './audit.ts'
@@ -10,7 +7,8 @@ import { withBackend } from './backend.ts'
 import { printTable, shopName } from './keys.ts'
 
 // `shop-intake subscriptions`: outgoing webhooks from the command line, as the admin API does
-// them (README, Outgoing webhooks). The secret is printed once, on the last line.
+// them (README, Outgoing webhooks). The secret is printed once, on the last line. What checks,
+// signs and resolves is imported when a command runs, so that --help does not load it.
 
 function subscriptionId(value: string): number {
   if (!/^[1-9]\d{0,9}$/.test(value)) throw new InvalidArgumentError('a subscription id is a whole number, as subscriptions list shows it')
@@ -28,6 +26,8 @@ function position(value: string): number {
 }
 
 const settings = async () => (await import('../config.ts')).loadConfig()
+const feed = () => import('../feed/subscriptions.ts')
+const secretBox = async (config: Awaited<ReturnType<typeof settings>>) => (await import('../keys/secret-box.ts')).lazySecretBox(config)
 
 async function shopOf(db: Parameters<typeof findShop>[0], name: string) {
   const shop = await findShop(db, name)
@@ -46,13 +46,17 @@ export function subscriptionsCommand(): Command {
     .requiredOption('--types <patterns>', 'feed types separated by commas: customer.deleted, points.* or *')
     .action((options: { shop: string; url: string; types: string }) =>
       withBackend(async ({ db }) => {
-        const config = await settings()
+        const [config, { createSubscription, subscriptionProblems }, { systemResolver }] = await Promise.all([
+          settings(),
+          feed(),
+          import('../jobs/endpoint-guard.ts'),
+        ])
         const shop = await shopOf(db, options.shop)
         const types = options.types.split(',').map((s) => s.trim())
         const problems = await subscriptionProblems(options.url, types, config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1, systemResolver)
         if (problems.length > 0) throw new Error(problems.map((p) => p.detail).join('; '))
         const cap = config.SUBSCRIPTIONS_PER_SHOP
-        const created = await createSubscription(db, lazySecretBox(config), { shopId: shop.id, url: options.url, types, nowUs: Date.now() * 1000, cap })
+        const created = await createSubscription(db, await secretBox(config), { shopId: shop.id, url: options.url, types, nowUs: Date.now() * 1000, cap })
         if (!created) throw new Error(`shop ${shop.name} has ${cap} subscriptions, the most SUBSCRIPTIONS_PER_SHOP allows: remove one first`)
         const { record, secret } = created
         await auditCommandLine(db, {
@@ -74,6 +78,7 @@ export function subscriptionsCommand(): Command {
     .requiredOption('--shop <name>', 'the shop', shopName)
     .action((options: { shop: string }) =>
       withBackend(async ({ db }) => {
+        const { subscriptionView } = await feed()
         const shop = await shopOf(db, options.shop)
         const now = Date.now() * 1000
         const rows = (await shopSubscriptions(db, shop.id)).map((s) => subscriptionView(s, now))
@@ -114,12 +119,12 @@ export function subscriptionsCommand(): Command {
     .argument('<id>', 'the subscription id', subscriptionId)
     .action((id: number, options: { shop: string; graceHours?: number }) =>
       withBackend(async ({ db }) => {
-        const config = await settings()
+        const [config, { rotateSecret }] = await Promise.all([settings(), feed()])
         const shop = await shopOf(db, options.shop)
         const sub = await findSubscription(db, shop.id, id)
         if (!sub) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
         const grace = options.graceHours ?? config.SUBSCRIPTIONS_ROTATION_GRACE_HOURS
-        const { secret, untilUs } = await rotateSecret(db, lazySecretBox(config), sub, grace, Date.now() * 1000)
+        const { secret, untilUs } = await rotateSecret(db, await secretBox(config), sub, grace, Date.now() * 1000)
         await auditCommandLine(db, { action: 'subscription.rotate', shopId: shop.id, target: String(id), detail: { grace_hours: grace } })
         console.log(`rotated the secret of subscription ${id}; the previous one signs too until ${formatUs(untilUs)}; the new one, not shown again:`)
         console.log(secret)
@@ -136,6 +141,7 @@ export function subscriptionsCommand(): Command {
       withBackend(async ({ db }) => {
         const shop = await shopOf(db, options.shop)
         if (!(await findSubscription(db, shop.id, id))) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
+        const { replayProblem } = await feed()
         const past = await replayProblem(db, shop.id, options.after)
         if (past) throw new Error(`--after: ${past.detail}`)
         await replaySubscription(db, id, options.after)

@@ -9,6 +9,7 @@ import {
   isNewer,
   mergeCustomer,
   mergeOrder,
+  tagsKept,
   type Clock,
   type CustomerFields,
   type CustomerPatch,
@@ -728,6 +729,23 @@ describe('mergeOrder', () => {
           xs.map((x) => undated(x, { ref: 'R' })),
         )
         assert.deepEqual([state.first_arrival_us, state.arrival_us], [xs[0], xs.at(-1)])
+      }),
+    )
+  })
+})
+
+describe('tagsKept', () => {
+  test('each tag once without regard to case, in the order sent, in the spelling it first had', () => {
+    assert.deepEqual(tagsKept(['VIP', 'vip', 'new', 'Vip', 'NEW', 'ümlaut', 'ÜMLAUT']), ['VIP', 'new', 'ümlaut'])
+    assert.deepEqual(tagsKept([]), [])
+  })
+  test('property: kept once more, nothing changes; what is kept is what was sent, told apart by case', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom('a', 'A', 'b', 'B', 'ß', 'SS', 'é', 'É')), (tags) => {
+        const kept = tagsKept(tags)
+        assert.deepEqual(tagsKept(kept), kept)
+        assert.equal(new Set(kept.map((t) => t.toLowerCase())).size, kept.length)
+        assert.deepEqual(new Set(kept.map((t) => t.toLowerCase())), new Set(tags.map((t) => t.toLowerCase())))
       }),
     )
   })

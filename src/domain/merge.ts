@@ -96,6 +96,22 @@ export function emptyCustomer(id: number): CustomerRecord {
   return { ...NO_CUSTOMER, id, clocks: {} }
 }
 
+/**
+ * A customer's tags as kept: each once, told apart without regard to case as the program compares
+ * them (exclusions, tag tiers), in the order sent, each in the spelling it first had ("VIP", "vip"
+ * keeps "VIP"). A function of the one webhook's list, so the field stays last writer wins and
+ * converges whatever the order of arrival.
+ */
+export function tagsKept(tags: readonly string[]): string[] {
+  const seen = new Set<string>()
+  return tags.filter((tag) => {
+    const key = tag.toLowerCase()
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}
+
 /** The customer's newest clock: what a snapshot of it is compared by. */
 export function customerClock(c: CustomerRecord): Clock | undefined {
   let newest: Clock | undefined

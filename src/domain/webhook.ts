@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { isMoneySchema } from '../schemas/field-kinds.ts'
 import { OrderBody, type CustomerBody } from '../schemas/webhooks.ts'
-import { CUSTOMER_FIELDS, ORDER_FIELDS, type Clock, type CustomerFields, type CustomerPatch, type OrderFields, type OrderPatch } from './merge.ts'
+import { CUSTOMER_FIELDS, ORDER_FIELDS, tagsKept, type Clock, type CustomerFields, type CustomerPatch, type OrderFields, type OrderPatch } from './merge.ts'
 import { toMinor } from './money.ts'
 import { parseInstantUs } from './time.ts'
 
@@ -54,6 +54,7 @@ function clockOf(updatedAt: string | undefined, receivedUs: number): Clock {
 export function customerPatch(body: CustomerBody, receivedUs: number, deleted: boolean): CustomerPatch {
   const fields: Partial<CustomerFields> = {}
   for (const field of CUSTOMER_FIELDS) if (body[field] !== undefined) (fields as Record<string, unknown>)[field] = body[field]
+  if (body.tags !== undefined) fields.tags = tagsKept(body.tags)
   return { id: body.id, fields, deleted, clock: clockOf(body.updated_at, receivedUs) }
 }
 

@@ -76,6 +76,12 @@ export function faultOf(raw: AjvError): string {
       if (branches.length > 0 && branches.every((b) => b.const !== undefined)) {
         return `must be one of ${branches.map((b) => String(b.const)).join(', ')}, not ${shown(data)}`
       }
+      // A value or null, with no words of its own: what the value must be, or null (not "must match a schema in anyOf").
+      if (description === undefined) {
+        const values = (branches as { type?: unknown; description?: string }[]).filter((b) => b.type !== 'null')
+        const said = [...new Set(values.map((b) => b.description))]
+        if (values.length < branches.length && said.length > 0 && said.every((d) => d !== undefined)) return `must be ${said.join(' or ')}, or null`
+      }
       break
     }
     case 'not':

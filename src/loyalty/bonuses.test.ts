@@ -58,4 +58,9 @@ test('the entries: the first award under its own reason, a reversal of all of it
   ])
   assert.deepEqual(planBonusEntries('signup', { points: 50, available_us: T }, target(60, T)), [{ points: 10, reason: 'adjusted', available_us: T }])
   assert.deepEqual(planBonusEntries('signup', null, target(0, T)), [])
+  assert.deepEqual(
+    planBonusEntries('signup', { points: 50, available_us: T }, target(0, T)),
+    [{ points: -50, reason: 'forfeited', available_us: T }],
+    'taken back whole, for no tag: forfeited, not adjusted',
+  )
 })

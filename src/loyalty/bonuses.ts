@@ -15,7 +15,7 @@ export interface BonusHolding {
 
 export interface BonusTarget extends BonusHolding {
   why: string
-  /** Set when the target is zero because what was earned must go back. */
+  /** Set when the target is zero because of a tag (`excluded`) or an erasure (`forfeited`); any other bonus taken back whole is `forfeited` too. */
   reversal?: 'forfeited' | 'excluded'
 }
 
@@ -74,12 +74,15 @@ export interface BonusEntry {
 
 /**
  * The entries that make what a bonus holds equal its target: the first award under the bonus's
- * own reason, a reversal of all of it under the target's reason, and a change of amount or date
- * as `adjusted` entries (what is held taken back on its date, the target given on its own).
+ * own reason, a reversal of all of it under the target's reason (`forfeited` when it gives none:
+ * a customer whose created_at moved to before the bonus was offered loses all of it, as a deleted
+ * one does, and the points report counts it `reversed`, as it counted the award `earned`), and a
+ * change of amount or date as `adjusted` entries (what is held taken back on its date, the target
+ * given on its own).
  */
 export function planBonusEntries(bonus: Bonus, held: BonusHolding | null, target: BonusTarget): BonusEntry[] {
   const holds = held !== null && held.points !== 0
-  if (target.points === 0) return holds ? [{ points: -held.points, reason: target.reversal ?? 'adjusted', available_us: held.available_us }] : []
+  if (target.points === 0) return holds ? [{ points: -held.points, reason: target.reversal ?? 'forfeited', available_us: held.available_us }] : []
   if (!holds) return [{ points: target.points, reason: bonus, available_us: target.available_us }]
   if (held.available_us === target.available_us) {
     return held.points === target.points ? [] : [{ points: target.points - held.points, reason: 'adjusted', available_us: held.available_us }]

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Static } from 'typebox'
-import { fromMinor, toMinor } from '../domain/money.ts'
+import { fromMinor, MONEY_PATTERN, toMinor } from '../domain/money.ts'
 import { formatUs } from '../domain/time.ts'
 import { tierNamesOf, type CodeSource, type RewardKind } from '../loyalty/rewards.ts'
 import { claimView } from '../batch/decide-rewards.ts'
@@ -36,17 +36,44 @@ export async function shopTiers(db: Kysely<Tables>, shopId: number): Promise<str
   return rule === null ? [] : tierNamesOf(JSON.parse(rule))
 }
 
+const MONEY = new RegExp(MONEY_PATTERN)
+/** A JSON number's own digits: at most 13 before the point and 2 after (String() of 1e21 or 0.001 is refused). */
+const AMOUNT_NUMBER = /^(0|[1-9][0-9]{0,12})(\.[0-9]{1,2})?$/
+const PERCENT_TEXT = /^(100|[1-9][0-9]?)$/
+
+/** A fixed amount's minor units, from "5.00" or 5 (at most two fraction digits); undefined for anything else. */
+function amountMinor(value: unknown): number | undefined {
+  if (typeof value === 'string') return MONEY.test(value) ? toMinor(value) : undefined
+  // Its decimal text has at most two fraction digits, so ×100 rounds to the amount it says.
+  if (typeof value === 'number' && AMOUNT_NUMBER.test(String(value))) return Math.round(value * 100)
+  return undefined
+}
+
+/** A percentage from 10 or "10" (a whole number from 1 to 100); undefined for anything else. */
+function percentOf(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isInteger(value) && value >= 1 && value <= 100 ? value : undefined
+  return typeof value === 'string' && PERCENT_TEXT.test(value) ? Number(value) : undefined
+}
+
 /** What a reward's fields break besides their schema, field by field (empty when nothing). */
 export function rewardProblems(f: Fields, tiers: readonly string[]): FieldProblem[] {
   const problems: FieldProblem[] = []
   if (f.kind === 'fixed_amount') {
-    if (typeof f.value !== 'string')
-      problems.push({ pointer: '/value', detail: 'must be an amount with two fraction digits, such as "5.00", for a fixed_amount' })
-    else if (toMinor(f.value) <= 0) problems.push({ pointer: '/value', detail: 'must be an amount above 0.00 for a fixed_amount' })
+    const minor = amountMinor(f.value)
+    if (minor === undefined)
+      problems.push({
+        pointer: '/value',
+        detail: 'must be an amount as a string with two fraction digits, such as "5.00", or as a number with at most two, such as 5 or 5.5, for a fixed_amount',
+      })
+    else if (minor <= 0) problems.push({ pointer: '/value', detail: 'must be an amount above 0.00 for a fixed_amount' })
     if (f.currency === null)
       problems.push({ pointer: '/currency', detail: 'must be a three-letter uppercase currency code, such as "EUR", for a fixed_amount' })
   } else if (f.kind === 'percentage') {
-    if (typeof f.value !== 'number') problems.push({ pointer: '/value', detail: 'must be a whole percentage from 1 to 100 for a percentage' })
+    if (percentOf(f.value) === undefined)
+      problems.push({
+        pointer: '/value',
+        detail: 'must be a whole percentage from 1 to 100, as a number such as 10 or a string such as "10", for a percentage',
+      })
     if (f.currency !== null) problems.push({ pointer: '/currency', detail: 'must be absent for a percentage' })
   } else {
     if (f.value !== null) problems.push({ pointer: '/value', detail: `must be absent for ${f.kind}` })
@@ -90,8 +117,9 @@ function storedFields(row: RewardRow): Fields {
 }
 
 const valueOf = (kind: RewardKind, value: number | null) => (value === null ? null : kind === 'fixed_amount' ? fromMinor(Number(value)) : Number(value))
+/** The value as stored, from either form the body gave it in (checked: rewardProblems found nothing). */
 const storedValue = (kind: RewardKind, value: string | number | null | undefined) =>
-  value === null || value === undefined ? null : kind === 'fixed_amount' ? toMinor(String(value)) : Number(value)
+  value === null || value === undefined ? null : kind === 'fixed_amount' ? amountMinor(value)! : percentOf(value)!
 
 /** Writes a new reward (its body valid: rewardProblems found nothing). */
 export async function createReward(db: Kysely<Tables>, shopId: number, body: RewardInput, nowUs: number): Promise<RewardRow> {

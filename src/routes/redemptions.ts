@@ -4,7 +4,7 @@ import { uuidv7 } from '../http/uuid-v7.ts'
 import type { Services } from '../services.ts'
 import { arrivalClockUs } from '../http/arrival-clock.ts'
 import { noStore } from '../http/no-store.ts'
-import { commandBodyProblem, idempotencyKey, isUuid, parseId, pointsLimitProblem, problem, sendProblem, submit } from '../http/intake/index.ts'
+import { commandBodyProblem, idempotencyKey, parseId, pointsLimitProblem, problem, sendProblem, submit, uuidOf } from '../http/intake/index.ts'
 import { problemResponses } from '../schemas/problems.ts'
 import { RedemptionBody, RedemptionList, RedemptionParams, RedemptionsQuery, RedemptionView } from '../schemas/redemptions.ts'
 import { IdParams } from '../schemas/resources.ts'
@@ -109,9 +109,9 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
     },
     async (request: FastifyRequest<{ Params: { id: string; redemption_id: string } }>, reply) => {
       const customerId = parseId(request.params.id)
-      const redemptionId = request.params.redemption_id
-      if (customerId === undefined || !isUuid(redemptionId)) {
-        return notFound(reply, `no redemption ${redemptionId} of customer ${request.params.id}`)
+      const redemptionId = uuidOf(request.params.redemption_id)
+      if (customerId === undefined || redemptionId === undefined) {
+        return notFound(reply, `no redemption ${request.params.redemption_id} of customer ${request.params.id}`)
       }
       const outcome = await submit(
         services,

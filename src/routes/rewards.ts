@@ -2,15 +2,14 @@ import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { CommandOutcome } from '../batch/commands.ts'
 import { arrivalClockUs } from '../http/arrival-clock.ts'
-import { idempotencyKey, isUuid, parseId, pointsLimitProblem, problem, sendProblem, submit } from '../http/intake/index.ts'
+import { idempotencyKey, parseId, pointsLimitProblem, problem, sendProblem, submit, uuidOf } from '../http/intake/index.ts'
 import { noStore } from '../http/no-store.ts'
 import { uuidv7 } from '../http/uuid-v7.ts'
 import { randomCodeBody } from '../keys/reward-codes.ts'
 import { claimRowView, shopRewardView } from '../rewards/catalogue.ts'
 import { problemResponses } from '../schemas/problems.ts'
-import { RedemptionsQuery } from '../schemas/redemptions.ts'
 import { IdParams } from '../schemas/resources.ts'
-import { ClaimCancelParams, ClaimList, ClaimParams, ClaimView, ShopRewardList } from '../schemas/rewards.ts'
+import { ClaimCancelParams, ClaimList, ClaimParams, ClaimsQuery, ClaimView, ShopRewardList } from '../schemas/rewards.ts'
 import type { Services } from '../services.ts'
 import { customerClaims, shopRewards } from '../repos/rewards-repo.ts'
 import { findCustomer } from '../repos/read-repo.ts'
@@ -106,7 +105,7 @@ export async function rewardRoutes(app: FastifyInstance, services: Services): Pr
         tags,
         security,
         params: IdParams,
-        querystring: RedemptionsQuery,
+        querystring: ClaimsQuery,
         response: { 200: readAnswer('A page of claims, newest first', ClaimList), ...READ_PROBLEMS() },
       },
     },
@@ -140,8 +139,8 @@ export async function rewardRoutes(app: FastifyInstance, services: Services): Pr
     },
     async (request: FastifyRequest<{ Params: { id: string; claim: string } }>, reply) => {
       const customerId = parseId(request.params.id)
-      const claimId = request.params.claim
-      if (customerId === undefined || !isUuid(claimId)) return notFound(reply, `no claim ${claimId} of customer ${request.params.id}`)
+      const claimId = uuidOf(request.params.claim)
+      if (customerId === undefined || claimId === undefined) return notFound(reply, `no claim ${request.params.claim} of customer ${request.params.id}`)
       const outcome = await submit(services, { command: 'cancel-claim', shopId: request.principal.shopId, customerId, claimId, atUs: nowUs() }, 'cancel')
       if (outcome.status === 'claim-cancelled') return outcome.claim
       return refusal(reply, outcome, customerId)

@@ -1,6 +1,6 @@
 import { Type, type TSchema } from 'typebox'
 import { CODE_PREFIX_PATTERN, CODE_SOURCES, CODES_PER_UPLOAD_MAX, POOL_CODE_PATTERN, REWARD_KINDS, REWARD_POINTS_MAX } from '../loyalty/rewards.ts'
-import { Currency, Money, Text } from './common.ts'
+import { Currency, Text } from './common.ts'
 
 // Rewards (README, Rewards): the catalogue the operators keep, the pools of codes they upload,
 // and the claims the storefront makes with the shop's key.
@@ -19,10 +19,18 @@ const Codes = Type.Unsafe<(typeof CODE_SOURCES)[number]>({
   enum: [...CODE_SOURCES],
   description: 'generated (the service makes each code) or pool (the codes uploaded to the reward, handed out in upload order)',
 })
-const Value = Type.Union([Money, Type.Integer({ minimum: 1, maximum: 100 })], {
-  description:
-    'for fixed_amount an amount with two fraction digits such as "5.00"; for percentage a whole percentage from 1 to 100; absent for the other kinds',
-})
+// Each kind's value is taken as a JSON string or number alike ("5.00" or 5 for an amount, 10 or "10"
+// for a percentage): the catalogue checks it against the kind (src/rewards/catalogue.ts) and the
+// views give each kind's one form.
+const VALUE_DESCRIPTION =
+  'an amount above 0 with at most two fraction digits for fixed_amount, such as "5.00" or 5; a whole percentage from 1 to 100 for percentage, such as 10 or "10"; absent for the other kinds'
+const Value = Type.Union(
+  [
+    Type.String({ pattern: '^[0-9]{1,13}(\\.[0-9]{1,2})?$', description: VALUE_DESCRIPTION }),
+    Type.Number({ minimum: 0, maximum: 9999999999999.99, description: VALUE_DESCRIPTION }),
+  ],
+  { description: VALUE_DESCRIPTION },
+)
 const Prefix = Type.String({ pattern: CODE_PREFIX_PATTERN, description: '1 to 20 letters, digits, dashes or underscores put before each generated code' })
 const Tier = Type.String({ ...Text, minLength: 1, maxLength: 100, description: 'the name of a tier of the shop' })
 
@@ -123,6 +131,12 @@ export const AdminClaimList = Type.Object(
   { items: Type.Array(ClaimView, { description: 'newest first' }), next_cursor: Nullable(Type.String({ description: 'pass as ?cursor= for the next page' })) },
   { additionalProperties: false },
 )
+
+/** A page of a customer's claims (the redemptions' paging: a claim's id is its redemption's). */
+export const ClaimsQuery = Type.Object({
+  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'a whole number of claims per page, 1 to 500 (default 50)' })),
+  cursor: Type.Optional(Type.String({ pattern: '^[0-9a-f-]{36}$', description: 'next_cursor of the previous page' })),
+})
 
 export const ClaimParams = Type.Object({
   id: Type.String({ description: "the shop's id of the customer" }),

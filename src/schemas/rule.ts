@@ -1,15 +1,28 @@
 import { Type } from 'typebox'
-import { RuleSchema } from '../loyalty/rule.ts'
+import { RuleSchema, TierSchema } from '../loyalty/rule.ts'
+import { TIERS_MAX } from '../loyalty/rule-limits.ts'
 import { Id } from './common.ts'
 import { OrderBody } from './webhooks.ts'
 
 // The admin API's points rule (README, Loyalty points › The rule in the admin API).
 
-/** A whole rule: every option, none other. PUT replaces the rule, so nothing is left to a default. */
-export const RuleBody = Type.Object(RuleSchema.properties, {
-  additionalProperties: false,
-  description: 'the whole rule: every option, as GET answers it',
-})
+/** A tier as a body gives it: its multiplier may be left out, for 1 (as the command line's NAME:POINTS). */
+const TierBody = Type.Object(
+  { ...TierSchema.properties, multiplier: Type.Optional(TierSchema.properties.multiplier) },
+  { additionalProperties: false, description: 'a tier: its name, its threshold, and optionally its multiplier (default 1)' },
+)
+
+/** A whole rule: every option, none other. PUT replaces the rule, so nothing is left to a default but a tier's multiplier. */
+export const RuleBody = Type.Object(
+  {
+    ...RuleSchema.properties,
+    tiers: Type.Array(TierBody, { maxItems: TIERS_MAX, description: 'VIP tiers, thresholds ascending; none: no tiers' }),
+  },
+  {
+    additionalProperties: false,
+    description: 'the whole rule: every option, as GET answers it',
+  },
+)
 
 const RuleVersionView = Type.Object(
   {

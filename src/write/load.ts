@@ -494,15 +494,17 @@ async function loadPoints(
 /**
  * What the batch's claims and imports need: the rewards they name and each one's next codes (a
  * pool's, after its cursor, as many as the batch's claims of it), the claims named by id or key,
- * and what the imported customers hold of imports.
+ * the claims still standing of the customers its deletes name (void with the delete), and what
+ * the imported customers hold of imports.
  */
 async function loadRewards(backend: Backend, s: Session, state: BatchState, shopId: number, n: ShopNeeds) {
-  if (n.rewards.size + n.claimIds.size + n.claimIdem.size + n.imports.size === 0) return
+  if (n.rewards.size + n.claimIds.size + n.claimIdem.size + n.imports.size + n.deleted.size === 0) return
   const q = statementsOf(backend)
   const rewardIds = [...n.rewards.keys()]
-  const [claimsById, claimsByIdem, imported, ...perReward] = await s.runMany([
+  const [claimsById, claimsByIdem, liveOfDeleted, imported, ...perReward] = await s.runMany([
     q.claimsById(shopId, [...n.claimIds]),
     q.claimsByIdem(shopId, [...n.claimIdem]),
+    q.liveClaimsOfCustomers(shopId, [...n.deleted]),
     q.importHoldings(shopId, [...n.imports]),
     ...rewardIds.flatMap((id) => [q.reward([id]), q.nextCodes([id, shopId, id, n.rewards.get(id)!])]),
   ] as const)
@@ -522,7 +524,7 @@ async function loadRewards(backend: Backend, s: Session, state: BatchState, shop
     )
     if (found.length < n.rewards.get(id)!) state.poolsLoadedToEnd!.add(keyOf(shopId, id))
   })
-  for (const row of [...claimsById, ...claimsByIdem]) {
+  for (const row of [...claimsById, ...claimsByIdem, ...liveOfDeleted]) {
     state.claims.set(keyOf(shopId, row.id), storedClaim(shopId, row))
     if (row.idem_key !== null) state.claimIdem.set(keyOf(shopId, row.idem_key), row.id)
   }

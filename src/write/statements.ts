@@ -144,6 +144,14 @@ export function batchStatements(f: StatementFactory) {
     ),
     claimsById: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'id', keyType: 'text' }),
     claimsByIdem: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'idem_key', keyType: 'text' }),
+    /** The claims still standing of customers a batch deletes (claims_customer): their codes are void with the delete. */
+    liveClaimsOfCustomers: f.lookup<Selectable<ClaimsTable>>({
+      table: 'claims',
+      columns: '*',
+      column: 'customer_id',
+      keyType: 'bigint',
+      where: 'AND cancelled_us IS NULL',
+    }),
     /** What customers hold of imports: their import entries' net per date (ledger_customer, the reason checked on the customer's rows). */
     importHoldings: f.lookup<{ customer_id: number; available_us: number; points: number }>({
       table: 'ledger',

@@ -139,7 +139,7 @@ forEachDatabase((kind) => {
     const cases: [Record<string, unknown>, string[]][] = [
       [{ kind: 'fixed_amount' }, ['/currency', '/value']],
       [{ kind: 'fixed_amount', value: '0.00', currency: 'EUR' }, ['/value']],
-      [{ kind: 'fixed_amount', value: 5, currency: 'EUR' }, ['/value']],
+      [{ kind: 'fixed_amount', value: 5.555, currency: 'EUR' }, ['/value']],
       [{ kind: 'fixed_amount', value: '5.5', currency: 'eur' }, ['/currency', '/value']],
       [{ kind: 'percentage' }, ['/value']],
       [{ kind: 'percentage', value: 101, currency: 'EUR' }, ['/currency', '/value']],

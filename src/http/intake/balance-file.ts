@@ -41,7 +41,15 @@ export function readBalanceFile(bytes: Buffer | string, tiers: readonly string[]
     return { problems: [{ pointer: '/1', detail: `line 1: the header is missing: it names the columns, ${REQUIRED_COLUMNS.join(', ')} at least` }], count: 1 }
   const columns = header.record
   columns.forEach((name, i) => {
-    if (!(IMPORT_COLUMNS as readonly string[]).includes(name)) refuse(header.info.lines, name, `is not a column an import takes (${IMPORT_COLUMNS.join(', ')})`)
+    // An empty name (a comma at the end of the header, or two in a row) is named by its place.
+    if (name === '')
+      refuse(
+        header.info.lines,
+        '',
+        `column ${i + 1} has no name${i === columns.length - 1 ? ': the header ends with a comma' : ''}; name it (${IMPORT_COLUMNS.join(', ')}) or remove it`,
+      )
+    else if (!(IMPORT_COLUMNS as readonly string[]).includes(name))
+      refuse(header.info.lines, name, `is not a column an import takes (${IMPORT_COLUMNS.join(', ')})`)
     else if (columns.indexOf(name) !== i) refuse(header.info.lines, name, 'is named twice')
   })
   for (const name of REQUIRED_COLUMNS) if (!columns.includes(name)) refuse(header.info.lines, name, 'is a column the header must name')
@@ -130,14 +138,33 @@ const EXPIRES_AT_EARLIEST_US = parseInstantUs(EXPIRES_AT_EARLIEST)!
 const expiresUsOf = (cell: string | undefined): number | null => (cell === undefined ? null : (parseInstantUs(cell) ?? Number.NaN))
 
 /**
- * The file's records with the line each starts on, cells trimmed, empty lines left out. A file with
- * no quote has one record per line, whose number is its place: parsed without csv-parse's
- * per-record info, which doubled the cost of a million lines. Quoted cells may hold line breaks:
- * such a file is parsed with it.
+ * The file's records with the line each starts on, cells trimmed, empty lines left out. Lines may
+ * end in CR LF or LF, mixed (a header saved on Windows, lines appended on Linux): read alike. A
+ * file with no quote has one record per line, whose number is its place: parsed without
+ * csv-parse's per-record info, which doubled the cost of a million lines. Quoted cells may hold
+ * line breaks: such a file is parsed with it, and a record is named by the line it starts on.
  */
-function csvRecords(text: string): { record: string[]; info: { lines: number } }[] {
+function csvRecords(file: string): { record: string[]; info: { lines: number } }[] {
+  // csv-parse takes the first line's ending for the whole file: one form for every line.
+  const text = file.includes('\r\n') ? file.replace(/\r\n/g, '\n') : file
   const options = { bom: true, trim: true, relax_column_count: true } as const
-  if (text.includes('"')) return parse(text, { ...options, skip_empty_lines: true, info: true }) as unknown as { record: string[]; info: { lines: number } }[]
+  if (text.includes('"')) {
+    const parsed = parse(text, { ...options, skip_empty_lines: true, info: true, raw: true }) as unknown as {
+      record: string[]
+      raw: string
+      info: { lines: number }
+    }[]
+    // `lines` is the line a record ends on: less the line breaks inside it (its raw text holds the
+    // empty lines skipped before it, and the break that ends it), the line it starts on.
+    return parsed.map(({ record, raw, info }) => {
+      const inside =
+        raw
+          .replace(/^(?:[ \t]*\n)+/, '')
+          .replace(/\n$/, '')
+          .split('\n').length - 1
+      return { record, info: { lines: info.lines - inside } }
+    })
+  }
   const rows = parse(text, { ...options, skip_empty_lines: false }) as string[][]
   const out: { record: string[]; info: { lines: number } }[] = []
   rows.forEach((record, i) => {

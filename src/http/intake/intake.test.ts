@@ -5,7 +5,7 @@ import type { PointsCommand } from '../../batch/commands.ts'
 import { PROBLEMS, type ProblemStatus } from '../../schemas/problems.ts'
 import type { BatchResult } from '../../write/unit-of-work.ts'
 import { GroupCommitWriter } from '../../write/group-commit.ts'
-import { idempotencyKey, isEventId, isUuid, NotStored, parseId, problem, ProblemError, submit, type ProblemType, type Writing } from './index.ts'
+import { idempotencyKey, isEventId, NotStored, parseId, problem, ProblemError, submit, uuidOf, type ProblemType, type Writing } from './index.ts'
 
 // The intake kit on its own: what the routes' answers are made of. The answers themselves are
 // tested over HTTP (test/intake/hostile-input.test.ts, test/points/redemptions.test.ts, test/resilience/db-outage.test.ts).
@@ -39,8 +39,9 @@ describe('ids', () => {
   })
 
   test('redemption and event ids', () => {
-    assert.ok(isUuid('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'))
-    assert.ok(!isUuid('0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B'))
+    assert.equal(uuidOf('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'), '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b')
+    assert.equal(uuidOf('0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B'), '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', 'either case, as the service writes it')
+    assert.equal(uuidOf('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5'), undefined)
     assert.ok(isEventId('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'))
     assert.ok(!isEventId('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5'))
   })

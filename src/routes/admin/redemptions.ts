@@ -5,7 +5,7 @@ import { recordAudit } from '../../repos/admin-repo.ts'
 import { customerRedemptions } from '../../repos/points-repo.ts'
 import { findCustomer } from '../../repos/read-repo.ts'
 import { readAnswer } from '../resources.ts'
-import { isUuid, notFound, parseId, shopByName, submit } from '../../http/intake/index.ts'
+import { notFound, parseId, shopByName, submit, uuidOf } from '../../http/intake/index.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
 // A customer's redemptions, as the shop's own endpoint lists them (a deleted customer's too), and
@@ -65,9 +65,9 @@ export async function redemptionRoutes(scope: FastifyInstance, ctx: AdminContext
     async (request) => {
       const shop = await shopByName(services, request.params.shop)
       const customerId = parseId(request.params.id)
-      const redemptionId = request.params.redemption_id
-      const unknown = `no redemption ${redemptionId} of customer ${request.params.id} in shop ${shop.name}`
-      if (customerId === undefined || !isUuid(redemptionId)) throw notFound(unknown)
+      const redemptionId = uuidOf(request.params.redemption_id)
+      const unknown = `no redemption ${request.params.redemption_id} of customer ${request.params.id} in shop ${shop.name}`
+      if (customerId === undefined || redemptionId === undefined) throw notFound(unknown)
       const outcome = await submit(services, { command: 'cancel', shopId: shop.id, customerId, redemptionId, atUs: ctx.nowUs() }, 'cancel')
       if (outcome.status === 'not-found') throw notFound(unknown)
       if (outcome.status !== 'cancelled') throw new Error(`unexpected outcome ${outcome.status}`)
