@@ -8,7 +8,8 @@
 //   its time waiting (on PostgreSQL, on the SQLite writer thread's fsync, on timers and the
 //   processes it starts), not computing.
 // - The files that took longest in the last run start first, so that none is left running alone
-//   at the end; files never timed go first, largest first (build/test-seconds.json keeps the times).
+//   at the end; files never timed go first, largest first (build/test-seconds.json keeps the times;
+//   test/support/test-seconds.json, a copy of one run's, orders a clean clone's first run).
 // - --profile: the slowest 20 files with their seconds, and the total, at the end.
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -36,7 +37,9 @@ function testFiles(dir) {
 }
 
 const files = named.length > 0 ? named : [...testFiles('src'), ...testFiles('test')].sort()
-const last = existsSync(TIMES) ? JSON.parse(readFileSync(TIMES, 'utf8')) : {}
+// The last run's times, else those of a run kept with the sources (a clean clone's first run).
+const KEPT = join(ROOT, 'test/support/test-seconds.json')
+const last = [TIMES, KEPT].filter((file) => existsSync(file)).map((file) => JSON.parse(readFileSync(file, 'utf8')))[0] ?? {}
 const size = (file) => statSync(join(ROOT, file)).size
 // Longest first; a file with no time yet counts as longer than any, the larger first.
 const ordered = [...files].sort((a, b) => (last[b] ?? Infinity) - (last[a] ?? Infinity) || size(b) - size(a) || a.localeCompare(b))

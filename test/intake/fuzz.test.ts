@@ -19,7 +19,6 @@ import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREAT
 // and after each property that the app still takes and serves an ordinary webhook,
 // with no uncaught exception or unhandled rejection on the way.
 
-
 const HOOKS = [CUSTOMER_CREATED, CUSTOMER_DELETED, ORDER_CREATED] as const
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'] as const
 type Method = (typeof METHODS)[number]
