@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The test step of `npm test` (after lint and build), and `npm run test:profile`: every
+// The test step of `npm test` (after the build), and `npm run test:profile`: every
 // *.test.ts under src/ and test/ (or the files named), each file in its own process, with
 // test/support/loader.js (the sources from the fresh build in dist/, the tests' types stripped by
 // @swc/core) and node's spec reporter.
@@ -10,6 +10,8 @@
 // - The files that took longest in the last run start first, so that none is left running alone
 //   at the end; files never timed go first, largest first (build/test-seconds.json keeps the times;
 //   test/support/test-seconds.json, a copy of one run's, orders a clean clone's first run).
+// - --lint: `npm run lint` and `npm run lint:openapi` run meanwhile, their output and verdict
+//   printed after the tests'; any failure fails the run.
 // - --profile: the slowest 20 files with their seconds, and the total, at the end.
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -24,7 +26,20 @@ const PROFILE_LINES = join(BUILD, `test-profile-${process.pid}.jsonl`)
 
 const args = process.argv.slice(2)
 const profile = args.includes('--profile')
-const named = args.filter((a) => a !== '--profile')
+const withLint = args.includes('--lint')
+const named = args.filter((a) => a !== '--profile' && a !== '--lint')
+
+/** `npm run <script>` with its output kept, for --lint: the checks run while the tests wait on their databases. */
+function check(script) {
+  return new Promise((resolve) => {
+    const run = spawn('npm', ['run', '--silent', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    run.stdout.on('data', (chunk) => (output += chunk))
+    run.stderr.on('data', (chunk) => (output += chunk))
+    run.on('close', (code) => resolve({ script, code, output }))
+  })
+}
+const checks = withLint ? Promise.all(['lint', 'lint:openapi'].map(check)) : Promise.resolve([])
 
 function testFiles(dir) {
   const found = []
@@ -64,7 +79,7 @@ const child = spawn(
 )
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal))
 
-child.on('exit', (code, signal) => {
+child.on('exit', async (code, signal) => {
   const wall = (Date.now() - started) / 1000
   const timed = existsSync(PROFILE_LINES)
     ? readFileSync(PROFILE_LINES, 'utf8')
@@ -83,5 +98,10 @@ child.on('exit', (code, signal) => {
     const sum = timed.reduce((total, { seconds }) => total + seconds, 0)
     console.log(`${wall.toFixed(1).padStart(8)} s  in all (the files' own times add up to ${sum.toFixed(0)} s)`)
   }
-  process.exitCode = signal ? 1 : (code ?? 1)
+  let failed = signal !== null || code !== 0
+  for (const run of await checks) {
+    console.log(`\nnpm run ${run.script}: ${run.code === 0 ? 'passed' : `failed (exit code ${run.code})`}\n${run.output.trimEnd()}`)
+    if (run.code !== 0) failed = true
+  }
+  process.exitCode = failed ? 1 : 0
 })
