@@ -35,6 +35,19 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    files: ['src/**/*.test.ts', 'test/**'],
+    // One knob sizes every property test (PROPERTY_RUNS, test/support/seed.ts): a count of cases goes through runs().
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "Property[key.name='numRuns'][value.type='Literal']",
+          message: 'write numRuns: runs(n), from test/support/seed.ts, so that PROPERTY_RUNS sizes it',
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.cjs'],
     // CommonJS configuration files (dependency-cruiser's).
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },

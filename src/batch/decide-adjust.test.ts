@@ -6,6 +6,7 @@ import { adjustmentEntries, availableAt, DAY_US } from '../loyalty/wallet.ts'
 import type { AdjustCommand } from './commands.ts'
 import { decidePoints } from './decide-points.ts'
 import { emptyState, keyOf, NO_LOYALTY, type BatchState, type LedgerRow, type StoredAdjustment } from './state.ts'
+import { runs } from '../../test/support/seed.ts'
 
 // Manual adjustments (the console), given/when/then with no database: added points are
 // available at once, taken points are taken oldest first, and `available` never goes below zero.
@@ -201,7 +202,7 @@ describe('adjustmentEntries', () => {
           if (points < 0) assert.ok(after >= 0)
         },
       ),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     )
   })
 })

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 import { ADJUSTMENT_POINTS_MAX, BALANCE_POINTS_MAX, REDEMPTION_POINTS_MAX } from '../loyalty/points-limits.ts'
 import { normalizeRule } from '../loyalty/rule.ts'
 import { DAY_US } from '../loyalty/wallet.ts'
@@ -145,7 +145,7 @@ describe('the balance limit', () => {
           }
         },
       ),
-      { numRuns: 200 },
+      { numRuns: runs(200) },
     )
   })
 })

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 import { mergeOrder, type CustomerRecord, type OrderRecord } from '../domain/merge.ts'
 import { parseInstantUs } from '../domain/time.ts'
 import { orderPatch, type Webhook } from '../domain/webhook.ts'
@@ -665,7 +665,7 @@ describe('property', () => {
         fc.property(batchArb(spec), ([specs, versions, permuted]) => {
           assert.deepEqual(finalOf(specs, permuted, versions), finalOf(specs, [...specs.keys()], versions))
         }),
-        { numRuns },
+        { numRuns: runs(numRuns) },
       )
     }
 

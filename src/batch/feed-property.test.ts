@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 import { decide, webhook as hook } from '../../test/support/decider.ts'
 import type { Topic, Webhook } from '../domain/webhook.ts'
 import type { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
@@ -99,6 +99,6 @@ test("every row a decision writes has one entry; none carries personal data; eac
         }
       },
     ),
-    { numRuns: 300 },
+    { numRuns: runs(300) },
   )
 })

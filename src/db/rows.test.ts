@@ -9,7 +9,7 @@ import { isFlagSchema, isListSchema, isMoneySchema } from '../schemas/field-kind
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import { customerRow, orderRow, storedCustomer, storedOrder } from './rows.ts'
 import type { CustomersTable, OrdersTable } from './tables.ts'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 
 const clock = fc
   .tuple(fc.integer({ min: 0, max: 2 ** 52 }), fc.integer({ min: 0, max: 2 ** 52 }))
@@ -27,7 +27,7 @@ test("a customer's clocks come back from its row as they went in", () => {
       const row = customerRow({ shopId: 1, record, rev: 0, lastHash: null, lastEventId: null, erasedEmailSha: null, loyalty: NO_LOYALTY })
       assert.deepEqual(storedCustomer(1, row as Selectable<CustomersTable>).record.clocks, clocks)
     }),
-    { numRuns: 300 },
+    { numRuns: runs(300) },
   )
 })
 
@@ -38,7 +38,7 @@ test("an order's clocks come back from its row as they went in, in a fifth of th
       const row = orderRow({ shopId: 1, record, rev: 0, lastHash: null, lastEventId: null })
       assert.deepEqual(storedOrder(1, row as Selectable<OrdersTable>).record.clocks, clocks)
     }),
-    { numRuns: 300 },
+    { numRuns: runs(300) },
   )
   const same = { version_us: 1_717_000_000_000_000, arrival_us: 1_717_000_000_123_456 }
   const clocks = Object.fromEntries(ORDER_FIELDS.map((f) => [f, same]))

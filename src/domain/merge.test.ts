@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 import {
   CUSTOMER_FIELDS,
   emptyCustomer,
@@ -303,7 +303,7 @@ describe('mergeCustomer', () => {
         const deletes = list.filter((p) => p.deleted).map((p) => p.clock.version_us)
         assert.equal(expected.erased_us, deletes.length === 0 ? null : Math.max(...deletes))
       }),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     )
   })
 })
@@ -654,7 +654,7 @@ describe('mergeOrder', () => {
         assert.deepEqual(comparable(fold(mergeOrder, permuted).state), comparable(expected))
         assertDatedRules(list, expected)
       }),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     )
   })
 
@@ -665,7 +665,7 @@ describe('mergeOrder', () => {
         assert.deepEqual(comparable(fold(mergeOrder, permuted).state), comparable(expected))
         assertDatedRules(list, expected)
       }),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     )
   })
 
@@ -699,7 +699,7 @@ describe('mergeOrder', () => {
         const cancels = list.map((p) => p.cancelled_us).filter((c): c is number => typeof c === 'number')
         assert.equal(expected.cancelled_us, cancels.length === 0 ? null : Math.min(...cancels))
       }),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     )
   })
 
@@ -716,7 +716,7 @@ describe('mergeOrder', () => {
         const cancelWriter = latest(list.filter((p) => p.cancelled_us != null && p.cancelled_us === expected.cancelled_us))
         assert.deepEqual([expected.clocks.cancelled_at, expected.cancelled_at], [cancelWriter?.clock, cancelWriter?.fields.cancelled_at ?? null])
       }),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     )
   })
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 import { fromMinor, MONEY_PATTERN, toMinor } from './money.ts'
 
 const money = new RegExp(MONEY_PATTERN)
@@ -96,7 +96,7 @@ test('property: toMinor is exact on every two-decimal amount, canonical or not',
       assert.match(written, money)
       assert.equal(toMinor(written), minor)
     }),
-    { numRuns: 2000 },
+    { numRuns: runs(2000) },
   )
 })
 
@@ -105,7 +105,7 @@ test('property: the pattern accepts exactly the amounts that read back as sent',
     fc.property(fc.oneof(moneyShapedText, canonicalMoneyText), (text) => {
       assert.equal(money.test(text), fromMinor(toMinor(text)) === text, text)
     }),
-    { numRuns: 2000 },
+    { numRuns: runs(2000) },
   )
 })
 
@@ -115,7 +115,7 @@ test('property: fromMinor(toMinor(s)) is s for every amount the pattern accepts'
       assert.match(text, money)
       assert.equal(fromMinor(toMinor(text)), text)
     }),
-    { numRuns: 2000 },
+    { numRuns: runs(2000) },
   )
 })
 
@@ -127,6 +127,6 @@ test('property: toMinor(fromMinor(m)) is m for every amount of at most 13 intege
       assert.equal(toMinor(text), minor)
       assert.equal(text.startsWith('-'), minor < 0)
     }),
-    { numRuns: 2000 },
+    { numRuns: runs(2000) },
   )
 })

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 import { daysFromCivil, EARLIEST_INSTANT, END_OF_INSTANTS, formatInstant, formatUs, isInstant, isLeapYear, parseInstantUs, readInstant } from './time.ts'
 
 const us = (iso: string) => {
@@ -140,7 +140,7 @@ test('property: the same instant written at any offset parses to the same micros
       assert.equal(parseInstantUs(writeAt(instant, a, colon)), instant)
       assert.equal(parseInstantUs(writeAt(instant, b, !colon)), instant)
     }),
-    { numRuns: 500 },
+    { numRuns: runs(500) },
   )
 })
 
@@ -151,7 +151,7 @@ test('property: parsing preserves the order of instants, whatever their offsets'
       const py = parseInstantUs(writeAt(y, oy, false))!
       assert.equal(Math.sign(px - py), Math.sign(x - y))
     }),
-    { numRuns: 500 },
+    { numRuns: runs(500) },
   )
 })
 
@@ -164,7 +164,7 @@ test('formatUs writes UTC with six fraction digits, and parses back to the same 
       assert.match(text, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
       assert.equal(parseInstantUs(text), instant)
     }),
-    { numRuns: 500 },
+    { numRuns: runs(500) },
   )
 })
 
@@ -190,7 +190,7 @@ test('property: daysFromCivil agrees with Date for every day of years 0000 to 99
       fc.pre(day <= last)
       assert.equal(daysFromCivil(year, month, day), dateDays(year, month, day))
     }),
-    { numRuns: 2000 },
+    { numRuns: runs(2000) },
   )
   assert.equal(daysFromCivil(1970, 1, 1), 0)
   assert.equal(daysFromCivil(0, 1, 1), -719_528)
@@ -255,7 +255,7 @@ test('property: over the whole span, every instant formats and parses back exact
       assert.equal(py, y)
       assert.equal(Math.sign(px - py), Math.sign(x - y))
     }),
-    { numRuns: 1000 },
+    { numRuns: runs(1000) },
   )
 })
 
@@ -322,6 +322,6 @@ test("property: every text is read as the pattern's groups say (fields by positi
     fc.property(fc.oneof({ weight: 9, arbitrary: text }, { weight: 1, arbitrary: fc.string({ maxLength: 40 }) }), (t) => {
       assert.deepEqual(readInstant(t), readByGroups(t), t)
     }),
-    { numRuns: 20_000 },
+    { numRuns: runs(20_000) },
   )
 })

@@ -5,6 +5,7 @@ import fc from 'fast-check'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import { boundedValidatorCompiler, type BoundedErrors } from './bounded-validator.ts'
 import { AJV_SETTINGS, fieldErrors, firstErrors } from './validation.ts'
+import { runs } from '../../test/support/seed.ts'
 
 // The bounded validator must say exactly what ajv with allErrors says, field by field, in the
 // same order, and count the same invalid fields; it only stops describing them after `keep`.
@@ -46,14 +47,14 @@ const order = fc
 test('customer bodies: the same errors as ajv with allErrors, the first KEEP fields described and the rest counted', () => {
   fc.assert(
     fc.property(fc.oneof(customer, anything), (data) => compare(CustomerBody, data)),
-    { numRuns: 2000 },
+    { numRuns: runs(2000) },
   )
 })
 
 test('order bodies: the same errors as ajv with allErrors, the first KEEP fields described and the rest counted', () => {
   fc.assert(
     fc.property(fc.oneof(order, anything), (data) => compare(OrderBody, data)),
-    { numRuns: 2000 },
+    { numRuns: runs(2000) },
   )
 })
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 import { integerTexts, inexactIntegerErrors, isExactInteger } from './exact-ids.ts'
 
 const BOTH = ['/id', '/customer/id'] as const
@@ -177,6 +177,6 @@ test('property: the texts found are those JSON.parse read the ids from', () => {
         if (found['/customer/id'] !== undefined) assert.equal(parsedCustomerId, Number(found['/customer/id']))
       },
     ),
-    { numRuns: 2000 },
+    { numRuns: runs(2000) },
   )
 })

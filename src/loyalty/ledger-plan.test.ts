@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 import { holdingsOf } from '../batch/decide.ts'
 import type { LedgerLine } from '../batch/state.ts'
 import { planOrderEntries, REASONS, sameHolder, type Holder, type Holding, type Owner, type PlannedEntry, type Reason } from './ledger-plan.ts'
@@ -239,7 +239,7 @@ test('property: the owner ends holding exactly the target on its date, nobody el
         assert.deepEqual(planOrderEntries(holdingsOf([...lines, ...asLines(entries)]), owner, target, forfeits), [])
       },
     ),
-    { numRuns: 1_000 },
+    { numRuns: runs(1_000) },
   )
 })
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 import { emptyOrder, type OrderRecord } from '../domain/merge.ts'
 import { availableUs, earningAmount, pointsFor, targetFor } from './points.ts'
 import { DEFAULT_RULE, normalizeRule, type Rule, type VersionedRule } from './rule.ts'
@@ -87,7 +87,7 @@ test('pointsFor equals exact integer arithmetic for any amount and any rate with
         assert.equal(pointsFor(amount, rate), exactPoints(BigInt(amount), BigInt(rateE4)))
       },
     ),
-    { numRuns: 2_000 },
+    { numRuns: runs(2_000) },
   )
 })
 
@@ -290,7 +290,7 @@ test('targetFor is pure: once processed, the arrivals, clocks and updated_at of 
         assert.equal(a.points, paid && !refunded ? Math.floor(Math.max(0, subtotal - giftcard) / 100) : 0)
       },
     ),
-    { numRuns: 300 },
+    { numRuns: runs(300) },
   )
 })
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
-import '../../test/support/seed.ts'
+import { runs } from '../../test/support/seed.ts'
 import { programAfterChange, tagSetOf, type ProgramSchedule } from './program.ts'
 import { normalizeRule } from './rule.ts'
 import { excludedAt, multiplied, nextTierChangeUs, tierAt, tiersAt, type Earning, type TierFloor } from './tiers.ts'
@@ -138,7 +138,7 @@ test('tiers at many instants in one pass are the tiers at each, counted one by o
         )
       },
     ),
-    { numRuns: 300 },
+    { numRuns: runs(300) },
   )
 })
 

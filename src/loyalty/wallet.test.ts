@@ -6,6 +6,7 @@ import { decidePoints } from '../batch/decide-points.ts'
 import { emptyState, keyOf, NO_LOYALTY, type LedgerRow, type StoredRedemption } from '../batch/state.ts'
 import { normalizeRule } from './rule.ts'
 import { addToLots, availableAt, customerExpiry, DAY_US, expiringBetween, expiryCorrections, spend, type Lot } from './wallet.ts'
+import { runs } from '../../test/support/seed.ts'
 
 // The points decider given/when/then, and a property over random interleavings of earning,
 // refunds, redemptions, cancels and time passing: the store is simulated by a list of entries.
@@ -287,7 +288,7 @@ test(`whatever the interleaving, redemptions never take the balance below zero, 
         assert.equal(balance(), earned - pending - standing)
       }
     }),
-    { numRuns: 300, seed: SEED },
+    { numRuns: runs(300), seed: SEED },
   )
 })
 

@@ -16,6 +16,7 @@ import {
   type TestApp,
   type TestDatabase,
 } from '../support/harness.ts'
+import { until } from '../support/eventually.ts'
 import { readStream, startNats, streamCount, type TestNats } from '../support/nats.ts'
 import { createKey, killAllServers, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
 
@@ -509,12 +510,7 @@ describe('sqlite', onDatabase('sqlite'), () => {
 })
 
 describe('sqlite: deployments sharing one NATS', onDatabase('sqlite'), () => {
-  const waitFor = async (what: string, check: () => Promise<boolean>, signal: AbortSignal, ms = 30_000) => {
-    for (const until = Date.now() + ms; !(await check()); await sleep(100)) {
-      signal.throwIfAborted()
-      if (Date.now() > until) throw new Error(`${what}: not within ${ms} ms`)
-    }
-  }
+  const waitFor = (what: string, check: () => Promise<boolean>, signal: AbortSignal, ms = 30_000) => until(what, check, ms, { signal })
 
   test(
     'two deployments on two databases, each with a shop 1, on one stream, and a third with a stream of its own: every entry of each, told apart',

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import fc from 'fast-check'
-import '../support/seed.ts'
+import { runs } from '../support/seed.ts'
 import type { CustomerRecord, OrderRecord } from '../../src/domain/merge.ts'
 import { fromMinor } from '../../src/domain/money.ts'
 import type { Status, Topic } from '../../src/domain/webhook.ts'
@@ -51,7 +51,7 @@ const EMAIL_OF: Record<number, string> = { 1: 'Buyer@example.com', 2: 'b@example
 const withEmail = <F extends { email?: string }>(id: number, fields: F): F => (fields.email === undefined ? fields : { ...fields, email: EMAIL_OF[id]! })
 const ORDER_IDS = [101, 102, 103] as const
 const BASE_US = Date.UTC(2024, 4, 1, 12) * 1000
-const RUNS = Number(process.env.CONVERGENCE_RUNS ?? 75)
+const RUNS = runs(75)
 // Exactly RUNS cases each, with no time limit (test/support/seed.ts prints the seed). A failing case
 // shrinks through many fresh shops, which takes a while; passing, a property takes a few seconds.
 

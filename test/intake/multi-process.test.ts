@@ -19,6 +19,7 @@ import { createKey, request, startServerProcess, stopServerProcess, type Answer,
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
 import { openBackend } from '../../src/db/database.ts'
+import { runs } from '../support/seed.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
 
 // Several server processes on one PostgreSQL converge (README, "How state converges":
@@ -41,11 +42,11 @@ import { writeRule } from '../../src/repos/rule-repo.ts'
 // newsletter bonuses, an excluded tag, VIP tiers over a 30-day window (orders processed days
 // apart, so late ones re-price others), a tag tier, or nothing.
 //
-// MULTIPROC_SEED and MULTIPROC_ROUNDS replay or extend a run (the seed is printed);
+// MULTIPROC_SEED replays a run (the seed is printed) and PROPERTY_RUNS scales its rounds;
 // MULTIPROC_PROCESSES changes the number of processes (1 shows what lanes alone do).
 
 const SEED = Number(process.env.MULTIPROC_SEED ?? 20261122)
-const ROUNDS = Number(process.env.MULTIPROC_ROUNDS ?? 10)
+const ROUNDS = runs(10)
 const PROCESSES = Number(process.env.MULTIPROC_PROCESSES ?? 3)
 /** Customers 1–3 may be deleted and are always embedded by their orders; 4 and 5 are matched by e-mail. */
 const DELETABLE = [1, 2, 3] as const

@@ -4,6 +4,7 @@ import { sql } from 'kysely'
 import { openBackend } from '../../src/db/database.ts'
 import type { Backend } from '../../src/db/dialect.ts'
 import { runCli } from '../support/cli-process.ts'
+import { until } from '../support/eventually.ts'
 import {
   createTestDatabase,
   CUSTOMER_CREATED,
@@ -213,14 +214,8 @@ forEachDatabase((kind) => {
       assert.ok(line, `${name} in /metrics`)
       return Number(line.split(' ')[1])
     }
-    const until = async (what: string, check: () => Promise<boolean>) => {
-      // A bound on the wait, not a timed assertion: the service passes every second.
-      for (let i = 0; i < 600; i++) {
-        if (await check()) return
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-      assert.fail(`${what} did not happen within a minute`)
-    }
+    // A bound on each wait, not a timed assertion: the service passes every second.
+    const within = (what: string, check: () => Promise<boolean>) => until(what, check, 60_000)
 
     test('events past EVENT_RETENTION_DAYS go, the rest stay, and the gauges follow', async () => {
       const ids: string[] = []
@@ -228,17 +223,17 @@ forEachDatabase((kind) => {
       const stateBefore = await stateOf(side)
       // Within the period: kept, and the gauge shows their age.
       await backdate(side, ids.slice(0, 1050), 45)
-      await until('the oldest event age of about 45 days', async () => (await metric('shop_intake_oldest_event_age_seconds')) > 44 * 86_400)
+      await within('the oldest event age of about 45 days', async () => (await metric('shop_intake_oldest_event_age_seconds')) > 44 * 86_400)
       assert.ok((await metric('shop_intake_database_bytes')) > 0)
       assert.equal((await eventIds(side)).length, 1100)
       // Past it: more than two transactions' worth.
       await backdate(side, ids.slice(0, 1050), 30)
-      await until('pruning', async () => (await eventIds(side)).length === 50)
+      await within('pruning', async () => (await eventIds(side)).length === 50)
       assert.deepEqual(await eventIds(side), ids.slice(1050).sort())
       assert.deepEqual(await stateOf(side), stateBefore)
       // The counter follows the commit the side connection already sees.
-      await until('the pruned counter at 1050', async () => (await metric('shop_intake_events_pruned_total')) === 1050)
-      await until('the oldest event age back under a day', async () => (await metric('shop_intake_oldest_event_age_seconds')) < 86_400)
+      await within('the pruned counter at 1050', async () => (await metric('shop_intake_events_pruned_total')) === 1050)
+      await within('the oldest event age back under a day', async () => (await metric('shop_intake_oldest_event_age_seconds')) < 86_400)
       assert.equal((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200)
     })
   })

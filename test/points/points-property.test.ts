@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import fc from 'fast-check'
-import '../support/seed.ts'
+import { runs } from '../support/seed.ts'
 import { fromMinor } from '../../src/domain/money.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { rebuildPoints } from '../../src/write/rebuild.ts'
@@ -18,7 +18,7 @@ import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type Te
 //
 // Each run uses fresh shops, so runs cannot see each other.
 
-const RUNS = Number(process.env.POINTS_RUNS ?? 30)
+const RUNS = runs(30)
 const DAY_MS = 86_400_000
 const OLD = '2024-01-10T10:00:00Z'
 const RECENT = new Date(Date.now() - DAY_MS).toISOString()

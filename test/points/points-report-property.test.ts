@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import fc from 'fast-check'
-import '../support/seed.ts'
+import { runs } from '../support/seed.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { formatDay, REPORT_FLOWS } from '../../src/loyalty/points-report.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
@@ -13,9 +13,9 @@ import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, sta
 // claimed, redemptions and their cancels, operators' adjustments, expiry, days passing), the
 // points report reconciles exactly: what is outstanding at its last bucket's end is the sum of the
 // customers' available and pending points as their points endpoint gives them, and in every
-// bucket the flows add up to the change in what is outstanding. REPORT_RUNS sets the case count.
+// bucket the flows add up to the change in what is outstanding. PROPERTY_RUNS scales the case count.
 
-const RUNS = Number(process.env.REPORT_RUNS ?? 10)
+const RUNS = runs(10)
 const DAY_MS = 86_400_000
 const CUSTOMERS = [1, 2, 3] as const
 const GUEST_EMAIL = 'guest@example.com'

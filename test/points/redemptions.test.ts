@@ -7,6 +7,7 @@ import { writeRule } from '../../src/repos/rule-repo.ts'
 import type { SqliteBatchWriter } from '../../src/write/sqlite/writer.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 import { assertUnavailable } from '../support/problems.ts'
+import { runs } from '../support/seed.ts'
 
 // Redemptions over HTTP: spending, the problems, idempotency, cancels, oldest points
 // first, debt, and many redemptions at once that never overspend. Each test has a shop of its own.
@@ -309,7 +310,7 @@ describe('the OpenAPI document and hostile requests', onDatabase('sqlite'), () =
           if (res.statusCode >= 400) assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
         },
       ),
-      { numRuns: 300, seed: SEED },
+      { numRuns: runs(300), seed: SEED },
     )
     const p = (await t.get('/v3/customers/1/points?limit=500')).json()
     assert.ok(p.available >= 0)

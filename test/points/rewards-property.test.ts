@@ -4,16 +4,16 @@ import fc from 'fast-check'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
-import '../support/seed.ts'
+import { runs } from '../support/seed.ts'
 
 // Whatever the interleaving of earning, claims (of generated codes and of a pool), cancellations
 // and refunds, sent in groups that run at once: a claim never takes the balance below zero (only
 // a refund of spent points may, flagged debt), the ledger sums to the balance, no code is handed
 // out twice, a pool hands out only its own codes, each once, in upload order, and its codes left
-// are what was uploaded less what was handed out. REWARDS_RUNS raises the number of cases.
+// are what was uploaded less what was handed out. PROPERTY_RUNS scales the number of cases.
 
 const OLD = '2024-01-10T10:00:00Z'
-const RUNS = Number(process.env.REWARDS_RUNS ?? 10)
+const RUNS = runs(10)
 const POOL = ['P01', 'P02', 'P03', 'P04', 'P05', 'P06']
 
 type Op =

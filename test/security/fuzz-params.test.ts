@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import fc from 'fast-check'
-import '../support/seed.ts'
+import { runs } from '../support/seed.ts'
 import { generateKey, hashKey, keyHint } from '../../src/keys/api-key.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { newOperator } from '../support/admin.ts'
@@ -639,7 +639,7 @@ forEachDatabase((kind) => {
         if (!sendable(route, present)) return
         await check(route, segments as Record<string, string>, present)
       }),
-      { numRuns: 400, includeErrorInReport: true },
+      { numRuns: runs(400), includeErrorInReport: true },
     )
     assert.ok(sent - before >= 300, `only ${sent - before} of 400 combinations were sent`)
   })

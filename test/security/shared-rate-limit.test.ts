@@ -13,6 +13,7 @@ import {
   type TestDatabase,
 } from '../support/harness.ts'
 import { startRedis, type RedisServer } from '../support/redis-server.ts'
+import { until } from '../support/eventually.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type Answer, type ServerProcess } from '../support/server-process.ts'
 
 // REDIS_URL counts the per-key rate limit in Redis, so that several processes together
@@ -84,14 +85,6 @@ async function readiness(t: Target): Promise<{ status?: number; body: Record<str
   return { status: answer.status, body: answer.body ? (JSON.parse(answer.body) as Record<string, unknown>) : {} }
 }
 
-async function until(what: string, check: () => Promise<boolean>, limitMs = 20_000): Promise<void> {
-  const deadline = Date.now() + limitMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${limitMs} ms`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
-
 /** Stopped Redis, then frozen Redis: every webhook is taken, each counted as unchecked, /readyz 200 with redis down. */
 async function failsOpen(redis: RedisServer, targets: Target[], url: string, shop: string): Promise<void> {
   const { key } = await createKey(url, `${shop}-open`)
@@ -113,7 +106,7 @@ async function failsOpen(redis: RedisServer, targets: Target[], url: string, sho
 
   // Back: the limit applies again once the processes have reconnected by themselves.
   await redis.start()
-  for (const t of targets) await until('/readyz says redis is up again', async () => (await readiness(t)).body.redis === 'up')
+  for (const t of targets) await until('/readyz says redis is up again', async () => (await readiness(t)).body.redis === 'up', 20_000)
   const { key: again } = await createKey(url, `${shop}-again`)
   // (Four times the limit: even a burst slowed over a few windows meets it.)
   const limited = await burst(targets.slice(0, 1), again, LIMIT * 4)
@@ -166,7 +159,7 @@ describe('postgres: two processes on one database, REDIS_URL', onDatabase('postg
   test(`together the two processes allow RATE_LIMIT_RPS=${LIMIT} a second for a key, not twice that`, { timeout: 120_000 }, async () => {
     // Sent in a burst that must fit in one second for the count to mean one window; a machine
     // too busy for that gets another try with a fresh key.
-    for (const t of targets) await until('Redis up in /readyz', async () => (await readiness(t)).body.redis === 'up')
+    for (const t of targets) await until('Redis up in /readyz', async () => (await readiness(t)).body.redis === 'up', 20_000)
     for (let attempt = 1; attempt <= 5; attempt++) {
       const { key } = await createKey(db.url, `burst-${attempt}`)
       const uncheckedBefore = await Promise.all(targets.map((t) => metric(t, 'shop_intake_rate_limit_unchecked_total')))
@@ -226,7 +219,7 @@ describe('sqlite: one process, REDIS_URL', onDatabase('sqlite'), () => {
   test('the limit is counted in Redis, and fails open when Redis is stopped or frozen', { timeout: 120_000 }, async () => {
     // Ready may come before the Redis connection does (the service takes webhooks without it):
     // the burst is for a connected Redis.
-    await until('Redis up in /readyz', async () => (await readiness(targets[0]!)).body.redis === 'up')
+    await until('Redis up in /readyz', async () => (await readiness(targets[0]!)).body.redis === 'up', 20_000)
     for (let attempt = 1; attempt <= 5; attempt++) {
       const { key } = await createKey(db.url, `counted-${attempt}`)
       const uncheckedBefore = await metric(targets[0]!, 'shop_intake_rate_limit_unchecked_total')

@@ -8,10 +8,11 @@ import { buildApp, type BuildOptions } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { installContractCheck } from './contract.ts'
+import { copySqliteTemplate, createPostgresSchema } from './database-templates.ts'
 import { testNames, type TestNames } from './resolver.ts'
 
 // Every HTTP suite runs once per database: a fresh SQLite file, or a fresh
-// PostgreSQL schema, per app. TEST_POSTGRES_URL names the server; TEST_DATABASES (sqlite,
+// PostgreSQL schema, per app, copied from one migrated once (database-templates.ts). TEST_POSTGRES_URL names the server; TEST_DATABASES (sqlite,
 // postgres, or both separated by a comma; both when unset) the databases the suites run on.
 
 const ALL_DATABASES = ['sqlite', 'postgres'] as const
@@ -53,17 +54,19 @@ export interface TestDatabase {
   drop(): Promise<void>
 }
 
-/** A new empty database: a temporary SQLite file, or a new PostgreSQL schema. */
-export async function createTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
+/**
+ * A new database: a temporary SQLite file, or a new PostgreSQL schema; empty, or with `migrated`
+ * already migrated to the latest (a copy of a template the migrations made: database-templates.ts).
+ */
+export async function createTestDatabase(kind: DatabaseKind, { migrated = false }: { migrated?: boolean } = {}): Promise<TestDatabase> {
   if (kind === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'shop-intake-test-'))
-    return { url: `sqlite:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) }
+    const file = join(dir, 'test.db')
+    if (migrated) await copySqliteTemplate(file)
+    return { url: `sqlite:${file}`, drop: async () => rmSync(dir, { recursive: true, force: true }) }
   }
   const schema = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
-  const admin = new pg.Client({ connectionString: POSTGRES_URL })
-  await admin.connect()
-  await admin.query(`CREATE SCHEMA ${schema}`)
-  await admin.end()
+  await createPostgresSchema(POSTGRES_URL, schema, migrated)
   const url = `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`
   return {
     url,
@@ -91,13 +94,13 @@ export interface TestApp {
   close(): Promise<void>
 }
 
-/** The real app, built as production builds it, on a fresh database of `kind`. */
+/** The real app, built as production builds it, on a fresh database of `kind` (migrated from a template, unless the test gives its own). */
 export async function startTestApp(
   kind: DatabaseKind,
   overrides: Record<string, string> = {},
   options: BuildOptions & { database?: TestDatabase } = {},
 ): Promise<TestApp> {
-  const database = options.database ?? (await createTestDatabase(kind))
+  const database = options.database ?? (await createTestDatabase(kind, { migrated: true }))
   // In-process tests outpace any real sender; suites that test the rate limit set it. The shared,
   // loaded PostgreSQL can stall a commit past the default DB_TIMEOUT_MS (1500 ms), which would be
   // a 503 where a test expects 200: suites that test the timeout set their own.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import '../../../test/support/seed.ts'
+import { runs } from '../../../test/support/seed.ts'
 import type { BatchItem, PointsCommand } from '../../batch/commands.ts'
 import { changeFor, TOPICS, type Webhook } from '../../domain/webhook.ts'
 import { decodeBatch, encodeBatch } from './writer-message.ts'
@@ -109,7 +109,7 @@ test('a batch decodes to what was encoded: values, key order, body bytes', () =>
       assert.equal(message.atUs, atUs)
       assert.deepStrictEqual(plain(decodeBatch(message)), plain(batch))
     }),
-    { numRuns: 300 },
+    { numRuns: runs(300) },
   )
 })
 

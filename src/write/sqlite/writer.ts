@@ -38,7 +38,7 @@ export interface SqliteBatchWriter extends BatchWriter {
 
 /** Applies batches on a writer thread with its own connection to the SQLite file; their statements are added to `calls`. */
 export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWriter {
-  // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry registers tsx first.
+  // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry runs the fresh build or registers tsx.
   const entry = import.meta.url.endsWith('.ts') ? './writer-entry.js' : './writer-thread.js'
   const worker = new Worker(new URL(entry, import.meta.url), { workerData: { path } })
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
