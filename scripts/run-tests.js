@@ -75,8 +75,19 @@ const child = spawn(
     `--test-reporter-destination=${PROFILE_LINES}`,
     ...ordered,
   ],
-  { cwd: ROOT, stdio: 'inherit' },
+  { cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit'] },
 )
+// The reporter's summary is kept, to be said again on the last line (after the checks' output).
+let tail = ''
+child.stdout.on('data', (chunk) => {
+  process.stdout.write(chunk)
+  tail = (tail + chunk).slice(-4096)
+})
+/** The spec reporter's count of `name` (tests, pass, fail, skipped...), or null. */
+const counted = (name) => {
+  const found = [...tail.matchAll(new RegExp(`^\\S* ?${name} (\\d+)$`, 'gm'))].pop()
+  return found ? Number(found[1]) : null
+}
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal))
 
 child.on('exit', async (code, signal) => {
@@ -103,5 +114,7 @@ child.on('exit', async (code, signal) => {
     console.log(`\nnpm run ${run.script}: ${run.code === 0 ? 'passed' : `failed (exit code ${run.code})`}\n${run.output.trimEnd()}`)
     if (run.code !== 0) failed = true
   }
+  const [passed, failures, skipped] = ['pass', 'fail', 'skipped'].map(counted)
+  if (passed !== null) console.log(`\ntests: ${passed} passed, ${failures ?? 0} failed${skipped ? `, ${skipped} skipped` : ''}`)
   process.exitCode = failed ? 1 : 0
 })
