@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks'
 import {
   api,
   enc,
+  query,
   type Adjustment,
   type CustomerSummary,
   type CustomerView,
@@ -392,6 +393,61 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
   )
 }
 
+const PAGE_SIZE = 50
+
+/** The shop's customers, newest id first, a page at a time (`cursor` in the address): what the page shows before a search. */
+function CustomerList({ shop, cursor }: { shop: string; cursor: string | null }) {
+  const [page, setPage] = useState<Page<CustomerSummary> | null>(null)
+  const [error, setError] = useState<unknown>(null)
+  useEffect(() => {
+    let live = true
+    api<Page<CustomerSummary>>('GET', `/v3/admin/shops/${enc(shop)}/customers${query({ limit: PAGE_SIZE, cursor })}`).then(
+      (p) => live && (setPage(p), setError(null)),
+      (err) => live && setError(err),
+    )
+    return () => {
+      live = false
+    }
+  }, [shop, cursor])
+  if (error) return <ErrorBox error={error} />
+  if (!page) return <p class="muted">Loading…</p>
+  if (page.items.length === 0) return <p class="muted">{cursor ? 'No more customers.' : `No customers in ${shop} yet.`}</p>
+  return (
+    <section class="card customer-list">
+      <table class="customers">
+        <thead>
+          <tr>
+            <th>id</th>
+            <th>name</th>
+            <th>e-mail</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {page.items.map((c) => (
+            <tr data-customer={c.id}>
+              <td class="num">
+                <a {...link(`customer?shop=${enc(shop)}&q=${c.id}`)}>{c.id}</a>
+              </td>
+              <td>{[c.first_name, c.last_name].filter(Boolean).join(' ')}</td>
+              <td>{c.email ?? ''}</td>
+              <td>{c.deleted && <span class="badge o-rejected">deleted</span>}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="pager">
+        {cursor && <a {...link(`customer?shop=${enc(shop)}`)}>← Newest</a>}{' '}
+        {page.next_cursor && (
+          <a rel="next" {...link(`customer${query({ shop, cursor: page.next_cursor })}`)}>
+            Older →
+          </a>
+        )}
+      </p>
+    </section>
+  )
+}
+
 export function Customer() {
   const params = route.value.params
   const shop = params.get('shop') ?? defaultShop()
@@ -412,7 +468,14 @@ export function Customer() {
         <h1>Customer</h1>
       </div>
       <form class="filters" onSubmit={submit}>
-        <ShopPicker value={draftShop} onChange={setDraftShop} />
+        <ShopPicker
+          value={draftShop}
+          onChange={(s) => {
+            setDraftShop(s)
+            // Nothing searched: the picker's shop's list, at once.
+            if (draft.trim() === '') navigate(`customer?shop=${enc(s)}`)
+          }}
+        />
         <label class="grow">
           Id or e-mail{' '}
           <input name="q" value={draft} placeholder="42 or ada@example.com" onInput={(e) => setDraft((e.currentTarget as HTMLInputElement).value)} />
@@ -421,6 +484,7 @@ export function Customer() {
           Find
         </button>
       </form>
+      {!q && shop && <CustomerList key={shop} shop={shop} cursor={params.get('cursor')} />}
       {q && shop && (id !== null ? <CustomerCard key={`${shop}/${id}`} shop={shop} id={id} /> : <ByEmail key={`${shop}/${q}`} shop={shop} email={q} />)}
     </main>
   )

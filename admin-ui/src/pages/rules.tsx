@@ -4,7 +4,7 @@ import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
-import { draftOf, PreviewForm, RuleForm, type RuleDraft } from './rule-forms.tsx'
+import { draftOf, PreviewForm, RuleForm, type RuleDraft } from '../components/rule-forms.tsx'
 
 // A shop's points rule (GET /v3/admin/shops/{shop}/rule): the current version with every option,
 // its history (when each version took effect, who wrote it), for an operator the form that saves
