@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type Rule, type RulePreview, type RulePreviewBody } from '../api.ts'
+import { api, type Rule, type RulePreview, type RulePreviewBody } from '../api.ts'
 import { ErrorBox } from './common.tsx'
 import { time } from '../format.ts'
 
@@ -130,7 +130,7 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
     setBusy(true)
     setError(null)
     try {
-      await api('PUT', `/v3/admin/shops/${enc(shop)}/rule`, ruleOfDraft(draft))
+      await api('PUT', '/v3/admin/shops/{shop}/rule', { params: { shop }, body: ruleOfDraft(draft) })
       onSaved()
     } catch (err) {
       setError(err)
@@ -334,7 +334,10 @@ export function PreviewForm({ shop, draft, version }: { shop: string; draft: Rul
     setError(null)
     try {
       setAnswer(
-        await api<RulePreview>('POST', `/v3/admin/shops/${enc(shop)}/rule/preview`, previewBody(o, withDraft && draft ? ruleOfDraft(draft) : undefined)),
+        await api('POST', '/v3/admin/shops/{shop}/rule/preview', {
+          params: { shop },
+          body: previewBody(o, withDraft && draft ? ruleOfDraft(draft) : undefined),
+        }),
       )
     } catch (err) {
       setAnswer(null)

@@ -1,19 +1,8 @@
 import { useEffect, useState } from 'preact/hooks'
-import {
-  api,
-  enc,
-  query,
-  type Adjustment,
-  type CustomerSummary,
-  type CustomerView,
-  type Guest,
-  type LedgerEntry,
-  type OrderView,
-  type Page,
-  type Redemption,
-} from '../api.ts'
+import { api, enc, query, type LedgerEntry, type OrderView, type Redemption } from '../api.ts'
 import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { time } from '../format.ts'
+import { useData } from '../hooks/use-data.ts'
 import { link, navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
 
@@ -105,12 +94,11 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
     setBusy(true)
     setError(null)
     try {
-      await api<Adjustment>(
-        'POST',
-        `/v3/admin/shops/${enc(shop)}/customers/${id}/adjustments`,
-        { points: Number(points.trim()), reason },
-        { 'idempotency-key': idempotencyKey },
-      )
+      await api('POST', '/v3/admin/shops/{shop}/customers/{id}/adjustments', {
+        params: { shop, id },
+        body: { points: Number(points.trim()), reason },
+        headers: { 'idempotency-key': idempotencyKey },
+      })
       setPoints('')
       setReason('')
       setIdempotencyKey(crypto.randomUUID())
@@ -179,7 +167,7 @@ function Redemptions({
     setBusy(true)
     setError(null)
     try {
-      await api<Redemption>('POST', `/v3/admin/shops/${enc(shop)}/customers/${id}/redemptions/${enc(redemptionId)}/cancel`)
+      await api('POST', '/v3/admin/shops/{shop}/customers/{id}/redemptions/{redemption_id}/cancel', { params: { shop, id, redemption_id: redemptionId } })
       setConfirming(null)
       onDone()
     } catch (err) {
@@ -239,24 +227,16 @@ function Redemptions({
 }
 
 function CustomerCard({ shop, id }: { shop: string; id: number }) {
-  const [view, setView] = useState<CustomerView | null>(null)
-  const [redemptions, setRedemptions] = useState<Page<Redemption> | null>(null)
-  const [error, setError] = useState<unknown>(null)
-  const [tick, setTick] = useState(0)
-  useEffect(() => {
-    let live = true
-    Promise.all([
-      api<CustomerView>('GET', `/v3/admin/shops/${enc(shop)}/customers/${id}`),
-      api<Page<Redemption>>('GET', `/v3/admin/shops/${enc(shop)}/customers/${id}/redemptions?limit=100`),
-    ]).then(
-      ([v, r]) => live && (setView(v), setRedemptions(r), setError(null)),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [shop, id, tick])
+  const { data, error, refresh } = useData(
+    () =>
+      Promise.all([
+        api('GET', '/v3/admin/shops/{shop}/customers/{id}', { params: { shop, id } }),
+        api('GET', '/v3/admin/shops/{shop}/customers/{id}/redemptions', { params: { shop, id }, query: { limit: 100 } }),
+      ]),
+    [shop, id],
+  )
   if (error) return <ErrorBox error={error} />
+  const [view, redemptions] = data ?? []
   if (!view) return <p class="muted">Loading…</p>
   const c = view.customer
   const b = view.points
@@ -302,7 +282,7 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
           </div>
         )}
       </div>
-      {!deleted && canChange.value && <AdjustForm shop={shop} id={c.id} onDone={() => setTick((t) => t + 1)} />}
+      {!deleted && canChange.value && <AdjustForm shop={shop} id={c.id} onDone={refresh} />}
       <h2>Ledger</h2>
       <Ledger entries={entries} />
       {b.more_entries && <p class="muted">Only the latest {entries.length} entries are listed.</p>}
@@ -313,7 +293,7 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
         items={redemptions?.items ?? []}
         more={redemptions?.next_cursor != null}
         changeable={!deleted && canChange.value}
-        onDone={() => setTick((t) => t + 1)}
+        onDone={refresh}
       />
       <h2>Orders</h2>
       <Orders orders={view.orders} />
@@ -322,26 +302,18 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
 }
 
 function ByEmail({ shop, email }: { shop: string; email: string }) {
-  const [found, setFound] = useState<CustomerSummary[] | null>(null)
-  const [guest, setGuest] = useState<Guest | null>(null)
-  const [error, setError] = useState<unknown>(null)
-  useEffect(() => {
-    let live = true
-    setFound(null)
-    setGuest(null)
-    Promise.all([
-      api<Page<CustomerSummary>>('GET', `/v3/admin/shops/${enc(shop)}/customers?email=${enc(email)}`),
-      api<Guest>('GET', `/v3/admin/shops/${enc(shop)}/guests?email=${enc(email)}`),
-    ]).then(
-      ([customers, g]) => live && (setFound(customers.items), setGuest(g), setError(null)),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [shop, email])
+  const { data, error } = useData(
+    () =>
+      Promise.all([
+        api('GET', '/v3/admin/shops/{shop}/customers', { params: { shop }, query: { email } }),
+        api('GET', '/v3/admin/shops/{shop}/guests', { params: { shop }, query: { email } }),
+      ]),
+    [shop, email],
+    { reset: true },
+  )
   if (error) return <ErrorBox error={error} />
-  if (!found) return <p class="muted">Searching…</p>
+  if (!data) return <p class="muted">Searching…</p>
+  const [{ items: found }, guest] = data
   const guestOrders = guest?.orders ?? []
   const credited = guest?.credited_orders ?? []
   return (
@@ -397,18 +369,10 @@ const PAGE_SIZE = 50
 
 /** The shop's customers, newest id first, a page at a time (`cursor` in the address): what the page shows before a search. */
 function CustomerList({ shop, cursor }: { shop: string; cursor: string | null }) {
-  const [page, setPage] = useState<Page<CustomerSummary> | null>(null)
-  const [error, setError] = useState<unknown>(null)
-  useEffect(() => {
-    let live = true
-    api<Page<CustomerSummary>>('GET', `/v3/admin/shops/${enc(shop)}/customers${query({ limit: PAGE_SIZE, cursor })}`).then(
-      (p) => live && (setPage(p), setError(null)),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [shop, cursor])
+  const { data: page, error } = useData(
+    () => api('GET', '/v3/admin/shops/{shop}/customers', { params: { shop }, query: { limit: PAGE_SIZE, cursor } }),
+    [shop, cursor],
+  )
   if (error) return <ErrorBox error={error} />
   if (!page) return <p class="muted">Loading…</p>
   if (page.items.length === 0) return <p class="muted">{cursor ? 'No more customers.' : `No customers in ${shop} yet.`}</p>
