@@ -214,7 +214,7 @@ forEachDatabase((kind) => {
           assert.equal(await page.locator('input[name=tag_tiers]').getAttribute('aria-describedby'), 'tier-help')
           // Nothing cut off: the help lies within its form and the window, and nothing in it overflows.
           const box = (await help.boundingBox())!
-          const form = (await page.locator('form.rule-form', { has: help }).boundingBox())!
+          const form = (await page.locator('form.rule-form', { has: page.locator('[data-help=tiers]') }).boundingBox())!
           assert.ok(box.x >= form.x && box.x + box.width <= form.x + form.width + 0.5, `within the form at ${width} px: ${JSON.stringify({ box, form })}`)
           assert.ok(box.x + box.width <= width, `within the window at ${width} px`)
           const [scroll, client] = [Number(await help.evaluate((e) => e.scrollWidth)), Number(await help.evaluate((e) => e.clientWidth))]
