@@ -108,6 +108,11 @@ forEachDatabase((kind) => {
       const text = await card.innerText()
       assert.match(text, /4 customers · 1 order\b/)
       assert.match(text, /16\.7%\s+rejected, last 3 h \(1 of 6\)/)
+      // Before any hover, the chart's legend shows each outcome's total over the window, not "--".
+      const legend = (label: string) => card.locator('.u-legend tr.u-series', { has: page.locator('th', { hasText: label }) }).locator('td.u-value')
+      await page.mouse.move(0, 0)
+      assert.deepEqual([await legend('applied').innerText(), await legend('rejected').innerText()], ['5', '1'])
+      assert.equal(await legend('minute (UTC)').innerText(), 'in all')
       const cookies = await browser.context.cookies(base)
       const cookie = cookies.find((c) => c.name === 'si_admin')
       assert.ok(cookie, 'the session cookie is set')
