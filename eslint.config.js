@@ -6,7 +6,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'admin-ui/dist/', 'build/', 'reports/', 'node_modules/', 'test-screenshots/', '.stryker-tmp/'] },
+  { ignores: ['dist/', 'admin-ui/dist/', 'build/', 'reports/', 'node_modules/', 'test-screenshots/', '.stryker-tmp/', 'admin-ui/src/api-types.ts'] },
   js.configs.recommended,
   tseslint.configs.recommended,
   {
@@ -44,6 +44,16 @@ export default tseslint.config(
           selector: "Property[key.name='numRuns'][value.type='Literal']",
           message: 'write numRuns: runs(n), from test/support/seed.ts, so that PROPERTY_RUNS sizes it',
         },
+      ],
+    },
+  },
+  {
+    files: ['admin-ui/src/pages/**'],
+    // A page is loaded on its own (its own chunk): what two pages share lives in components/, never in a page.
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['./*', '../pages/*'], message: 'a page imports no other page: move what is shared to admin-ui/src/components/' }] },
       ],
     },
   },

@@ -1,37 +1,46 @@
 import type { Static } from 'typebox'
-import type * as S from '../../src/schemas/admin.ts'
-import type * as W from '../../src/schemas/subscriptions.ts'
-import type * as R from '../../src/schemas/report.ts'
-import type * as RU from '../../src/schemas/rule.ts'
-import type * as RW from '../../src/schemas/rewards.ts'
-import type * as IM from '../../src/schemas/imports.ts'
 import type { PROBLEM_SCHEMAS, ProblemStatus } from '../../src/schemas/problems.ts'
+import type { paths } from './api-types.ts'
 
 // The admin API as the dashboard uses it (/v3/admin/*, authenticated by the session cookie).
-// Its types are the API's own schemas (src/schemas/admin.ts), imported as types only: nothing of
-// the service is bundled, and a change of a schema that breaks a page fails the type-check.
+// Its types come from the service's OpenAPI document, generated into api-types.ts by
+// `npm run openapi:types` (test/console/dashboard-api-types.test.ts fails when the file is out of date):
+// a call is typed by its path, so a change of the API that breaks a page fails the type-check.
 
-export type Session = Static<typeof S.SessionView>
-export type ShopSummary = Static<typeof S.AdminShop>
-export type EventSummary = Static<typeof S.AdminEvent>
-export type EventDetail = Static<typeof S.AdminEventDetail>
+/** What a 2xx answer of `M path` carries. */
+type Got<P extends keyof paths, M extends VerbOf<P> = 'GET' & VerbOf<P>> = Answer<Operation<P, M>>
+type Item<L> = L extends { items: (infer I)[] } ? I : never
+
+export type Session = Got<'/v3/admin/session'>
+export type ShopSummary = Item<Got<'/v3/admin/shops'>>
+export type EventSummary = Item<Got<'/v3/admin/events'>>
+export type Outcome = EventSummary['outcome']
+export type EventDetail = Got<'/v3/admin/events/{event_id}'>
 export type FieldError = NonNullable<EventSummary['errors']>[number]
-export type Outcome = Static<typeof S.Outcome>
-export type Stats = Static<typeof S.Stats>
-export type CustomerView = Static<typeof S.AdminCustomer>
-export type CustomerSummary = Static<typeof S.AdminCustomerSummary>
-export type LedgerEntry = Static<typeof S.AdminLedgerEntry>
-export type OrderView = Static<typeof S.AdminOrder>
-export type Guest = Static<typeof S.AdminGuest>
-export type Adjustment = Static<typeof S.AdjustmentView>
-export type Redemption = Static<typeof S.AdminRedemption>
-export type KeyView = Static<typeof S.AdminKey>
-export type NewKey = Static<typeof S.NewKey>
-export type AuditEntry = Static<typeof S.AuditEntryView>
-export type Replayed = Static<typeof S.ReplayAnswer>
-export type SubscriptionView = Static<typeof W.SubscriptionView>
-export type SubscriptionDetail = Static<typeof W.SubscriptionDetail>
-export type NewSubscription = Static<typeof W.NewSubscription>
+export type Stats = Got<'/v3/admin/stats'>
+export type CustomerView = Got<'/v3/admin/shops/{shop}/customers/{id}'>
+export type CustomerSummary = Item<Got<'/v3/admin/shops/{shop}/customers'>>
+export type LedgerEntry = CustomerView['points']['entries'][number]
+export type OrderView = CustomerView['orders'][number]
+export type Guest = Got<'/v3/admin/shops/{shop}/guests'>
+export type Redemption = Item<Got<'/v3/admin/shops/{shop}/customers/{id}/redemptions'>>
+export type KeyView = Item<Got<'/v3/admin/shops/{shop}/keys'>>
+export type NewKey = Got<'/v3/admin/shops/{shop}/keys', 'POST'>
+export type AuditEntry = Item<Got<'/v3/admin/audit'>>
+export type Replayed = Got<'/v3/admin/events/{event_id}/replay', 'POST'>
+export type SubscriptionView = Item<Got<'/v3/admin/shops/{shop}/subscriptions'>>
+export type SubscriptionDetail = Got<'/v3/admin/shops/{shop}/subscriptions/{id}'>
+export type PointsReport = Got<'/v3/admin/shops/{shop}/points-report'>
+export type RuleView = Got<'/v3/admin/shops/{shop}/rule'>
+export type Rule = RuleView['rule']
+export type RuleVersion = RuleView['history'][number]
+export type RulePreviewBody = JsonBody<Operation<'/v3/admin/shops/{shop}/rule/preview', 'POST'>>
+export type RulePreview = Got<'/v3/admin/shops/{shop}/rule/preview', 'POST'>
+export type RewardView = Item<Got<'/v3/admin/shops/{shop}/rewards'>>
+export type RewardBody = JsonBody<Operation<'/v3/admin/shops/{shop}/rewards', 'POST'>>
+export type CodesAdded = Got<'/v3/admin/shops/{shop}/rewards/{id}/codes', 'POST'>
+export type Claim = Item<Got<'/v3/admin/shops/{shop}/claims'>>
+export type ImportRuns = Got<'/v3/admin/shops/{shop}/points/imports'>
 
 export interface Page<T> {
   items: T[]
@@ -64,13 +73,63 @@ export function setUnauthorizedHandler(handler: () => void): void {
   onUnauthorized = handler
 }
 
-export async function api<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+type Verb = 'GET' | 'POST' | 'PUT' | 'DELETE'
+/** The operation at `P` for `M`, as the OpenAPI document describes it (api-types.ts, generated). */
+type Operation<P extends keyof paths, M extends Verb> = paths[P][Lowercase<M> & keyof paths[P]]
+/** The verbs the document has at `P`. */
+type VerbOf<P extends keyof paths> = Uppercase<keyof paths[P] & string> & Verb
+type PathParams<O> = O extends { parameters: { path: infer X } } ? { [K in keyof X]: string | number } : never
+type QueryParams<O> = O extends { parameters: { query?: infer X } } ? { [K in keyof X]?: string | number | null } : never
+type JsonBody<O> = O extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never
+type JsonOf<R> = R extends { content: { 'application/json': infer J } } ? J : null
+/** What a 2xx answer of the operation carries (null for a 204). */
+export type Answer<O> = O extends { responses: infer R } ? { [S in keyof R]: S extends 200 | 201 | 202 | 204 ? JsonOf<R[S]> : never }[keyof R] : never
+
+/** A call's parts beyond its path: each only where the operation has it. */
+export type Request<O> = ([PathParams<O>] extends [never] ? { params?: never } : { params: PathParams<O> }) & {
+  query?: [QueryParams<O>] extends [never] ? never : QueryParams<O>
+  body?: JsonBody<O>
+  headers?: Record<string, string>
+}
+type Optional<O> = [PathParams<O>] extends [never] ? [request?: Request<O>] : [request: Request<O>]
+
+/** `/v3/admin/shops/{shop}/rule` with `{ shop }` filled in, each value encoded. */
+function fill(path: string, params: Record<string, string | number> = {}): string {
+  return path.replace(/\{([^}]+)\}/g, (_m, name: string) => {
+    const value = params[name]
+    if (value === undefined) throw new Error(`no value for {${name}} in ${path}`)
+    return encodeURIComponent(String(value))
+  })
+}
+
+/**
+ * Calls the admin API at `path` (a path of the OpenAPI document, its parameters in `params`), and
+ * answers what its 2xx carries: the path, the method, the parameters, the body and the answer are
+ * typed from the document, so no call names its answer's type by hand.
+ */
+export async function api<P extends keyof paths, M extends VerbOf<P>>(
+  method: M,
+  path: P,
+  ...[request]: Optional<Operation<P, M>>
+): Promise<Answer<Operation<P, M>>> {
+  const {
+    params,
+    query: q,
+    body,
+    headers = {},
+  } = (request ?? {}) as {
+    params?: Record<string, string | number>
+    query?: Record<string, string | number | undefined | null>
+    body?: unknown
+    headers?: Record<string, string>
+  }
+  const url = fill(path, params) + (q ? query(q) : '')
   const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json', ...headers } }
   if (body !== undefined) {
     init.body = JSON.stringify(body)
     ;(init.headers as Record<string, string>)['content-type'] = 'application/json'
   }
-  const res = await fetch(path, init)
+  const res = await fetch(url, init)
   const text = await res.text()
   let parsed: unknown
   try {
@@ -85,7 +144,7 @@ export async function api<T>(method: string, path: string, body?: unknown, heade
     if (res.status === 401 && path !== '/v3/admin/session') onUnauthorized()
     throw new ApiError({ ...problem, status: res.status })
   }
-  return parsed as T
+  return parsed as Answer<Operation<P, M>>
 }
 
 /** A query string of the set values. */
@@ -102,14 +161,3 @@ export const enc = encodeURIComponent
 export function countOf(minute: Stats['minutes'][number], outcome: string): number {
   return Number((minute as Record<string, unknown>)[outcome] ?? 0)
 }
-export type PointsReport = Static<typeof R.PointsReportView>
-export type RuleView = Static<typeof RU.RuleView>
-export type Rule = Static<typeof RU.RuleBody>
-export type RuleVersion = RuleView['history'][number]
-export type RulePreviewBody = Static<typeof RU.RulePreviewBody>
-export type RulePreview = Static<typeof RU.RulePreview>
-export type RewardView = Static<typeof RW.RewardView>
-export type RewardBody = Static<typeof RW.RewardBody>
-export type CodesAdded = Static<typeof RW.CodesAdded>
-export type Claim = Static<typeof RW.ClaimView>
-export type ImportRuns = Static<typeof IM.ImportRunList>

@@ -1,64 +1,31 @@
 import { useEffect } from 'preact/hooks'
 import { ErrorBox, loadShops, shops } from './components/common.tsx'
-import { Audit } from './pages/audit.tsx'
-import { Customer } from './pages/customer.tsx'
-import { EventInspector } from './pages/event.tsx'
-import { Events } from './pages/events.tsx'
-import { Keys } from './pages/keys.tsx'
-import { Overview } from './pages/overview.tsx'
-import { Reports } from './pages/reports.tsx'
-import { Rewards } from './pages/rewards.tsx'
-import { Rules } from './pages/rules.tsx'
+import { useData } from './hooks/use-data.ts'
 import { SignIn } from './pages/sign-in.tsx'
-import { Subscriptions } from './pages/subscriptions.tsx'
 import { link, route } from './router.ts'
+import { match, NAV, type Route } from './routes.tsx'
 import { session, signOut, signOutError } from './session.ts'
 
-const NAV = [
-  ['', 'Overview'],
-  ['events', 'Events'],
-  ['customer', 'Customer'],
-  ['reports', 'Reports'],
-  ['rules', 'Rules'],
-  ['rewards', 'Rewards'],
-  ['keys', 'Keys'],
-  ['subscriptions', 'Webhooks'],
-  ['audit', 'Audit'],
-] as const
+/** A page of the route table, loaded on first use (its chunk), then shown with the rest of its path. */
+function LazyPage({ page, rest }: { page: Route; rest: string }) {
+  const { data: Page, error } = useData(() => page.load(), [page])
+  if (error) return <ErrorBox error={error} />
+  if (!Page) return <p class="muted loading">Loading…</p>
+  return <Page rest={rest} />
+}
 
 function Page() {
   const path = route.value.path
-  const [first, ...rest] = path.split('/')
-  switch (first) {
-    case '':
-      return <Overview />
-    case 'events':
-      // Keyed by the event: another event is a new inspector, with nothing left of the last one's replay.
-      return rest.length > 0 ? <EventInspector key={rest.join('/')} id={decodeURIComponent(rest.join('/'))} /> : <Events />
-    case 'customer':
-      return <Customer />
-    case 'reports':
-      return <Reports />
-    case 'rules':
-      return <Rules />
-    case 'rewards':
-      return <Rewards />
-    case 'keys':
-      return <Keys />
-    case 'subscriptions':
-      return <Subscriptions />
-    case 'audit':
-      return <Audit />
-    default:
-      return (
-        <main>
-          <h1>Not found</h1>
-          <p>
-            No page <code>/admin/{path}</code>. <a {...link('')}>Overview</a>
-          </p>
-        </main>
-      )
-  }
+  const found = match(path)
+  if (found) return <LazyPage key={found.route.path + (found.route.rest ? '/' : '')} page={found.route} rest={found.rest} />
+  return (
+    <main>
+      <h1>Not found</h1>
+      <p>
+        No page <code>/admin/{path}</code>. <a {...link('')}>Overview</a>
+      </p>
+    </main>
+  )
 }
 
 export function App() {
@@ -73,9 +40,9 @@ export function App() {
     <>
       <nav class="top">
         <span class="brand">shop-intake</span>
-        {NAV.map(([to, label]) => (
-          <a {...link(to)} class={section === to ? 'active' : ''}>
-            {label}
+        {NAV.map((r) => (
+          <a {...link(r.path)} class={section === r.path ? 'active' : ''}>
+            {r.nav}
           </a>
         ))}
         <span class="who">

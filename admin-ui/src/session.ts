@@ -27,7 +27,7 @@ export async function checkSession(): Promise<void> {
     return
   }
   try {
-    session.value = await api<Session>('GET', '/v3/admin/session')
+    session.value = await api('GET', '/v3/admin/session')
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return forget()
     throw err
@@ -35,7 +35,7 @@ export async function checkSession(): Promise<void> {
 }
 
 export async function signIn(key: string): Promise<void> {
-  const s = await api<Session>('POST', '/v3/admin/session', { key })
+  const s = await api('POST', '/v3/admin/session', { body: { key } })
   localStorage.setItem(HINT, '1')
   session.value = s
 }
@@ -47,7 +47,7 @@ export const signOutError = signal<unknown>(null)
 export async function signOut(): Promise<void> {
   signOutError.value = null
   try {
-    await api<void>('DELETE', '/v3/admin/session')
+    await api('DELETE', '/v3/admin/session')
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return forget()
     signOutError.value = err

@@ -108,6 +108,11 @@ forEachDatabase((kind) => {
       const text = await card.innerText()
       assert.match(text, /4 customers · 1 order\b/)
       assert.match(text, /16\.7%\s+rejected, last 3 h \(1 of 6\)/)
+      // Before any hover, the chart's legend shows each outcome's total over the window, not "--".
+      const legend = (label: string) => card.locator('.u-legend tr.u-series', { has: page.locator('th', { hasText: label }) }).locator('td.u-value')
+      await page.mouse.move(0, 0)
+      assert.deepEqual([await legend('applied').innerText(), await legend('rejected').innerText()], ['5', '1'])
+      assert.equal(await legend('minute (UTC)').innerText(), 'in all')
       const cookies = await browser.context.cookies(base)
       const cookie = cookies.find((c) => c.name === 'si_admin')
       assert.ok(cookie, 'the session cookie is set')
@@ -173,6 +178,19 @@ forEachDatabase((kind) => {
       const chart = page.locator('[data-chart=outstanding]')
       await chart.locator('.uplot').waitFor()
       assert.ok(Number(await chart.getAttribute('data-y-max')) > 120, `the top of the scale: ${await chart.getAttribute('data-y-max')}`)
+      // Before any hover, the legend shows the latest bucket's values, not "--".
+      const legend = (label: string) => chart.locator('.u-legend tr.u-series', { has: page.locator('th', { hasText: label }) }).locator('td.u-value')
+      await page.mouse.move(0, 0)
+      assert.equal(await legend('outstanding').innerText(), '120')
+      assert.equal(await legend('available').innerText(), '120')
+      assert.equal(await legend('end of (UTC)').innerText(), `${last}, the latest`)
+      // Hovered, it shows the bucket under the cursor (the first, 30 days ago: nothing yet); left, the latest again.
+      const over = chart.locator('.u-over')
+      await over.hover({ position: { x: 1, y: 5 } })
+      assert.equal(await legend('end of (UTC)').innerText(), first)
+      assert.equal(await legend('outstanding').innerText(), '0')
+      await page.mouse.move(0, 0)
+      assert.equal(await legend('outstanding').innerText(), '120')
       // The CSV refused (a 503): the page says so, and nothing is downloaded.
       await page.route(/points-report/, (route) =>
         route.request().headers().accept === 'text/csv'
@@ -314,6 +332,31 @@ forEachDatabase((kind) => {
       await page.locator('dt', { hasText: 'replay of' }).waitFor()
       assert.equal(await page.locator('dt:text("replay of") + dd').innerText(), first.body!.event_id)
       await shot('replay-applied')
+      watch.check()
+    })
+
+    test("Customer, before any search: the shop's customers, newest id first, a page at a time, each opening its card", async () => {
+      const { page } = browser
+      // 50 more customers: with those already sent (9, 11, 77, 100 to 102), more than one page of 50.
+      for (let i = 0; i < 50; i++)
+        assert.equal((await hook(CUSTOMER_CREATED, { id: 1000 + i, first_name: `Many${i}`, email: `many${i}@example.com` })).status, 200)
+      await page.click('nav.top a:text("Customer")')
+      const rows = page.locator('table.customers tbody tr[data-customer]')
+      await rows.first().waitFor()
+      assert.equal(await rows.count(), 50)
+      assert.equal(await rows.first().getAttribute('data-customer'), '1049')
+      assert.equal(await rows.last().getAttribute('data-customer'), '1000')
+      assert.match(await rows.first().innerText(), /1049\s+Many49\s+many49@example\.com/)
+      await shot('customer-list')
+      // The next page: the customers sent before, down to the oldest id.
+      await page.click('table.customers ~ .pager a[rel=next]')
+      await page.waitForURL(/cursor=/)
+      await page.locator('table.customers tbody tr[data-customer="9"]').waitFor()
+      assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-customer'))), ['102', '101', '100', '77', '11', '9'])
+      assert.equal(await page.locator('.pager a[rel=next]').count(), 0, 'no page after the last')
+      // A row opens the customer's card.
+      await page.click('table.customers tr[data-customer="9"] a')
+      await page.locator('main[data-query="9"] section.customer[data-customer="9"] [data-balance=available]').waitFor()
       watch.check()
     })
 

@@ -197,5 +197,36 @@ forEachDatabase((kind) => {
       await page.locator('input[name=key]').waitFor()
       watch.check()
     })
+
+    test('the tier syntax is explained in full beside its fields, wrapping within the form at 1,400 px and at 800 px', async () => {
+      const { page } = browser
+      try {
+        for (const width of [1400, 800]) {
+          await page.setViewportSize({ width, height: 900 })
+          if (width === 1400) await signIn(adminKey, 'Ada Operator')
+          const help = page.locator('form.rule-form [data-help=tiers]')
+          await help.waitFor()
+          const text = await help.innerText()
+          for (const words of ['name:points:multiplier', 'Silver:100, Gold:1000:1.5', 'tier window days', 'tag=tier', 'vip=Gold'])
+            assert.ok(text.includes(words), `the help says ${words}: ${text}`)
+          // Tied to both fields, for a screen reader.
+          assert.equal(await page.locator('input[name=tiers]').getAttribute('aria-describedby'), 'tier-help')
+          assert.equal(await page.locator('input[name=tag_tiers]').getAttribute('aria-describedby'), 'tier-help')
+          // Nothing cut off: the help lies within its form and the window, and nothing in it overflows.
+          const box = (await help.boundingBox())!
+          const form = (await page.locator('form.rule-form', { has: page.locator('[data-help=tiers]') }).boundingBox())!
+          assert.ok(box.x >= form.x && box.x + box.width <= form.x + form.width + 0.5, `within the form at ${width} px: ${JSON.stringify({ box, form })}`)
+          assert.ok(box.x + box.width <= width, `within the window at ${width} px`)
+          const [scroll, client] = [Number(await help.evaluate((e) => e.scrollWidth)), Number(await help.evaluate((e) => e.clientWidth))]
+          assert.ok(scroll <= client, `no overflow at ${width} px: ${scroll} > ${client}`)
+          await shot(`rules-tier-help-${width}`)
+        }
+      } finally {
+        await page.setViewportSize({ width: 1280, height: 860 })
+      }
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
+      watch.check()
+    })
   })
 })

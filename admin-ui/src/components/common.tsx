@@ -1,11 +1,11 @@
 import { signal } from '@preact/signals'
-import { api, ApiError, type Page, type ShopSummary } from '../api.ts'
+import { api, ApiError, type ShopSummary } from '../api.ts'
 
 /** The shops, loaded once after sign-in (Overview reloads them); every page picks from them. */
 export const shops = signal<ShopSummary[] | null>(null)
 
 export async function loadShops(): Promise<ShopSummary[]> {
-  const page = await api<Page<ShopSummary>>('GET', '/v3/admin/shops?limit=500')
+  const page = await api('GET', '/v3/admin/shops', { query: { limit: 500 } })
   shops.value = page.items
   return page.items
 }

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type ImportRuns } from '../api.ts'
+import { api, type ImportRuns } from '../api.ts'
 
 // The shop's points imports started and not finished (GET /v3/admin/shops/{shop}/points/imports):
 // killed midway, or stopped by an outage, each with how far it got and what finishes it. Nothing
@@ -10,7 +10,7 @@ export function UnfinishedImports({ shop }: { shop: string }) {
   useEffect(() => {
     setRuns([])
     if (!shop) return
-    api<ImportRuns>('GET', `/v3/admin/shops/${enc(shop)}/points/imports`)
+    api('GET', '/v3/admin/shops/{shop}/points/imports', { params: { shop } })
       .then((r) => setRuns(r.unfinished))
       .catch(() => setRuns([]))
   }, [shop])

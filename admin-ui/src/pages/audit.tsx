@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, query, type AuditEntry, type Page } from '../api.ts'
+import { api, type AuditEntry } from '../api.ts'
 import { ErrorBox } from '../components/common.tsx'
 import { time } from '../format.ts'
-import { AuditWhat } from './audit-what.tsx'
+import { AuditWhat } from '../components/audit-what.tsx'
 
 export function Audit() {
   const [items, setItems] = useState<AuditEntry[]>([])
@@ -10,7 +10,7 @@ export function Audit() {
   const [error, setError] = useState<unknown>(null)
   const load = async (after: string | null) => {
     try {
-      const page = await api<Page<AuditEntry>>('GET', `/v3/admin/audit${query({ limit: 100, cursor: after })}`)
+      const page = await api('GET', '/v3/admin/audit', { query: { limit: 100, cursor: after } })
       setItems((old) => (after ? [...old, ...page.items] : page.items))
       setCursor(page.next_cursor)
       setError(null)

@@ -1,18 +1,8 @@
 import { useEffect, useState } from 'preact/hooks'
-import {
-  api,
-  enc,
-  type Adjustment,
-  type CustomerSummary,
-  type CustomerView,
-  type Guest,
-  type LedgerEntry,
-  type OrderView,
-  type Page,
-  type Redemption,
-} from '../api.ts'
+import { api, enc, query, type LedgerEntry, type OrderView, type Redemption } from '../api.ts'
 import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { time } from '../format.ts'
+import { useData } from '../hooks/use-data.ts'
 import { link, navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
 
@@ -104,12 +94,11 @@ function AdjustForm({ shop, id, onDone }: { shop: string; id: number; onDone: ()
     setBusy(true)
     setError(null)
     try {
-      await api<Adjustment>(
-        'POST',
-        `/v3/admin/shops/${enc(shop)}/customers/${id}/adjustments`,
-        { points: Number(points.trim()), reason },
-        { 'idempotency-key': idempotencyKey },
-      )
+      await api('POST', '/v3/admin/shops/{shop}/customers/{id}/adjustments', {
+        params: { shop, id },
+        body: { points: Number(points.trim()), reason },
+        headers: { 'idempotency-key': idempotencyKey },
+      })
       setPoints('')
       setReason('')
       setIdempotencyKey(crypto.randomUUID())
@@ -178,7 +167,7 @@ function Redemptions({
     setBusy(true)
     setError(null)
     try {
-      await api<Redemption>('POST', `/v3/admin/shops/${enc(shop)}/customers/${id}/redemptions/${enc(redemptionId)}/cancel`)
+      await api('POST', '/v3/admin/shops/{shop}/customers/{id}/redemptions/{redemption_id}/cancel', { params: { shop, id, redemption_id: redemptionId } })
       setConfirming(null)
       onDone()
     } catch (err) {
@@ -238,24 +227,16 @@ function Redemptions({
 }
 
 function CustomerCard({ shop, id }: { shop: string; id: number }) {
-  const [view, setView] = useState<CustomerView | null>(null)
-  const [redemptions, setRedemptions] = useState<Page<Redemption> | null>(null)
-  const [error, setError] = useState<unknown>(null)
-  const [tick, setTick] = useState(0)
-  useEffect(() => {
-    let live = true
-    Promise.all([
-      api<CustomerView>('GET', `/v3/admin/shops/${enc(shop)}/customers/${id}`),
-      api<Page<Redemption>>('GET', `/v3/admin/shops/${enc(shop)}/customers/${id}/redemptions?limit=100`),
-    ]).then(
-      ([v, r]) => live && (setView(v), setRedemptions(r), setError(null)),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [shop, id, tick])
+  const { data, error, refresh } = useData(
+    () =>
+      Promise.all([
+        api('GET', '/v3/admin/shops/{shop}/customers/{id}', { params: { shop, id } }),
+        api('GET', '/v3/admin/shops/{shop}/customers/{id}/redemptions', { params: { shop, id }, query: { limit: 100 } }),
+      ]),
+    [shop, id],
+  )
   if (error) return <ErrorBox error={error} />
+  const [view, redemptions] = data ?? []
   if (!view) return <p class="muted">Loading…</p>
   const c = view.customer
   const b = view.points
@@ -301,7 +282,7 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
           </div>
         )}
       </div>
-      {!deleted && canChange.value && <AdjustForm shop={shop} id={c.id} onDone={() => setTick((t) => t + 1)} />}
+      {!deleted && canChange.value && <AdjustForm shop={shop} id={c.id} onDone={refresh} />}
       <h2>Ledger</h2>
       <Ledger entries={entries} />
       {b.more_entries && <p class="muted">Only the latest {entries.length} entries are listed.</p>}
@@ -312,7 +293,7 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
         items={redemptions?.items ?? []}
         more={redemptions?.next_cursor != null}
         changeable={!deleted && canChange.value}
-        onDone={() => setTick((t) => t + 1)}
+        onDone={refresh}
       />
       <h2>Orders</h2>
       <Orders orders={view.orders} />
@@ -321,26 +302,18 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
 }
 
 function ByEmail({ shop, email }: { shop: string; email: string }) {
-  const [found, setFound] = useState<CustomerSummary[] | null>(null)
-  const [guest, setGuest] = useState<Guest | null>(null)
-  const [error, setError] = useState<unknown>(null)
-  useEffect(() => {
-    let live = true
-    setFound(null)
-    setGuest(null)
-    Promise.all([
-      api<Page<CustomerSummary>>('GET', `/v3/admin/shops/${enc(shop)}/customers?email=${enc(email)}`),
-      api<Guest>('GET', `/v3/admin/shops/${enc(shop)}/guests?email=${enc(email)}`),
-    ]).then(
-      ([customers, g]) => live && (setFound(customers.items), setGuest(g), setError(null)),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [shop, email])
+  const { data, error } = useData(
+    () =>
+      Promise.all([
+        api('GET', '/v3/admin/shops/{shop}/customers', { params: { shop }, query: { email } }),
+        api('GET', '/v3/admin/shops/{shop}/guests', { params: { shop }, query: { email } }),
+      ]),
+    [shop, email],
+    { reset: true },
+  )
   if (error) return <ErrorBox error={error} />
-  if (!found) return <p class="muted">Searching…</p>
+  if (!data) return <p class="muted">Searching…</p>
+  const [{ items: found }, guest] = data
   const guestOrders = guest?.orders ?? []
   const credited = guest?.credited_orders ?? []
   return (
@@ -392,6 +365,53 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
   )
 }
 
+const PAGE_SIZE = 50
+
+/** The shop's customers, newest id first, a page at a time (`cursor` in the address): what the page shows before a search. */
+function CustomerList({ shop, cursor }: { shop: string; cursor: string | null }) {
+  const { data: page, error } = useData(
+    () => api('GET', '/v3/admin/shops/{shop}/customers', { params: { shop }, query: { limit: PAGE_SIZE, cursor } }),
+    [shop, cursor],
+  )
+  if (error) return <ErrorBox error={error} />
+  if (!page) return <p class="muted">Loading…</p>
+  if (page.items.length === 0) return <p class="muted">{cursor ? 'No more customers.' : `No customers in ${shop} yet.`}</p>
+  return (
+    <section class="card customer-list">
+      <table class="customers">
+        <thead>
+          <tr>
+            <th>id</th>
+            <th>name</th>
+            <th>e-mail</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {page.items.map((c) => (
+            <tr data-customer={c.id}>
+              <td class="num">
+                <a {...link(`customer?shop=${enc(shop)}&q=${c.id}`)}>{c.id}</a>
+              </td>
+              <td>{[c.first_name, c.last_name].filter(Boolean).join(' ')}</td>
+              <td>{c.email ?? ''}</td>
+              <td>{c.deleted && <span class="badge o-rejected">deleted</span>}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="pager">
+        {cursor && <a {...link(`customer?shop=${enc(shop)}`)}>← Newest</a>}{' '}
+        {page.next_cursor && (
+          <a rel="next" {...link(`customer${query({ shop, cursor: page.next_cursor })}`)}>
+            Older →
+          </a>
+        )}
+      </p>
+    </section>
+  )
+}
+
 export function Customer() {
   const params = route.value.params
   const shop = params.get('shop') ?? defaultShop()
@@ -412,7 +432,14 @@ export function Customer() {
         <h1>Customer</h1>
       </div>
       <form class="filters" onSubmit={submit}>
-        <ShopPicker value={draftShop} onChange={setDraftShop} />
+        <ShopPicker
+          value={draftShop}
+          onChange={(s) => {
+            setDraftShop(s)
+            // Nothing searched: the picker's shop's list, at once.
+            if (draft.trim() === '') navigate(`customer?shop=${enc(s)}`)
+          }}
+        />
         <label class="grow">
           Id or e-mail{' '}
           <input name="q" value={draft} placeholder="42 or ada@example.com" onInput={(e) => setDraft((e.currentTarget as HTMLInputElement).value)} />
@@ -421,6 +448,7 @@ export function Customer() {
           Find
         </button>
       </form>
+      {!q && shop && <CustomerList key={shop} shop={shop} cursor={params.get('cursor')} />}
       {q && shop && (id !== null ? <CustomerCard key={`${shop}/${id}`} shop={shop} id={id} /> : <ByEmail key={`${shop}/${q}`} shop={shop} email={q} />)}
     </main>
   )

@@ -1,31 +1,23 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, ApiError, enc, type EventDetail, type Replayed } from '../api.ts'
+import { api, ApiError, enc, type Replayed } from '../api.ts'
 import { ErrorBox, Outcome } from '../components/common.tsx'
 import { JsonView } from '../components/json-view.tsx'
 import { existingPointer } from '../json-pointer.ts'
 import { time } from '../format.ts'
+import { useData } from '../hooks/use-data.ts'
 import { link } from '../router.ts'
 import { canChange } from '../session.ts'
-import { lastListQuery } from './events.tsx'
+import { lastListQuery } from '../components/events-query.ts'
 
 export function EventInspector({ id }: { id: string }) {
-  const [event, setEvent] = useState<EventDetail | null>(null)
-  const [error, setError] = useState<unknown>(null)
   const [replayed, setReplayed] = useState<Replayed | null>(null)
   const [replayError, setReplayError] = useState<unknown>(null)
   const [busy, setBusy] = useState(false)
+  // Another event: nothing of the last one stays, its replay's answer neither.
+  const { data: event, error } = useData(() => api('GET', '/v3/admin/events/{event_id}', { params: { event_id: id } }), [id], { reset: true })
   useEffect(() => {
-    let live = true
-    setEvent(null)
     setReplayed(null)
     setReplayError(null)
-    api<EventDetail>('GET', `/v3/admin/events/${enc(id)}`).then(
-      (e) => live && (setEvent(e), setError(null)),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
   }, [id])
 
   const replay = async () => {
@@ -33,7 +25,7 @@ export function EventInspector({ id }: { id: string }) {
     setReplayed(null)
     setReplayError(null)
     try {
-      setReplayed(await api<Replayed>('POST', `/v3/admin/events/${enc(id)}/replay`))
+      setReplayed(await api('POST', '/v3/admin/events/{event_id}/replay', { params: { event_id: id } }))
     } catch (err) {
       setReplayError(err)
     } finally {

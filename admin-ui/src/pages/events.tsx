@@ -1,12 +1,9 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { api, query, type EventSummary, type Page } from '../api.ts'
+import { api, query, type EventSummary } from '../api.ts'
 import { ErrorBox, Outcome, ShopPicker } from '../components/common.tsx'
 import { OUTCOMES, time, TOPICS } from '../format.ts'
-import { signal } from '@preact/signals'
+import { lastListQuery } from '../components/events-query.ts'
 import { link, navigate, route } from '../router.ts'
-
-/** The list's query as last shown ("?outcome=rejected…"), for the inspector's way back to it. */
-export const lastListQuery = signal('')
 
 const FILTERS = ['shop', 'outcome', 'topic', 'resource_id', 'since', 'until'] as const
 type Filters = Record<(typeof FILTERS)[number], string>
@@ -48,7 +45,7 @@ export function Events() {
     const mine = ++loads.current
     setLoading(true)
     try {
-      const page = await api<Page<EventSummary>>('GET', `/v3/admin/events${query({ ...filters, limit: 50, cursor: after })}`)
+      const page = await api('GET', '/v3/admin/events', { query: { ...filters, limit: 50, cursor: after } })
       if (mine !== loads.current) return
       // A first page keeps what the live tail added while it loaded (the list was emptied first).
       setItems((old) => (after ? [...old, ...page.items] : [...old.filter((e) => !page.items.some((p) => p.event_id === e.event_id)), ...page.items]))

@@ -1,6 +1,7 @@
-import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type KeyView, type NewKey, type Page } from '../api.ts'
+import { useState } from 'preact/hooks'
+import { api, enc, type NewKey } from '../api.ts'
 import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
+import { useData } from '../hooks/use-data.ts'
 import { time } from '../format.ts'
 import { navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
@@ -38,27 +39,23 @@ function NewKey({ created, onClose }: { created: Created; onClose: () => void })
 
 export function Keys() {
   const shop = route.value.params.get('shop') ?? defaultShop()
-  const [keys, setKeys] = useState<KeyView[] | null>(null)
   const [created, setCreated] = useState<Created | null>(null)
   const [confirming, setConfirming] = useState<number | null>(null)
   const [error, setError] = useState<unknown>(null)
-  const [tick, setTick] = useState(0)
-  useEffect(() => {
-    if (!shop) return
-    let live = true
-    api<Page<KeyView>>('GET', `/v3/admin/shops/${enc(shop)}/keys?limit=500`).then(
-      (page) => live && (setKeys(page.items), setError(null)),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [shop, tick])
+  // A list loaded clears the last action's refusal, as it replaces what was refused.
+  const loaded = useData(
+    shop ? () => api('GET', '/v3/admin/shops/{shop}/keys', { params: { shop }, query: { limit: 500 } }).then((page) => page.items) : null,
+    [shop],
+    {
+      onLoad: () => setError(null),
+    },
+  )
+  const keys = loaded.data
   const create = async () => {
     setError(null)
     try {
-      setCreated(await api<Created>('POST', `/v3/admin/shops/${enc(shop)}/keys`))
-      setTick((t) => t + 1)
+      setCreated(await api('POST', '/v3/admin/shops/{shop}/keys', { params: { shop } }))
+      loaded.refresh()
     } catch (err) {
       setError(err)
     }
@@ -66,9 +63,9 @@ export function Keys() {
   const revoke = async (id: number) => {
     setError(null)
     try {
-      await api('POST', `/v3/admin/shops/${enc(shop)}/keys/${id}/revoke`)
+      await api('POST', '/v3/admin/shops/{shop}/keys/{id}/revoke', { params: { shop, id } })
       setConfirming(null)
-      setTick((t) => t + 1)
+      loaded.refresh()
     } catch (err) {
       setError(err)
     }
@@ -85,7 +82,7 @@ export function Keys() {
         )}
       </div>
       {created && <NewKey created={created} onClose={() => setCreated(null)} />}
-      <ErrorBox error={error} />
+      <ErrorBox error={error ?? loaded.error} />
       {keys && (
         <table class="keys">
           <thead>

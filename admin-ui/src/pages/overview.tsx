@@ -3,6 +3,7 @@ import { api, countOf, enc, type ShopSummary, type Stats } from '../api.ts'
 import { OutcomeChart } from '../components/chart.tsx'
 import { ErrorBox, loadShops, Outcome } from '../components/common.tsx'
 import { percent } from '../format.ts'
+import { useData } from '../hooks/use-data.ts'
 
 /** `1 customer`, `2 customers`. */
 const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
@@ -20,18 +21,7 @@ function sum(stats: Stats, outcome?: string): number {
 }
 
 function ShopCard({ shop, minutes, tick }: { shop: ShopSummary; minutes: number; tick: number }) {
-  const [stats, setStats] = useState<Stats | null>(null)
-  const [error, setError] = useState<unknown>(null)
-  useEffect(() => {
-    let live = true
-    api<Stats>('GET', `/v3/admin/stats?shop=${enc(shop.name)}&minutes=${minutes}`).then(
-      (s) => live && (setStats(s), setError(null)),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [shop.name, minutes, tick])
+  const { data: stats, error } = useData(() => api('GET', '/v3/admin/stats', { query: { shop: shop.name, minutes } }), [shop.name, minutes, tick])
   const day = Object.values(shop.last_24h ?? {}).reduce((a, b) => a + b, 0)
   const total = stats ? sum(stats) : 0
   const rejected = stats ? sum(stats, 'rejected') : 0
@@ -74,26 +64,12 @@ function ShopCard({ shop, minutes, tick }: { shop: ShopSummary; minutes: number;
 }
 
 export function Overview() {
-  const [list, setList] = useState<ShopSummary[] | null>(null)
-  const [queue, setQueue] = useState<Stats['queue'] | null>(null)
   const [minutes, setMinutes] = useState(180)
   const [tick, setTick] = useState(0)
-  const [error, setError] = useState<unknown>(null)
-  useEffect(() => {
-    let live = true
-    loadShops().then(
-      (s) => live && (setList(s), setError(null)),
-      (err) => live && setError(err),
-    )
-    // The queue is the process's, not a shop's: any stats answer carries it.
-    api<Stats>('GET', '/v3/admin/stats?minutes=1').then(
-      (s) => live && setQueue(s.queue),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [tick])
+  const { data: list, error: listError } = useData(loadShops, [tick])
+  // The queue is the process's, not a shop's: any stats answer carries it.
+  const { data: queue, error: queueError } = useData(() => api('GET', '/v3/admin/stats', { query: { minutes: 1 } }).then((s) => s.queue), [tick])
+  const error = listError ?? queueError
   useEffect(() => {
     const timer = setInterval(() => setTick((t) => t + 1), REFRESH_MS)
     return () => clearInterval(timer)

@@ -3,6 +3,7 @@ import { api, ApiError, enc, query, type PointsReport } from '../api.ts'
 import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { OutstandingChart } from '../components/outstanding-chart.tsx'
 import { UnfinishedImports } from '../components/unfinished-imports.tsx'
+import { useData } from '../hooks/use-data.ts'
 import { navigate, route } from '../router.ts'
 
 // The points liability report (GET /v3/admin/shops/{shop}/points-report): the chart of what is
@@ -18,24 +19,25 @@ export function Reports() {
   const shop = params.get('shop') ?? defaultShop()
   const asked = { from: params.get('from') ?? '', to: params.get('to') ?? '', bucket: params.get('bucket') ?? 'day' }
   const [form, setForm] = useState(asked)
-  const [report, setReport] = useState<PointsReport | null>(null)
-  const [error, setError] = useState<unknown>(null)
-  const path = `/v3/admin/shops/${enc(shop)}/points-report${query(asked)}`
-  useEffect(() => {
-    setForm(asked)
-    if (!shop) return
-    api<PointsReport>('GET', path)
-      .then((r) => {
-        setReport(r)
-        setError(null)
+  const [csvError, setCsvError] = useState<unknown>(null)
+  const key = `${shop}?${query(asked)}`
+  useEffect(() => setForm(asked), [key])
+  const loaded = useData(
+    shop
+      ? () => api('GET', '/v3/admin/shops/{shop}/points-report', { params: { shop }, query: { from: asked.from, to: asked.to, bucket: asked.bucket } })
+      : null,
+    [key],
+    {
+      onLoad: (r) => {
+        setCsvError(null)
         // The range shown, in the fields: the default one when none was asked.
         setForm({ from: asked.from || r.from, to: asked.to || r.to, bucket: asked.bucket })
-      })
-      .catch((err) => {
-        setReport(null)
-        setError(err)
-      })
-  }, [path])
+      },
+    },
+  )
+  // A failed load shows its error, not the report before it.
+  const report = loaded.error ? undefined : loaded.data
+  const error = csvError ?? loaded.error
   const go = (next: Partial<typeof asked> & { shop?: string }) => navigate(`reports${query({ shop, ...form, ...next })}`)
   return (
     <main>
@@ -67,7 +69,7 @@ export function Reports() {
         </label>
         <button type="submit">Show</button>
         {report && (
-          <button type="button" name="csv" onClick={() => download(shop, report).then(() => setError(null), setError)}>
+          <button type="button" name="csv" onClick={() => download(shop, report).then(() => setCsvError(null), setCsvError)}>
             Download CSV
           </button>
         )}

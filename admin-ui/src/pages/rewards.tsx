@@ -1,7 +1,8 @@
-import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type Claim, type CodesAdded, type Page, type RewardBody, type RewardView } from '../api.ts'
+import { useState } from 'preact/hooks'
+import { api, enc, type CodesAdded, type RewardBody, type RewardView } from '../api.ts'
 import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
+import { useData } from '../hooks/use-data.ts'
 import { link, navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
 
@@ -36,7 +37,7 @@ function NewReward({ shop, onAdded }: { shop: string; onAdded: () => void }) {
     if (kind === 'percentage') body.value = /^\d+$/.test(value) ? Number(value) : value
     if (codes === 'generated' && prefix !== '') body.code_prefix = prefix
     try {
-      await api('POST', `/v3/admin/shops/${enc(shop)}/rewards`, body as RewardBody)
+      await api('POST', '/v3/admin/shops/{shop}/rewards', { params: { shop }, body: body as RewardBody })
       setName('')
       setPoints('')
       setValue('')
@@ -105,7 +106,7 @@ function Upload({ shop, reward, onDone }: { shop: string; reward: RewardView; on
       .map((c) => c.trim())
       .filter((c) => c !== '')
     try {
-      setResult(await api<CodesAdded>('POST', `/v3/admin/shops/${enc(shop)}/rewards/${reward.id}/codes`, { codes }))
+      setResult(await api('POST', '/v3/admin/shops/{shop}/rewards/{id}/codes', { params: { shop, id: reward.id }, body: { codes } }))
       setText('')
       onDone()
     } catch (err) {
@@ -131,31 +132,28 @@ function Upload({ shop, reward, onDone }: { shop: string; reward: RewardView; on
 
 export function Rewards() {
   const shop = route.value.params.get('shop') ?? shops.value?.[0]?.name ?? ''
-  const [rewards, setRewards] = useState<RewardView[] | null>(null)
-  const [claims, setClaims] = useState<Claim[] | null>(null)
   const [uploading, setUploading] = useState<number | null>(null)
   const [confirming, setConfirming] = useState<number | null>(null)
   const [error, setError] = useState<unknown>(null)
-  const [tick, setTick] = useState(0)
-  useEffect(() => {
-    if (!shop) return
-    let live = true
-    Promise.all([
-      api<{ items: RewardView[] }>('GET', `/v3/admin/shops/${enc(shop)}/rewards`),
-      api<Page<Claim>>('GET', `/v3/admin/shops/${enc(shop)}/claims?limit=20`),
-    ]).then(
-      ([list, latest]) => live && (setRewards(list.items), setClaims(latest.items), setError(null)),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [shop, tick])
-  const refresh = () => setTick((t) => t + 1)
+  // A list loaded clears the last action's refusal, as it replaces what was refused.
+  const loaded = useData(
+    shop
+      ? () =>
+          Promise.all([
+            api('GET', '/v3/admin/shops/{shop}/rewards', { params: { shop } }),
+            api('GET', '/v3/admin/shops/{shop}/claims', { params: { shop }, query: { limit: 20 } }),
+          ])
+      : null,
+    [shop],
+    { onLoad: () => setError(null) },
+  )
+  const rewards = loaded.data?.[0].items
+  const claims = loaded.data?.[1].items
+  const refresh = loaded.refresh
   const remove = async (id: number) => {
     setError(null)
     try {
-      await api('DELETE', `/v3/admin/shops/${enc(shop)}/rewards/${id}`)
+      await api('DELETE', '/v3/admin/shops/{shop}/rewards/{id}', { params: { shop, id } })
       setConfirming(null)
       refresh()
     } catch (err) {
@@ -168,7 +166,7 @@ export function Rewards() {
         <h1>Rewards</h1>
         <ShopPicker value={shop} onChange={(s) => navigate(`rewards?shop=${enc(s)}`)} />
       </div>
-      <ErrorBox error={error} />
+      <ErrorBox error={error ?? loaded.error} />
       {rewards && rewards.length === 0 && <p class="muted">This shop has no rewards yet.</p>}
       {rewards && rewards.length > 0 && (
         <table class="rewards">

@@ -1,10 +1,11 @@
-import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type Rule, type RuleVersion, type RuleView } from '../api.ts'
+import { useState } from 'preact/hooks'
+import { api, enc, type Rule, type RuleVersion } from '../api.ts'
 import { ErrorBox, ShopPicker, defaultShop } from '../components/common.tsx'
 import { time } from '../format.ts'
+import { useData } from '../hooks/use-data.ts'
 import { navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
-import { draftOf, PreviewForm, RuleForm, type RuleDraft } from './rule-forms.tsx'
+import { draftOf, PreviewForm, RuleForm, type RuleDraft } from '../components/rule-forms.tsx'
 
 // A shop's points rule (GET /v3/admin/shops/{shop}/rule): the current version with every option,
 // its history (when each version took effect, who wrote it), for an operator the form that saves
@@ -87,26 +88,14 @@ function History({ history }: { history: RuleVersion[] }) {
 
 export function Rules() {
   const shop = route.value.params.get('shop') ?? defaultShop()
-  const [view, setView] = useState<RuleView | null>(null)
   const [draft, setDraft] = useState<RuleDraft | null>(null)
-  const [error, setError] = useState<unknown>(null)
-  const [tick, setTick] = useState(0)
-  useEffect(() => {
-    if (!shop) return
-    let live = true
-    api<RuleView>('GET', `/v3/admin/shops/${enc(shop)}/rule`).then(
-      (v) => {
-        if (!live) return
-        setView(v)
-        setDraft(draftOf(v.rule))
-        setError(null)
-      },
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [shop, tick])
+  const {
+    data: view,
+    error,
+    refresh,
+  } = useData(shop ? () => api('GET', '/v3/admin/shops/{shop}/rule', { params: { shop } }) : null, [shop], {
+    onLoad: (v) => setDraft(draftOf(v.rule)),
+  })
   const current = view?.history[0]
   return (
     <main>
@@ -136,7 +125,7 @@ export function Rules() {
               ))}
             </dl>
           </section>
-          {canChange.value && draft && <RuleForm shop={shop} draft={draft} onDraft={setDraft} onSaved={() => setTick((t) => t + 1)} />}
+          {canChange.value && draft && <RuleForm shop={shop} draft={draft} onDraft={setDraft} onSaved={refresh} />}
           <PreviewForm shop={shop} draft={canChange.value ? draft : null} version={view.version} />
           <h2>History</h2>
           <p class="muted">The newest 100 versions, newest first; an option a version changed is marked.</p>

@@ -1,7 +1,8 @@
-import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type NewSubscription, type SubscriptionDetail, type SubscriptionView } from '../api.ts'
+import { useState } from 'preact/hooks'
+import { api, enc, type SubscriptionView } from '../api.ts'
 import { defaultShop, ErrorBox, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
+import { useData } from '../hooks/use-data.ts'
 import { navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
 
@@ -25,24 +26,15 @@ function Secret({ secret, what, onClose }: { secret: string; what: string; onClo
 }
 
 function Deliveries({ shop, sub, onChanged }: { shop: string; sub: SubscriptionView; onChanged: () => void }) {
-  const [detail, setDetail] = useState<SubscriptionDetail | null>(null)
   const [after, setAfter] = useState(String(sub.position))
   const [error, setError] = useState<unknown>(null)
-  const path = `/v3/admin/shops/${enc(shop)}/subscriptions/${sub.id}`
-  useEffect(() => {
-    let live = true
-    api<SubscriptionDetail>('GET', path).then(
-      (d) => live && setDetail(d),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [path, sub.position, sub.attempts])
+  const params = { shop, id: sub.id }
+  const loaded = useData(() => api('GET', '/v3/admin/shops/{shop}/subscriptions/{id}', { params }), [shop, sub.id, sub.position, sub.attempts])
+  const detail = loaded.data
   const replay = async () => {
     setError(null)
     try {
-      await api('POST', `${path}/replay`, { after: Number(after) })
+      await api('POST', '/v3/admin/shops/{shop}/subscriptions/{id}/replay', { params, body: { after: Number(after) } })
       onChanged()
     } catch (err) {
       setError(err)
@@ -50,7 +42,7 @@ function Deliveries({ shop, sub, onChanged }: { shop: string; sub: SubscriptionV
   }
   return (
     <div class="deliveries" data-deliveries={sub.id}>
-      <ErrorBox error={error} labels={LABELS} />
+      <ErrorBox error={error ?? loaded.error} labels={LABELS} />
       {canChange.value && (
         <form
           class="replay"
@@ -106,40 +98,31 @@ const LABELS = { '/url': 'Endpoint', '/types': 'Types', '/after': 'Replay after 
 
 export function Subscriptions() {
   const shop = route.value.params.get('shop') ?? defaultShop()
-  const [subs, setSubs] = useState<SubscriptionView[] | null>(null)
   const [secret, setSecret] = useState<{ value: string; what: string } | null>(null)
   const [open, setOpen] = useState<number | null>(null)
   const [url, setUrl] = useState('')
   const [types, setTypes] = useState('points.*, customer.deleted')
   const [error, setError] = useState<unknown>(null)
-  const [tick, setTick] = useState(0)
   /** The subscription whose Remove or Rotate asks to be confirmed. */
   const [confirming, setConfirming] = useState<{ id: number; action: 'remove' | 'rotate' } | null>(null)
-  const base = `/v3/admin/shops/${enc(shop)}/subscriptions`
-  useEffect(() => {
-    if (!shop) return
-    let live = true
-    api<{ items: SubscriptionView[] }>('GET', base).then(
-      (list) => live && (setSubs(list.items), setError(null)),
-      (err) => live && setError(err),
-    )
-    return () => {
-      live = false
-    }
-  }, [shop, tick])
+  // A list loaded clears the last action's refusal, as it replaces what was refused.
+  const loaded = useData(shop ? () => api('GET', '/v3/admin/shops/{shop}/subscriptions', { params: { shop } }).then((list) => list.items) : null, [shop], {
+    onLoad: () => setError(null),
+  })
+  const subs = loaded.data
   const act = async (work: () => Promise<void>) => {
     setError(null)
     setConfirming(null)
     try {
       await work()
-      setTick((t) => t + 1)
+      loaded.refresh()
     } catch (err) {
       setError(err)
     }
   }
   const subscribe = () =>
     act(async () => {
-      const made = await api<NewSubscription>('POST', base, { url, types: types.split(',').map((t) => t.trim()) })
+      const made = await api('POST', '/v3/admin/shops/{shop}/subscriptions', { params: { shop }, body: { url, types: types.split(',').map((t) => t.trim()) } })
       setSecret({ value: made.secret, what: `The signing secret of subscription ${made.id}` })
       setUrl('')
     })
@@ -150,7 +133,7 @@ export function Subscriptions() {
         <ShopPicker value={shop} onChange={(s) => (setSecret(null), navigate(`subscriptions?shop=${enc(s)}`))} />
       </div>
       {secret && <Secret secret={secret.value} what={secret.what} onClose={() => setSecret(null)} />}
-      <ErrorBox error={error} labels={LABELS} />
+      <ErrorBox error={error ?? loaded.error} labels={LABELS} />
       {canChange.value && shop && (
         <form
           class="subscribe"
@@ -225,9 +208,9 @@ export function Subscriptions() {
                           name={`confirm-${confirming.action}`}
                           onClick={() =>
                             confirming.action === 'remove'
-                              ? act(() => api('DELETE', `${base}/${s.id}`))
+                              ? act(() => api('DELETE', '/v3/admin/shops/{shop}/subscriptions/{id}', { params: { shop, id: s.id } }).then(() => {}))
                               : act(async () => {
-                                  const r = await api<{ secret: string }>('POST', `${base}/${s.id}/rotate`)
+                                  const r = await api('POST', '/v3/admin/shops/{shop}/subscriptions/{id}/rotate', { params: { shop, id: s.id } })
                                   setSecret({ value: r.secret, what: `The new signing secret of subscription ${s.id}` })
                                 })
                           }
@@ -253,7 +236,7 @@ export function Subscriptions() {
               open === s.id && (
                 <tr>
                   <td colSpan={7}>
-                    <Deliveries shop={shop} sub={s} onChanged={() => setTick((t) => t + 1)} />
+                    <Deliveries shop={shop} sub={s} onChanged={loaded.refresh} />
                   </td>
                 </tr>
               ),

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, enc, type Rule, type RulePreview, type RulePreviewBody } from '../api.ts'
-import { ErrorBox } from '../components/common.tsx'
+import { api, type Rule, type RulePreview, type RulePreviewBody } from '../api.ts'
+import { ErrorBox } from './common.tsx'
 import { time } from '../format.ts'
 
 // The Rules page's two forms: the rule as a draft to save (PUT /v3/admin/shops/{shop}/rule) and
@@ -101,6 +101,25 @@ export function ruleOfDraft(d: RuleDraft): Rule {
 const text = (e: Event) => (e.currentTarget as HTMLInputElement).value
 const checked = (e: Event) => (e.currentTarget as HTMLInputElement).checked
 
+/** How the tier fields are written, in full and wrapping with the page (a placeholder is cut off at the input's width). */
+function TierHelp() {
+  return (
+    <div class="help" id="tier-help" data-help="tiers">
+      <p>
+        <strong>VIP tiers</strong>: each tier as <code>name:points</code> or <code>name:points:multiplier</code>, separated by commas, for example{' '}
+        <code>Silver:100, Gold:1000:1.5</code>, each tier's points above the one before. A customer holds the highest tier whose points they reach: the base
+        points (before any multiplier) of their orders processed within the last <em>tier window days</em>, net of refunds and cancels. Spending never lowers a
+        tier. An order earns its points × the multiplier of the tier its customer held when it was processed, rounded down; without a multiplier, 1. Empty: no
+        tiers.
+      </p>
+      <p>
+        <strong>Tag tiers</strong>: <code>tag=tier</code>, separated by commas, for example <code>vip=Gold, staff=Silver</code>: a customer with the tag holds
+        at least that tier, which must be one of the VIP tiers.
+      </p>
+    </div>
+  )
+}
+
 /** The change form: every option of the rule, saved as a new version in effect from now. */
 export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draft: RuleDraft; onDraft: (d: RuleDraft) => void; onSaved: () => void }) {
   const [busy, setBusy] = useState(false)
@@ -111,7 +130,7 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
     setBusy(true)
     setError(null)
     try {
-      await api('PUT', `/v3/admin/shops/${enc(shop)}/rule`, ruleOfDraft(draft))
+      await api('PUT', '/v3/admin/shops/{shop}/rule', { params: { shop }, body: ruleOfDraft(draft) })
       onSaved()
     } catch (err) {
       setError(err)
@@ -177,7 +196,8 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
           VIP tiers{' '}
           <input
             name="tiers"
-            placeholder="Silver:100, Gold:1000:1.5 (name:threshold:multiplier)"
+            placeholder="Silver:100, Gold:1000:1.5"
+            aria-describedby="tier-help"
             value={draft.tiers}
             onInput={(e) => set({ tiers: text(e) })}
           />
@@ -187,8 +207,10 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
           <input name="tier_window_days" inputMode="numeric" size={5} value={draft.tier_window_days} onInput={(e) => set({ tier_window_days: text(e) })} />
         </label>
         <label class="grow">
-          Tag tiers <input name="tag_tiers" placeholder="vip=Gold" value={draft.tag_tiers} onInput={(e) => set({ tag_tiers: text(e) })} />
+          Tag tiers{' '}
+          <input name="tag_tiers" placeholder="vip=Gold" aria-describedby="tier-help" value={draft.tag_tiers} onInput={(e) => set({ tag_tiers: text(e) })} />
         </label>
+        <TierHelp />
         <label>
           Warn days before expiry{' '}
           <input
@@ -312,7 +334,10 @@ export function PreviewForm({ shop, draft, version }: { shop: string; draft: Rul
     setError(null)
     try {
       setAnswer(
-        await api<RulePreview>('POST', `/v3/admin/shops/${enc(shop)}/rule/preview`, previewBody(o, withDraft && draft ? ruleOfDraft(draft) : undefined)),
+        await api('POST', '/v3/admin/shops/{shop}/rule/preview', {
+          params: { shop },
+          body: previewBody(o, withDraft && draft ? ruleOfDraft(draft) : undefined),
+        }),
       )
     } catch (err) {
       setAnswer(null)
