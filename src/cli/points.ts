@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { Command, InvalidArgumentError } from 'commander'
 import { formatInstant, formatUs } from '../domain/time.ts'
 import { expiryOf, versionedRule } from '../loyalty/rule.ts'
@@ -38,7 +39,7 @@ function table(rows: string[][]): string {
     .join('\n')
 }
 
-export function pointsCommand(): Command {
+export function pointsCommand(clock: Clock): Command {
   const points = new Command('points').description('the points ledger')
   points
     .command('show')
@@ -50,7 +51,7 @@ export function pointsCommand(): Command {
       withBackend(async ({ db }) => {
         const shop = await findShop(db, options.shop)
         if (!shop) throw new Error(`no shop named ${options.shop}`)
-        const nowUs = Date.now() * 1000
+        const nowUs = clock.nowUs()
         const [stored, balances, page, lots, rule] = await Promise.all([
           findStoredCustomer(db, shop.id, options.customer),
           customerBalances(db, shop.id, options.customer, nowUs),
@@ -112,7 +113,7 @@ export function pointsCommand(): Command {
     })
     .action((options: { shop: string; from?: string; to?: string; bucket?: string; format?: 'table' | 'csv' }) =>
       withBackend(async ({ db }) => {
-        const range = parseReportRange(options, Math.floor(Date.now() / 86_400_000))
+        const range = parseReportRange(options, Math.floor(clock.nowMs() / 86_400_000))
         if ('problem' in range) throw new Error(range.problem.replace(/^(from|to|bucket)\b/, '--$1'))
         const shop = await findShop(db, options.shop)
         if (!shop) throw new Error(`no shop named ${options.shop}`)
@@ -148,7 +149,7 @@ export function pointsCommand(): Command {
             cliProgress.Presets.shades_classic,
           )
           let started = false
-          const result = await rebuildPoints(backend, shopIds, (p) => {
+          const result = await rebuildPoints(backend, shopIds, clock, (p) => {
             if (!started) {
               bar.start(p.total, 0, { appended: 0 })
               started = true
@@ -196,12 +197,17 @@ export function pointsCommand(): Command {
           )
           bar.start(read.lines.length, 0, { entries: 0 })
           const summary = await importBalances(backend, shop.id, read.lines, {
+            clock,
             dryRun: options.dryRun === true,
             onProgress: (s) => bar.update(s.lines, { entries: s.entries }),
           })
           bar.stop()
           if (!options.dryRun)
-            await auditCommandLine(backend.db, { action: 'points.import', shopId: shop.id, target: null, detail: { ...summary, dry_run: undefined } })
+            await auditCommandLine(
+              backend.db,
+              { action: 'points.import', shopId: shop.id, target: null, detail: { ...summary, dry_run: undefined } },
+              clock.nowUs(),
+            )
           console.log(
             `${options.dryRun ? 'dry run, nothing written: would import' : 'imported'} ${summary.lines} lines of shop ${options.shop}: ` +
               `${summary.customers_created} new customers, ${summary.entries} entries (${summary.points_added} points added, ${summary.points_taken} taken back), ` +

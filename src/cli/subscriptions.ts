@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { Command, InvalidArgumentError } from 'commander'
 import { formatUs } from '../domain/time.ts'
 import { systemResolver } from '../jobs/endpoint-guard.ts'
@@ -35,7 +36,7 @@ async function shopOf(db: Parameters<typeof findShop>[0], name: string) {
   return shop
 }
 
-export function subscriptionsCommand(): Command {
+export function subscriptionsCommand(clock: Clock): Command {
   const command = new Command('subscriptions').description("outgoing webhooks: subscribe endpoints to a shop's change feed, list, remove, rotate, replay")
 
   command
@@ -55,13 +56,17 @@ export function subscriptionsCommand(): Command {
         if ((await shopSubscriptionCount(db, shop.id)) >= cap) {
           throw new Error(`shop ${shop.name} has ${cap} subscriptions, the most SUBSCRIPTIONS_PER_SHOP allows: remove one first`)
         }
-        const { record, secret } = await createSubscription(db, lazySecretBox(config), { shopId: shop.id, url: options.url, types, nowUs: Date.now() * 1000 })
-        await auditCommandLine(db, {
-          action: 'subscription.create',
-          shopId: shop.id,
-          target: String(record.id),
-          detail: { url: record.url, types: record.types },
-        })
+        const { record, secret } = await createSubscription(db, lazySecretBox(config), { shopId: shop.id, url: options.url, types, nowUs: clock.nowUs() })
+        await auditCommandLine(
+          db,
+          {
+            action: 'subscription.create',
+            shopId: shop.id,
+            target: String(record.id),
+            detail: { url: record.url, types: record.types },
+          },
+          clock.nowUs(),
+        )
         console.log(
           `created subscription ${record.id} of shop ${shop.name} to ${record.url} for ${record.types.join(', ')}; its signing secret, not shown again:`,
         )
@@ -76,7 +81,7 @@ export function subscriptionsCommand(): Command {
     .action((options: { shop: string }) =>
       withBackend(async ({ db }) => {
         const shop = await shopOf(db, options.shop)
-        const now = Date.now() * 1000
+        const now = clock.nowUs()
         const rows = (await shopSubscriptions(db, shop.id)).map((s) => subscriptionView(s, now))
         printTable(
           rows.map((v) => ({
@@ -102,7 +107,7 @@ export function subscriptionsCommand(): Command {
         const shop = await shopOf(db, options.shop)
         const sub = await findSubscription(db, shop.id, id)
         if (!sub || !(await deleteSubscription(db, id))) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
-        await auditCommandLine(db, { action: 'subscription.delete', shopId: shop.id, target: String(id), detail: { url: sub.url } })
+        await auditCommandLine(db, { action: 'subscription.delete', shopId: shop.id, target: String(id), detail: { url: sub.url } }, clock.nowUs())
         console.log(`removed subscription ${id} of shop ${shop.name}`)
       }),
     )
@@ -120,8 +125,8 @@ export function subscriptionsCommand(): Command {
         const sub = await findSubscription(db, shop.id, id)
         if (!sub) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
         const grace = options.graceHours ?? config.SUBSCRIPTIONS_ROTATION_GRACE_HOURS
-        const { secret, untilUs } = await rotateSecret(db, lazySecretBox(config), sub, grace, Date.now() * 1000)
-        await auditCommandLine(db, { action: 'subscription.rotate', shopId: shop.id, target: String(id), detail: { grace_hours: grace } })
+        const { secret, untilUs } = await rotateSecret(db, lazySecretBox(config), sub, grace, clock.nowUs())
+        await auditCommandLine(db, { action: 'subscription.rotate', shopId: shop.id, target: String(id), detail: { grace_hours: grace } }, clock.nowUs())
         console.log(`rotated the secret of subscription ${id}; the previous one signs too until ${formatUs(untilUs)}; the new one, not shown again:`)
         console.log(secret)
       }),
@@ -140,7 +145,7 @@ export function subscriptionsCommand(): Command {
         const past = await replayProblem(db, shop.id, options.after)
         if (past) throw new Error(`--after: ${past.detail}`)
         await replaySubscription(db, id, options.after)
-        await auditCommandLine(db, { action: 'subscription.replay', shopId: shop.id, target: String(id), detail: { after: options.after } })
+        await auditCommandLine(db, { action: 'subscription.replay', shopId: shop.id, target: String(id), detail: { after: options.after } }, clock.nowUs())
         console.log(`subscription ${id} delivers again from after position ${options.after}`)
       }),
     )

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import type { Static } from 'typebox'
 import type { BatchItem, CommandOutcome, ImportCommand } from '../batch/commands.ts'
 import { decideBatch } from '../batch/decide.ts'
@@ -101,11 +102,11 @@ export async function importBalances(
   backend: Backend,
   shopId: number,
   lines: readonly BalanceLine[],
-  options: { dryRun?: boolean; nowUs?: () => number; onProgress?: (summary: Summary) => void; unitLines?: number } = {},
+  options: { clock: Clock; dryRun?: boolean; onProgress?: (summary: Summary) => void; unitLines?: number },
 ): Promise<Summary> {
   const summary = emptySummary(options.dryRun === true)
   const unitLines = options.unitLines ?? IMPORT_UNIT
-  const now = options.nowUs ?? (() => Date.now() * 1000)
+  const now = () => options.clock.nowUs()
   const lanes = options.dryRun ? 1 : backend.writerLanes(IMPORT_LANES)
   const inFlight: Promise<readonly (BatchResult | CommandOutcome)[]>[] = []
   const settleOldest = async () => {
@@ -119,7 +120,7 @@ export async function importBalances(
       if (options.dryRun) {
         inFlight.push(Promise.resolve(await decideDry(backend, items, atUs)))
       } else {
-        const unit = commitUnit(backend, { items }, atUs).then((c) => c.results)
+        const unit = commitUnit(backend, { items }, atUs, options.clock).then((c) => c.results)
         // Awaited in turn below; until then a failure must not go unhandled.
         unit.catch(() => {})
         inFlight.push(unit)

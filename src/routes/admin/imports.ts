@@ -53,7 +53,7 @@ export async function importRoutes(scope: FastifyInstance, ctx: AdminContext): P
             }),
           )
         const dryRun = request.query.dry_run === 'true'
-        if (dryRun) return importBalances(services.backend, shop.id, read.lines, { dryRun, nowUs: ctx.nowUs })
+        if (dryRun) return importBalances(services.backend, shop.id, read.lines, { dryRun, clock: services.clock })
         const summary = emptySummary(false)
         // A unit at a time, so that a large file never fills the write queue; a 503 midway leaves what
         // was committed, and sending the file again writes only the rest.
@@ -61,7 +61,12 @@ export async function importRoutes(scope: FastifyInstance, ctx: AdminContext): P
           const commands = importCommands(shop.id, read.lines.slice(i, i + IMPORT_UNIT), ctx.nowUs())
           addToSummary(summary, await Promise.all(commands.map((c) => submit(services, c, 'import line'))))
         }
-        await recordAudit(db, request.operator, { action: 'points.import', shopId: shop.id, target: null, detail: { ...summary, dry_run: undefined } })
+        await recordAudit(
+          db,
+          request.operator,
+          { action: 'points.import', shopId: shop.id, target: null, detail: { ...summary, dry_run: undefined } },
+          ctx.nowUs(),
+        )
         return summary
       },
     )
