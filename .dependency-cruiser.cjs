@@ -2,7 +2,8 @@
 // runs back up the layers below. A layer may import any layer under it, never one above it.
 // Bottom to top (DEVELOPERS.md, Layout, says what each folder holds):
 //
-//   core     domain/, loyalty/ (over domain/), schemas/, config.ts: pure rules, shapes, settings
+//   core     domain/, loyalty/ (over domain/), schemas/, config.ts: pure rules, shapes, settings;
+//            clock.ts, the one clock every layer is given
 //   batch    batch/: the decider
 //   db       db/ (connection, dialects in db/sqlite/ and db/postgres/, schema, backup),
 //            migrations/, rate-limit/ (the rate limit's counters, Redis)
@@ -13,10 +14,10 @@
 //            catalogue, pools and the points import: what the admin API and the CLI share)
 //   http     http/: the protocol plumbing routes share
 //   routes   routes/, services.ts (what buildApp gives them)
-//   entry    app.ts, server.ts, cluster*.ts, cli/
+//   entry    app.ts (with parts.ts, the order its parts start and stop in), server.ts, cluster*.ts, cli/
 
 const LAYERS = [
-  ['core', ['src/domain/', 'src/schemas/', 'src/loyalty/', 'src/config\\.ts$']],
+  ['core', ['src/domain/', 'src/schemas/', 'src/loyalty/', 'src/config\\.ts$', 'src/clock\\.ts$']],
   ['batch', ['src/batch/']],
   ['db', ['src/db/', 'src/migrations/', 'src/rate-limit/']],
   ['repos', ['src/repos/']],
@@ -24,7 +25,7 @@ const LAYERS = [
   ['jobs', ['src/jobs/', 'src/feed/', 'src/rewards/']],
   ['http', ['src/http/']],
   ['routes', ['src/routes/', 'src/services\\.ts$']],
-  ['entry', ['src/app\\.ts$', 'src/server\\.ts$', 'src/cluster[\\w-]*\\.ts$', 'src/cli/']],
+  ['entry', ['src/app\\.ts$', 'src/parts\\.ts$', 'src/server\\.ts$', 'src/cluster[\\w-]*\\.ts$', 'src/cli/']],
 ]
 
 const anyOf = (paths) => `^(${paths.join('|')})`

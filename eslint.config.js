@@ -30,6 +30,30 @@ export default tseslint.config(
     },
   },
   {
+    files: ['src/**/*.ts'],
+    ignores: ['src/clock.ts', 'src/**/*.test.ts'],
+    // One clock (src/clock.ts), made at start and passed down: nothing else reads the system's time.
+    // new Date(x) with an argument (parsing, formatting) stays; tests (src/**/*.test.ts, test/) and
+    // bench/ drive and measure time themselves.
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: 'Read the time from the clock passed down (src/clock.ts), not new Date().',
+        },
+        {
+          selector: "MemberExpression[object.name='Date'][property.name='now']",
+          message: 'Read the time from the clock passed down (src/clock.ts), not Date.now().',
+        },
+        {
+          selector: "MemberExpression[object.name='performance'][property.name='now']",
+          message: 'Read durations from the clock passed down (clock.monotonicMs(), src/clock.ts), not performance.now().',
+        },
+      ],
+    },
+  },
+  {
     files: ['src/migrations/**', 'src/db/database.ts', 'src/db/postgres/dialect.ts'],
     // Migrations and the schema checks run against the tables as they were, not today's Tables: Kysely<any> is their type.
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

@@ -60,7 +60,7 @@ for (const target of targets) {
       await app.listen({ port: 0, host: '127.0.0.1' })
       const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
       const key = generateAdminKey()
-      await insertAdmin(app.services.backend.db, 'bench', hashKey(key), keyHint(key))
+      await insertAdmin(app.services.backend.db, 'bench', hashKey(key), keyHint(key), Date.now() * 1000)
       const authorization = `Basic ${Buffer.from(`:${key}`).toString('base64')}`
       const db = app.services.backend.db
       const stored = await db

@@ -7,6 +7,7 @@ import { writeRule } from '../src/repos/rule-repo.ts'
 import { openBatchWriter } from '../src/write/open-batch-writer.ts'
 import { nextRequest } from './mix.ts'
 import { benchWebhook } from './webhook.ts'
+import { systemClock } from '../src/clock.ts'
 
 const PRELOAD_BATCH = 500
 
@@ -38,7 +39,7 @@ export async function prepareDatabase(url: string, program = false): Promise<Pre
   const backend = openBackend(url)
   try {
     await migrate(backend)
-    const { key, shopId, keyId } = await issueKey(backend.db, 'bench')
+    const { key, shopId, keyId } = await issueKey(backend.db, 'bench', Date.now() * 1000)
     if (program) await writeRule(backend.db, shopId, JSON.stringify(BENCH_PROGRAM), 0)
     return { key, shopId, keyId }
   } finally {
@@ -59,7 +60,7 @@ export async function preload(
   options: { backdated?: number; backdateUs?: number; /** Share of rejected webhooks, 0 to 1. */ rejected?: number } = {},
 ): Promise<number> {
   const backend = openBackend(url)
-  const writer = openBatchWriter(backend)
+  const writer = openBatchWriter(backend, systemClock())
   const bar = new cliProgress.SingleBar(
     { format: 'preloading |{bar}| {value}/{total} events | {rate} events/s | {eta_formatted} left', stream: process.stderr },
     cliProgress.Presets.shades_classic,

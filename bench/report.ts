@@ -62,9 +62,9 @@ for (const kind of args.only.split(',') as ('sqlite' | 'postgres')[]) {
   const app = await buildApp(loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'silent' }))
   try {
     const { db } = app.services.backend
-    const { shopId } = await issueKey(db, 'bench-report')
+    const { shopId } = await issueKey(db, 'bench-report', Date.now() * 1000)
     const key = generateAdminKey()
-    await insertAdmin(db, 'bench', hashKey(key), keyHint(key))
+    await insertAdmin(db, 'bench', hashKey(key), keyHint(key), Date.now() * 1000)
     const seedStart = performance.now()
     if (kind === 'sqlite') {
       await seedStatement(kind, shopId).execute(db)

@@ -97,12 +97,12 @@ for (const target of args.only.split(',') as ('sqlite' | 'postgres')[]) {
     const subscribe = (shopId: number, path: string) =>
       createSubscription(db, app.services.secrets, { shopId, url: url(path), types: ['*'], nowUs: Date.now() * 1000, cap: config.SUBSCRIPTIONS_PER_SHOP })
     const keys: string[] = []
-    const big = await issueKey(db, 'big')
+    const big = await issueKey(db, 'big', Date.now() * 1000)
     keys.push(big.key)
     for (let i = 0; i < BIG; i++) await subscribe(big.shopId, `/big/${i}`)
     let healthySmall = 0
     for (let s = 0; s < SHOPS; s++) {
-      const shop = await issueKey(db, `small-${s}`)
+      const shop = await issueKey(db, `small-${s}`, Date.now() * 1000)
       keys.push(shop.key)
       for (let i = 0; i < PER_SHOP; i++) {
         const dead = i < HANGING

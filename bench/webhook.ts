@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto'
 import { v7 as uuidv7 } from 'uuid'
-import { arrivalClockUs } from '../src/http/arrival-clock.ts'
+import { systemClock } from '../src/clock.ts'
 import { changeFor, type Topic, type Webhook } from '../src/domain/webhook.ts'
 import type { MixRequest } from './mix.ts'
+
+// The preload's stamps: the system clock, as the service's.
+const clock = systemClock()
 
 /**
  * A request of the mix as the webhook route would hand it to the writer, for the preload.
@@ -19,7 +22,7 @@ export function benchWebhook(shopId: number, keyId: number, request: MixRequest,
   if (rejected) body[invalid.field] = invalid.value
   const raw = Buffer.from(rejected ? JSON.stringify(body) : request.body)
   // Backdated: as if it had arrived that long ago (a preload past the retention period).
-  const receivedUs = arrivalClockUs() - backdateUs
+  const receivedUs = clock.stampUs() - backdateUs
   if (rejected) {
     return {
       eventId: uuidv7(),

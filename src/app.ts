@@ -3,9 +3,11 @@ import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { LogController, type FastifyInstance, type RouteOptions } from 'fastify'
 import type { DestinationStream } from 'pino'
+import { isoMsAt } from './domain/time.ts'
 import { trustProxyOption, type Config } from './config.ts'
 import { isCommand, type BatchItem } from './batch/commands.ts'
-import { arrivalClockUs } from './http/arrival-clock.ts'
+import { clockAt, systemClock, type Clock } from './clock.ts'
+import { Parts } from './parts.ts'
 import { createAuthenticator } from './http/auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
 import { installExpectContinue } from './http/expect-continue.ts'
@@ -15,6 +17,7 @@ import { installAllMethods } from './http/methods.ts'
 import { createMetrics } from './http/metrics.ts'
 import { completeDocument } from './http/openapi.ts'
 import { installRequestIdEcho, requestId } from './http/request-id.ts'
+import { createUuidV7 } from './http/uuid-v7.ts'
 import { clientErrorHandler, installProblemHandlers, problem, sendProblem, unavailable } from './http/problem.ts'
 import { AJV_SETTINGS, errorsText } from './http/validation.ts'
 import { adminUiRoutes } from './routes/admin-ui.ts'
@@ -52,10 +55,11 @@ export interface BuildOptions {
   /** Where logs go (default stdout); tests pass a stream to read them. */
   logStream?: DestinationStream
   /**
-   * The time in epoch milliseconds for points (redemptions, balances, expiry); tests set it to
-   * see days pass. Webhooks keep their own arrival clock.
+   * The service's clock (default the system's, src/clock.ts); tests give a Clock, or the time in
+   * epoch milliseconds for points (redemptions, balances, expiry, rule versions) to see days pass,
+   * while what the service records is still stamped by the system clock (clockAt).
    */
-  clock?: () => number
+  clock?: Clock | (() => number)
   /** How often the points sweeper runs, in ms (default SWEEP_INTERVAL_SECONDS); 0 turns it off. */
   sweepEveryMs?: number
   /** Told of every statement the app runs with its parameters (tests: test/operations/query-plans.test.ts). */
@@ -73,15 +77,15 @@ export interface BuildOptions {
 const TOUCH_EVERY_MS = 10_000
 
 /** Records each key's last use (any request, reads included), at most once per TOUCH_EVERY_MS; never delays the request. */
-function keyUseRecorder(batchWriter: BatchWriter) {
+function keyUseRecorder(batchWriter: BatchWriter, clock: Clock) {
   const touched = new Map<number, number>()
   return ({ keyId }: { keyId: number }) => {
-    const now = Date.now()
-    if (now - (touched.get(keyId) ?? 0) < TOUCH_EVERY_MS) return
+    const now = clock.monotonicMs()
+    if (now - (touched.get(keyId) ?? -Infinity) < TOUCH_EVERY_MS) return
     if (touched.size > 100_000) touched.clear()
     touched.set(keyId, now)
     // A failure only leaves last used older: the database's trouble shows in the requests themselves.
-    batchWriter.touchKeys([keyId], new Date(now).toISOString()).catch(() => touched.delete(keyId))
+    batchWriter.touchKeys([keyId], isoMsAt(clock.stampUs())).catch(() => touched.delete(keyId))
   }
 }
 
@@ -91,19 +95,41 @@ function keyUseRecorder(batchWriter: BatchWriter) {
  * Opens the database and applies pending migrations.
  */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
-  const backend = openBackend(config.DATABASE_URL, { ...backendOptions(config), onStatement: options.onStatement })
+  // The one clock, made here and passed down to the routes, the jobs, the write path and the repositories.
+  const clock: Clock = options.clock === undefined ? systemClock() : typeof options.clock === 'function' ? clockAt(options.clock) : options.clock
+  // Every part that runs is started through this list and stopped in its reverse, when the app
+  // closes or when building it fails: a part may use any part started before it to its last moment.
+  const parts = new Parts()
   try {
-    await migrate(backend)
+    return await compose(config, options, clock, parts)
   } catch (err) {
-    await backend.close().catch(() => {})
+    await parts.stop().catch(() => {})
     throw err
   }
+}
+
+async function compose(config: Config, options: BuildOptions, clock: Clock, parts: Parts): Promise<FastifyInstance> {
+  const backend = await parts.start(
+    'database',
+    async () => {
+      const opened = openBackend(config.DATABASE_URL, { ...backendOptions(config), onStatement: options.onStatement })
+      try {
+        await migrate(opened)
+      } catch (err) {
+        await opened.close().catch(() => {})
+        throw err
+      }
+      return opened
+    },
+    (b) => b.close(),
+  )
   const bodyBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
   const parsedBudget = new BodyBudget(config.BODY_BYTES_IN_FLIGHT)
   // Background jobs report what keeps failing once per cause per half minute (src/jobs/report.ts).
-  const report = reportOncePer(() => app.log)
+  const report = reportOncePer(() => app.log, clock)
   const batchCalls = { statements: 0, roundTrips: 0 }
   const metrics = createMetrics({
+    clock,
     bodyBytesInFlight: () => bodyBudget.inFlight + parsedBudget.inFlight,
     queueDepth: () => writer.queued,
     ...(backend.poolStats ? { pool: () => backend.poolStats!() } : {}),
@@ -111,64 +137,61 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     poolLow: config.REWARD_POOL_LOW,
     batchCalls: () => batchCalls,
   })
-  const batchWriter = openBatchWriter(backend, batchCalls)
-  const clock = options.clock ?? Date.now
-  // A batch's time: the arrival clock's, which is strictly after every webhook stamped before it,
-  // so a batch is never timed before one of its own webhooks (Date.now()'s milliseconds were, and
-  // an order without processed_at, priced at its arrival, missed the tier it reached then).
-  // A test's clock, when given, sets it.
-  const batchTimeUs = options.clock ? () => options.clock!() * 1000 : arrivalClockUs
-  const writer: GroupCommitWriter<BatchItem, BatchResult> = new GroupCommitWriter<BatchItem, BatchResult>({
-    apply: async (batch) => {
-      metrics.batchSize.observe(batch.length)
-      const end = metrics.commitDuration.startTimer()
-      try {
-        const results = await batchWriter.apply(batch, batchTimeUs())
-        end({ result: 'committed' })
-        feed.committed()
-        return results
-      } catch (err) {
-        end({ result: 'failed' })
-        throw err
-      }
-    },
-    maxBatch: config.WRITER_MAX_BATCH,
-    maxQueue: config.WRITER_MAX_QUEUE,
-    lanes: backend.writerLanes(config.WRITER_LANES),
-    laneOf: (w) => w.shopId * 31 + ((isCommand(w) ? w.customerId : w.resourceId) ?? 0),
-    isUnavailable,
-    cooldownMs: 1000,
-  })
-  const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }), keyUseRecorder(batchWriter))
-  const sweeper = startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? config.SWEEP_INTERVAL_SECONDS * 1000, report)
+  const batchWriter = await parts.start(
+    'batch writer',
+    () => openBatchWriter(backend, clock, batchCalls),
+    (w) => w.close(),
+  )
   // The change feed: positions for committed entries, the readers' long poll, the NATS relay.
   // Signing secrets of outgoing webhooks, sealed at rest under SECRETS_KEY (src/keys/secret-box.ts).
+  // It stops after the writer has drained, whose last batches it tells of.
   const secrets = lazySecretBox(config)
   const resolveHost = options.resolveHost ?? systemResolver
-  const feed = startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets, resolveHost)
-  // Several processes (README, "Running several processes"): the rate limit counted in Redis when
-  // REDIS_URL is set, and key revocations heard from PostgreSQL.
-  const rateStore = createRateLimitStore(config.RATE_LIMIT_RPS === 0 ? '' : config.REDIS_URL, `shop-intake:${backend.schema}:rate:`, metrics.registry, (err) =>
-    app.log.warn({ err: { message: err.message } }, 'Redis (REDIS_URL) cannot be reached: the rate limit lets webhooks through uncounted until it is back'),
+  const feed = await parts.start(
+    'change feed',
+    () => startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets, resolveHost, clock),
+    (f) => f.stop(),
   )
-  const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget })
-  const services: Services = {
-    secrets,
-    resolveHost,
-    config,
-    backend,
-    writer,
-    batchWriter,
-    auth,
-    metrics,
-    parsedBudget,
-    sweeper,
-    feed,
-    hookIngestion,
-    ...(options.clock ? { clock: options.clock } : {}),
-    redisUp: rateStore.redisUp,
-    storage: () => storage.latest(),
-  }
+  const writer = await parts.start(
+    'writer',
+    () =>
+      new GroupCommitWriter<BatchItem, BatchResult>({
+        apply: async (batch) => {
+          metrics.batchSize.observe(batch.length)
+          const end = metrics.commitDuration.startTimer()
+          try {
+            // A batch's time: the clock's, which (the system clock's) is strictly after every
+            // webhook stamped before it, so a batch is never timed before one of its own webhooks
+            // (Date.now()'s milliseconds were, and an order without processed_at, priced at its
+            // arrival, missed the tier it reached then). A test's clock, when given, sets it.
+            const results = await batchWriter.apply(batch, clock.nowUs())
+            end({ result: 'committed' })
+            feed.committed()
+            return results
+          } catch (err) {
+            end({ result: 'failed' })
+            throw err
+          }
+        },
+        maxBatch: config.WRITER_MAX_BATCH,
+        maxQueue: config.WRITER_MAX_QUEUE,
+        lanes: backend.writerLanes(config.WRITER_LANES),
+        laneOf: (w) => w.shopId * 31 + ((isCommand(w) ? w.customerId : w.resourceId) ?? 0),
+        isUnavailable,
+        cooldownMs: 1000,
+        nowMs: () => clock.monotonicMs(),
+      }),
+    (w) => w.drain(),
+  )
+  const auth = createAuthenticator(
+    backend.db,
+    config.KEY_CACHE_SECONDS,
+    (reason) => metrics.unauthenticated.inc({ reason }),
+    keyUseRecorder(batchWriter, clock),
+  )
+  // Ids of events, claims, redemptions and adjustments: time-ordered by the stamps of what is recorded.
+  const newId = createUuidV7(() => Math.floor(clock.stampUs() / 1000))
+  const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget, clock, newId })
 
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace'
   const app = Fastify({
@@ -201,6 +224,72 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.server.maxConnections = config.MAX_CONNECTIONS
+  // Sampled, not per scrape: a scrape costs no query, and a slow database cannot slow /metrics.
+  const storage = await parts.start(
+    'storage sampler',
+    () => startStorageSampler(backend, config.STORAGE_SAMPLE_SECONDS, report, clock),
+    (s) => s.stop(),
+  )
+  await parts.start(
+    'pruner',
+    () =>
+      startPruner({
+        retentionDays: config.EVENT_RETENTION_DAYS,
+        intervalSeconds: config.PRUNE_INTERVAL_SECONDS,
+        prune: (cutoffUs, limit) => batchWriter.prune(cutoffUs, limit),
+        loaded: () => writer.pending > 0,
+        onPruned: (count) => metrics.eventsPruned.inc(count),
+        log: app.log,
+        clock,
+      }),
+    (stop) => stop(),
+  )
+  const sweeper = await parts.start(
+    'expiry sweeper',
+    () => startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? config.SWEEP_INTERVAL_SECONDS * 1000, report),
+    (s) => s.stop(),
+  )
+  // Several processes (README, "Running several processes"): the rate limit counted in Redis when
+  // REDIS_URL is set, and key revocations heard from PostgreSQL.
+  const rateStore = await parts.start(
+    'rate limit store',
+    () =>
+      createRateLimitStore(
+        config.RATE_LIMIT_RPS === 0 ? '' : config.REDIS_URL,
+        `shop-intake:${backend.schema}:rate:`,
+        metrics.registry,
+        (err) =>
+          app.log.warn(
+            { err: { message: err.message } },
+            'Redis (REDIS_URL) cannot be reached: the rate limit lets webhooks through uncounted until it is back',
+          ),
+        clock,
+      ),
+    (r) => r.close(),
+  )
+  await parts.start(
+    'key revocations',
+    () => followKeyRevocations(backend, (which) => auth.invalidate(which), app.log, clock),
+    (r) => r?.stop(),
+  )
+  const services: Services = {
+    secrets,
+    resolveHost,
+    config,
+    backend,
+    writer,
+    batchWriter,
+    auth,
+    metrics,
+    parsedBudget,
+    sweeper,
+    feed,
+    hookIngestion,
+    clock,
+    newId,
+    redisUp: rateStore.redisUp,
+    storage: () => storage.latest(),
+  }
   app.decorate('services', services)
   if (options.onRoute) app.addHook('onRoute', options.onRoute)
   installRequestIdEcho(app)
@@ -208,7 +297,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installProblemHandlers(app, config.RETRY_AFTER_SECONDS, config.BODY_LIMIT)
   // skipOnError: a count that fails (Redis unreachable) lets the webhook through (rate-limit-store.ts).
   await app.register(rateLimit, { global: false, store: rateStore.Store as never, skipOnError: true })
-  const revocations = followKeyRevocations(backend, (which) => auth.invalidate(which), app.log)
   // Global hooks run in the order added: the protocol checks, then the body budget before the
   // 100 Continue that lets a body in, then the shutdown 503 and the early 404.
   installHostCheck(app)
@@ -302,27 +390,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     async () => app.swagger() as unknown as Record<string, unknown>,
   )
 
-  // Sampled, not per scrape: a scrape costs no query, and a slow database cannot slow /metrics.
-  const storage = startStorageSampler(backend, config.STORAGE_SAMPLE_SECONDS, report)
-  const stopPruner = startPruner({
-    retentionDays: config.EVENT_RETENTION_DAYS,
-    intervalSeconds: config.PRUNE_INTERVAL_SECONDS,
-    prune: (cutoffUs, limit) => batchWriter.prune(cutoffUs, limit),
-    loaded: () => writer.pending > 0,
-    onPruned: (count) => metrics.eventsPruned.inc(count),
-    log: app.log,
-  })
-
-  app.addHook('onClose', async () => {
-    await revocations?.stop()
-    await rateStore.close()
-    await sweeper.stop()
-    await stopPruner()
-    await storage.stop()
-    await writer.drain()
-    await feed.stop()
-    await batchWriter.close()
-    await backend.close()
-  })
+  // Closing stops every part, in the reverse of the order they were started in (src/parts.ts):
+  // the key revocations, the rate limit's store, the sweeper, the pruner and the sampler, then
+  // the writer drains, the feed stops, and the batch writer and the database close.
+  app.addHook('onClose', () => parts.stop())
   return app
 }

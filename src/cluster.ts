@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
 import pino from 'pino'
+import { systemClock } from './clock.ts'
 import type { Config } from './config.ts'
 import { redactUrl, startServer } from './server.ts'
 import { backendOptions, migrate, openBackend } from './db/database.ts'
@@ -40,6 +41,8 @@ export async function serve(config: Config): Promise<void> {
 }
 
 async function runPrimary(config: Config): Promise<void> {
+  // The primary's clock (each worker's app makes its own): how long a worker lived.
+  const clock = systemClock()
   const log = pino({ level: config.LOG_LEVEL, base: { pid: process.pid, role: 'primary' } })
   const backend = openBackend(config.DATABASE_URL, backendOptions(config))
   try {
@@ -64,7 +67,7 @@ async function runPrimary(config: Config): Promise<void> {
 
   const fork = () => {
     const worker = cluster.fork()
-    started.set(worker, Date.now())
+    started.set(worker, clock.monotonicMs())
   }
   const restartLater = () => {
     pendingRestarts++
@@ -92,7 +95,7 @@ async function runPrimary(config: Config): Promise<void> {
   cluster.on('listening', () => (anyListened = true))
 
   cluster.on('exit', (worker, code, signal) => {
-    const since = started.get(worker) ?? Date.now()
+    const since = started.get(worker) ?? clock.monotonicMs()
     started.delete(worker)
     if (stopping !== undefined) {
       if (code !== 0) unclean = true
@@ -104,7 +107,7 @@ async function runPrimary(config: Config): Promise<void> {
       for (const other of started.keys()) other.process.kill('SIGKILL')
       process.exit(1)
     }
-    failures = Date.now() - since >= STABLE_MS ? 1 : failures + 1
+    failures = clock.monotonicMs() - since >= STABLE_MS ? 1 : failures + 1
     log.error({ worker_pid: worker.process.pid, code, signal, failures }, 'a worker exited unexpectedly; starting another')
     restartLater()
   })

@@ -1,3 +1,5 @@
+import type { Clock } from './clock.ts'
+import type { UuidV7Generator } from './http/uuid-v7.ts'
 import type { Config } from './config.ts'
 import type { BatchItem } from './batch/commands.ts'
 import type { Authenticator } from './http/auth.ts'
@@ -30,8 +32,10 @@ export interface Services {
    * budget counts): BODY_BYTES_IN_FLIGHT again, apart, so that bodies being read never starve it.
    */
   parsedBudget: BodyBudget
-  /** The time in epoch milliseconds, when a test sets it (BuildOptions.clock); else the system clock. */
-  clock?: () => number
+  /** The service's one clock (src/clock.ts): the system's, or the one a test gives (BuildOptions.clock). */
+  clock: Clock
+  /** The app's one sequence of ids (UUIDv7, stamped by the clock's stampUs). */
+  newId: UuidV7Generator
   /** Writes expiry as it falls due. */
   sweeper: ExpirySweeper
   /** The change feed: the readers' long poll, and the NATS relay when NATS_URL is set. */

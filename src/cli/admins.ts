@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { formatInstant } from '../domain/time.ts'
 import { generateAdminKey } from '../keys/admin-key.ts'
@@ -23,7 +24,7 @@ function adminId(value: string): number {
   return Number(value)
 }
 
-export function adminsCommand(): Command {
+export function adminsCommand(clock: Clock): Command {
   const admins = new Command('admins').description("create, list and revoke the console's operators and their admin keys")
 
   admins
@@ -34,8 +35,12 @@ export function adminsCommand(): Command {
     .action((options: { name: string; role: AdminRole }) =>
       withBackend(async ({ db }) => {
         const key = generateAdminKey()
-        const id = await insertAdmin(db, options.name, hashKey(key), keyHint(key), options.role)
-        await auditCommandLine(db, { action: 'admin.create', shopId: null, target: String(id), detail: { name: options.name, role: options.role } })
+        const id = await insertAdmin(db, options.name, hashKey(key), keyHint(key), clock.nowUs(), options.role)
+        await auditCommandLine(
+          db,
+          { action: 'admin.create', shopId: null, target: String(id), detail: { name: options.name, role: options.role } },
+          clock.nowUs(),
+        )
         const role = options.role === 'viewer' ? 'a viewer: may look, not change' : 'an operator: may look and change'
         console.log(`created operator ${id} (${options.name}), ${role}; store the admin key now, it is not shown again:`)
         console.log(key)
@@ -68,10 +73,14 @@ export function adminsCommand(): Command {
     .argument('<id>', 'the operator id, as admins list shows it', adminId)
     .action((id: number) =>
       withBackend(async ({ db }) => {
-        const done = await revokeAdmin(db, id)
+        const done = await revokeAdmin(db, id, clock.nowUs())
         if (done.result === 'unknown') throw new Error(`no operator with id ${id}; admins list shows the ids`)
         if (done.result === 'already') throw new Error(`operator ${id} was already revoked, at ${formatInstant(done.revokedAt)}`)
-        await auditCommandLine(db, { action: 'admin.revoke', shopId: null, target: String(id), detail: { name: (await findAdmin(db, id))!.name } })
+        await auditCommandLine(
+          db,
+          { action: 'admin.revoke', shopId: null, target: String(id), detail: { name: (await findAdmin(db, id))!.name } },
+          clock.nowUs(),
+        )
         console.log(`revoked operator ${id}`)
       }),
     )

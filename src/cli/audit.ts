@@ -18,7 +18,7 @@ function osUser(): string {
 /** The name the command line's changes are recorded under: `command line (<OS user>)`. */
 export const commandLineName = () => `command line (${osUser()})`
 
-/** Records a change the command line made. */
-export function auditCommandLine(db: Kysely<Tables>, entry: AuditEntry): Promise<void> {
-  return recordAudit(db, { id: 0, name: commandLineName() }, entry)
+/** Records a change the command line made at `nowUs`. */
+export function auditCommandLine(db: Kysely<Tables>, entry: AuditEntry, nowUs: number): Promise<void> {
+  return recordAudit(db, { id: 0, name: commandLineName() }, entry, nowUs)
 }

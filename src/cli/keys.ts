@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { Command, InvalidArgumentError } from 'commander'
 import { formatInstant } from '../domain/time.ts'
 import { issueKey } from '../keys/issue-key.ts'
@@ -17,7 +18,7 @@ function keyId(value: string): number {
   return Number(value)
 }
 
-export function keysCommand(): Command {
+export function keysCommand(clock: Clock): Command {
   const keys = new Command('keys').description('create, list and revoke API keys')
 
   keys
@@ -26,14 +27,18 @@ export function keysCommand(): Command {
     .requiredOption('--shop <name>', 'the shop the key belongs to', shopName)
     .action((options: { shop: string }) =>
       withBackend(async ({ db }) => {
-        const issued = await issueKey(db, options.shop)
+        const issued = await issueKey(db, options.shop, clock.nowUs())
         const stored = (await findKeyById(db, issued.keyId))!
-        await auditCommandLine(db, {
-          action: 'key.create',
-          shopId: issued.shopId,
-          target: String(issued.keyId),
-          detail: { hint: stored.hint, shop_created: issued.shopCreated },
-        })
+        await auditCommandLine(
+          db,
+          {
+            action: 'key.create',
+            shopId: issued.shopId,
+            target: String(issued.keyId),
+            detail: { hint: stored.hint, shop_created: issued.shopCreated },
+          },
+          clock.nowUs(),
+        )
         if (issued.shopCreated) console.log(`created shop ${options.shop}`)
         console.log(`created key ${issued.keyId} for shop ${options.shop}; store it now, it is not shown again:`)
         console.log(issued.key)
@@ -66,11 +71,11 @@ export function keysCommand(): Command {
     .argument('<id>', 'the key id, as keys list shows it', keyId)
     .action((id: number) =>
       withBackend(async ({ db }) => {
-        const done = await revokeKey(db, id)
+        const done = await revokeKey(db, id, clock.nowUs())
         if (done.result === 'unknown') throw new Error(`no key with id ${id}; keys list shows the ids`)
         if (done.result === 'already') throw new Error(`key ${id} was already revoked, at ${formatInstant(done.revokedAt)}`)
         const key = (await findKeyById(db, id))!
-        await auditCommandLine(db, { action: 'key.revoke', shopId: key.shopId, target: String(id), detail: { hint: key.hint } })
+        await auditCommandLine(db, { action: 'key.revoke', shopId: key.shopId, target: String(id), detail: { hint: key.hint } }, clock.nowUs())
         console.log(`revoked key ${id}`)
       }),
     )

@@ -10,9 +10,13 @@ import { subscriptionsCommand } from './subscriptions.ts'
 import { verifyCommand } from './verify.ts'
 import { rewardsCommand } from './rewards.ts'
 import { withBackend } from './backend.ts'
+import { systemClock } from '../clock.ts'
 
 // The server and the database drivers are imported when a command needs them, so that --help,
 // --version and a bad argument answer at once.
+
+// The command line's one clock, as buildApp makes the service's: every command reads the time from it.
+const clock = systemClock()
 
 const program = new Command()
   .name('shop-intake')
@@ -42,15 +46,15 @@ program
     ),
   )
 
-program.addCommand(keysCommand())
-program.addCommand(adminsCommand())
-program.addCommand(rulesCommand())
-program.addCommand(pointsCommand())
-for (const command of retentionCommands()) program.addCommand(command)
-program.addCommand(sendCommand())
-program.addCommand(subscriptionsCommand())
-program.addCommand(rewardsCommand())
-program.addCommand(verifyCommand())
+program.addCommand(keysCommand(clock))
+program.addCommand(adminsCommand(clock))
+program.addCommand(rulesCommand(clock))
+program.addCommand(pointsCommand(clock))
+for (const command of retentionCommands(clock)) program.addCommand(command)
+program.addCommand(sendCommand(clock))
+program.addCommand(subscriptionsCommand(clock))
+program.addCommand(rewardsCommand(clock))
+program.addCommand(verifyCommand(clock))
 
 try {
   await program.parseAsync(process.argv)

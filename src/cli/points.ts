@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ON_MISMATCH, type OnMismatch } from '../batch/import-identity.ts'
-import { arrivalClockUs } from '../http/arrival-clock.ts'
+import type { Clock } from '../clock.ts'
 import { formatInstant, formatUs } from '../domain/time.ts'
 import { allShopIds, findShop } from '../repos/keys-repo.ts'
 import { withBackend } from './backend.ts'
@@ -36,7 +36,7 @@ function table(rows: string[][]): string {
     .join('\n')
 }
 
-export function pointsCommand(): Command {
+export function pointsCommand(clock: Clock): Command {
   const points = new Command('points').description('the points ledger')
   points
     .command('show')
@@ -61,7 +61,7 @@ export function pointsCommand(): Command {
         ])
         const shop = await findShop(db, options.shop)
         if (!shop) throw new Error(`no shop named ${options.shop}`)
-        const nowUs = Date.now() * 1000
+        const nowUs = clock.nowUs()
         const [stored, balances, page, lots, rule] = await Promise.all([
           findStoredCustomer(db, shop.id, options.customer),
           customerBalances(db, shop.id, options.customer, nowUs),
@@ -127,7 +127,7 @@ export function pointsCommand(): Command {
           import('../loyalty/points-report.ts'),
           import('../repos/report-repo.ts'),
         ])
-        const range = parseReportRange(options, Math.floor(Date.now() / 86_400_000))
+        const range = parseReportRange(options, Math.floor(clock.nowMs() / 86_400_000))
         if ('problem' in range) throw new Error(range.problem.replace(/^(from|to|bucket)\b/, '--$1'))
         const shop = await findShop(db, options.shop)
         if (!shop) throw new Error(`no shop named ${options.shop}`)
@@ -163,7 +163,7 @@ export function pointsCommand(): Command {
             cliProgress.Presets.shades_classic,
           )
           let started = false
-          const result = await rebuildPoints(backend, shopIds, (p) => {
+          const result = await rebuildPoints(backend, shopIds, clock, (p) => {
             if (!started) {
               bar.start(p.total, 0, { appended: 0 })
               started = true
@@ -257,25 +257,24 @@ export function pointsCommand(): Command {
                 fileSha256: balanceImport.fileSha256(bytes),
                 linesTotal: lines.length,
                 startedBy: commandLineName(),
-                atUs: arrivalClockUs(),
+                atUs: clock.stampUs(),
               })
           bar.start(lines.length, 0, { entries: 0 })
           const done = await balanceImport.importBalances(backend, shop.id, lines, {
+            clock,
             dryRun: options.dryRun === true,
-            nowUs: arrivalClockUs,
-            onUnit: run === null ? undefined : (s) => balanceImport.recordProgress(backend, run, s.lines, arrivalClockUs()),
+            onUnit: run === null ? undefined : (s) => balanceImport.recordProgress(backend, run, s.lines, clock.stampUs()),
             onProgress: (s) => bar.update(s.lines, { entries: s.entries }),
           })
           bar.stop()
           const summary = { ...done, lines: read.lines.length, mismatched }
           if (run !== null) {
-            await repo.finishImportRun(backend.db, run.id, lines.length, arrivalClockUs())
-            await auditCommandLine(backend.db, {
-              action: 'points.import',
-              shopId: shop.id,
-              target: null,
-              detail: { ...summary, dry_run: undefined, on_mismatch: options.onMismatch ?? null },
-            })
+            await repo.finishImportRun(backend.db, run.id, lines.length, clock.stampUs())
+            await auditCommandLine(
+              backend.db,
+              { action: 'points.import', shopId: shop.id, target: null, detail: { ...summary, dry_run: undefined, on_mismatch: options.onMismatch ?? null } },
+              clock.nowUs(),
+            )
           }
           const mismatches =
             mismatched === 0

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { statSync } from 'node:fs'
 import { Command, InvalidArgumentError } from 'commander'
 import { formatUs } from '../domain/time.ts'
@@ -22,7 +23,7 @@ const mb = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MB`
 const when = (us: number | null) => (us === null ? 'none' : formatUs(us))
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-export function retentionCommands(): Command[] {
+export function retentionCommands(clock: Clock): Command[] {
   const events = new Command('events').description('the stored webhooks (events)')
   events
     .command('prune')
@@ -43,7 +44,7 @@ export function retentionCommands(): Command[] {
         if (options.olderThan === undefined && period === 0) {
           throw new Error('EVENT_RETENTION_DAYS is 0, which keeps every event; pass --older-than DAYS to prune anyway')
         }
-        const cutoffUs = retentionCutoffUs(period)
+        const cutoffUs = retentionCutoffUs(period, clock.nowUs())
         const before = await eventsBefore(backend, cutoffUs)
         const sizeBefore = await backend.sizeBytes()
         if (options.dryRun) {
@@ -56,13 +57,13 @@ export function retentionCommands(): Command[] {
         bar.start(before.count, 0)
         let deleted = 0
         for (;;) {
-          const started = performance.now()
+          const started = clock.monotonicMs()
           const count = await pruneEvents(backend, cutoffUs, PRUNE_BATCH)
           deleted += count
           bar.update(Math.min(deleted, Math.max(before.count, deleted)), { total: Math.max(before.count, deleted) })
           if (count < PRUNE_BATCH) break
           // As long again as the transaction took: a running service gets the write lock half the time at least.
-          await sleep(Math.max(5, performance.now() - started))
+          await sleep(Math.max(5, clock.monotonicMs() - started))
         }
         bar.stop()
         console.log(

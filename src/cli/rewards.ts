@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { readFileSync } from 'node:fs'
 import { Command, InvalidArgumentError } from 'commander'
 import { readCodes } from '../loyalty/rewards.ts'
@@ -28,7 +29,7 @@ async function shopOf(db: Kysely<Tables>, name: string) {
   return { id: Number(shop.id), name: shop.name }
 }
 
-export function rewardsCommand(): Command {
+export function rewardsCommand(clock: Clock): Command {
   const command = new Command('rewards').description('the rewards catalogue: add, list, remove, and the codes of a pool')
 
   command
@@ -82,8 +83,12 @@ export function rewardsCommand(): Command {
           const seen = new Set<string>()
           const shown = problems.filter((p) => !seen.has(p.pointer) && seen.add(p.pointer))
           if (shown.length > 0) throw new Error(shown.map((p) => `${flag(p.pointer)} ${p.detail}`).join('; '))
-          const view = rewardView(await createReward(db, shop.id, body as RewardInput, Date.now() * 1000))
-          await auditCommandLine(db, { action: 'reward.create', shopId: shop.id, target: String(view.id), detail: { name: view.name, points: view.points } })
+          const view = rewardView(await createReward(db, shop.id, body as RewardInput, clock.nowUs()))
+          await auditCommandLine(
+            db,
+            { action: 'reward.create', shopId: shop.id, target: String(view.id), detail: { name: view.name, points: view.points } },
+            clock.nowUs(),
+          )
           console.log(
             `added reward ${view.id} of shop ${shop.name}: ${view.name}, ${view.points} points, ${view.codes} codes${view.active ? '' : ', inactive'}`,
           )
@@ -135,8 +140,8 @@ export function rewardsCommand(): Command {
           console.log(`reward ${id} of shop ${shop.name} was removed already`)
           return
         }
-        await changeReward(db, reward, { active: false }, Date.now() * 1000)
-        await auditCommandLine(db, { action: 'reward.remove', shopId: shop.id, target: String(id), detail: { name: reward.name } })
+        await changeReward(db, reward, { active: false }, clock.nowUs())
+        await auditCommandLine(db, { action: 'reward.remove', shopId: shop.id, target: String(id), detail: { name: reward.name } }, clock.nowUs())
         console.log(`removed reward ${id} of shop ${shop.name}: no claim takes it from now on; its claims and codes are kept`)
       }),
     )
@@ -158,13 +163,17 @@ export function rewardsCommand(): Command {
         const reward = await findReward(db, shop.id, options.reward)
         if (!reward) throw new Error(`no reward ${options.reward} in shop ${shop.name}`)
         if (reward.codes !== 'pool') throw new Error(`reward ${options.reward} makes its own codes (codes: generated); only a pool takes uploaded codes`)
-        const result = (await addCodes(db, shop.id, options.reward, list, Date.now() * 1000))!
-        await auditCommandLine(db, {
-          action: 'reward.codes',
-          shopId: shop.id,
-          target: String(options.reward),
-          detail: { added: result.added, duplicates: result.duplicates, handed_out: result.handedOut },
-        })
+        const result = (await addCodes(db, shop.id, options.reward, list, clock.nowUs()))!
+        await auditCommandLine(
+          db,
+          {
+            action: 'reward.codes',
+            shopId: shop.id,
+            target: String(options.reward),
+            detail: { added: result.added, duplicates: result.duplicates, handed_out: result.handedOut },
+          },
+          clock.nowUs(),
+        )
         const handedOut = result.handedOut === 0 ? '' : ` (${result.handedOut} of them handed out by claims already)`
         console.log(
           `added ${result.added} codes to reward ${options.reward} of shop ${shop.name}; ${result.duplicates} duplicates left out${handedOut}; ${result.codesLeft} codes left`,

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import type { Rule } from '../loyalty/rule.ts'
 import {
@@ -131,7 +132,7 @@ function print(name: string, version: number, effectiveAt: string, rule: Rule): 
   console.log(JSON.stringify({ shop: name, version, effective_at: effectiveAt, rule }, null, 2))
 }
 
-export function rulesCommand(): Command {
+export function rulesCommand(clock: Clock): Command {
   const rules = new Command('rules').description("show or change a shop's points rule")
   rules
     .command('show')
@@ -187,7 +188,7 @@ export function rulesCommand(): Command {
           import('../repos/rule-repo.ts'),
           import('../domain/time.ts'),
         ])
-        const effectiveUs = Date.now() * 1000
+        const effectiveUs = clock.nowUs()
         let changes = {}
         // Read, changed and written again if another change came in between.
         const written = await changeRule(
@@ -224,12 +225,16 @@ export function rulesCommand(): Command {
           commandLineName(),
         )
         if (written.changed) {
-          await auditCommandLine(db, {
-            action: 'rule.set',
-            shopId: Number(shop.id),
-            target: String(written.version),
-            detail: { version: written.version, changes },
-          })
+          await auditCommandLine(
+            db,
+            {
+              action: 'rule.set',
+              shopId: Number(shop.id),
+              target: String(written.version),
+              detail: { version: written.version, changes },
+            },
+            clock.nowUs(),
+          )
         }
         // The rule as it now is; the same values again make no version.
         const [current] = await ruleHistory(db, Number(shop.id), 1)

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -24,13 +25,13 @@ async function readBody(file: string): Promise<Buffer> {
 }
 
 /** Retry-After in seconds (the service sends seconds; an HTTP date is honoured too), at most `cap`. */
-function retryAfterMs(header: string | null, capMs: number): number | undefined {
+function retryAfterMs(header: string | null, capMs: number, nowMs: number): number | undefined {
   if (header === null) return undefined
-  const seconds = /^\d+$/.test(header.trim()) ? Number(header.trim()) : (Date.parse(header) - Date.now()) / 1000
+  const seconds = /^\d+$/.test(header.trim()) ? Number(header.trim()) : (Date.parse(header) - nowMs) / 1000
   return Number.isFinite(seconds) ? Math.min(Math.max(seconds, 0) * 1000, capMs) : undefined
 }
 
-export function sendCommand(): Command {
+export function sendCommand(clock: Clock): Command {
   return new Command('send')
     .description(
       'post one webhook body (FILE, or - for stdin) to SHOP_INTAKE_URL with the key in SHOP_INTAKE_KEY, retrying 503, 429, 408 and connection errors as the README says, and print the answer',
@@ -67,7 +68,7 @@ export function sendCommand(): Command {
             return
           }
           why = `${res.status} ${res.statusText}`
-          wait = retryAfterMs(res.headers.get('retry-after'), 60_000) ?? backoffMs
+          wait = retryAfterMs(res.headers.get('retry-after'), 60_000, clock.nowMs()) ?? backoffMs
         } catch (err) {
           const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name
           if (attempt >= options.attempts) throw new Error(`no answer from ${url} after ${attempt} attempts: ${cause}`, { cause: err })

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { Command, InvalidArgumentError } from 'commander'
 import { formatUs } from '../domain/time.ts'
 import { findShop } from '../repos/keys-repo.ts'
@@ -35,7 +36,7 @@ async function shopOf(db: Parameters<typeof findShop>[0], name: string) {
   return shop
 }
 
-export function subscriptionsCommand(): Command {
+export function subscriptionsCommand(clock: Clock): Command {
   const command = new Command('subscriptions').description("outgoing webhooks: subscribe endpoints to a shop's change feed, list, remove, rotate, replay")
 
   command
@@ -56,15 +57,14 @@ export function subscriptionsCommand(): Command {
         const problems = await subscriptionProblems(options.url, types, config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1, systemResolver)
         if (problems.length > 0) throw new Error(problems.map((p) => p.detail).join('; '))
         const cap = config.SUBSCRIPTIONS_PER_SHOP
-        const created = await createSubscription(db, await secretBox(config), { shopId: shop.id, url: options.url, types, nowUs: Date.now() * 1000, cap })
+        const created = await createSubscription(db, await secretBox(config), { shopId: shop.id, url: options.url, types, nowUs: clock.nowUs(), cap })
         if (!created) throw new Error(`shop ${shop.name} has ${cap} subscriptions, the most SUBSCRIPTIONS_PER_SHOP allows: remove one first`)
         const { record, secret } = created
-        await auditCommandLine(db, {
-          action: 'subscription.create',
-          shopId: shop.id,
-          target: String(record.id),
-          detail: { url: record.url, types: record.types },
-        })
+        await auditCommandLine(
+          db,
+          { action: 'subscription.create', shopId: shop.id, target: String(record.id), detail: { url: record.url, types: record.types } },
+          clock.nowUs(),
+        )
         console.log(
           `created subscription ${record.id} of shop ${shop.name} to ${record.url} for ${record.types.join(', ')}; its signing secret, not shown again:`,
         )
@@ -80,7 +80,7 @@ export function subscriptionsCommand(): Command {
       withBackend(async ({ db }) => {
         const { subscriptionView } = await feed()
         const shop = await shopOf(db, options.shop)
-        const now = Date.now() * 1000
+        const now = clock.nowUs()
         const rows = (await shopSubscriptions(db, shop.id)).map((s) => subscriptionView(s, now))
         printTable(
           rows.map((v) => ({
@@ -106,7 +106,7 @@ export function subscriptionsCommand(): Command {
         const shop = await shopOf(db, options.shop)
         const sub = await findSubscription(db, shop.id, id)
         if (!sub || !(await deleteSubscription(db, id))) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
-        await auditCommandLine(db, { action: 'subscription.delete', shopId: shop.id, target: String(id), detail: { url: sub.url } })
+        await auditCommandLine(db, { action: 'subscription.delete', shopId: shop.id, target: String(id), detail: { url: sub.url } }, clock.nowUs())
         console.log(`removed subscription ${id} of shop ${shop.name}`)
       }),
     )
@@ -124,8 +124,8 @@ export function subscriptionsCommand(): Command {
         const sub = await findSubscription(db, shop.id, id)
         if (!sub) throw new Error(`no subscription ${id} of shop ${shop.name}; subscriptions list shows the ids`)
         const grace = options.graceHours ?? config.SUBSCRIPTIONS_ROTATION_GRACE_HOURS
-        const { secret, untilUs } = await rotateSecret(db, await secretBox(config), sub, grace, Date.now() * 1000)
-        await auditCommandLine(db, { action: 'subscription.rotate', shopId: shop.id, target: String(id), detail: { grace_hours: grace } })
+        const { secret, untilUs } = await rotateSecret(db, await secretBox(config), sub, grace, clock.nowUs())
+        await auditCommandLine(db, { action: 'subscription.rotate', shopId: shop.id, target: String(id), detail: { grace_hours: grace } }, clock.nowUs())
         console.log(`rotated the secret of subscription ${id}; the previous one signs too until ${formatUs(untilUs)}; the new one, not shown again:`)
         console.log(secret)
       }),
@@ -145,7 +145,7 @@ export function subscriptionsCommand(): Command {
         const past = await replayProblem(db, shop.id, options.after)
         if (past) throw new Error(`--after: ${past.detail}`)
         await replaySubscription(db, id, options.after)
-        await auditCommandLine(db, { action: 'subscription.replay', shopId: shop.id, target: String(id), detail: { after: options.after } })
+        await auditCommandLine(db, { action: 'subscription.replay', shopId: shop.id, target: String(id), detail: { after: options.after } }, clock.nowUs())
         console.log(`subscription ${id} delivers again from after position ${options.after}`)
       }),
     )

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { readFileSync } from 'node:fs'
 import { Command, InvalidArgumentError } from 'commander'
 import { verifyProblem } from '../domain/webhook-signature.ts'
@@ -16,7 +17,7 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8')
 }
 
-export function verifyCommand(): Command {
+export function verifyCommand(clock: Clock): Command {
   return new Command('verify')
     .description('check the signature of a webhook this service sent: exit 0 and "valid", or exit 1 and why not')
     .option('--secret <whsec>', 'the signing secret (or WEBHOOK_SECRET, which keeps it out of the shell history)')
@@ -32,7 +33,7 @@ export function verifyCommand(): Command {
       const why = verifyProblem(
         secret,
         { id: options.id, timestamp: options.timestamp, signature: options.signature, body },
-        Math.floor(Date.now() / 1000),
+        Math.floor(clock.nowMs() / 1000),
         options.tolerance,
       )
       if (why) throw new Error(`not valid: ${why}`)

@@ -86,6 +86,11 @@ export function isInstant(text: string): boolean {
   return readInstant(text).ok
 }
 
+/** Epoch microseconds as ISO 8601 to the millisecond: what the `created_at`, `revoked_at` and `last_used_at` columns hold. */
+export function isoMsAt(us: number): string {
+  return new Date(Math.floor(us / 1000)).toISOString()
+}
+
 export function formatUs(us: number): string {
   const micros = ((us % 1_000_000) + 1_000_000) % 1_000_000
   const iso = new Date((us - micros) / 1000).toISOString()

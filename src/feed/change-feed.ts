@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import type { Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import { startRelay, type Relay } from '../jobs/nats-relay.ts'
@@ -35,6 +36,7 @@ export function startChangeFeed(
   report: Report,
   secrets: SecretBox,
   resolveHost: HostResolver,
+  clock: Clock,
 ): ChangeFeed {
   const watch = new FeedWatch(backend.db)
   let relay: Relay | undefined
@@ -48,9 +50,10 @@ export function startChangeFeed(
       subjectPrefix: config.NATS_SUBJECT_PREFIX,
       report,
       onPublished: (n) => counters.published.inc(n),
+      clock,
     })
   }
-  const sender = startWebhookSender({ backend, batchWriter, config, secrets, registry, report, resolveHost })
+  const sender = startWebhookSender({ backend, batchWriter, config, secrets, registry, report, resolveHost, clock })
   return {
     watch,
     relay,

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import basicAuth from 'basic-auth'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
@@ -57,7 +58,7 @@ export interface AdminAuth {
 }
 
 /** `publicOrigin`: PUBLIC_ORIGIN, or empty for the request's own (src/http/public-origin.ts). */
-export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number, configuredOrigin: string): AdminAuth {
+export function createAdminAuth(db: Kysely<Tables>, clock: Clock, configuredOrigin: string): AdminAuth {
   return {
     async hook(request) {
       if (headerCount(request.raw, 'authorization') > 1) {
@@ -84,7 +85,7 @@ export function createAdminAuth(db: Kysely<Tables>, nowUs: () => number, configu
         throw unauthorized('sign in (POST /v3/admin/session) or send HTTP Basic authentication with an empty user name and an admin key as the password', false)
       }
       const sessionHash = hashKey(token)
-      const session = await findSession(db, sessionHash, nowUs())
+      const session = await findSession(db, sessionHash, clock.nowUs())
       if (!session) throw unauthorized('the session has expired or ended; sign in again', false)
       if (!SAFE_METHODS.has(request.method)) {
         const own = publicOrigin(request, configuredOrigin)

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { DbCalls } from '../db/db-calls.ts'
 import { TOPICS, type Outcome, type Topic } from '../domain/webhook.ts'
@@ -7,6 +8,8 @@ const OUTCOMES = ['applied', 'duplicate', 'stale', 'rejected', 'failed'] as cons
 
 /** What the metrics read when scraped. */
 export interface MetricSources {
+  /** The service's clock: the oldest event's age is read against it. */
+  clock: Clock
   bodyBytesInFlight(): number
   /** Webhooks waiting for a commit. */
   queueDepth(): number
@@ -116,7 +119,7 @@ export function createMetrics(sources: MetricSources) {
       aggregator: 'max',
       collect() {
         const oldest = sources.storage?.().oldestEventUs ?? null
-        this.set(oldest === null ? 0 : Math.max(0, Date.now() / 1000 - oldest / 1e6))
+        this.set(oldest === null ? 0 : Math.max(0, sources.clock.nowUs() / 1e6 - oldest / 1e6))
       },
     }),
     rewardCodesLeft: new Gauge({

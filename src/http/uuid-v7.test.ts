@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { validate, version } from 'uuid'
-import { createUuidV7, uuidv7 } from './uuid-v7.ts'
+import { createUuidV7 } from './uuid-v7.ts'
+import { systemClock } from '../clock.ts'
 
 /** The 48-bit millisecond timestamp at the start of a UUIDv7. */
 const msOf = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16)
@@ -52,7 +53,9 @@ test('a new millisecond starts a random counter: ids of different processes do n
   assert.equal(ids.size, 2000)
 })
 
-test("the process's generator follows the wall clock", () => {
+test("a generator on the system clock's stamps (as buildApp makes it) follows the wall clock", () => {
+  const clock = systemClock()
+  const uuidv7 = createUuidV7(() => Math.floor(clock.stampUs() / 1000))
   const start = Date.now()
   const id = uuidv7()
   assert.ok(msOf(id) >= start && msOf(id) <= Date.now() + 1, id)

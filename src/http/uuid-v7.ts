@@ -18,8 +18,8 @@ export interface UuidV7Generator {
   (): string
 }
 
-/** A generator with its own counter; `now` is the clock in epoch milliseconds (tests pass their own). */
-export function createUuidV7(now: () => number = Date.now): UuidV7Generator {
+/** A generator with its own counter; `now` is the clock in epoch milliseconds (the app's clock's stamps; tests pass their own). */
+export function createUuidV7(now: () => number): UuidV7Generator {
   const pool = new Uint8Array(POOL_IDS * ID_BYTES)
   let at = pool.length
   // v7() reads its random bytes at fixed indexes of a 16-byte array: the pool's are copied in.
@@ -43,6 +43,3 @@ export function createUuidV7(now: () => number = Date.now): UuidV7Generator {
     return v7({ random, msecs, seq })
   }
 }
-
-/** The process's one sequence of ids. */
-export const uuidv7: UuidV7Generator = createUuidV7()

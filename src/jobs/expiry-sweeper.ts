@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import type { BatchItem, ExpireCommand, PointsCommand } from '../batch/commands.ts'
 import { dueRanges } from '../loyalty/expiry-schedule.ts'
 import { expiryOf, versionedRule } from '../loyalty/rule.ts'
@@ -33,7 +34,7 @@ export interface ExpirySweeper {
 export function startExpirySweeper(
   backend: Backend,
   submit: (item: BatchItem) => Promise<BatchResult>,
-  clockMs: () => number,
+  clock: Clock,
   everyMs: number,
   report: Report,
 ): ExpirySweeper {
@@ -62,7 +63,7 @@ export function startExpirySweeper(
 
   /** Customers whose lots fall due within the warning days since the last pass, or got entries since. */
   async function warningPass(): Promise<void> {
-    const nowUs = clockMs() * 1000
+    const nowUs = clock.nowUs()
     for (const { shopId, stored } of await expiryRules(backend.db)) {
       const versioned = versionedRule(stored)
       const days = versioned.rule.expiry_warning_days
@@ -89,13 +90,13 @@ export function startExpirySweeper(
 
   /** Customers whose tier check is due: each tier decided again now. */
   async function tierPass(): Promise<void> {
-    const nowUs = clockMs() * 1000
+    const nowUs = clock.nowUs()
     const due = await tierChecksDue(backend.db, nowUs, TIER_CHECKS)
     await send(due.map(({ shopId, customerId }) => ({ command: 'tier', shopId, customerId, atUs: nowUs })))
   }
 
   async function expiryPass(): Promise<number> {
-    const nowUs = clockMs() * 1000
+    const nowUs = clock.nowUs()
     // Entries committed after this read have larger ids than the previous pass's read: the next pass looks at those.
     const maxId = await maxLedgerId(backend.db)
     let settled = 0
@@ -127,6 +128,7 @@ export function startExpirySweeper(
     ...(everyMs > 0 ? { firstMs: Math.min(everyMs, 1000) } : {}),
     report,
     failure: 'the expiry sweep failed; the next one tries again',
+    clock,
   })
   return { sweep: loop.run, stop: loop.stop }
 }

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Backend, Listener } from '../db/dialect.ts'
+import type { Clock } from '../clock.ts'
 import { startLoop } from './loop.ts'
 import { reportOncePer } from './report.ts'
 
@@ -28,7 +29,7 @@ export type Invalidate = (which?: { keyHash: string }) => void
  * Listens for key changes of this schema on a connection of their own (Backend.listen),
  * reconnecting with a back-off; undefined where there is nothing to listen to (SQLite: one process).
  */
-export function followKeyRevocations(backend: Backend, invalidate: Invalidate, log: FastifyBaseLogger): KeyRevocations | undefined {
+export function followKeyRevocations(backend: Backend, invalidate: Invalidate, log: FastifyBaseLogger, clock: Clock): KeyRevocations | undefined {
   if (!backend.listen) return undefined
   const listen = backend.listen.bind(backend)
   const { schema } = backend
@@ -85,8 +86,9 @@ export function followKeyRevocations(backend: Backend, invalidate: Invalidate, l
     pass,
     firstMs: 0,
     everyMs: () => (listener ? PING_MS : retryMs),
-    report: reportOncePer(() => log),
+    report: reportOncePer(() => log, clock),
     failure: 'following key revocations failed; it tries again',
+    clock,
   })
 
   return {

@@ -3,11 +3,13 @@ import { test } from 'node:test'
 import type { FastifyBaseLogger } from 'fastify'
 import { startLoop } from './loop.ts'
 import { reportOncePer } from './report.ts'
+import { systemClock } from '../clock.ts'
 
 // The jobs' one loop, with passes that wait for the test to let them end: what runs when, told by
 // counts, never by how long anything took.
 
 const silent = () => {}
+const clock = systemClock()
 
 function gate() {
   let open!: () => void
@@ -23,7 +25,7 @@ const until = async (check: () => boolean) => {
 test('kicks while a pass runs make one more pass right after it, not one each', async () => {
   const gates = [gate(), gate()]
   let passes = 0
-  const loop = startLoop({ pass: async () => gates[passes++]?.opened, everyMs: 0, report: silent, failure: 'x' })
+  const loop = startLoop({ pass: async () => gates[passes++]?.opened, everyMs: 0, report: silent, failure: 'x', clock })
   loop.kick()
   await until(() => passes === 1)
   loop.kick()
@@ -38,7 +40,7 @@ test('kicks while a pass runs make one more pass right after it, not one each', 
 test('run joins the pass in progress and gives its result; stop waits for it and starts none after', async () => {
   const g = gate()
   let passes = 0
-  const loop = startLoop({ pass: async () => (await g.opened, ++passes), firstMs: 0, everyMs: 1, report: silent, failure: 'x' })
+  const loop = startLoop({ pass: async () => (await g.opened, ++passes), firstMs: 0, everyMs: 1, report: silent, failure: 'x', clock })
   const joined = loop.run()
   const stopped = loop.stop()
   g.open()
@@ -59,6 +61,7 @@ test('a failed pass is reported, and the next one comes at its time', async () =
     everyMs: 1,
     report: (cause) => reported.push(cause),
     failure: 'the pass failed',
+    clock,
   })
   await until(() => passes >= 2)
   await loop.stop()
@@ -67,7 +70,7 @@ test('a failed pass is reported, and the next one comes at its time', async () =
 
 test('a kick with a delay brings the next pass sooner than the interval; stop cuts a pause short', async () => {
   let passes = 0
-  const loop = startLoop({ pass: async () => void passes++, everyMs: 3_600_000, report: silent, failure: 'x' })
+  const loop = startLoop({ pass: async () => void passes++, everyMs: 3_600_000, report: silent, failure: 'x', clock })
   loop.kick(1)
   await until(() => passes === 1)
   const pausing = loop.pause(3_600_000)
@@ -79,7 +82,7 @@ test('a kick with a delay brings the next pass sooner than the interval; stop cu
 test('the report says each cause once per half minute', () => {
   const lines: string[] = []
   const log = { warn: (_: unknown, message: string) => lines.push(message) } as unknown as FastifyBaseLogger
-  const report = reportOncePer(() => log)
+  const report = reportOncePer(() => log, clock)
   report('a', new Error('1'), 'a failed')
   report('a', new Error('2'), 'a failed')
   report('b', new Error('3'), 'b failed')

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import type { Report } from './report.ts'
 
 // The one loop of every background job: a pass at start or after a first wait, then a pass every
@@ -15,7 +16,8 @@ export interface LoopOptions<T> {
   /** Where a failed pass is told. */
   report: Report
   /** What the log says when a pass fails ("the expiry sweep failed; the next one tries again"); the cause report counts by. */
-  failure: string
+  failure: string /** Whose monotonic reading times the waits (the service's clock). */
+  clock: Clock
 }
 
 export interface Loop<T> {
@@ -47,7 +49,7 @@ export function startLoop<T>(options: LoopOptions<T>): Loop<T> {
 
   const arm = (ms: number) => {
     clearTimeout(timer)
-    timerAt = Date.now() + ms
+    timerAt = options.clock.monotonicMs() + ms
     timer = setTimeout(() => {
       timer = undefined
       timerAt = Infinity
@@ -65,9 +67,9 @@ export function startLoop<T>(options: LoopOptions<T>): Loop<T> {
     if (stopped) return
     if (again) return kick()
     const every = interval()
-    const next = Math.min(every > 0 ? Date.now() + every : Infinity, soonest)
+    const next = Math.min(every > 0 ? options.clock.monotonicMs() + every : Infinity, soonest)
     soonest = Infinity
-    if (next !== Infinity) arm(Math.max(0, next - Date.now()))
+    if (next !== Infinity) arm(Math.max(0, next - options.clock.monotonicMs()))
   }
 
   const begin = (): Promise<T> => {
@@ -87,7 +89,7 @@ export function startLoop<T>(options: LoopOptions<T>): Loop<T> {
   function kick(inMs = 0) {
     if (stopped) return
     if (inMs > 0) {
-      const at = Date.now() + inMs
+      const at = options.clock.monotonicMs() + inMs
       if (running) soonest = Math.min(soonest, at)
       else if (at < timerAt) arm(inMs)
       return

@@ -3,6 +3,7 @@ import { changeView } from '../feed/entry.ts'
 import { changesAfter, deploymentId, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../repos/changes-repo.ts'
 import type { Backend } from '../db/dialect.ts'
 import type { BatchWriter } from '../write/batch-writer.ts'
+import type { Clock } from '../clock.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 
@@ -56,6 +57,7 @@ export interface RelayOptions {
   onPublished?: (count: number) => void
   /** How often to look for entries to publish besides kicks, and to sample the lag. */
   pollMs?: number
+  clock: Clock
 }
 
 /** Entries published per round (per transaction on PostgreSQL). */
@@ -205,7 +207,7 @@ export function startRelay(options: RelayOptions): Relay {
         const cursor = Number((await leader.read(relayCursorQuery(db, stream)))[0]?.position ?? 0)
         const rows = await changesAfter(db, null, cursor, ROUND)
         const upTo = await publish(rows, cursor)
-        if (upTo > cursor) await leader.write(saveRelayCursorQuery(db, stream, upTo, Date.now() * 1000))
+        if (upTo > cursor) await leader.write(saveRelayCursorQuery(db, stream, upTo, options.clock.nowUs()))
         return upTo > cursor ? rows.length : 0
       },
     )
@@ -230,7 +232,7 @@ export function startRelay(options: RelayOptions): Relay {
 
   async function sampleLag() {
     const oldest = await oldestUnpublishedUs(db, stream)
-    lagSeconds = oldest === null ? 0 : Math.max(0, Date.now() / 1000 - oldest / 1e6)
+    lagSeconds = oldest === null ? 0 : Math.max(0, options.clock.nowUs() / 1e6 - oldest / 1e6)
   }
 
   const opening = startLoop({
@@ -239,9 +241,17 @@ export function startRelay(options: RelayOptions): Relay {
     everyMs: () => (nc ? 0 : CONNECT_RETRY_MS),
     report,
     failure: 'connecting to NATS failed; the relay tries again',
+    clock: options.clock,
   })
-  const relay = startLoop({ pass, everyMs: pollMs, report, failure: 'relaying the change feed failed; the relay tries again' })
-  const sampler = startLoop({ pass: sampleLag, firstMs: 0, everyMs: LAG_SAMPLE_MS, report, failure: 'sampling the relay lag failed; the relay tries again' })
+  const relay = startLoop({ pass, everyMs: pollMs, report, failure: 'relaying the change feed failed; the relay tries again', clock: options.clock })
+  const sampler = startLoop({
+    pass: sampleLag,
+    firstMs: 0,
+    everyMs: LAG_SAMPLE_MS,
+    report,
+    failure: 'sampling the relay lag failed; the relay tries again',
+    clock: options.clock,
+  })
 
   return {
     kick: () => relay.kick(),

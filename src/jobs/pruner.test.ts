@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import pino from 'pino'
 import { PRUNE_BATCH } from '../repos/prune.ts'
 import { startPruner } from './pruner.ts'
+import { systemClock } from '../clock.ts'
 
 // The pruner's loop, with a prune step that counts down a backlog in memory.
 
@@ -32,7 +33,15 @@ const until = async (check: () => boolean) => {
 test('a pass at start prunes the whole backlog in transactions of PRUNE_BATCH, and counts them', async () => {
   const b = backlog(PRUNE_BATCH * 3 + 7)
   const counted: number[] = []
-  const stop = startPruner({ retentionDays: 30, intervalSeconds: 3600, prune: b.prune, loaded: () => false, onPruned: (n) => counted.push(n), log })
+  const stop = startPruner({
+    retentionDays: 30,
+    intervalSeconds: 3600,
+    prune: b.prune,
+    loaded: () => false,
+    onPruned: (n) => counted.push(n),
+    log,
+    clock: systemClock(),
+  })
   await until(() => b.left() === 0)
   await stop()
   assert.deepEqual(counted, [PRUNE_BATCH, PRUNE_BATCH, PRUNE_BATCH, 7])
@@ -41,7 +50,7 @@ test('a pass at start prunes the whole backlog in transactions of PRUNE_BATCH, a
 
 test('EVENT_RETENTION_DAYS=0 never prunes', async () => {
   const b = backlog(10)
-  const stop = startPruner({ retentionDays: 0, intervalSeconds: 1, prune: b.prune, loaded: () => false, onPruned: () => {}, log })
+  const stop = startPruner({ retentionDays: 0, intervalSeconds: 1, prune: b.prune, loaded: () => false, onPruned: () => {}, log, clock: systemClock() })
   await new Promise((resolve) => setTimeout(resolve, 50))
   await stop()
   assert.equal(b.calls.length, 0)
@@ -49,7 +58,7 @@ test('EVENT_RETENTION_DAYS=0 never prunes', async () => {
 
 test('a failed pass is tried again at the next one; stop ends the wait between passes at once', async () => {
   const b = backlog(PRUNE_BATCH + 1, (call) => call === 1)
-  const stop = startPruner({ retentionDays: 30, intervalSeconds: 1, prune: b.prune, loaded: () => true, onPruned: () => {}, log })
+  const stop = startPruner({ retentionDays: 30, intervalSeconds: 1, prune: b.prune, loaded: () => true, onPruned: () => {}, log, clock: systemClock() })
   await until(() => b.left() === 0)
   // Now waiting out the interval; stop does not wait for it (no test of time: it would hang the suite).
   await stop()

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
+import type { Clock } from '../clock.ts'
 import { PRUNE_BATCH, retentionCutoffUs, type Pruned } from '../repos/prune.ts'
 import { startLoop } from './loop.ts'
 import { reportOncePer } from './report.ts'
@@ -14,6 +15,7 @@ export interface PrunerOptions {
   /** Called with the number of events each transaction deleted. */
   onPruned(count: number): void
   log: FastifyBaseLogger
+  clock: Clock
 }
 
 /**
@@ -33,7 +35,7 @@ const MIN_PAUSE_MS = 10
 export function startPruner(options: PrunerOptions): () => Promise<void> {
   if (options.retentionDays === 0) return async () => {}
   const pass = async () => {
-    const cutoffUs = retentionCutoffUs(options.retentionDays)
+    const cutoffUs = retentionCutoffUs(options.retentionDays, options.clock.nowUs())
     let total = 0
     while (!loop.stopped) {
       const { deleted, busyMs } = await options.prune(cutoffUs, PRUNE_BATCH)
@@ -49,8 +51,9 @@ export function startPruner(options: PrunerOptions): () => Promise<void> {
     pass,
     firstMs: 0,
     everyMs: options.intervalSeconds * 1000,
-    report: reportOncePer(() => options.log),
+    report: reportOncePer(() => options.log, options.clock),
     failure: 'pruning events failed; retrying at the next pass',
+    clock: options.clock,
   })
   return loop.stop
 }

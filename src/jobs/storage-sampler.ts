@@ -1,6 +1,7 @@
 import type { Backend } from '../db/dialect.ts'
 import { oldestEventUs } from '../repos/prune.ts'
 import { poolLevels } from '../repos/rewards-repo.ts'
+import type { Clock } from '../clock.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 
@@ -23,7 +24,7 @@ export interface StorageSampler {
  * Samples the database's size, oldest event and the codes left in each pool of rewards at start and every `everySeconds`: a scrape of
  * /metrics then costs no query, and a slow database cannot slow it. A failed sample keeps the previous one.
  */
-export function startStorageSampler(backend: Backend, everySeconds: number, report: Report): StorageSampler {
+export function startStorageSampler(backend: Backend, everySeconds: number, report: Report, clock: Clock): StorageSampler {
   let sample: StorageSample = { bytes: 0, oldestEventUs: null, pools: [] }
   const loop = startLoop({
     pass: async () => {
@@ -33,6 +34,7 @@ export function startStorageSampler(backend: Backend, everySeconds: number, repo
     everyMs: everySeconds * 1000,
     report,
     failure: 'sampling the database size failed; /metrics keeps the previous sample',
+    clock,
   })
   return { latest: () => sample, stop: loop.stop }
 }

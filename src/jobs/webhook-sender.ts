@@ -24,6 +24,7 @@ import {
 import type { BatchWriter } from '../write/batch-writer.ts'
 import { DeliveryQueue } from './delivery-queue.ts'
 import { guardedAgents, lookupWith, systemResolver, type HostResolver } from './endpoint-guard.ts'
+import type { Clock } from '../clock.ts'
 import { startLoop } from './loop.ts'
 import type { Report } from './report.ts'
 import { postWebhook, type PostResult } from './webhook-post.ts'
@@ -58,6 +59,7 @@ export interface SenderOptions {
   pollMs?: number
   /** How endpoints' host names are resolved (default the system's; tests give their own). */
   resolveHost?: HostResolver
+  clock: Clock
 }
 
 /** Entries read per look at a subscription's feed. */
@@ -75,7 +77,7 @@ export const LEASE_MARGIN_MS = 5000
 type Step = 'more' | 'idle'
 
 export function startWebhookSender(options: SenderOptions): WebhookSender {
-  const { backend, batchWriter, config, secrets, report } = options
+  const { backend, batchWriter, config, secrets, report, clock } = options
   const { db } = backend
   const policy: RetryPolicy = {
     baseMs: config.SUBSCRIPTIONS_RETRY_BASE_MS,
@@ -95,7 +97,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
 
   async function post(sub: SubscriptionRecord, entry: ReturnType<typeof changeView>): Promise<PostResult> {
     const body = JSON.stringify(entry)
-    const nowMs = Date.now()
+    const nowMs = clock.nowMs()
     const timestamp = Math.floor(nowMs / 1000)
     const valid = [secrets.open(sub.secret)]
     if (sub.oldSecret !== null && (sub.oldSecretUntilUs ?? 0) > nowMs * 1000) valid.push(secrets.open(sub.oldSecret))
@@ -116,7 +118,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   /** One delivery (or a page of entries the filter skips) of one subscription, under a lease of its own. */
   async function step(id: number): Promise<Step> {
     const sub = subscriptionOf(await backend.reads.run(subscriptionQuery(db, id)))
-    const nowUs = Date.now() * 1000
+    const nowUs = clock.nowUs()
     if (!sub || sub.failing || sub.disabled || sub.nextAttemptUs > nowUs || (sub.leaseUntilUs ?? 0) > nowUs) return 'idle'
     const page = await changesAfter(db, sub.shopId, sub.position, PAGE)
     const entry = page.find((e) => matchesTypes(sub.types, e.type))
@@ -137,7 +139,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
         .catch((err: unknown) => report('webhook-sender', err, 'giving back a lease failed; it runs out by itself'))
       return 'idle'
     }
-    const doneUs = Date.now() * 1000
+    const doneUs = clock.nowUs()
     const attempts = sub.attempts + 1
     const delivery = { position: entry.position, type: entry.type, attempts, responseStatus: sent.status, updatedUs: doneUs }
     let progress: Progress
@@ -230,7 +232,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
 
   /** A pass puts the due subscriptions in line, each shop's in its own; it does not wait for their deliveries. */
   async function pass() {
-    for (const due of await dueSubscriptions(db, Date.now() * 1000)) queue.offer({ id: due.id, shopId: due.shopId, struggling: due.retrying })
+    for (const due of await dueSubscriptions(db, clock.nowUs())) queue.offer({ id: due.id, shopId: due.shopId, struggling: due.retrying })
     next()
   }
 
@@ -240,6 +242,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     everyMs: options.pollMs ?? 1000,
     report,
     failure: 'looking for outgoing webhooks to send failed; the sender tries again',
+    clock,
   })
 
   return {

@@ -10,10 +10,10 @@ export interface IssuedKey {
   shopCreated: boolean
 }
 
-/** Creates the shop if needed and a new key for it. The key itself is returned once and stored only as a hash. */
-export async function issueKey(db: Kysely<Tables>, shopName: string): Promise<IssuedKey> {
-  const shop = await ensureShop(db, shopName)
+/** Creates the shop if needed and a new key for it, at `nowUs`. The key itself is returned once and stored only as a hash. */
+export async function issueKey(db: Kysely<Tables>, shopName: string, nowUs: number): Promise<IssuedKey> {
+  const shop = await ensureShop(db, shopName, nowUs)
   const key = generateKey()
-  const keyId = await insertKey(db, shop.id, hashKey(key), keyHint(key))
+  const keyId = await insertKey(db, shop.id, hashKey(key), keyHint(key), nowUs)
   return { key, keyId, shopId: shop.id, shopCreated: shop.created }
 }

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis'
 import { Counter, Gauge, type Registry } from 'prom-client'
+import type { Clock } from '../clock.ts'
 
 // Where @fastify/rate-limit counts each key's webhooks (RATE_LIMIT_RPS). One count per key for all
 // three webhook routes (the plugin's own stores keep one per route). Without REDIS_URL each process
@@ -33,16 +34,16 @@ const OPEN_CIRCUIT_MS = 1000
  * waiting all along: a timer that fires late only arms another, and the answer is looked for
  * once the pending I/O has been read (setImmediate runs after it). REDIS_WAIT_MAX_MS bounds it all.
  */
-function answerOf<T>(command: Promise<T>): Promise<T> {
+function answerOf<T>(command: Promise<T>, clock: Clock): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false
-    const started = performance.now()
+    const started = clock.monotonicMs()
     let armedAt = started
     let timer: NodeJS.Timeout
     const check = () =>
       setImmediate(() => {
         if (settled) return
-        const now = performance.now()
+        const now = clock.monotonicMs()
         const late = now - armedAt - REDIS_TIMEOUT_MS
         if (late > REDIS_TIMEOUT_MS / 2 && now - started < REDIS_WAIT_MAX_MS) {
           armedAt = now
@@ -88,11 +89,11 @@ export interface RateLimitStore {
   close(): Promise<void>
 }
 
-function localStore(): RateLimitStore {
+function localStore(clock: Clock): RateLimitStore {
   const windows = new Map<string, { count: number; endsAt: number }>()
   const store: Store = {
     incr(key, cb, timeWindow) {
-      const now = Date.now()
+      const now = clock.monotonicMs()
       let window = windows.get(key)
       if (!window || window.endsAt <= now) {
         if (windows.size > 100_000) for (const [k, w] of windows) if (w.endsAt <= now) windows.delete(k)
@@ -119,8 +120,8 @@ function localStore(): RateLimitStore {
  * The rate limit's store: in this process, or in Redis at `redisUrl` (keys under `prefix`, so that
  * services on other databases can share one Redis). Its metrics go to `registry`.
  */
-export function createRateLimitStore(redisUrl: string, prefix: string, registry: Registry, onDown: (err: Error) => void): RateLimitStore {
-  if (!redisUrl) return localStore()
+export function createRateLimitStore(redisUrl: string, prefix: string, registry: Registry, onDown: (err: Error) => void, clock: Clock): RateLimitStore {
+  if (!redisUrl) return localStore(clock)
   const unchecked = new Counter({
     name: 'shop_intake_rate_limit_unchecked_total',
     help: 'Webhooks let through without counting them against RATE_LIMIT_RPS because Redis (REDIS_URL) could not be reached: the limit fails open',
@@ -173,15 +174,18 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
   }
   const store: Store = {
     incr(key, cb, timeWindow) {
-      if (!up || Date.now() < skipUntil) return failOpen(cb, new Error('Redis is unreachable; the webhook is let through uncounted'))
-      answerOf((redis as unknown as { shopIntakeRate(key: string, ms: number): Promise<[number, number]> }).shopIntakeRate(prefix + key, timeWindow)).then(
+      if (!up || clock.monotonicMs() < skipUntil) return failOpen(cb, new Error('Redis is unreachable; the webhook is let through uncounted'))
+      answerOf(
+        (redis as unknown as { shopIntakeRate(key: string, ms: number): Promise<[number, number]> }).shopIntakeRate(prefix + key, timeWindow),
+        clock,
+      ).then(
         ([current, ttl]) => {
           reported = false
           cb(null, { current, ttl })
         },
         (err: Error) => {
           // A timeout leaves the connection up: skip it a while rather than wait on every webhook.
-          skipUntil = Date.now() + OPEN_CIRCUIT_MS
+          skipUntil = clock.monotonicMs() + OPEN_CIRCUIT_MS
           report(err)
           failOpen(cb, err)
         },
@@ -195,7 +199,7 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
         return store
       }
     } as unknown as new () => Store,
-    redisUp: () => up && Date.now() >= skipUntil,
+    redisUp: () => up && clock.monotonicMs() >= skipUntil,
     async close() {
       redis.disconnect()
     },

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Tables } from '../db/tables.ts'
+import { isoMsAt } from '../domain/time.ts'
 
 // Operators, their sessions and the audit log. Keys and session tokens are stored as SHA-256 only.
 
@@ -13,10 +14,18 @@ export interface Operator {
   role: AdminRole
 }
 
-export async function insertAdmin(db: Kysely<Tables>, name: string, keyHash: string, hint: string, role: AdminRole = 'operator'): Promise<number> {
+/** A new operator; `nowUs` is its creation time (the service's clock). */
+export async function insertAdmin(
+  db: Kysely<Tables>,
+  name: string,
+  keyHash: string,
+  hint: string,
+  nowUs: number,
+  role: AdminRole = 'operator',
+): Promise<number> {
   const row = await db
     .insertInto('admins')
-    .values({ name, key_hash: keyHash, hint, created_at: new Date().toISOString(), last_used_at: null, revoked_at: null, role })
+    .values({ name, key_hash: keyHash, hint, created_at: isoMsAt(nowUs), last_used_at: null, revoked_at: null, role })
     .returning('id')
     .executeTakeFirstOrThrow()
   return row.id
@@ -33,11 +42,17 @@ export async function findAdmin(db: Kysely<Tables>, id: number) {
 export async function revokeAdmin(
   db: Kysely<Tables>,
   id: number,
+  nowUs: number,
 ): Promise<{ result: 'revoked' } | { result: 'unknown' } | { result: 'already'; revokedAt: string }> {
   const found = await db.selectFrom('admins').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst()
   if (!found) return { result: 'unknown' }
   if (found.revoked_at !== null) return { result: 'already', revokedAt: found.revoked_at }
-  await db.updateTable('admins').set({ revoked_at: new Date().toISOString() }).where('id', '=', id).where('revoked_at', 'is', null).execute()
+  await db
+    .updateTable('admins')
+    .set({ revoked_at: isoMsAt(nowUs) })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .execute()
   // A revoked operator's sessions end with the key.
   await db.deleteFrom('admin_sessions').where('admin_id', '=', id).execute()
   return { result: 'revoked' }
@@ -53,7 +68,7 @@ export async function insertSession(db: Kysely<Tables>, tokenHash: string, admin
   await db.deleteFrom('admin_sessions').where('expires_us', '<=', nowUs).execute()
   await db
     .insertInto('admin_sessions')
-    .values({ token_hash: tokenHash, admin_id: adminId, created_at: new Date().toISOString(), expires_us: expiresUs })
+    .values({ token_hash: tokenHash, admin_id: adminId, created_at: isoMsAt(nowUs), expires_us: expiresUs })
     .execute()
 }
 
@@ -81,8 +96,8 @@ export interface AuditEntry {
   detail: Record<string, unknown> | null
 }
 
-/** Records a change; `operator.id` 0 is the command line (src/cli/audit.ts). */
-export async function recordAudit(db: Kysely<Tables>, operator: Pick<Operator, 'id' | 'name'>, entry: AuditEntry): Promise<void> {
+/** Records a change made at `nowUs`; `operator.id` 0 is the command line (src/cli/audit.ts). */
+export async function recordAudit(db: Kysely<Tables>, operator: Pick<Operator, 'id' | 'name'>, entry: AuditEntry, nowUs: number): Promise<void> {
   await db
     .insertInto('audit_log')
     .values({
@@ -92,7 +107,7 @@ export async function recordAudit(db: Kysely<Tables>, operator: Pick<Operator, '
       shop_id: entry.shopId,
       target: entry.target,
       detail: entry.detail === null ? null : JSON.stringify(entry.detail),
-      created_at: new Date().toISOString(),
+      created_at: isoMsAt(nowUs),
     })
     .execute()
 }

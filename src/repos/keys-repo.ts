@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Tables } from '../db/tables.ts'
+import { isoMsAt } from '../domain/time.ts'
 
 // Shops and their API keys. Only the SHA-256 of a key is stored.
 
@@ -30,11 +31,11 @@ export async function countShops(db: Kysely<Tables>): Promise<number> {
   return Number(row.n)
 }
 
-/** The shop's id, creating the shop if it does not exist. */
-export async function ensureShop(db: Kysely<Tables>, name: string): Promise<{ id: number; created: boolean }> {
+/** The shop's id, creating the shop (at `nowUs`) if it does not exist. */
+export async function ensureShop(db: Kysely<Tables>, name: string, nowUs: number): Promise<{ id: number; created: boolean }> {
   const inserted = await db
     .insertInto('shops')
-    .values({ name, created_at: new Date().toISOString(), rule: null })
+    .values({ name, created_at: isoMsAt(nowUs), rule: null })
     .onConflict((oc) => oc.column('name').doNothing())
     .returning('id')
     .executeTakeFirst()
@@ -42,7 +43,7 @@ export async function ensureShop(db: Kysely<Tables>, name: string): Promise<{ id
     // The rule's first version: the default, in effect from the shop's start (src/repos/rule-repo.ts).
     await db
       .insertInto('rule_versions')
-      .values({ shop_id: inserted.id, version: 1, rule: null, effective_us: Date.now() * 1000, changed_by: null })
+      .values({ shop_id: inserted.id, version: 1, rule: null, effective_us: nowUs, changed_by: null })
       .onConflict((oc) => oc.columns(['shop_id', 'version']).doNothing())
       .execute()
     return { id: inserted.id, created: true }
@@ -51,10 +52,10 @@ export async function ensureShop(db: Kysely<Tables>, name: string): Promise<{ id
   return { id: shop!.id, created: false }
 }
 
-export async function insertKey(db: Kysely<Tables>, shopId: number, keyHash: string, hint: string): Promise<number> {
+export async function insertKey(db: Kysely<Tables>, shopId: number, keyHash: string, hint: string, nowUs: number): Promise<number> {
   const row = await db
     .insertInto('api_keys')
-    .values({ shop_id: shopId, key_hash: keyHash, hint, created_at: new Date().toISOString(), last_used_at: null, revoked_at: null })
+    .values({ shop_id: shopId, key_hash: keyHash, hint, created_at: isoMsAt(nowUs), last_used_at: null, revoked_at: null })
     .returning('id')
     .executeTakeFirstOrThrow()
   return row.id
@@ -89,13 +90,14 @@ export async function findKeyById(db: Kysely<Tables>, keyId: number) {
 export async function revokeKey(
   db: Kysely<Tables>,
   keyId: number,
+  nowUs: number,
 ): Promise<{ result: 'revoked' } | { result: 'unknown' } | { result: 'already'; revokedAt: string }> {
   const found = await db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', keyId).executeTakeFirst()
   if (!found) return { result: 'unknown' }
   if (found.revoked_at !== null) return { result: 'already', revokedAt: found.revoked_at }
   const done = await db
     .updateTable('api_keys')
-    .set({ revoked_at: new Date().toISOString() })
+    .set({ revoked_at: isoMsAt(nowUs) })
     .where('id', '=', keyId)
     .where('revoked_at', 'is', null)
     .executeTakeFirst()

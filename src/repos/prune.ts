@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import type { Backend } from '../db/dialect.ts'
 
 // Event retention: events received before a cutoff are deleted, oldest first, in small
@@ -10,9 +11,9 @@ export const PRUNE_BATCH = 500
 
 const US_PER_DAY = 86_400_000_000
 
-/** The receive time (epoch µs) before which events are pruned, `days` days before `nowMs`. */
-export function retentionCutoffUs(days: number, nowMs = Date.now()): number {
-  return nowMs * 1000 - days * US_PER_DAY
+/** The receive time (epoch µs) before which events are pruned, `days` days before `nowUs`. */
+export function retentionCutoffUs(days: number, nowUs: number): number {
+  return nowUs - days * US_PER_DAY
 }
 
 /** What one prune transaction did. */
@@ -28,12 +29,6 @@ export interface Pruned {
  * erasing that customer still reaches the order (src/write/load.ts).
  */
 export async function pruneEvents(backend: Backend, cutoffUs: number, limit = PRUNE_BATCH): Promise<number> {
-  return (await pruneEventsTimed(backend, cutoffUs, limit)).deleted
-}
-
-/** pruneEvents, also saying how long it kept the connection busy. */
-export async function pruneEventsTimed(backend: Backend, cutoffUs: number, limit = PRUNE_BATCH): Promise<Pruned> {
-  const started = performance.now()
   const db = backend.db
   const deleted = await backend.transaction(async (s) => {
     const rows = await s.run(
@@ -81,7 +76,14 @@ export async function pruneEventsTimed(backend: Backend, cutoffUs: number, limit
     return rows.length
   })
   if (deleted > 0) await backend.afterPrune()
-  return { deleted, busyMs: performance.now() - started }
+  return deleted
+}
+
+/** pruneEvents, also saying how long it kept the connection busy (by `clock`'s monotonic reading). */
+export async function pruneEventsTimed(backend: Backend, cutoffUs: number, limit: number, clock: Clock): Promise<Pruned> {
+  const started = clock.monotonicMs()
+  const deleted = await pruneEvents(backend, cutoffUs, limit)
+  return { deleted, busyMs: clock.monotonicMs() - started }
 }
 
 /** How many events were received before `cutoffUs`, and the oldest receive time (null when none is stored). */

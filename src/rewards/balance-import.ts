@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import type { Clock } from '../clock.ts'
 import type { Static } from 'typebox'
 import type { BatchItem, CommandOutcome, ImportCommand } from '../batch/commands.ts'
 import { decideBatch } from '../batch/decide.ts'
@@ -109,17 +110,17 @@ export async function importBalances(
   shopId: number,
   lines: readonly BalanceLine[],
   options: {
+    clock: Clock
     dryRun?: boolean
-    nowUs?: () => number
     onProgress?: (summary: Summary) => void
     /** Told of each unit once committed, in the file's order, and awaited (the import's bookkeeping). */
     onUnit?: (summary: Summary) => Promise<void>
     unitLines?: number
-  } = {},
+  },
 ): Promise<Summary> {
   const summary = emptySummary(options.dryRun === true)
   const unitLines = options.unitLines ?? IMPORT_UNIT
-  const now = options.nowUs ?? (() => Date.now() * 1000)
+  const now = () => options.clock.nowUs()
   const lanes = options.dryRun ? 1 : backend.writerLanes(IMPORT_LANES)
   const inFlight: Promise<readonly (BatchResult | CommandOutcome)[]>[] = []
   const settleOldest = async () => {
@@ -134,7 +135,7 @@ export async function importBalances(
       if (options.dryRun) {
         inFlight.push(Promise.resolve(await decideDry(backend, items, atUs)))
       } else {
-        const unit = commitUnit(backend, { items }, atUs).then((c) => c.results)
+        const unit = commitUnit(backend, { items }, atUs, options.clock).then((c) => c.results)
         // Awaited in turn below; until then a failure must not go unhandled.
         unit.catch(() => {})
         inFlight.push(unit)

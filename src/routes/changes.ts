@@ -14,7 +14,7 @@ const MAX_WAIT_SECONDS = 30
 /** GET /v3/changes: the shop's change feed after a position, in commit order, with an optional long poll. */
 export async function changeRoutes(scope: FastifyInstance, services: Services): Promise<void> {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>()
-  const { backend, auth, feed, config } = services
+  const { backend, auth, feed, config, clock } = services
 
   app.get(
     '/v3/changes',
@@ -43,7 +43,7 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
       if (limit > MAX_LIMIT) throw badRequest(`limit must be at most ${MAX_LIMIT}`)
       if (wait > MAX_WAIT_SECONDS) throw badRequest(`wait must be at most ${MAX_WAIT_SECONDS} seconds`)
       if (!Number.isSafeInteger(after)) throw badRequest('after must be a position returned by this endpoint')
-      const deadline = Date.now() + wait * 1000
+      const deadline = clock.monotonicMs() + wait * 1000
       const gone = new AbortController()
       reply.raw.once('close', () => gone.abort())
       // A read that the shutdown cut short (its pool closed under it) is the shutdown's 503, not a 500.
@@ -54,8 +54,8 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
         })
       let seen = feed.watch.generation
       let changes = await read()
-      while (changes.length === 0 && !gone.signal.aborted && !feed.watch.isClosed && Date.now() < deadline) {
-        await feed.watch.next(deadline - Date.now(), seen, gone.signal)
+      while (changes.length === 0 && !gone.signal.aborted && !feed.watch.isClosed && clock.monotonicMs() < deadline) {
+        await feed.watch.next(deadline - clock.monotonicMs(), seen, gone.signal)
         // Shutting down: answer with what was read, rather than query a database being closed.
         if (feed.watch.isClosed) break
         seen = feed.watch.generation

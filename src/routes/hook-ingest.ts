@@ -1,5 +1,5 @@
-import { uuidv7 } from '../http/uuid-v7.ts'
-import { arrivalClockUs } from '../http/arrival-clock.ts'
+import type { UuidV7Generator } from '../http/uuid-v7.ts'
+import type { Clock } from '../clock.ts'
 import { bodyHash, changeFor, type FieldError, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
 import { idempotencyKey, isObject, NotStored, problem, submit, unavailable, type HeaderBag, type ProblemInit } from '../http/intake/index.ts'
 import type { Config } from '../config.ts'
@@ -80,6 +80,9 @@ export interface IngestionServices {
   metrics: Metrics
   config: Config
   parsedBudget: BodyBudget
+  clock: Clock
+  /** The app's sequence of ids (src/http/uuid-v7.ts). */
+  newId: UuidV7Generator
 }
 
 export function createHookIngestion(services: IngestionServices): HookIngestion {
@@ -101,7 +104,7 @@ export function createHookIngestion(services: IngestionServices): HookIngestion 
     const { topic, raw } = input
     const malformed = input.parsed instanceof MalformedBody ? input.parsed.detail : isObject(input.parsed) ? null : 'the body must be a JSON object'
     const body = malformed === null ? (input.parsed as Record<string, unknown>) : {}
-    const receivedUs = arrivalClockUs()
+    const receivedUs = services.clock.stampUs()
     // One error per field: the schema's first, then what only the raw text shows; the first
     // MAX_REPORTED_ERRORS are answered and stored, with the total in error_count.
     // The validator describes the first invalid fields and counts the rest (bounded-validator.ts).
@@ -120,7 +123,7 @@ export function createHookIngestion(services: IngestionServices): HookIngestion 
     const change = errors ? null : changeFor(topic, input.parsed as never, receivedUs)
     const resourceId = Number.isSafeInteger(body.id) ? (body.id as number) : null
     const webhook: Webhook = {
-      eventId: uuidv7(),
+      eventId: services.newId(),
       shopId: input.shopId,
       keyId: input.keyId,
       topic,

@@ -45,7 +45,7 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
       // 1 to 500: the schema's pattern.
       const limit = Number(request.query.limit ?? 50)
       const before = request.query.cursor === undefined ? null : Number(request.query.cursor)
-      const nowUs = (services.clock?.() ?? Date.now()) * 1000
+      const nowUs = services.clock.nowUs()
       const [balances, page, lots, rule] = await Promise.all([
         customerBalances(backend.db, shopId, id, nowUs),
         customerEntries(backend.db, shopId, id, limit, before),

@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { uuidv7 } from '../http/uuid-v7.ts'
 import type { Services } from '../services.ts'
-import { arrivalClockUs } from '../http/arrival-clock.ts'
 import { noStore } from '../http/no-store.ts'
 import { commandBodyProblem, idempotencyKey, parseId, pointsLimitProblem, problem, sendProblem, submit, uuidOf } from '../http/intake/index.ts'
 import { problemResponses } from '../schemas/problems.ts'
@@ -62,10 +60,10 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
           command: 'redeem',
           shopId,
           customerId,
-          redemptionId: uuidv7(),
+          redemptionId: services.newId(),
           points: body.points,
           reference: body.reference,
-          atUs: nowUs(services),
+          atUs: services.clock.nowUs(),
           idemKey: idempotencyKey(request.headers, 'redemption'),
           requestHash,
         },
@@ -115,7 +113,7 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
       }
       const outcome = await submit(
         services,
-        { command: 'cancel', shopId: request.principal.shopId, customerId, redemptionId, atUs: nowUs(services) },
+        { command: 'cancel', shopId: request.principal.shopId, customerId, redemptionId, atUs: services.clock.nowUs() },
         'request',
       )
       if (outcome.status === 'cancelled') return outcome.redemption
@@ -152,9 +150,4 @@ export async function redemptionRoutes(app: FastifyInstance, services: Services)
       return { redemptions: page.rows, next_cursor: page.more ? page.rows[page.rows.length - 1]!.redemption_id : null }
     },
   )
-}
-
-/** The time a command is received: the service's clock (injectable in tests), never before the arrival clock's last reading. */
-function nowUs(services: Services): number {
-  return services.clock === undefined ? arrivalClockUs() : services.clock() * 1000
 }

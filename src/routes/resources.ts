@@ -58,7 +58,7 @@ export async function resourceRoutes(scope: FastifyInstance, services: Services)
       const id = parseId(request.params.id)
       const stored = id === undefined ? undefined : await findStoredCustomer(backend.db, request.principal.shopId, id)
       if (!stored || stored.record.deleted) return notFound(reply, 'customer', request.params.id)
-      return { ...customerView(stored.record), ...(await readTier(backend, request.principal.shopId, stored, (services.clock?.() ?? Date.now()) * 1000)) }
+      return { ...customerView(stored.record), ...(await readTier(backend, request.principal.shopId, stored, services.clock.nowUs())) }
     },
   )
 

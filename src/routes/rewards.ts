@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { CommandOutcome } from '../batch/commands.ts'
-import { arrivalClockUs } from '../http/arrival-clock.ts'
 import { idempotencyKey, parseId, pointsLimitProblem, problem, sendProblem, submit, uuidOf } from '../http/intake/index.ts'
 import { noStore } from '../http/no-store.ts'
-import { uuidv7 } from '../http/uuid-v7.ts'
 import { randomCodeBody } from '../keys/reward-codes.ts'
 import { claimRowView, shopRewardView } from '../rewards/catalogue.ts'
 import { problemResponses } from '../schemas/problems.ts'
@@ -28,7 +26,7 @@ export async function rewardRoutes(app: FastifyInstance, services: Services): Pr
   const { auth, backend } = services
   const security = [{ basic: [] }]
   const tags = ['points']
-  const nowUs = () => (services.clock === undefined ? arrivalClockUs() : services.clock() * 1000)
+  const nowUs = () => services.clock.nowUs()
 
   app.get(
     '/v3/rewards',
@@ -82,7 +80,7 @@ export async function rewardRoutes(app: FastifyInstance, services: Services): Pr
           shopId: request.principal.shopId,
           customerId,
           rewardId,
-          claimId: uuidv7(),
+          claimId: services.newId(),
           random: randomCodeBody(),
           atUs: nowUs(),
           idemKey: idempotencyKey(request.headers, 'claim'),

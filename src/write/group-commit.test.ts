@@ -27,6 +27,8 @@ function fakeWriter(options: Partial<WriterOptions<number, string>> = {}) {
     laneOf: (n) => n,
     isUnavailable: (error) => (error as Error).message === DOWN,
     cooldownMs: 1000,
+    // The tests drive the cool-down with mocked timers (Date).
+    nowMs: () => Date.now(),
     ...options,
   })
   return { writer, calls, applied: () => calls.flatMap((c) => c.batch) }
@@ -129,6 +131,7 @@ describe('batching', () => {
       laneOf: () => 0,
       isUnavailable: () => false,
       cooldownMs: 1000,
+      nowMs: () => performance.now(),
     })
     await assert.rejects(writer.submit(1), /bad batch/)
     assert.equal(await writer.submit(2), '2')

@@ -38,6 +38,8 @@ export interface WriterOptions<T, R> {
    * the database, and a failed probe trips the writer again.
    */
   cooldownMs: number
+  /** Milliseconds that never go back (the service's clock's monotonic reading): when the cool-down ends. */
+  nowMs(): number
 }
 
 interface Pending<T, R> {
@@ -67,7 +69,7 @@ export class GroupCommitWriter<T, R> {
   }
 
   submit(item: T): Promise<R> {
-    if (this.downUntil > Date.now()) return Promise.reject(new WriterUnavailableError(this.lastFailure))
+    if (this.downUntil > this.options.nowMs()) return Promise.reject(new WriterUnavailableError(this.lastFailure))
     if (this.waiting >= this.options.maxQueue) return Promise.reject(new QueueFullError())
     let lane: Lane<T, R>
     try {
@@ -122,7 +124,7 @@ export class GroupCommitWriter<T, R> {
   /** Refuses what waits and what comes for the cool-down, rather than letting it wait out timeouts. */
   private trip(error: unknown): void {
     this.lastFailure = error
-    this.downUntil = Date.now() + this.options.cooldownMs
+    this.downUntil = this.options.nowMs() + this.options.cooldownMs
     for (const lane of this.lanes) {
       for (const p of lane.queue.splice(0)) this.fail(p, new WriterUnavailableError(error))
     }

@@ -1,4 +1,5 @@
 import { CompiledQuery } from 'kysely'
+import type { Clock } from '../clock.ts'
 import type { DbCalls } from '../db/db-calls.ts'
 import type { Backend } from '../db/dialect.ts'
 import { touchKeysQuery } from '../repos/keys-repo.ts'
@@ -13,13 +14,13 @@ import { startSqliteWriter } from './sqlite/writer.ts'
  * own when the backend asks for one (SQLite), else on this thread; their statements and round
  * trips are added to `calls`.
  */
-export function openBatchWriter(backend: Backend, calls?: DbCalls): BatchWriter {
+export function openBatchWriter(backend: Backend, clock: Clock, calls?: DbCalls): BatchWriter {
   if (backend.writerThreadFile !== undefined) return startSqliteWriter(backend.writerThreadFile, calls)
   // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
-  const apply = batchApplier(backend)
+  const apply = batchApplier(backend, clock)
   return {
     apply: (batch, atUs) => apply(batch, atUs, calls),
-    prune: (cutoffUs, limit) => pruneEventsTimed(backend, cutoffUs, limit),
+    prune: (cutoffUs, limit) => pruneEventsTimed(backend, cutoffUs, limit, clock),
     // On the write path's connections, as SQLite's writer thread does: apart from the reads and the key lookups.
     touchKeys: async (keyIds, at) => {
       await backend.transaction(async (s) => s.run(touchKeysQuery(backend.db, keyIds, at)))

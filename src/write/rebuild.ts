@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts'
 import type { ExpireCommand } from '../batch/commands.ts'
 import type { Backend } from '../db/dialect.ts'
 import { LocksBusy } from './load.ts'
@@ -52,6 +53,7 @@ export interface RebuildProgress {
 export async function rebuildPoints(
   backend: Backend,
   shopIds: readonly number[],
+  clock: Clock,
   onProgress: (progress: RebuildProgress) => void = () => {},
   sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
 ): Promise<RebuildProgress> {
@@ -66,7 +68,7 @@ export async function rebuildPoints(
       // Loaded again inside the transaction, locked: a webhook may have changed the orders since the page was read.
       const keys = ids.map((id) => `${shopId}:o:${id}`)
       // Under load a page may meet the service's batches (a lock wait past DB_TIMEOUT_MS, a deadlock): it is tried again.
-      const { entries } = await persistently(() => commitUnit(backend, { items: [], settle: new Map([[shopId, ids]]), keys }, nowUs()), sleep)
+      const { entries } = await persistently(() => commitUnit(backend, { items: [], settle: new Map([[shopId, ids]]), keys }, clock.nowUs(), clock), sleep)
       progress.done += ids.length
       progress.appended += entries
       after = ids[ids.length - 1]!
@@ -78,9 +80,9 @@ export async function rebuildPoints(
       const customers = await ledgerCustomersAfter(db, shopId, afterCustomer, PAGE)
       if (customers.length === 0) break
       const entries = await persistently(async () => {
-        const at = nowUs()
+        const at = clock.nowUs()
         const items: ExpireCommand[] = customers.map((customerId) => ({ command: 'expire', shopId, customerId, atUs: at }))
-        const committed = await commitUnit(backend, { items }, at)
+        const committed = await commitUnit(backend, { items }, at, clock)
         // A rebuild that cannot settle someone stops there, as any lasting failure stops it: a run again appends only what is missing.
         const failed = committed.results.find((r) => r.status === 'failed')
         if (failed) throw (failed as { error: Error }).error
@@ -93,5 +95,3 @@ export async function rebuildPoints(
   }
   return progress
 }
-
-const nowUs = () => Date.now() * 1000

@@ -1,3 +1,5 @@
+import type { Clock } from '../clock.ts'
+import { isoMsAt } from '../domain/time.ts'
 import { isCommand, type BatchItem, type CommandOutcome } from '../batch/commands.ts'
 import { decideBatch, outcomesOf } from '../batch/decide.ts'
 import { mergeNeeds, NeedMore, noNeeds, type Needs } from '../batch/decide-loyalty.ts'
@@ -70,7 +72,7 @@ const MAX_ASKS = 4
  * customer's older history), it is loaded with the rest, and the unit decided again, in the same
  * transaction: nothing was written yet.
  */
-async function decideIn(backend: Backend, s: Session, unit: Unit, locked: ReadonlySet<string>, atUs: number): Promise<Decision> {
+async function decideIn(backend: Backend, s: Session, unit: Unit, locked: ReadonlySet<string>, atUs: number, clock: Clock): Promise<Decision> {
   let more = noNeeds()
   for (let ask = 0; ; ask++) {
     const asLoaded: AsLoaded = new Map()
@@ -83,7 +85,8 @@ async function decideIn(backend: Backend, s: Session, unit: Unit, locked: Readon
       more = mergeNeeds(more, err.needs)
       continue
     }
-    await writeDecision(s, backend, decision, new Date().toISOString(), asLoaded)
+    // Rows are dated by when they are written (clock.stampUs), the decision by atUs.
+    await writeDecision(s, backend, decision, isoMsAt(clock.stampUs()), asLoaded)
     return decision
   }
 }
@@ -99,14 +102,14 @@ const partsOf = (unit: Unit): Unit[] => [...unit.items.map((item) => ({ items: [
  * to answer: its failure rejects). A failure to reach the database rejects. Its statements and
  * round trips are added to `calls`, when given.
  */
-export async function commitUnit(backend: Backend, unit: Unit, atUs: number, calls?: DbCalls): Promise<Committed> {
+export async function commitUnit(backend: Backend, unit: Unit, atUs: number, clock: Clock, calls?: DbCalls): Promise<Committed> {
   const extraKeys = new Set(unit.keys ?? [])
   // Orders settled without a webhook (a points rebuild) are decided under their shop's program too.
   for (const shopId of unit.settle?.keys() ?? []) extraKeys.add(programLockKey(shopId))
   for (let attempt = 1; ; attempt++) {
     try {
       const locked = keysOf(unit.items, extraKeys)
-      const decision = await backend.transaction(async (s) => decideIn(backend, s, unit, locked, atUs), calls, [...locked])
+      const decision = await backend.transaction(async (s) => decideIn(backend, s, unit, locked, atUs, clock), calls, [...locked])
       return { results: outcomesOf(unit.items, decision), entries: decision.ledger.length }
     } catch (err) {
       if (isUnavailable(err)) throw err
@@ -122,7 +125,7 @@ export async function commitUnit(backend: Backend, unit: Unit, atUs: number, cal
         const decision = await underSavepoint(s, async () => {
           const locked = keysOf(part.items, extraKeys)
           await backend.lockKeys(s, [...locked])
-          return decideIn(backend, s, part, locked, atUs)
+          return decideIn(backend, s, part, locked, atUs, clock)
         })
         committed.results.push(...outcomesOf(part.items, decision))
         committed.entries += decision.ledger.length
@@ -136,9 +139,9 @@ export async function commitUnit(backend: Backend, unit: Unit, atUs: number, cal
 }
 
 /** Commits the writer's batches, each a unit of work (commitUnit); after one that erased personal data, the backend is told. */
-export function batchApplier(backend: Backend): (batch: readonly BatchItem[], atUs: number, calls?: DbCalls) => Promise<BatchResult[]> {
+export function batchApplier(backend: Backend, clock: Clock): (batch: readonly BatchItem[], atUs: number, calls?: DbCalls) => Promise<BatchResult[]> {
   return async (batch, atUs, calls) => {
-    const { results } = await commitUnit(backend, { items: batch }, atUs, calls)
+    const { results } = await commitUnit(backend, { items: batch }, atUs, clock, calls)
     if (batch.some((w) => !isCommand(w) && w.topic === 'customer/hook_deleted' && w.change !== null)) backend.afterErasure()
     return results
   }

@@ -35,7 +35,7 @@ forEachDatabase((kind) => {
   /** A shop of its own, with its key. */
   async function shop(name: string) {
     const shopName = `${kind}-${name}`
-    const { key } = await issueKey(t.app.services.backend.db, shopName)
+    const { key } = await issueKey(t.app.services.backend.db, shopName, Date.now() * 1000)
     const post = (path: string, body: unknown, headers: Record<string, string> = {}) => t.post(path, body, { key, headers })
     return { name: shopName, key, post }
   }

@@ -101,7 +101,7 @@ forEachDatabase((kind) => {
 
   async function shop(name: string) {
     const shopName = `${kind}-${name}`
-    const { key, shopId } = await issueKey(t.app.services.backend.db, shopName)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, shopName, Date.now() * 1000)
     const post = (path: string, body: unknown, headers: Record<string, string> = {}) => t.post(path, body, { key, headers })
     return { name: shopName, key, shopId, post }
   }

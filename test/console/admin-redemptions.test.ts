@@ -29,7 +29,7 @@ forEachDatabase((kind) => {
   /** A shop of its own whose customer 1 has 100 points available and two redemptions, newest last. */
   async function shopWithRedemptions(name: string) {
     const shopName = `${kind}-${name}`
-    const { key } = await issueKey(t.app.services.backend.db, shopName)
+    const { key } = await issueKey(t.app.services.backend.db, shopName, Date.now() * 1000)
     const earned = await t.post(
       ORDER_CREATED,
       { id: 10, currency: 'EUR', subtotal: '100.00', is_paid: true, processed_at: OLD, customer: { id: 1, email: 'r@example.com' } },

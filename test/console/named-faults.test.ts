@@ -24,7 +24,7 @@ forEachDatabase((kind) => {
 
   async function shop() {
     const name = `${kind}-faults-${++shops}`
-    const { key } = await issueKey(t.app.services.backend.db, name)
+    const { key } = await issueKey(t.app.services.backend.db, name, Date.now() * 1000)
     return { name, key, rewards: `/v3/admin/shops/${name}/rewards` }
   }
   const errorsOf = (res: { statusCode: number; body: string; json(): unknown }) => {

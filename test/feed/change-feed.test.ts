@@ -26,7 +26,7 @@ forEachDatabase((kind) => {
   after(() => t.close())
 
   async function shop(name: string) {
-    const { key, shopId } = await issueKey(t.app.services.backend.db, `${kind}-${name}`)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, `${kind}-${name}`, Date.now() * 1000)
     const post = async (path: string, body: unknown) => {
       const res = await t.post(path, body, { key })
       assert.equal(res.statusCode, 200, res.body)

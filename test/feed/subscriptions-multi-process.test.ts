@@ -24,7 +24,7 @@ before(async () => {
   adminKey = generateAdminKey()
   const backend = openBackend(database.url)
   try {
-    await insertAdmin(backend.db, 'Two Processes', hashKey(adminKey), keyHint(adminKey), 'operator')
+    await insertAdmin(backend.db, 'Two Processes', hashKey(adminKey), keyHint(adminKey), Date.now() * 1000, 'operator')
   } finally {
     await backend.close()
   }

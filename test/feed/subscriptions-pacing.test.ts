@@ -96,7 +96,7 @@ forEachDatabase((kind) => {
       const shops = []
       for (const name of ['blocker', 'backlog', 'other']) {
         const shopName = `${kind}-turns-${name}`
-        const { key } = await issueKey(t.app.services.backend.db, shopName)
+        const { key } = await issueKey(t.app.services.backend.db, shopName, Date.now() * 1000)
         shops.push({ name: shopName, key })
       }
       const [blocker, busy, other] = shops as [(typeof shops)[0], (typeof shops)[0], (typeof shops)[0]]

@@ -67,7 +67,7 @@ forEachDatabase((kind) => {
 
   async function shop(name: string) {
     const shopName = `${kind}-${name}`
-    const { key } = await issueKey(t.app.services.backend.db, shopName)
+    const { key } = await issueKey(t.app.services.backend.db, shopName, Date.now() * 1000)
     const post = async (path: string, body: unknown) => {
       const res = await t.post(path, body, { key })
       assert.equal(res.statusCode, 200, res.body)

@@ -681,13 +681,14 @@ forEachDatabase((kind) => {
 
   /** A new shop running `program` since before its webhooks (a rule version from 1970). */
   const freshShop = async (program: Rule) => {
-    const issued = await issueKey(t.app.services.backend.db, `${kind}-convergence-${++shops}`)
+    const issued = await issueKey(t.app.services.backend.db, `${kind}-convergence-${++shops}`, Date.now() * 1000)
     await writeRule(t.app.services.backend.db, issued.shopId, JSON.stringify(program), 0)
     return issued
   }
 
   /** Runs a points import as `points import` does, at its own instant. */
-  const runImport = (shopId: number, i: Import) => importBalances(t.app.services.backend, shopId, i.lines, { nowUs: () => i.atUs })
+  const runImport = (shopId: number, i: Import) =>
+    importBalances(t.app.services.backend, shopId, i.lines, { clock: { ...t.app.services.clock, nowUs: () => i.atUs } })
 
   async function check(scenario: Scenario, concurrent: boolean) {
     const { hooks, deliveries } = materialize(scenario)

@@ -487,7 +487,7 @@ test(
         const roundNo = i + 1
         const context = describeRound(round, roundNo)
         const { key, shopId } = await createKey(database!.url, `multi-${SEED}-${roundNo}`)
-        const ref = await issueKey(reference!.app.services.backend.db, `reference-${SEED}-${roundNo}`)
+        const ref = await issueKey(reference!.app.services.backend.db, `reference-${SEED}-${roundNo}`, Date.now() * 1000)
         const refKey = ref.key
         // The round's program, since before its webhooks, on both sides.
         const backend = openBackend(database!.url)

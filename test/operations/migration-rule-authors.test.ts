@@ -32,12 +32,12 @@ forEachDatabase((kind) => {
         }
         const [one, two] = shops as [number, number]
         const set = (name: string, shopId: number, version: number) =>
-          recordAudit(db, { id: 1, name }, { action: 'rule.set', shopId, target: String(version), detail: { version } })
+          recordAudit(db, { id: 1, name }, { action: 'rule.set', shopId, target: String(version), detail: { version } }, Date.now() * 1000)
         await set('Rita', one, 2)
         await set('Old Name', one, 3)
         await set('command line (ops)', one, 3)
         await set('Other Shop', two, 2)
-        await recordAudit(db, { id: 1, name: 'Key Maker' }, { action: 'key.create', shopId: one, target: '1', detail: null })
+        await recordAudit(db, { id: 1, name: 'Key Maker' }, { action: 'key.create', shopId: one, target: '1', detail: null }, Date.now() * 1000)
         await migrate(backend)
         const rows = await db.selectFrom('rule_versions').select(['shop_id', 'version', 'changed_by']).orderBy('shop_id').orderBy('version').execute()
         assert.deepEqual(

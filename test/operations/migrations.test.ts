@@ -16,6 +16,7 @@ import { adminClient, newOperator } from '../support/admin.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, onDatabase, ORDER_CREATED, POSTGRES_URL, startTestApp } from '../support/harness.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
+import { systemClock } from '../../src/clock.ts'
 
 // Migrations run in one transaction: one that fails leaves nothing behind, not even the schema
 // or Kysely's own tables. On PostgreSQL the tables live in their own schema (DATABASE_SCHEMA).
@@ -398,7 +399,9 @@ describe('migrations', () => {
             const row = await backend.db.selectFrom('customers').select(['expiry_check_us', 'bonuses']).where('id', '=', 7).executeTakeFirstOrThrow()
             assert.deepEqual([row.expiry_check_us, row.bonuses], [null, null])
             const expiresUs = Date.parse('2030-01-01T00:00:00Z') * 1000
-            await importBalances(backend, Number(shopId), [{ line: 2, customerId: 7, email: 'seven@example.com', points: 10, tier: null, expiresUs }])
+            await importBalances(backend, Number(shopId), [{ line: 2, customerId: 7, email: 'seven@example.com', points: 10, tier: null, expiresUs }], {
+              clock: systemClock(),
+            })
             const after = await backend.db.selectFrom('customers').select(['expiry_check_us', 'bonuses']).where('id', '=', 7).executeTakeFirstOrThrow()
             assert.equal(Number(after.expiry_check_us), expiresUs)
             assert.equal((JSON.parse(after.bonuses!) as { import_expiry: number[] }).import_expiry[1], expiresUs)
@@ -507,14 +510,19 @@ async function seedOldDatabase(db: Kysely<Tables>): Promise<void> {
   const pastUs = Date.parse(past) * 1000
   // The shop as that version made it (today's ensureShop writes rule_versions, which it did not have).
   const { id: shopId } = await db.insertInto('shops').values({ name: 'old-shop', created_at: now, rule: null }).returning('id').executeTakeFirstOrThrow()
-  await insertKey(db, shopId, hashKey(OLD_KEY), keyHint(OLD_KEY))
+  await insertKey(db, shopId, hashKey(OLD_KEY), keyHint(OLD_KEY), Date.now() * 1000)
   // The columns an operator had then (0012 adds the role).
   const { id: adminId } = await db
     .insertInto('admins')
     .values({ name: 'Old Operator', key_hash: hashKey(OLD_ADMIN_KEY), hint: keyHint(OLD_ADMIN_KEY), created_at: now } as never)
     .returning('id')
     .executeTakeFirstOrThrow()
-  await recordAudit(db, { id: adminId, name: 'Old Operator' }, { action: 'key.create', shopId, target: '1', detail: { hint: keyHint(OLD_KEY) } })
+  await recordAudit(
+    db,
+    { id: adminId, name: 'Old Operator' },
+    { action: 'key.create', shopId, target: '1', detail: { hint: keyHint(OLD_KEY) } },
+    Date.now() * 1000,
+  )
   await db
     .insertInto('admin_sessions')
     .values({ token_hash: 'old-session', admin_id: adminId, created_at: now, expires_us: nowUs + 3_600_000_000 })

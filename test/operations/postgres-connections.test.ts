@@ -59,7 +59,7 @@ test('a server on PostgreSQL prints no warning (no queries queued on a busy clie
   const backend = openBackend(POSTGRES_URL, { connectTimeoutMs: 2000, queryTimeoutMs: 5000, schema })
   try {
     await migrate(backend)
-    const { key } = await issueKey(backend.db, 'shop')
+    const { key } = await issueKey(backend.db, 'shop', Date.now() * 1000)
     // Warnings are printed unless the environment turns them off: make sure it does not.
     const server = await startServerProcess(POSTGRES_URL, key, { DATABASE_SCHEMA: schema, NODE_NO_WARNINGS: '0' })
     const sends = Array.from({ length: 20 }, (_, i) =>

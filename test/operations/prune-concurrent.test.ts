@@ -4,6 +4,7 @@ import { openBackend } from '../../src/db/database.ts'
 import type { Backend } from '../../src/db/dialect.ts'
 import { pruneEventsTimed } from '../../src/repos/prune.ts'
 import { CUSTOMER_CREATED, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
+import { systemClock } from '../../src/clock.ts'
 
 // With WORKERS=N (or several hosts) every process runs its own pruner on one PostgreSQL.
 // Pruning at once, they take different events (FOR UPDATE SKIP LOCKED): each event is deleted and
@@ -44,7 +45,7 @@ describe('postgres: pruners of several processes at once', onDatabase('postgres'
       pruners.map(async (backend) => {
         let total = 0
         for (;;) {
-          const { deleted } = await pruneEventsTimed(backend, cutoffUs, 50)
+          const { deleted } = await pruneEventsTimed(backend, cutoffUs, 50, systemClock())
           if (deleted === 0) return total
           total += deleted
         }

@@ -39,7 +39,7 @@ async function capture(kind: DatabaseKind): Promise<Captured[]> {
   try {
     const backend = openBackend(t.database.url, { ...options, onStatement: recorder.observe })
     try {
-      const [a, b] = await Promise.all(['plans-a', 'plans-b'].map((name) => issueKey(backend.db, name)))
+      const [a, b] = await Promise.all(['plans-a', 'plans-b'].map((name) => issueKey(backend.db, name, Date.now() * 1000)))
       const written = await writeEverything(backend, { id: a!.shopId, name: 'plans-a', keyId: a!.keyId }, { id: b!.shopId, name: 'plans-b', keyId: b!.keyId })
       await readEverything(t, 'plans-a', written, receiver.url)
       assert.ok(receiver.received.length > 0, 'the sender delivered to the receiver')
@@ -97,7 +97,7 @@ async function planDatabase(kind: DatabaseKind): Promise<PlanDatabase> {
   const database = await createTestDatabase(kind)
   const backend = openBackend(database.url, options)
   await migrate(backend)
-  const [a, b] = await Promise.all(['a', 'b'].map((name) => issueKey(backend.db, name)))
+  const [a, b] = await Promise.all(['a', 'b'].map((name) => issueKey(backend.db, name, Date.now() * 1000)))
   const explainer = kind === 'postgres' ? await postgresExplainer(database.url) : sqliteExplainer(database.url.slice('sqlite:'.length))
   if (kind === 'postgres') for (const table of explainer.tables) await explainer.exec(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`)
   return { database, backend, explainer, a: { id: a!.shopId, name: 'a', keyId: a!.keyId }, b: { id: b!.shopId, name: 'b', keyId: b!.keyId } }

@@ -25,7 +25,7 @@ forEachDatabase((kind) => {
 
   test('a deleted customer who spent points and was given some holds nothing, the report counts only the living, and expiry later takes nothing', async () => {
     const shop = `${kind}-deleted-spender`
-    const { key, shopId } = await issueKey(t.app.services.backend.db, shop)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
     const order = (id: number, customer: number, subtotal: string) =>
       t.post(
         ORDER_CREATED,

@@ -27,7 +27,7 @@ forEachDatabase((kind) => {
   after(() => t.close())
 
   async function shop(name: string) {
-    const { key, shopId } = await issueKey(t.app.services.backend.db, `${kind}-${name}`)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, `${kind}-${name}`, Date.now() * 1000)
     const points = async (id: number) => (await t.get(`/v3/customers/${id}/points?limit=500`, key)).json()
     async function earn(customerId: number, orderId: number, subtotal: string, day: number) {
       const res = await t.post(

@@ -5,6 +5,7 @@ import { rebuildPoints } from '../../src/write/rebuild.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
+import { systemClock } from '../../src/clock.ts'
 
 // Expiry over HTTP: points expire N days after they became available unless spent
 // first, written once each by the sweeper (also with two apps on one database, and after a
@@ -33,7 +34,7 @@ forEachDatabase((kind) => {
   after(() => t.close())
 
   async function shop(name: string, rule: Partial<Rule> = { expire_after_days: 30 }) {
-    const { key, shopId } = await issueKey(t.app.services.backend.db, `${kind}-${name}`)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, `${kind}-${name}`, Date.now() * 1000)
     await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(rule)), 0)
     const post = (path: string, body: unknown) => t.post(path, body, { key })
     const points = async (id: number) => (await t.get(`/v3/customers/${id}/points?limit=500`, key)).json()
@@ -197,7 +198,7 @@ forEachDatabase((kind) => {
     const clock = T
     const app = await startTestApp(kind, {}, { clock: () => clock, sweepEveryMs: 50 })
     try {
-      const { key, shopId } = await issueKey(app.app.services.backend.db, 'auto')
+      const { key, shopId } = await issueKey(app.app.services.backend.db, 'auto', Date.now() * 1000)
       await writeRule(app.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ expire_after_days: 30 })), 0)
       const earned = await app.post(
         ORDER_CREATED,
@@ -223,16 +224,16 @@ forEachDatabase((kind) => {
     await s.earn(1, 10, '100.00', long)
     const db = t.app.services.backend.db
     await writeRule(db, s.shopId, JSON.stringify(normalizeRule({ expire_after_days: 30 })), 0)
-    assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 1)
-    assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 0)
+    assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId], systemClock())).appended, 1)
+    assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId], systemClock())).appended, 0)
     assert.deepEqual(await s.reasons(1), [
       ['earned', 100],
       ['expired', -100],
     ])
     // Relaxed: points expire after 1000 days; they come back.
     await writeRule(db, s.shopId, JSON.stringify(normalizeRule({ expire_after_days: 1000 })), 0)
-    assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 1)
-    assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 0)
+    assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId], systemClock())).appended, 1)
+    assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId], systemClock())).appended, 0)
     assert.deepEqual(await s.reasons(1), [
       ['earned', 100],
       ['expired', -100],
@@ -241,7 +242,7 @@ forEachDatabase((kind) => {
     // Redemptions stay as they are.
     now = Date.now()
     assert.equal((await s.post('/v3/customers/1/redemptions', { points: 40, reference: 'kept' })).statusCode, 201)
-    assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId])).appended, 0)
+    assert.equal((await rebuildPoints(t.app.services.backend, [s.shopId], systemClock())).appended, 0)
     assert.equal((await s.points(1)).available, 60)
   })
 })

@@ -47,7 +47,7 @@ forEachDatabase((kind) => {
 
   async function shop(name: string, rule?: Partial<Rule>) {
     const shopName = `${kind}-${name}`
-    const { key, shopId } = await issueKey(t.app.services.backend.db, shopName)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, shopName, Date.now() * 1000)
     if (rule) await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(rule)), 0)
     const importCsv = async (csv: string, query = '') => {
       const res = await t.app.inject({

@@ -40,7 +40,7 @@ forEachDatabase((kind) => {
   const available = async (key: string, id: number) => (await t.get(`/v3/customers/${id}/points`, key)).json().available as number
   /** A shop with customer 500 (five@shop.example) and customer 7 (seven@shop.example), from webhooks. */
   const shopWithCustomers = async (name: string) => {
-    const { key } = await issueKey(t.app.services.backend.db, name)
+    const { key } = await issueKey(t.app.services.backend.db, name, Date.now() * 1000)
     assert.equal((await t.post(CUSTOMER_CREATED, { id: 500, email: 'five@shop.example' }, { key })).statusCode, 200)
     assert.equal((await t.post(CUSTOMER_CREATED, { id: 7, email: 'seven@shop.example' }, { key })).statusCode, 200)
     return key

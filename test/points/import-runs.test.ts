@@ -83,7 +83,7 @@ forEachDatabase((kind) => {
 
   test('a CLI import killed midway is listed by --status and the admin API as unfinished; the same file again finishes the same record', async () => {
     const shop = `${kind}-killed`
-    const { key } = await issueKey(t.app.services.backend.db, shop)
+    const { key } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
     const { id: shopId } = (await findShop(t.app.services.backend.db, shop))!
     const lines = 40_000
     const csv = balances(lines)
@@ -148,7 +148,7 @@ forEachDatabase((kind) => {
 
   test('an admin import stopped by a failed unit stays unfinished, listed by the admin API; the same file again finishes it; a dry run or a refused file records nothing', async () => {
     const shop = `${kind}-stopped`
-    const { key } = await issueKey(t.app.services.backend.db, shop)
+    const { key } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
     const csv = balances(2500)
     assert.equal((await admin('POST', shop, csv, '?dry_run=true')).statusCode, 200)
     assert.equal((await admin('POST', shop, 'customer_id,email,points\n1,x,1\n')).statusCode, 422)

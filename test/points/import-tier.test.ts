@@ -45,7 +45,7 @@ forEachDatabase((kind) => {
   /** A shop running TIERS since ever, and its requests. */
   async function shop() {
     const name = `${kind}-import-tier-${++shops}`
-    const { key, shopId } = await issueKey(t.app.services.backend.db, name)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, name, Date.now() * 1000)
     await writeRule(t.app.services.backend.db, shopId, JSON.stringify(TIERS), 0)
     const get = async (url: string) => {
       const res = await t.get(url, key)

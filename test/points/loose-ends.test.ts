@@ -28,7 +28,7 @@ forEachDatabase((kind) => {
   /** A shop whose rule is `rule` since ever. */
   async function shop(rule: Partial<Rule> = {}) {
     const name = `${kind}-loose-${++shops}`
-    const { key, shopId } = await issueKey(t.app.services.backend.db, name)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, name, Date.now() * 1000)
     await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ pending_days: 0, ...rule })), 0)
     const post = async (path: string, body: unknown = {}) => t.post(path, body, { key })
     const ok = async (path: string, body: unknown) => {

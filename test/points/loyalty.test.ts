@@ -45,7 +45,7 @@ forEachDatabase((kind) => {
   /** A shop whose rule is `rule` since ever, and its requests. */
   async function shop(rule: Partial<Rule>) {
     const name = `${kind}-loyalty-${++shops}`
-    const { key, shopId } = await issueKey(t.app.services.backend.db, name)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, name, Date.now() * 1000)
     await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(rule)), 0)
     const post = async (path: string, body: unknown) => {
       const res = await t.post(path, body, { key })

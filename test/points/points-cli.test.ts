@@ -51,7 +51,7 @@ forEachDatabase((kind) => {
     // No sweeper: the expiry test below counts what points rebuild writes.
     t = await startTestApp(kind, {}, { database, sweepEveryMs: 0 })
     for (const name of ['a', 'b'] as const) {
-      const issued = await issueKey(t.app.services.backend.db, `shop-${name}`)
+      const issued = await issueKey(t.app.services.backend.db, `shop-${name}`, Date.now() * 1000)
       shops[name] = { key: issued.key, id: issued.shopId }
     }
     const order = (id: number, paid: boolean, customer: number) => ({
@@ -114,7 +114,7 @@ forEachDatabase((kind) => {
   })
 
   test('rules set takes the loyalty program: bonuses, excluded tags, tiers, tag tiers, the window and warnings; bad ones are refused by name', async () => {
-    await issueKey(t.app.services.backend.db, 'shop-program')
+    await issueKey(t.app.services.backend.db, 'shop-program', Date.now() * 1000)
     const set = await cli(
       [
         'rules',

@@ -4,6 +4,7 @@ import { rebuildPoints } from '../../src/write/rebuild.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
+import { systemClock } from '../../src/clock.ts'
 
 // The points an order holds follow its current state and the current rule, dates included, and
 // the order says who holds them. Inputs are pinned: dates are years away from now, either way.
@@ -45,9 +46,9 @@ forEachDatabase((kind) => {
     await t.post(ORDER_CREATED, { id: 20, currency: 'EUR', subtotal: '40.00', is_paid: true, processed_at: recent, customer: { id: 2 } }, { key })
     assert.deepEqual(pick((await t.get('/v3/customers/2/points', key)).json()), [0, 40, 40], 'pending for 14 days')
     await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ pending_days: 0 })), 0)
-    assert.equal((await rebuildPoints(t.app.services.backend, [shopId])).appended, 2)
+    assert.equal((await rebuildPoints(t.app.services.backend, [shopId], systemClock())).appended, 2)
     assert.deepEqual(pick((await t.get('/v3/customers/2/points', key)).json()), [40, 0, 40], 'available at once under the new rule')
-    assert.equal((await rebuildPoints(t.app.services.backend, [shopId])).appended, 0, 'a second run appends nothing')
+    assert.equal((await rebuildPoints(t.app.services.backend, [shopId], systemClock())).appended, 0, 'a second run appends nothing')
   })
 
   test('an order says who holds its points: the linked customer, the one matched by e-mail, a guest, the one who claimed them', async () => {
@@ -66,7 +67,7 @@ forEachDatabase((kind) => {
 
   async function issue(shop: string) {
     const { issueKey } = await import('../../src/keys/issue-key.ts')
-    return issueKey(t.app.services.backend.db, shop)
+    return issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
   }
 })
 

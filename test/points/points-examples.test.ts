@@ -690,7 +690,7 @@ forEachDatabase((kind) => {
 
   EXAMPLES.forEach((example, n) => {
     test(`worked example: ${example.name}`, async () => {
-      const { key, shopId } = await issueKey(t.app.services.backend.db, `example-${n}`)
+      const { key, shopId } = await issueKey(t.app.services.backend.db, `example-${n}`, Date.now() * 1000)
       const ctx: Context = { t, key, shopId }
       if (example.rule) await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(example.rule)), 0)
       let ruleNow: Partial<Rule> = example.rule ?? {}
@@ -714,7 +714,7 @@ forEachDatabase((kind) => {
   })
 
   test('the basis of each entry is shown with the points', async () => {
-    const { key } = await issueKey(t.app.services.backend.db, 'basis')
+    const { key } = await issueKey(t.app.services.backend.db, 'basis', Date.now() * 1000)
     await t.post(
       ORDER_CREATED,
       { id: 1, currency: 'EUR', subtotal: '25.50', amount_giftcard: '5.00', processed_at: OLD, is_paid: true, customer: cust(1) },
@@ -732,7 +732,7 @@ forEachDatabase((kind) => {
   })
 
   test('points endpoint: a customer without orders gets zeros', async () => {
-    const { key } = await issueKey(t.app.services.backend.db, 'zeros')
+    const { key } = await issueKey(t.app.services.backend.db, 'zeros', Date.now() * 1000)
     assert.equal((await t.post(CUSTOMER_CREATED, { id: 5, email: 'z@example.com' }, { key })).statusCode, 200)
     const res = await t.get('/v3/customers/5/points', key)
     assert.equal(res.statusCode, 200)
@@ -750,8 +750,8 @@ forEachDatabase((kind) => {
   })
 
   test('points endpoint: 404 for an unknown customer and for a customer of another shop', async () => {
-    const { key } = await issueKey(t.app.services.backend.db, 'mine')
-    const other = await issueKey(t.app.services.backend.db, 'theirs')
+    const { key } = await issueKey(t.app.services.backend.db, 'mine', Date.now() * 1000)
+    const other = await issueKey(t.app.services.backend.db, 'theirs', Date.now() * 1000)
     await t.post(ORDER_CREATED, { id: 1, currency: 'EUR', subtotal: '10.00', processed_at: OLD, is_paid: true, customer: cust(77) }, { key })
     assert.equal((await t.get('/v3/customers/77/points', key)).statusCode, 200)
     const unknown = await t.get('/v3/customers/78/points', key)
@@ -763,7 +763,7 @@ forEachDatabase((kind) => {
   })
 
   test('points endpoint: limit and cursor walk all entries, newest first, without overlap', async () => {
-    const { key, shopId } = await issueKey(t.app.services.backend.db, 'pages')
+    const { key, shopId } = await issueKey(t.app.services.backend.db, 'pages', Date.now() * 1000)
     for (let id = 1; id <= 6; id++) {
       await t.post(
         ORDER_CREATED,
@@ -815,7 +815,7 @@ forEachDatabase((kind) => {
     // Senders redeliver: a retry of an old webhook, or an older one arriving late, still carries
     // the erased customer's e-mail. apply-batch stores such a body redacted when it is applied;
     // a duplicate or a stale one must not keep it either.
-    const { key, shopId } = await issueKey(t.app.services.backend.db, 'erased-late')
+    const { key, shopId } = await issueKey(t.app.services.backend.db, 'erased-late', Date.now() * 1000)
     const created = { id: 21, first_name: 'Late', email: 'late.erased@example.com', updated_at: at(1) }
     const order = {
       id: 210,

@@ -20,6 +20,7 @@ import {
   type TestApp,
   type TestDatabase,
 } from '../support/harness.ts'
+import { systemClock } from '../../src/clock.ts'
 
 // Switching in: `points import` and its admin route. Unknown customers made from their lines,
 // one `import` entry per line, the same file twice changing nothing and a corrected file only the
@@ -53,7 +54,7 @@ forEachDatabase((kind) => {
   const points = async (key: string, id: number) => (await t.get(`/v3/customers/${id}/points?limit=500`, key)).json()
 
   test('an import makes unknown customers, one import entry per line; the same file again changes nothing; a corrected file only the differences', async () => {
-    const { key } = await issueKey(t.app.services.backend.db, `${kind}-import`)
+    const { key } = await issueKey(t.app.services.backend.db, `${kind}-import`, Date.now() * 1000)
     const shop = `${kind}-import`
     // Customer 3 is known already, with its own e-mail from a webhook.
     assert.equal((await t.post(CUSTOMER_CREATED, { id: 3, email: 'three@shop.example', first_name: 'Tre' }, { key })).statusCode, 200)
@@ -148,7 +149,7 @@ forEachDatabase((kind) => {
   })
 
   test('a bad file is refused whole: 422 naming each line and column, nothing written', async () => {
-    await issueKey(t.app.services.backend.db, `${kind}-bad-import`)
+    await issueKey(t.app.services.backend.db, `${kind}-bad-import`, Date.now() * 1000)
     const shop = `${kind}-bad-import`
     const cases: [string, string[]][] = [
       ['customer_id,email,points\n1,a@example.com,10\n2,not-an-email,x\n', ['/3/email', '/3/points']],
@@ -188,7 +189,7 @@ forEachDatabase((kind) => {
   })
 
   test('a dry run says what the import would change and writes nothing', async () => {
-    const { key } = await issueKey(t.app.services.backend.db, `${kind}-dry`)
+    const { key } = await issueKey(t.app.services.backend.db, `${kind}-dry`, Date.now() * 1000)
     const shop = `${kind}-dry`
     const res = await importCsv(shop, 'customer_id,email,points\n1,a@example.com,10\n2,b@example.com,20\n', '?dry_run=true')
     assert.deepEqual(res.json(), {
@@ -210,7 +211,7 @@ forEachDatabase((kind) => {
   })
 
   test('an import of many units, two in flight on PostgreSQL: webhooks meanwhile win as usual; one stopped midway is finished by running it again', async () => {
-    const { key } = await issueKey(t.app.services.backend.db, `${kind}-units`)
+    const { key } = await issueKey(t.app.services.backend.db, `${kind}-units`, Date.now() * 1000)
     const shop = (await findShop(t.app.services.backend.db, `${kind}-units`))!
     const ids = [1, 2, 3, 4, 5, 6, 7, 8, 9]
     const read = readBalanceFile(`customer_id,email,points\n${ids.map((id) => `${id},file${id}@example.com,${id * 10}`).join('\n')}\n`, [])
@@ -223,10 +224,10 @@ forEachDatabase((kind) => {
       transaction: (work, calls, locks) =>
         ++opened === 3 ? Promise.reject(Object.assign(new Error('the database went away'), { code: '08006' })) : backend.transaction(work, calls, locks),
     }
-    await assert.rejects(importBalances(failing, shop.id, read.lines, { unitLines: 2 }), /went away/)
+    await assert.rejects(importBalances(failing, shop.id, read.lines, { unitLines: 2, clock: systemClock() }), /went away/)
     // Webhooks about the same customers while the import runs again: each decided under the customer's lock.
     const [finished, ...hooks] = await Promise.all([
-      importBalances(backend, shop.id, read.lines, { unitLines: 2 }),
+      importBalances(backend, shop.id, read.lines, { unitLines: 2, clock: systemClock() }),
       ...ids.map((id) => t.post(CUSTOMER_CREATED, { id, email: `hook${id}@example.com` }, { key })),
     ])
     for (const hook of hooks) assert.equal(hook.statusCode, 200)
@@ -238,12 +239,12 @@ forEachDatabase((kind) => {
       assert.equal((await points(key, id)).available, id * 10, `customer ${id} holds the line's points once`)
       assert.equal((await t.get(`/v3/customers/${id}`, key)).json().email, `hook${id}@example.com`, "the webhook's e-mail wins")
     }
-    const third = await importBalances(backend, shop.id, read.lines, { unitLines: 2 })
+    const third = await importBalances(backend, shop.id, read.lines, { unitLines: 2, clock: systemClock() })
     assert.deepEqual([third.entries, third.unchanged, third.customers_created], [0, 9, 0], 'the same file again changes nothing')
   })
 
   test('points import on the command line: a summary, the same file twice changing nothing, a bad file refused with its line and column', async () => {
-    const { key } = await issueKey(t.app.services.backend.db, `${kind}-cli-import`)
+    const { key } = await issueKey(t.app.services.backend.db, `${kind}-cli-import`, Date.now() * 1000)
     const shop = `${kind}-cli-import`
     const file = join(dir, `${kind}-balances.csv`)
     writeFileSync(file, 'customer_id,email,points\n11,a@example.com,10\n12,b@example.com,20\n')

@@ -8,6 +8,7 @@ import { rebuildPoints } from '../../src/write/rebuild.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
+import { systemClock } from '../../src/clock.ts'
 
 // The points rules' properties, over HTTP, on both databases:
 // (a) any interleaving and duplication of one order's webhooks gives the same balances and the
@@ -27,7 +28,7 @@ const CANCELLED_ATS = [CANCELLED_AT, '2024-05-02T00:00:00+02:00', '2024-05-04T12
 const BUYERS = [1, 2] as const
 const ORDER_ID = 500
 let shops = 0
-const nextShop = (t: TestApp) => issueKey(t.app.services.backend.db, `prop-${++shops}`)
+const nextShop = (t: TestApp) => issueKey(t.app.services.backend.db, `prop-${++shops}`, Date.now() * 1000)
 
 // ---------------------------------------------------------------------------------------------
 // Rules and orders
@@ -347,7 +348,7 @@ forEachDatabase((kind) => {
 
   async function rebuild(shopId: number): Promise<number> {
     const { backend } = t.app.services
-    return (await rebuildPoints(backend, [shopId])).appended
+    return (await rebuildPoints(backend, [shopId], systemClock())).appended
   }
 
   describe('rebuild', () => {
@@ -431,7 +432,7 @@ forEachDatabase((kind) => {
         // The webhooks start just after the rebuild starts (its first progress report comes before
         // it reads the orders), from the last order backwards, so that they and the rebuild meet.
         let webhooks: Promise<void> | undefined
-        await rebuildPoints(backend, [shop.shopId], () => {
+        await rebuildPoints(backend, [shop.shopId], systemClock(), () => {
           webhooks ??= (async () => {
             await new Promise((resolve) => setTimeout(resolve, 20))
             for (let id = N; id >= 1; id--) await post(t, shop.key, ORDER_CREATED, body(id, 1, id % 2 === 0))

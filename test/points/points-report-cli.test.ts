@@ -19,7 +19,7 @@ forEachDatabase((kind) => {
 
   before(async () => {
     t = await startTestApp(kind)
-    const { key } = await issueKey(t.app.services.backend.db, shop)
+    const { key } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
     const res = await t.post(
       ORDER_CREATED,
       { id: 1, currency: 'EUR', subtotal: '12.00', is_paid: true, processed_at: '2024-01-10T10:00:00Z', customer: { id: 1, email: 'c@example.com' } },

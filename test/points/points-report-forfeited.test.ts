@@ -24,7 +24,7 @@ forEachDatabase((kind) => {
 
   test("a deleted customer's points are forfeited: in the reversed column, and out of what is outstanding", async () => {
     const shop = `${kind}-report-forfeited`
-    const { key, shopId } = await issueKey(t.app.services.backend.db, shop)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
     await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ pending_days: 0 })), 0)
     const post = async (path: string, body: unknown, status = 200) => {
       const res = await t.post(path, body, { key })

@@ -67,7 +67,7 @@ forEachDatabase((kind) => {
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 25 }), fc.constantFrom(0, 14), fc.option(customer), async (ops, pendingDays, deleted) => {
         now = Date.now()
         const shop = `${kind}-report-prop-${run++}`
-        const { key, shopId } = await issueKey(t.app.services.backend.db, shop)
+        const { key, shopId } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
         await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ pending_days: pendingDays, expire_after_days: 30 })), 0)
         const orders = new Map<number, { customer: number | null; amount: number; processed: string; refunded: boolean; cancelled: boolean }>()
         const redemptions: { customer: number; id: string }[] = []

@@ -46,7 +46,7 @@ forEachDatabase((kind) => {
   async function writeLedger() {
     t = await startTestApp(kind, {}, { clock: () => now, sweepEveryMs: 0 })
     admin = adminClient(t, (await newOperator(t, 'Fiona Finance')).key)
-    const { key } = await issueKey(t.app.services.backend.db, shop)
+    const { key } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
     const ok = (res: LightMyRequestResponse, status = 200) => assert.equal(res.statusCode, status, res.body)
     const order = (id: number, customer: number, subtotal: string, more: object = {}) =>
       t.post(

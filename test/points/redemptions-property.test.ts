@@ -33,7 +33,7 @@ forEachDatabase((kind) => {
   test(`random interleavings never overspend, and the ledger sums to the balance (seed ${SEED})`, { timeout: 600_000 }, async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.array(opArb, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 6 }), async (groups) => {
-        const { key } = await issueKey(t.app.services.backend.db, `${kind}-prop-${run++}`)
+        const { key } = await issueKey(t.app.services.backend.db, `${kind}-prop-${run++}`, Date.now() * 1000)
         /** The amount each order was first sent with (later sends of it change nothing), and whether it is refunded. */
         const orders = new Map<number, { amount: number; refunded: boolean }>()
         const redeemed: { id: string; points: number; cancelled: boolean }[] = []

@@ -24,7 +24,7 @@ forEachDatabase((kind) => {
 
   /** A shop of its own, with helpers bound to its key. */
   async function shop(name: string, rule: Partial<Rule> = {}) {
-    const { key, shopId } = await issueKey(t.app.services.backend.db, `${kind}-${name}`)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, `${kind}-${name}`, Date.now() * 1000)
     if (Object.keys(rule).length > 0) await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule(rule)), 0)
     const post = (path: string, body: unknown, headers: Record<string, string> = {}) => t.post(path, body, { key, headers })
     const get = (url: string) => t.get(url, key)

@@ -22,7 +22,7 @@ forEachDatabase((kind) => {
 
   test('claims walk a pool in upload order from its cursor, each code once, across batches, another pool and a cancel, down to pool-empty', async () => {
     const name = `${kind}-pool-cursor`
-    const { key } = await issueKey(t.app.services.backend.db, name)
+    const { key } = await issueKey(t.app.services.backend.db, name, Date.now() * 1000)
     const base = `/v3/admin/shops/${name}/rewards`
     for (let c = 1; c <= 12; c++) {
       const res = await t.post(ORDER_CREATED, { id: c, currency: 'EUR', subtotal: '50.00', is_paid: true, processed_at: OLD, customer: { id: c } }, { key })

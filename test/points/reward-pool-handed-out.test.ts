@@ -23,7 +23,7 @@ forEachDatabase((kind) => {
 
   async function shop(name: string) {
     const shopName = `${kind}-${name}`
-    const { key, shopId } = await issueKey(t.app.services.backend.db, shopName)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, shopName, Date.now() * 1000)
     const base = `/v3/admin/shops/${shopName}/rewards`
     async function reward(body: Record<string, unknown>) {
       const res = await admin.post(base, { kind: 'custom', points: 10, codes: 'generated', ...body })

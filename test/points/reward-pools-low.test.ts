@@ -53,7 +53,7 @@ forEachDatabase((kind) => {
   })
 
   test("/readyz names shops and rewards only to a key: counts in the open, every shop's pools to an admin key, a shop's own to its key", async () => {
-    const other = await issueKey(t.app.services.backend.db, `${kind}-secret-shop`)
+    const other = await issueKey(t.app.services.backend.db, `${kind}-secret-shop`, Date.now() * 1000)
     const base = `/v3/admin/shops/${kind}-secret-shop/rewards`
     const pool = (await admin.post(base, { name: 'Launch of the secret product', points: 1, kind: 'custom', codes: 'pool' })).json().id as number
     await admin.post(`${base}/${pool}/codes`, { codes: ['S1'] })

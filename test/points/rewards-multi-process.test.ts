@@ -29,7 +29,7 @@ before(async () => {
   adminKey = generateAdminKey()
   const backend = openBackend(database.url)
   try {
-    await insertAdmin(backend.db, 'Multi', hashKey(adminKey), keyHint(adminKey))
+    await insertAdmin(backend.db, 'Multi', hashKey(adminKey), keyHint(adminKey), Date.now() * 1000)
   } finally {
     await backend.close()
   }

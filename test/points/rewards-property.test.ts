@@ -43,7 +43,7 @@ forEachDatabase((kind) => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.array(opArb, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 6 }), async (groups) => {
         const shop = `${kind}-rewards-prop-${run++}`
-        const { key } = await issueKey(t.app.services.backend.db, shop)
+        const { key } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
         const base = `/v3/admin/shops/${shop}/rewards`
         const generated = (await admin.post(base, { name: 'gen', points: 15, kind: 'custom', codes: 'generated' })).json().id as number
         const pool = (await admin.post(base, { name: 'pool', points: 10, kind: 'custom', codes: 'pool' })).json().id as number

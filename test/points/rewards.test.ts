@@ -25,7 +25,7 @@ forEachDatabase((kind) => {
   /** A shop of its own, with helpers bound to its key and its admin paths. */
   async function shop(name: string) {
     const shopName = `${kind}-${name}`
-    const { key } = await issueKey(t.app.services.backend.db, shopName)
+    const { key } = await issueKey(t.app.services.backend.db, shopName, Date.now() * 1000)
     const base = `/v3/admin/shops/${shopName}/rewards`
     const post = (path: string, body: unknown = {}, headers: Record<string, string> = {}) => t.post(path, body, { key, headers })
     const get = (url: string) => t.get(url, key)

@@ -27,7 +27,7 @@ forEachDatabase((kind) => {
 
   test('earned to Gold, then redeemed and claimed down to 10 points: the tier read is still Gold, and the next order earns ×2', async () => {
     const name = `${kind}-tier-spending`
-    const { key, shopId } = await issueKey(t.app.services.backend.db, name)
+    const { key, shopId } = await issueKey(t.app.services.backend.db, name, Date.now() * 1000)
     const rule = {
       pending_days: 0,
       tiers: [

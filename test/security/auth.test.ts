@@ -96,7 +96,7 @@ forEachDatabase((kind) => {
 
     test('any two lowercase letters and exactly 24 base62 characters make a valid key form', async () => {
       const key = `pk_${randomBase62(24)}`
-      await insertKey(db(), t.shopId, hashKey(key), keyHint(key))
+      await insertKey(db(), t.shopId, hashKey(key), keyHint(key), Date.now() * 1000)
       assertAccepted(await postWith(basic(key)))
     })
   })
@@ -141,7 +141,7 @@ forEachDatabase((kind) => {
         `${body}`, // no prefix
       ]
       for (const key of wrongForms) {
-        await insertKey(db(), t.shopId, hashKey(key), 'x')
+        await insertKey(db(), t.shopId, hashKey(key), 'x', Date.now() * 1000)
         const res = await postWith(basic(key))
         assertUnauthorized(res)
       }
@@ -163,7 +163,7 @@ forEachDatabase((kind) => {
     test('a revoked key', async () => {
       const key = await t.newKey('test')
       assertAccepted(await postWith(basic(key)))
-      assert.equal((await revokeKey(db(), await keyId(key))).result, 'revoked')
+      assert.equal((await revokeKey(db(), await keyId(key), Date.now() * 1000)).result, 'revoked')
       assertUnauthorized(await postWith(basic(key)))
       assertUnauthorized(await t.get('/v3/customers/1', key))
     })
@@ -239,7 +239,7 @@ forEachDatabase((kind) => {
 
         // Revoked (this suite caches no lookup): refused at once on the connection that used it.
         assert.equal((await send(basic(first), { id: nextId() })).status, 200)
-        assert.equal((await revokeKey(db(), await keyId(first))).result, 'revoked')
+        assert.equal((await revokeKey(db(), await keyId(first), Date.now() * 1000)).result, 'revoked')
         const revoked = await send(basic(first), { id: nextId() })
         assert.equal(revoked.status, 401)
         assert.match(String(revoked.json.detail), /not known or has been revoked/)
@@ -269,7 +269,7 @@ forEachDatabase((kind) => {
       // ... and not the "test" shop's.
       assert.equal((await t.get(`/v3/customers/${id}`)).statusCode, 404)
 
-      assert.equal((await revokeKey(db(), await keyId(first))).result, 'revoked')
+      assert.equal((await revokeKey(db(), await keyId(first), Date.now() * 1000)).result, 'revoked')
       assertUnauthorized(await postWith(basic(first), { id }))
       assertAccepted(await postWith(basic(second), { id, first_name: 'StillHere', updated_at: '2024-01-03T00:00:00Z' }))
       const viaSecond = await t.get(`/v3/customers/${id}`, second)

@@ -551,8 +551,8 @@ forEachDatabase((kind) => {
     const redeemed = await t.post('/v3/customers/1/redemptions', { points: 1, reference: 'fuzz' })
     ok(redeemed, 201)
     const db = t.app.services.backend.db
-    const own = await issueKey(db, 'test')
-    const other = await issueKey(db, 'other')
+    const own = await issueKey(db, 'test', Date.now() * 1000)
+    const other = await issueKey(db, 'other', Date.now() * 1000)
     // The revoke route may revoke any key whose id is an edge value (the harness's is 1): the suite's
     // own key has an id none of them names.
     suiteKey = generateKey()

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Registry } from 'prom-client'
 import { createRateLimitStore, type RateLimitStore } from '../../src/rate-limit/rate-limit-store.ts'
+import { systemClock } from '../../src/clock.ts'
 import { startRedis, type RedisServer } from '../support/redis-server.ts'
 
 // The rate limit's Redis store in one process, against a real redis-server: a process too busy to
@@ -16,7 +17,7 @@ const registry = new Registry()
 
 before(async () => {
   redis = await startRedis()
-  store = createRateLimitStore(redis.url, `test:${process.pid}:`, registry, () => {})
+  store = createRateLimitStore(redis.url, `test:${process.pid}:`, registry, () => {}, systemClock())
   for (const deadline = Date.now() + 30_000; !store.redisUp() && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 50))
   assert.equal(store.redisUp(), true, 'connected to Redis')
 })

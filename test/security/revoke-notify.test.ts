@@ -20,7 +20,7 @@ async function issue(url: string, shop: string): Promise<{ key: string; keyId: n
   const backend = openBackend(url)
   try {
     await migrate(backend)
-    const { key, keyId } = await issueKey(backend.db, shop)
+    const { key, keyId } = await issueKey(backend.db, shop, Date.now() * 1000)
     return { key, keyId }
   } finally {
     await backend.close()
@@ -31,7 +31,7 @@ async function issue(url: string, shop: string): Promise<{ key: string; keyId: n
 async function revokeBy(url: string, keyId: number): Promise<void> {
   const backend = openBackend(url)
   try {
-    assert.deepEqual(await revokeKey(backend.db, keyId), { result: 'revoked' })
+    assert.deepEqual(await revokeKey(backend.db, keyId, Date.now() * 1000), { result: 'revoked' })
   } finally {
     await backend.close()
   }
@@ -150,7 +150,7 @@ forEachDatabase((kind) => {
       const keyId = (await db.selectFrom('api_keys').select('id').where('shop_id', '=', t.shopId).executeTakeFirstOrThrow()).id
       assert.equal((await t.get('/v3/customers/1')).statusCode, 404)
       assert.equal((await t.get('/v3/customers/1', other)).statusCode, 404)
-      await revokeKey(db, keyId)
+      await revokeKey(db, keyId, Date.now() * 1000)
       if (kind === 'sqlite') {
         // No notice on SQLite: the cached lookup holds until invalidated (or KEY_CACHE_SECONDS).
         assert.equal((await t.get('/v3/customers/1')).statusCode, 404, 'still cached')

@@ -372,8 +372,8 @@ forEachDatabase((kind) => {
         before(async () => {
           // No background pass meanwhile (the expiry sweep, the storage sample): their queries would be counted too.
           t = await startTestApp(kind, { KEY_CACHE_SECONDS: cacheSeconds, STORAGE_SAMPLE_SECONDS: '3600' }, { sweepEveryMs: 0 })
-          const issued = await issueKey(t.app.services.backend.db, 'revoked-shop')
-          assert.equal((await revokeKey(t.app.services.backend.db, issued.keyId)).result, 'revoked')
+          const issued = await issueKey(t.app.services.backend.db, 'revoked-shop', Date.now() * 1000)
+          assert.equal((await revokeKey(t.app.services.backend.db, issued.keyId, Date.now() * 1000)).result, 'revoked')
           revoked = issued.key
           await t.app.ready()
           // The storage sample taken at start (the database's size, then the oldest event) may

@@ -22,7 +22,7 @@ async function adminKeyIn(url: string, name: string): Promise<string> {
   try {
     await migrate(backend)
     const key = generateAdminKey()
-    await insertAdmin(backend.db, name, hashKey(key), keyHint(key))
+    await insertAdmin(backend.db, name, hashKey(key), keyHint(key), Date.now() * 1000)
     return key
   } finally {
     await backend.close()

@@ -9,7 +9,7 @@ import { basic, type TestApp } from './harness.ts'
 /** A new operator and their admin key; `role` viewer may look but not change. */
 export async function newOperator(t: TestApp, name: string, role: AdminRole = 'operator'): Promise<{ id: number; key: string }> {
   const key = generateAdminKey()
-  const id = await insertAdmin(t.app.services.backend.db, name, hashKey(key), keyHint(key), role)
+  const id = await insertAdmin(t.app.services.backend.db, name, hashKey(key), keyHint(key), Date.now() * 1000, role)
   return { id, key }
 }
 

@@ -128,7 +128,7 @@ export async function startTestApp(
       return res
     })
   }) as typeof app.inject
-  const issued = await issueKey(app.services.backend.db, 'test')
+  const issued = await issueKey(app.services.backend.db, 'test', Date.now() * 1000)
   const t: TestApp = {
     app,
     config,
@@ -148,7 +148,7 @@ export async function startTestApp(
       return app.inject({ method: 'GET', url, headers: { authorization: basic(key) } })
     },
     async newKey(shop) {
-      return (await issueKey(app.services.backend.db, shop)).key
+      return (await issueKey(app.services.backend.db, shop, Date.now() * 1000)).key
     },
     async close() {
       await app.close()

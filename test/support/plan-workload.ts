@@ -30,6 +30,7 @@ import { createReward } from '../../src/rewards/catalogue.ts'
 import { addCodes, poolLevels } from '../../src/repos/rewards-repo.ts'
 import { adminClient, newOperator } from './admin.ts'
 import type { TestApp } from './harness.ts'
+import { systemClock } from '../../src/clock.ts'
 
 // What test/operations/query-plans.test.ts runs to see the statements the service issues: batches built as
 // the webhook routes and the points routes build them, through every path of the write path
@@ -105,7 +106,7 @@ function expectApplied(results: BatchResult[], what: string) {
  * statement observer), then the upkeep. `b` is a second shop: batches of several shops load per shop.
  */
 export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promise<Written> {
-  const apply = batchApplier(backend)
+  const apply = batchApplier(backend, systemClock())
   const now = () => Date.now() * 1000
   const run = async (what: string, batch: BatchItem[], atUs = now()) => {
     const results = await apply(batch, atUs)
@@ -250,20 +251,14 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
     queue = result.catch(() => {})
     return result
   }
-  const sweeper = startExpirySweeper(
-    backend,
-    submit,
-    () => Date.now(),
-    0,
-    (_cause, err) => {
-      throw err
-    },
-  )
+  const sweeper = startExpirySweeper(backend, submit, systemClock(), 0, (_cause, err) => {
+    throw err
+  })
   await sweeper.sweep()
   await run('points after the first sweep', [hook('order/hook_created', order(107, 5, { customer: customer(4, 5) }))])
   await sweeper.sweep()
   await sweeper.stop()
-  await rebuildPoints(backend, [a.id, b.id])
+  await rebuildPoints(backend, [a.id, b.id], systemClock())
 
   // Pruning: orders' events that embedded a customer leave links, which erasure then follows.
   await eventsBefore(backend, pruneBefore)
@@ -419,7 +414,7 @@ export const FILL_ROWS = 20_000
  * leaves (set-based: they are the orders' links to their customers).
  */
 export async function fill(backend: Backend, a: Shop, b: Shop, rows = FILL_ROWS): Promise<void> {
-  const apply = batchApplier(backend)
+  const apply = batchApplier(backend, systemClock())
   const atUs = Date.now() * 1000
   const BATCH = 1000
   for (let start = 0; start < rows; start += BATCH) {

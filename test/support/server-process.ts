@@ -22,7 +22,7 @@ export async function createKey(url: string, shop = 'shop'): Promise<{ key: stri
   const backend = openBackend(url)
   try {
     await migrate(backend)
-    const issued = await issueKey(backend.db, shop)
+    const issued = await issueKey(backend.db, shop, Date.now() * 1000)
     return { key: issued.key, shopId: issued.shopId }
   } finally {
     await backend.close()

@@ -95,6 +95,7 @@ describe('submit', () => {
       laneOf: () => 0,
       isUnavailable: (e) => (e as Error).message === 'down',
       cooldownMs: 60_000,
+      nowMs: () => performance.now(),
     })
     const services = { writer, config: { RETRY_AFTER_SECONDS: 7 }, metrics: { unavailable: { inc: ({ reason }: { reason: string }) => reasons.push(reason) } } }
     return { services: services as unknown as Writing, reasons }

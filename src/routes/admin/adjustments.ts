@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { uuidv7 } from '../../http/uuid-v7.ts'
 import { commandBodyProblem, idempotencyKey, parseId, pointsLimitProblem, problem, sendProblem, shopByName, submit } from '../../http/intake/index.ts'
 import { AdjustmentBody, AdjustmentView, ADMIN_PROBLEMS, ShopCustomerParams } from '../../schemas/admin.ts'
 import { recordAudit } from '../../repos/admin-repo.ts'
@@ -53,7 +52,7 @@ export async function adjustmentRoutes(app: FastifyInstance, ctx: AdminContext):
           command: 'adjust',
           shopId: shop.id,
           customerId,
-          adjustmentId: uuidv7(),
+          adjustmentId: ctx.services.newId(),
           points: body.points,
           reason: body.reason,
           operator: request.operator.name,
@@ -66,12 +65,17 @@ export async function adjustmentRoutes(app: FastifyInstance, ctx: AdminContext):
       switch (outcome.status) {
         case 'adjusted':
           if (!outcome.replayed) {
-            await recordAudit(db, request.operator, {
-              action: 'points.adjust',
-              shopId: shop.id,
-              target: String(customerId),
-              detail: { adjustment_id: outcome.adjustment.adjustment_id, points: body.points, reason: body.reason },
-            })
+            await recordAudit(
+              db,
+              request.operator,
+              {
+                action: 'points.adjust',
+                shopId: shop.id,
+                target: String(customerId),
+                detail: { adjustment_id: outcome.adjustment.adjustment_id, points: body.points, reason: body.reason },
+              },
+              ctx.nowUs(),
+            )
           }
           return reply.code(outcome.replayed ? 200 : 201).send(outcome.adjustment)
         case 'insufficient-points':

@@ -1,4 +1,3 @@
-import { arrivalClockUs } from '../../http/arrival-clock.ts'
 import type { AdminAuth } from '../../http/admin-auth.ts'
 import { badRequest } from '../../http/intake/index.ts'
 import { noStore } from '../../http/no-store.ts'
@@ -24,7 +23,7 @@ export function adminContext(services: Services, auth: AdminAuth): AdminContext 
     services,
     auth,
     onRequest: [noStore, auth.hook],
-    nowUs: () => (services.clock === undefined ? arrivalClockUs() : services.clock() * 1000),
+    nowUs: () => services.clock.nowUs(),
   }
 }
 

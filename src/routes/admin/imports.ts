@@ -80,7 +80,7 @@ export async function importRoutes(scope: FastifyInstance, ctx: AdminContext): P
         const { lines, mismatched } = checked
         const dryRun = request.query.dry_run === 'true'
         const finish = (summary: ReturnType<typeof emptySummary>) => ({ ...summary, lines: read.lines.length, mismatched })
-        if (dryRun) return finish(await importBalances(services.backend, shop.id, lines, { dryRun, nowUs: ctx.nowUs }))
+        if (dryRun) return finish(await importBalances(services.backend, shop.id, lines, { dryRun, clock: services.clock }))
         const run = await startImportRun(db, {
           shopId: shop.id,
           fileSha256: fileSha256(request.body),
@@ -98,12 +98,17 @@ export async function importRoutes(scope: FastifyInstance, ctx: AdminContext): P
         }
         await finishImportRun(db, run.id, lines.length, ctx.nowUs())
         const summary = finish(done)
-        await recordAudit(db, request.operator, {
-          action: 'points.import',
-          shopId: shop.id,
-          target: null,
-          detail: { ...summary, dry_run: undefined, on_mismatch: request.query.on_mismatch ?? null },
-        })
+        await recordAudit(
+          db,
+          request.operator,
+          {
+            action: 'points.import',
+            shopId: shop.id,
+            target: null,
+            detail: { ...summary, dry_run: undefined, on_mismatch: request.query.on_mismatch ?? null },
+          },
+          ctx.nowUs(),
+        )
         return summary
       },
     )

@@ -23,10 +23,7 @@ import { subscriptionRoutes } from './subscriptions.ts'
 export async function adminRoutes(app: FastifyInstance, services: Services): Promise<void> {
   // The session cookie, parsed for the admin API only: no webhook pays for it.
   await app.register(cookie)
-  const ctx = adminContext(
-    services,
-    createAdminAuth(services.backend.db, () => Date.now() * 1000, services.config.PUBLIC_ORIGIN),
-  )
+  const ctx = adminContext(services, createAdminAuth(services.backend.db, services.clock, services.config.PUBLIC_ORIGIN))
   await sessionRoutes(app, ctx)
   await eventRoutes(app, ctx)
   await streamRoutes(app, ctx)

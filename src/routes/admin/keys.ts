@@ -67,9 +67,14 @@ export async function keyRoutes(scope: FastifyInstance, ctx: AdminContext): Prom
       const shop = await shopByName(services, request.params.shop)
       const refused = optionalBodyProblem(request)
       if (refused) return sendProblem(reply, refused)
-      const issued = await issueKey(db, shop.name)
+      const issued = await issueKey(db, shop.name, ctx.nowUs())
       const stored = (await findKey(db, shop.id, issued.keyId))!
-      await recordAudit(db, request.operator, { action: 'key.create', shopId: shop.id, target: String(issued.keyId), detail: { hint: stored.hint } })
+      await recordAudit(
+        db,
+        request.operator,
+        { action: 'key.create', shopId: shop.id, target: String(issued.keyId), detail: { hint: stored.hint } },
+        ctx.nowUs(),
+      )
       return reply.code(201).send({ ...keyView(stored), key: issued.key })
     },
   )
@@ -93,10 +98,10 @@ export async function keyRoutes(scope: FastifyInstance, ctx: AdminContext): Prom
       const id = parseId(request.params.id)
       const key = id === undefined ? undefined : await findKey(db, shop.id, id)
       if (!key) throw notFound(`no key ${request.params.id} of shop ${shop.name}`)
-      const done = await revokeKey(db, key.id)
+      const done = await revokeKey(db, key.id, ctx.nowUs())
       services.auth.invalidate({ keyHash: key.key_hash })
       if (done.result === 'revoked') {
-        await recordAudit(db, request.operator, { action: 'key.revoke', shopId: shop.id, target: String(key.id), detail: { hint: key.hint } })
+        await recordAudit(db, request.operator, { action: 'key.revoke', shopId: shop.id, target: String(key.id), detail: { hint: key.hint } }, ctx.nowUs())
       }
       return keyView((await findKey(db, shop.id, key.id))!)
     },

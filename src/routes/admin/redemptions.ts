@@ -73,12 +73,17 @@ export async function redemptionRoutes(scope: FastifyInstance, ctx: AdminContext
       if (outcome.status !== 'cancelled') throw new Error(`unexpected outcome ${outcome.status}`)
       const { redemption } = outcome
       if (!outcome.replayed) {
-        await recordAudit(db, request.operator, {
-          action: 'redemption.cancel',
-          shopId: shop.id,
-          target: redemptionId,
-          detail: { customer_id: customerId, points: redemption.points, reference: redemption.reference },
-        })
+        await recordAudit(
+          db,
+          request.operator,
+          {
+            action: 'redemption.cancel',
+            shopId: shop.id,
+            target: redemptionId,
+            detail: { customer_id: customerId, points: redemption.points, reference: redemption.reference },
+          },
+          ctx.nowUs(),
+        )
       }
       return redemption
     },

@@ -62,12 +62,17 @@ export async function replayRoutes(scope: FastifyInstance, ctx: AdminContext): P
       })
       if (answer.failure) request.log.error({ err: answer.failure, event_id: answer.webhook?.eventId }, 'replayed webhook could not be stored')
       if (answer.webhook && answer.webhook.outcome !== 'failed') {
-        await recordAudit(db, request.operator, {
-          action: 'event.replay',
-          shopId: event.shopId,
-          target: eventId,
-          detail: { event_id: answer.webhook.eventId, outcome: answer.webhook.outcome },
-        })
+        await recordAudit(
+          db,
+          request.operator,
+          {
+            action: 'event.replay',
+            shopId: event.shopId,
+            target: eventId,
+            detail: { event_id: answer.webhook.eventId, outcome: answer.webhook.outcome },
+          },
+          ctx.nowUs(),
+        )
       }
       if (!answer.ok) return sendProblem(reply, answer.problem, answer.headers)
       return answer.body

@@ -84,12 +84,17 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
       if (problems.length > 0) return sendProblem(reply, invalid('reward', problems))
       const row = await createReward(db, shop.id, request.body, ctx.nowUs())
       const view = rewardView(row)
-      await recordAudit(db, request.operator, {
-        action: 'reward.create',
-        shopId: shop.id,
-        target: String(view.id),
-        detail: { name: view.name, points: view.points },
-      })
+      await recordAudit(
+        db,
+        request.operator,
+        {
+          action: 'reward.create',
+          shopId: shop.id,
+          target: String(view.id),
+          detail: { name: view.name, points: view.points },
+        },
+        ctx.nowUs(),
+      )
       return reply.code(201).send(view)
     },
   )
@@ -133,7 +138,7 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
       if (problems.length > 0) return sendProblem(reply, invalid('change', problems))
       const { row, changes } = await changeReward(db, reward, request.body, ctx.nowUs())
       if (Object.keys(changes).length > 0)
-        await recordAudit(db, request.operator, { action: 'reward.update', shopId: shop.id, target: String(row.id), detail: { changes } })
+        await recordAudit(db, request.operator, { action: 'reward.update', shopId: shop.id, target: String(row.id), detail: { changes } }, ctx.nowUs())
       return rewardView(row)
     },
   )
@@ -155,7 +160,7 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
       const { shop, reward } = await rewardOf(request.params)
       if (Number(reward.active) === 0) return rewardView(reward)
       const { row } = await changeReward(db, reward, { active: false }, ctx.nowUs())
-      await recordAudit(db, request.operator, { action: 'reward.remove', shopId: shop.id, target: String(row.id), detail: { name: row.name } })
+      await recordAudit(db, request.operator, { action: 'reward.remove', shopId: shop.id, target: String(row.id), detail: { name: row.name } }, ctx.nowUs())
       return rewardView(row)
     },
   )
@@ -221,12 +226,17 @@ export async function rewardRoutes(scope: FastifyInstance, ctx: AdminContext): P
           )
         const result = (await addCodes(db, shop.id, Number(reward.id), codes.codes, ctx.nowUs()))!
         // The codes themselves stay out of the audit log: they are as good as money at the checkout.
-        await recordAudit(db, request.operator, {
-          action: 'reward.codes',
-          shopId: shop.id,
-          target: String(reward.id),
-          detail: { added: result.added, duplicates: result.duplicates, handed_out: result.handedOut },
-        })
+        await recordAudit(
+          db,
+          request.operator,
+          {
+            action: 'reward.codes',
+            shopId: shop.id,
+            target: String(reward.id),
+            detail: { added: result.added, duplicates: result.duplicates, handed_out: result.handedOut },
+          },
+          ctx.nowUs(),
+        )
         return { added: result.added, duplicates: result.duplicates, handed_out: result.handedOut, codes_left: result.codesLeft }
       },
     )

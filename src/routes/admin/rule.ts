@@ -115,12 +115,17 @@ export async function ruleRoutes(app: FastifyInstance, ctx: AdminContext): Promi
       })
       if (written instanceof RewardsNeedTiers) return sendProblem(reply, faultsProblem('rule', written.faults)!)
       if (written.changed) {
-        await recordAudit(db, request.operator, {
-          action: 'rule.set',
-          shopId: shop.id,
-          target: String(written.version),
-          detail: { version: written.version, changes },
-        })
+        await recordAudit(
+          db,
+          request.operator,
+          {
+            action: 'rule.set',
+            shopId: shop.id,
+            target: String(written.version),
+            detail: { version: written.version, changes },
+          },
+          ctx.nowUs(),
+        )
       }
       return ruleView(db, shop)
     },

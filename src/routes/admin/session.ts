@@ -61,10 +61,10 @@ export async function sessionRoutes(scope: FastifyInstance, ctx: AdminContext): 
       const operator = isAdminKey(body.key) ? await findActiveAdmin(db, hashKey(body.key)) : undefined
       if (!operator) throw sessionUnauthorized('the admin key is not known or has been revoked')
       const { token, hash } = newSessionToken()
-      const nowUs = Date.now() * 1000
+      const nowUs = ctx.nowUs()
       const expiresUs = nowUs + minutes * 60_000_000
       await insertSession(db, hash, operator.id, expiresUs, nowUs)
-      await recordAudit(db, operator, { action: 'session.sign-in', shopId: null, target: null, detail: null })
+      await recordAudit(db, operator, { action: 'session.sign-in', shopId: null, target: null, detail: null }, ctx.nowUs())
       setCookie(request, reply, token, minutes * 60)
       return { name: operator.name, role: operator.role, expires_at: formatUs(expiresUs) }
     },
@@ -84,7 +84,7 @@ export async function sessionRoutes(scope: FastifyInstance, ctx: AdminContext): 
     },
     async (request: FastifyRequest) => {
       const token = request.cookies[SESSION_COOKIE]
-      const session = token ? await findSession(db, hashKey(token), Date.now() * 1000) : undefined
+      const session = token ? await findSession(db, hashKey(token), ctx.nowUs()) : undefined
       if (!session) throw sessionUnauthorized('not signed in, or the session has expired; sign in with POST /v3/admin/session')
       return { name: session.name, role: session.role, expires_at: formatUs(session.expiresUs) }
     },
@@ -107,7 +107,7 @@ export async function sessionRoutes(scope: FastifyInstance, ctx: AdminContext): 
     async (request, reply) => {
       if (request.operator.sessionHash) {
         await deleteSession(db, request.operator.sessionHash)
-        await recordAudit(db, request.operator, { action: 'session.sign-out', shopId: null, target: null, detail: null })
+        await recordAudit(db, request.operator, { action: 'session.sign-out', shopId: null, target: null, detail: null }, ctx.nowUs())
       }
       setCookie(request, reply, '', 0)
       return reply.code(204).send(undefined as never)

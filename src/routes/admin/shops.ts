@@ -1,7 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { formatInstant, formatUs } from '../../domain/time.ts'
-import { arrivalClockUs } from '../../http/arrival-clock.ts'
 import { ADMIN_PROBLEMS, AdminShopList, OUTCOMES, PageQuery, Stats, StatsQuery } from '../../schemas/admin.ts'
 import { outcomesSince, perMinute } from '../../repos/admin-events-repo.ts'
 import { shopCounts, shopPage } from '../../repos/admin-read-repo.ts'
@@ -38,7 +37,7 @@ export async function shopRoutes(scope: FastifyInstance, ctx: AdminContext): Pro
       const position = decodeCursor(request.query.cursor, ['number'])
       const page = await shopPage(db, limitOf(request.query), position === null ? null : (position[0] as number))
       const ids = page.rows.map((r) => r.id)
-      const [counts, outcomes] = await Promise.all([shopCounts(db, ids), outcomesSince(db, arrivalClockUs() - DAY_US, ids)])
+      const [counts, outcomes] = await Promise.all([shopCounts(db, ids), outcomesSince(db, services.clock.stampUs() - DAY_US, ids)])
       const last24h = new Map(ids.map((id) => [id, zeroes()]))
       for (const o of outcomes) {
         const counts24 = last24h.get(o.shopId)
@@ -77,7 +76,7 @@ export async function shopRoutes(scope: FastifyInstance, ctx: AdminContext): Pro
     async (request) => {
       const shop = request.query.shop === undefined ? undefined : await shopByName(services, request.query.shop)
       const minutes = Number(request.query.minutes ?? 60)
-      const nowMinute = Math.floor(arrivalClockUs() / MINUTE_US)
+      const nowMinute = Math.floor(services.clock.stampUs() / MINUTE_US)
       const first = nowMinute - minutes + 1
       const rows = await perMinute(db, first * MINUTE_US, shop?.id)
       const buckets = Array.from({ length: minutes }, (_, i) => ({ minute: formatUs((first + i) * MINUTE_US), ...zeroes() }))

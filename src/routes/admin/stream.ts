@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
-import { arrivalClockUs } from '../../http/arrival-clock.ts'
+import type { Clock } from '../../clock.ts'
 import { ADMIN_PROBLEMS, StreamQuery } from '../../schemas/admin.ts'
 import { eventsSince, type EventListRow } from '../../repos/admin-events-repo.ts'
 import { shopNames } from '../../repos/admin-read-repo.ts'
@@ -38,6 +38,8 @@ class EventTail {
     private readonly db: Kysely<Tables>,
     private readonly pollMs: number,
     private readonly onError: (err: unknown) => void,
+    /** Its stampUs: the timeline of stored webhooks' receive times. */
+    private readonly clock: Clock,
   ) {}
 
   listen(listener: Listener): () => void {
@@ -73,7 +75,7 @@ class EventTail {
       }
       const newest = rows.length > 0 ? rows[rows.length - 1]!.receivedUs : this.afterUs + LOOK_BACK_US
       // A full page moves on from its last row; otherwise the next look goes back LOOK_BACK_US.
-      this.afterUs = rows.length === MAX_ROWS ? newest - 1 : Math.max(this.afterUs, Math.min(newest, arrivalClockUs()) - LOOK_BACK_US)
+      this.afterUs = rows.length === MAX_ROWS ? newest - 1 : Math.max(this.afterUs, Math.min(newest, this.clock.stampUs()) - LOOK_BACK_US)
       for (const [id, us] of this.seen) if (us <= this.afterUs) this.seen.delete(id)
     } catch (err) {
       this.onError(err)
@@ -86,8 +88,11 @@ class EventTail {
 export async function streamRoutes(scope: FastifyInstance, ctx: AdminContext): Promise<void> {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>()
   const { services } = ctx
-  const tail = new EventTail(services.backend.db, services.config.ADMIN_STREAM_POLL_MS, (err) =>
-    app.log.warn({ err }, 'the event stream could not read the events; it tries again'),
+  const tail = new EventTail(
+    services.backend.db,
+    services.config.ADMIN_STREAM_POLL_MS,
+    (err) => app.log.warn({ err }, 'the event stream could not read the events; it tries again'),
+    services.clock,
   )
   const open = new Set<() => void>()
   // Open streams would hold the server open: they end when it closes.
@@ -133,7 +138,7 @@ export async function streamRoutes(scope: FastifyInstance, ctx: AdminContext): P
       res.write(': stream of stored webhooks\nretry: 2000\n\n')
       const stopListening = tail.listen({
         shopId: shop?.id,
-        fromUs: arrivalClockUs(),
+        fromUs: services.clock.stampUs(),
         send: (row, shops) => res.write(`event: event\nid: ${row.id}\ndata: ${JSON.stringify(eventItem(row, shops))}\n\n`),
       })
       const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS)

@@ -118,12 +118,12 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
         )
       }
       const { record, secret } = created
-      await recordAudit(db, request.operator, {
-        action: 'subscription.create',
-        shopId: shop.id,
-        target: String(record.id),
-        detail: { url, types: record.types },
-      })
+      await recordAudit(
+        db,
+        request.operator,
+        { action: 'subscription.create', shopId: shop.id, target: String(record.id), detail: { url, types: record.types } },
+        ctx.nowUs(),
+      )
       return reply.code(201).send({ id: record.id, url: record.url, types: record.types, secret, created_at: formatUs(record.createdUs) })
     },
   )
@@ -162,7 +162,12 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
     async (request, reply) => {
       const { shop, sub } = await subscriptionOf(request.params)
       if (await deleteSubscription(db, sub.id)) {
-        await recordAudit(db, request.operator, { action: 'subscription.delete', shopId: shop.id, target: String(sub.id), detail: { url: sub.url } })
+        await recordAudit(
+          db,
+          request.operator,
+          { action: 'subscription.delete', shopId: shop.id, target: String(sub.id), detail: { url: sub.url } },
+          ctx.nowUs(),
+        )
       }
       return reply.code(204).send(undefined as never)
     },
@@ -191,7 +196,12 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
       const past = await replayProblem(db, shop.id, request.body.after)
       if (past) return sendProblem(reply, invalid('replay', [past]))
       await replaySubscription(db, sub.id, request.body.after)
-      await recordAudit(db, request.operator, { action: 'subscription.replay', shopId: shop.id, target: String(sub.id), detail: { after: request.body.after } })
+      await recordAudit(
+        db,
+        request.operator,
+        { action: 'subscription.replay', shopId: shop.id, target: String(sub.id), detail: { after: request.body.after } },
+        ctx.nowUs(),
+      )
       services.feed.sender.kick()
       return subscriptionView((await findSubscription(db, shop.id, sub.id))!, ctx.nowUs())
     },
@@ -220,7 +230,12 @@ export async function subscriptionRoutes(scope: FastifyInstance, ctx: AdminConte
       const grace = request.query.grace_hours === undefined ? services.config.SUBSCRIPTIONS_ROTATION_GRACE_HOURS : Number(request.query.grace_hours)
       if (grace > 720) return sendProblem(reply, problem('malformed-request', 'grace_hours must be 0 to 720'))
       const { secret, untilUs } = await rotateSecret(db, services.secrets, sub, grace, ctx.nowUs())
-      await recordAudit(db, request.operator, { action: 'subscription.rotate', shopId: shop.id, target: String(sub.id), detail: { grace_hours: grace } })
+      await recordAudit(
+        db,
+        request.operator,
+        { action: 'subscription.rotate', shopId: shop.id, target: String(sub.id), detail: { grace_hours: grace } },
+        ctx.nowUs(),
+      )
       return { id: sub.id, secret, previous_secret_until: formatUs(untilUs) }
     },
   )

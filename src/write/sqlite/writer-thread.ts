@@ -1,6 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { CompiledQuery } from 'kysely'
 import { batchApplier } from '../unit-of-work.ts'
+import { systemClock } from '../../clock.ts'
 import { openSqlite } from '../../db/sqlite/dialect.ts'
 import { pruneEventsTimed } from '../../repos/prune.ts'
 import { touchKeysQuery } from '../../repos/keys-repo.ts'
@@ -21,7 +22,11 @@ type Message =
   | { close: true }
 
 const backend = openSqlite(workerData.path as string)
-const apply = batchApplier(backend)
+// A thread is a realm apart: it cannot be handed the app's clock, so it makes the same one, the
+// system's (only its stamps on rows written and its durations are read here; a batch's time comes
+// with the batch).
+const clock = systemClock()
+const apply = batchApplier(backend, clock)
 
 parentPort!.on('message', async (message: Message) => {
   if ('close' in message) {
@@ -35,7 +40,7 @@ parentPort!.on('message', async (message: Message) => {
   }
   if ('prune' in message) {
     try {
-      parentPort!.postMessage({ id: message.id, pruned: await pruneEventsTimed(backend, message.prune.cutoffUs, message.prune.limit) })
+      parentPort!.postMessage({ id: message.id, pruned: await pruneEventsTimed(backend, message.prune.cutoffUs, message.prune.limit, clock) })
     } catch (err) {
       parentPort!.postMessage({ id: message.id, error: plainError(err) })
     }
