@@ -1,14 +1,19 @@
+import assert from 'node:assert/strict'
 import type { BatchItem } from '../../src/batch/commands.ts'
 import { decideBatch } from '../../src/batch/decide.ts'
+import { decidePoints, type PointsDecision } from '../../src/batch/decide-points.ts'
+import type { ImportStart } from '../../src/batch/decide-import.ts'
 import { evolve } from '../../src/batch/evolve.ts'
-import { emptyState, type BatchState, type Decision } from '../../src/batch/state.ts'
+import { emptyState, type BatchState, type Decision, type LedgerRow } from '../../src/batch/state.ts'
+import type { PointsCommand } from '../../src/batch/commands.ts'
 import { bodyHash, changeFor, type FieldError, type Topic, type Webhook } from '../../src/domain/webhook.ts'
 import type { CustomerBody, OrderBody } from '../../src/schemas/webhooks.ts'
 
 // The decider test kit: one webhook builder, and given/when/then over decideBatch and evolve
 // (in the manner of emmett's DeciderSpecification). Given earlier batches, each decided and
 // written in turn; when one more batch is decided; then the check sees its decision and the
-// state it leaves. No database, and no test keeps its own "apply the decision" helper.
+// state it leaves. No database, and no test keeps its own "apply the decision" helper. Every
+// decision checks that the decider left the state and the items it was given as they were.
 
 /** The receive times the builder hands out: after every dated stamp the tests write, always increasing (as arrivalClockUs). */
 let clockUs = Date.UTC(2024, 4, 1, 10) * 1000 + 1_000_000_000
@@ -64,11 +69,83 @@ export interface Decided {
   state: BatchState
 }
 
-/** Decides `items` against `state` (not changed) and writes the decision with evolve. */
+/** Decides `items` against `state` (checked unchanged) and writes the decision with evolve. */
 export function decide(state: BatchState, items: readonly BatchItem[], opts: WhenOptions = {}): Decided {
-  const decided = structuredClone(state)
-  const decision = decideBatch(items, decided, opts.settleAlso, opts.nowUs)
-  return { decision, state: evolve(decided, decision) }
+  const decision = unchanged([state, items], () => decideBatch(items, state, opts.settleAlso, opts.nowUs))
+  return { decision, state: evolve(state, decision) }
+}
+
+/**
+ * The points decider alone (decidePoints: `orderRows` as the batch's orders appended them, then
+ * `commands`), checked to leave what it is given unchanged, and the state its decision leaves
+ * (evolve): for the points decider's own tests.
+ */
+export function decidePointsOf(
+  state: BatchState,
+  commands: readonly PointsCommand[],
+  nowUs: number,
+  orderRows: readonly LedgerRow[] = [],
+  imports: readonly ImportStart[] = [],
+): { decision: PointsDecision; state: BatchState } {
+  const decision = unchanged([state, orderRows, commands], () => decidePoints(state, orderRows, commands, nowUs, imports))
+  const written: Decision = {
+    events: [],
+    customers: [...decision.customers.values()],
+    orders: [],
+    ledger: decision.ledger,
+    redactions: [],
+    redemptions: decision.redemptions,
+    cancels: decision.cancels,
+    adjustments: decision.adjustments,
+    claims: decision.rewards.claims,
+    claimCancels: decision.rewards.claimCancels,
+    pools: decision.rewards.pools,
+    commands: decision.outcomes,
+    warnings: decision.warnings,
+    feed: [],
+  }
+  return { decision, state: evolve(state, written) }
+}
+
+/**
+ * Runs a decider over `inputs` and fails unless each is, after it, as it was before (compared
+ * with a deep copy taken first); with `freeze`, they are frozen deep too (objects and arrays, and
+ * maps and sets made to throw on a write), so that a write fails where it is made. Returns what
+ * the decider returned.
+ */
+export function unchanged<T>(inputs: readonly unknown[], run: () => T, { freeze = false } = {}): T {
+  const before = inputs.map(snapshot)
+  if (freeze) inputs.forEach(deepFreeze)
+  const result = run()
+  inputs.forEach((input, n) => assert.deepStrictEqual(snapshot(input), before[n], `the decider changed what it was given (argument ${n})`))
+  return result
+}
+
+/** A deep copy of maps, sets, arrays, byte arrays and plain objects (structuredClone would turn a Buffer into a Uint8Array). */
+function snapshot(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value
+  if (Buffer.isBuffer(value)) return Buffer.from(value)
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength))
+  if (value instanceof Map) return new Map([...value].map(([k, v]) => [k, snapshot(v)]))
+  if (value instanceof Set) return new Set([...value].map(snapshot))
+  if (Array.isArray(value)) return value.map(snapshot)
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, snapshot(v)]))
+}
+
+const refuse = (what: string) => () => {
+  throw new TypeError(`a decider wrote to a frozen ${what}`)
+}
+
+/** Freezes objects and arrays deep; a map's or set's writes throw. Byte arrays cannot be frozen, and are compared instead. */
+export function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || Object.isFrozen(value)) return value
+  if (value instanceof Map || value instanceof Set) {
+    for (const name of ['set', 'add', 'delete', 'clear'])
+      if (name in value) Object.defineProperty(value, name, { value: refuse(value.constructor.name), enumerable: false })
+    for (const v of value.values()) deepFreeze(v)
+    if (value instanceof Map) for (const k of value.keys()) deepFreeze(k)
+  } else for (const v of Object.values(value)) deepFreeze(v)
+  return Object.freeze(value)
 }
 
 /** Batches decided one after another from `initial`, each written before the next: every decision and the final state. */
