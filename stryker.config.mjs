@@ -24,6 +24,10 @@ export const TARGETS = {
     'src/batch/decide-redact.test.ts',
   ],
   'src/batch/evolve.ts': ['src/batch/evolve.test.ts'],
+  'src/batch/decide-points.ts': ['src/batch/decide-points.test.ts', 'src/batch/decide-adjust.test.ts', 'src/batch/decide-limits.test.ts'],
+  'src/batch/decide-loyalty.ts': ['src/batch/decide-loyalty.test.ts'],
+  'src/batch/decide-rewards.ts': ['src/batch/decide-rewards.test.ts'],
+  'src/batch/decide-import.ts': ['src/batch/decide-import.test.ts'],
 }
 
 const target = process.env.MUTATE

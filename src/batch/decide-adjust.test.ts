@@ -51,7 +51,7 @@ describe('adjustments', () => {
   test('given a balance, when points are added, then one adjusted_manually entry available now, with the adjustment', () => {
     const ledger: LedgerRow[] = []
     const d = decidePoints(given([[10, 10]]), ledger, [adjust(5)], NOW)
-    assert.deepEqual(entries(ledger), [['adjusted_manually', 5, 100, 'a5']])
+    assert.deepEqual(entries(d.ledger), [['adjusted_manually', 5, 100, 'a5']])
     assert.deepEqual(d.outcomes, [
       {
         status: 'adjusted',
@@ -86,7 +86,7 @@ describe('adjustments', () => {
       [adjust(-15)],
       NOW,
     )
-    assert.deepEqual(entries(ledger), [
+    assert.deepEqual(entries(d.ledger), [
       ['adjusted_manually', -10, 10, 'a-15'],
       ['adjusted_manually', -5, 20, 'a-15'],
     ])
@@ -105,7 +105,7 @@ describe('adjustments', () => {
       NOW,
     )
     assert.deepEqual(d.outcomes, [{ status: 'insufficient-points', available: 10 }])
-    assert.deepEqual([ledger, d.adjustments, d.touched], [[], [], []])
+    assert.deepEqual([d.ledger, d.adjustments, d.touched], [[], [], []])
   })
 
   test('expiry due is settled first: expired points cannot be taken', () => {
@@ -123,7 +123,7 @@ describe('adjustments', () => {
       NOW,
     )
     assert.deepEqual(d.outcomes, [{ status: 'insufficient-points', available: 4 }])
-    assert.deepEqual(entries(ledger), [['expired', -10, 10, null]], 'only the expiry is written')
+    assert.deepEqual(entries(d.ledger), [['expired', -10, 10, null]], 'only the expiry is written')
   })
 
   test('an Idempotency-Key answers its stored adjustment again, in the batch or from the store; another body is refused', () => {
@@ -164,7 +164,7 @@ describe('adjustments', () => {
         ['idempotency-conflict', null, null],
       ],
     )
-    assert.equal(ledger.length, 1, 'applied once')
+    assert.equal(d.ledger.length, 1, 'applied once')
   })
 
   test('an unknown or deleted customer: not found', () => {

@@ -2,12 +2,13 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import { runs } from '../../test/support/seed.ts'
+import { decidePointsOf } from '../../test/support/decider.ts'
 import { ADJUSTMENT_POINTS_MAX, BALANCE_POINTS_MAX, REDEMPTION_POINTS_MAX } from '../loyalty/points-limits.ts'
 import { normalizeRule } from '../loyalty/rule.ts'
 import { DAY_US } from '../loyalty/wallet.ts'
 import type { AdjustCommand, CancelCommand, PointsCommand, RedeemCommand } from './commands.ts'
 import { decidePoints } from './decide-points.ts'
-import { emptyState, keyOf, NO_LOYALTY, type BatchState, type LedgerRow } from './state.ts'
+import { emptyState, keyOf, NO_LOYALTY, type BatchState } from './state.ts'
 
 // The balance limit, given/when/then with no database: no adjustment or cancel takes a customer's
 // points (available and pending) past BALANCE_POINTS_MAX, and so no sequence of commands takes
@@ -67,31 +68,29 @@ describe('the balance limit', () => {
       [10, BALANCE_POINTS_MAX - 10],
       [200, 5],
     ])
-    const ledger: LedgerRow[] = []
-    const d = decidePoints(state, ledger, [adjust(5), adjust(1), adjust(-3)], NOW)
+    const { decision: d, state: after } = decidePointsOf(state, [adjust(5), adjust(1), adjust(-3)], NOW)
     assert.deepEqual(
       d.outcomes.map((o) => o.status),
       ['adjusted', 'points-limit', 'adjusted'],
     )
     assert.deepEqual(d.outcomes[1], { status: 'points-limit', held: BALANCE_POINTS_MAX, limit: BALANCE_POINTS_MAX })
     assert.deepEqual(
-      ledger.map((r) => r.points),
+      d.ledger.map((r) => r.points),
       [5, -3],
     )
-    assert.equal(held(state), BALANCE_POINTS_MAX - 3)
+    assert.equal(held(after), BALANCE_POINTS_MAX - 3)
   })
 
   test('a cancel that would give back past the limit is refused and writes nothing; once room is made it goes through', () => {
     const state = given([[10, BALANCE_POINTS_MAX]])
-    const ledger: LedgerRow[] = []
-    const d = decidePoints(state, ledger, [redeem(100, 'r'), adjust(100), cancel('r'), adjust(-100), cancel('r')], NOW)
+    const { decision: d, state: after } = decidePointsOf(state, [redeem(100, 'r'), adjust(100), cancel('r'), adjust(-100), cancel('r')], NOW)
     assert.deepEqual(
       d.outcomes.map((o) => o.status),
       ['redeemed', 'adjusted', 'points-limit', 'adjusted', 'cancelled'],
     )
     assert.deepEqual(d.outcomes[2], { status: 'points-limit', held: BALANCE_POINTS_MAX, limit: BALANCE_POINTS_MAX })
     assert.deepEqual(
-      ledger.map((r) => [r.reason, r.points]),
+      d.ledger.map((r) => [r.reason, r.points]),
       [
         ['redeemed', -100],
         ['adjusted_manually', 100],
@@ -99,7 +98,7 @@ describe('the balance limit', () => {
         ['redemption_cancelled', 100],
       ],
     )
-    assert.equal(held(state), BALANCE_POINTS_MAX)
+    assert.equal(held(after), BALANCE_POINTS_MAX)
   })
 
   test('points held past the limit (orders can earn past it) refuse every addition, never a taking', () => {
@@ -125,7 +124,7 @@ describe('the balance limit', () => {
         fc.integer({ min: 0, max: BALANCE_POINTS_MAX }),
         fc.array(fc.array(command, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 12 }),
         (start, batches) => {
-          const state = given([[10, start]])
+          let state = given([[10, start]])
           const redemptions: string[] = []
           for (const batch of batches) {
             const commands: PointsCommand[] = batch.map((c) => {
@@ -137,9 +136,9 @@ describe('the balance limit', () => {
               }
               return cancel(redemptions[c.i % Math.max(1, redemptions.length)] ?? 'none')
             })
-            const ledger: LedgerRow[] = []
-            decidePoints(state, ledger, commands, NOW)
-            for (const row of ledger) assert.ok(Number.isSafeInteger(row.points))
+            const next = decidePointsOf(state, commands, NOW)
+            state = next.state
+            for (const row of next.decision.ledger) assert.ok(Number.isSafeInteger(row.points))
             const now = held(state)
             assert.ok(Number.isSafeInteger(now) && now <= BALANCE_POINTS_MAX && now >= 0, `held ${now}`)
           }

@@ -447,12 +447,18 @@ export interface TierChange {
 
 /**
  * The tier each customer in `plan.tiers` holds at `nowUs`, and when it may next change by time
- * alone: a change from what the feed last said appends a tier.changed. Updates the customers'
- * loyalty; returns the changes.
+ * alone: a change from what the feed last said appends a tier.changed. Returns the changes and
+ * the customers whose loyalty they change; `f` is read only.
  */
-export function decideTiers(f: Fold, plan: LoyaltyPlan, nowUs: number, causeOf: (customerKey: string) => string | null): TierChange[] {
+export function decideTiers(
+  f: Fold,
+  plan: LoyaltyPlan,
+  nowUs: number,
+  causeOf: (customerKey: string) => string | null,
+): { changes: TierChange[]; customers: Map<string, StoredCustomer> } {
   const state = f.state
   const changes: TierChange[] = []
+  const customers = new Map<string, StoredCustomer>()
   for (const ck of plan.tiers) {
     const c = state.customers.get(ck)
     if (!c) continue
@@ -468,29 +474,26 @@ export function decideTiers(f: Fold, plan: LoyaltyPlan, nowUs: number, causeOf: 
     const next: CustomerLoyalty = { ...c.loyalty, tier, tierCheckUs: checkUs === null ? null : Math.min(checkUs, bound) }
     if (next.tier === c.loyalty.tier && next.tierCheckUs === c.loyalty.tierCheckUs) continue
     if (next.tier !== c.loyalty.tier) changes.push({ shopId: c.shopId, customerId: c.record.id, from: c.loyalty.tier, to: next.tier, eventId: causeOf(ck) })
-    setLoyalty(f, ck, c, next)
+    customers.set(ck, { ...c, loyalty: next })
   }
-  return changes
-}
-
-function setLoyalty(f: Fold, key: string, c: StoredCustomer, loyalty: CustomerLoyalty): void {
-  f.state.customers.set(key, { ...c, loyalty })
-  f.changedCustomers.add(key)
+  return { changes, customers }
 }
 
 /**
  * The sign-up and newsletter bonuses of the customers the batch changed, and of those a delete
- * in it took the e-mail of: the entries that bring each to its target. Throws NeedMore when a
- * customer's e-mail was not looked up among erased customers.
+ * in it took the e-mail of: the entries that bring each to its target, and the customers whose
+ * bonuses they change; `f` is read only. Throws NeedMore when a customer's e-mail was not looked
+ * up among erased customers.
  */
 export function decideBonuses(
   f: Fold,
   erasedEmailOf: (shopId: number, emailLower: string) => boolean,
   causeOf: (customerKey: string) => string | null,
-): LedgerRow[] {
+): { rows: LedgerRow[]; customers: Map<string, StoredCustomer> } {
   const state = f.state
   const needs = noNeeds()
   const rows: LedgerRow[] = []
+  const changed = new Map<string, StoredCustomer>()
   const customers = new Set(f.changedCustomers)
   for (const [key, c] of state.customers) {
     const email = lower(c.record.email)
@@ -546,9 +549,9 @@ export function decideBonuses(
       }
       loyalty = { ...loyalty, [bonus]: target.points === 0 ? null : { points: target.points, available_us: target.available_us } }
     }
-    if (loyalty !== c.loyalty) setLoyalty(f, key, state.customers.get(key)!, loyalty)
+    if (loyalty !== c.loyalty) changed.set(key, { ...c, loyalty })
   }
-  return rows
+  return { rows, customers: changed }
 }
 
 /** The earnings a decision writes, in order. */

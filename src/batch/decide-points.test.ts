@@ -57,7 +57,7 @@ describe('redemptions', () => {
       [redeem(15)],
       NOW,
     )
-    assert.deepEqual(entries(ledger), [
+    assert.deepEqual(entries(d.ledger), [
       ['redeemed', -10, 10, 'r-15'],
       ['redeemed', -5, 20, 'r-15'],
     ])
@@ -67,14 +67,14 @@ describe('redemptions', () => {
       [['r-15', 5, 2]],
     )
     assert.deepEqual(d.touched, [keyOf(1, 7)])
-    assert.equal(ledger[0]!.basis.rule_version, 3)
+    assert.equal(d.ledger[0]!.basis.rule_version, 3)
   })
 
   test('given too few points, then 409 with what is available, and nothing is written', () => {
     const ledger: LedgerRow[] = []
     const d = decidePoints(given([[10, 10]]), ledger, [redeem(11)], NOW)
     assert.deepEqual(d.outcomes, [{ status: 'insufficient-points', available: 10 }])
-    assert.deepEqual([ledger, d.redemptions, d.touched], [[], [], []])
+    assert.deepEqual([d.ledger, d.redemptions, d.touched], [[], [], []])
   })
 
   test('an idempotency key earlier in the batch answers its result again; another request with it is refused', () => {
@@ -93,7 +93,7 @@ describe('redemptions', () => {
         ['idempotency-conflict', null, null],
       ],
     )
-    assert.equal(ledger.length, 1)
+    assert.equal(d.ledger.length, 1)
   })
 
   test('a redemption and its cancel in one batch: one insert carrying the cancel, the points back on their lots', () => {
@@ -107,7 +107,7 @@ describe('redemptions', () => {
       [redeem(15), cancel('r-15'), cancel('r-15')],
       NOW,
     )
-    assert.deepEqual(entries(ledger), [
+    assert.deepEqual(entries(d.ledger), [
       ['redeemed', -10, 10, 'r-15'],
       ['redeemed', -5, 20, 'r-15'],
       ['redemption_cancelled', 10, 10, 'r-15'],
@@ -154,7 +154,7 @@ describe('settling balances after orders', () => {
 
   test('a refund that takes the balance below zero is flagged debt; one that does not is not', () => {
     const ledger = [refund(-10, 10)]
-    decidePoints(
+    const d = decidePoints(
       given([
         [10, 10],
         [10, -10],
@@ -163,9 +163,9 @@ describe('settling balances after orders', () => {
       [],
       NOW,
     )
-    assert.equal(ledger[0]!.debt, true)
+    assert.equal(d.ledger[0]!.debt, true)
     const fine = [refund(-10, 10)]
-    decidePoints(
+    const e = decidePoints(
       given([
         [10, 10],
         [20, 10],
@@ -174,18 +174,18 @@ describe('settling balances after orders', () => {
       [],
       NOW,
     )
-    assert.equal(fine[0]!.debt, false)
+    assert.equal(e.ledger[0]!.debt, false)
   })
 
   test('a customer whose lots were not loaded is left to the sweeper', () => {
     const ledger = [{ ...refund(-10, 10), customerId: 8 }]
-    decidePoints(given([[10, 10]], 30), ledger, [], NOW)
-    assert.deepEqual(entries(ledger), [['reversed_refund', -10, 10, null]])
+    const d = decidePoints(given([[10, 10]], 30), ledger, [], NOW)
+    assert.deepEqual(entries(d.ledger), [['reversed_refund', -10, 10, null]])
   })
 
   test('with expiry, an order batch writes what fell due for the customers it touched', () => {
     const ledger = [refund(-5, 90)]
-    decidePoints(
+    const d = decidePoints(
       given(
         [
           [10, 10],
@@ -197,7 +197,7 @@ describe('settling balances after orders', () => {
       [],
       NOW,
     )
-    assert.deepEqual(entries(ledger), [
+    assert.deepEqual(entries(d.ledger), [
       ['reversed_refund', -5, 90, null],
       ['expired', -10, 10, null],
     ])

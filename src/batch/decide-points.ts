@@ -17,7 +17,7 @@ import {
   type LotEntry,
 } from '../loyalty/wallet.ts'
 import type { AdjustCommand, AdjustmentView, CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
-import { keyOf, type BatchState, type Decision, type LedgerRow, type StoredAdjustment, type StoredRedemption } from './state.ts'
+import { keyOf, type BatchState, type Decision, type LedgerRow, type StoredAdjustment, type StoredCustomer, type StoredRedemption } from './state.ts'
 import {
   cancelClaim,
   cancelledWithCustomer,
@@ -26,19 +26,26 @@ import {
   replayedClaim,
   voidClaim,
   voidClaimsOfDeleted,
+  type ClaimDecision,
   type RewardsDecision,
   type Spending,
 } from './decide-rewards.ts'
+import { Overlay } from './overlay.ts'
 import { importLine, type ImportStart } from './decide-import.ts'
 
 // The points half of the decider: after a batch's orders are settled, the
 // balances of the customers whose lots are loaded are settled too (expiry
 // due, debt), then each command is decided in order from those balances.
-// Pure: the time is the batch's, handed in.
+// Pure: the time is the batch's, handed in, and what it is given is left as it was (it
+// works on a copy-on-write scratch of the state, src/batch/overlay.ts).
 
 const DEFAULT_VERSIONED: VersionedRule = { rule: DEFAULT_RULE, version: 1 }
 
 export interface PointsDecision {
+  /** The ledger rows handed in (a reversal that leaves debt marked so), then those it adds. */
+  ledger: LedgerRow[]
+  /** Customers whose loyalty it changes (a fixed expiry settled, an import's expiry or customer). */
+  customers: Map<string, StoredCustomer>
   redemptions: StoredRedemption[]
   cancels: StoredRedemption[]
   adjustments: StoredAdjustment[]
@@ -78,20 +85,46 @@ export function adjustmentView(a: StoredAdjustment): AdjustmentView {
 }
 
 /**
- * Settles the balances the batch touched and decides its commands. `ledger` holds the rows the
- * batch's orders appended; rows for debt, expiry and commands are added to it. `imports`: what
- * was decided of each import command's customer before the orders were priced, in order
- * (src/batch/decide-import.ts decideImportedCustomers).
+ * Settles the balances the batch touched and decides its commands. `orderRows` holds the rows the
+ * batch's orders appended; the decision's ledger is those (debt marked) and the rows for expiry,
+ * forfeits and commands after them. `imports`: what was decided of each import command's customer
+ * before the orders were priced, in order (src/batch/decide-import.ts decideImportedCustomers).
+ * Neither `loaded` nor `orderRows` is changed.
  */
 export function decidePoints(
-  state: BatchState,
-  ledger: LedgerRow[],
+  loaded: BatchState,
+  orderRows: readonly LedgerRow[],
   commands: readonly PointsCommand[],
   nowUs: number,
   imports: readonly ImportStart[] = [],
 ): PointsDecision {
+  // The scratch: what the steps below write, over what was loaded; lots, redemptions, claims and
+  // imports are copied when first read, since they are changed in place.
+  const customers = new Overlay(loaded.customers)
+  const state: BatchState = {
+    ...loaded,
+    customers,
+    wallets: new Overlay(loaded.wallets, (lots) => lots.map((l) => ({ ...l }))),
+    redemptions: new Overlay(loaded.redemptions, (r) => ({ ...r })),
+    claims: new Overlay(loaded.claims, (c) => ({ ...c })),
+    rewards: new Overlay(loaded.rewards),
+    imported: new Overlay(loaded.imported, (held) => [...held]),
+    // Only the dates of the customers a warn command names are loaded: few.
+    warned: new Set(loaded.warned),
+  }
+  const ledger = [...orderRows]
   const ruleOf = (shopId: number) => state.rules.get(shopId) ?? DEFAULT_VERSIONED
-  const out: PointsDecision = { redemptions: [], cancels: [], adjustments: [], outcomes: [], touched: [], warnings: [], rewards: emptyRewardsDecision() }
+  const out: PointsDecision = {
+    ledger,
+    customers: new Map(),
+    redemptions: [],
+    cancels: [],
+    adjustments: [],
+    outcomes: [],
+    touched: [],
+    warnings: [],
+    rewards: emptyRewardsDecision(),
+  }
 
   const row = (shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow => ({
     shopId,
@@ -145,21 +178,22 @@ export function decidePoints(
   }
 
   // The orders' entries first: expiry they make due or undo, and reversals that leave debt.
-  const touchedByOrders = new Map<string, LedgerRow[]>()
-  for (const r of [...ledger]) {
+  // Each customer's rows, by their place in `ledger`.
+  const touchedByOrders = new Map<string, number[]>()
+  for (const [i, r] of orderRows.entries()) {
     if (r.customerId === null) continue
     const key = keyOf(r.shopId, r.customerId)
     const lots = state.wallets.get(key)
     if (!lots) continue
     addToLots(lots, { available_us: r.basis.available_us, points: r.points })
-    touchedByOrders.set(key, [...(touchedByOrders.get(key) ?? []), r])
+    touchedByOrders.set(key, [...(touchedByOrders.get(key) ?? []), i])
   }
   for (const [key, rows] of touchedByOrders) {
-    const { shopId, customerId } = rows[0]! as { shopId: number; customerId: number }
+    const { shopId, customerId } = ledger[rows[0]!]! as { shopId: number; customerId: number }
     const lots = state.wallets.get(key)!
     settleExpiry(shopId, customerId, lots, nowUs)
     forfeitRest(key, lots)
-    if (availableAt(lots, nowUs) < 0) for (const r of rows) if (r.points < 0) r.debt = true
+    if (availableAt(lots, nowUs) < 0) for (const i of rows) if (ledger[i]!.points < 0) ledger[i] = { ...ledger[i]!, debt: true }
   }
   for (const [key, lots] of state.wallets) if (!touchedByOrders.has(key)) forfeitRest(key, lots)
   voidClaimsOfDeleted(state, nowUs, out.rewards)
@@ -235,7 +269,7 @@ export function decidePoints(
     }
     if (c.command === 'adjust') out.outcomes.push(adjust(c, lots))
     else if (c.command === 'redeem') out.outcomes.push(redeem(c, lots))
-    else if (c.command === 'claim') out.outcomes.push(decideClaim(state, c, spending, out.rewards, claimIdem))
+    else if (c.command === 'claim') out.outcomes.push(applyClaim(decideClaim(state, c, spending)))
     else if (c.command === 'cancel-claim') out.outcomes.push(cancelClaim(state, c, spending, out.rewards))
     else {
       const cancelled = cancel(c, lots)
@@ -245,7 +279,24 @@ export function decidePoints(
       out.outcomes.push(cancelled)
     }
   }
+  out.customers = new Map(customers.written())
   return out
+
+  /** Writes what a claim decided into the scratch and the decision: its outcome. */
+  function applyClaim({ outcome, claim, pool }: ClaimDecision): CommandOutcome {
+    if (pool) {
+      state.rewards.set(keyOf(pool.shopId, pool.id), pool)
+      const at = out.rewards.pools.findIndex((p) => p.shopId === pool.shopId && p.id === pool.id)
+      if (at === -1) out.rewards.pools.push(pool)
+      else out.rewards.pools[at] = pool
+    }
+    if (claim) {
+      state.claims.set(keyOf(claim.shopId, claim.id), claim)
+      if (claim.idemKey !== null) claimIdem.set(keyOf(claim.shopId, claim.idemKey), claim.id)
+      out.rewards.claims.push(claim)
+    }
+    return outcome
+  }
 
   /** The lots of a command's customer (loaded, or empty for a customer with no entries yet). */
   function lotsOf(c: { shopId: number; customerId: number }): Lot[] {

@@ -7,6 +7,7 @@ import { DAY_US } from '../loyalty/wallet.ts'
 import type { ClaimCommand, CommandOutcome, RedeemCommand } from './commands.ts'
 import { NeedMore } from './decide-loyalty.ts'
 import { decidePoints } from './decide-points.ts'
+import { decidePointsOf } from '../../test/support/decider.ts'
 import { customerTierAtClaim, decideClaim, emptyRewardsDecision, type Spending } from './decide-rewards.ts'
 import { emptyState, keyOf, type BatchState, type LedgerRow, type StoredReward, NO_LOYALTY } from './state.ts'
 
@@ -75,7 +76,7 @@ describe('claims', () => {
     const d = decidePoints(given(25, [reward(1, { codePrefix: 'FIVE-' })]), ledger, [claim(1, { claimId: 'c-1' })], NOW)
     assert.deepEqual(codes(d.outcomes), ['FIVE-ABCDEFGHJKMNP'])
     assert.deepEqual(
-      ledger.map((r) => [r.reason, r.points, r.redemptionId]),
+      d.ledger.map((r) => [r.reason, r.points, r.redemptionId]),
       [['redeemed', -10, 'c-1']],
     )
     assert.deepEqual(
@@ -142,7 +143,7 @@ describe('claims', () => {
     const state = given(5, [reward(1, { active: false }), reward(2, { codes: 'pool' }), reward(3, { codes: 'pool' })], { 3: ['Q1'] })
     const d = decidePoints(state, ledger, [claim(1), claim(2), claim(3), claim(9)], NOW)
     assert.deepEqual(codes(d.outcomes), ['reward-inactive', 'pool-empty', 'insufficient-points', 'not-found'])
-    assert.deepEqual(ledger, [])
+    assert.deepEqual(d.ledger, [])
     assert.deepEqual(d.rewards, emptyRewardsDecision())
     assert.equal(state.rewards.get(keyOf(1, 3))!.codeCursor, 0)
   })
@@ -159,12 +160,11 @@ describe('claims', () => {
       [null, 'claim-refused'],
     ] as const) {
       const state = given(50, [reward(1, { minTier: 'gold' })], {}, tiers)
-      const out = emptyRewardsDecision()
-      const outcome = decideClaim(state, claim(1), spending(state), out, new Map(), () => tier)
+      const { outcome, claim: stored } = decideClaim(state, claim(1), spending(state), () => tier)
       assert.equal(outcome.status, expected, String(tier))
       if (outcome.status === 'claim-refused') {
         assert.equal(outcome.reason, 'tier-too-low')
-        assert.equal(out.claims.length, 0)
+        assert.equal(stored, null)
       }
     }
   })
@@ -190,7 +190,7 @@ describe('claims', () => {
 
   test('Idempotency-Key: the same key answers the first claim again, in the same batch or a later one; another request with it is refused', () => {
     const state = given(100, [reward(1), reward(2)])
-    const first = decidePoints(state, [], [claim(1, { idemKey: 'k', claimId: 'x' }), claim(1, { idemKey: 'k', claimId: 'y' })], NOW)
+    const { decision: first, state: after } = decidePointsOf(state, [claim(1, { idemKey: 'k', claimId: 'x' }), claim(1, { idemKey: 'k', claimId: 'y' })], NOW)
     assert.deepEqual(
       first.outcomes.map((o) => (o.status === 'claimed' ? [o.claim.claim_id, o.replayed] : o.status)),
       [
@@ -198,8 +198,8 @@ describe('claims', () => {
         ['x', true],
       ],
     )
-    state.claimIdem.set(keyOf(1, 'k'), 'x')
-    const later = decidePoints(state, [], [claim(1, { idemKey: 'k' }), claim(2, { idemKey: 'k', requestHash: 'other' })], NOW)
+    assert.equal(after.claimIdem.get(keyOf(1, 'k')), 'x', 'the key is stored with the first claim')
+    const later = decidePointsOf(after, [claim(1, { idemKey: 'k' }), claim(2, { idemKey: 'k', requestHash: 'other' })], NOW).decision
     assert.deepEqual(
       later.outcomes.map((o) => o.status),
       ['claimed', 'idempotency-conflict'],
@@ -209,12 +209,10 @@ describe('claims', () => {
 
   test("a cancel gives the points back once and voids the claim; a redemption's own cancel voids its claim too", () => {
     const state = given(30, [reward(1)])
-    const made = decidePoints(state, [], [claim(1, { claimId: 'c-a' }), claim(1, { claimId: 'c-b' })], NOW)
-    assert.equal(made.outcomes.length, 2)
-    const ledger: LedgerRow[] = []
-    const d = decidePoints(
-      state,
-      ledger,
+    const made = decidePointsOf(state, [claim(1, { claimId: 'c-a' }), claim(1, { claimId: 'c-b' })], NOW)
+    assert.equal(made.decision.outcomes.length, 2)
+    const { decision: d } = decidePointsOf(
+      made.state,
       [
         { command: 'cancel-claim', shopId: 1, customerId: 7, claimId: 'c-a', atUs: NOW + 1 },
         { command: 'cancel-claim', shopId: 1, customerId: 7, claimId: 'c-a', atUs: NOW + 2 },
@@ -233,7 +231,7 @@ describe('claims', () => {
       ],
     )
     assert.deepEqual(
-      ledger.map((r) => [r.reason, r.points, r.redemptionId]),
+      d.ledger.map((r) => [r.reason, r.points, r.redemptionId]),
       [
         ['redemption_cancelled', 10, 'c-a'],
         ['redemption_cancelled', 10, 'c-b'],

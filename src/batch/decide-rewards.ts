@@ -6,7 +6,8 @@ import { keyOf, type BatchState, type PoolCode, type StoredClaim, type StoredRew
 
 // Claims, the rewards half of the points decider (src/batch/decide-points.ts): a claim is a
 // redemption of the reward's points, decided by the same step under the customer's lock, that
-// also hands out a code, the pool's next one or a generated one. Its refusals spend nothing. Pure.
+// also hands out a code, the pool's next one or a generated one. Its refusals spend nothing.
+// decideClaim is pure but for what it spends, which it asks of the points decider (Spending).
 
 /** What the claims of a batch write besides their redemptions. */
 export interface RewardsDecision {
@@ -45,32 +46,44 @@ export function claimView(c: StoredClaim): ClaimView {
 
 export const emptyRewardsDecision = (): RewardsDecision => ({ claims: [], claimCancels: [], pools: [] })
 
+/** What a claim decided: its outcome, the claim it stores (if it spent points), and its reward if the pool's cursor moved. */
+export interface ClaimDecision {
+  outcome: CommandOutcome
+  claim: StoredClaim | null
+  pool: StoredReward | null
+}
+
 /**
  * Decides a claim for a live customer. In order: the reward (unknown: 404), active, the tier it
  * needs, a code left in its pool, then the points, spent as a redemption whose reference is the
- * code. Only a claim that spent points takes a code and its idempotency key.
+ * code. Only a claim that spent points takes a code (and, as the caller writes it, its
+ * idempotency key). Changes nothing it is given; the points are spent through `spending`.
  */
-export function decideClaim(
-  state: BatchState,
-  c: ClaimCommand,
-  spending: Spending,
-  out: RewardsDecision,
-  claimIdem: Map<string, string>,
-  tierOf: TierOf = customerTierAtClaim,
-): CommandOutcome {
+export function decideClaim(state: BatchState, c: ClaimCommand, spending: Spending, tierOf: TierOf = customerTierAtClaim): ClaimDecision {
   const rewardKey = keyOf(c.shopId, c.rewardId)
-  const reward = state.rewards.get(rewardKey)
-  if (!reward) return { status: 'not-found', detail: `no reward ${c.rewardId} in this shop` }
-  if (!reward.active) return { status: 'claim-refused', reason: 'reward-inactive', detail: `reward ${c.rewardId} cannot be claimed: it is not active` }
+  const loaded = state.rewards.get(rewardKey)
+  const refused = (outcome: CommandOutcome): ClaimDecision => ({ outcome, claim: null, pool: null })
+  if (!loaded) return refused({ status: 'not-found', detail: `no reward ${c.rewardId} in this shop` })
+  // The reward as this claim leaves it (its pool's cursor and counts), a copy.
+  const reward = { ...loaded }
+  let moved = false
+  // Moves the pool's cursor to `to`, past the held codes `passed` (taken off its codes added when written).
+  const passOver = (passed: readonly PoolCode[], to: number) => {
+    reward.codeCursor = to
+    reward.codesPassed += passed.length
+    moved = true
+  }
+  const decided = (outcome: CommandOutcome, claim: StoredClaim | null = null): ClaimDecision => ({ outcome, claim, pool: moved ? reward : null })
+  if (!reward.active) return refused({ status: 'claim-refused', reason: 'reward-inactive', detail: `reward ${c.rewardId} cannot be claimed: it is not active` })
   if (reward.minTier !== null) {
     const tiers = tierNamesOf(state.rules.get(c.shopId)?.rule)
     const tier = tierOf(state, c.shopId, c.customerId, c.atUs)
     if (!meetsMinTier(tiers, reward.minTier, tier))
-      return {
+      return refused({
         status: 'claim-refused',
         reason: 'tier-too-low',
         detail: `reward ${c.rewardId} needs tier ${reward.minTier}; customer ${c.customerId} is ${tier === null ? 'in no tier' : `in tier ${tier}`}`,
-      }
+      })
   }
   const pool = reward.codes === 'pool' ? (state.poolCodes.get(rewardKey) ?? []) : null
   const { next, passed } = pool === null ? { next: undefined, passed: [] } : nextCode(pool, reward.codeCursor)
@@ -81,8 +94,8 @@ export function decideClaim(
   }
   // Codes a claim holds already are passed over for good, whatever this claim's outcome: the
   // pool's cursor moves past them and its codes left no longer count them.
-  if (next === undefined && passed.length > 0) passOver(reward, passed, passed.at(-1)!.id, out)
-  if (pool !== null && next === undefined) return { status: 'claim-refused', reason: 'pool-empty', detail: `reward ${c.rewardId} has no code left` }
+  if (next === undefined && passed.length > 0) passOver(passed, passed.at(-1)!.id)
+  if (pool !== null && next === undefined) return decided({ status: 'claim-refused', reason: 'pool-empty', detail: `reward ${c.rewardId} has no code left` })
   const code = next?.code ?? generatedCode(reward.codePrefix, c.random)
   const spent = spending.redeem({
     command: 'redeem',
@@ -96,11 +109,11 @@ export function decideClaim(
     requestHash: c.requestHash,
   })
   if (spent.status !== 'redeemed') {
-    if (passed.length > 0) passOver(reward, passed, passed.at(-1)!.id, out)
-    return spent
+    if (passed.length > 0) passOver(passed, passed.at(-1)!.id)
+    return decided(spent)
   }
   if (next) {
-    passOver(reward, passed, next.id, out)
+    passOver(passed, next.id)
     reward.codesIssued += 1
   }
   const claim: StoredClaim = {
@@ -118,10 +131,7 @@ export function decideClaim(
     cancelledUs: null,
     cancelAvailableAfter: null,
   }
-  state.claims.set(keyOf(c.shopId, c.claimId), claim)
-  if (c.idemKey !== null) claimIdem.set(keyOf(c.shopId, c.idemKey), c.claimId)
-  out.claims.push(claim)
-  return { status: 'claimed', claim: claimView(claim), replayed: false }
+  return decided({ status: 'claimed', claim: claimView(claim), replayed: false }, claim)
 }
 
 /** Codes a claim that found a pool's loaded codes all passed over asks for next: at least this many, and this many times as many as were loaded. */
@@ -137,13 +147,6 @@ export function nextCode(pool: readonly PoolCode[], cursor: number): { next: Poo
     passed.push(code)
   }
   return { next: undefined, passed }
-}
-
-/** Moves a pool's cursor to `to`, past the held codes `passed` (taken off its codes added when written). */
-function passOver(reward: StoredReward, passed: readonly PoolCode[], to: number, out: RewardsDecision): void {
-  reward.codeCursor = to
-  reward.codesPassed += passed.length
-  if (!out.pools.includes(reward)) out.pools.push(reward)
 }
 
 /** The answer again to a claim whose Idempotency-Key was used before, or undefined for a new key. */

@@ -1,12 +1,14 @@
 import { emailHash, isNewer, mergeCustomer, mergeOrder, type CustomerPatch, type CustomerRecord, type OrderPatch } from '../domain/merge.ts'
 import type { Status, Webhook } from '../domain/webhook.ts'
 import type { Holder } from '../loyalty/ledger-plan.ts'
+import { Overlay } from './overlay.ts'
 import { keyOf, NO_LOYALTY, type BatchState, type EventRow } from './state.ts'
 
 // The first step of the decider: the batch's webhooks folded over the state in arrival
-// order. Each is answered (duplicate, applied, stale or rejected) and merged into the state;
-// what it leaves to settle (orders, e-mail claims, forfeits, redactions) is noted in the fold
-// for the steps after it (src/batch/decide.ts).
+// order. Each is answered (duplicate, applied, stale or rejected) and merged (decideWebhook
+// returns what it decided, and foldWebhook applies that to the fold); what it leaves to settle
+// (orders, e-mail claims, forfeits, redactions) is noted in the fold for the steps after it
+// (src/batch/decide.ts).
 
 /** What a delete keeps of the e-mail it erased: a hash, so orders sent with it later are erased too. */
 export const emailSha = (shopId: number, emailLower: string) => emailHash(`${shopId}\n${emailLower}`)
@@ -14,7 +16,7 @@ export const emailSha = (shopId: number, emailLower: string) => emailHash(`${sho
 export const lower = (email: string | null) => email?.toLowerCase() ?? null
 export const holderKey = (shopId: number, h: Holder) => (h.customerId !== null ? `${shopId}:c${h.customerId}` : `${shopId}:g${h.guestEmail}`)
 
-/** The batch's decision in progress: the state it consumes, and what its webhooks leave to the next steps. */
+/** The batch's decision in progress: its scratch state, and what its webhooks leave to the next steps. */
 export interface Fold {
   state: BatchState
   changedCustomers: Set<string>
@@ -56,9 +58,58 @@ export function redactionOf(f: Fold, shopId: number) {
   return r
 }
 
-/** Answers one webhook and merges it into the state: the event row it is stored as. */
-export function decideWebhook(f: Fold, w: Webhook): EventRow {
-  const { outcome, duplicateOf, idemKey } = w.change ? answerChange(f, w) : { outcome: 'rejected' as Status, duplicateOf: null, idemKey: null }
+/** What one webhook decided: the event row it is stored as, and what it changes of the fold (a fold of its own, over the one it was decided in). */
+export interface WebhookDecision {
+  event: EventRow
+  fold: Fold
+}
+
+/** A fold over `f` that takes every write for itself: `f` is read through it and left as it was. */
+function foldOver(f: Fold): Fold {
+  return {
+    state: { ...f.state, customers: new Overlay(f.state.customers), orders: new Overlay(f.state.orders), ledger: new Overlay(f.state.ledger) },
+    changedCustomers: new Set(),
+    changedOrders: new Set(),
+    toSettle: new Map(),
+    claims: new Map(),
+    forfeited: new Set(),
+    redactions: new Map(),
+    idem: new Overlay(f.idem),
+    before: f.before,
+    erasedEmails: new Set(),
+  }
+}
+
+/** Answers one webhook and merges it, over `f` (read only): the event row it is stored as and the fold's changes. */
+export function decideWebhook(f: Fold, w: Webhook): WebhookDecision {
+  const own = foldOver(f)
+  const { outcome, duplicateOf, idemKey } = w.change ? answerChange(own, w) : { outcome: 'rejected' as Status, duplicateOf: null, idemKey: null }
+  return { event: eventRow(w, outcome, duplicateOf, idemKey), fold: own }
+}
+
+/** Decides one webhook and applies its decision to `f` (the batch's scratch): the event row. */
+export function foldWebhook(f: Fold, w: Webhook): EventRow {
+  const { event, fold } = decideWebhook(f, w)
+  const written = <K, V>(m: Map<K, V>) => (m as Overlay<K, V>).written()
+  for (const [key, c] of written(fold.state.customers)) f.state.customers.set(key, c)
+  for (const [key, o] of written(fold.state.orders)) f.state.orders.set(key, o)
+  for (const [key, lines] of written(fold.state.ledger)) f.state.ledger.set(key, lines)
+  for (const [key, id] of written(fold.idem)) f.idem.set(key, id)
+  for (const key of fold.changedCustomers) f.changedCustomers.add(key)
+  for (const key of fold.changedOrders) f.changedOrders.add(key)
+  for (const [key, eventId] of fold.toSettle) f.toSettle.set(key, eventId)
+  for (const [key, claim] of fold.claims) f.claims.set(key, claim)
+  for (const key of fold.forfeited) f.forfeited.add(key)
+  for (const [shopId, r] of fold.redactions) {
+    const into = redactionOf(f, shopId)
+    for (const id of r.customerIds) into.customerIds.add(id)
+    for (const id of r.orderIds) into.orderIds.add(id)
+  }
+  for (const key of fold.erasedEmails) f.erasedEmails.add(key)
+  return event
+}
+
+function eventRow(w: Webhook, outcome: Status, duplicateOf: string | null, idemKey: string | null): EventRow {
   return {
     id: w.eventId,
     shopId: w.shopId,
@@ -150,12 +201,13 @@ function applyCustomer(f: Fold, patch: CustomerPatch, w: Webhook): boolean {
  * is taken from whatever webhook tells it.
  */
 function noteEmail(f: Fold, shopId: number, key: string, patch: CustomerPatch, before: CustomerRecord | undefined, w: Webhook): void {
-  const c = f.state.customers.get(key)!
+  let c = f.state.customers.get(key)!
   // Rows from before first_email was kept fall back to the clock of the e-mail they hold.
   const firstOf = (r: CustomerRecord | undefined) => r?.clocks.first_email ?? (r?.email != null ? r.clocks.email : undefined)
   const first = firstOf(before)
   if (patch.fields.email != null && (!first || isNewer(first, patch.clock))) {
-    c.record = { ...c.record, clocks: { ...c.record.clocks, first_email: patch.clock } }
+    c = { ...c, record: { ...c.record, clocks: { ...c.record.clocks, first_email: patch.clock } } }
+    f.state.customers.set(key, c)
     f.changedCustomers.add(key)
   }
   const firstUs = firstOf(c.record)?.version_us
@@ -165,7 +217,7 @@ function noteEmail(f: Fold, shopId: number, key: string, patch: CustomerPatch, b
   // A newer delete reaches orders sent with the e-mail since the last one: settle them again.
   if (c.erasedEmailSha === sha && !patch.deleted) return
   if (c.erasedEmailSha !== sha) {
-    c.erasedEmailSha = sha
+    f.state.customers.set(key, { ...c, erasedEmailSha: sha })
     f.changedCustomers.add(key)
   }
   settleEmail(f, shopId, email, w)

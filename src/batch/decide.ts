@@ -5,14 +5,27 @@ import { isCommand, itemTimeUs, type BatchItem, type CommandOutcome, type Points
 import { decideBonuses, decideTiers, earningWrites, planLoyalty, type LoyaltyPlan, type TierChange } from './decide-loyalty.ts'
 import { decidePoints, type PointsDecision } from './decide-points.ts'
 import { decideImportedCustomers } from './decide-import.ts'
-import { decideWebhook, emailSha, holderKey, lower, redactionOf, startFold, type Fold } from './decide-webhooks.ts'
-import { keyOf, type BatchState, type Decision, type EventRow, type LedgerLine, type LedgerRow, type Redaction, type StoredOrder } from './state.ts'
+import { emailSha, foldWebhook, holderKey, lower, redactionOf, startFold, type Fold } from './decide-webhooks.ts'
+import { Overlay } from './overlay.ts'
+import {
+  keyOf,
+  type BatchState,
+  type Decision,
+  type EventRow,
+  type LedgerLine,
+  type LedgerRow,
+  type Redaction,
+  type StoredCustomer,
+  type StoredOrder,
+} from './state.ts'
 import { feedOf } from './feed.ts'
 
 // The decider of the write path: a batch of webhooks and the stored state they
-// touch in, every outcome and every row to write out. Pure: no I/O, no clock.
-// The store loads `state` (src/write/load.ts) and writes the decision
-// (src/write/save.ts); nothing is decided in SQL.
+// touch in, every outcome and every row to write out. Pure: no I/O, no clock, and the
+// state it is given is left as it was (its steps write a copy-on-write scratch over it,
+// src/batch/overlay.ts). The store loads `state` (src/write/load.ts) and writes the decision
+// (src/write/save.ts); nothing is decided in SQL. The state after the decision is
+// evolve(state, decision) (src/batch/evolve.ts).
 
 export const REDACTED_BODY = Buffer.from('{"redacted":"personal data erased when the customer was deleted"}')
 export const REDACTED_HEADERS = '{"redacted":"personal data erased when the customer was deleted"}'
@@ -37,18 +50,20 @@ export function holdingsOf(lines: readonly LedgerLine[]): Holding[] {
 /**
  * Folds the batch's webhooks over `state` in arrival order, settles the points of every order
  * they touched and the balances of the customers holding them, then decides its points commands
- * in order. `state` is consumed: it ends as the batch's final state. `nowUs` is the time
+ * in order. `state` is read only: each step decides over a scratch of it. `nowUs` is the time
  * balances are settled at: by default the latest item's arrival (a rebuild passes its own).
  *
- * The steps, in order: decideWebhook (each webhook answered and merged, src/batch/decide-webhooks.ts),
+ * The steps, in order: decideWebhook (each webhook answered and merged by foldWebhook, src/batch/decide-webhooks.ts),
  * decideImportedCustomers (the import lines' customers and imported tiers, src/batch/decide-import.ts), ordersToSettle, planLoyalty (prices, re-priced orders: src/batch/decide-loyalty.ts), settleOrders,
  * decideBonuses, decideTiers, redactBodies, decidePoints (src/batch/decide-points.ts), decisionOf.
  * Throws NeedMore (src/batch/decide-loyalty.ts) when it reaches stored state that was not loaded.
  */
-export function decideBatch(items: readonly BatchItem[], state: BatchState, settleAlso: readonly string[] = [], nowUs?: number): Decision {
+export function decideBatch(items: readonly BatchItem[], loaded: BatchState, settleAlso: readonly string[] = [], nowUs?: number): Decision {
   const at = nowUs ?? Math.max(0, ...items.map(itemTimeUs))
+  // The batch's scratch: the customers, orders and ledgers its steps write, over those loaded.
+  const state: BatchState = { ...loaded, customers: new Overlay(loaded.customers), orders: new Overlay(loaded.orders), ledger: new Overlay(loaded.ledger) }
   const f = startFold(state)
-  const events = items.filter((i): i is Webhook => !isCommand(i)).map((w) => decideWebhook(f, w))
+  const events = items.filter((i): i is Webhook => !isCommand(i)).map((w) => foldWebhook(f, w))
   const commands = items.filter(isCommand)
   // The import lines' customers and imported tiers, before any order is priced: a changed
   // imported tier re-prices the orders it reaches in this batch.
@@ -61,14 +76,26 @@ export function decideBatch(items: readonly BatchItem[], state: BatchState, sett
   const plan = planLoyalty({ f, ownerOf: owned.ownerOf, nowUs: at }, tierCommands, imported.floorsBefore)
   const { ledger, erasedOrders } = settleOrders(f, owned, plan)
   const causeOf = causes(events)
-  ledger.push(...decideBonuses(f, owned.erasedEmailOf, causeOf))
+  const bonuses = decideBonuses(f, owned.erasedEmailOf, causeOf)
+  ledger.push(...bonuses.rows)
+  setCustomers(f, bonuses.customers)
   // After the bonuses: an import gives none (its customer has no created_at nor subscription of its own).
   for (const key of imported.customers.keys()) f.changedCustomers.add(key)
   const tiers = decideTiers(f, plan, at, causeOf)
+  setCustomers(f, tiers.customers)
   redactBodies(state, events, erasedOrders, owned)
   const points = decidePoints(state, ledger, commands, at, imported.lines)
+  for (const [key, c] of points.customers) state.customers.set(key, c)
   for (const key of points.touched) if (state.customers.has(key)) f.changedCustomers.add(key)
-  return decisionOf(f, events, ledger, points, plan, tiers)
+  return decisionOf(f, events, points.ledger, points, plan, tiers.changes)
+}
+
+/** Writes customers a step decided into the batch's scratch, as changed. */
+function setCustomers(f: Fold, customers: ReadonlyMap<string, StoredCustomer>): void {
+  for (const [key, c] of customers) {
+    f.state.customers.set(key, c)
+    f.changedCustomers.add(key)
+  }
 }
 
 /** The webhook of the batch a change of a customer is credited to: the latest about them, if any. */
@@ -114,7 +141,7 @@ function settleOrders(f: Fold, { emailErased }: Owners, plan: LoyaltyPlan): { le
       redactionOf(f, o.shopId).orderIds.add(o.record.id)
     }
     if (erasesEmail && o.record.email !== null) {
-      o.record = { ...o.record, email: null, erased_email_sha: emailHash(o.record.email) }
+      f.state.orders.set(key, { ...o, record: { ...o.record, email: null, erased_email_sha: emailHash(o.record.email) } })
       f.changedOrders.add(key)
     }
     const forfeits = (h: Holder) => owner.state === 'deleted' || f.forfeited.has(holderKey(o.shopId, h))

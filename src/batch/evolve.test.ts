@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { customerHook, deleteHook, given, orderHook } from '../../test/support/decider.ts'
+import { customerHook, decide, deleteHook, given, orderHook } from '../../test/support/decider.ts'
 import type { AdjustCommand, RedeemCommand } from './commands.ts'
 import { decideBatch } from './decide.ts'
 import { evolve } from './evolve.ts'
-import { emptyState, keyOf } from './state.ts'
+import { emptyState, keyOf, type Decision, type LedgerRow } from './state.ts'
 
 // evolve: what the write of a decision and the next load leave, in memory.
 
@@ -69,9 +69,7 @@ test("a command's redemption and adjustment keep their idempotency keys", () => 
     idemKey: 'ak',
     requestHash: 'h',
   }
-  const decided = structuredClone(state)
-  const d = decideBatch([redeem, adjust], decided)
-  const next = evolve(decided, d)
+  const { decision: d, state: next } = decide(state, [redeem, adjust])
   assert.deepEqual(
     d.commands.map((c) => c.status),
     ['redeemed', 'adjusted'],
@@ -80,4 +78,60 @@ test("a command's redemption and adjustment keep their idempotency keys", () => 
   assert.equal(next.redemptions.get(keyOf(1, 'r1'))!.points, 10)
   assert.equal(next.adjustmentIdem.get(keyOf(1, 'ak'))!.id, 'a1')
   assert.equal(next.customers.get(keyOf(1, 5))!.rev, 2, 'the customer row is written again')
+  assert.deepEqual(
+    next.wallets
+      .get(keyOf(1, 5))!
+      .map((l) => l.points)
+      .reduce((a, b) => a + b),
+    45,
+    'the lots hold what the entries left',
+  )
+  assert.deepEqual(state.wallets.get(keyOf(1, 5)), [{ available_us: 0, points: 50, expired: 0 }], 'the lots given are not changed')
+})
+
+test("entries reach the lots loaded, a command's open its customer's lots, an expiry counts as expired, an import is held as imported", () => {
+  const state = emptyState()
+  state.wallets.set(keyOf(1, 1), [{ available_us: 10, points: 30, expired: 0 }])
+  const row = (customerId: number, points: number, reason: LedgerRow['reason'], orderId: number | null = null, availableUs = 10): LedgerRow => ({
+    shopId: 1,
+    orderId,
+    redemptionId: null,
+    customerId,
+    guestEmail: null,
+    points,
+    reason,
+    eventId: null,
+    debt: false,
+    basis: { amount_minor: 0, currency: null, rate: '0', rule_version: 1, available_us: availableUs },
+  })
+  const decision: Decision = {
+    events: [],
+    customers: [],
+    orders: [],
+    ledger: [
+      row(1, 5, 'earned', 7),
+      row(1, -10, 'expired'),
+      row(1, 4, 'signup', null, 20),
+      row(2, 3, 'earned', 8),
+      row(3, 6, 'signup'),
+      row(4, -2, 'forfeited'),
+      row(5, 9, 'import', null, 30),
+      row(5, -1, 'redeemed', null, 30),
+    ],
+    redactions: [],
+    redemptions: [],
+    cancels: [],
+    commands: [],
+    feed: [],
+  }
+  const next = evolve(state, decision)
+  assert.deepEqual(next.wallets.get(keyOf(1, 1)), [
+    { available_us: 10, points: 25, expired: -10 },
+    { available_us: 20, points: 4, expired: 0 },
+  ])
+  for (const id of [2, 3, 4]) assert.equal(next.wallets.has(keyOf(1, id)), false, `no lots opened for customer ${id}`)
+  assert.deepEqual(next.wallets.get(keyOf(1, 5)), [{ available_us: 30, points: 8, expired: 0 }])
+  assert.deepEqual(next.imported.get(keyOf(1, 5)), [{ available_us: 30, points: 9 }])
+  assert.deepEqual(state.wallets.get(keyOf(1, 1)), [{ available_us: 10, points: 30, expired: 0 }], 'the lots given are not changed')
+  assert.deepEqual(next.ledger.get(keyOf(1, 7))!.length, 1)
 })

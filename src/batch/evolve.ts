@@ -1,4 +1,5 @@
-import { keyOf, type BatchState, type Decision, type LedgerLine } from './state.ts'
+import { addToLots, type Lot, type LotEntry } from '../loyalty/wallet.ts'
+import { keyOf, type BatchState, type Decision, type LedgerLine, type LedgerRow } from './state.ts'
 
 // The other half of the decider: a decision applied to a state, in memory, as the store's write
 // of it (src/write/save.ts) and a later load (src/write/load.ts) would leave it. A
@@ -9,7 +10,8 @@ import { keyOf, type BatchState, type Decision, type LedgerLine } from './state.
  * The state after `decision` is written: its customers and orders at their next revision, its
  * order entries appended to their orders' ledgers (guest e-mails erased where it redacts an
  * order), the idempotency keys it claims, its redemptions and adjustments, the guest holdings
- * a load would find, its earnings and its expiry warnings. Pure: neither `state` nor `decision` is changed.
+ * a load would find, its earnings, its expiry warnings, and the entries of customers in the lots
+ * and imports held. Pure: neither `state` nor `decision` is changed.
  */
 export function evolve(state: BatchState, decision: Decision): BatchState {
   const customers = new Map(state.customers)
@@ -18,6 +20,8 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
   for (const o of decision.orders) orders.set(keyOf(o.shopId, o.record.id), { ...o, rev: o.rev + 1 })
 
   const ledger = new Map(state.ledger)
+  // A written order's ledger is loaded with it, empty while it holds nothing.
+  for (const o of decision.orders) if (!ledger.has(keyOf(o.shopId, o.record.id))) ledger.set(keyOf(o.shopId, o.record.id), [])
   for (const row of decision.ledger) {
     if (row.orderId === null) continue
     const key = keyOf(row.shopId, row.orderId)
@@ -71,10 +75,7 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
       return [key, codes.map((c) => (!c.held && shopId !== undefined && handedOut.has(keyOf(shopId, c.code)) ? { ...c, held: true } : c))]
     }),
   )
-  // The decider adds each import entry to what the customer holds of imports as it decides it (a
-  // customer may be imported twice in a batch), as it does to the wallets: adding the ledger's
-  // import entries again would count them twice.
-  const imported = new Map(state.imported)
+  const { wallets, imported } = holdingsAfter(state, decision.ledger)
 
   return {
     customers,
@@ -88,7 +89,7 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     warned,
     idem,
     guestOrders: guestOrdersOf(ledger),
-    wallets: new Map(state.wallets),
+    wallets,
     redemptions,
     redemptionIdem,
     adjustmentIdem,
@@ -99,6 +100,40 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     claimIdem,
     imported,
   }
+}
+
+/**
+ * The entries that open a customer's lots when none are loaded: only a command's (the decider
+ * opens the lots of the customer a command names; an expiry is due only on lots a command
+ * opened or that were loaded). A bonus's or an order's entry reaches loaded lots only.
+ */
+const COMMAND_REASONS: ReadonlySet<string> = new Set(['expired', 'redeemed', 'redemption_cancelled', 'adjusted_manually', 'import'])
+
+/**
+ * The lots and imports after the decision's entries, copied only for the customers they reach:
+ * an entry goes into its customer's lots when those are loaded (or a command's entry opens
+ * them, as the decider does), an expiry into the lot's expired too; an import's also into what
+ * the customer holds of imports.
+ */
+function holdingsAfter(state: BatchState, rows: readonly LedgerRow[]): Pick<BatchState, 'wallets' | 'imported'> {
+  const wallets = new Map(state.wallets)
+  const imported = new Map(state.imported)
+  const copied = new Set<string>()
+  for (const row of rows) {
+    if (row.customerId === null) continue
+    const key = keyOf(row.shopId, row.customerId)
+    const entry: LotEntry = { available_us: row.basis.available_us, points: row.points }
+    if (row.reason === 'import') imported.set(key, [...(imported.get(key) ?? []), entry])
+    let lots: Lot[] | undefined = wallets.get(key)
+    if (lots === undefined && !(row.orderId === null && COMMAND_REASONS.has(row.reason))) continue
+    if (!copied.has(key)) {
+      lots = (lots ?? []).map((l) => ({ ...l }))
+      wallets.set(key, lots)
+      copied.add(key)
+    }
+    addToLots(lots!, entry, row.reason === 'expired')
+  }
+  return { wallets, imported }
 }
 
 /** The orders holding points under a guest e-mail, by `${shopId}:${email}`, as a load finds them. */

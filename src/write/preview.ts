@@ -1,4 +1,4 @@
-import { decideWebhook, startFold } from '../batch/decide-webhooks.ts'
+import { foldWebhook, startFold } from '../batch/decide-webhooks.ts'
 import { owners } from '../batch/decide.ts'
 import { noNeeds, pricedTarget } from '../batch/decide-loyalty.ts'
 import { keyOf, type BatchState } from '../batch/state.ts'
@@ -87,7 +87,7 @@ export function previewFrom(state: BatchState, w: Webhook, input: PreviewInput, 
   state.orders.delete(key)
   state.ledger.delete(key)
   state.earnings.delete(key)
-  decideWebhook(startFold(state), w)
+  foldWebhook(startFold(state), w)
   const order = state.orders.get(key)!
   const owner = owners(state).ownerOf(order)
   const current = state.rules.get(shopId) ?? { rule: DEFAULT_RULE, version: 1 }

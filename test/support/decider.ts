@@ -1,14 +1,19 @@
 import type { BatchItem } from '../../src/batch/commands.ts'
 import { decideBatch } from '../../src/batch/decide.ts'
+import { unchanged } from './frozen.ts'
+import { decidePoints, type PointsDecision } from '../../src/batch/decide-points.ts'
+import type { ImportStart } from '../../src/batch/decide-import.ts'
 import { evolve } from '../../src/batch/evolve.ts'
-import { emptyState, type BatchState, type Decision } from '../../src/batch/state.ts'
+import { emptyState, type BatchState, type Decision, type LedgerRow } from '../../src/batch/state.ts'
+import type { PointsCommand } from '../../src/batch/commands.ts'
 import { bodyHash, changeFor, type FieldError, type Topic, type Webhook } from '../../src/domain/webhook.ts'
 import type { CustomerBody, OrderBody } from '../../src/schemas/webhooks.ts'
 
 // The decider test kit: one webhook builder, and given/when/then over decideBatch and evolve
 // (in the manner of emmett's DeciderSpecification). Given earlier batches, each decided and
 // written in turn; when one more batch is decided; then the check sees its decision and the
-// state it leaves. No database, and no test keeps its own "apply the decision" helper.
+// state it leaves. No database, and no test keeps its own "apply the decision" helper. Every
+// decision checks that the decider left the state and the items it was given as they were.
 
 /** The receive times the builder hands out: after every dated stamp the tests write, always increasing (as arrivalClockUs). */
 let clockUs = Date.UTC(2024, 4, 1, 10) * 1000 + 1_000_000_000
@@ -56,6 +61,8 @@ export interface WhenOptions {
   settleAlso?: readonly string[]
   /** The time balances are settled at; by default the latest item's. */
   nowUs?: number
+  /** Freeze the state and items deep before deciding, so that a write to them throws where it is made. */
+  freeze?: boolean
 }
 
 /** One decided batch: its decision and the state its write leaves. */
@@ -64,11 +71,42 @@ export interface Decided {
   state: BatchState
 }
 
-/** Decides `items` against `state` (not changed) and writes the decision with evolve. */
+/** Decides `items` against `state` (checked unchanged) and writes the decision with evolve. */
 export function decide(state: BatchState, items: readonly BatchItem[], opts: WhenOptions = {}): Decided {
-  const decided = structuredClone(state)
-  const decision = decideBatch(items, decided, opts.settleAlso, opts.nowUs)
-  return { decision, state: evolve(decided, decision) }
+  const decision = unchanged([state, items], () => decideBatch(items, state, opts.settleAlso, opts.nowUs), { freeze: opts.freeze })
+  return { decision, state: evolve(state, decision) }
+}
+
+/**
+ * The points decider alone (decidePoints: `orderRows` as the batch's orders appended them, then
+ * `commands`), checked to leave what it is given unchanged, and the state its decision leaves
+ * (evolve): for the points decider's own tests.
+ */
+export function decidePointsOf(
+  state: BatchState,
+  commands: readonly PointsCommand[],
+  nowUs: number,
+  orderRows: readonly LedgerRow[] = [],
+  imports: readonly ImportStart[] = [],
+): { decision: PointsDecision; state: BatchState } {
+  const decision = unchanged([state, orderRows, commands], () => decidePoints(state, orderRows, commands, nowUs, imports))
+  const written: Decision = {
+    events: [],
+    customers: [...decision.customers.values()],
+    orders: [],
+    ledger: decision.ledger,
+    redactions: [],
+    redemptions: decision.redemptions,
+    cancels: decision.cancels,
+    adjustments: decision.adjustments,
+    claims: decision.rewards.claims,
+    claimCancels: decision.rewards.claimCancels,
+    pools: decision.rewards.pools,
+    commands: decision.outcomes,
+    warnings: decision.warnings,
+    feed: [],
+  }
+  return { decision, state: evolve(state, written) }
 }
 
 /** Batches decided one after another from `initial`, each written before the next: every decision and the final state. */
@@ -123,3 +161,5 @@ function scenario({ state, decisions }: { state: BatchState; decisions: Decision
     },
   }
 }
+
+export { deepFreeze, unchanged } from './frozen.ts'
