@@ -1,6 +1,6 @@
 // npm run bench:import [-- --lines 1000000 --only sqlite,postgres]
 //
-// Switching in (README, Switching in): `shop-intake points import` of a CSV of `lines` balances
+// Switching in (docs/program/imports.md): `shop-intake points import` of a CSV of `lines` balances
 // (customer_id, email, points), every customer new, timed from the command's start to its exit,
 // as the operator runs it: reading and checking the file, then the units of work. Then the same
 // file again, which changes nothing (every line unchanged). The promise: a million lines in under

@@ -5,7 +5,7 @@
 // they were written), seeded with one set-based INSERT … SELECT, then
 // GET /v3/admin/shops/{shop}/points-report for the whole year by day (365 buckets), and by month,
 // timed over HTTP against the real app (its default DB_TIMEOUT_MS, 1.5 s, bounds the statement). Prints the median and slowest of `runs`. The promise
-// (README, Points liability report): a year by day of a million-entry ledger in under a second.
+// (docs/program/liability-report.md): a year by day of a million-entry ledger in under a second.
 
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'

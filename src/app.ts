@@ -203,7 +203,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     // Access lines cost as much as the webhook itself at full load; LOG_LEVEL=debug turns them on.
     logController: new LogController({ disableRequestLogging: !verbose }),
     bodyLimit: config.BODY_LIMIT,
-    // Behind a TLS proxy: whose X-Forwarded-Proto and -Host are believed (README, Running behind a TLS proxy).
+    // Behind a TLS proxy: whose X-Forwarded-Proto and -Host are believed (docs/operate/tls-proxy.md).
     trustProxy: trustProxyOption(config.TRUST_PROXY)!,
     genReqId: requestId,
     requestIdHeader: false,
@@ -249,7 +249,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     () => startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? config.SWEEP_INTERVAL_SECONDS * 1000, report),
     (s) => s.stop(),
   )
-  // Several processes (README, "Running several processes"): the rate limit counted in Redis when
+  // Several processes (docs/operate/several-processes.md): the rate limit counted in Redis when
   // REDIS_URL is set, and key revocations heard from PostgreSQL.
   const rateStore = await parts.start(
     'rate limit store',

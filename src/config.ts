@@ -79,17 +79,17 @@ export const ConfigSchema = Type.Object({
     pattern: '^([A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*)?$',
     description: 'empty, or NATS subject tokens (letters, digits, - and _) separated by dots, such as acme.loyalty',
   }),
-  // Running several processes (README, "Running several processes").
+  // Running several processes (docs/operate/several-processes.md).
   /** Server processes `serve` starts (Node's cluster module); more than 1 needs PostgreSQL. */
   WORKERS: Type.Integer({ minimum: 1, maximum: 256, default: 1 }),
   /** Optional: redis://… where the per-key rate limit is counted, shared by every process; empty: each process counts alone. */
   REDIS_URL: Type.String({ default: '', pattern: '^(|rediss?://.+)$', description: 'empty, or redis://host:port (rediss:// for TLS)' }),
-  // The operator console (README, Operator console).
+  // The operator console (docs/operate/admin-api.md).
   /** Minutes an operator's console session (the si_admin cookie) lasts after signing in. */
   ADMIN_SESSION_MINUTES: Type.Integer({ minimum: 1, maximum: 43_200, default: 720 }),
   /** Milliseconds between the event stream's looks at the events table (GET /v3/admin/events/stream). */
   ADMIN_STREAM_POLL_MS: Type.Integer({ minimum: 50, maximum: 5_000, default: 250 }),
-  // Outgoing webhooks (README, Outgoing webhooks): the sender (src/jobs/webhook-sender.ts).
+  // Outgoing webhooks (docs/integrate/outgoing-webhooks.md): the sender (src/jobs/webhook-sender.ts).
   /** Milliseconds a subscriber's endpoint may take to answer a delivery before it counts as failed. */
   SUBSCRIPTIONS_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 120_000, default: 10_000 }),
   /** Hours an entry is tried again (exponential backoff with jitter) before its subscription is marked failing. */
@@ -110,7 +110,7 @@ export const ConfigSchema = Type.Object({
   SECRETS_KEY: Type.String({ default: '', pattern: '^([A-Za-z0-9+/]{43}=)?$', description: 'empty, or 32 bytes in base64 (openssl rand -base64 32)' }),
   /** Where the key is kept when SECRETS_KEY is empty, made (mode 0600) with a random key the first time it is needed. */
   SECRETS_KEY_FILE: Type.String({ default: 'data/secrets.key', minLength: 1 }),
-  // Behind a TLS proxy (README, Running behind a TLS proxy).
+  // Behind a TLS proxy (docs/operate/tls-proxy.md).
   /** The origin browsers reach the console at, such as https://console.example.com; empty: the request's own. */
   PUBLIC_ORIGIN: Type.String({
     default: '',

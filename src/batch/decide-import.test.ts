@@ -11,7 +11,7 @@ import { emptyState, keyOf, type BatchState, type Decision } from './state.ts'
 
 // A points import's expires_at, decided: the line's lot expires at that instant and not by the
 // rule, an instant already passed expires it at once, the same line twice decides nothing, and a
-// corrected line ends where it alone would (README, Switching in).
+// corrected line ends where it alone would (docs/program/imports.md).
 
 const T = Date.parse('2026-03-01T00:00:00Z') * 1000
 const line = (points: number, expiresUs: number | null, atUs = T, customerId = 5): ImportCommand => ({

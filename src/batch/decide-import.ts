@@ -17,7 +17,7 @@ import { keyOf, type BatchState, type LedgerRow, NO_LOYALTY, type StoredCustomer
 
 /**
  * The version an import writes the customer's fields at: the earliest instant a webhook may
- * carry, so every webhook, dated or not, is newer and wins (README, How state converges), and a
+ * carry, so every webhook, dated or not, is newer and wins (docs/develop/convergence.md), and a
  * later import with another e-mail wins over an earlier import's only.
  */
 export const IMPORT_VERSION_US = parseInstantUs(EARLIEST_INSTANT)!
@@ -109,7 +109,7 @@ export function decideImportedCustomers(state: BatchState, commands: readonly Po
 
 /**
  * The expiry the line sets on the lot of the customer's imported points (on `lotUs`, null while
- * they have none): its expires_at, or the rule's when it has none (README, Switching in). The
+ * they have none): its expires_at, or the rule's when it has none (docs/program/imports.md). The
  * same again changes nothing; a corrected file's date (or none) replaces it. True when it changed.
  */
 function importExpiry(state: BatchState, c: ImportCommand, lotUs: number | null): boolean {

@@ -8,7 +8,7 @@ import { keyOf, type BatchState } from './state.ts'
 
 // Which orders a batch settles: those it touches, and no other. Settling an order that is
 // already at its target adds nothing, so the difference shows only after a rule change,
-// which applies to orders that change afterwards (README, Loyalty points).
+// which applies to orders that change afterwards (docs/program/rules.md).
 
 const webhook = (topic: Topic, body: CustomerBody | OrderBody, shopId = 1) => hook(topic, body, { shopId })
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { identityMismatches, type StoredIdentity } from './import-identity.ts'
 
-// A points import's ids checked against its e-mails over the stored customers (README, Switching in).
+// A points import's ids checked against its e-mails over the stored customers (docs/program/imports.md).
 
 const stored: StoredIdentity[] = [
   { id: 500, emailLower: 'five@shop.example', deleted: false },

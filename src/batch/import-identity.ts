@@ -1,5 +1,5 @@
 // Does each line of a points import name the customer its e-mail belongs to? Decided over the
-// shop's stored customers before anything is written (README, Switching in): a line whose id is a
+// shop's stored customers before anything is written (docs/program/imports.md): a line whose id is a
 // customer known by another e-mail would credit someone else, and a line of a new id with an
 // e-mail a customer already holds would make a second customer with it. Pure.
 

@@ -8,7 +8,7 @@ import { auditCommandLine } from './audit.ts'
 import { withBackend } from './backend.ts'
 import { printTable } from './keys.ts'
 
-// Operators of the console (README, Operator console): each has a name, recorded with every
+// Operators of the console (docs/operate/admin-api.md): each has a name, recorded with every
 // change they make, and an admin key, shown once.
 
 function operatorName(value: string): string {

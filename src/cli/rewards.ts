@@ -11,7 +11,7 @@ import { withBackend } from './backend.ts'
 import { printTable, shopName } from './keys.ts'
 
 // `shop-intake rewards`: the rewards catalogue and its pools from the command line, as the admin
-// API keeps them (README, Rewards), checked by the same schema and rules, audited the same way.
+// API keeps them (docs/program/rewards.md), checked by the same schema and rules, audited the same way.
 // The catalogue, its schema and the repository are imported when a command runs, not for --help.
 
 const catalogue = () => import('../rewards/catalogue.ts')

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Command, InvalidArgumentError, Option } from 'commander'
 
 // The sender's side of the contract, for shop developers testing an integration: posts one body
-// and retries exactly what the README's Guarantees say to retry (503 and 429 after Retry-After,
+// and retries exactly what docs/guarantees.md say to retry (503 and 429 after Retry-After,
 // 408 and connection errors with backoff), with one Idempotency-Key for every attempt, so that a
 // retry of something stored is answered `duplicate`, never applied twice.
 

@@ -8,7 +8,7 @@ import { withBackend } from './backend.ts'
 import { printTable, shopName } from './keys.ts'
 
 // `shop-intake subscriptions`: outgoing webhooks from the command line, as the admin API does
-// them (README, Outgoing webhooks). The secret is printed once, on the last line. What checks,
+// them (docs/integrate/outgoing-webhooks.md). The secret is printed once, on the last line. What checks,
 // signs and resolves is imported when a command runs, so that --help does not load it.
 
 function subscriptionId(value: string): number {

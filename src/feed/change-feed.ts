@@ -15,7 +15,7 @@ import { FeedWatch } from './watch.ts'
 export interface ChangeFeed {
   watch: FeedWatch
   relay: Relay | undefined
-  /** Outgoing webhooks: the shops' subscriptions, served from the feed (README, Outgoing webhooks). */
+  /** Outgoing webhooks: the shops' subscriptions, served from the feed (docs/integrate/outgoing-webhooks.md). */
   sender: WebhookSender
   /** A batch of this process committed (its entries have their positions): waiting readers wake, the relay publishes, the webhook sender looks. */
   committed(): void

@@ -1,6 +1,6 @@
 import type { LotEntry } from './wallet.ts'
 
-// The rule of a points import (README, Switching in): a customer's imported entries hold what the
+// The rule of a points import (docs/program/imports.md): a customer's imported entries hold what the
 // latest file says they have. An import appends the difference between the file's points and
 // what earlier imports left them, on the date of their first imported points, so that importing
 // the same file twice appends nothing, and a corrected file appends only the corrections. Pure.

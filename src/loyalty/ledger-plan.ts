@@ -17,7 +17,7 @@ export const REASONS = [
   'redemption_cancelled',
   'expired',
   'adjusted_manually',
-  // The loyalty program (README, Loyalty points › The loyalty program).
+  // The loyalty program (docs/program/loyalty-program.md).
   'signup',
   'newsletter',
   'excluded',

@@ -1,6 +1,6 @@
 // The ranges of points, chosen so that every number of points the service takes, writes or sums
 // is an integer a double holds exactly (up to 2^53 − 1 = 9,007,199,254,740,991), with room to
-// spare: the schemas, the points rule and the decider read them (README, Loyalty points, Limits).
+// spare: the schemas, the points rule and the decider read them (docs/program/rules.md, Limits).
 
 /** An operator's adjustment adds or takes at most this many points (422 past it). */
 export const ADJUSTMENT_POINTS_MAX = 1_000_000_000

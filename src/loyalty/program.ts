@@ -4,7 +4,7 @@ import { Value } from 'typebox/value'
 import { TierSchema, type Rule } from './rule.ts'
 
 // The loyalty program's options over time. Each option takes effect at the moment its rule
-// version was written (README, Loyalty points › The loyalty program): a bonus, an exclusion or a
+// version was written (docs/program/loyalty-program.md): a bonus, an exclusion or a
 // tier counts for the instants at or after it (a customer's created_at, a newsletter webhook's
 // date, an order's processed_at), never before. So what a customer earns is a function of their
 // history and this schedule, not of when the webhooks arrived. Pure: times are arguments.

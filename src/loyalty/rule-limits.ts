@@ -6,7 +6,7 @@ export const RATE_MAX = 1_000_000
 export const PENDING_DAYS_MIN = 0
 export const PENDING_DAYS_MAX = 3650
 
-/** The loyalty program's options (README, Loyalty points › The loyalty program). */
+/** The loyalty program's options (docs/program/loyalty-program.md). */
 export const BONUS_POINTS_MAX = 1_000_000
 export const TIERS_MAX = 20
 export const TIER_NAME_MAX = 40

@@ -63,7 +63,7 @@ export const RuleSchema = Type.Object({
   pending_days: Type.Integer({ minimum: PENDING_DAYS_MIN, maximum: PENDING_DAYS_MAX, default: 14 }),
   /** Days after they became available that unspent points expire; 0 means never. */
   expire_after_days: Type.Integer({ minimum: 0, maximum: 36500, default: 0 }),
-  // The loyalty program (README, Loyalty points › The loyalty program): each option counts from
+  // The loyalty program (docs/program/loyalty-program.md): each option counts from
   // the moment its version took effect (src/loyalty/program.ts).
   signup_points: Bonus('registering: a customer whose created_at is at or after the moment the option took effect'),
   newsletter_points: Bonus('subscribing to the newsletter, in a webhook dated at or after the moment the option took effect'),

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 
 /**
- * The loyalty program (README, Loyalty points › The loyalty program): sign-up and newsletter
+ * The loyalty program (docs/program/loyalty-program.md): sign-up and newsletter
  * bonuses, exclusions, VIP tiers with multipliers, expiry warnings.
  *
  * - `shops.program_schedule`: when each of the program's options took effect (src/loyalty/program.ts).

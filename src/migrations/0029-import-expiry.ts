@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 
 /**
- * A points import's expires_at (README, Switching in): the lot of a customer's imported points
+ * A points import's expires_at (docs/program/imports.md): the lot of a customer's imported points
  * may expire at an instant of its own instead of by the rule. The lot and its instant are kept
  * beside the imported tier (customers.bonuses, as import_expiry); `expiry_check_us` is when that
  * lot falls due, until it has been settled then: indexed for the expiry sweep, by date alone

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import type { DialectTypes } from '../db/dialect.ts'
 
 /**
- * Points imports as they run (README, Switching in): one row per import of a file into a shop,
+ * Points imports as they run (docs/program/imports.md): one row per import of a file into a shop,
  * written when it starts, its lines done moved on after each unit of work, and finished at the end.
  * An import killed midway stays `unfinished`, for `points import --status`, the admin API and the
  * console, until the same file (by its SHA-256) is imported again and finishes the same row.

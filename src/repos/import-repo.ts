@@ -3,7 +3,7 @@ import type { StoredIdentity } from '../batch/import-identity.ts'
 import type { Backend } from '../db/dialect.ts'
 import type { ImportRunsTable, Tables } from '../db/tables.ts'
 
-// A points import's reads and bookkeeping (README, Switching in): the stored customers its lines
+// A points import's reads and bookkeeping (docs/program/imports.md): the stored customers its lines
 // name, by id and by e-mail, for the check of ids against e-mails (src/batch/import-identity.ts),
 // and its row in import_runs from start to finish (migration 0030).
 

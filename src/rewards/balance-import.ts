@@ -13,7 +13,7 @@ import { formatUs } from '../domain/time.ts'
 import { progressImportRun, storedIdentities, type ImportRun } from '../repos/import-repo.ts'
 import { commitUnit, loadUnit, type BatchResult } from '../write/unit-of-work.ts'
 
-// Switching in (README, Switching in): a CSV of balances from another platform, read and checked
+// Switching in (docs/program/imports.md): a CSV of balances from another platform, read and checked
 // whole before anything is written (src/http/intake/balance-file.ts), then imported as `import` commands of the write path, a thousand lines per unit of work, each
 // decided under its customer's lock (src/batch/decide-import.ts). The command line commits the
 // units itself, as points rebuild does; the admin API hands them to the server's writer.

@@ -5,7 +5,7 @@ import { problemResponses, type ProblemStatus } from './problems.ts'
 import { RedemptionView } from './redemptions.ts'
 import { CustomerRecordView, LedgerEntryView, OrderView, TierFields } from './resources.ts'
 
-// The admin API's schemas (README, Operator console). Lists are {items, next_cursor}, newest first.
+// The admin API's schemas (docs/operate/admin-api.md). Lists are {items, next_cursor}, newest first.
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 const NextCursor = Nullable(Type.String({ description: 'pass as ?cursor= for the next page; null on the last' }))

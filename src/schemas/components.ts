@@ -26,7 +26,7 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   Readiness,
   ChangeList,
   ...NAMED_PROBLEMS,
-  // The admin API (README, Operator console).
+  // The admin API (docs/operate/admin-api.md).
   AdminEvent: Admin.AdminEvent,
   AdminEventDetail: Admin.AdminEventDetail,
   AdminEventList: Admin.AdminEventList,
@@ -48,7 +48,7 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   ReplayAnswer: Admin.ReplayAnswer,
   SessionBody: Admin.SessionBody,
   SessionView: Admin.SessionView,
-  // Outgoing webhooks (README, Outgoing webhooks).
+  // Outgoing webhooks (docs/integrate/outgoing-webhooks.md).
   SubscriptionBody: Subscriptions.SubscriptionBody,
   NewSubscription: Subscriptions.NewSubscription,
   Subscription: Subscriptions.SubscriptionView,
@@ -57,7 +57,7 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   SubscriptionDelivery: Subscriptions.DeliveryView,
   SubscriptionReplayBody: Subscriptions.ReplayBody,
   RotatedSecret: Subscriptions.RotatedSecret,
-  // Rewards (README, Rewards) and switching in.
+  // Rewards (docs/program/rewards.md) and switching in.
   RewardBody: Rewards.RewardBody,
   RewardPatch: Rewards.RewardPatch,
   RewardView: Rewards.RewardView,

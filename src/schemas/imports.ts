@@ -2,7 +2,7 @@ import { Type } from 'typebox'
 import { IMPORT_POINTS_MAX } from '../loyalty/imports.ts'
 import { Email, Instant, Text } from './common.ts'
 
-// A points import (README, Switching in): the lines of a CSV of balances, each checked as the
+// A points import (docs/program/imports.md): the lines of a CSV of balances, each checked as the
 // webhooks' fields are (the same e-mail and instant rules), and what an import answers.
 
 /** The columns a file may have; the first three it must have. */
@@ -38,7 +38,7 @@ export const ImportQuery = Type.Object({
   ),
 })
 
-/** What an unfinished import tells its reader to do (README, Switching in). */
+/** What an unfinished import tells its reader to do (docs/program/imports.md). */
 export const TO_FINISH = 'run the same file again to finish'
 
 export const ImportRunView = Type.Object(

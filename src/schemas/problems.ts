@@ -1,7 +1,7 @@
 import { Type, type TLiteral, type TObject, type TSchema, type TString, type TUnsafe } from 'typebox'
 
 // Every problem the service answers, by status: the one list the handlers, the OpenAPI document
-// and the README's Problems table agree on. `type` is a relative URI under /problems/.
+// and docs/integrate/problems.md agree on. `type` is a relative URI under /problems/.
 
 export const PROBLEMS = {
   400: { title: 'Bad Request', types: ['malformed-json', 'malformed-request'] },
@@ -18,7 +18,7 @@ export const PROBLEMS = {
       'event-redacted',
       'points-limit',
       'subscription-limit',
-      // A claim refused with nothing spent (README, Rewards).
+      // A claim refused with nothing spent (docs/program/rewards.md).
       'reward-inactive',
       'tier-too-low',
       'pool-empty',

@@ -6,7 +6,7 @@ import { CustomerBody, OrderBody } from './webhooks.ts'
 
 export const IdParams = Type.Object({ id: Type.String({ description: "the shop's id of the resource" }) })
 
-/** A customer's VIP tier now and how far they are from the next (README, Loyalty points › VIP tiers). */
+/** A customer's VIP tier now and how far they are from the next (docs/program/loyalty-program.md, VIP tiers). */
 export const TierFields = {
   tier: Type.Union([Type.String(), Type.Null()], { description: 'the VIP tier the customer holds now; null for none' }),
   tier_progress: Type.Union(

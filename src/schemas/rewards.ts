@@ -2,7 +2,7 @@ import { Type, type TSchema } from 'typebox'
 import { CODE_PREFIX_PATTERN, CODE_SOURCES, CODES_PER_UPLOAD_MAX, POOL_CODE_PATTERN, REWARD_KINDS, REWARD_POINTS_MAX } from '../loyalty/rewards.ts'
 import { Currency, Text } from './common.ts'
 
-// Rewards (README, Rewards): the catalogue the operators keep, the pools of codes they upload,
+// Rewards (docs/program/rewards.md): the catalogue the operators keep, the pools of codes they upload,
 // and the claims the storefront makes with the shop's key.
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])

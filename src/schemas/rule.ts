@@ -4,7 +4,7 @@ import { TIERS_MAX } from '../loyalty/rule-limits.ts'
 import { Id } from './common.ts'
 import { OrderBody } from './webhooks.ts'
 
-// The admin API's points rule (README, Loyalty points › The rule in the admin API).
+// The admin API's points rule (docs/program/rules.md, Rule versions).
 
 /** A tier as a body gives it: its multiplier may be left out, for 1 (as the command line's NAME:POINTS). */
 const TierBody = Type.Object(

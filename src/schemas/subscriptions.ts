@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 
-// Outgoing webhook subscriptions in the admin API (README, Outgoing webhooks).
+// Outgoing webhook subscriptions in the admin API (docs/integrate/outgoing-webhooks.md).
 
 const Nullable = <T extends ReturnType<typeof Type.String> | ReturnType<typeof Type.Integer>>(schema: T) => Type.Union([schema, Type.Null()])
 

@@ -5,7 +5,7 @@ import { adminClient, newOperator } from '../support/admin.ts'
 import { runCli } from '../support/cli-process.ts'
 import { createTestDatabase, forEachDatabase, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts'
 
-// The audit log records who changed what (README, Operator console): every change through the
+// The audit log records who changed what (docs/operate/admin-api.md): every change through the
 // admin API, sign-ins and sign-outs, and the command line's changes (rules set, keys create and
 // revoke, admins create and revoke) under "command line (<OS user>)".
 

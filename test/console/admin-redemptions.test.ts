@@ -5,7 +5,7 @@ import { issueKey } from '../../src/keys/issue-key.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// A customer's redemptions in the console (README, Operator console): listed as the shop's own
+// A customer's redemptions in the console (docs/operate/admin-api.md): listed as the shop's own
 // endpoint lists them, cancelled by an operator through the same writer command as the shop's
 // cancel, recorded in the audit log; a redeemed ledger entry names its redemption's reference.
 

@@ -8,7 +8,7 @@ import { migrate, openBackend } from '../../src/db/database.ts'
 import { adminClient, newOperator } from '../support/admin.ts'
 import { createTestDatabase, CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 
-// Operators' roles (README, Operator console): an operator may look and change; a viewer may
+// Operators' roles (docs/operate/admin-api.md): an operator may look and change; a viewer may
 // look only. The admin auth hook refuses a viewer's changes with 403 /problems/read-only, by the
 // session cookie or by Basic alike; sign-out is theirs too. Every changing route is asked in
 // test/security/route-auth.test.ts.

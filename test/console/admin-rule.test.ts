@@ -4,7 +4,7 @@ import { DEFAULT_RULE } from '../../src/loyalty/rule.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// The points rule in the admin API (README, Loyalty points › The rule in the admin API): GET
+// The points rule in the admin API (docs/program/rules.md, Rule versions): GET
 // answers the current version and its history, PUT makes a new version in effect from the
 // moment it is written, recorded in the audit log; a bad rule is refused with the field named.
 

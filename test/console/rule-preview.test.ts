@@ -4,7 +4,7 @@ import { DEFAULT_RULE } from '../../src/loyalty/rule.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// POST /v3/admin/shops/{shop}/rule/preview (README, Loyalty points › Previewing the rule): what an
+// POST /v3/admin/shops/{shop}/rule/preview (docs/program/rules.md, Previewing the rule): what an
 // order would earn, by the write path's own functions, under the current rule or a proposed one,
 // and nothing written; its refusals are the admin API's problems, a proposed rule PUT would refuse
 // refused alike.

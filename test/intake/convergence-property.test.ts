@@ -39,7 +39,7 @@ import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, sta
 // customers (turned into upserts), since whether an import reaches a customer deleted by then is
 // judged on arrival (README, Switching in: a deleted customer is skipped); and the lines'
 // e-mails are none an order is sent with, since guest points move to a customer an import made
-// only at its next webhook (README, Switching in).
+// only at its next webhook (docs/program/imports.md).
 
 const CUSTOMER_IDS = [1, 2, 3] as const
 /**

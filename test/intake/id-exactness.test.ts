@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// Ids are never rounded (README, Validation), whatever the spelling of the
+// Ids are never rounded (docs/integrate/validation.md), whatever the spelling of the
 // key ("\u0069d" is "id" to JSON) and also in the embedded customer. A number that is not
 // exactly an integer in the raw text is a 422 at /id or /customer/id, and nothing is applied.
 

@@ -22,7 +22,7 @@ import { openBackend } from '../../src/db/database.ts'
 import { runs } from '../support/seed.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
 
-// Several server processes on one PostgreSQL converge (README, "How state converges":
+// Several server processes on one PostgreSQL converge (docs/develop/convergence.md:
 // "several server processes on one PostgreSQL converge too"). Three real `shop-intake serve`
 // processes share one fresh schema; each round, a fresh shop's conflicting webhooks (a few
 // customers and orders, with redeliveries) go to a random process each, in shuffled order, all
@@ -60,7 +60,7 @@ const DAY_MS = 86_400_000
 const BASE_US = Date.UTC(2024, 4, 1, 12) * 1000
 /** A run takes a minute or two; only a hang reaches this. */
 const TEST_TIMEOUT_MS = 600_000
-/** Attempts of one webhook that gets a 503 or no answer (README, "Retry"). */
+/** Attempts of one webhook that gets a 503 or no answer (docs/guarantees.md, "Retry"). */
 const MAX_ATTEMPTS = 30
 
 // ---------------------------------------------------------------------------------------------
@@ -386,7 +386,7 @@ interface Sent {
   attempts: number
 }
 
-/** Posts one webhook to its process, retrying a 503 after Retry-After and a lost answer (README, "Retry"). */
+/** Posts one webhook to its process, retrying a 503 after Retry-After and a lost answer (docs/guarantees.md, "Retry"). */
 async function deliver(servers: ServerProcess[], agents: http.Agent[], key: string, hook: Hook, delivery: Delivery): Promise<Sent> {
   const sent: Sent = { delivery, lostAnswer: false, attempts: 0 }
   const server = servers[delivery.process]!

@@ -7,7 +7,7 @@ import { formatInstant } from '../../src/domain/time.ts'
 // Timestamps at the edges of the calendar and of exact comparison, over HTTP.
 // Instants are compared in epoch microseconds, exact only within ±2^53 µs of 1970, so the
 // service accepts instants from 1700-01-01T00:00:00Z up to but not including
-// 2255-01-01T00:00:00Z (README, Validation) and refuses others with a 422 that says so.
+// 2255-01-01T00:00:00Z (docs/integrate/validation.md) and refuses others with a 422 that says so.
 
 const SPAN = /from 1700-01-01T00:00:00Z up to but not including 2255-01-01T00:00:00Z/
 

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// Every validation rule (README, Validation) over HTTP, on both databases.
+// Every validation rule (docs/integrate/validation.md) over HTTP, on both databases.
 
 const MAX_ID = 9007199254740991 // 2^53 - 1
 const MONEY_FIELDS = ['total', 'subtotal', 'amount_shipping', 'amount_giftcard', 'amount_tax'] as const

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// The write path's statements and round trips in /metrics (README, Metrics): what a batch asks
+// The write path's statements and round trips in /metrics (docs/operate/metrics-and-logs.md): what a batch asks
 // of the database, counted where the dialects send it, BEGIN and COMMIT included.
 
 interface Calls {

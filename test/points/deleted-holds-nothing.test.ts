@@ -5,7 +5,7 @@ import { formatDay } from '../../src/loyalty/points-report.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// A deleted customer holds nothing and owes nothing (README, Deleting a customer): their orders'
+// A deleted customer holds nothing and owes nothing (docs/program/deleting-a-customer.md): their orders'
 // points are forfeited, and then whatever their lots still hold: an operator's adjustment taken
 // back, the points they had spent given back. Before, a customer who had spent points and was
 // deleted was left owing them, and the points report's outstanding counted that debt.

@@ -6,7 +6,7 @@ import { writeRule } from '../../src/repos/rule-repo.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// Expiry without surprises (README, Loyalty points › Expiry): switching expiry on through the
+// Expiry without surprises (docs/program/expiry.md): switching expiry on through the
 // admin API expires no old points at once, but the days after the switch; lowering the days
 // leaves every lot the days it was given. The app runs on a clock the test moves.
 

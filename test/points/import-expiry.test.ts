@@ -10,7 +10,7 @@ import { adminClient, newOperator } from '../support/admin.ts'
 import { runCli } from '../support/cli-process.ts'
 import { basic, createTestDatabase, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts'
 
-// A points import's expires_at (README, Switching in): the line's points expire at that instant,
+// A points import's expires_at (docs/program/imports.md): the line's points expire at that instant,
 // not by the rule, are listed in `expiring`, warned of, expired once by the sweeper and counted in
 // the report; a date already passed imports them and expires them at once; the same file twice
 // writes nothing, and a corrected file only its corrections, ending where that file alone would.

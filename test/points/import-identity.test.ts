@@ -9,7 +9,7 @@ import { runCli } from '../support/cli-process.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts'
 
 // A points import checks each line's customer id against its e-mail over the shop's customers
-// (README, Switching in): a known id with another e-mail, or a new id with an e-mail a customer
+// (docs/program/imports.md): a known id with another e-mail, or a new id with an e-mail a customer
 // holds, refuses the file in the dry run and the real run, naming the line and column, unless
 // the operator says which side wins (on_mismatch / --on-mismatch take-file or keep-stored).
 

@@ -226,7 +226,7 @@ forEachDatabase((kind) => {
     refused(await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '-1'], database.url), /expire-after-days/)
     refused(await cli(['rules', 'set', '--shop', 'shop-a', '--expire-after-days', '36501'], database.url), /expire-after-days/)
     // In effect from now: the points available since 2024-01-24 expire no earlier than 400 days from
-    // now (README, Expiry without surprises), so a rebuild expires nothing.
+    // now (docs/program/expiry.md, Expiry without surprises), so a rebuild expires nothing.
     assert.deepEqual(appended(await cli(['points', 'rebuild', '--shop', 'shop-a'], database.url)), { checked: 3, appended: 0 })
     assert.equal((await points('a', 1)).available, before.available - 30)
     // The same rule in effect since ever, as a rule from before versions were kept: long past 400 days.

@@ -8,7 +8,7 @@ import { writeRule } from '../../src/repos/rule-repo.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// Points stay exact (README, Loyalty points, "Limits"): every number of points the service
+// Points stay exact (docs/program/rules.md, Limits): every number of points the service
 // takes or writes is an integer a double holds exactly, and no sequence of accepted operations
 // takes a balance past them. An adjustment is at most 1,000,000,000 either way, a redemption at
 // most 1,000,000,000,000, an order earns at most 1,000,000,000; an adjustment or a cancel that

@@ -6,7 +6,7 @@ import { formatDay } from '../../src/loyalty/points-report.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
 import { basic, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// The points liability report over HTTP (README, Points liability report): flows by reason and
+// The points liability report over HTTP (docs/program/liability-report.md): flows by reason and
 // outstanding at each bucket's end, by day, ISO week and month, as JSON and as CSV; every bad
 // parameter a 400 naming it. The clock is the test's, so the ledger's days are known.
 

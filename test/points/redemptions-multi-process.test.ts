@@ -41,7 +41,7 @@ after(async () => {
   await database?.drop()
 })
 
-/** A request to process `p`, retried on a 503 or a connection error (README, "Retry"). */
+/** A request to process `p`, retried on a 503 or a connection error (docs/guarantees.md, "Retry"). */
 async function send(p: number, method: string, path: string, body?: unknown): Promise<Answer & { json: () => any }> {
   for (let attempt = 1; ; attempt++) {
     const answer = await request(servers[p]!.port, {

@@ -5,7 +5,7 @@ import { eventually } from '../support/eventually.ts'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { basic, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
-// A pool of rewards running out (README, Rewards › Running out): /readyz's body counts it, still
+// A pool of rewards running out (docs/program/rewards.md, Running out): /readyz's body counts it, still
 // 200, and names it to an admin key (every shop's) or to its shop's key (its own only), never in
 // the open; /metrics has each pool's codes left and the count of nearly empty pools, from the
 // sample taken every STORAGE_SAMPLE_SECONDS.

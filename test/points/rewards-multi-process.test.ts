@@ -43,7 +43,7 @@ after(async () => {
   await database?.drop()
 })
 
-/** A request to process `p` with the shop's key (or the admin key), retried on a 503 or a connection error (README, "Retry"). */
+/** A request to process `p` with the shop's key (or the admin key), retried on a 503 or a connection error (docs/guarantees.md, "Retry"). */
 async function send(p: number, method: string, path: string, body?: unknown, as = key): Promise<Answer & { json: () => any }> {
   for (let attempt = 1; ; attempt++) {
     const answer = await request(servers[p]!.port, {

@@ -7,7 +7,7 @@ import { startRedis, type RedisServer } from '../support/redis-server.ts'
 
 // The rate limit's Redis store in one process, against a real redis-server: a process too busy to
 // read Redis's answer in time is not a Redis that stopped answering. The limit fails open only when
-// Redis is silent while this process waits for it (README, Running several processes).
+// Redis is silent while this process waits for it (docs/operate/several-processes.md).
 
 type Incr = { err: Error | null; current?: number }
 

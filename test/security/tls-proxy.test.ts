@@ -10,7 +10,7 @@ import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, onDatabas
 import { checkAnswer, createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
 import { requestThrough, startTlsProxy, type TlsProxy } from '../support/tls-proxy.ts'
 
-// The console behind a TLS-terminating proxy (README, Running behind a TLS proxy): a real
+// The console behind a TLS-terminating proxy (docs/operate/tls-proxy.md): a real
 // node:https proxy with a certificate made at test time, in front of a real server process. The
 // browser's side is in test/browser/console.test.ts.
 

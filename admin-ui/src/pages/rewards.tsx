@@ -6,7 +6,7 @@ import { useData } from '../hooks/use-data.ts'
 import { link, navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
 
-// A shop's rewards (README, Rewards): the catalogue with each pool's codes left, the latest
+// A shop's rewards (docs/program/rewards.md): the catalogue with each pool's codes left, the latest
 // claims, and for an operator a reward added, codes uploaded to a pool, a reward removed.
 
 const KINDS = ['fixed_amount', 'percentage', 'free_shipping', 'custom'] as const

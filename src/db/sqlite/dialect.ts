@@ -30,7 +30,7 @@ function open(path: string): Database.Database {
   const db = new Database(path)
   // A commit writes every page it changed to the WAL whole, and the write path's index entries land
   // on pages all over each index: 1 KiB pages write a third of the bytes 4 KiB pages did for the
-  // same batches (npm run bench: 15.5 KB against 23-25 KB written per webhook; README Performance).
+  // same batches (npm run bench: 15.5 KB against 23-25 KB written per webhook; docs/develop/performance.md).
   // Like the vacuum mode below, it is chosen before the first table exists: new files get it; an
   // older file keeps its page size until a `shop-intake events prune --vacuum`.
   db.pragma(`page_size = ${PAGE_SIZE}`)
@@ -48,7 +48,7 @@ function open(path: string): Database.Database {
   db.pragma(`wal_autocheckpoint = ${Math.round(WAL_CHECKPOINT_BYTES / Number(db.pragma('page_size', { simple: true })))}`)
   // The page cache stays at SQLite's default (2 MiB) on purpose: with 200,000 events preloaded a
   // 64 MiB cache measured +2% webhooks/s for +42 MB of RSS, and a 1 GiB mmap +9% for +275 MB; the
-  // operating system caches the file anyway (bench/results, README Performance).
+  // operating system caches the file anyway (bench/results, docs/develop/performance.md).
   // Erased personal data is overwritten in the file, not left in free pages (see also afterErasure).
   db.pragma('secure_delete = ON')
   return db

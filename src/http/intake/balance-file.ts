@@ -7,7 +7,7 @@ import type { FieldError } from '../../domain/webhook.ts'
 import { checkValue } from '../validation.ts'
 import { END_OF_INSTANTS, parseInstantUs, readInstant } from '../../domain/time.ts'
 
-// A CSV of balances to import (README, Switching in), read and checked whole before anything is
+// A CSV of balances to import (docs/program/imports.md), read and checked whole before anything is
 // written: the admin API and the command line read it here. A bad line refuses the file, naming
 // its line and column; each line is checked as the webhooks' fields are (the same e-mail rule).
 

@@ -21,7 +21,7 @@ import { installCsvBody } from '../../http/csv-body.ts'
 import { readAnswer } from '../resources.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
-// Switching in over the admin API (README, Switching in): the same CSV as `points import`, read and
+// Switching in over the admin API (docs/program/imports.md): the same CSV as `points import`, read and
 // checked whole, then handed to the writer a unit at a time as `import` commands, each decided under
 // its customer's lock. Files larger than BODY_LIMIT go through the command line.
 

@@ -19,7 +19,7 @@ import { shopRoutes } from './shops.ts'
 import { streamRoutes } from './stream.ts'
 import { subscriptionRoutes } from './subscriptions.ts'
 
-/** The admin API under /v3/admin (README, Operator console). */
+/** The admin API under /v3/admin (docs/operate/admin-api.md). */
 export async function adminRoutes(app: FastifyInstance, services: Services): Promise<void> {
   // The session cookie, parsed for the admin API only: no webhook pays for it.
   await app.register(cookie)

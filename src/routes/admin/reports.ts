@@ -7,7 +7,7 @@ import { PointsReportQuery, PointsReportView } from '../../schemas/report.ts'
 import { ledgerDaySums } from '../../repos/report-repo.ts'
 import { ADMIN_SECURITY, TAGS, type AdminContext } from './common.ts'
 
-// The points liability report (README, Points liability report): one grouped read of the ledger,
+// The points liability report (docs/program/liability-report.md): one grouped read of the ledger,
 // folded into buckets by src/loyalty/points-report.ts; JSON, or CSV for a spreadsheet.
 
 /** CSV when the Accept header ranks text/csv above application/json (JSON when they tie or neither is named). */

@@ -21,7 +21,7 @@ import { installCsvBody } from '../../http/csv-body.ts'
 import { readAnswer } from '../resources.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
-// The rewards catalogue of a shop (README, Rewards): operators add, change and remove rewards
+// The rewards catalogue of a shop (docs/program/rewards.md): operators add, change and remove rewards
 // (a removed one is only made inactive, so that past claims still name it) and upload the codes of
 // a pool; viewers read. Every change is audited. Claims are the storefront's (src/routes/rewards.ts).
 

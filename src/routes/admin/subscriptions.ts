@@ -31,7 +31,7 @@ import { readAnswer } from '../resources.ts'
 import { OPTIONAL_BODY, optionalBodyProblem } from './optional-body.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
-// A shop's outgoing webhook subscriptions (README, Outgoing webhooks): subscribe (the signing
+// A shop's outgoing webhook subscriptions (docs/integrate/outgoing-webhooks.md): subscribe (the signing
 // secret answered once), list, look at one with its latest deliveries, replay from a position,
 // rotate the secret, remove. The sender (src/jobs/webhook-sender.ts) does the delivering.
 
