@@ -230,11 +230,23 @@ forEachDatabase((kind) => {
       assertPointers(await t.post(CUSTOMER_CREATED, { id: freshId(), tags: [1, 'ok', false, 'fine', null] }), ['/tags/0', '/tags/2', '/tags/4'])
     })
 
-    for (const tags of [[], ['vip'], ['a', 'b', 'a', '']]) {
+    // A tag is kept once whatever its case, in the spelling and place it was first sent.
+    for (const [tags, kept] of [
+      [[], []],
+      [['vip'], ['vip']],
+      [
+        ['a', 'b', 'a', ''],
+        ['a', 'b', ''],
+      ],
+      [
+        ['VIP', 'vip', 'new', 'Vip'],
+        ['VIP', 'new'],
+      ],
+    ]) {
       test(`tags ${label(tags)} is accepted and read back as an array`, async () => {
         const id = freshId()
         assertApplied(await t.post(CUSTOMER_CREATED, { id, tags }))
-        assert.deepEqual((await t.get(`/v3/customers/${id}`)).json().tags, tags)
+        assert.deepEqual((await t.get(`/v3/customers/${id}`)).json().tags, kept)
       })
     }
 
