@@ -202,8 +202,9 @@ test(`whatever the interleaving, redemptions never take the balance below zero, 
       const balance = () => ledger.reduce((sum, r) => (r.basis.available_us <= nowUs ? sum + r.points : sum), 0)
       const run = (orderRows: LedgerRow[], commands: PointsCommand[]) => {
         const state = stateNow()
-        const rows = [...orderRows]
-        const d = decidePoints(state, rows, commands, nowUs)
+        // What it decided: the order rows (debt marked on copies) and the commands' rows.
+        const d = decidePoints(state, orderRows, commands, nowUs)
+        const rows = d.ledger
         ledger.push(...rows)
         for (const r of d.redemptions) redemptions.push(r)
         for (const c of d.cancels)
