@@ -9,6 +9,7 @@ import {
   REDEMPTION_COLUMNS,
   ADJUSTMENT_COLUMNS,
   CLAIM_COLUMNS,
+  type LedgerRow,
 } from '../db/rows.ts'
 import type { CustomersTable, OrdersTable, RedemptionsTable, AdjustmentsTable, ClaimsTable, RewardsTable } from '../db/tables.ts'
 import type { Selectable } from 'kysely'
@@ -18,17 +19,9 @@ import type { Selectable } from 'kysely'
 // nothing else, so that no batch compiles SQL.
 
 /** A ledger entry as the load reads it. */
-export interface LedgerRead {
+export interface LedgerRead extends LedgerRow {
   id: number
   order_id: number | null
-  customer_id: number | null
-  guest_email: string | null
-  points: number
-  amount_minor: number
-  currency: string | null
-  rate: string
-  rule_version: number
-  available_us: number
   multiplier: string | null
 }
 
