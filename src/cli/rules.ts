@@ -9,6 +9,9 @@ import {
   PENDING_DAYS_MIN,
   RATE_MAX,
   RATE_MIN,
+  REFERRAL_CAP_MAX,
+  REFERRAL_DAYS_MAX,
+  REFERRAL_DAYS_MIN,
   TAG_MAX,
   TIER_NAME_MAX,
   TIER_POINTS_MAX,
@@ -66,6 +69,15 @@ function wholeNumber(what: string, min: number, max: number): (value: string) =>
 }
 
 const bonus = wholeNumber('a whole number of points', 0, BONUS_POINTS_MAX)
+const referralDays = wholeNumber('a whole number of days', REFERRAL_DAYS_MIN, REFERRAL_DAYS_MAX)
+const referralCap = wholeNumber('a whole number of referrals', 0, REFERRAL_CAP_MAX)
+const rewardId = wholeNumber('the id of a reward of the catalogue', 1, Number.MAX_SAFE_INTEGER)
+/** An amount with two decimals, such as 50.00 (or 50). */
+function amount(value: string): string {
+  const m = /^(0|[1-9]\d{0,11})(?:\.(\d{2}))?$/.exec(value)
+  if (!m) throw new InvalidArgumentError('an amount such as 50 or 49.90 (two decimals)')
+  return `${m[1]}.${m[2] ?? '00'}`
+}
 const windowDays = wholeNumber('a whole number of days', TIER_WINDOW_DAYS_MIN, TIER_WINDOW_DAYS_MAX)
 const warningDays = wholeNumber('a whole number of days', 0, WARNING_DAYS_MAX)
 /** 1 to `max` characters, none of them a control character (the rule's schema says the same). */
@@ -120,6 +132,12 @@ const CHANGES = [
   'tagTier',
   'clearTagTiers',
   'expiryWarningDays',
+  'referralPoints',
+  'referralFriendPoints',
+  'referralFriendReward',
+  'referralMinSubtotal',
+  'referralDays',
+  'referralCapPerMonth',
 ]
 
 async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
@@ -176,6 +194,13 @@ export function rulesCommand(clock: Clock): Command {
     .option('--tag-tier <TAG=TIER>', 'customers carrying the tag are in at least that tier (repeatable; adds to the list)', tagTier)
     .option('--clear-tag-tiers', 'remove every tag tier')
     .option('--expiry-warning-days <n>', 'append points.expiring to the feed this many days before points expire; 0 gives none', warningDays)
+    .option('--referral-points <n>', "points to the referrer for a friend's first order that qualifies (claims from now on); 0 gives none", bonus)
+    .option('--referral-friend-points <n>', 'points to the friend on that order; 0 gives none (or --referral-friend-reward)', bonus)
+    .option('--referral-friend-reward <id>', 'a reward of the catalogue (generated codes) whose code the friend gets at the claim', rewardId)
+    .option('--no-referral-friend-reward', 'the friend gets no reward code')
+    .option('--referral-min-subtotal <amount>', "the subtotal the friend's first order must reach (default 0.00)", amount)
+    .option('--referral-days <n>', "days after the claim within which the friend's first order must come (default 30)", referralDays)
+    .option('--referral-cap-per-month <n>', 'referrals rewarded per referrer per calendar month (UTC); 0 (the default) for no cap', referralCap)
     .action((options: Record<string, unknown> & { shop: string }) =>
       withBackend(async ({ db }) => {
         const shop = await shopOrFail(db, options.shop)
@@ -217,6 +242,15 @@ export function rulesCommand(clock: Clock): Command {
               ...(options.tierWindowDays !== undefined && { tier_window_days: options.tierWindowDays }),
               tag_tiers: { ...(options.clearTagTiers ? {} : current.tag_tiers), ...((options.tagTier as Record<string, string> | undefined) ?? {}) },
               ...(options.expiryWarningDays !== undefined && { expiry_warning_days: options.expiryWarningDays }),
+              ...(options.referralPoints !== undefined && { referral_points: options.referralPoints }),
+              ...(options.referralFriendPoints !== undefined && { referral_friend_points: options.referralFriendPoints }),
+              // --no-referral-friend-reward sets it false; a number, the reward.
+              ...(options.referralFriendReward !== undefined && {
+                referral_friend_reward: typeof options.referralFriendReward === 'number' ? options.referralFriendReward : null,
+              }),
+              ...(options.referralMinSubtotal !== undefined && { referral_min_subtotal: options.referralMinSubtotal }),
+              ...(options.referralDays !== undefined && { referral_days: options.referralDays }),
+              ...(options.referralCapPerMonth !== undefined && { referral_cap_per_month: options.referralCapPerMonth }),
             })
             const version = nextVersion(current, stored.expiry_schedule, next, effectiveUs, stored.program_schedule)
             changes = version?.changes ?? {}

@@ -161,6 +161,12 @@ test("targetFor: the default rule is the issue's default", () => {
     tier_window_days: 365,
     tag_tiers: {},
     expiry_warning_days: 0,
+    referral_points: 0,
+    referral_friend_points: 0,
+    referral_friend_reward: null,
+    referral_min_subtotal: '0.00',
+    referral_days: 30,
+    referral_cap_per_month: 0,
   })
 })
 

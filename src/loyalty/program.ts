@@ -16,6 +16,17 @@ const Options = Type.Object({
   tiers: Type.Array(TierSchema),
   tier_window_days: Type.Integer({ minimum: 1 }),
   tag_tiers: Type.Record(Type.String(), Type.String()),
+  // Referrals (src/loyalty/referrals.ts): optional, so that schedules stored before them still read.
+  referral: Type.Optional(
+    Type.Object({
+      points: Type.Integer({ minimum: 0 }),
+      friend_points: Type.Integer({ minimum: 0 }),
+      friend_reward: Type.Union([Type.Integer(), Type.Null()]),
+      min_subtotal: Type.String(),
+      days: Type.Integer({ minimum: 1 }),
+      cap_per_month: Type.Integer({ minimum: 0 }),
+    }),
+  ),
 })
 
 /** The program's options: the rule's fields that count from the moment they took effect. */
@@ -48,7 +59,28 @@ export function programOf(rule: Rule): ProgramOptions {
     tiers: rule.tiers,
     tier_window_days: rule.tier_window_days,
     tag_tiers: rule.tag_tiers,
+    ...(referralOffered(rule) && {
+      referral: {
+        points: rule.referral_points,
+        friend_points: rule.referral_friend_points,
+        friend_reward: rule.referral_friend_reward,
+        min_subtotal: rule.referral_min_subtotal,
+        days: rule.referral_days,
+        cap_per_month: rule.referral_cap_per_month,
+      },
+    }),
   }
+}
+
+/** Whether a rule offers referrals: points to the referrer, or something to the friend. */
+const referralOffered = (rule: Rule) => rule.referral_points > 0 || rule.referral_friend_points > 0 || rule.referral_friend_reward !== null
+
+/** The referral terms of a program's options: undefined when it offers none. */
+export type ReferralTerms = NonNullable<ProgramOptions['referral']>
+
+/** Whether any period offers referrals: a shop none of whose periods does pays nothing for them on the write path. */
+export function offersReferrals(schedule: ProgramSchedule): boolean {
+  return schedule.some((p) => p.options.referral !== undefined)
 }
 
 const same = (a: ProgramOptions, b: ProgramOptions) => JSON.stringify(a) === JSON.stringify(b)

@@ -21,6 +21,12 @@ const DEFAULTS = {
   tier_window_days: 365,
   tag_tiers: {},
   expiry_warning_days: 0,
+  referral_points: 0,
+  referral_friend_points: 0,
+  referral_friend_reward: null,
+  referral_min_subtotal: '0.00',
+  referral_days: 30,
+  referral_cap_per_month: 0,
 }
 
 function refusal(input: unknown): string {
@@ -127,4 +133,15 @@ test('tiers ascend by threshold, their names differ without regard to case, and 
   assert.equal(refusal({ tiers, tag_tiers: { vip: 'Platinum' } }), 'rule /tag_tiers/vip must name one of the tiers (Silver, Gold)')
   assert.equal(refusal({ tag_tiers: { 'a/b': 'Gold' } }), 'rule /tag_tiers/a~1b must name one of the tiers (none are set)')
   assert.deepEqual(ruleFaults({ tiers: tiers.map((t) => ({ ...t, multiplier: 1 })), tag_tiers: { vip: 'GOLD' } }), [])
+})
+
+test('referral options: the friend gets points or a reward, not both; the minimum has two decimals; days from 1', () => {
+  const rule = normalizeRule({ referral_points: 100, referral_friend_reward: 7, referral_min_subtotal: '50.00', referral_days: 14, referral_cap_per_month: 3 })
+  assert.deepEqual([rule.referral_points, rule.referral_friend_reward, rule.referral_min_subtotal, rule.referral_days], [100, 7, '50.00', 14])
+  assert.equal(
+    refusal({ referral_friend_points: 10, referral_friend_reward: 7 }),
+    'rule /referral_friend_reward must be null when referral_friend_points is set: the friend gets points or a reward, not both',
+  )
+  assert.match(refusal({ referral_min_subtotal: '50' }), /^rule \/referral_min_subtotal /)
+  assert.equal(refusal({ referral_days: 0 }), 'rule /referral_days must be >= 1')
 })

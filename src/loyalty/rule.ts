@@ -10,6 +10,9 @@ import {
   PENDING_DAYS_MIN,
   RATE_MAX,
   RATE_MIN,
+  REFERRAL_CAP_MAX,
+  REFERRAL_DAYS_MAX,
+  REFERRAL_DAYS_MIN,
   TAG_MAX,
   TAGS_MAX,
   TIER_NAME_MAX,
@@ -94,6 +97,30 @@ export const RuleSchema = Type.Object({
     default: 0,
     description: 'days ahead of an expiry that a points.expiring entry warns of it; 0 (the default) warns of none',
   }),
+  // Referrals (docs/program/referrals.md): counted from the moment of the friend's claim.
+  referral_points: Bonus('the referrer, when a friend they referred makes a first order that qualifies'),
+  referral_friend_points: Bonus("the friend, on their first order that qualifies (credited to the order's customer)"),
+  referral_friend_reward: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+    default: null,
+    description: 'a reward of the catalogue (generated codes) whose code the friend gets when they claim; null: none',
+  }),
+  referral_min_subtotal: Type.String({
+    pattern: '^(0|[1-9][0-9]{0,11})\\.[0-9]{2}$',
+    default: '0.00',
+    description: "the subtotal the friend's first order must reach, in the order's currency (two decimals)",
+  }),
+  referral_days: Type.Integer({
+    minimum: REFERRAL_DAYS_MIN,
+    maximum: REFERRAL_DAYS_MAX,
+    default: 30,
+    description: "the days after the claim within which the friend's first order must be processed",
+  }),
+  referral_cap_per_month: Type.Integer({
+    minimum: 0,
+    maximum: REFERRAL_CAP_MAX,
+    default: 0,
+    description: 'referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap',
+  }),
 })
 
 export type Rule = Static<typeof RuleSchema>
@@ -124,8 +151,14 @@ export function normalizeRule(input: unknown): Rule {
  * thresholds with names told apart without regard to case, and tag tiers that name one of them.
  * Each fault with the JSON pointer of its field.
  */
-export function ruleFaults(rule: Pick<Rule, 'tiers' | 'tag_tiers'>): { pointer: string; detail: string }[] {
+export function ruleFaults(
+  rule: Pick<Rule, 'tiers' | 'tag_tiers'> & Partial<Pick<Rule, 'referral_friend_points' | 'referral_friend_reward'>>,
+): { pointer: string; detail: string }[] {
   const faults: { pointer: string; detail: string }[] = []
+  // The friend gets points or a reward's code, not both: one answer to the claim.
+  if ((rule.referral_friend_points ?? 0) > 0 && rule.referral_friend_reward != null) {
+    faults.push({ pointer: '/referral_friend_reward', detail: 'must be null when referral_friend_points is set: the friend gets points or a reward, not both' })
+  }
   const names = new Map<string, number>()
   rule.tiers.forEach((tier, i) => {
     const before = rule.tiers[i - 1]
@@ -150,12 +183,14 @@ export function ruleFaults(rule: Pick<Rule, 'tiers' | 'tag_tiers'>): { pointer: 
 /** ruleFaults of a body the schema may not have accepted: the parts it cannot read are left to the schema's errors. */
 export function bodyRuleFaults(body: unknown, prefix = ''): { pointer: string; detail: string }[] {
   if (typeof body !== 'object' || body === null) return []
-  const { tiers, tag_tiers } = body as Record<string, unknown>
+  const { tiers, tag_tiers, referral_friend_points, referral_friend_reward } = body as Record<string, unknown>
+  const referral =
+    typeof referral_friend_points === 'number' && typeof referral_friend_reward === 'number' ? { referral_friend_points, referral_friend_reward } : {}
   const tiersOk = Array.isArray(tiers) && tiers.every((t) => Value.Check(TierSchema, Value.Default(TierSchema, structuredClone(t))))
   const tagTiersOk = typeof tag_tiers === 'object' && tag_tiers !== null && Object.values(tag_tiers).every((v) => typeof v === 'string')
   if (!tiersOk) return []
   const tierList = (tiers as unknown[]).map((t) => Value.Default(TierSchema, structuredClone(t)) as Static<typeof TierSchema>)
-  return ruleFaults({ tiers: tierList, tag_tiers: tagTiersOk ? (tag_tiers as Record<string, string>) : {} }).map((f) => ({
+  return ruleFaults({ tiers: tierList, tag_tiers: tagTiersOk ? (tag_tiers as Record<string, string>) : {}, ...referral }).map((f) => ({
     ...f,
     pointer: `${prefix}${f.pointer}`,
   }))

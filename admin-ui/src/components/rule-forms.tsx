@@ -27,6 +27,13 @@ export interface RuleDraft {
   /** "vip=Gold" */
   tag_tiers: string
   expiry_warning_days: string
+  referral_points: string
+  referral_friend_points: string
+  /** A reward's id; empty for none. */
+  referral_friend_reward: string
+  referral_min_subtotal: string
+  referral_days: string
+  referral_cap_per_month: string
 }
 
 /** A list typed with commas (or semicolons, or new lines), empty entries left out. */
@@ -57,6 +64,12 @@ export function draftOf(rule: Rule): RuleDraft {
       .map(([tag, tier]) => `${tag}=${tier}`)
       .join(', '),
     expiry_warning_days: String(rule.expiry_warning_days),
+    referral_points: String(rule.referral_points),
+    referral_friend_points: String(rule.referral_friend_points),
+    referral_friend_reward: rule.referral_friend_reward === null ? '' : String(rule.referral_friend_reward),
+    referral_min_subtotal: rule.referral_min_subtotal,
+    referral_days: String(rule.referral_days),
+    referral_cap_per_month: String(rule.referral_cap_per_month),
   }
 }
 
@@ -95,6 +108,12 @@ export function ruleOfDraft(d: RuleDraft): Rule {
       }),
     ),
     expiry_warning_days: numberOf(d.expiry_warning_days),
+    referral_points: numberOf(d.referral_points),
+    referral_friend_points: numberOf(d.referral_friend_points),
+    referral_friend_reward: numberOf(d.referral_friend_reward),
+    referral_min_subtotal: d.referral_min_subtotal.trim(),
+    referral_days: numberOf(d.referral_days),
+    referral_cap_per_month: numberOf(d.referral_cap_per_month),
   } as unknown as Rule
 }
 
@@ -182,6 +201,55 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
         <label>
           Newsletter points{' '}
           <input name="newsletter_points" inputMode="numeric" size={8} value={draft.newsletter_points} onInput={(e) => set({ newsletter_points: text(e) })} />
+        </label>
+        <label>
+          Referral points{' '}
+          <input name="referral_points" inputMode="numeric" size={8} value={draft.referral_points} onInput={(e) => set({ referral_points: text(e) })} />
+        </label>
+        <label>
+          Friend's points{' '}
+          <input
+            name="referral_friend_points"
+            inputMode="numeric"
+            size={8}
+            value={draft.referral_friend_points}
+            onInput={(e) => set({ referral_friend_points: text(e) })}
+          />
+        </label>
+        <label>
+          Friend's reward id{' '}
+          <input
+            name="referral_friend_reward"
+            inputMode="numeric"
+            size={6}
+            placeholder="none"
+            value={draft.referral_friend_reward}
+            onInput={(e) => set({ referral_friend_reward: text(e) })}
+          />
+        </label>
+        <label>
+          Referral minimum subtotal{' '}
+          <input
+            name="referral_min_subtotal"
+            inputMode="decimal"
+            size={8}
+            value={draft.referral_min_subtotal}
+            onInput={(e) => set({ referral_min_subtotal: text(e) })}
+          />
+        </label>
+        <label>
+          Referral days <input name="referral_days" inputMode="numeric" size={5} value={draft.referral_days} onInput={(e) => set({ referral_days: text(e) })} />
+        </label>
+        <label>
+          Referrals per month{' '}
+          <input
+            name="referral_cap_per_month"
+            inputMode="numeric"
+            size={5}
+            value={draft.referral_cap_per_month}
+            onInput={(e) => set({ referral_cap_per_month: text(e) })}
+          />
+          <span class="muted"> (0: no cap)</span>
         </label>
         <label class="grow">
           Excluded tags{' '}

@@ -32,6 +32,19 @@ const OPTIONS: { key: keyof Rule; label: string; show: (r: Rule) => string }[] =
   { key: 'expire_after_days', label: 'expire after days', show: (r) => (r.expire_after_days === 0 ? 'never' : String(r.expire_after_days)) },
   { key: 'signup_points', label: 'sign-up', show: (r) => (r.signup_points === 0 ? 'none' : `${r.signup_points} points`) },
   { key: 'newsletter_points', label: 'newsletter', show: (r) => (r.newsletter_points === 0 ? 'none' : `${r.newsletter_points} points`) },
+  { key: 'referral_points', label: 'referral', show: (r) => (r.referral_points === 0 ? 'none' : `${r.referral_points} points`) },
+  {
+    key: 'referral_friend_points',
+    label: "friend's reward",
+    show: (r) =>
+      r.referral_friend_reward !== null ? `reward ${r.referral_friend_reward}` : r.referral_friend_points === 0 ? 'none' : `${r.referral_friend_points} points`,
+  },
+  {
+    key: 'referral_days',
+    label: 'referral terms',
+    show: (r) =>
+      `first order within ${r.referral_days} days, from ${r.referral_min_subtotal}; ${r.referral_cap_per_month === 0 ? 'no cap' : `${r.referral_cap_per_month} a month`}`,
+  },
   { key: 'exclude_tags', label: 'excluded tags', show: (r) => (r.exclude_tags.length === 0 ? 'none' : r.exclude_tags.join(', ')) },
   {
     key: 'tiers',
