@@ -22,6 +22,8 @@ export const REASONS = [
   'newsletter',
   'excluded',
   'tier_adjusted',
+  // Refer a friend (docs/program/referrals.md): a referrer's or a friend's points for a first order.
+  'referral',
   // A balance brought over from another platform (points import).
   'import',
 ] as const

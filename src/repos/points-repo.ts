@@ -23,8 +23,8 @@ export async function customerBalances(db: Kysely<Tables>, shopId: number, custo
       // Every order entry counts, forfeitures too: a sum that left them out would depend on whether a
       // delete arrived before or after the orders it forfeits, not only on the final state. So do the
       // bonuses' entries (their award, and what took it back or moved it: no order, no redemption, no
-      // adjustment). Redemptions, expiry and an operator's adjustments do not change what was earned.
-      sql<number>`COALESCE(SUM(CASE WHEN order_id IS NOT NULL OR reason IN ('signup', 'newsletter', 'excluded', 'forfeited', 'adjusted') THEN points ELSE 0 END), 0)`.as(
+      // adjustment; a referral's, and the reversals of one, which alone carry no order). Redemptions, expiry and an operator's adjustments do not change what was earned.
+      sql<number>`COALESCE(SUM(CASE WHEN order_id IS NOT NULL OR reason IN ('signup', 'newsletter', 'excluded', 'forfeited', 'adjusted', 'referral', 'reversed_refund', 'reversed_cancel') THEN points ELSE 0 END), 0)`.as(
         'lifetime_earned',
       ),
     ])

@@ -55,7 +55,7 @@ export const LedgerEntryView = Type.Object({
   reason: Type.String({
     description:
       'earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, ' +
-      'signup, newsletter, excluded, tier_adjusted or import',
+      'signup, newsletter, excluded, tier_adjusted, referral or import',
   }),
   debt: Type.Boolean({ description: "true on a reversal that took the customer's available points below zero: the points it took back were already spent" }),
   basis: Type.Union(
