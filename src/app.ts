@@ -45,6 +45,7 @@ import { reportOncePer } from './jobs/report.ts'
 import { startChangeFeed } from './feed/change-feed.ts'
 import { systemResolver, type HostResolver } from './jobs/endpoint-guard.ts'
 import { lazySecretBox } from './keys/secret-box.ts'
+import { lazyReferralKeys } from './keys/referral-keys.ts'
 import { changeRoutes } from './routes/changes.ts'
 import { createRateLimitStore } from './rate-limit/rate-limit-store.ts'
 import { followKeyRevocations } from './jobs/key-revocations.ts'
@@ -139,7 +140,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   })
   const batchWriter = await parts.start(
     'batch writer',
-    () => openBatchWriter(backend, clock, batchCalls),
+    () => openBatchWriter(backend, clock, batchCalls, { SECRETS_KEY: config.SECRETS_KEY, SECRETS_KEY_FILE: config.SECRETS_KEY_FILE }),
     (w) => w.close(),
   )
   // The change feed: positions for committed entries, the readers' long poll, the NATS relay.
@@ -274,6 +275,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   )
   const services: Services = {
     secrets,
+    referralKeys: lazyReferralKeys(config),
     resolveHost,
     config,
     backend,

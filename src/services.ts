@@ -1,3 +1,4 @@
+import type { ReferralKeys } from './keys/referral-keys.ts'
 import type { Clock } from './clock.ts'
 import type { UuidV7Generator } from './http/uuid-v7.ts'
 import type { Config } from './config.ts'
@@ -46,6 +47,8 @@ export interface Services {
   metricsText?: () => Promise<string>
   /** Seals and opens the signing secrets of outgoing webhooks (SECRETS_KEY). */
   secrets: SecretBox
+  /** Referral codes and the keyed hash of a friend's e-mail, under keys derived from SECRETS_KEY. */
+  referralKeys: ReferralKeys
   /** How outgoing webhooks' endpoint names are resolved (BuildOptions.resolveHost; else the system's). */
   resolveHost: HostResolver
   /** A webhook body's way to its answer: the webhook routes and the console's replay share it. */

@@ -115,8 +115,35 @@ export interface ImportCommand {
   atUs: number
 }
 
+/**
+ * A friend's claim of a referrer's code (`customerId`, the referrer). The e-mail crosses only to
+ * find the friend's orders stored before the claim (orders keep their e-mail); what is kept is its hash.
+ */
+export interface ReferralClaimCommand {
+  command: 'referral-claim'
+  shopId: number
+  customerId: number
+  referralId: string
+  /** The keyed hash of the normalised e-mail (src/loyalty/referrals.ts). */
+  emailHash: string
+  /** The e-mail as given, lower-cased, and normalised: the stored orders sent with either are the friend's. */
+  emails: string[]
+  /** The random part of the friend's reward code, when the terms give one. */
+  random: string
+  atUs: number
+}
+
 export type PointsCommand =
-  RedeemCommand | CancelCommand | ExpireCommand | AdjustCommand | TierCommand | WarnCommand | ClaimCommand | CancelClaimCommand | ImportCommand
+  | ReferralClaimCommand
+  | RedeemCommand
+  | CancelCommand
+  | ExpireCommand
+  | AdjustCommand
+  | TierCommand
+  | WarnCommand
+  | ClaimCommand
+  | CancelClaimCommand
+  | ImportCommand
 export type BatchItem = Webhook | PointsCommand
 
 export const isCommand = (item: BatchItem): item is PointsCommand => 'command' in item
@@ -136,7 +163,21 @@ export type ClaimRefusal = 'reward-inactive' | 'tier-too-low' | 'pool-empty'
 /** An adjustment as the answers show it (src/schemas/admin.ts). */
 export type AdjustmentView = Static<typeof AdjustmentViewSchema>
 
+/** A referral as a claim's answer shows it. */
+export interface ReferralClaimView {
+  referral_id: string
+  status: 'pending' | 'rewarded' | 'refused' | 'voided'
+  reason: string
+  /** The friend's reward code, when the terms give one; else the points their first order would add. */
+  reward_code: string | null
+  pending_points: number | null
+}
+
 export type CommandOutcome =
+  /** `replayed`: the same e-mail claimed the same code before; this claim changed nothing. */
+  | { status: 'referral-claimed'; referral: ReferralClaimView; replayed: boolean }
+  /** No referral program, an unknown or deleted referrer, or an e-mail another referrer's claim holds. */
+  | { status: 'referral-refused'; reason: 'no-program' | 'unknown-referrer' | 'already-referred'; detail: string }
   | { status: 'redeemed'; redemption: RedemptionView; replayed: boolean }
   /** `replayed`: it had been cancelled before; this cancel changed nothing. */
   | { status: 'cancelled'; redemption: RedemptionView; replayed: boolean }

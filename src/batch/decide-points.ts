@@ -97,6 +97,8 @@ export function decidePoints(
   commands: readonly PointsCommand[],
   nowUs: number,
   imports: readonly ImportStart[] = [],
+  /** Commands decided by an earlier step (a referral claim, src/batch/decide-referrals.ts): answered as they were. */
+  decided: ReadonlyMap<PointsCommand, CommandOutcome> = new Map(),
 ): PointsDecision {
   // The scratch: what the steps below write, over what was loaded; lots, redemptions, claims and
   // imports are copied when first read, since they are changed in place.
@@ -204,6 +206,10 @@ export function decidePoints(
   const importStarts = imports[Symbol.iterator]()
   const spending: Spending = { redeem: (r) => redeem(r, lotsOf(r)), cancel: (r) => cancel(r, lotsOf(r)) }
   for (const c of commands) {
+    if (c.command === 'referral-claim') {
+      out.outcomes.push(decided.get(c) ?? { status: 'referral-refused', reason: 'no-program', detail: 'the shop offers no referrals' })
+      continue
+    }
     const customerKey = keyOf(c.shopId, c.customerId)
     const customer = state.customers.get(customerKey)
     const lots = state.wallets.get(customerKey) ?? []

@@ -4,6 +4,7 @@ import { planOrderEntries, type Holder, type Holding, type Owner } from '../loya
 import { isCommand, itemTimeUs, type BatchItem, type CommandOutcome, type PointsCommand } from './commands.ts'
 import { decideBonuses, decideTiers, earningWrites, planLoyalty, type LoyaltyPlan, type TierChange } from './decide-loyalty.ts'
 import { decidePoints, type PointsDecision } from './decide-points.ts'
+import { decideReferralStep, type ReferralDecision } from './decide-referrals.ts'
 import { decideImportedCustomers } from './decide-import.ts'
 import { emailSha, foldWebhook, holderKey, lower, redactionOf, startFold, type Fold } from './decide-webhooks.ts'
 import { Overlay } from './overlay.ts'
@@ -83,11 +84,14 @@ export function decideBatch(items: readonly BatchItem[], loaded: BatchState, set
   for (const key of imported.customers.keys()) f.changedCustomers.add(key)
   const tiers = decideTiers(f, plan, at, causeOf)
   setCustomers(f, tiers.customers)
+  // Referrals: the batch's claims, and the referrals of the e-mails of the orders it settled.
+  const referrals = decideReferralStep(state, f.toSettle, commands, owned.ownerOf, at)
+  ledger.push(...referrals.rows)
   redactBodies(state, events, erasedOrders, owned)
-  const points = decidePoints(state, ledger, commands, at, imported.lines)
+  const points = decidePoints(state, ledger, commands, at, imported.lines, referrals.outcomes)
   for (const [key, c] of points.customers) state.customers.set(key, c)
   for (const key of points.touched) if (state.customers.has(key)) f.changedCustomers.add(key)
-  return decisionOf(f, events, points.ledger, points, plan, tiers.changes)
+  return decisionOf(f, events, points.ledger, points, plan, tiers.changes, referrals)
 }
 
 /** Writes customers a step decided into the batch's scratch, as changed. */
@@ -171,7 +175,15 @@ function redactBodies(state: BatchState, events: readonly EventRow[], erasedOrde
 }
 
 /** The rows to write: the changed customers and orders as they end, the entries, the redactions, the commands' rows, and their feed. */
-function decisionOf(f: Fold, events: EventRow[], ledger: LedgerRow[], points: PointsDecision, plan: LoyaltyPlan, tiers: TierChange[]): Decision {
+function decisionOf(
+  f: Fold,
+  events: EventRow[],
+  ledger: LedgerRow[],
+  points: PointsDecision,
+  plan: LoyaltyPlan,
+  tiers: TierChange[],
+  referrals: ReferralDecision,
+): Decision {
   const redactions: Redaction[] = [...f.redactions].map(([shopId, r]) => ({
     shopId,
     customerIds: [...r.customerIds],
@@ -193,6 +205,7 @@ function decisionOf(f: Fold, events: EventRow[], ledger: LedgerRow[], points: Po
     ...(plan.earnings.size > 0 ? { earnings: earningWrites(plan) } : {}),
     ...(tiers.length > 0 ? { tiers } : {}),
     ...(points.warnings.length > 0 ? { warnings: points.warnings } : {}),
+    ...(referrals.written.length > 0 ? { referrals: referrals.written } : {}),
   }
   return { ...decision, feed: feedOf(decision) }
 }

@@ -76,6 +76,8 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     }),
   )
   const { wallets, imported } = holdingsAfter(state, decision.ledger)
+  const referrals = new Map(state.referrals)
+  for (const { referral } of decision.referrals ?? []) referrals.set(keyOf(referral.shopId, referral.emailHash), { ...referral, rev: referral.rev + 1 })
 
   return {
     customers,
@@ -99,6 +101,9 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     claims,
     claimIdem,
     imported,
+    referrals,
+    referralHashes: new Map(state.referralHashes),
+    referrersLoaded: state.referrersLoaded && new Set(state.referrersLoaded),
   }
 }
 

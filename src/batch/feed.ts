@@ -9,7 +9,7 @@ import type { Decision, FeedEntry, StoredClaim, StoredCustomer, StoredOrder } fr
 // outcomes, flags, amounts and points, never a name, an e-mail or a tag, so that an
 // erasure has nothing to chase in consumers' copies.
 
-type FeedDecision = Pick<Decision, 'events' | 'customers' | 'orders' | 'ledger' | 'tiers' | 'warnings' | 'claims' | 'claimCancels'>
+type FeedDecision = Pick<Decision, 'events' | 'customers' | 'orders' | 'ledger' | 'tiers' | 'warnings' | 'claims' | 'claimCancels' | 'referrals'>
 
 /**
  * The feed entries of a decision: customers, then orders, then ledger entries, then tier changes
@@ -69,6 +69,25 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
     if (c.cancelledUs !== null) entries.push({ shopId: c.shopId, type: 'reward.cancelled', data: rewardData(c) })
   }
   for (const c of d.claimCancels ?? []) entries.push({ shopId: c.shopId, type: 'reward.cancelled', data: rewardData(c) })
+  // Referrals: ids, states and points, never the friend's e-mail nor its hash.
+  for (const { referral: r, before } of d.referrals ?? []) {
+    const data = {
+      referral_id: r.id,
+      referrer_id: r.referrerId,
+      status: r.status,
+      reason: r.reason,
+      order_id: r.orderId,
+      points: r.referrer?.points ?? 0,
+      friend_customer_id: r.friend?.customerId ?? null,
+      reward_code: r.friendCode,
+    }
+    if (before === null) entries.push({ shopId: r.shopId, type: 'referral.claimed', data })
+    if (r.status === before) continue
+    if (r.status === 'rewarded') {
+      entries.push({ shopId: r.shopId, type: 'referral.qualified', data })
+      entries.push({ shopId: r.shopId, type: 'referral.rewarded', data })
+    } else if (before === 'rewarded') entries.push({ shopId: r.shopId, type: 'referral.voided', data })
+  }
   return entries
 }
 

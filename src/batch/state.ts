@@ -5,6 +5,8 @@ import type { BonusHolding } from '../loyalty/bonuses.ts'
 import type { Basis } from '../loyalty/points.ts'
 import type { ProgramSchedule } from '../loyalty/program.ts'
 import type { Earning, TierFloor } from '../loyalty/tiers.ts'
+import type { FriendOrder, ReferralHolding, ReferralReason, ReferralStatus } from '../loyalty/referrals.ts'
+import type { ReferralTerms } from '../loyalty/program.ts'
 import type { VersionedRule } from '../loyalty/rule.ts'
 import type { FixedExpiry, Lot, LotEntry } from '../loyalty/wallet.ts'
 import type { CommandOutcome } from './commands.ts'
@@ -131,6 +133,42 @@ export interface BatchState {
   claimIdem: Map<string, string>
   /** What the customers the batch imports hold of imports, by customer key: the net per availability date. */
   imported: Map<string, LotEntry[]>
+  /**
+   * Referrals (src/batch/decide-referrals.ts), by `${shopId}:${emailHash}`: those of the e-mails of
+   * the orders in play and of the batch's claims, and every referral of their referrers.
+   */
+  referrals: Map<string, StoredReferral>
+  /** The keyed hash of each normalised e-mail in play (`${shopId}:${email}`), in shops that offer referrals; the load computes them. */
+  referralHashes: Map<string, string>
+  /** Referrer keys (`${shopId}:${customerId}`) whose referrals are all in `referrals`; null when every one is (a state built in memory). */
+  referrersLoaded: Set<string> | null
+}
+
+/** A friend's claim of a referrer's code, and what it has come to (the table referrals, migration 0032). */
+export interface StoredReferral {
+  shopId: number
+  id: string
+  /** The friend's normalised e-mail as a keyed hash (src/loyalty/referrals.ts); never the e-mail. */
+  emailHash: string
+  referrerId: number
+  claimedUs: number
+  /** The referrer's e-mail was the friend's at the claim. */
+  selfByEmail: boolean
+  /** The terms in force at the claim. */
+  terms: ReferralTerms
+  /** The friend's orders, as the webhooks last told them. */
+  orders: FriendOrder[]
+  status: ReferralStatus
+  reason: ReferralReason
+  orderId: number | null
+  /** What the ledger holds of it for the referrer, and for the friend's customer. */
+  referrer: ReferralHolding | null
+  friend: (ReferralHolding & { customerId: number }) | null
+  /** The code of the friend's reward, handed out at the claim; null when none. */
+  friendCode: string | null
+  friendRewardId: number | null
+  updatedUs: number
+  rev: number
 }
 
 /** A reward as a claim needs it; a pool's cursor is guarded by its write (src/write/save.ts). */
@@ -233,6 +271,9 @@ export function emptyState(): BatchState {
     claims: new Map(),
     claimIdem: new Map(),
     imported: new Map(),
+    referrals: new Map(),
+    referralHashes: new Map(),
+    referrersLoaded: null,
   }
 }
 
@@ -305,4 +346,6 @@ export interface Decision {
   tiers?: { shopId: number; customerId: number; from: string | null; to: string | null; eventId: string | null }[]
   /** Expiry warnings appended: each customer's expiry date, once. */
   warnings?: { shopId: number; customerId: number; points: number; expiresUs: number }[]
+  /** Referrals written: each as it ends, with its status before (null for a new claim), for the feed. */
+  referrals?: { referral: StoredReferral; before: StoredReferral['status'] | null }[]
 }

@@ -297,7 +297,7 @@ export interface Columns<Row> {
   types: readonly string[]
 }
 
-function columns<Row>(spec: Record<keyof Row & string, string>): Columns<Row> {
+export function columns<Row>(spec: Record<keyof Row & string, string>): Columns<Row> {
   return { names: Object.keys(spec) as (keyof Row & string)[], types: Object.values(spec) }
 }
 

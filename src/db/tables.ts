@@ -384,6 +384,32 @@ export interface ClaimsTable {
   cancel_available_after: number | null
 }
 
+/** A friend's claim of a referrer's code and what it has come to (migration 0032; src/batch/state.ts StoredReferral). */
+export interface ReferralsTable {
+  shop_id: number
+  email_hash: string
+  id: string
+  referrer_id: number
+  claimed_us: number
+  self_by_email: number
+  /** JSON: the referral terms in force at the claim. */
+  terms: string
+  /** JSON: the friend's orders' facts. */
+  orders: string
+  status: string
+  reason: string
+  order_id: number | null
+  referrer_points: number
+  referrer_available_us: number | null
+  friend_customer_id: number | null
+  friend_points: number
+  friend_available_us: number | null
+  friend_code: string | null
+  friend_reward_id: number | null
+  updated_us: number
+  rev: number
+}
+
 /** A points import of a file into a shop, from its start (migration 0030): unfinished until its last unit is committed. */
 export interface ImportRunsTable {
   id: Generated<number>
@@ -424,6 +450,7 @@ export interface Tables {
   rewards: RewardsTable
   reward_codes: RewardCodesTable
   claims: ClaimsTable
+  referrals: ReferralsTable
   feed: FeedTable
   feed_head: FeedHeadTable
   feed_shop_head: FeedShopHeadTable

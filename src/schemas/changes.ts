@@ -78,6 +78,20 @@ export const RewardChange = Type.Object(
   { additionalProperties: false },
 )
 
+export const ReferralChange = Type.Object(
+  {
+    referral_id: Type.String({ description: 'the referral (a friend’s claim of a referrer’s code)' }),
+    referrer_id: Type.Integer({ description: 'the referring customer' }),
+    status: Type.Union([Type.Literal('pending'), Type.Literal('rewarded'), Type.Literal('refused'), Type.Literal('voided')]),
+    reason: Type.String({ description: 'why it is where it is (docs/program/referrals.md)' }),
+    order_id: Type.Union([Type.Integer(), Type.Null()], { description: "the friend's first order, once there is one" }),
+    points: Type.Integer({ description: "the referrer's points it holds now" }),
+    friend_customer_id: Type.Union([Type.Integer(), Type.Null()], { description: "the customer credited with the friend's points, if any" }),
+    reward_code: Type.Union([Type.String(), Type.Null()], { description: "the friend's reward code, for the shop to make the discount; null when none" }),
+  },
+  { additionalProperties: false, description: "a referral's change; never the friend's e-mail" },
+)
+
 const common = {
   id: Type.String({
     pattern: '^[1-9][0-9]*\\.[1-9][0-9]*$',
@@ -99,6 +113,10 @@ export const ChangeEntry = Type.Union(
     Type.Object({ ...common, type: Type.Literal('tier.changed'), data: TierChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('reward.claimed'), data: RewardChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('reward.cancelled'), data: RewardChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('referral.claimed'), data: ReferralChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('referral.qualified'), data: ReferralChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('referral.rewarded'), data: ReferralChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('referral.voided'), data: ReferralChange }, { additionalProperties: false }),
   ],
   { description: 'one change, in commit order' },
 )
@@ -130,3 +148,4 @@ export type FeedEntry =
   | { shopId: number; type: 'tier.changed'; data: Static<typeof TierChange> }
   | { shopId: number; type: 'reward.claimed'; data: Static<typeof RewardChange> }
   | { shopId: number; type: 'reward.cancelled'; data: Static<typeof RewardChange> }
+  | { shopId: number; type: 'referral.claimed' | 'referral.qualified' | 'referral.rewarded' | 'referral.voided'; data: Static<typeof ReferralChange> }

@@ -1,10 +1,12 @@
 import { CompiledQuery, type Selectable } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
-import { isCommand, type BatchItem } from '../batch/commands.ts'
+import { isCommand, type BatchItem, type ReferralClaimCommand } from '../batch/commands.ts'
 import { MAX_US, MIN_US, noNeeds, retaggedSpans, type Needs } from '../batch/decide-loyalty.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
 import { programLockKey } from '../db/lock-keys.ts'
-import { longestWindowUs, parseProgram, tagSetOf, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
+import { longestWindowUs, offersReferrals, optionsAt, parseProgram, tagSetOf, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
+import { normalizeEmail } from '../loyalty/referrals.ts'
+import { storedReferral } from '../db/referral-rows.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
 import { parseStoredEntries, storedAdjustment } from '../db/redemption-rows.ts'
 import { storedClaim, storedReward } from '../db/claim-rows.ts'
@@ -53,7 +55,12 @@ interface ShopNeeds {
   claimIdem: Set<string>
   /** Customers an import names: what they hold of imports is loaded. */
   imports: Set<number>
+  /** Referral claims: the friend's orders stored before them are loaded, and their referrers' referrals. */
+  referralClaims: ReferralClaimCommand[]
 }
+
+/** The keyed hash of a normalised e-mail in a shop (src/keys/referral-keys.ts); absent, referrals are not decided. */
+export type EmailHasher = (shopId: number, normalizedEmail: string) => string
 
 /** A lookup with no keys: a query that reads nothing (rare paths of a round). */
 const NOTHING = CompiledQuery.raw('SELECT 1 WHERE 1 = 0', [])
@@ -82,6 +89,7 @@ const emptyNeeds = (): ShopNeeds => ({
   claimIds: new Set(),
   claimIdem: new Set(),
   imports: new Set(),
+  referralClaims: [],
 })
 
 function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
@@ -107,6 +115,11 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
         if (w.idemKey !== null) n.claimIdem.add(w.idemKey)
       }
       if (w.command === 'import') n.imports.add(w.customerId)
+      if (w.command === 'referral-claim') {
+        n.referralClaims.push(w)
+        // Locked as an order's e-mail is: an order sent with it waits for the claim, or the claim for it.
+        w.emails.forEach((e) => n.emails.add(e))
+      }
       continue
     }
     // Rejected webhooks name a customer too: their bodies are redacted if that customer is erased.
@@ -179,8 +192,10 @@ export async function loadBatch(
   asLoaded?: AsLoaded,
   more: Needs = noNeeds(),
   nowUs: number | null = null,
+  hashEmail: EmailHasher | null = null,
 ): Promise<BatchState> {
   const state = emptyState()
+  state.referrersLoaded = new Set()
   state.earningsRanges = new Map()
   state.erasedEmailsKnown = new Set()
   state.poolsLoadedToEnd = new Set()
@@ -200,7 +215,7 @@ export async function loadBatch(
       const n = shop(shopId)
       n.rewards.set(id, Math.max(n.rewards.get(id) ?? 0, count))
     }
-  for (const [shopId, n] of shops) await loadShop(backend, s, state, shopId, n, locked, asLoaded, nowUs)
+  for (const [shopId, n] of shops) await loadShop(backend, s, state, shopId, n, locked, asLoaded, nowUs, hashEmail)
   return state
 }
 
@@ -213,6 +228,7 @@ async function loadShop(
   locked: ReadonlySet<string> | null,
   asLoaded: AsLoaded | undefined,
   nowUs: number | null,
+  hashEmail: EmailHasher | null,
 ): Promise<void> {
   const q = statementsOf(backend)
   const loadedCustomers = new Set<number>()
@@ -366,6 +382,29 @@ async function loadShop(
   // The earnings the tiers are decided from: every customer in play, around each order's instant and now.
   const ranges = usesHistory(program) || n.earnings.size > 0 ? earningRanges(state, shopId, n, program, nowUs) : []
 
+  // Referrals, only in a shop whose program offers them (or ever did), and only on the write path.
+  if (hashEmail !== null && locked !== null && offersReferrals(program)) {
+    if (n.referralClaims.length > 0) {
+      // The friend's orders stored before the claim: sent with its e-mail, or by a customer with it.
+      const claimEmails = [...new Set(n.referralClaims.flatMap((c) => c.emails))]
+      const owners = [...state.customers.values()].filter((c) => c.shopId === shopId && claimEmails.includes(lower(c.record.email) ?? ''))
+      const [sent, placed] = await s.runMany([
+        q.ordersByEmail(shopId, claimEmails),
+        q.ordersByCustomer(
+          shopId,
+          owners.map((c) => c.record.id),
+        ),
+      ] as const)
+      addOrders(sent)
+      addOrders(placed)
+      for (const c of n.referralClaims) {
+        const reward = optionsAt(program, c.atUs).referral?.friend_reward
+        if (reward != null) n.rewards.set(reward, n.rewards.get(reward) ?? 0)
+      }
+    }
+    await loadReferrals(backend, s, state, shopId, n, locked, hashEmail)
+  }
+
   // What claims and imports name: read as it is committed (a dry run of an import decides from it too).
   await loadRewards(backend, s, state, shopId, n)
   // Reads lock nothing and decide nothing: they need no balances, and read the earnings as they are.
@@ -436,6 +475,49 @@ function addEarnings(state: BatchState, shopId: number, rows: readonly EarningRe
     })
   }
   for (const [id, rs] of ranges) state.earningsRanges!.set(keyOf(shopId, id), rs)
+}
+
+/**
+ * The referrals a batch may change: the keyed hash of every e-mail of the shop's orders and
+ * customers in play (the webhooks' and the stored), the referrals of those hashes and of the
+ * batch's claims, then every referral of their referrers (the monthly cap decides them together),
+ * whose customers are try-locked first, as further orders are.
+ */
+async function loadReferrals(
+  backend: Backend,
+  s: Session,
+  state: BatchState,
+  shopId: number,
+  n: ShopNeeds,
+  locked: ReadonlySet<string>,
+  hashEmail: EmailHasher,
+): Promise<void> {
+  const q = statementsOf(backend)
+  const emails = new Set<string>()
+  const note = (email: string | null | undefined) => {
+    const normalized = normalizeEmail(email)
+    if (normalized !== null) emails.add(normalized)
+  }
+  for (const o of state.orders.values()) if (o.shopId === shopId) note(o.record.email)
+  for (const c of state.customers.values()) if (c.shopId === shopId) note(c.record.email)
+  for (const e of [...n.emails, ...n.claimEmails]) note(e)
+  for (const p of n.patches) note(p.fields.email)
+  const hashes = new Set(n.referralClaims.map((c) => c.emailHash))
+  for (const email of emails) {
+    const hash = hashEmail(shopId, email)
+    state.referralHashes.set(keyOf(shopId, email), hash)
+    hashes.add(hash)
+  }
+  const found = await s.run(q.referralsByHash(shopId, [...hashes]))
+  const referrers = new Set([...found.map((r) => Number(r.referrer_id)), ...n.referralClaims.map((c) => c.customerId)])
+  if (referrers.size === 0) return
+  const unlocked = [...referrers].map((id) => `${shopId}:c:${id}`).filter((key) => !locked.has(key))
+  if (unlocked.length > 0 && !(await backend.tryLockKeys(s, unlocked))) throw new LocksBusy(unlocked)
+  // Read again under the referrers' locks: the rows of the hashes are among them.
+  for (const row of await s.run(q.referralsByReferrer(shopId, [...referrers]))) {
+    state.referrals.set(keyOf(shopId, row.email_hash), storedReferral(shopId, row))
+  }
+  for (const id of referrers) state.referrersLoaded!.add(keyOf(shopId, id))
 }
 
 /**

@@ -6,6 +6,7 @@ import type { FeedRowInput } from './statement-factory.ts'
 import type { Backend, Session } from '../db/dialect.ts'
 import { adjustmentRow, redemptionRow } from '../db/redemption-rows.ts'
 import { claimRow } from '../db/claim-rows.ts'
+import { REFERRAL_COLUMNS, referralRow } from '../db/referral-rows.ts'
 import {
   ADJUSTMENT_COLUMNS,
   CLAIM_COLUMNS,
@@ -129,6 +130,8 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     }),
     write('claims', q.insertClaims((d.claims ?? []).map((c) => valuesOf(CLAIM_COLUMNS, claimRow(c)))), d.claims?.length ?? 0),
     ...(d.claimCancels ?? []).map((c) => write('claims', [q.cancelClaim(c.shopId, [c.id], [c.cancelledUs, c.cancelAvailableAfter])], 1)),
+    // A referral another batch wrote since this one loaded it: run again.
+    write('referrals', q.upsertReferrals((d.referrals ?? []).map((r) => valuesOf(REFERRAL_COLUMNS, referralRow(r.referral)))), d.referrals?.length ?? 0),
     // A pool another batch handed codes out of since this one loaded it: run again.
     ...(d.pools ?? []).map((r) => write('rewards', [q.movePoolCursor([r.codeCursor, r.codesIssued, r.codesPassed, r.id, r.loadedCursor])], 1)),
     // Last: the feed's head, whose lock orders the commits, is held from here to the commit.

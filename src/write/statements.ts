@@ -11,7 +11,8 @@ import {
   CLAIM_COLUMNS,
   type LedgerRow,
 } from '../db/rows.ts'
-import type { CustomersTable, OrdersTable, RedemptionsTable, AdjustmentsTable, ClaimsTable, RewardsTable } from '../db/tables.ts'
+import type { CustomersTable, OrdersTable, RedemptionsTable, AdjustmentsTable, ClaimsTable, RewardsTable, ReferralsTable } from '../db/tables.ts'
+import { REFERRAL_COLUMNS } from '../db/referral-rows.ts'
 import type { Selectable } from 'kysely'
 
 // Every statement of the write path, built once per backend from its dialect's factory. The
@@ -154,6 +155,17 @@ export function batchStatements(f: StatementFactory) {
       select: 't.customer_id, t.available_us, sum(t.points) AS points',
       where: "AND reason = 'import'",
       groupBy: 't.customer_id, t.available_us',
+    }),
+
+    /** Referrals by the hash of the friend's e-mail (their primary key), and by referrer (referrals_referrer): only in shops that offer referrals. */
+    referralsByHash: f.lookup<Selectable<ReferralsTable>>({ table: 'referrals', columns: '*', column: 'email_hash', keyType: 'text' }),
+    referralsByReferrer: f.lookup<Selectable<ReferralsTable>>({ table: 'referrals', columns: '*', column: 'referrer_id', keyType: 'bigint' }),
+    /** A referral written only at the revision the batch loaded, as customers are. */
+    upsertReferrals: f.insert({
+      table: 'referrals',
+      columns: REFERRAL_COLUMNS.names,
+      types: REFERRAL_COLUMNS.types,
+      conflict: `ON CONFLICT (email_hash, shop_id) DO UPDATE SET ${excludedSet(REFERRAL_COLUMNS.names, ['shop_id', 'email_hash', 'id', 'referrer_id', 'claimed_us'])} WHERE referrals.rev = excluded.rev - 1 RETURNING 1`,
     }),
 
     upsertCustomers: upsert('customers', CUSTOMER_COLUMNS.names, CUSTOMER_COLUMNS.types),

@@ -5,7 +5,7 @@ import { decideBatch, outcomesOf } from '../batch/decide.ts'
 import { mergeNeeds, NeedMore, noNeeds, type Needs } from '../batch/decide-loyalty.ts'
 import type { BatchState, Decision } from '../batch/state.ts'
 import type { Outcome } from '../domain/webhook.ts'
-import { loadBatch, lockKeysOf, LocksBusy, type AsLoaded } from './load.ts'
+import { loadBatch, lockKeysOf, LocksBusy, type AsLoaded, type EmailHasher } from './load.ts'
 import { writeDecision } from './save.ts'
 import type { DbCalls } from '../db/db-calls.ts'
 import { programLockKey } from '../db/lock-keys.ts'
@@ -29,6 +29,8 @@ export interface Unit {
   settle?: ReadonlyMap<number, readonly number[]>
   /** Keys locked besides those the items name (a rebuild's orders). */
   keys?: readonly string[]
+  /** The keyed hash of e-mails (src/keys/referral-keys.ts): without it, referrals are left as they are. */
+  hashEmail?: EmailHasher
 }
 
 export interface Committed {
@@ -60,7 +62,7 @@ export function loadUnit(
   more?: Needs,
   nowUs: number | null = null,
 ): Promise<BatchState> {
-  return loadBatch(backend, s, unit.items, unit.settle ?? new Map(), locked, asLoaded, more, nowUs)
+  return loadBatch(backend, s, unit.items, unit.settle ?? new Map(), locked, asLoaded, more, nowUs, unit.hashEmail ?? null)
 }
 
 /** Times the decider may ask for more of the stored state before the unit fails: each ask reaches further. */
@@ -92,7 +94,10 @@ async function decideIn(backend: Backend, s: Session, unit: Unit, locked: Readon
 }
 
 /** A unit's parts, for trying each alone: every item by itself, and the orders it settles together. */
-const partsOf = (unit: Unit): Unit[] => [...unit.items.map((item) => ({ items: [item] })), ...(unit.settle?.size ? [{ items: [], settle: unit.settle }] : [])]
+const partsOf = (unit: Unit): Unit[] => [
+  ...unit.items.map((item) => ({ items: [item], hashEmail: unit.hashEmail })),
+  ...(unit.settle?.size ? [{ items: [], settle: unit.settle, hashEmail: unit.hashEmail }] : []),
+]
 
 /**
  * Commits a unit of work at `atUs` (the time balances are settled at). A conflict with a
@@ -139,9 +144,13 @@ export async function commitUnit(backend: Backend, unit: Unit, atUs: number, clo
 }
 
 /** Commits the writer's batches, each a unit of work (commitUnit); after one that erased personal data, the backend is told. */
-export function batchApplier(backend: Backend, clock: Clock): (batch: readonly BatchItem[], atUs: number, calls?: DbCalls) => Promise<BatchResult[]> {
+export function batchApplier(
+  backend: Backend,
+  clock: Clock,
+  hashEmail?: EmailHasher,
+): (batch: readonly BatchItem[], atUs: number, calls?: DbCalls) => Promise<BatchResult[]> {
   return async (batch, atUs, calls) => {
-    const { results } = await commitUnit(backend, { items: batch }, atUs, clock, calls)
+    const { results } = await commitUnit(backend, { items: batch, hashEmail }, atUs, clock, calls)
     if (batch.some((w) => !isCommand(w) && w.topic === 'customer/hook_deleted' && w.change !== null)) backend.afterErasure()
     return results
   }

@@ -7,6 +7,7 @@ import { pruneEventsTimed } from '../../repos/prune.ts'
 import { touchKeysQuery } from '../../repos/keys-repo.ts'
 import { RewardsNeedTiers, writeRuleIn, type RuleWrite } from '../../repos/rule-repo.ts'
 import { decodeBatch, type BatchMessage } from './writer-message.ts'
+import { lazyReferralKeys } from '../../keys/referral-keys.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync
 // (synchronous=FULL) blocks this thread, never the event loop that parses
@@ -26,7 +27,9 @@ const backend = openSqlite(workerData.path as string)
 // system's (only its stamps on rows written and its durations are read here; a batch's time comes
 // with the batch).
 const clock = systemClock()
-const apply = batchApplier(backend, clock)
+// Referrals hash e-mails under a key derived from the server's (src/keys/referral-keys.ts), read when first needed.
+const secrets = workerData.secrets as { SECRETS_KEY: string; SECRETS_KEY_FILE: string } | undefined
+const apply = batchApplier(backend, clock, secrets && lazyReferralKeys(secrets).hashEmail)
 
 parentPort!.on('message', async (message: Message) => {
   if ('close' in message) {

@@ -37,10 +37,10 @@ export interface SqliteBatchWriter extends BatchWriter {
 }
 
 /** Applies batches on a writer thread with its own connection to the SQLite file; their statements are added to `calls`. */
-export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWriter {
+export function startSqliteWriter(path: string, calls?: DbCalls, secrets?: { SECRETS_KEY: string; SECRETS_KEY_FILE: string }): SqliteBatchWriter {
   // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry runs the fresh build or registers tsx.
   const entry = import.meta.url.endsWith('.ts') ? './writer-entry.js' : './writer-thread.js'
-  const worker = new Worker(new URL(entry, import.meta.url), { workerData: { path } })
+  const worker = new Worker(new URL(entry, import.meta.url), { workerData: { path, secrets } })
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 0
   let ready = false

@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { parseProgram } from '../loyalty/program.ts'
+import { normalizeRule } from '../loyalty/rule.ts'
+import { referralEmailHash } from '../loyalty/referrals.ts'
+import type { OrderBody } from '../schemas/webhooks.ts'
+import { customerHook, DeciderSpecification, orderHook } from '../../test/support/decider.ts'
+import type { ReferralClaimCommand } from './commands.ts'
+import { emptyState, keyOf, type BatchState, type Decision } from './state.ts'
+
+// Refer a friend in the decider, given/when/then with no database: a claim becomes a referral,
+// the friend's first order rewards the referrer, a refund or a late earlier order takes it back
+// with entries appended, and the feed says so without the friend's e-mail
+// (src/batch/decide-referrals.ts).
+
+const DAY_MS = 86_400_000
+const T0 = Date.UTC(2024, 4, 1, 10)
+const at = (day: number) => new Date(T0 + day * DAY_MS).toISOString()
+const us = (day: number) => (T0 + day * DAY_MS) * 1000
+const KEY = Buffer.alloc(32, 3)
+const EMAILS = ['ada@example.com', 'bo@example.com', 'cy@example.com']
+const hash = (email: string) => referralEmailHash(KEY, 1, email)
+
+/** Shop 1 with referrals since ever (500 points, 14 days, from 50.00), and the hashes a load would compute. */
+function shop(options: object = {}): () => BatchState {
+  return () => {
+    const state = emptyState()
+    const rule = normalizeRule({ pending_days: 0, referral_points: 500, referral_min_subtotal: '50.00', referral_days: 14, ...options })
+    state.rules.set(1, { rule, version: 1 })
+    state.programs.set(1, parseProgram(null, rule))
+    for (const e of EMAILS) state.referralHashes.set(keyOf(1, e), hash(e))
+    return state
+  }
+}
+
+const claim = (email: string, day: number, referrerId = 1, id = `r-${email.slice(0, 2)}`): ReferralClaimCommand => ({
+  command: 'referral-claim',
+  shopId: 1,
+  customerId: referrerId,
+  referralId: id,
+  emailHash: hash(email),
+  emails: [email],
+  random: 'ABCDEFGHJKLMN',
+  atUs: us(day),
+})
+const order = (id: number, day: number, extra: Partial<OrderBody> = {}) =>
+  orderHook({ id, email: 'bo@example.com', currency: 'EUR', subtotal: '80.00', is_paid: true, processed_at: at(day), updated_at: at(day + 0.5), ...extra })
+const ada = customerHook({ id: 1, email: 'ada@example.com' })
+const referralEntries = (d: Decision) => d.ledger.filter((e) => e.orderId === null).map((e) => [e.customerId, e.points, e.reason])
+const feed = (d: Decision) => d.feed.filter((e) => e.type.startsWith('referral.')).map((e) => [e.type, (e.data as { reason: string }).reason])
+
+describe('a claim and the friend’s first order', () => {
+  test('given a claim, when the friend’s first order is paid, then the referrer’s points and referral.qualified/rewarded', () => {
+    DeciderSpecification.for(shop())
+      .given([ada], [claim('bo@example.com', 0)])
+      .when([order(10, 2)])
+      .then((d, state) => {
+        assert.deepEqual(referralEntries(d), [[1, 500, 'referral']])
+        assert.deepEqual(feed(d), [
+          ['referral.qualified', 'rewarded'],
+          ['referral.rewarded', 'rewarded'],
+        ])
+        assert.equal(state.referrals.get(keyOf(1, hash('bo@example.com')))?.status, 'rewarded')
+        assert.doesNotMatch(JSON.stringify(d.feed), /bo@example|example\.com/)
+      })
+  })
+
+  test('given the order first and the claim after it (a claim after the order), then refused: not a first order', () => {
+    DeciderSpecification.for(shop())
+      .given([ada], [order(10, 0)])
+      .when([claim('bo@example.com', 1)])
+      .then((d) => {
+        assert.deepEqual(d.commands[0], {
+          status: 'referral-claimed',
+          referral: { referral_id: 'r-bo', status: 'refused', reason: 'not_first_order', reward_code: null, pending_points: null },
+          replayed: false,
+        })
+        assert.deepEqual(referralEntries(d), [])
+      })
+  })
+
+  test('given a rewarded referral, when the order is refunded, then the points are taken back as reversed_refund', () => {
+    DeciderSpecification.for(shop())
+      .given([ada], [claim('bo@example.com', 0)], [order(10, 2)])
+      .when([order(10, 2, { is_refunded: true, updated_at: at(3) })])
+      .then((d) => {
+        assert.deepEqual(referralEntries(d), [[1, -500, 'reversed_refund']])
+        assert.deepEqual(feed(d), [['referral.voided', 'refunded']])
+      })
+  })
+
+  test('given a rewarded referral, when an earlier order of the friend arrives late, then a correction entry, never a rewrite', () => {
+    DeciderSpecification.for(shop())
+      .given([ada], [claim('bo@example.com', 0)], [order(10, 2)])
+      .when([order(9, 1, { subtotal: '10.00' })])
+      .then((d, state) => {
+        assert.deepEqual(referralEntries(d), [[1, -500, 'adjusted']])
+        assert.equal(state.referrals.get(keyOf(1, hash('bo@example.com')))?.reason, 'below_minimum')
+      })
+  })
+
+  test('given the referrer’s own e-mail with a +tag and another case, then refused as a self-referral', () => {
+    DeciderSpecification.for(shop())
+      .given([ada])
+      .when([{ ...claim('ada@example.com', 0), emails: ['ada+friend@example.com', 'ada@example.com'] }])
+      .then((d) => assert.equal((d.commands[0] as { referral: { reason: string } }).referral.reason, 'self_referral'))
+  })
+
+  test('given a cap of 1 a month, when two friends’ first orders come, then one is rewarded; the other when the first is refunded', () => {
+    const cy = (id: number, day: number, extra: Partial<OrderBody> = {}) => order(id, day, { email: 'cy@example.com', ...extra })
+    const given = DeciderSpecification.for(shop({ referral_cap_per_month: 1 })).given(
+      [ada],
+      [claim('bo@example.com', 0), claim('cy@example.com', 0)],
+      [cy(20, 3)],
+      [order(10, 2)],
+    )
+    assert.equal(given.state.referrals.get(keyOf(1, hash('bo@example.com')))?.status, 'rewarded')
+    assert.equal(given.state.referrals.get(keyOf(1, hash('cy@example.com')))?.reason, 'cap_reached')
+    given.when([order(10, 2, { is_refunded: true, updated_at: at(4) })]).then((d, state) => {
+      assert.deepEqual(referralEntries(d).sort(), [
+        [1, -500, 'reversed_refund'],
+        [1, 500, 'referral'],
+      ])
+      assert.equal(state.referrals.get(keyOf(1, hash('cy@example.com')))?.status, 'rewarded')
+    })
+  })
+
+  test('given a claim of an e-mail another referrer claimed, then refused, and the first referral stays', () => {
+    DeciderSpecification.for(shop())
+      .given([ada, customerHook({ id: 2, email: 'cy@example.com' })], [claim('bo@example.com', 0)])
+      .when([claim('bo@example.com', 1, 2, 'other')])
+      .then((d) => assert.deepEqual(d.commands[0], { status: 'referral-refused', reason: 'already-referred', detail: 'this e-mail was referred already' }))
+  })
+
+  test('given a shop without referrals, then a claim is refused and orders decide nothing of referrals', () => {
+    DeciderSpecification.for(() => emptyState())
+      .given([ada])
+      .when([claim('bo@example.com', 0), order(10, 2)])
+      .then((d) => {
+        assert.deepEqual(d.commands[0], { status: 'referral-refused', reason: 'no-program', detail: 'the shop offers no referrals' })
+        assert.equal(d.referrals, undefined)
+      })
+  })
+})
