@@ -12,7 +12,17 @@ import { customerClaims, shopRewards } from '../repos/rewards-repo.ts'
 import { problemResponses, type ProblemStatus } from '../schemas/problems.ts'
 import { PointsQuery } from '../schemas/resources.ts'
 import { ClaimList, ClaimsQuery, ClaimView } from '../schemas/rewards.ts'
-import { HistoryView, MeView, StorefrontRewardList, StorefrontRewardParams } from '../schemas/storefront.ts'
+import {
+  HistoryView,
+  MeView,
+  ReferralClaimAnswer,
+  ReferralClaimBody,
+  ReferralCodeParams,
+  ReferralCodeView,
+  StorefrontRewardList,
+  StorefrontRewardParams,
+} from '../schemas/storefront.ts'
+import { claimReferral } from './referrals.ts'
 import type { Services } from '../services.ts'
 import { pointsSummary } from './points.ts'
 import { readAnswer } from './resources.ts'
@@ -109,7 +119,7 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
     }
   })
 
-  const paths = ['/me', '/me/history', '/me/claims', '/rewards', '/rewards/:id/claim']
+  const paths = ['/me', '/me/history', '/me/claims', '/rewards', '/rewards/:id/claim', '/me/referral', '/referrals/:code/claim']
   for (const path of paths) {
     app.options(
       `${STOREFRONT_PREFIX}${path}`,
@@ -287,6 +297,71 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
       if (idemKey === null) return sendProblem(reply, problem('malformed-request', 'a storefront claim needs an Idempotency-Key header (a new UUID per claim)'))
       return claimReward(services, reply, { shopId, customerId: customerId!, rewardId, idemKey })
     },
+  )
+
+  app.get(
+    `${STOREFRONT_PREFIX}/me/referral`,
+    {
+      onRequest: signedIn,
+      schema: {
+        summary: "The signed-in customer's referral code, for the link they share",
+        operationId: 'storefrontReferralCode',
+        tags,
+        security,
+        response: { 200: readAnswer('The referral code', ReferralCodeView), ...STOREFRONT_PROBLEMS() },
+      },
+    },
+    async (request) => {
+      const { shopId, customerId } = request.storefront
+      await customerOf(request)
+      return { code: services.referralKeys.codeOf(shopId, customerId!) }
+    },
+  )
+
+  // A friend has no token: the key alone, and a limit per address of its own, over an hour.
+  const claimsPerAddress =
+    config.REFERRAL_CLAIMS_PER_IP === 0
+      ? []
+      : (() => {
+          const count = scope.createRateLimit({ max: config.REFERRAL_CLAIMS_PER_IP, timeWindow: 3_600_000, keyGenerator: (r) => `referral-claim:${r.ip}` })
+          return [
+            async (request: FastifyRequest) => {
+              const counted = await count(request)
+              if (counted.isAllowed || !counted.isExceeded) return
+              metrics.rateLimited.inc({ shop: 'storefront' })
+              throw new ProblemError(
+                problem(
+                  'rate-limited',
+                  `this address may make ${config.REFERRAL_CLAIMS_PER_IP} referral claims per hour; retry after the delay in Retry-After`,
+                ),
+                { 'retry-after': String(Math.max(1, Math.ceil(counted.ttl / 1000))) },
+              )
+            },
+          ]
+        })()
+  app.post(
+    `${STOREFRONT_PREFIX}/referrals/:code/claim`,
+    {
+      onRequest: [...keyed, ...claimsPerAddress],
+      bodyLimit: CLAIM_BODY_LIMIT,
+      schema: {
+        summary: "A friend claims a referrer's code with their e-mail: their reward code, or the points their first order will add",
+        operationId: 'storefrontReferralClaim',
+        description:
+          'The publishable key alone, no customer token. The e-mail is kept only as a keyed hash of its normalised form. 201 the first time; ' +
+          '200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour).',
+        tags,
+        security: [{ storefrontKey: [] }],
+        params: ReferralCodeParams,
+        body: ReferralClaimBody,
+        response: {
+          200: readAnswer('The referral this e-mail made with this code before, answered again', ReferralClaimAnswer),
+          201: readAnswer('The referral, made', ReferralClaimAnswer),
+          ...storefrontProblems(400, 401, 403, 404, 408, 409, 413, 415, 417, 422, 429, 431, 503),
+        },
+      },
+    },
+    async (request, reply) => claimReferral(services, reply, request.storefront.shopId, request.params.code, request.body.email),
   )
 
   app.get(

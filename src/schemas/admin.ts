@@ -305,3 +305,44 @@ export function adminProblems(...statuses: ProblemStatus[]): Record<number, obje
 
 /** What every admin route may answer besides its 2xx. */
 export const ADMIN_PROBLEMS = (...more: ProblemStatus[]) => adminProblems(400, 401, 403, 408, 417, 431, 503, ...more)
+
+/** A referral as the console shows it (docs/program/referrals.md): never the friend's e-mail. */
+export const AdminReferralView = Type.Object(
+  {
+    referral_id: Type.String(),
+    referrer_id: Type.Integer(),
+    claimed_at: Type.String(),
+    status: Type.Union([Type.Literal('pending'), Type.Literal('rewarded'), Type.Literal('refused'), Type.Literal('voided')]),
+    reason: Type.String({
+      description:
+        'why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, too_late, cap_reached, refunded or cancelled',
+    }),
+    order_id: Type.Union([Type.Integer(), Type.Null()], { description: "the friend's first order, once there is one" }),
+    referrer_points: Type.Integer({ description: 'the points the referrer holds of it' }),
+    friend_customer_id: Type.Union([Type.Integer(), Type.Null()], { description: "the customer credited with the friend's points" }),
+    friend_points: Type.Integer(),
+    reward_code: Type.Union([Type.String(), Type.Null()], { description: "the friend's reward code" }),
+    updated_at: Type.String(),
+  },
+  { additionalProperties: false },
+)
+
+export const AdminReferralList = Type.Object(
+  { items: Type.Array(AdminReferralView), next_cursor: Type.Union([Type.String(), Type.Null()]) },
+  { additionalProperties: false },
+)
+
+export const ReferralsQuery = Type.Object({
+  limit: Limit,
+  cursor: Cursor,
+  status: Type.Optional(Type.Literal('refused', { description: 'refused: only the refused ones, for review' })),
+})
+
+export const CustomerReferralView = Type.Object(
+  {
+    customer_id: Type.Integer(),
+    code: Type.String({ description: "the customer's referral code, stable" }),
+    referrals: Type.Array(AdminReferralView, { description: 'their referrals, newest first' }),
+  },
+  { additionalProperties: false },
+)

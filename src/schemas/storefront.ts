@@ -59,3 +59,35 @@ export const StorefrontRewardList = Type.Object(
 )
 
 export const StorefrontRewardParams = Type.Object({ id: Type.String({ description: "the reward's id" }) })
+
+/** The signed-in customer's referral code (docs/program/referrals.md). */
+export const ReferralCodeView = Type.Object(
+  { code: Type.String({ pattern: '^[a-z2-7]{26}$', description: "the customer's referral code: stable, and not to be guessed from another's" }) },
+  { additionalProperties: false },
+)
+
+export const ReferralCodeParams = Type.Object({ code: Type.String({ maxLength: 64, description: "a referrer's code" }) })
+
+export const ReferralClaimBody = Type.Object(
+  {
+    email: Type.String({
+      minLength: 3,
+      maxLength: 254,
+      pattern: '^[^@\\s]+@[^@\\s]+$',
+      description: "the friend's e-mail: kept only as a keyed hash of its normalised form (lower case, without a +tag)",
+    }),
+  },
+  { additionalProperties: false },
+)
+
+export const ReferralClaimAnswer = Type.Object(
+  {
+    referral_id: Type.String(),
+    status: Type.Union([Type.Literal('pending'), Type.Literal('rewarded'), Type.Literal('voided')], {
+      description: "pending until the friend's first order qualifies it",
+    }),
+    reward_code: Type.Union([Type.String(), Type.Null()], { description: "the friend's reward code, for their first order; null when the shop gives points" }),
+    pending_points: Type.Union([Type.Integer(), Type.Null()], { description: 'the points the first order adds, when it qualifies; null when a code is given' }),
+  },
+  { additionalProperties: false },
+)

@@ -14,6 +14,7 @@ import { ruleRoutes } from './rule.ts'
 import { reportRoutes } from './reports.ts'
 import { rewardRoutes } from './rewards.ts'
 import { importRoutes } from './imports.ts'
+import { referralRoutes } from './referrals.ts'
 import { sessionRoutes } from './session.ts'
 import { shopRoutes } from './shops.ts'
 import { streamRoutes } from './stream.ts'
@@ -39,4 +40,5 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await reportRoutes(app, ctx)
   await rewardRoutes(app, ctx)
   await importRoutes(app, ctx)
+  await referralRoutes(app, ctx)
 }
