@@ -15,6 +15,16 @@ import { writeRule } from '../../src/repos/rule-repo.ts'
 import { formatInstant } from '../../src/domain/time.ts'
 import type { CustomerBody, OrderBody } from '../../src/schemas/webhooks.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
+import { sql } from 'kysely'
+import {
+  claimCommand,
+  expectedReferrals,
+  orderBodies,
+  outcomeRows,
+  REFERRERS,
+  referralScenarioArb,
+  type ReferralScenario,
+} from '../support/referral-scenarios.ts'
 
 // The issue's property: any interleaving and duplication of a set of customer, delete and
 // order webhooks ends in the same state as applying them in their true order, and that
@@ -742,6 +752,68 @@ forEachDatabase((kind) => {
     await fc.assert(
       fc.asyncProperty(scenarioArb, (scenario) => check(scenario, false)),
       { numRuns: RUNS, includeErrorInReport: true, examples: [...FOUND, ...IMPORTED].map((s) => [s]) },
+    )
+  })
+
+  // Referrals (docs/program/referrals.md): a random referral program's claims and the friends'
+  // orders, refunds and cancels, in true order and shuffled (one at a time, or all at once), end
+  // in the same referrals and points, and those are what the pure rules say (test/support/referral-scenarios.ts).
+  async function checkReferrals(scenario: ReferralScenario, shuffleSeed: number, concurrent: boolean) {
+    type Item = { claim: (typeof scenario.claims)[number] } | { body: object; atUs: number; order: number }
+    const items: Item[] = [
+      ...scenario.claims.map((claim) => ({ claim })),
+      ...scenario.orders.flatMap((o) =>
+        orderBodies(o).map((body, i) => ({ body, atUs: i === 0 ? o.processedUs : Number.MAX_SAFE_INTEGER - o.id, order: o.id })),
+      ),
+    ]
+    const instant = (item: Item) => ('claim' in item ? item.claim.atUs : item.atUs)
+    const sequence = [...items].sort((a, b) => instant(a) - instant(b))
+    let state = shuffleSeed >>> 0 || 1
+    const random = () => ((state = (state * 1103515245 + 12345) >>> 0), state / 2 ** 32)
+    const shuffled = sequence
+      .map((item) => ({ item, k: random() }))
+      .sort((a, b) => a.k - b.k)
+      .map(({ item }) => item)
+    const context = `\nprogram: ${JSON.stringify(scenario.program)}\nclaims: ${JSON.stringify(scenario.claims)}\norders: ${JSON.stringify(scenario.orders)}\nshuffled: ${JSON.stringify(shuffled)}\n`
+    const { services } = t.app
+    const run = async (order: Item[], all: boolean) => {
+      const shop = await freshShop(scenario.program)
+      for (const [id, email] of Object.entries(REFERRERS))
+        assert.equal((await t.post(CUSTOMER_CREATED, { id: Number(id), email }, { key: shop.key })).statusCode, 200)
+      const apply = async (item: Item) => {
+        if ('claim' in item) {
+          const outcome = await services.writer.submit(claimCommand(shop.shopId, item.claim, services.referralKeys.hashEmail, services.newId()))
+          assert.equal((outcome as { status: string }).status, 'referral-claimed', `${JSON.stringify(outcome)}${context}`)
+        } else {
+          const res = await t.post(ORDER_CREATED, item.body, { key: shop.key })
+          assert.equal(res.statusCode, 200, `${res.body}${context}`)
+        }
+      }
+      if (all) await Promise.all(order.map(apply))
+      else for (const item of order) await apply(item)
+      const rows = await sql<Parameters<typeof outcomeRows>[0][number]>`SELECT * FROM referrals WHERE shop_id = ${shop.shopId}`.execute(services.backend.db)
+      const held: Record<number, number> = {}
+      for (const id of [1, 2, 50, 51, 52, 53]) {
+        const res = await t.get(`/v3/customers/${id}/points?limit=1`, shop.key)
+        held[id] = res.statusCode === 200 ? res.json().available + res.json().pending : 0
+      }
+      return { referrals: outcomeRows(rows.rows), held }
+    }
+    const expected = expectedReferrals(scenario)
+    const inOrder = await run(sequence, false)
+    assert.deepEqual(inOrder.referrals, expected, `true order vs the pure rules${context}`)
+    for (const id of [1, 2]) {
+      const want = expected.filter((r) => r.referrer === id).reduce((sum, r) => sum + r.referrerPoints, 0)
+      assert.equal(inOrder.held[id], want, `referrer ${id}'s points${context}`)
+    }
+    const other = await run(shuffled, concurrent)
+    assert.deepEqual(other, inOrder, `shuffled${concurrent ? ' (all at once)' : ''} vs true order${context}`)
+  }
+
+  test('property: referrals (claims, first orders, late earlier orders, refunds, caps) converge in any order, to the pure rules', async () => {
+    await fc.assert(
+      fc.asyncProperty(referralScenarioArb, fc.integer(), fc.boolean(), (scenario, seed, concurrent) => checkReferrals(scenario, seed, concurrent)),
+      { numRuns: runs(40), includeErrorInReport: true },
     )
   })
 
