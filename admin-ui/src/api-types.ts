@@ -67,6 +67,75 @@ export interface paths {
      */
     post: operations["cancelClaim"];
   };
+  "/v3/storefront/me": {
+    /** The signed-in customer's points, tier and what expires soon */
+    get: operations["storefrontMe"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightMe"];
+  };
+  "/v3/storefront/me/history": {
+    /** The signed-in customer's points history, newest first */
+    get: operations["storefrontHistory"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightMeHistory"];
+  };
+  "/v3/storefront/me/claims": {
+    /** The signed-in customer's claims and their codes, newest first */
+    get: operations["storefrontClaims"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightMeClaims"];
+  };
+  "/v3/storefront/rewards": {
+    /** The shop's active rewards; with a customer token, which the customer can afford and claim */
+    get: operations["storefrontRewards"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightRewards"];
+  };
+  "/v3/storefront/rewards/{id}/claim": {
+    /**
+     * The signed-in customer claims a reward: its code
+     * @description The shop API’s claim (POST /v3/customers/{id}/rewards/{reward}/claim) for the customer of the token: the same answers and refusals. Idempotency-Key is required, so that a retried click never spends twice. The body, if any, is ignored (at most 1 KiB).
+     */
+    post: operations["storefrontClaim"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightRewardsIdClaim"];
+  };
+  "/v3/storefront/me/referral": {
+    /** The signed-in customer's referral code, for the link they share */
+    get: operations["storefrontReferralCode"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightMeReferral"];
+  };
+  "/v3/storefront/referrals/{code}/claim": {
+    /**
+     * A friend claims a referrer's code with their e-mail: their reward code, or the points their first order will add
+     * @description The publishable key alone, no customer token. The e-mail is kept only as a keyed hash of its normalised form. 201 the first time; 200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour).
+     */
+    post: operations["storefrontReferralClaim"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightReferralsCodeClaim"];
+  };
   "/v3/changes": {
     /**
      * The shop's change feed after a position, in commit order
@@ -184,7 +253,7 @@ export interface paths {
     get: operations["adminListKeys"];
     /**
      * Create an API key for a shop; the key is answered this once
-     * @description The key takes no options: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
+     * @description A secret key (sk_…) unless the body says `{"kind": "publishable", "origins": ["https://shop.example"]}` (pk_…, for the storefront routes from pages on those origins) or `{"kind": "signing"}` (ss_…, signs customer tokens; its id is their kid). Without those: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
      */
     post: operations["adminCreateKey"];
   };
@@ -280,6 +349,14 @@ export interface paths {
      * @description A CSV (text/csv) whose header names customer_id, email and points (and optionally expires_at and tier), one line per customer. A customer the shop does not know is made from the line. Each line's `import` entries are brought to its points: importing the same file again changes nothing, and a corrected file writes only the differences. expires_at (an ISO 8601 instant with its offset; empty: the shop's rule) is when the line's points expire; one already passed imports them and expires them at once. A bad line refuses the whole file (422, each problem at `/<line>/<column>`) and nothing is written. A line whose customer_id is a customer known with another e-mail, or whose new customer_id comes with an e-mail a customer holds, refuses the file too (at `/<line>/email`), unless on_mismatch says which side wins. With dry_run=true, says what it would change and writes nothing. An import is recorded as it starts and finished at its end: one stopped midway is listed by GET on this path until the same file is imported again ("run the same file again to finish").
      */
     post: operations["adminImportPoints"];
+  };
+  "/v3/admin/shops/{shop}/referrals": {
+    /** A shop's referrals, newest claim first: each one's state and why; ?status=refused lists the refusals for review */
+    get: operations["adminListReferrals"];
+  };
+  "/v3/admin/shops/{shop}/customers/{id}/referral": {
+    /** A customer's referral code and their referrals */
+    get: operations["adminCustomerReferral"];
   };
   "/openapi.json": {
     /** This OpenAPI document */
@@ -416,7 +493,7 @@ export interface components {
       /** @description the redemption a redeemed or redemption_cancelled entry belongs to */
       redemption_id: string | null;
       points: number;
-      /** @description earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, signup, newsletter, excluded, tier_adjusted or import */
+      /** @description earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, signup, newsletter, excluded, tier_adjusted, referral or import */
       reason: string;
       /** @description true on a reversal that took the customer's available points below zero: the points it took back were already spent */
       debt: boolean;
@@ -625,7 +702,7 @@ export interface components {
             adjustment_id: string | null;
             /** @description positive when credited, negative when taken */
             points: number;
-            /** @description why: earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, signup, newsletter, excluded, tier_adjusted, import, or a reason added later */
+            /** @description why: earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, signup, newsletter, excluded, tier_adjusted, referral, import, or a reason added later */
             reason: string;
             debt: boolean;
             /** @description the webhook that caused the change; null when a command, a rebuild or the expiry sweep did */
@@ -713,7 +790,123 @@ export interface components {
             /** @description the code handed out, for the shop to make (or void) the discount; never handed out again */
             code: string;
           };
-        })[];
+        } | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "referral.claimed";
+          /** @description a referral's change; never the friend's e-mail */
+          data: {
+            /** @description the referral (a friend’s claim of a referrer’s code) */
+            referral_id: string;
+            /** @description the referring customer */
+            referrer_id: number;
+            status: "pending" | "rewarded" | "refused" | "voided";
+            /** @description why it is where it is (docs/program/referrals.md) */
+            reason: string;
+            /** @description the friend's first order, once there is one */
+            order_id: number | null;
+            /** @description the referrer's points it holds now */
+            points: number;
+            /** @description the customer credited with the friend's points, if any */
+            friend_customer_id: number | null;
+            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            reward_code: string | null;
+          };
+        }) | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "referral.qualified";
+          /** @description a referral's change; never the friend's e-mail */
+          data: {
+            /** @description the referral (a friend’s claim of a referrer’s code) */
+            referral_id: string;
+            /** @description the referring customer */
+            referrer_id: number;
+            status: "pending" | "rewarded" | "refused" | "voided";
+            /** @description why it is where it is (docs/program/referrals.md) */
+            reason: string;
+            /** @description the friend's first order, once there is one */
+            order_id: number | null;
+            /** @description the referrer's points it holds now */
+            points: number;
+            /** @description the customer credited with the friend's points, if any */
+            friend_customer_id: number | null;
+            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            reward_code: string | null;
+          };
+        }) | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "referral.rewarded";
+          /** @description a referral's change; never the friend's e-mail */
+          data: {
+            /** @description the referral (a friend’s claim of a referrer’s code) */
+            referral_id: string;
+            /** @description the referring customer */
+            referrer_id: number;
+            status: "pending" | "rewarded" | "refused" | "voided";
+            /** @description why it is where it is (docs/program/referrals.md) */
+            reason: string;
+            /** @description the friend's first order, once there is one */
+            order_id: number | null;
+            /** @description the referrer's points it holds now */
+            points: number;
+            /** @description the customer credited with the friend's points, if any */
+            friend_customer_id: number | null;
+            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            reward_code: string | null;
+          };
+        }) | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "referral.voided";
+          /** @description a referral's change; never the friend's e-mail */
+          data: {
+            /** @description the referral (a friend’s claim of a referrer’s code) */
+            referral_id: string;
+            /** @description the referring customer */
+            referrer_id: number;
+            status: "pending" | "rewarded" | "refused" | "voided";
+            /** @description why it is where it is (docs/program/referrals.md) */
+            reason: string;
+            /** @description the friend's first order, once there is one */
+            order_id: number | null;
+            /** @description the referrer's points it holds now */
+            points: number;
+            /** @description the customer credited with the friend's points, if any */
+            friend_customer_id: number | null;
+            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            reward_code: string | null;
+          };
+        }))[];
       /** @description pass as ?after= for the next page: the last position returned, or `after` again when none was */
       next_after: number;
     };
@@ -734,13 +927,13 @@ export interface components {
       event_id?: string;
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: The key is missing, malformed, unknown or revoked. */
+    /** @description An RFC 9457 problem: The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
     UnauthorizedProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
        * @enum {string}
        */
-      type: "/problems/unauthorized";
+      type: "/problems/unauthorized" | "/problems/publishable-key-invalid" | "/problems/token-missing" | "/problems/token-invalid" | "/problems/token-expired" | "/problems/token-bad-signature" | "/problems/token-unknown-kid" | "/problems/token-wrong-audience";
       /** @description the status text, "Unauthorized" */
       title: string;
       /** @constant */
@@ -749,13 +942,13 @@ export interface components {
       detail: string;
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+    /** @description An RFC 9457 problem: Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
     ForbiddenProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
        * @enum {string}
        */
-      type: "/problems/forbidden" | "/problems/cross-origin" | "/problems/read-only";
+      type: "/problems/forbidden" | "/problems/cross-origin" | "/problems/read-only" | "/problems/origin-not-allowed";
       /** @description the status text, "Forbidden" */
       title: string;
       /** @constant */
@@ -794,13 +987,13 @@ export interface components {
       detail: string;
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent. */
+    /** @description An RFC 9457 problem: A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
     ConflictProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
        * @enum {string}
        */
-      type: "/problems/insufficient-points" | "/problems/idempotency-key-reused" | "/problems/event-redacted" | "/problems/points-limit" | "/problems/subscription-limit" | "/problems/reward-inactive" | "/problems/tier-too-low" | "/problems/pool-empty";
+      type: "/problems/insufficient-points" | "/problems/idempotency-key-reused" | "/problems/event-redacted" | "/problems/points-limit" | "/problems/subscription-limit" | "/problems/reward-inactive" | "/problems/tier-too-low" | "/problems/pool-empty" | "/problems/referral-refused";
       /** @description the status text, "Conflict" */
       title: string;
       /** @constant */
@@ -886,7 +1079,7 @@ export interface components {
         }[];
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: The key sent more webhooks per second than RATE_LIMIT_RPS. */
+    /** @description An RFC 9457 problem: The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
     RateLimitedProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
@@ -1084,7 +1277,7 @@ export interface components {
       /** @description the redemption a redeemed or redemption_cancelled entry belongs to */
       redemption_id: string | null;
       points: number;
-      /** @description earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, signup, newsletter, excluded, tier_adjusted or import */
+      /** @description earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, signup, newsletter, excluded, tier_adjusted, referral or import */
       reason: string;
       /** @description true on a reversal that took the customer's available points below zero: the points it took back were already spent */
       debt: boolean;
@@ -1145,8 +1338,13 @@ export interface components {
       available_after: number;
     };
     AdminKey: {
+      /** @description the key's id; a signing secret's is the `kid` of the customer tokens it signs */
       id: number;
       hint: string;
+      /** @description secret (sk_…, the shop API), publishable (pk_…, the storefront routes from its origins) or signing (ss_…, signs customer tokens) */
+      kind: "secret" | "publishable" | "signing";
+      /** @description a publishable key's allowed origins; empty for the other kinds */
+      origins: string[];
       created_at: string;
       last_used_at: string | null;
       revoked_at: string | null;
@@ -1157,8 +1355,13 @@ export interface components {
       next_cursor: string | null;
     };
     AdminNewKey: {
+      /** @description the key's id; a signing secret's is the `kid` of the customer tokens it signs */
       id: number;
       hint: string;
+      /** @description secret (sk_…, the shop API), publishable (pk_…, the storefront routes from its origins) or signing (ss_…, signs customer tokens) */
+      kind: "secret" | "publishable" | "signing";
+      /** @description a publishable key's allowed origins; empty for the other kinds */
+      origins: string[];
       created_at: string;
       last_used_at: string | null;
       revoked_at: string | null;
@@ -1524,7 +1727,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -1564,7 +1767,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -1631,7 +1834,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -1671,7 +1874,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -1738,7 +1941,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -1778,7 +1981,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -1831,7 +2034,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -1902,7 +2105,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -1979,7 +2182,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2056,7 +2259,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2146,7 +2349,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2168,7 +2371,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent. */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2246,7 +2449,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2268,7 +2471,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent. */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2317,7 +2520,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2403,7 +2606,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2425,7 +2628,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent. */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2498,7 +2701,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2574,7 +2777,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2596,7 +2799,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent. */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2618,6 +2821,1207 @@ export interface operations {
       417: {
         content: {
           "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** The signed-in customer's points, tier and what expires soon */
+  storefrontMe: {
+    responses: {
+      /** @description The customer's points */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            customer_id: number;
+            /** @description the VIP tier the customer holds now; null for none */
+            tier: string | null;
+            /** @description null when the shop has no tiers */
+            tier_progress: ({
+              /** @description base points of the orders processed within the window that count toward the tier */
+              points: number;
+              /** @description the days of orders that count */
+              window_days: number;
+              /** @description the tier above the one held, and its threshold; null at the top */
+              next: {
+                name: string;
+                /** @description the next tier's threshold */
+                points: number;
+              } | null;
+            }) | null;
+            /** @description points the customer may spend now */
+            available: number;
+            /** @description points earned that become available later */
+            pending: number;
+            /** @description what the customer's orders have earned and still hold */
+            lifetime_earned: number;
+            /** @description points that expire in the next 30 days unless spent first, soonest first */
+            expiring: {
+                points: number;
+                /** @description when they expire */
+                at: string;
+              }[];
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightMe: {
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** The signed-in customer's points history, newest first */
+  storefrontHistory: {
+    parameters: {
+      query?: {
+        /** @description a whole number of entries per page from 1 to 500 (default 50) */
+        limit?: string;
+        /** @description the next_cursor of the previous page */
+        cursor?: string;
+      };
+    };
+    responses: {
+      /** @description A page of ledger entries, newest first */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            /** @description newest first */
+            entries: ({
+                points: number;
+                /** @description earned, redeemed, claimed, expired, signup, … (as the shop API names them) */
+                reason: string;
+                /** @description the shop's id of the order the entry is about; null for the others */
+                order_id: number | null;
+                created_at: string;
+                /** @description when the points became (or become) available */
+                available_at: string;
+              })[];
+            /** @description pass as ?cursor= for the next page; null on the last */
+            next_cursor: string | null;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightMeHistory: {
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** The signed-in customer's claims and their codes, newest first */
+  storefrontClaims: {
+    parameters: {
+      query?: {
+        /** @description a whole number of claims per page, 1 to 500 (default 50) */
+        limit?: string;
+        /** @description next_cursor of the previous page */
+        cursor?: string;
+      };
+    };
+    responses: {
+      /** @description A page of claims, newest first */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": components["schemas"]["ClaimList"];
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightMeClaims: {
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** The shop's active rewards; with a customer token, which the customer can afford and claim */
+  storefrontRewards: {
+    responses: {
+      /** @description The shop's active rewards */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            /** @description the shop's active rewards, in id order */
+            rewards: ({
+                /** @description the reward's id */
+                id: number;
+                name: string;
+                /** @description what a claim costs */
+                points: number;
+                /**
+                 * @description one of fixed_amount, percentage, free_shipping, custom
+                 * @enum {string}
+                 */
+                kind: "fixed_amount" | "percentage" | "free_shipping" | "custom";
+                value: (string | number) | null;
+                currency: string | null;
+                /**
+                 * @description generated (the service makes each code) or pool (the codes uploaded to the reward, handed out in upload order)
+                 * @enum {string}
+                 */
+                codes: "generated" | "pool";
+                min_tier: string | null;
+                codes_left: number | null;
+                /** @description whether a claim can get a code now: false for a pool with no code left */
+                available: boolean;
+                /** @description with a customer token: whether the customer's available points cover it */
+                affordable?: boolean;
+                /** @description with a customer token: whether a claim would go through now (affordable, tier high enough, a code left) */
+                claimable?: boolean;
+              })[];
+            /** @description with a customer token: the customer's available points */
+            available?: number;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightRewards: {
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * The signed-in customer claims a reward: its code
+   * @description The shop API’s claim (POST /v3/customers/{id}/rewards/{reward}/claim) for the customer of the token: the same answers and refusals. Idempotency-Key is required, so that a retried click never spends twice. The body, if any, is ignored (at most 1 KiB).
+   */
+  storefrontClaim: {
+    parameters: {
+      path: {
+        /** @description the reward's id */
+        id: string;
+      };
+    };
+    responses: {
+      /** @description The claim this Idempotency-Key made, answered again */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": components["schemas"]["ClaimView"];
+        };
+      };
+      /** @description The claim, made: its code */
+      201: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": components["schemas"]["ClaimView"];
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      409: {
+        content: {
+          "application/problem+json": components["schemas"]["ConflictProblem"];
+        };
+      };
+      /** @description The body is larger than BODY_LIMIT. */
+      413: {
+        content: {
+          "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
+        };
+      };
+      /** @description The body is not sent as application/json. */
+      415: {
+        content: {
+          "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightRewardsIdClaim: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** The signed-in customer's referral code, for the link they share */
+  storefrontReferralCode: {
+    responses: {
+      /** @description The referral code */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            /** @description the customer's referral code: stable, and not to be guessed from another's */
+            code: string;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightMeReferral: {
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * A friend claims a referrer's code with their e-mail: their reward code, or the points their first order will add
+   * @description The publishable key alone, no customer token. The e-mail is kept only as a keyed hash of its normalised form. 201 the first time; 200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour).
+   */
+  storefrontReferralClaim: {
+    parameters: {
+      path: {
+        /** @description a referrer's code */
+        code: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description the friend's e-mail: kept only as a keyed hash of its normalised form (lower case, without a +tag) */
+          email: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The referral this e-mail made with this code before, answered again */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            referral_id: string;
+            /** @description pending until the friend's first order qualifies it */
+            status: "pending" | "rewarded" | "voided";
+            /** @description the friend's reward code, for their first order; null when the shop gives points */
+            reward_code: string | null;
+            /** @description the points the first order adds, when it qualifies; null when a code is given */
+            pending_points: number | null;
+          };
+        };
+      };
+      /** @description The referral, made */
+      201: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            referral_id: string;
+            /** @description pending until the friend's first order qualifies it */
+            status: "pending" | "rewarded" | "voided";
+            /** @description the friend's reward code, for their first order; null when the shop gives points */
+            reward_code: string | null;
+            /** @description the points the first order adds, when it qualifies; null when a code is given */
+            pending_points: number | null;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      409: {
+        content: {
+          "application/problem+json": components["schemas"]["ConflictProblem"];
+        };
+      };
+      /** @description The body is larger than BODY_LIMIT. */
+      413: {
+        content: {
+          "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
+        };
+      };
+      /** @description The body is not sent as application/json. */
+      415: {
+        content: {
+          "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The body breaks the validation rules; it is stored as a rejected event named by `event_id`. */
+      422: {
+        content: {
+          "application/problem+json": components["schemas"]["InvalidBodyProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightReferralsCodeClaim: {
+    parameters: {
+      path: {
+        code: string;
+      };
+    };
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
         };
       };
       /** @description The request headers are larger than 16 KiB. */
@@ -2670,7 +4074,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2779,7 +4183,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2879,7 +4283,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -2889,7 +4293,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -2949,7 +4353,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3018,7 +4422,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3028,7 +4432,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3106,7 +4510,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3116,7 +4520,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3183,7 +4587,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3193,7 +4597,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3259,7 +4663,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3269,7 +4673,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3335,7 +4739,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3345,7 +4749,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3363,7 +4767,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent. */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -3426,7 +4830,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3436,7 +4840,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3502,7 +4906,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3512,7 +4916,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3587,7 +4991,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3597,7 +5001,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3666,7 +5070,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3676,7 +5080,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3747,7 +5151,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3757,7 +5161,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3893,6 +5297,36 @@ export interface operations {
                * @default 0
                */
               expiry_warning_days: number;
+              /**
+               * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
+               * @default 0
+               */
+              referral_points: number;
+              /**
+               * @description points for the friend, on their first order that qualifies (credited to the order's customer), once per customer; 0 (the default) gives none
+               * @default 0
+               */
+              referral_friend_points: number;
+              /**
+               * @description a reward of the catalogue (generated codes) whose code the friend gets when they claim; null: none
+               * @default null
+               */
+              referral_friend_reward: number | null;
+              /**
+               * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+               * @default 0.00
+               */
+              referral_min_subtotal: string;
+              /**
+               * @description the days after the claim within which the friend's first order must be processed
+               * @default 30
+               */
+              referral_days: number;
+              /**
+               * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+               * @default 0
+               */
+              referral_cap_per_month: number;
             };
             /** @description the newest 100 versions, newest first, the current one included */
             history: ({
@@ -3971,6 +5405,36 @@ export interface operations {
                    * @default 0
                    */
                   expiry_warning_days: number;
+                  /**
+                   * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
+                   * @default 0
+                   */
+                  referral_points: number;
+                  /**
+                   * @description points for the friend, on their first order that qualifies (credited to the order's customer), once per customer; 0 (the default) gives none
+                   * @default 0
+                   */
+                  referral_friend_points: number;
+                  /**
+                   * @description a reward of the catalogue (generated codes) whose code the friend gets when they claim; null: none
+                   * @default null
+                   */
+                  referral_friend_reward: number | null;
+                  /**
+                   * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+                   * @default 0.00
+                   */
+                  referral_min_subtotal: string;
+                  /**
+                   * @description the days after the claim within which the friend's first order must be processed
+                   * @default 30
+                   */
+                  referral_days: number;
+                  /**
+                   * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+                   * @default 0
+                   */
+                  referral_cap_per_month: number;
                 };
                 /** @description who wrote this version: the operator's name, or `command line (<OS user>)`; null when not recorded (the first version, or older ones) */
                 changed_by: string | null;
@@ -3984,7 +5448,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3994,7 +5458,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4119,6 +5583,36 @@ export interface operations {
            * @default 0
            */
           expiry_warning_days: number;
+          /**
+           * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
+           * @default 0
+           */
+          referral_points: number;
+          /**
+           * @description points for the friend, on their first order that qualifies (credited to the order's customer), once per customer; 0 (the default) gives none
+           * @default 0
+           */
+          referral_friend_points: number;
+          /**
+           * @description a reward of the catalogue (generated codes) whose code the friend gets when they claim; null: none
+           * @default null
+           */
+          referral_friend_reward: number | null;
+          /**
+           * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+           * @default 0.00
+           */
+          referral_min_subtotal: string;
+          /**
+           * @description the days after the claim within which the friend's first order must be processed
+           * @default 30
+           */
+          referral_days: number;
+          /**
+           * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+           * @default 0
+           */
+          referral_cap_per_month: number;
         };
       };
     };
@@ -4208,6 +5702,36 @@ export interface operations {
                * @default 0
                */
               expiry_warning_days: number;
+              /**
+               * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
+               * @default 0
+               */
+              referral_points: number;
+              /**
+               * @description points for the friend, on their first order that qualifies (credited to the order's customer), once per customer; 0 (the default) gives none
+               * @default 0
+               */
+              referral_friend_points: number;
+              /**
+               * @description a reward of the catalogue (generated codes) whose code the friend gets when they claim; null: none
+               * @default null
+               */
+              referral_friend_reward: number | null;
+              /**
+               * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+               * @default 0.00
+               */
+              referral_min_subtotal: string;
+              /**
+               * @description the days after the claim within which the friend's first order must be processed
+               * @default 30
+               */
+              referral_days: number;
+              /**
+               * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+               * @default 0
+               */
+              referral_cap_per_month: number;
             };
             /** @description the newest 100 versions, newest first, the current one included */
             history: ({
@@ -4286,6 +5810,36 @@ export interface operations {
                    * @default 0
                    */
                   expiry_warning_days: number;
+                  /**
+                   * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
+                   * @default 0
+                   */
+                  referral_points: number;
+                  /**
+                   * @description points for the friend, on their first order that qualifies (credited to the order's customer), once per customer; 0 (the default) gives none
+                   * @default 0
+                   */
+                  referral_friend_points: number;
+                  /**
+                   * @description a reward of the catalogue (generated codes) whose code the friend gets when they claim; null: none
+                   * @default null
+                   */
+                  referral_friend_reward: number | null;
+                  /**
+                   * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+                   * @default 0.00
+                   */
+                  referral_min_subtotal: string;
+                  /**
+                   * @description the days after the claim within which the friend's first order must be processed
+                   * @default 30
+                   */
+                  referral_days: number;
+                  /**
+                   * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+                   * @default 0
+                   */
+                  referral_cap_per_month: number;
                 };
                 /** @description who wrote this version: the operator's name, or `command line (<OS user>)`; null when not recorded (the first version, or older ones) */
                 changed_by: string | null;
@@ -4299,7 +5853,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4309,7 +5863,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4457,6 +6011,36 @@ export interface operations {
              * @default 0
              */
             expiry_warning_days: number;
+            /**
+             * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
+             * @default 0
+             */
+            referral_points: number;
+            /**
+             * @description points for the friend, on their first order that qualifies (credited to the order's customer), once per customer; 0 (the default) gives none
+             * @default 0
+             */
+            referral_friend_points: number;
+            /**
+             * @description a reward of the catalogue (generated codes) whose code the friend gets when they claim; null: none
+             * @default null
+             */
+            referral_friend_reward: number | null;
+            /**
+             * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+             * @default 0.00
+             */
+            referral_min_subtotal: string;
+            /**
+             * @description the days after the claim within which the friend's first order must be processed
+             * @default 30
+             */
+            referral_days: number;
+            /**
+             * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+             * @default 0
+             */
+            referral_cap_per_month: number;
           };
         };
       };
@@ -4510,7 +6094,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4520,7 +6104,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4625,7 +6209,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4635,7 +6219,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4653,7 +6237,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent. */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -4750,7 +6334,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4760,7 +6344,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4846,7 +6430,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4856,7 +6440,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4929,7 +6513,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4939,7 +6523,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4983,7 +6567,7 @@ export interface operations {
   };
   /**
    * Create an API key for a shop; the key is answered this once
-   * @description The key takes no options: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
+   * @description A secret key (sk_…) unless the body says `{"kind": "publishable", "origins": ["https://shop.example"]}` (pk_…, for the storefront routes from pages on those origins) or `{"kind": "signing"}` (ss_…, signs customer tokens; its id is their kid). Without those: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
    */
   adminCreateKey: {
     parameters: {
@@ -5009,7 +6593,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5019,7 +6603,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5103,7 +6687,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5113,7 +6697,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5182,7 +6766,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5192,7 +6776,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5259,7 +6843,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5269,7 +6853,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5344,7 +6928,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5354,7 +6938,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5372,7 +6956,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent. */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -5447,7 +7031,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5457,7 +7041,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5520,7 +7104,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5530,7 +7114,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5607,7 +7191,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5617,7 +7201,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5711,7 +7295,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5721,7 +7305,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5857,7 +7441,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5867,7 +7451,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5934,7 +7518,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5944,7 +7528,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6020,7 +7604,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6030,7 +7614,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6117,7 +7701,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6127,7 +7711,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6199,7 +7783,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6209,7 +7793,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6287,7 +7871,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6297,7 +7881,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6388,7 +7972,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6398,7 +7982,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6476,7 +8060,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6486,7 +8070,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6574,7 +8158,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6584,7 +8168,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6665,7 +8249,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6675,7 +8259,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6715,6 +8299,213 @@ export interface operations {
       422: {
         content: {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** A shop's referrals, newest claim first: each one's state and why; ?status=refused lists the refusals for review */
+  adminListReferrals: {
+    parameters: {
+      query?: {
+        /** @description a whole number of items per page from 1 to 500 (default 50) */
+        limit?: string;
+        /** @description the next_cursor of the previous page */
+        cursor?: string;
+        /** @description refused: only the refused ones, for review */
+        status?: "refused";
+      };
+      path: {
+        /** @description the shop's name */
+        shop: string;
+      };
+    };
+    responses: {
+      /** @description A page of referrals */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            items: ({
+                referral_id: string;
+                referrer_id: number;
+                claimed_at: string;
+                status: "pending" | "rewarded" | "refused" | "voided";
+                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, too_late, cap_reached, refunded or cancelled */
+                reason: string;
+                /** @description the friend's first order, once there is one */
+                order_id: number | null;
+                /** @description the points the referrer holds of it */
+                referrer_points: number;
+                /** @description the customer credited with the friend's points */
+                friend_customer_id: number | null;
+                friend_points: number;
+                /** @description the friend's reward code */
+                reward_code: string | null;
+                updated_at: string;
+              })[];
+            next_cursor: string | null;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
+          "WWW-Authenticate": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** A customer's referral code and their referrals */
+  adminCustomerReferral: {
+    parameters: {
+      path: {
+        /** @description the shop's name */
+        shop: string;
+        /** @description the shop's id of the customer */
+        id: string;
+      };
+    };
+    responses: {
+      /** @description The customer's referral code and referrals */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            customer_id: number;
+            /** @description the customer's referral code, stable */
+            code: string;
+            /** @description their referrals, newest first */
+            referrals: ({
+                referral_id: string;
+                referrer_id: number;
+                claimed_at: string;
+                status: "pending" | "rewarded" | "refused" | "voided";
+                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, too_late, cap_reached, refunded or cancelled */
+                reason: string;
+                /** @description the friend's first order, once there is one */
+                order_id: number | null;
+                /** @description the points the referrer holds of it */
+                referrer_points: number;
+                /** @description the customer credited with the friend's points */
+                friend_customer_id: number | null;
+                friend_points: number;
+                /** @description the friend's reward code */
+                reward_code: string | null;
+                updated_at: string;
+              })[];
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
+          "WWW-Authenticate": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
         };
       };
       /** @description The request headers are larger than 16 KiB. */

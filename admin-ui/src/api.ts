@@ -161,3 +161,4 @@ export const enc = encodeURIComponent
 export function countOf(minute: Stats['minutes'][number], outcome: string): number {
   return Number((minute as Record<string, unknown>)[outcome] ?? 0)
 }
+export type Referral = Item<Got<'/v3/admin/shops/{shop}/referrals'>>

@@ -31,6 +31,7 @@ export const ROUTES: readonly Route[] = [
   { path: 'reports', nav: 'Reports', load: () => import('./pages/reports.tsx').then((m) => m.Reports) },
   { path: 'rules', nav: 'Rules', load: () => import('./pages/rules.tsx').then((m) => m.Rules) },
   { path: 'rewards', nav: 'Rewards', load: () => import('./pages/rewards.tsx').then((m) => m.Rewards) },
+  { path: 'referrals', nav: 'Referrals', load: () => import('./pages/referrals.tsx').then((m) => m.Referrals) },
   { path: 'keys', nav: 'Keys', load: () => import('./pages/keys.tsx').then((m) => m.Keys) },
   { path: 'subscriptions', nav: 'Webhooks', load: () => import('./pages/subscriptions.tsx').then((m) => m.Subscriptions) },
   { path: 'audit', nav: 'Audit', load: () => import('./pages/audit.tsx').then((m) => m.Audit) },
