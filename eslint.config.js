@@ -6,7 +6,19 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'admin-ui/dist/', 'build/', 'reports/', 'node_modules/', 'test-screenshots/', '.stryker-tmp/', 'admin-ui/src/api-types.ts'] },
+  {
+    ignores: [
+      'dist/',
+      'admin-ui/dist/',
+      'widget/dist/',
+      'build/',
+      'reports/',
+      'node_modules/',
+      'test-screenshots/',
+      '.stryker-tmp/',
+      'admin-ui/src/api-types.ts',
+    ],
+  },
   js.configs.recommended,
   tseslint.configs.recommended,
   {

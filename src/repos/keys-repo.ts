@@ -76,7 +76,7 @@ export async function insertKey(db: Kysely<Tables>, shopId: number, keyHash: str
       last_used_at: null,
       revoked_at: null,
       ...(extras.kind === undefined ? {} : { kind: extras.kind }),
-      sealed_secret: extras.sealedSecret ?? null,
+      ...(extras.sealedSecret === undefined ? {} : { sealed_secret: extras.sealedSecret }),
     })
     .returning('id')
     .executeTakeFirstOrThrow()

@@ -167,7 +167,7 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
             'access-control-allow-headers': ALLOWED_HEADERS,
             'access-control-max-age': '600',
           })
-          .send(null)
+          .send(undefined as never)
       },
     )
   }

@@ -50,7 +50,10 @@ forEachDatabase((kind) => {
         const res = await t.app.inject({
           method: route.method,
           url: pathOf(route.url),
-          headers: { ...headers, ...(route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH' ? { 'content-type': 'application/json' } : {}) },
+          headers: {
+            ...headers,
+            ...(route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH' ? { 'content-type': 'application/json' } : {}),
+          },
           ...(route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH' ? { payload: JSON.stringify({ key }) } : {}),
         })
         assert.ok(res.statusCode === 401 || res.statusCode === 405, `${route.method} ${route.url} with ${as}: ${res.statusCode} ${res.body}`)

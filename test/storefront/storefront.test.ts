@@ -166,6 +166,27 @@ forEachDatabase((kind) => {
       assert.match(String(res.headers['www-authenticate']), /^Bearer /)
     })
 
+    test('huge headers: a huge token is refused unread (401), headers past 16 KiB are 431, never a 5xx', async () => {
+      assertProblem(await a.call('GET', '/me', `eyJ${'A'.repeat(12_000)}.eyJ.sig`), 401, 'token-invalid')
+      assertProblem(await a.call('GET', '/me', await a.token(1), { 'shop-key': `pk_${'A'.repeat(12_000)}` }), 401, 'publishable-key-invalid')
+      const huge = await a.call('GET', '/me', `${'A'.repeat(20_000)}`)
+      assert.ok(huge.statusCode === 431 || huge.statusCode === 401, `${huge.statusCode}`)
+      // Two Shop-Key or Authorization headers: ambiguous, refused.
+      const doubled = await t.app.inject({
+        method: 'GET',
+        url: '/v3/storefront/me',
+        headers: { 'shop-key': [a.pk, b.pk] as unknown as string, origin: ORIGIN, authorization: `Bearer ${await a.token(1)}` },
+      })
+      assertProblem(doubled, 401, 'publishable-key-invalid')
+    })
+
+    test('replayed after it expired, by the service’s own time: token-expired', async () => {
+      const token = await a.token(1, { nowMs: Date.now() - 299_000, lifeSeconds: 300 })
+      assert.equal((await a.call('GET', '/me', token)).statusCode, 200)
+      const stale = await a.token(1, { nowMs: Date.now() - 306_000, lifeSeconds: 300 })
+      assertProblem(await a.call('GET', '/me', stale), 401, 'token-expired')
+    })
+
     test('expired, or issued longer ago than 15 minutes: token-expired', async () => {
       assertProblem(await a.call('GET', '/me', await a.token(1, { nowMs: Date.now() - 10 * 60_000, lifeSeconds: 60 })), 401, 'token-expired')
       const iat = now() - 16 * 60
