@@ -12,7 +12,19 @@ interface Props {
   shopKey?: string
   tokenUrl?: string
   api?: string
+  /** The shop's page where a friend claims a referral (docs/program/referrals.md); the code is added as ?ref=. Without it, no referral link. */
+  referralUrl?: string
+  /** The share text; {link} is the referral link. */
+  shareText?: string
 }
+
+/** The customer's referral link: the shop's page with their code. */
+export function referralLink(page: string, code: string): string {
+  const url = new URL(page, location.href)
+  url.searchParams.set('ref', code)
+  return url.toString()
+}
+const DEFAULT_SHARE = 'Join me at this shop: {link}'
 
 interface Tier {
   points: number
@@ -104,6 +116,8 @@ function ShopPoints(props: Props) {
   const [claims, setClaims] = useState<Claim[]>([])
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState<number | null>(null)
+  const [referral, setReferral] = useState<string | null>(null)
+  const [copied, setCopied] = useState(false)
   const [storefront] = useState(() => storefrontClient(props))
 
   const load = useCallback(async () => {
@@ -118,10 +132,14 @@ function ShopPoints(props: Props) {
       setRewards(r.rewards)
       setClaims(c.claims)
       setError(null)
+      if (props.referralUrl) {
+        const { code } = await storefront.call<{ code: string }>('GET', '/me/referral')
+        setReferral(referralLink(props.referralUrl, code))
+      }
     } catch (err) {
       setError((err as Error).message)
     }
-  }, [props.shopKey, props.tokenUrl])
+  }, [props.shopKey, props.tokenUrl, props.referralUrl])
 
   useEffect(() => void load(), [load])
 
@@ -134,6 +152,16 @@ function ShopPoints(props: Props) {
       setError((err as Error).message)
     } finally {
       setBusy(null)
+    }
+  }
+
+  const shareText = referral === null ? '' : (props.shareText || DEFAULT_SHARE).replace('{link}', referral)
+  const share = async () => {
+    // The system's share sheet where there is one, else the text copied.
+    if (navigator.share) await navigator.share({ text: shareText }).catch(() => undefined)
+    else {
+      await navigator.clipboard.writeText(shareText)
+      setCopied(true)
     }
   }
 
@@ -186,6 +214,17 @@ function ShopPoints(props: Props) {
           </ul>
         </section>
       )}
+      {referral && (
+        <section class="referral">
+          <h2>Refer a friend</h2>
+          <p class="share-text" data-link={referral}>
+            {shareText}
+          </p>
+          <button type="button" onClick={share}>
+            {copied ? 'Copied' : 'Share'}
+          </button>
+        </section>
+      )}
       {claims.length > 0 && (
         <section>
           <h2>Your codes</h2>
@@ -206,4 +245,4 @@ function ShopPoints(props: Props) {
 }
 
 // The attributes as written in the page; preact-custom-element hands them over camel-cased (shopKey, tokenUrl).
-register(ShopPoints, 'shop-points', ['shop-key', 'token-url', 'api'] as never, { shadow: true })
+register(ShopPoints, 'shop-points', ['shop-key', 'token-url', 'api', 'referral-url', 'share-text'] as never, { shadow: true })
