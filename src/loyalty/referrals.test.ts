@@ -167,9 +167,7 @@ describe('the entries that bring a referral to its target', () => {
     assert.deepEqual(planReferralEntries(held, null, 'cancelled'), [{ points: -500, reason: 'reversed_cancel', available_us: at }])
   })
   test('given it held and an earlier order arrived late, then a correction, never a rewrite', () => {
-    assert.deepEqual(planReferralEntries({ points: 500, available_us: at }, null, 'not_first_order'), [
-      { points: -500, reason: 'adjusted', available_us: at },
-    ])
+    assert.deepEqual(planReferralEntries({ points: 500, available_us: at }, null, 'not_first_order'), [{ points: -500, reason: 'adjusted', available_us: at }])
   })
   test('given the same target, then nothing; a new date, then moved', () => {
     assert.deepEqual(planReferralEntries({ points: 500, available_us: at }, { points: 500, available_us: at }, 'rewarded'), [])
