@@ -46,6 +46,13 @@ export const referrals = {
       .where(sql.ref('friend_code'), 'is not', null)
       .execute()
     // The console's latest referrals say `claimed_us >= 0` (always true): no lookup by key takes this index by the shop alone.
-    await db.schema.createIndex('referrals_shop').on('referrals').columns(['shop_id', 'claimed_us']).where(sql.raw<boolean>('claimed_us >= 0')).execute()
+    await db.schema.createIndex('referrals_shop').on('referrals').columns(['shop_id', 'claimed_us', 'id']).where(sql.raw<boolean>('claimed_us >= 0')).execute()
+    // The refusals, for review: a page of the shop's refused referrals alone, however many are not.
+    await db.schema
+      .createIndex('referrals_refused')
+      .on('referrals')
+      .columns(['shop_id', 'claimed_us', 'id'])
+      .where(sql.raw<boolean>("status = 'refused'"))
+      .execute()
   },
 }

@@ -6,18 +6,17 @@ import type { Tables } from '../db/tables.ts'
 
 /** A shop's latest referrals, newest claim first; `refused`: only those refused, for review. */
 export async function latestReferrals(db: Kysely<Tables>, shopId: number, limit: number, before: [number, string] | null, refused: boolean) {
-  // `claimed_us >= 0` (always true) names referrals_shop: the shop's referrals in claim order.
+  // `claimed_us >= 0` (always true) names referrals_shop: the shop's referrals in claim order; the
+  // literal `status = 'refused'` names referrals_refused, the refusals alone.
   let query = db
     .selectFrom('referrals')
     .selectAll()
     .where('shop_id', '=', shopId)
-    .where(sql<boolean>`claimed_us >= 0`)
+    .where(refused ? sql<boolean>`status = 'refused'` : sql<boolean>`claimed_us >= 0`)
     .orderBy('claimed_us', 'desc')
     .orderBy('id', 'desc')
     .limit(limit + 1)
-  if (refused) query = query.where('status', '=', 'refused')
-  if (before !== null)
-    query = query.where((eb) => eb.or([eb('claimed_us', '<', before[0]), eb.and([eb('claimed_us', '=', before[0]), eb('id', '<', before[1])])]))
+  if (before !== null) query = query.where(sql<boolean>`(claimed_us, id) < (${before[0]}, ${before[1]})`)
   const rows = await query.execute()
   return { rows: rows.slice(0, limit), more: rows.length > limit }
 }

@@ -21,6 +21,12 @@ import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
 import { openBackend } from '../../src/db/database.ts'
 import { runs } from '../support/seed.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
+import { issuePublishableKey } from '../../src/keys/storefront-keys.ts'
+import { referralKeysOf } from '../../src/keys/referral-keys.ts'
+import { sql } from 'kysely'
+
+/** One server key for every process and the reference: the referral codes are made under it. */
+const SECRETS_KEY = Buffer.alloc(32, 5).toString('base64')
 
 // Several server processes on one PostgreSQL converge (docs/develop/convergence.md:
 // "several server processes on one PostgreSQL converge too"). Three real `shop-intake serve`
@@ -434,9 +440,10 @@ before(async () => {
   database = await createTestDatabase('postgres')
   const { key } = await createKey(database.url, 'multi-process-ready')
   // A generous statement timeout: the machine is shared, and a 503 only costs a retry.
-  const env = { DB_TIMEOUT_MS: '10000', RETRY_AFTER_SECONDS: '1' }
+  // Referral claims all come from this host: no limit per address here (test/referrals/ tests it).
+  const env = { DB_TIMEOUT_MS: '10000', RETRY_AFTER_SECONDS: '1', REFERRAL_CLAIMS_PER_IP: '0', STOREFRONT_IP_RATE: '0', SECRETS_KEY }
   servers.push(...(await Promise.all(Array.from({ length: PROCESSES }, () => startServerProcess(database!.url, key, env)))))
-  reference = await startTestApp('postgres')
+  reference = await startTestApp('postgres', { REFERRAL_CLAIMS_PER_IP: '0', STOREFRONT_IP_RATE: '0', SECRETS_KEY })
 })
 
 after(async () => {
@@ -580,5 +587,182 @@ test(
         await client.end()
       }
     })
+  },
+)
+
+// ---------------------------------------------------------------------------------------------
+// Referrals (docs/program/referrals.md): each round, a fresh shop's referral program, its friends'
+// claims (through the storefront route, at the process's now) and the friends' orders (processed
+// before every claim, or after: an order before is "not a first order" whatever arrives first),
+// their refunds and cancels, all in flight at once to random processes, end in the referrals and
+// referrer points that one app fed them one at a time gets.
+
+const REFERRAL_ROUNDS = runs(4)
+const ORIGIN = 'https://shop.example'
+const REFERRERS = { 1: 'ref.one@example.com', 2: 'ref.two@example.com' } as const
+const FRIENDS = ['ann@example.com', 'bea@example.com', 'cat@example.com', 'REF.ONE+x@example.com'] as const
+
+interface ReferralRound {
+  program: Rule
+  claims: { email: string; referrer: number }[]
+  hooks: Hook[]
+  /** Each item (a claim by index, or a webhook by index) to a process. */
+  deliveries: ({ claim: number } | { hook: number })[]
+  processes: number[]
+}
+
+function buildReferralRound(g: Gen): ReferralRound {
+  const nowMs = Date.now()
+  const friends: string[] = g(fc.subarray, [...FRIENDS], { minLength: 1 })
+  const claims = friends.map((email) => ({ email, referrer: pick(g, [1, 2]) }))
+  const hooks: Hook[] = []
+  const orderCount = g(fc.integer, { min: 1, max: 6 })
+  for (let i = 0; i < orderCount; i++) {
+    const id = 900 + i
+    const email = pick(g, [...FRIENDS])
+    // Before every claim (a day ago) or after them all (hours ahead, each its own instant).
+    const processed = chance(g, 25) ? nowMs - DAY_MS - i * 1000 : nowMs + (1 + g(fc.integer, { min: 1, max: 200 })) * 3_600_000 + i
+    const body = {
+      id,
+      email,
+      currency: 'EUR',
+      subtotal: pick(g, ['10.00', '60.00']),
+      is_paid: chance(g, 80),
+      processed_at: new Date(processed).toISOString(),
+      updated_at: writeInstant(BASE_US + (i + 1) * 1_000_000, pick(g, OFFSETS)),
+    }
+    hooks.push({ path: ORDER_CREATED, payload: JSON.stringify(body) })
+    if (chance(g, 30)) {
+      const later = {
+        id,
+        updated_at: writeInstant(BASE_US + (100 + i) * 1_000_000, pick(g, OFFSETS)),
+        ...(chance(g, 50) ? { is_refunded: true } : { cancelled_at: '2024-05-03T08:00:00Z' }),
+      }
+      hooks.push({ path: ORDER_CREATED, payload: JSON.stringify(later) })
+    }
+  }
+  const items = [...claims.map((_, claim) => ({ claim })), ...hooks.map((_, hook) => ({ hook }))]
+  const deliveries: ReferralRound['deliveries'] = g(fc.shuffledSubarray, items, { minLength: items.length, maxLength: items.length })
+  const program = normalizeRule({
+    pending_days: 0,
+    referral_points: 100,
+    referral_friend_points: pick(g, [0, 10]),
+    referral_min_subtotal: pick(g, ['0.00', '50.00']),
+    referral_days: 30,
+    referral_cap_per_month: pick(g, [0, 1]),
+  })
+  return { program, claims, hooks, deliveries, processes: deliveries.map(() => g(fc.integer, { min: 0, max: PROCESSES - 1 })) }
+}
+
+type ReferralRow = { referrer_id: string; status: string; reason: string; order_id: string | null; referrer_points: string; friend_points: string }
+const referralTuples = (rows: ReferralRow[]) =>
+  rows
+    .map((r) => [
+      Number(r.referrer_id),
+      r.status,
+      r.reason,
+      r.order_id === null ? null : Number(r.order_id),
+      Number(r.referrer_points),
+      Number(r.friend_points),
+    ])
+    .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))
+
+test(
+  `${PROCESSES} processes converge on referrals: claims, first orders, orders before the claim, refunds, caps (seed ${SEED}, ${REFERRAL_ROUNDS} rounds)`,
+  { ...onDatabase('postgres'), timeout: TEST_TIMEOUT_MS },
+  async (t) => {
+    const rounds = fc.sample(fc.gen().map(buildReferralRound), { seed: SEED, numRuns: REFERRAL_ROUNDS })
+    const agents = servers.map(() => new http.Agent({ keepAlive: true, maxSockets: 64 }))
+    const client = new pg.Client({ connectionString: database!.url })
+    await client.connect()
+    try {
+      for (const [i, round] of rounds.entries()) {
+        const context = `\nseed ${SEED}, referral round ${i + 1}\nprogram: ${JSON.stringify(round.program)}\nclaims: ${JSON.stringify(round.claims)}\nwebhooks:\n${round.hooks.map(short).join('\n')}\n`
+        const name = `referrals-${SEED}-${i + 1}`
+        const { key, shopId } = await createKey(database!.url, name)
+        const backend = openBackend(database!.url)
+        let pk: string
+        try {
+          await writeRule(backend.db, shopId, JSON.stringify(round.program), 0)
+          pk = (await issuePublishableKey(backend.db, name, [ORIGIN], Date.now() * 1000)).key
+        } finally {
+          await backend.close()
+        }
+        const refName = `reference-${name}`
+        const ref = await issueKey(reference!.app.services.backend.db, refName, Date.now() * 1000)
+        await writeRule(reference!.app.services.backend.db, ref.shopId, JSON.stringify(round.program), 0)
+        const refPk = (await issuePublishableKey(reference!.app.services.backend.db, refName, [ORIGIN], Date.now() * 1000)).key
+
+        // The referrers first, on both sides, and their codes.
+        const codes: Record<number, string> = {}
+        const refCodes: Record<number, string> = {}
+        for (const [id, email] of Object.entries(REFERRERS)) {
+          const payload = JSON.stringify({ id: Number(id), email })
+          const sent = await deliver(servers, agents, key, { path: CUSTOMER_CREATED, payload }, { hook: 0, process: 0 })
+          assert.equal(sent.odd, undefined, `referrer ${id}: ${sent.odd}`)
+          assert.equal((await reference!.post(CUSTOMER_CREATED, payload, { key: ref.key })).statusCode, 200)
+          refCodes[Number(id)] = reference!.app.services.referralKeys.codeOf(ref.shopId, Number(id))
+          codes[Number(id)] = referralKeysOf(Buffer.from(SECRETS_KEY, 'base64')).codeOf(shopId, Number(id))
+        }
+
+        const claimOn = async (port: number, agent: http.Agent, publishable: string, code: string, email: string) =>
+          request(port, {
+            method: 'POST',
+            path: `/v3/storefront/referrals/${code}/claim`,
+            agent,
+            body: JSON.stringify({ email }),
+            timeoutMs: 60_000,
+            headers: { 'shop-key': publishable, origin: ORIGIN, 'content-type': 'application/json' },
+          })
+        // Everything in flight at once, each to its process; a claim refused (409) is an answer too.
+        const answers = await Promise.all(
+          round.deliveries.map(async (d, n) => {
+            const p = round.processes[n]!
+            if ('hook' in d) return (await deliver(servers, agents, key, round.hooks[d.hook]!, { hook: d.hook, process: p })).odd ?? 'ok'
+            const c = round.claims[d.claim]!
+            for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+              const answer = await claimOn(servers[p]!.port, agents[p]!, pk, codes[c.referrer]!, c.email)
+              if (answer.status === 201 || answer.status === 409) return 'ok'
+              if (answer.status !== 503 && answer.status !== undefined) return `claim ${c.email}: ${answer.status} ${answer.body}`
+              await sleep(1000)
+            }
+            return `claim ${c.email}: no answer`
+          }),
+        )
+        assert.deepEqual(
+          answers.filter((a) => a !== 'ok'),
+          [],
+          `every webhook and claim is answered${context}`,
+        )
+
+        // The reference: claims first (as they were made now), then the webhooks in true order.
+        for (const c of round.claims) {
+          const res = await reference!.app.inject({
+            method: 'POST',
+            url: `/v3/storefront/referrals/${refCodes[c.referrer]}/claim`,
+            headers: { 'shop-key': refPk, origin: ORIGIN, 'content-type': 'application/json' },
+            payload: JSON.stringify({ email: c.email }),
+          })
+          assert.ok(res.statusCode === 201 || res.statusCode === 409, `reference claim: ${res.statusCode} ${res.body}`)
+        }
+        for (const hook of round.hooks) assert.equal((await reference!.post(hook.path, hook.payload, { key: ref.key })).statusCode, 200)
+
+        const rowsOf = async (db: { query: (text: string, values: unknown[]) => Promise<{ rows: ReferralRow[] }> }, shop: number) =>
+          referralTuples((await db.query('SELECT * FROM referrals WHERE shop_id = $1', [shop])).rows)
+        const actual = await rowsOf(client, shopId)
+        const refRows = await sql<ReferralRow>`SELECT * FROM referrals WHERE shop_id = ${ref.shopId}`.execute(reference!.app.services.backend.db)
+        assert.deepEqual(actual, referralTuples(refRows.rows), `referrals: ${PROCESSES} processes vs one app${context}`)
+        for (const id of [1, 2]) {
+          const got = await processReader(servers[0]!, agents[0]!, key).get(`/v3/customers/${id}/points`)
+          const want = (await reference!.get(`/v3/customers/${id}/points`, ref.key)).json()
+          const held = (b: unknown) => (b as { available: number; pending: number }).available + (b as { available: number; pending: number }).pending
+          assert.equal(held(got.body), held(want), `referrer ${id}'s points${context}`)
+        }
+        t.diagnostic(`referral round ${i + 1}: ${round.claims.length} claims, ${round.hooks.length} webhooks: ${JSON.stringify(actual)}`)
+      }
+    } finally {
+      await client.end()
+      for (const agent of agents) agent.destroy()
+    }
   },
 )

@@ -40,6 +40,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'adminCreateKey',
       'adminCreateReward',
       'adminCreateSubscription',
+      'adminCustomerReferral',
       'adminDeleteSubscription',
       'adminEventStream',
       'adminGetCustomer',
@@ -54,6 +55,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'adminListEvents',
       'adminListKeys',
       'adminListRedemptions',
+      'adminListReferrals',
       'adminListRewards',
       'adminListShops',
       'adminListSubscriptions',
@@ -95,8 +97,12 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'storefrontPreflightMe',
       'storefrontPreflightMeClaims',
       'storefrontPreflightMeHistory',
+      'storefrontPreflightMeReferral',
+      'storefrontPreflightReferralsCodeClaim',
       'storefrontPreflightRewards',
       'storefrontPreflightRewardsIdClaim',
+      'storefrontReferralClaim',
+      'storefrontReferralCode',
       'storefrontRewards',
     ])
   })

@@ -66,6 +66,16 @@ export const ALLOWED: AllowedRange[] = [
       sqlite: /^SEARCH claims USING INDEX claims_shop \(shop_id=\?( AND id<\?)?\)$/,
     },
   },
+  {
+    why: "A shop's latest referrals in the console, newest claim first: a page of the shop's range of referrals_shop (all) or referrals_refused (the refusals alone, for review), in its order.",
+    statement:
+      /^select \* from "referrals" where "shop_id" = \S+ and (claimed_us >= 0|status = 'refused') (and \(claimed_us, id\) < \(\S+, \S+\) )?order by "claimed_us" desc, "id" desc limit \S+$/,
+    table: 'referrals',
+    shape: {
+      postgres: /^Index Scan Backward using referrals_(shop|refused) on referrals\b.*Index Cond: \(+shop_id = /,
+      sqlite: /^SEARCH referrals USING INDEX referrals_(shop|refused) \(shop_id=\?.*\)$/,
+    },
+  },
   // A rule change.
   {
     why: "A rule that first counts history (tiers, exclusions) fills the shop's earnings from its ledger, replacing rows kept before (src/repos/rule-repo.ts fillEarnings): once in a shop's life, a scan of order_earnings, which holds the rows of shops whose programs count history.",

@@ -31,6 +31,7 @@ import { addCodes, poolLevels } from '../../src/repos/rewards-repo.ts'
 import { adminClient, newOperator } from './admin.ts'
 import type { TestApp } from './harness.ts'
 import { systemClock } from '../../src/clock.ts'
+import { referralKeysOf } from '../../src/keys/referral-keys.ts'
 
 // What test/operations/query-plans.test.ts runs to see the statements the service issues: batches built as
 // the webhook routes and the points routes build them, through every path of the write path
@@ -210,6 +211,42 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
     { command: 'import', shopId: a.id, customerId: 900, email: 'imported@example.com', points: 5, tier: null, expiresUs: now() + 86_400_000_000, atUs: now() },
   ])
 
+  // Referrals: claims (the friend's orders stored before them, by e-mail and by customer; the
+  // referrals of the e-mails and of their referrer), the friends' first orders (the cap refuses the
+  // second), a refund that takes one back; under a hasher, as the server's writer runs.
+  const keys = referralKeysOf(Buffer.alloc(32, 1))
+  const applyReferrals = batchApplier(backend, systemClock(), keys.hashEmail)
+  await writeRule(backend.db, a.id, JSON.stringify(normalizeRule({ referral_points: 10, referral_cap_per_month: 1, pending_days: 0 })), 0)
+  const referralClaim = (email: string): PointsCommand => ({
+    command: 'referral-claim',
+    shopId: a.id,
+    customerId: 8,
+    referralId: uuidv7(),
+    emailHash: keys.hashEmail(a.id, email),
+    emails: [email],
+    random: 'ABCDEFGHJKMNP',
+    atUs: Date.parse(at(0)) * 1000,
+  })
+  const runReferrals = async (what: string, batch: BatchItem[]) => {
+    const results = await applyReferrals(batch, now())
+    expectApplied(results, what)
+    return results
+  }
+  const referred = await runReferrals('referral claims', [referralClaim('friend-1@example.com'), referralClaim('c2@example.com')])
+  assert.deepEqual(
+    referred.map((r) => r.status),
+    ['referral-claimed', 'referral-claimed'],
+    JSON.stringify(referred),
+  )
+  await runReferrals('friends’ first orders', [
+    hook('order/hook_created', order(130, 5, { email: 'friend-1@example.com' })),
+    hook('order/hook_created', order(131, 6, { email: 'friend-2@example.com' })),
+  ])
+  await runReferrals('a late claim, and a refund', [
+    referralClaim('friend-2@example.com'),
+    hook('order/hook_created', order(130, 7, { email: 'friend-1@example.com', is_refunded: true })),
+  ])
+
   // The loyalty program: tiers priced from each customer's earnings (a range read), a late order that
   // re-prices the orders after it (further orders and their earnings asked for), a tag that excludes,
   // bonuses (erased customers looked up by e-mail), a tier command and a warn command.
@@ -340,6 +377,10 @@ export async function readEverything(t: TestApp, shopName: string, _written: Wri
   await ok(admin.get(`${base}/customers?limit=2&cursor=${customers.next_cursor}`))
   await ok(admin.get(`${base}/customers?email=c2@example.com`))
   await ok(admin.get(`${base}/customers/8`))
+  const referrals = await ok(admin.get(`${base}/referrals?limit=1`))
+  await ok(admin.get(`${base}/referrals?limit=1&cursor=${referrals.next_cursor}`))
+  await ok(admin.get(`${base}/referrals?limit=1&status=refused`))
+  await ok(admin.get(`${base}/customers/8/referral`))
   await ok(admin.get(`${base}/guests?email=other-guest@example.com`))
   await ok(admin.get(`${base}/points-report?from=2025-01-01&to=2025-12-31`))
   await ok(admin.post(`${base}/customers/8/adjustments`, { points: 3, reason: 'console' }, { 'idempotency-key': 'plans-1' }), 201)
@@ -501,6 +542,10 @@ function topUps(shopId: number, rows: number): string[] {
     `${numbers} INSERT INTO reward_codes (shop_id, reward_id, code, created_us) SELECT ${shopId}, 1 + i % 100, 'FILL-' || i, 0 FROM n`,
     `${numbers} INSERT INTO claims (shop_id, id, customer_id, reward_id, reward_name, code, points, created_us, available_after, idem_key, request_hash)
       SELECT ${shopId}, 'fill-claim-' || i, 100000 + i, 1, 'fill', 'FILL-CLAIM-' || i, 1, i, 0, CASE WHEN i % 2 = 0 THEN 'fill-claim-key-' || i END, '' FROM n`,
+    // Referrals: other shops' mostly, a few of this shop's (some refused).
+    `${numbers} INSERT INTO referrals (shop_id, email_hash, id, referrer_id, claimed_us, self_by_email, terms, orders, status, reason, referrer_points, friend_points, updated_us, rev)
+      SELECT CASE WHEN i <= 50 THEN ${shopId} ELSE 1000000 + i END, 'fill-hash-' || i, 'fill-referral-' || i, i % 1000, 1735689600000000 + i, 0, '{}', '[]',
+        CASE WHEN i % 3 = 0 THEN 'refused' ELSE 'pending' END, 'awaiting_first_order', 0, 0, 0, 1 FROM n`,
     `${numbers} INSERT INTO subscription_deliveries (subscription_id, position, type, status, attempts, updated_us) SELECT 1 + i % 50, i, 'customer.updated', 'delivered', 1, 0 FROM n`,
     'INSERT INTO order_customer_links (shop_id, customer_id, order_id) SELECT shop_id, customer_id, id FROM orders WHERE customer_id IS NOT NULL ON CONFLICT DO NOTHING',
     // The loyalty program's: warnings of other shops' customers, and earnings past the orders' own.
