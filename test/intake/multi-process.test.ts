@@ -597,7 +597,7 @@ test(
 // their refunds and cancels, all in flight at once to random processes, end in the referrals and
 // referrer points that one app fed them one at a time gets.
 
-const REFERRAL_ROUNDS = runs(4)
+const REFERRAL_ROUNDS = runs(6)
 const ORIGIN = 'https://shop.example'
 const REFERRERS = { 1: 'ref.one@example.com', 2: 'ref.two@example.com' } as const
 const FRIENDS = ['ann@example.com', 'bea@example.com', 'cat@example.com', 'REF.ONE+x@example.com'] as const
@@ -616,7 +616,7 @@ function buildReferralRound(g: Gen): ReferralRound {
   const friends: string[] = g(fc.subarray, [...FRIENDS], { minLength: 1 })
   const claims = friends.map((email) => ({ email, referrer: pick(g, [1, 2]) }))
   const hooks: Hook[] = []
-  const orderCount = g(fc.integer, { min: 1, max: 6 })
+  const orderCount = g(fc.integer, { min: 2, max: 8 })
   for (let i = 0; i < orderCount; i++) {
     const id = 900 + i
     const email = pick(g, [...FRIENDS])
