@@ -4,7 +4,7 @@ import { parseProgram } from '../loyalty/program.ts'
 import { normalizeRule } from '../loyalty/rule.ts'
 import { referralEmailHash } from '../loyalty/referrals.ts'
 import type { OrderBody } from '../schemas/webhooks.ts'
-import { customerHook, DeciderSpecification, orderHook } from '../../test/support/decider.ts'
+import { customerHook, DeciderSpecification, deleteHook, orderHook } from '../../test/support/decider.ts'
 import type { ReferralClaimCommand } from './commands.ts'
 import { emptyState, keyOf, type BatchState, type Decision } from './state.ts'
 
@@ -130,6 +130,17 @@ describe('a claim and the friend’s first order', () => {
       .given([ada, customerHook({ id: 2, email: 'cy@example.com' })], [claim('bo@example.com', 0)])
       .when([claim('bo@example.com', 1, 2, 'other')])
       .then((d) => assert.deepEqual(d.commands[0], { status: 'referral-refused', reason: 'already-referred', detail: 'this e-mail was referred already' }))
+  })
+
+  test('given the referrer deleted, when the friend’s first order comes, then it is rewarded but gives the referrer nothing (their points were forfeited)', () => {
+    DeciderSpecification.for(shop())
+      .given([ada], [claim('bo@example.com', 0)], [deleteHook({ id: 1, updated_at: at(1) })])
+      .when([order(10, 2)])
+      .then((d, state) => {
+        assert.deepEqual(referralEntries(d), [])
+        const r = state.referrals.get(keyOf(1, hash('bo@example.com')))
+        assert.deepEqual([r?.status, r?.referrer], ['rewarded', null])
+      })
   })
 
   test('given a shop without referrals, then a claim is refused and orders decide nothing of referrals', () => {

@@ -172,9 +172,12 @@ export function decideReferralStep(
     }))
     const pendingDays = state.rules.get(shopId)?.rule.pending_days ?? 14
     const outcomes = decideReferrals(inputs, pendingDays)
+    // A deleted referrer's points were forfeited with the rest of theirs: nothing more is given or taken.
+    const referrerGone = state.customers.get(referrerKey)?.record.deleted === true
     list.forEach(([key, r], i) => {
-      const o = outcomes[i]!
-      const rows = entriesOf(r, o, causes.get(key) ?? null, state.rules.get(shopId)?.version ?? 1)
+      const decided = outcomes[i]!
+      const o = referrerGone ? { ...decided, referrer: null } : decided
+      const rows = entriesOf(referrerGone ? { ...r, referrer: null } : r, o, causes.get(key) ?? null, state.rules.get(shopId)?.version ?? 1)
       out.rows.push(...rows)
       const next: StoredReferral = { ...r, status: o.status, reason: o.reason, orderId: o.orderId, referrer: o.referrer, friend: o.friend }
       const loaded = state.referrals.get(key)

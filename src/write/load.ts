@@ -513,10 +513,12 @@ async function loadReferrals(
   if (referrers.size === 0) return
   const unlocked = [...referrers].map((id) => `${shopId}:c:${id}`).filter((key) => !locked.has(key))
   if (unlocked.length > 0 && !(await backend.tryLockKeys(s, unlocked))) throw new LocksBusy(unlocked)
-  // Read again under the referrers' locks: the rows of the hashes are among them.
-  for (const row of await s.run(q.referralsByReferrer(shopId, [...referrers]))) {
-    state.referrals.set(keyOf(shopId, row.email_hash), storedReferral(shopId, row))
-  }
+  // Read again under the referrers' locks: the rows of the hashes are among them. And the
+  // referrers not loaded yet: a deleted one's points were forfeited with the rest of theirs.
+  const unloaded = [...referrers].filter((id) => !state.customers.has(keyOf(shopId, id)))
+  const [rows, customers] = await s.runMany([q.referralsByReferrer(shopId, [...referrers]), q.customersById(shopId, unloaded)] as const)
+  for (const row of rows) state.referrals.set(keyOf(shopId, row.email_hash), storedReferral(shopId, row))
+  for (const row of customers) state.customers.set(keyOf(shopId, Number(row.id)), storedCustomer(shopId, row))
   for (const id of referrers) state.referrersLoaded!.add(keyOf(shopId, id))
 }
 
