@@ -64,7 +64,7 @@ function startShopSite(service: string): Promise<ShopSite> {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html>
 <html><head><meta charset="utf-8"><title>Demo shop</title>
 <script type="module" src="${service}/storefront/widget.js"></script></head>
-<body><h1>Demo shop</h1><shop-points shop-key="${pk}" token-url="/token"></shop-points></body></html>`)
+<body><h1>Demo shop</h1><shop-points shop-key="${pk}" token-url="/token" referral-url="/refer" share-text="10% off at the demo shop: {link}"></shop-points></body></html>`)
       return
     }
     // (The browser asks for /favicon.ico: none, and no error for it.)
@@ -190,6 +190,21 @@ forEachDatabase((kind) => {
       // The calls crossed origins: the preflights were answered and the claim went through.
       assert.ok(crossOrigin.includes('OPTIONS /v3/storefront/me') || crossOrigin.includes('GET /v3/storefront/me'), crossOrigin.join(', '))
       assert.ok(crossOrigin.includes('POST /v3/storefront/rewards/1/claim'), crossOrigin.join(', '))
+    })
+
+    test('with referral-url: the customer’s referral link (the shop’s page with their code) in the share text', async () => {
+      const page = await browser.context.newPage()
+      try {
+        await page.goto(`http://shop.localhost:${site.port}/`)
+        const text = page.locator('shop-points .referral .share-text')
+        await text.waitFor()
+        const link = (await text.getAttribute('data-link'))!
+        assert.match(link, new RegExp(`^http://shop\\.localhost:${site.port}/refer\\?ref=[a-z2-7]{26}$`))
+        assert.equal(await text.textContent(), `10% off at the demo shop: ${link}`)
+        await page.locator('shop-points .referral').getByRole('button', { name: 'Share' }).waitFor()
+      } finally {
+        await page.close()
+      }
     })
 
     test('the same page on an origin the key does not list: the browser is refused, the widget says so', async () => {
