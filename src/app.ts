@@ -9,6 +9,7 @@ import { isCommand, type BatchItem } from './batch/commands.ts'
 import { clockAt, systemClock, type Clock } from './clock.ts'
 import { Parts } from './parts.ts'
 import { createAuthenticator } from './http/auth.ts'
+import { createStorefrontAuth } from './http/storefront-auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
 import { installExpectContinue } from './http/expect-continue.ts'
 import { installHostCheck } from './http/host-header.ts'
@@ -28,6 +29,8 @@ import { adminRoutes } from './routes/admin/index.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { redemptionRoutes } from './routes/redemptions.ts'
 import { rewardRoutes } from './routes/rewards.ts'
+import { storefrontRoutes } from './routes/storefront.ts'
+import { storefrontWidgetRoutes } from './routes/storefront-widget.ts'
 import { resourceRoutes } from './routes/resources.ts'
 import { problemResponses } from './schemas/problems.ts'
 import type { BatchResult } from './write/unit-of-work.ts'
@@ -189,6 +192,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     (reason) => metrics.unauthenticated.inc({ reason }),
     keyUseRecorder(batchWriter, clock),
   )
+  const storefrontAuth = createStorefrontAuth(backend.db, secrets, clock, config.KEY_CACHE_SECONDS)
   // Ids of events, claims, redemptions and adjustments: time-ordered by the stamps of what is recorded.
   const newId = createUuidV7(() => Math.floor(clock.stampUs() / 1000))
   const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget, clock, newId })
@@ -255,7 +259,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     'rate limit store',
     () =>
       createRateLimitStore(
-        config.RATE_LIMIT_RPS === 0 ? '' : config.REDIS_URL,
+        config.RATE_LIMIT_RPS === 0 && config.STOREFRONT_IP_RATE === 0 && config.STOREFRONT_CUSTOMER_RATE === 0 ? '' : config.REDIS_URL,
         `shop-intake:${backend.schema}:rate:`,
         metrics.registry,
         (err) =>
@@ -269,7 +273,16 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   )
   await parts.start(
     'key revocations',
-    () => followKeyRevocations(backend, (which) => auth.invalidate(which), app.log, clock),
+    () =>
+      followKeyRevocations(
+        backend,
+        (which) => {
+          auth.invalidate(which)
+          storefrontAuth.invalidate(which)
+        },
+        app.log,
+        clock,
+      ),
     (r) => r?.stop(),
   )
   const services: Services = {
@@ -280,6 +293,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     writer,
     batchWriter,
     auth,
+    storefrontAuth,
     metrics,
     parsedBudget,
     sweeper,
@@ -346,12 +360,26 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
         { name: 'webhooks', description: 'What shops send: customers and orders' },
         { name: 'read', description: "The current state of the shop's customers, orders and points" },
         { name: 'operations', description: 'Health, readiness, metrics and this document' },
+        { name: 'storefront', description: "What the shop's pages call for a signed-in customer: a publishable key and a customer token, never a secret" },
         { name: 'admin', description: "The operator console's API: events, replay, customers, adjustments, keys, audit (admin keys or the console session)" },
       ],
       components: {
         securitySchemes: {
           basic: { type: 'http', scheme: 'basic', description: 'empty user name, the API key as the password' },
           adminBasic: { type: 'http', scheme: 'basic', description: 'admin API: empty user name, an admin key (ak_…) as the password' },
+          storefrontKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Shop-Key',
+            description: "storefront: the shop's publishable key (pk_…), from a page on one of its origins (docs/integrate/storefront.md)",
+          },
+          customerToken: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description:
+              "storefront: a customer token, HS256, signed by the shop's server with one of its signing secrets (ss_…); sub the customer, aud the shop, exp at most 15 minutes after iat",
+          },
           adminSession: {
             type: 'apiKey',
             in: 'cookie',
@@ -369,6 +397,8 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   await app.register(async (scope) => pointsRoutes(scope, services))
   await app.register(async (scope) => redemptionRoutes(scope, services))
   await app.register(async (scope) => rewardRoutes(scope, services))
+  await app.register(async (scope) => storefrontRoutes(scope, services))
+  await app.register(async (scope) => storefrontWidgetRoutes(scope))
   await app.register(async (scope) => changeRoutes(scope, services))
   await app.register(async (scope) => healthRoutes(scope, services))
   await app.register(async (scope) => adminRoutes(scope, services))

@@ -46,6 +46,10 @@ export const ConfigSchema = Type.Object({
   SHUTDOWN_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, default: 10 }),
   /** Webhooks a key may send per second; over it, 429 with Retry-After. 0 turns the limit off. */
   RATE_LIMIT_RPS: Type.Integer({ ...Count, default: 2000 }),
+  /** Storefront requests (docs/integrate/storefront.md) one address may make per 10 seconds; over it, 429 with Retry-After. 0 turns it off. */
+  STOREFRONT_IP_RATE: Type.Integer({ ...Count, default: 100 }),
+  /** Storefront requests one customer's tokens may make per 10 seconds; over it, 429 with Retry-After. 0 turns it off. */
+  STOREFRONT_CUSTOMER_RATE: Type.Integer({ ...Count, default: 30 }),
   /** Milliseconds a client may take to send the request headers. */
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10_000 }),
   /** Milliseconds a client may take to send a whole request, body included. */

@@ -18,3 +18,6 @@ function packageRoot(): URL {
 
 /** The package's folder, as a URL ending in a slash. */
 export const PACKAGE_ROOT: URL = packageRoot()
+
+/** Whether the service runs from its TypeScript sources (through tsx) rather than from dist/. */
+export const FROM_SOURCES: boolean = import.meta.url.endsWith('.ts')

@@ -3,6 +3,7 @@ import type { UuidV7Generator } from './http/uuid-v7.ts'
 import type { Config } from './config.ts'
 import type { BatchItem } from './batch/commands.ts'
 import type { Authenticator } from './http/auth.ts'
+import type { StorefrontAuth } from './http/storefront-auth.ts'
 import type { BodyBudget } from './http/body-budget.ts'
 import type { ExpirySweeper } from './jobs/expiry-sweeper.ts'
 import type { Metrics } from './http/metrics.ts'
@@ -26,6 +27,8 @@ export interface Services {
   /** Where the writer's batches commit; /readyz asks it whether it can. */
   batchWriter: BatchWriter
   auth: Authenticator
+  /** The storefront's publishable keys and customer tokens (docs/integrate/storefront.md). */
+  storefrontAuth: StorefrontAuth
   metrics: Metrics
   /**
    * What webhooks read and parsed hold until their commit, beyond their raw bytes (which the body
@@ -44,7 +47,7 @@ export interface Services {
   redisUp(): boolean | undefined
   /** What /metrics answers when it is not this process's registry alone: a cluster's worker answers for all workers. */
   metricsText?: () => Promise<string>
-  /** Seals and opens the signing secrets of outgoing webhooks (SECRETS_KEY). */
+  /** Seals and opens the signing secrets of outgoing webhooks and of the storefront's tokens (SECRETS_KEY). */
   secrets: SecretBox
   /** How outgoing webhooks' endpoint names are resolved (BuildOptions.resolveHost; else the system's). */
   resolveHost: HostResolver

@@ -67,6 +67,54 @@ export interface paths {
      */
     post: operations["cancelClaim"];
   };
+  "/v3/storefront/me": {
+    /** The signed-in customer's points, tier and what expires soon */
+    get: operations["storefrontMe"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightMe"];
+  };
+  "/v3/storefront/me/history": {
+    /** The signed-in customer's points history, newest first */
+    get: operations["storefrontHistory"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightMeHistory"];
+  };
+  "/v3/storefront/me/claims": {
+    /** The signed-in customer's claims and their codes, newest first */
+    get: operations["storefrontClaims"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightMeClaims"];
+  };
+  "/v3/storefront/rewards": {
+    /** The shop's active rewards; with a customer token, which the customer can afford and claim */
+    get: operations["storefrontRewards"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightRewards"];
+  };
+  "/v3/storefront/rewards/{id}/claim": {
+    /**
+     * The signed-in customer claims a reward: its code
+     * @description The shop API’s claim (POST /v3/customers/{id}/rewards/{reward}/claim) for the customer of the token: the same answers and refusals. Idempotency-Key is required, so that a retried click never spends twice. The body, if any, is ignored (at most 1 KiB).
+     */
+    post: operations["storefrontClaim"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightRewardsIdClaim"];
+  };
   "/v3/changes": {
     /**
      * The shop's change feed after a position, in commit order
@@ -184,7 +232,7 @@ export interface paths {
     get: operations["adminListKeys"];
     /**
      * Create an API key for a shop; the key is answered this once
-     * @description The key takes no options: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
+     * @description A secret key (sk_…) unless the body says `{"kind": "publishable", "origins": ["https://shop.example"]}` (pk_…, for the storefront routes from pages on those origins) or `{"kind": "signing"}` (ss_…, signs customer tokens; its id is their kid). Without those: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
      */
     post: operations["adminCreateKey"];
   };
@@ -734,13 +782,13 @@ export interface components {
       event_id?: string;
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: The key is missing, malformed, unknown or revoked. */
+    /** @description An RFC 9457 problem: The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
     UnauthorizedProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
        * @enum {string}
        */
-      type: "/problems/unauthorized";
+      type: "/problems/unauthorized" | "/problems/publishable-key-invalid" | "/problems/token-missing" | "/problems/token-invalid" | "/problems/token-expired" | "/problems/token-bad-signature" | "/problems/token-unknown-kid" | "/problems/token-wrong-audience";
       /** @description the status text, "Unauthorized" */
       title: string;
       /** @constant */
@@ -749,13 +797,13 @@ export interface components {
       detail: string;
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+    /** @description An RFC 9457 problem: Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
     ForbiddenProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
        * @enum {string}
        */
-      type: "/problems/forbidden" | "/problems/cross-origin" | "/problems/read-only";
+      type: "/problems/forbidden" | "/problems/cross-origin" | "/problems/read-only" | "/problems/origin-not-allowed";
       /** @description the status text, "Forbidden" */
       title: string;
       /** @constant */
@@ -886,7 +934,7 @@ export interface components {
         }[];
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: The key sent more webhooks per second than RATE_LIMIT_RPS. */
+    /** @description An RFC 9457 problem: The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
     RateLimitedProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
@@ -1145,8 +1193,13 @@ export interface components {
       available_after: number;
     };
     AdminKey: {
+      /** @description the key's id; a signing secret's is the `kid` of the customer tokens it signs */
       id: number;
       hint: string;
+      /** @description secret (sk_…, the shop API), publishable (pk_…, the storefront routes from its origins) or signing (ss_…, signs customer tokens) */
+      kind: "secret" | "publishable" | "signing";
+      /** @description a publishable key's allowed origins; empty for the other kinds */
+      origins: string[];
       created_at: string;
       last_used_at: string | null;
       revoked_at: string | null;
@@ -1157,8 +1210,13 @@ export interface components {
       next_cursor: string | null;
     };
     AdminNewKey: {
+      /** @description the key's id; a signing secret's is the `kid` of the customer tokens it signs */
       id: number;
       hint: string;
+      /** @description secret (sk_…, the shop API), publishable (pk_…, the storefront routes from its origins) or signing (ss_…, signs customer tokens) */
+      kind: "secret" | "publishable" | "signing";
+      /** @description a publishable key's allowed origins; empty for the other kinds */
+      origins: string[];
       created_at: string;
       last_used_at: string | null;
       revoked_at: string | null;
@@ -1524,7 +1582,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -1564,7 +1622,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -1631,7 +1689,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -1671,7 +1729,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -1738,7 +1796,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -1778,7 +1836,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -1831,7 +1889,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -1902,7 +1960,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -1979,7 +2037,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2056,7 +2114,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2146,7 +2204,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2246,7 +2304,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2317,7 +2375,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2403,7 +2461,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2498,7 +2556,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2574,7 +2632,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2638,6 +2696,848 @@ export interface operations {
       };
     };
   };
+  /** The signed-in customer's points, tier and what expires soon */
+  storefrontMe: {
+    responses: {
+      /** @description The customer's points */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            customer_id: number;
+            /** @description the VIP tier the customer holds now; null for none */
+            tier: string | null;
+            /** @description null when the shop has no tiers */
+            tier_progress: ({
+              /** @description base points of the orders processed within the window that count toward the tier */
+              points: number;
+              /** @description the days of orders that count */
+              window_days: number;
+              /** @description the tier above the one held, and its threshold; null at the top */
+              next: {
+                name: string;
+                /** @description the next tier's threshold */
+                points: number;
+              } | null;
+            }) | null;
+            /** @description points the customer may spend now */
+            available: number;
+            /** @description points earned that become available later */
+            pending: number;
+            /** @description what the customer's orders have earned and still hold */
+            lifetime_earned: number;
+            /** @description points that expire in the next 30 days unless spent first, soonest first */
+            expiring: {
+                points: number;
+                /** @description when they expire */
+                at: string;
+              }[];
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightMe: {
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** The signed-in customer's points history, newest first */
+  storefrontHistory: {
+    parameters: {
+      query?: {
+        /** @description a whole number of entries per page from 1 to 500 (default 50) */
+        limit?: string;
+        /** @description the next_cursor of the previous page */
+        cursor?: string;
+      };
+    };
+    responses: {
+      /** @description A page of ledger entries, newest first */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            /** @description newest first */
+            entries: ({
+                points: number;
+                /** @description earned, redeemed, claimed, expired, signup, … (as the shop API names them) */
+                reason: string;
+                /** @description the shop's id of the order the entry is about; null for the others */
+                order_id: number | null;
+                created_at: string;
+                /** @description when the points became (or become) available */
+                available_at: string;
+              })[];
+            /** @description pass as ?cursor= for the next page; null on the last */
+            next_cursor: string | null;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightMeHistory: {
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** The signed-in customer's claims and their codes, newest first */
+  storefrontClaims: {
+    parameters: {
+      query?: {
+        /** @description a whole number of claims per page, 1 to 500 (default 50) */
+        limit?: string;
+        /** @description next_cursor of the previous page */
+        cursor?: string;
+      };
+    };
+    responses: {
+      /** @description A page of claims, newest first */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": components["schemas"]["ClaimList"];
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightMeClaims: {
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** The shop's active rewards; with a customer token, which the customer can afford and claim */
+  storefrontRewards: {
+    responses: {
+      /** @description The shop's active rewards */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            /** @description the shop's active rewards, in id order */
+            rewards: ({
+                /** @description the reward's id */
+                id: number;
+                name: string;
+                /** @description what a claim costs */
+                points: number;
+                /**
+                 * @description one of fixed_amount, percentage, free_shipping, custom
+                 * @enum {string}
+                 */
+                kind: "fixed_amount" | "percentage" | "free_shipping" | "custom";
+                value: (string | number) | null;
+                currency: string | null;
+                /**
+                 * @description generated (the service makes each code) or pool (the codes uploaded to the reward, handed out in upload order)
+                 * @enum {string}
+                 */
+                codes: "generated" | "pool";
+                min_tier: string | null;
+                codes_left: number | null;
+                /** @description whether a claim can get a code now: false for a pool with no code left */
+                available: boolean;
+                /** @description with a customer token: whether the customer's available points cover it */
+                affordable?: boolean;
+                /** @description with a customer token: whether a claim would go through now (affordable, tier high enough, a code left) */
+                claimable?: boolean;
+              })[];
+            /** @description with a customer token: the customer's available points */
+            available?: number;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightRewards: {
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * The signed-in customer claims a reward: its code
+   * @description The shop API’s claim (POST /v3/customers/{id}/rewards/{reward}/claim) for the customer of the token: the same answers and refusals. Idempotency-Key is required, so that a retried click never spends twice. The body, if any, is ignored (at most 1 KiB).
+   */
+  storefrontClaim: {
+    parameters: {
+      path: {
+        /** @description the reward's id */
+        id: string;
+      };
+    };
+    responses: {
+      /** @description The claim this Idempotency-Key made, answered again */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": components["schemas"]["ClaimView"];
+        };
+      };
+      /** @description The claim, made: its code */
+      201: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": components["schemas"]["ClaimView"];
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent. */
+      409: {
+        content: {
+          "application/problem+json": components["schemas"]["ConflictProblem"];
+        };
+      };
+      /** @description The body is larger than BODY_LIMIT. */
+      413: {
+        content: {
+          "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
+        };
+      };
+      /** @description The body is not sent as application/json. */
+      415: {
+        content: {
+          "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightRewardsIdClaim: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
   /**
    * The shop's change feed after a position, in commit order
    * @description Entries of every change the service committed for the shop: `customer.updated`, `customer.deleted`, `order.updated`, `points.changed` (one per ledger entry), `tier.changed` (a VIP tier won or lost) and `points.expiring` (a warning ahead of an expiry, once per customer and date). Pass the last `position` seen (or `next_after`) as `after`: pages never skip an entry nor repeat one, however many processes commit at once. With `wait`, an empty page is answered only after that many seconds pass with no new entry.
@@ -2670,7 +3570,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2779,7 +3679,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description how to authenticate */
@@ -2879,7 +3779,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -2889,7 +3789,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -2949,7 +3849,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3018,7 +3918,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3028,7 +3928,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3106,7 +4006,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3116,7 +4016,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3183,7 +4083,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3193,7 +4093,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3259,7 +4159,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3269,7 +4169,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3335,7 +4235,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3345,7 +4245,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3426,7 +4326,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3436,7 +4336,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3502,7 +4402,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3512,7 +4412,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3587,7 +4487,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3597,7 +4497,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3666,7 +4566,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3676,7 +4576,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3747,7 +4647,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3757,7 +4657,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -3984,7 +4884,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -3994,7 +4894,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4299,7 +5199,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4309,7 +5209,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4510,7 +5410,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4520,7 +5420,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4625,7 +5525,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4635,7 +5535,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4750,7 +5650,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4760,7 +5660,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4846,7 +5746,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4856,7 +5756,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4929,7 +5829,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -4939,7 +5839,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -4983,7 +5883,7 @@ export interface operations {
   };
   /**
    * Create an API key for a shop; the key is answered this once
-   * @description The key takes no options: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
+   * @description A secret key (sk_…) unless the body says `{"kind": "publishable", "origins": ["https://shop.example"]}` (pk_…, for the storefront routes from pages on those origins) or `{"kind": "signing"}` (ss_…, signs customer tokens; its id is their kid). Without those: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
    */
   adminCreateKey: {
     parameters: {
@@ -5009,7 +5909,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5019,7 +5919,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5103,7 +6003,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5113,7 +6013,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5182,7 +6082,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5192,7 +6092,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5259,7 +6159,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5269,7 +6169,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5344,7 +6244,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5354,7 +6254,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5447,7 +6347,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5457,7 +6357,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5520,7 +6420,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5530,7 +6430,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5607,7 +6507,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5617,7 +6517,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5711,7 +6611,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5721,7 +6621,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5857,7 +6757,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5867,7 +6767,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -5934,7 +6834,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -5944,7 +6844,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6020,7 +6920,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6030,7 +6930,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6117,7 +7017,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6127,7 +7027,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6199,7 +7099,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6209,7 +7109,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6287,7 +7187,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6297,7 +7197,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6388,7 +7288,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6398,7 +7298,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6476,7 +7376,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6486,7 +7386,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6574,7 +7474,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6584,7 +7484,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -6665,7 +7565,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["BadRequestProblem"];
         };
       };
-      /** @description The key is missing, malformed, unknown or revoked. */
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
       401: {
         headers: {
           /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
@@ -6675,7 +7575,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["UnauthorizedProblem"];
         };
       };
-      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). */
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
       403: {
         content: {
           "application/problem+json": components["schemas"]["ForbiddenProblem"];

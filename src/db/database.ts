@@ -30,6 +30,7 @@ import { rewardCodes } from '../migrations/0027-reward-codes.ts'
 import { claims } from '../migrations/0028-claims.ts'
 import { importExpiry } from '../migrations/0029-import-expiry.ts'
 import { importRuns } from '../migrations/0030-import-runs.ts'
+import { storefrontKeys } from '../migrations/0031-storefront-keys.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -78,6 +79,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0028-claims': claims,
     '0029-import-expiry': importExpiry,
     '0030-import-runs': importRuns(backend.types),
+    '0031-storefront-keys': storefrontKeys,
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely'
+import type { ColumnType, Generated } from 'kysely'
 import type { CustomerFields, OrderFields } from '../domain/merge.ts'
 
 // Row types of the database. They stay inside src/db and src/repos: the rest of the
@@ -25,6 +25,17 @@ export interface ApiKeysTable {
   created_at: string
   last_used_at: string | null
   revoked_at: string | null
+  /** secret (sk_…), publishable (pk_…) or signing (ss_…; migration 0031). */
+  kind: ColumnType<KeyKind, KeyKind | undefined, never>
+  /** A signing secret sealed under SECRETS_KEY; null for the other kinds. */
+  sealed_secret: string | null
+}
+
+export type KeyKind = 'secret' | 'publishable' | 'signing'
+
+export interface KeyOriginsTable {
+  key_id: number
+  origin: string
 }
 
 export interface EventsTable {
@@ -417,6 +428,7 @@ export interface Tables {
   ledger_days: LedgerDaysTable
   shops: ShopsTable
   api_keys: ApiKeysTable
+  key_origins: KeyOriginsTable
   events: EventsTable
   customers: CustomersTable
   orders: OrdersTable

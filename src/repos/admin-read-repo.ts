@@ -153,7 +153,7 @@ export async function guestHeld(db: Kysely<Tables>, shopId: number, emailLower: 
 export async function keyPage(db: Kysely<Tables>, shopId: number, limit: number, before: number | null) {
   let query = db
     .selectFrom('api_keys')
-    .select(['id', 'hint', 'created_at', 'last_used_at', 'revoked_at', 'key_hash'])
+    .select(['id', 'hint', 'kind', 'created_at', 'last_used_at', 'revoked_at', 'key_hash'])
     .where('shop_id', '=', shopId)
     .orderBy('id', 'desc')
     .limit(limit + 1)
@@ -165,7 +165,7 @@ export async function keyPage(db: Kysely<Tables>, shopId: number, limit: number,
 export async function findKey(db: Kysely<Tables>, shopId: number, id: number) {
   const row = await db
     .selectFrom('api_keys')
-    .select(['id', 'hint', 'created_at', 'last_used_at', 'revoked_at', 'key_hash'])
+    .select(['id', 'hint', 'kind', 'created_at', 'last_used_at', 'revoked_at', 'key_hash'])
     .where('shop_id', '=', shopId)
     .where('id', '=', id)
     .executeTakeFirst()

@@ -18,6 +18,28 @@ import { READ_PROBLEMS, readAnswer } from './resources.ts'
 /** The points endpoint lists what expires this many days ahead. */
 const EXPIRING_DAYS = 30
 
+type StoredCustomer = NonNullable<Awaited<ReturnType<typeof findStoredCustomer>>>
+
+/**
+ * A customer's points as the reads show them: tier and progress, balances, and what expires in
+ * the next EXPIRING_DAYS. The shop's points endpoint and the storefront's `me` both answer it.
+ */
+export async function pointsSummary(services: Services, shopId: number, id: number, customer: StoredCustomer) {
+  const { backend } = services
+  const nowUs = services.clock.nowUs()
+  const [balances, lots, rule] = await Promise.all([
+    customerBalances(backend.db, shopId, id, nowUs),
+    customerLots(backend.db, shopId, id),
+    readRule(backend.db, shopId),
+  ])
+  const expiry = customerExpiry(expiryOf(versionedRule(rule)), customer.loyalty.importExpiry)
+  return {
+    ...(await readTier(backend, shopId, customer, nowUs)),
+    ...balances,
+    expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expiry).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
+  }
+}
+
 export async function pointsRoutes(scope: FastifyInstance, services: Services): Promise<void> {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>()
   const { backend, auth } = services
@@ -45,19 +67,10 @@ export async function pointsRoutes(scope: FastifyInstance, services: Services): 
       // 1 to 500: the schema's pattern.
       const limit = Number(request.query.limit ?? 50)
       const before = request.query.cursor === undefined ? null : Number(request.query.cursor)
-      const nowUs = services.clock.nowUs()
-      const [balances, page, lots, rule] = await Promise.all([
-        customerBalances(backend.db, shopId, id, nowUs),
-        customerEntries(backend.db, shopId, id, limit, before),
-        customerLots(backend.db, shopId, id),
-        readRule(backend.db, shopId),
-      ])
-      const expiry = customerExpiry(expiryOf(versionedRule(rule)), customer.loyalty.importExpiry)
+      const [summary, page] = await Promise.all([pointsSummary(services, shopId, id, customer), customerEntries(backend.db, shopId, id, limit, before)])
       return {
         customer_id: id,
-        ...(await readTier(backend, shopId, customer, nowUs)),
-        ...balances,
-        expiring: expiringBetween(lots, nowUs, nowUs + EXPIRING_DAYS * DAY_US, expiry).map((e) => ({ points: e.points, at: formatUs(e.at_us) })),
+        ...summary,
         entries: page.rows.map((r) => ({
           order_id: r.order_id,
           redemption_id: r.redemption_id,

@@ -70,26 +70,7 @@ export async function rewardRoutes(app: FastifyInstance, services: Services): Pr
       if (customerId === undefined) return notFound(reply, `no customer ${request.params.id} in this shop`)
       const rewardId = parseId(request.params.reward)
       if (rewardId === undefined) return notFound(reply, `no reward ${request.params.reward} in this shop`)
-      const requestHash = createHash('sha256')
-        .update(JSON.stringify([customerId, rewardId]))
-        .digest('base64url')
-      const outcome = await submit(
-        services,
-        {
-          command: 'claim',
-          shopId: request.principal.shopId,
-          customerId,
-          rewardId,
-          claimId: services.newId(),
-          random: randomCodeBody(),
-          atUs: nowUs(),
-          idemKey: idempotencyKey(request.headers, 'claim'),
-          requestHash,
-        },
-        'claim',
-      )
-      if (outcome.status === 'claimed') return reply.code(outcome.replayed ? 200 : 201).send(outcome.claim)
-      return refusal(reply, outcome, customerId)
+      return claimReward(services, reply, { shopId: request.principal.shopId, customerId, rewardId, idemKey: idempotencyKey(request.headers, 'claim') })
     },
   )
 
@@ -144,6 +125,39 @@ export async function rewardRoutes(app: FastifyInstance, services: Services): Pr
       return refusal(reply, outcome, customerId)
     },
   )
+}
+
+/**
+ * A claim, made and answered: the one write path of a claim, for the shop's route and the
+ * storefront's. 201 with the claim, 200 for the claim an Idempotency-Key made before, else its
+ * refusal (insufficient points, inactive, tier, pool, key reused, unknown customer or reward).
+ */
+export async function claimReward(
+  services: Services,
+  reply: FastifyReply,
+  claim: { shopId: number; customerId: number; rewardId: number; idemKey: string | null },
+): Promise<FastifyReply> {
+  const { shopId, customerId, rewardId, idemKey } = claim
+  const requestHash = createHash('sha256')
+    .update(JSON.stringify([customerId, rewardId]))
+    .digest('base64url')
+  const outcome = await submit(
+    services,
+    {
+      command: 'claim',
+      shopId,
+      customerId,
+      rewardId,
+      claimId: services.newId(),
+      random: randomCodeBody(),
+      atUs: services.clock.nowUs(),
+      idemKey,
+      requestHash,
+    },
+    'claim',
+  )
+  if (outcome.status === 'claimed') return reply.code(outcome.replayed ? 200 : 201).send(outcome.claim)
+  return refusal(reply, outcome, customerId)
 }
 
 /** The problem of a claim or cancel that did not go through. */

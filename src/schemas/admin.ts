@@ -241,8 +241,12 @@ export const AdjustmentView = Type.Object(
 
 export const AdminKey = Type.Object(
   {
-    id: Type.Integer(),
+    id: Type.Integer({ description: "the key's id; a signing secret's is the `kid` of the customer tokens it signs" }),
     hint: Type.String(),
+    kind: Type.Union([Type.Literal('secret'), Type.Literal('publishable'), Type.Literal('signing')], {
+      description: 'secret (sk_…, the shop API), publishable (pk_…, the storefront routes from its origins) or signing (ss_…, signs customer tokens)',
+    }),
+    origins: Type.Array(Type.String(), { description: "a publishable key's allowed origins; empty for the other kinds" }),
     created_at: Type.String(),
     last_used_at: Nullable(Type.String()),
     revoked_at: Nullable(Type.String()),

@@ -5,8 +5,21 @@ import { Type, type TLiteral, type TObject, type TSchema, type TString, type TUn
 
 export const PROBLEMS = {
   400: { title: 'Bad Request', types: ['malformed-json', 'malformed-request'] },
-  401: { title: 'Unauthorized', types: ['unauthorized'] },
-  403: { title: 'Forbidden', types: ['forbidden', 'cross-origin', 'read-only'] },
+  401: {
+    title: 'Unauthorized',
+    types: [
+      'unauthorized',
+      // The storefront (docs/integrate/storefront.md): its key, then the customer's token.
+      'publishable-key-invalid',
+      'token-missing',
+      'token-invalid',
+      'token-expired',
+      'token-bad-signature',
+      'token-unknown-kid',
+      'token-wrong-audience',
+    ],
+  },
+  403: { title: 'Forbidden', types: ['forbidden', 'cross-origin', 'read-only', 'origin-not-allowed'] },
   404: { title: 'Not Found', types: ['not-found'] },
   405: { title: 'Method Not Allowed', types: ['method-not-allowed'] },
   408: { title: 'Request Timeout', types: ['request-timeout'] },
@@ -54,8 +67,8 @@ const NAMES: Record<ProblemStatus, string> = {
 
 const WHEN: Record<ProblemStatus, string> = {
   400: 'The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`).',
-  401: 'The key is missing, malformed, unknown or revoked.',
-  403: 'Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`).',
+  401: 'The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`).',
+  403: "Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`).",
   404: 'No such endpoint, or no such resource in this shop.',
   405: 'A method other than POST on a webhook path.',
   408: 'The headers or the whole request took too long; the connection is closed.',
@@ -64,7 +77,7 @@ const WHEN: Record<ProblemStatus, string> = {
   415: 'The body is not sent as application/json.',
   417: 'An Expect header other than 100-continue; the connection is closed.',
   422: 'The body breaks the validation rules; it is stored as a rejected event named by `event_id`.',
-  429: 'The key sent more webhooks per second than RATE_LIMIT_RPS.',
+  429: 'The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds.',
   431: 'The request headers are larger than 16 KiB.',
   503: 'The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After.',
 }

@@ -88,6 +88,16 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'listRedemptions',
       'listRewards',
       'orderCreated',
+      'storefrontClaim',
+      'storefrontClaims',
+      'storefrontHistory',
+      'storefrontMe',
+      'storefrontPreflightMe',
+      'storefrontPreflightMeClaims',
+      'storefrontPreflightMeHistory',
+      'storefrontPreflightRewards',
+      'storefrontPreflightRewardsIdClaim',
+      'storefrontRewards',
     ])
   })
 

@@ -13,7 +13,11 @@ import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREAT
 // route that fits neither family fails the test until it is classified.
 
 /** Routes open to anyone, by method and path: health, metrics, the document, the dashboard's files. */
-const PUBLIC = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/admin', '/admin/*'].flatMap((url) => [`GET ${url}`, `HEAD ${url}`]))
+const PUBLIC = new Set(
+  ['/healthz', '/readyz', '/metrics', '/openapi.json', '/admin', '/admin/*', '/storefront/widget.js'].flatMap((url) => [`GET ${url}`, `HEAD ${url}`]),
+)
+/** The storefront's routes take a publishable key and a customer token instead (test/storefront/route-scope.test.ts holds them to it). */
+const STOREFRONT = '/v3/storefront/'
 /** Sign-in takes the admin key in its body: it is how a session starts. */
 const SIGN_IN = 'POST /v3/admin/session'
 /** The session of this browser: it reads the cookie only, so any other credential is "not signed in" (401). */
@@ -67,11 +71,19 @@ forEachDatabase((kind) => {
     const all = expand(routes).filter((r) => r.url !== '*')
     const admin = all.filter((r) => r.url.startsWith('/v3/admin/') && name(r) !== SIGN_IN && !SESSION_READ.has(name(r)))
     const webhookOthers = all.filter((r) => WEBHOOKS.has(r.url) && r.method !== 'POST')
-    const shop = all.filter((r) => r.url.startsWith('/v3/') && !r.url.startsWith('/v3/admin/') && !webhookOthers.includes(r))
+    const storefront = all.filter((r) => r.url.startsWith(STOREFRONT))
+    const shop = all.filter((r) => r.url.startsWith('/v3/') && !r.url.startsWith('/v3/admin/') && !webhookOthers.includes(r) && !storefront.includes(r))
     const unclassified = all.filter(
-      (r) => !admin.includes(r) && !shop.includes(r) && !webhookOthers.includes(r) && !PUBLIC.has(name(r)) && name(r) !== SIGN_IN && !SESSION_READ.has(name(r)),
+      (r) =>
+        !admin.includes(r) &&
+        !shop.includes(r) &&
+        !storefront.includes(r) &&
+        !webhookOthers.includes(r) &&
+        !PUBLIC.has(name(r)) &&
+        name(r) !== SIGN_IN &&
+        !SESSION_READ.has(name(r)),
     )
-    return { all, admin, shop, webhookOthers, unclassified }
+    return { all, admin, shop, storefront, webhookOthers, unclassified }
   }
 
   describe('the route table', () => {
@@ -127,6 +139,20 @@ forEachDatabase((kind) => {
         payload: JSON.stringify({ key: t.key }),
       })
       assertProblem(signIn, { method: 'POST', url: '/v3/admin/session' }, 401, 'unauthorized', 'with a shop key')
+    })
+
+    test('every storefront route: 401 publishable-key-invalid without credentials or with a shop key; its preflight 400 without Origin', async () => {
+      const { storefront } = table()
+      assert.ok(storefront.length >= 10, storefront.map(name).join(', '))
+      for (const route of storefront) {
+        if (route.method === 'OPTIONS') {
+          assertProblem(await call(route), route, 400, 'malformed-request', 'a preflight without Origin')
+          continue
+        }
+        assertProblem(await call(route), route, 401, 'publishable-key-invalid', 'without credentials')
+        assertProblem(await call(route, basic(t.key)), route, 401, 'publishable-key-invalid', 'with a shop key')
+        assertProblem(await call(route, basic(adminKey)), route, 401, 'publishable-key-invalid', 'with an admin key')
+      }
     })
 
     test('every shop route: 401 without credentials, 401 with an admin key', async () => {

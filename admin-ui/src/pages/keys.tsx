@@ -89,6 +89,8 @@ export function Keys() {
             <tr>
               <th>id</th>
               <th>key</th>
+              <th>kind</th>
+              <th>origins</th>
               <th>created</th>
               <th>last used</th>
               <th>revoked</th>
@@ -102,6 +104,8 @@ export function Keys() {
                 <td>
                   <code>{k.hint}</code>
                 </td>
+                <td data-kind={k.kind}>{k.kind}</td>
+                <td>{k.origins.join(' ')}</td>
                 <td>{time(k.created_at)}</td>
                 <td>{time(k.last_used_at)}</td>
                 <td>{k.revoked_at ? time(k.revoked_at) : ''}</td>

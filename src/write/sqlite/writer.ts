@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads'
-import { PACKAGE_ROOT } from '../../package-root.ts'
+import { FROM_SOURCES, PACKAGE_ROOT } from '../../package-root.ts'
 import type { BatchResult } from '../unit-of-work.ts'
 import { addCalls, type DbCalls } from '../../db/db-calls.ts'
 import type { BatchWriter } from '../batch-writer.ts'
@@ -40,7 +40,7 @@ export interface SqliteBatchWriter extends BatchWriter {
 /** Applies batches on a writer thread with its own connection to the SQLite file; their statements are added to `calls`. */
 export function startSqliteWriter(path: string, calls?: DbCalls): SqliteBatchWriter {
   // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry runs the fresh build or registers tsx.
-  const entry = import.meta.url.endsWith('.ts') ? 'src/write/sqlite/writer-entry.js' : 'dist/write/sqlite/writer-thread.js'
+  const entry = FROM_SOURCES ? 'src/write/sqlite/writer-entry.js' : 'dist/write/sqlite/writer-thread.js'
   const worker = new Worker(new URL(entry, PACKAGE_ROOT), { workerData: { path } })
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 0

@@ -1,0 +1,321 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { formatInstant } from '../domain/time.ts'
+import { idempotencyKey, notFound, parseId, problem, ProblemError, sendProblem } from '../http/intake/index.ts'
+import { noStore } from '../http/no-store.ts'
+import { BEARER_CHALLENGE } from '../http/storefront-auth.ts'
+import { meetsMinTier } from '../loyalty/rewards.ts'
+import { claimRowView, shopRewardView, shopTiers } from '../rewards/catalogue.ts'
+import { customerEntries } from '../repos/points-repo.ts'
+import { findStoredCustomer } from '../repos/read-repo.ts'
+import { customerClaims, shopRewards } from '../repos/rewards-repo.ts'
+import { problemResponses, type ProblemStatus } from '../schemas/problems.ts'
+import { PointsQuery } from '../schemas/resources.ts'
+import { ClaimList, ClaimsQuery, ClaimView } from '../schemas/rewards.ts'
+import { HistoryView, MeView, StorefrontRewardList, StorefrontRewardParams } from '../schemas/storefront.ts'
+import type { Services } from '../services.ts'
+import { pointsSummary } from './points.ts'
+import { readAnswer } from './resources.ts'
+import { claimReward } from './rewards.ts'
+
+// The storefront (docs/integrate/storefront.md): what a shop's own pages call for the customer
+// signed in there, with the shop's publishable key (Shop-Key) and the customer's token (Bearer),
+// never a secret key. Cross-origin by design: CORS answers only the origins the key lists, never
+// with credentials. Each address and each customer has its own rate limit, counted in Redis with
+// REDIS_URL. What a customer reads and claims goes through the shop API's own reads and its one
+// claim path.
+
+export const STOREFRONT_PREFIX = '/v3/storefront'
+const ALLOWED_HEADERS = 'Shop-Key, Authorization, Idempotency-Key, Content-Type'
+/** A claim takes no body: a small one is tolerated, a large one refused before it is read. */
+const CLAIM_BODY_LIMIT = 1024
+/** The rate limits' window. */
+const WINDOW_MS = 10_000
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request's origin was refused: the answer names no origin for the browser. */
+    originRefused?: boolean
+  }
+}
+
+const security = [{ storefrontKey: [], customerToken: [] }]
+/** The storefront's problems: its 401s challenge for a Bearer token. */
+function storefrontProblems(...statuses: ProblemStatus[]): Record<number, object> {
+  const responses = problemResponses(...statuses) as Record<number, { headers?: object }>
+  if (responses[401]) responses[401] = { ...responses[401], headers: { 'WWW-Authenticate': { type: 'string', const: BEARER_CHALLENGE, required: true } } }
+  return responses
+}
+const STOREFRONT_PROBLEMS = () => storefrontProblems(400, 401, 403, 404, 408, 417, 429, 431, 503)
+const tags = ['storefront']
+
+/**
+ * One rate limit of the storefront's, as a hook; none when `max` is 0. Counted by
+ * @fastify/rate-limit's createRateLimit in the service's store (Redis with REDIS_URL), whose
+ * answer this hook turns into the 429: a request passes both the address's and the customer's.
+ */
+function limiter(app: FastifyInstance, max: number, what: string, keyOf: (request: FastifyRequest) => string, onLimited: () => void) {
+  if (max === 0) return []
+  const count = app.createRateLimit({ max, timeWindow: WINDOW_MS, keyGenerator: keyOf })
+  const hook = async (request: FastifyRequest) => {
+    const counted = await count(request)
+    if (counted.isAllowed || !counted.isExceeded) return
+    onLimited()
+    throw new ProblemError(
+      problem('rate-limited', `${what} may make ${max} storefront requests per ${WINDOW_MS / 1000} seconds; retry after the delay in Retry-After`),
+      { 'retry-after': String(Math.max(1, Math.ceil(counted.ttl / 1000))) },
+    )
+  }
+  return [hook]
+}
+
+export async function storefrontRoutes(scope: FastifyInstance, services: Services): Promise<void> {
+  const app = scope.withTypeProvider<TypeBoxTypeProvider>()
+  const { backend, config, metrics } = services
+  const sf = services.storefrontAuth
+
+  const perAddress = limiter(
+    scope,
+    config.STOREFRONT_IP_RATE,
+    'this address',
+    (r) => `storefront-ip:${r.ip}`,
+    () => metrics.rateLimited.inc({ shop: 'storefront' }),
+  )
+  const perCustomer = limiter(
+    scope,
+    config.STOREFRONT_CUSTOMER_RATE,
+    'this customer',
+    (r) => `storefront-customer:${r.storefront.shopId}:${r.storefront.customerId}`,
+    () => metrics.rateLimited.inc({ shop: 'storefront' }),
+  )
+  const keyed = [noStore, ...perAddress, sf.key]
+  const signedIn = [...keyed, sf.customer, ...perCustomer]
+
+  // A refused origin learns nothing; any origin a live key lists may read the answer, refusals
+  // included (a page must see why its key or token was refused).
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('vary', 'Origin')
+  })
+  app.addHook('onError', async (request, _reply, error) => {
+    if (error instanceof ProblemError && error.problem.type === 'origin-not-allowed') request.originRefused = true
+  })
+  app.addHook('onSend', async (request, reply) => {
+    const origin = request.headers.origin
+    if (origin === undefined || request.originRefused || reply.hasHeader('access-control-allow-origin')) return
+    const allowed = request.storefront !== undefined || (await sf.originKnown(origin).catch(() => false))
+    if (allowed) {
+      reply.header('access-control-allow-origin', origin)
+      reply.header('access-control-expose-headers', 'Retry-After')
+    }
+  })
+
+  const paths = ['/me', '/me/history', '/me/claims', '/rewards', '/rewards/:id/claim']
+  for (const path of paths) {
+    app.options(
+      `${STOREFRONT_PREFIX}${path}`,
+      {
+        onRequest: perAddress,
+        schema: {
+          summary: 'CORS preflight of a storefront route',
+          operationId: `storefrontPreflight${path.replace(/[^a-z]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+          description: 'Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.',
+          tags,
+          security: [],
+          response: {
+            204: {
+              type: 'null',
+              description: 'The origin may call this route: no credentials, the storefront headers',
+              headers: {
+                'Access-Control-Allow-Origin': { type: 'string', required: true },
+                'Access-Control-Allow-Methods': { type: 'string', required: true },
+                'Access-Control-Allow-Headers': { type: 'string', required: true },
+                'Access-Control-Max-Age': { type: 'string', pattern: '^[0-9]+$', required: true },
+              },
+            },
+            ...problemResponses(400, 403, 408, 429, 431, 503),
+          },
+        },
+      },
+      async (request, reply) => {
+        const origin = request.headers.origin
+        const method = request.headers['access-control-request-method']
+        if (typeof origin !== 'string' || typeof method !== 'string') {
+          return sendProblem(reply, problem('malformed-request', 'a preflight carries Origin and Access-Control-Request-Method'))
+        }
+        if (!(await sf.originKnown(origin))) {
+          request.originRefused = true
+          return sendProblem(
+            reply,
+            problem('origin-not-allowed', 'no publishable key allows this origin; keys create --publishable --origin lists the allowed ones'),
+          )
+        }
+        return reply
+          .code(204)
+          .headers({
+            'access-control-allow-origin': origin,
+            'access-control-allow-methods': path.endsWith('/claim') ? 'POST' : 'GET',
+            'access-control-allow-headers': ALLOWED_HEADERS,
+            'access-control-max-age': '600',
+          })
+          .send(undefined as never)
+      },
+    )
+  }
+
+  /** The signed-in customer, stored and not deleted; a 404 when the shop has not told of them yet. */
+  async function customerOf(request: FastifyRequest) {
+    const { shopId, customerId } = request.storefront
+    const customer = await findStoredCustomer(backend.db, shopId, customerId!)
+    if (!customer || customer.record.deleted) throw notFound(`no customer ${customerId} in this shop yet: it earns points once the shop sends it`)
+    return customer
+  }
+
+  app.get(
+    `${STOREFRONT_PREFIX}/me`,
+    {
+      onRequest: signedIn,
+      schema: {
+        summary: "The signed-in customer's points, tier and what expires soon",
+        operationId: 'storefrontMe',
+        tags,
+        security,
+        response: { 200: readAnswer("The customer's points", MeView), ...STOREFRONT_PROBLEMS() },
+      },
+    },
+    async (request) => {
+      const { shopId, customerId } = request.storefront
+      const customer = await customerOf(request)
+      const summary = await pointsSummary(services, shopId, customerId!, customer)
+      return {
+        customer_id: customerId!,
+        tier: summary.tier,
+        tier_progress: summary.tier_progress,
+        available: summary.available,
+        pending: summary.pending,
+        lifetime_earned: summary.lifetime_earned,
+        expiring: summary.expiring,
+      }
+    },
+  )
+
+  app.get(
+    `${STOREFRONT_PREFIX}/me/history`,
+    {
+      onRequest: signedIn,
+      schema: {
+        summary: "The signed-in customer's points history, newest first",
+        operationId: 'storefrontHistory',
+        tags,
+        security,
+        querystring: PointsQuery,
+        response: { 200: readAnswer('A page of ledger entries, newest first', HistoryView), ...STOREFRONT_PROBLEMS() },
+      },
+    },
+    async (request) => {
+      const { shopId, customerId } = request.storefront
+      await customerOf(request)
+      const limit = Number(request.query.limit ?? 50)
+      const before = request.query.cursor === undefined ? null : Number(request.query.cursor)
+      const page = await customerEntries(backend.db, shopId, customerId!, limit, before)
+      return {
+        entries: page.rows.map((r) => ({
+          points: r.points,
+          reason: r.reason,
+          order_id: r.order_id,
+          created_at: formatInstant(r.created_at)!,
+          available_at: formatInstant(r.available_at)!,
+        })),
+        next_cursor: page.more ? String(page.rows[page.rows.length - 1]!.id) : null,
+      }
+    },
+  )
+
+  app.get(
+    `${STOREFRONT_PREFIX}/rewards`,
+    {
+      onRequest: [...keyed, sf.optionalCustomer, ...perCustomer.map((hook) => optionalHook(hook))],
+      schema: {
+        summary: "The shop's active rewards; with a customer token, which the customer can afford and claim",
+        operationId: 'storefrontRewards',
+        tags,
+        security: [{ storefrontKey: [] }, ...security],
+        response: { 200: readAnswer("The shop's active rewards", StorefrontRewardList), ...STOREFRONT_PROBLEMS() },
+      },
+    },
+    async (request) => {
+      const { shopId, customerId } = request.storefront
+      const rewards = (await shopRewards(backend.db, shopId, true)).map(shopRewardView)
+      if (customerId === undefined) return { rewards }
+      const customer = await customerOf(request)
+      const [summary, tiers] = await Promise.all([pointsSummary(services, shopId, customerId, customer), shopTiers(backend.db, shopId)])
+      return {
+        available: summary.available,
+        rewards: rewards.map((r) => {
+          const affordable = summary.available >= r.points
+          return { ...r, affordable, claimable: affordable && r.available && meetsMinTier(tiers, r.min_tier, summary.tier) }
+        }),
+      }
+    },
+  )
+
+  app.post(
+    `${STOREFRONT_PREFIX}/rewards/:id/claim`,
+    {
+      onRequest: signedIn,
+      bodyLimit: CLAIM_BODY_LIMIT,
+      schema: {
+        summary: 'The signed-in customer claims a reward: its code',
+        operationId: 'storefrontClaim',
+        description:
+          'The shop API’s claim (POST /v3/customers/{id}/rewards/{reward}/claim) for the customer of the token: the same answers and refusals. ' +
+          'Idempotency-Key is required, so that a retried click never spends twice. The body, if any, is ignored (at most 1 KiB).',
+        tags,
+        security,
+        params: StorefrontRewardParams,
+        response: {
+          200: readAnswer('The claim this Idempotency-Key made, answered again', ClaimView),
+          201: readAnswer('The claim, made: its code', ClaimView),
+          ...storefrontProblems(400, 401, 403, 404, 408, 409, 413, 415, 417, 429, 431, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { shopId, customerId } = request.storefront
+      const rewardId = parseId(request.params.id)
+      if (rewardId === undefined) return sendProblem(reply, problem('not-found', `no reward ${request.params.id} in this shop`))
+      const idemKey = idempotencyKey(request.headers, 'claim')
+      if (idemKey === null) return sendProblem(reply, problem('malformed-request', 'a storefront claim needs an Idempotency-Key header (a new UUID per claim)'))
+      return claimReward(services, reply, { shopId, customerId: customerId!, rewardId, idemKey })
+    },
+  )
+
+  app.get(
+    `${STOREFRONT_PREFIX}/me/claims`,
+    {
+      onRequest: signedIn,
+      schema: {
+        summary: "The signed-in customer's claims and their codes, newest first",
+        operationId: 'storefrontClaims',
+        tags,
+        security,
+        querystring: ClaimsQuery,
+        response: { 200: readAnswer('A page of claims, newest first', ClaimList), ...STOREFRONT_PROBLEMS() },
+      },
+    },
+    async (request, reply) => {
+      const { shopId, customerId } = request.storefront
+      await customerOf(request)
+      const limit = Number(request.query.limit ?? 50)
+      if (limit > 500) return sendProblem(reply, problem('malformed-request', 'limit must be at most 500'))
+      const page = await customerClaims(backend.db, shopId, customerId!, limit, request.query.cursor ?? null)
+      return { claims: page.rows.map(claimRowView), next_cursor: page.more ? page.rows[page.rows.length - 1]!.id : null }
+    },
+  )
+}
+
+/** A hook that runs only when the request has a customer (a route whose token is optional). */
+function optionalHook(hook: (request: FastifyRequest) => Promise<void>) {
+  return async (request: FastifyRequest) => {
+    if (request.storefront.customerId !== undefined) await hook(request)
+  }
+}

@@ -1,0 +1,61 @@
+import { Type } from 'typebox'
+import { TierFields } from './resources.ts'
+import { ShopRewardView } from './rewards.ts'
+
+// What the storefront routes answer (docs/integrate/storefront.md): the customer's own points,
+// history, the rewards and claims, and nothing the shop's staff alone should see (no rates,
+// multipliers, rule versions, redemption ids or debt flags).
+
+export const MeView = Type.Object(
+  {
+    customer_id: Type.Integer(),
+    ...TierFields,
+    available: Type.Integer({ description: 'points the customer may spend now' }),
+    pending: Type.Integer({ description: 'points earned that become available later' }),
+    lifetime_earned: Type.Integer({ description: "what the customer's orders have earned and still hold" }),
+    expiring: Type.Array(Type.Object({ points: Type.Integer(), at: Type.String({ description: 'when they expire' }) }, { additionalProperties: false }), {
+      description: 'points that expire in the next 30 days unless spent first, soonest first',
+    }),
+  },
+  { additionalProperties: false },
+)
+
+export const HistoryEntry = Type.Object(
+  {
+    points: Type.Integer(),
+    reason: Type.String({ description: 'earned, redeemed, claimed, expired, signup, … (as the shop API names them)' }),
+    order_id: Type.Union([Type.Integer(), Type.Null()], { description: "the shop's id of the order the entry is about; null for the others" }),
+    created_at: Type.String(),
+    available_at: Type.String({ description: 'when the points became (or become) available' }),
+  },
+  { additionalProperties: false },
+)
+
+export const HistoryView = Type.Object(
+  {
+    entries: Type.Array(HistoryEntry, { description: 'newest first' }),
+    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as ?cursor= for the next page; null on the last' }),
+  },
+  { additionalProperties: false },
+)
+
+export const StorefrontReward = Type.Object(
+  {
+    ...ShopRewardView.properties,
+    affordable: Type.Optional(Type.Boolean({ description: "with a customer token: whether the customer's available points cover it" })),
+    claimable: Type.Optional(
+      Type.Boolean({ description: 'with a customer token: whether a claim would go through now (affordable, tier high enough, a code left)' }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const StorefrontRewardList = Type.Object(
+  {
+    rewards: Type.Array(StorefrontReward, { description: "the shop's active rewards, in id order" }),
+    available: Type.Optional(Type.Integer({ description: "with a customer token: the customer's available points" })),
+  },
+  { additionalProperties: false },
+)
+
+export const StorefrontRewardParams = Type.Object({ id: Type.String({ description: "the reward's id" }) })
