@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import { systemClock } from '../../src/clock.ts'
 import { loadConfig } from '../../src/config.ts'
+import { until } from '../support/eventually.ts'
 import { basic, CUSTOMER_CREATED, forEachDatabase, onDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 
 // Flood control. A per-key rate limit (RATE_LIMIT_RPS), header and body read
@@ -327,14 +328,16 @@ describe('sqlite: connection cap, MAX_CONNECTIONS=5', onDatabase('sqlite'), () =
 
   const serverConnections = () => new Promise<number>((resolve, reject) => t.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))))
 
+  /** The server's open connections, once they come to `n` (within CUT_OFF_WITHIN_MS). */
   async function waitForConnections(n: number): Promise<number> {
-    const deadline = Date.now() + CUT_OFF_WITHIN_MS
-    let count = await serverConnections()
-    while (count !== n && Date.now() < deadline) {
-      await sleep(20)
-      count = await serverConnections()
-    }
-    return count
+    let count: number | undefined
+    await until(
+      () => `the server holds ${count} connections, not ${n}`,
+      async () => (count = await serverConnections()) === n,
+      CUT_OFF_WITHIN_MS,
+      { every: 20 },
+    )
+    return n
   }
 
   test('five idle connections are held; the sixth is closed by the server without an answer; a freed slot is usable again', async () => {
