@@ -3,7 +3,7 @@
 // Bottom to top (DEVELOPERS.md, Layout, says what each folder holds):
 //
 //   core     domain/, loyalty/ (over domain/), schemas/, config.ts: pure rules, shapes, settings;
-//            clock.ts, the one clock every layer is given
+//            clock.ts, the one clock every layer is given; package-root.ts, where the package lies
 //   batch    batch/: the decider
 //   db       db/ (connection, dialects in db/sqlite/ and db/postgres/, schema, backup),
 //            migrations/, rate-limit/ (the rate limit's counters, Redis)
@@ -17,7 +17,7 @@
 //   entry    app.ts (with parts.ts, the order its parts start and stop in), server.ts, cluster*.ts, cli/
 
 const LAYERS = [
-  ['core', ['src/domain/', 'src/schemas/', 'src/loyalty/', 'src/config\\.ts$', 'src/clock\\.ts$']],
+  ['core', ['src/domain/', 'src/schemas/', 'src/loyalty/', 'src/config\\.ts$', 'src/clock\\.ts$', 'src/package-root\\.ts$']],
   ['batch', ['src/batch/']],
   ['db', ['src/db/', 'src/migrations/', 'src/rate-limit/']],
   ['repos', ['src/repos/']],

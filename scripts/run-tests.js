@@ -12,7 +12,8 @@
 //   test/support/test-seconds.json, a copy of one run's, orders a clean clone's first run).
 // - --lint: `npm run lint` and `npm run lint:openapi` run meanwhile, their output and verdict
 //   printed after the tests'; any failure fails the run.
-// - --profile: the slowest 20 files with their seconds, and the total, at the end.
+// - --profile: the slowest 20 files with their seconds, and the total, at the end; then the 20
+//   that spent the most CPU, with the processes they started.
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
@@ -77,6 +78,51 @@ const child = spawn(
   ],
   { cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit'] },
 )
+
+// --profile: the CPU each test file spends, its own and its children's (the servers and commands it
+// starts), read from /proc twice a second: a test file's process is the runner's child whose
+// arguments end with the file; a process's CPU is its own and that of its children it has reaped,
+// and a child still running is added to the test file it descends from. A file's last half second
+// is not seen; the measure is for finding where the suite's CPU goes, not for accounts.
+const cpuOfFile = new Map()
+const TICKS = 100 // USER_HZ, as Linux reports CPU times in /proc/<pid>/stat
+function sampleCpu() {
+  const procs = new Map()
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]))
+      procs.set(Number(pid), { ppid: Number(fields[1]), own: utime + stime, reaped: cutime + cstime })
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const fileOf = new Map()
+  for (const [pid, proc] of procs) {
+    if (proc.ppid !== child.pid) continue
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean)
+      const file = args.at(-1)
+      if (file?.endsWith('.test.ts')) fileOf.set(pid, relative(ROOT, file))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const total = new Map()
+  for (const [pid, proc] of procs) {
+    let at = pid
+    let steps = 0
+    while (at !== undefined && !fileOf.has(at) && steps++ < 32) at = procs.get(at)?.ppid
+    const file = fileOf.get(at)
+    if (file === undefined) continue
+    total.set(file, (total.get(file) ?? 0) + proc.own + (pid === at ? proc.reaped : 0))
+  }
+  for (const [file, ticks] of total) cpuOfFile.set(file, Math.max(cpuOfFile.get(file) ?? 0, ticks / TICKS))
+}
+const sampler = profile ? setInterval(sampleCpu, 500) : undefined
+
 // The reporter's summary is kept, to be said again on the last line (after the checks' output).
 let tail = ''
 child.stdout.on('data', (chunk) => {
@@ -91,6 +137,7 @@ const counted = (name) => {
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal))
 
 child.on('exit', async (code, signal) => {
+  clearInterval(sampler)
   const wall = (Date.now() - started) / 1000
   const timed = existsSync(PROFILE_LINES)
     ? readFileSync(PROFILE_LINES, 'utf8')
@@ -108,6 +155,15 @@ child.on('exit', async (code, signal) => {
     for (const { file, seconds, passed } of slowest) console.log(`${seconds.toFixed(1).padStart(8)} s  ${relative(ROOT, file)}${passed ? '' : '  (failed)'}`)
     const sum = timed.reduce((total, { seconds }) => total + seconds, 0)
     console.log(`${wall.toFixed(1).padStart(8)} s  in all (the files' own times add up to ${sum.toFixed(0)} s)`)
+    const cpu = [...cpuOfFile].sort((a, b) => b[1] - a[1])
+    console.log(`\nThe 20 test files that spent the most CPU, with the processes they started (of ${cpu.length}):`)
+    for (const [file, seconds] of cpu.slice(0, 20)) console.log(`${seconds.toFixed(1).padStart(8)} s  ${file}`)
+    console.log(
+      `${cpu
+        .reduce((total, [, seconds]) => total + seconds, 0)
+        .toFixed(0)
+        .padStart(8)} s  of CPU in all`,
+    )
   }
   let failed = signal !== null || code !== 0
   for (const run of await checks) {

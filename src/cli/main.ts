@@ -11,6 +11,7 @@ import { verifyCommand } from './verify.ts'
 import { rewardsCommand } from './rewards.ts'
 import { withBackend } from './backend.ts'
 import { systemClock } from '../clock.ts'
+import { PACKAGE_ROOT } from '../package-root.ts'
 
 // The server and the database drivers are imported when a command needs them, so that --help,
 // --version and a bad argument answer at once.
@@ -21,7 +22,7 @@ const clock = systemClock()
 const program = new Command()
   .name('shop-intake')
   .description('Webhook intake for shop customer and order events, with a loyalty points ledger.')
-  .version((createRequire(import.meta.url)('../../package.json') as { version: string }).version)
+  .version((createRequire(PACKAGE_ROOT)('./package.json') as { version: string }).version)
   .exitOverride()
 
 program

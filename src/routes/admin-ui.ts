@@ -3,13 +3,14 @@ import { fileURLToPath } from 'node:url'
 import fastifyStatic from '@fastify/static'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { problem, sendProblem } from '../http/problem.ts'
+import { PACKAGE_ROOT } from '../package-root.ts'
 
 // The operator dashboard: the static files Vite builds from admin-ui/ (npm run build), served at
 // /admin/. Any other path under /admin/ is a page of the single-page app and gets index.html.
 // These routes are hidden from the OpenAPI document: they are the browser's pages, not the API.
 
-/** Where `vite build` writes the dashboard; the same from src/routes/ (tsx) and dist/routes/ (built). */
-export const ADMIN_UI_DIR = fileURLToPath(new URL('../../admin-ui/dist/', import.meta.url))
+/** Where `vite build` writes the dashboard. */
+export const ADMIN_UI_DIR = fileURLToPath(new URL('admin-ui/dist/', PACKAGE_ROOT))
 
 /** Only this origin's scripts, styles, images and API: nothing inline, nothing from elsewhere. */
 const CSP = [

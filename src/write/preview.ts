@@ -43,7 +43,7 @@ export type Preview =
   | { unknownCustomer: number }
 
 /** The webhook the order would arrive as (its bytes, key and event are not needed: nothing is stored). */
-function previewWebhook(shopId: number, input: PreviewInput, nowUs: number): Webhook {
+export function previewWebhook(shopId: number, input: PreviewInput, nowUs: number): Webhook {
   const change = changeFor('order/hook_created', input.order, nowUs)
   if (change.kind === 'order' && input.customerId !== undefined) {
     // Linked to the customer asked for, by a webhook of now: no embedded snapshot of another.
@@ -78,9 +78,11 @@ function ruleFor(current: VersionedRule, proposed: Rule | undefined, nowUs: numb
   }
 }
 
-/** What the order would earn from `state` (loaded for its webhook), consumed: pure. */
-export function previewFrom(state: BatchState, w: Webhook, input: PreviewInput, nowUs: number): Preview {
+/** What the order would earn from `loaded` (the state loaded for its webhook), which it leaves as it was given. */
+export function previewFrom(loaded: BatchState, w: Webhook, input: PreviewInput, nowUs: number): Preview {
   const shopId = w.shopId
+  // The order is merged into a copy: a preview (an operator's, now and then) may cost one.
+  const state = structuredClone(loaded)
   if (input.customerId !== undefined && !state.customers.has(keyOf(shopId, input.customerId))) return { unknownCustomer: input.customerId }
   // The order as new: what a stored order of the same id holds is not this order's preview.
   const key = keyOf(shopId, input.order.id)
@@ -109,7 +111,7 @@ export function previewFrom(state: BatchState, w: Webhook, input: PreviewInput, 
 export async function previewOrderPoints(backend: Backend, shopId: number, input: PreviewInput, nowUs: number): Promise<Preview> {
   const w = previewWebhook(shopId, input, nowUs)
   const state = await loadUnit(backend, backend.reads, { items: [w] }, null, undefined, undefined, nowUs)
-  const preview = previewFrom(structuredClone(state), w, input, nowUs)
+  const preview = previewFrom(state, w, input, nowUs)
   if ('unknownCustomer' in preview || preview.owner.state !== 'customer' || input.rule === undefined) return preview
   // A proposed rule may count a longer history than the stored one reads: read the customer's.
   const processedUs = w.change?.kind === 'order' ? (w.change.order.processed_us ?? nowUs) : nowUs

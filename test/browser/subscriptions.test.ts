@@ -6,7 +6,7 @@ import { runCli } from '../support/cli-process.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, type TestDatabase } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts'
-import { eventually } from '../support/eventually.ts'
+import { eventually, until } from '../support/eventually.ts'
 
 // The console's outgoing webhooks page in Chromium against a real server process: an operator
 // subscribes a receiver (the secret shown once), sees a failing endpoint's deliveries (status,
@@ -66,18 +66,20 @@ forEachDatabase((kind) => {
       }
       // The sender stores an attempt's outcome after the receiver has answered it, and the page
       // reads the list once as it opens: open it again until it shows the status awaited.
-      const untilStatus = async (status: string) => {
-        for (const end = Date.now() + 60_000; ;) {
-          await webhooksPage()
-          const badge = page.locator(`tr[data-subscription] [data-status=${status}]`)
-          try {
-            await badge.waitFor({ timeout: 3000 })
-            return
-          } catch (error) {
-            if (Date.now() > end) throw error
-          }
-        }
-      }
+      const untilStatus = (status: string) =>
+        until(
+          `the subscription shown as ${status}`,
+          async () => {
+            await webhooksPage()
+            return page
+              .locator(`tr[data-subscription] [data-status=${status}]`)
+              .waitFor({ timeout: 3000 })
+              .then(() => true)
+              .catch(() => false)
+          },
+          60_000,
+          { every: 0 },
+        )
       await webhooksPage()
       await page.locator('form.subscribe').waitFor()
       await page.fill('input[name=url]', receiver.urlAt('localhost'))

@@ -6,7 +6,7 @@ import { claimQuery, subscriptionOf, subscriptionQuery } from '../../src/repos/s
 import { adminClient, newOperator } from '../support/admin.ts'
 import { createTestDatabase, CUSTOMER_CREATED, forEachDatabase, POSTGRES_URL, startTestApp, type TestApp } from '../support/harness.ts'
 import { startReceiver, type Received } from '../support/webhook-receiver.ts'
-import { eventually } from '../support/eventually.ts'
+import { eventually, until } from '../support/eventually.ts'
 
 // What an outgoing webhook's delivery holds while it waits for the endpoint's answer: a lease on
 // its subscription, stored in the row, and nothing else; no transaction and no pooled connection
@@ -22,17 +22,6 @@ function named(url: string, name: string): string {
   const parsed = new URL(url)
   parsed.searchParams.set('options', `${parsed.searchParams.get('options') ?? ''} -c application_name=${name}`.trim())
   return parsed.toString()
-}
-
-/** Polls `read` every 25 ms until `done` holds of its value or `ms` pass; the last value either way. */
-async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => boolean, ms: number): Promise<{ value: T; held: boolean }> {
-  const end = Date.now() + ms
-  for (;;) {
-    const value = await read()
-    if (done(value)) return { value, held: true }
-    if (Date.now() > end) return { value, held: false }
-    await new Promise((r) => setTimeout(r, 25))
-  }
 }
 
 async function leaseOf(url: string, id: number): Promise<{ lease_owner: string | null; lease_until_us: number | null }> {
@@ -75,27 +64,30 @@ forEachDatabase((kind) => {
         if (watcher) {
           // A transaction of this app that began before the request reached the endpoint and is still
           // open spans the POST. Before the lease, the sender's was there for the whole wait.
-          const spanning = await pollUntil(
-            async () =>
-              (
+          let spanning: unknown[] = []
+          await until(
+            () => `sessions idle in transaction across the delivery: ${JSON.stringify(spanning)}`,
+            async () => {
+              spanning = (
                 await watcher.query<{ pid: number; state: string; xact_start: Date; query: string }>(
                   `SELECT pid, state, xact_start, query FROM pg_stat_activity
                  WHERE application_name = $1 AND state LIKE 'idle in transaction%' AND xact_start <= to_timestamp($2::float8 / 1000)`,
                   [appName, arrivedMs],
                 )
-              ).rows,
-            (rows) => rows.length === 0,
+              ).rows
+              return spanning.length === 0
+            },
             10_000,
+            { every: 25 },
           )
-          assert.ok(spanning.held, `sessions idle in transaction across the delivery: ${JSON.stringify(spanning.value)}`)
           // And no connection stays checked out of the pool (background jobs take one for a moment at most).
           const stats = t.app.services.backend.poolStats!
-          const free = await pollUntil(
-            async () => stats(),
-            (s) => s.total - s.idle === 0,
+          await until(
+            () => `connections checked out of the pool throughout the delivery: ${JSON.stringify(stats())}`,
+            async () => stats().total - stats().idle === 0,
             10_000,
+            { every: 25 },
           )
-          assert.ok(free.held, `connections checked out of the pool throughout the delivery: ${JSON.stringify(free.value)}`)
           assert.equal(receiver.received.length, 1)
           assert.equal(receiver.received[0]!.answeredAt, undefined, 'the delivery still waits')
         }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from '../../src/config.ts'
+import { until } from '../support/eventually.ts'
 import { basic, CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 import { listen, openRaw, type RawClient } from '../support/raw-http.ts'
 
@@ -36,22 +36,26 @@ async function metric(t: TestApp, name: string): Promise<number> {
   return Number(m[1])
 }
 
-/** Polls until `read` returns `want` or 10 s pass; returns the last value read. */
-async function eventually(read: () => Promise<number>, want: number): Promise<number> {
-  const deadline = Date.now() + 10_000
-  let value = await read()
-  while (value !== want && Date.now() < deadline) {
-    await sleep(20)
-    value = await read()
-  }
-  return value
+/** The bytes in flight as /metrics shows them, once they come to `want` (within 10 s). */
+async function inFlightReaches(t: TestApp, want: number): Promise<void> {
+  let last: number | undefined
+  await until(
+    () => `shop_intake_body_bytes_in_flight is ${last}, not ${want}`,
+    async () => (last = await metric(t, 'shop_intake_body_bytes_in_flight')) === want,
+    10_000,
+    { every: 20 },
+  )
 }
 
 /** Waits until `count` of the clients have a response (or closed); at most 30 s. */
 async function untilAnswered(clients: RawClient[], count: number): Promise<RawClient[]> {
-  const deadline = Date.now() + 30_000
   const answered = () => clients.filter((c) => c.responses().length > 0 || c.isClosed())
-  while (answered().length < count && Date.now() < deadline) await sleep(20)
+  await until(
+    () => `${answered().length} of ${clients.length} clients answered, not ${count}`,
+    async () => answered().length >= count,
+    30_000,
+    { every: 20 },
+  )
   return answered()
 }
 
@@ -102,7 +106,7 @@ forEachDatabase((kind) => {
         assert.ok(res, c.text().slice(0, 300))
         assert.equal(res.status, 200, res.body)
       }
-      assert.equal(await eventually(() => metric(t, 'shop_intake_body_bytes_in_flight'), 0), 0)
+      await inFlightReaches(t, 0)
 
       // Refused bodies were not stored; accepted ones were.
       for (const [i, c] of clients.entries()) {
@@ -114,9 +118,9 @@ forEachDatabase((kind) => {
     test('a body cut off mid-way, a malformed body and a refused key give their budget back', async () => {
       const cut = await connect()
       cut.socket.write(head(t.key, SIZE) + customerOfSize(nextId++, SIZE).slice(0, 1000))
-      assert.equal(await eventually(() => metric(t, 'shop_intake_body_bytes_in_flight'), SIZE), SIZE)
+      await inFlightReaches(t, SIZE)
       cut.socket.destroy()
-      assert.equal(await eventually(() => metric(t, 'shop_intake_body_bytes_in_flight'), 0), 0)
+      await inFlightReaches(t, 0)
 
       const malformed = await t.post(CUSTOMER_CREATED, `{"id":${nextId++},`)
       assert.equal(malformed.statusCode, 400)
@@ -126,7 +130,7 @@ forEachDatabase((kind) => {
       assert.equal(unknownKey.statusCode, 401)
       const tooLarge = await t.post(CUSTOMER_CREATED, customerOfSize(nextId++, LIMIT + 1))
       assert.equal(tooLarge.statusCode, 413)
-      assert.equal(await eventually(() => metric(t, 'shop_intake_body_bytes_in_flight'), 0), 0)
+      await inFlightReaches(t, 0)
     })
 
     test('a body whose parsed tags take more than the budget is still taken when it is alone, and gives its share back', async () => {
@@ -134,7 +138,7 @@ forEachDatabase((kind) => {
       const tags = Array.from({ length: 12_000 }, () => 'a')
       const res = await t.post(CUSTOMER_CREATED, { id: nextId++, tags })
       assert.equal(res.statusCode, 200, res.body)
-      assert.equal(await eventually(() => metric(t, 'shop_intake_body_bytes_in_flight'), 0), 0)
+      await inFlightReaches(t, 0)
     })
 
     test('a chunked body, of unknown length, counts as BODY_LIMIT while it is read', async () => {
@@ -144,11 +148,11 @@ forEachDatabase((kind) => {
         `POST ${CUSTOMER_CREATED} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic(t.key)}\r\n` +
           `Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${(500).toString(16)}\r\n${body.slice(0, 500)}\r\n`,
       )
-      assert.equal(await eventually(() => metric(t, 'shop_intake_body_bytes_in_flight'), LIMIT), LIMIT)
+      await inFlightReaches(t, LIMIT)
       c.socket.write(`${(500).toString(16)}\r\n${body.slice(500)}\r\n0\r\n\r\n`)
       const [res] = await c.responded()
       assert.equal(res?.status, 200, c.text().slice(0, 300))
-      assert.equal(await eventually(() => metric(t, 'shop_intake_body_bytes_in_flight'), 0), 0)
+      await inFlightReaches(t, 0)
     })
   })
 })

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import type { SqliteBatchWriter } from '../../src/write/sqlite/writer.ts'
+import { until } from '../support/eventually.ts'
 import { CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 import { assertUnavailable } from '../support/problems.ts'
 
@@ -15,14 +15,17 @@ const GIVE_UP_MS = 60_000
 /** Polls /readyz until it answers 200; returns every answer before it. */
 async function untilReady(t: TestApp): Promise<LightMyRequestResponse[]> {
   const before: LightMyRequestResponse[] = []
-  const deadline = Date.now() + GIVE_UP_MS
-  for (;;) {
-    const res = await t.app.inject({ method: 'GET', url: '/readyz' })
-    if (res.statusCode === 200) return before
-    before.push(res)
-    assert.ok(Date.now() < deadline, `/readyz still not 200 after ${GIVE_UP_MS} ms: ${res.statusCode} ${res.body}`)
-    await sleep(20)
-  }
+  await until(
+    () => `/readyz still not 200: ${before.at(-1)?.statusCode} ${before.at(-1)?.body}`,
+    async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/readyz' })
+      if (res.statusCode !== 200) before.push(res)
+      return res.statusCode === 200
+    },
+    GIVE_UP_MS,
+    { every: 20 },
+  )
+  return before
 }
 
 forEachDatabase((kind) => {

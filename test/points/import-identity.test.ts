@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { after, before, test } from 'node:test'
+import { test } from 'node:test'
 import { issueKey } from '../../src/keys/issue-key.ts'
-import { newOperator } from '../support/admin.ts'
 import { runCli } from '../support/cli-process.ts'
-import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts'
+import { basic, CUSTOMER_CREATED, forEachDatabase } from '../support/harness.ts'
+import { importSuite } from '../support/import-suite.ts'
 
 // A points import checks each line's customer id against its e-mail over the shop's customers
 // (docs/program/imports.md): a known id with another e-mail, or a new id with an e-mail a customer
@@ -14,35 +13,13 @@ import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, startTest
 // the operator says which side wins (on_mismatch / --on-mismatch take-file or keep-stored).
 
 forEachDatabase((kind) => {
-  let database: TestDatabase
-  let t: TestApp
-  let dir: string
-  let operator: string
-  before(async () => {
-    database = await createTestDatabase(kind)
-    t = await startTestApp(kind, {}, { database })
-    operator = (await newOperator(t, 'Importer')).key
-    dir = mkdtempSync(join(tmpdir(), 'import-identity-'))
-  })
-  after(async () => {
-    await t.close()
-    await database.drop()
-    rmSync(dir, { recursive: true, force: true })
-  })
-
-  const importCsv = (shop: string, csv: string, query = '') =>
-    t.app.inject({
-      method: 'POST',
-      url: `/v3/admin/shops/${shop}/points/imports${query}`,
-      headers: { authorization: basic(operator), 'content-type': 'text/csv' },
-      payload: csv,
-    })
-  const available = async (key: string, id: number) => (await t.get(`/v3/customers/${id}/points`, key)).json().available as number
+  const s = importSuite(kind, 'import-identity')
+  const available = async (key: string, id: number) => (await s.t.get(`/v3/customers/${id}/points`, key)).json().available as number
   /** A shop with customer 500 (five@shop.example) and customer 7 (seven@shop.example), from webhooks. */
   const shopWithCustomers = async (name: string) => {
-    const { key } = await issueKey(t.app.services.backend.db, name, Date.now() * 1000)
-    assert.equal((await t.post(CUSTOMER_CREATED, { id: 500, email: 'five@shop.example' }, { key })).statusCode, 200)
-    assert.equal((await t.post(CUSTOMER_CREATED, { id: 7, email: 'seven@shop.example' }, { key })).statusCode, 200)
+    const { key } = await issueKey(s.t.app.services.backend.db, name, Date.now() * 1000)
+    assert.equal((await s.t.post(CUSTOMER_CREATED, { id: 500, email: 'five@shop.example' }, { key })).statusCode, 200)
+    assert.equal((await s.t.post(CUSTOMER_CREATED, { id: 7, email: 'seven@shop.example' }, { key })).statusCode, 200)
     return key
   }
   // Line 3 credits customer 500 under someone else's e-mail; line 4 would make a second customer with customer 7's.
@@ -52,7 +29,7 @@ forEachDatabase((kind) => {
     const shop = `${kind}-mismatch`
     const key = await shopWithCustomers(shop)
     for (const query of ['', '?dry_run=true']) {
-      const res = await importCsv(shop, csv, query)
+      const res = await s.importCsv(shop, csv, query)
       assert.equal(res.statusCode, 422, `${query}: ${res.body}`)
       const body = res.json()
       assert.equal(body.error_count, 2)
@@ -65,37 +42,37 @@ forEachDatabase((kind) => {
       ])
       assert.match(body.detail, /2 lines whose customer_id and e-mail disagree .* nothing was imported: on_mismatch=take-file .* on_mismatch=keep-stored/)
     }
-    assert.equal((await t.get('/v3/customers/1', key)).statusCode, 404, 'nothing written, not even the good line')
+    assert.equal((await s.t.get('/v3/customers/1', key)).statusCode, 404, 'nothing written, not even the good line')
     assert.equal(await available(key, 500), 0)
-    assert.equal((await t.get('/v3/customers/600', key)).statusCode, 404)
+    assert.equal((await s.t.get('/v3/customers/600', key)).statusCode, 404)
     // Two new ids with one e-mail in the file would make two customers with it.
-    const twice = await importCsv(shop, 'customer_id,email,points\n40,dup@example.com,1\n41,DUP@example.com,1\n')
+    const twice = await s.importCsv(shop, 'customer_id,email,points\n40,dup@example.com,1\n41,DUP@example.com,1\n')
     assert.equal(twice.statusCode, 422)
     assert.deepEqual(
       twice.json().errors.map((e: { pointer: string }) => e.pointer),
       ['/3/email'],
     )
-    assert.equal((await importCsv(shop, csv, '?on_mismatch=mine')).statusCode, 400, 'only the two sides')
+    assert.equal((await s.importCsv(shop, csv, '?on_mismatch=mine')).statusCode, 400, 'only the two sides')
   })
 
   test('on_mismatch=keep-stored leaves those lines out; take-file imports them as written; the summary counts them', async () => {
     const shop = `${kind}-sides`
     const key = await shopWithCustomers(shop)
-    const dry = await importCsv(shop, csv, '?dry_run=true&on_mismatch=keep-stored')
+    const dry = await s.importCsv(shop, csv, '?dry_run=true&on_mismatch=keep-stored')
     assert.equal(dry.statusCode, 200, dry.body)
     assert.deepEqual([dry.json().lines, dry.json().mismatched, dry.json().customers_created, dry.json().points_added], [3, 2, 1, 5])
-    const kept = await importCsv(shop, csv, '?on_mismatch=keep-stored')
+    const kept = await s.importCsv(shop, csv, '?on_mismatch=keep-stored')
     assert.deepEqual([kept.json().lines, kept.json().mismatched, kept.json().entries, kept.json().points_added], [3, 2, 1, 5])
     assert.equal(await available(key, 1), 5)
     assert.equal(await available(key, 500), 0, 'customer 500 credited nothing')
-    assert.equal((await t.get('/v3/customers/600', key)).statusCode, 404, 'no second customer with the e-mail')
+    assert.equal((await s.t.get('/v3/customers/600', key)).statusCode, 404, 'no second customer with the e-mail')
 
-    const taken = await importCsv(shop, csv, '?on_mismatch=take-file')
+    const taken = await s.importCsv(shop, csv, '?on_mismatch=take-file')
     assert.deepEqual([taken.json().lines, taken.json().mismatched, taken.json().entries, taken.json().customers_created], [3, 2, 2, 1])
     assert.equal(await available(key, 500), 1000, 'the id wins')
-    assert.equal((await t.get('/v3/customers/500', key)).json().email, 'five@shop.example', "the shop's webhook e-mail stays")
-    assert.equal((await t.get('/v3/customers/600', key)).json().email, 'Seven@shop.example', 'made from its line, as the operator said')
-    const audit = (await t.app.inject({ method: 'GET', url: '/v3/admin/audit?limit=500', headers: { authorization: basic(operator) } })).json().items as {
+    assert.equal((await s.t.get('/v3/customers/500', key)).json().email, 'five@shop.example', "the shop's webhook e-mail stays")
+    assert.equal((await s.t.get('/v3/customers/600', key)).json().email, 'Seven@shop.example', 'made from its line, as the s.operator said')
+    const audit = (await s.t.app.inject({ method: 'GET', url: '/v3/admin/audit?limit=500', headers: { authorization: basic(s.operator) } })).json().items as {
       action: string
       shop: string
       detail: { mismatched: number; on_mismatch: string }
@@ -106,16 +83,16 @@ forEachDatabase((kind) => {
         [2, 'take-file'],
         [2, 'keep-stored'],
       ],
-      'newest first, with the side the operator chose',
+      'newest first, with the side the s.operator chose',
     )
   })
 
   test('points import on the command line refuses a mismatched line, naming it, unless --on-mismatch says which side wins', async () => {
     const shop = `${kind}-cli-mismatch`
     const key = await shopWithCustomers(shop)
-    const file = join(dir, `${kind}-mismatch.csv`)
+    const file = join(s.dir, `${kind}-mismatch.csv`)
     writeFileSync(file, csv)
-    const env = { DATABASE_URL: database.url }
+    const env = { DATABASE_URL: s.database.url }
     for (const dry of [['--dry-run'], []]) {
       const refused = await runCli(['points', 'import', '--shop', shop, '--file', file, ...dry], env)
       assert.equal(refused.code, 1, refused.stderr)
@@ -124,7 +101,7 @@ forEachDatabase((kind) => {
         /has 2 lines whose customer_id and e-mail disagree with the shop's customers, nothing was imported: line 3, email: customer 500 is known with another e-mail than someone\.else@example\.com; line 4, email: Seven@shop\.example is the e-mail of customer 7.*--on-mismatch take-file/,
       )
     }
-    assert.equal((await t.get('/v3/customers/1', key)).statusCode, 404)
+    assert.equal((await s.t.get('/v3/customers/1', key)).statusCode, 404)
     const bad = await runCli(['points', 'import', '--shop', shop, '--file', file, '--on-mismatch', 'file'], env)
     assert.equal(bad.code, 1)
     assert.match(bad.stderr, /Allowed choices are take-file, keep-stored/)

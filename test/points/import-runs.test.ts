@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { after, before, test } from 'node:test'
+import { test } from 'node:test'
 import { sql } from 'kysely'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { findShop } from '../../src/repos/keys-repo.ts'
-import { newOperator } from '../support/admin.ts'
 import { runCli, startCli } from '../support/cli-process.ts'
-import { basic, createTestDatabase, forEachDatabase, startTestApp, type DatabaseKind, type TestApp, type TestDatabase } from '../support/harness.ts'
+import { basic, forEachDatabase, type DatabaseKind } from '../support/harness.ts'
+import { importSuite } from '../support/import-suite.ts'
 
 // An import is recorded when it starts, moved on per unit and finished at its end (README,
 // Switching in): one killed midway, or stopped by a failed unit, is listed unfinished by
@@ -34,27 +33,13 @@ const dropFailure = (kind: DatabaseKind) =>
   kind === 'sqlite' ? [sql.raw('DROP TRIGGER fail_customer')] : [sql.raw('DROP TRIGGER fail_customer ON customers'), sql.raw('DROP FUNCTION fail_customer()')]
 
 forEachDatabase((kind) => {
-  let database: TestDatabase
-  let t: TestApp
-  let dir: string
-  let operator: string
-  before(async () => {
-    database = await createTestDatabase(kind)
-    t = await startTestApp(kind, {}, { database })
-    operator = (await newOperator(t, 'Importer')).key
-    dir = mkdtempSync(join(tmpdir(), 'import-runs-'))
-  })
-  after(async () => {
-    await t.close()
-    await database.drop()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  const s = importSuite(kind, 'import-runs')
 
   const admin = (method: 'GET' | 'POST', shop: string, csv?: string, query = '') =>
-    t.app.inject({
+    s.t.app.inject({
       method,
       url: `/v3/admin/shops/${shop}/points/imports${query}`,
-      headers: { authorization: basic(operator), ...(csv === undefined ? {} : { 'content-type': 'text/csv' }) },
+      headers: { authorization: basic(s.operator), ...(csv === undefined ? {} : { 'content-type': 'text/csv' }) },
       ...(csv === undefined ? {} : { payload: csv }),
     })
   const unfinished = async (shop: string) => {
@@ -72,8 +57,8 @@ forEachDatabase((kind) => {
     }[]
   }
   const runsOf = async (shop: string) => {
-    const { id } = (await findShop(t.app.services.backend.db, shop))!
-    return t.app.services.backend.db
+    const { id } = (await findShop(s.t.app.services.backend.db, shop))!
+    return s.t.app.services.backend.db
       .selectFrom('import_runs')
       .select(['id', 'state', 'lines_done', 'lines_total'])
       .where('shop_id', '=', id)
@@ -83,13 +68,13 @@ forEachDatabase((kind) => {
 
   test('a CLI import killed midway is listed by --status and the admin API as unfinished; the same file again finishes the same record', async () => {
     const shop = `${kind}-killed`
-    const { key } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
-    const { id: shopId } = (await findShop(t.app.services.backend.db, shop))!
+    const { key } = await issueKey(s.t.app.services.backend.db, shop, Date.now() * 1000)
+    const { id: shopId } = (await findShop(s.t.app.services.backend.db, shop))!
     const lines = 40_000
     const csv = balances(lines)
-    const file = join(dir, `${kind}-killed.csv`)
+    const file = join(s.dir, `${kind}-killed.csv`)
     writeFileSync(file, csv)
-    const env = { DATABASE_URL: database.url }
+    const env = { DATABASE_URL: s.database.url }
 
     // Killed (SIGKILL, no chance to tidy up) once its first units are committed and recorded.
     const cli = startCli(['points', 'import', '--shop', shop, '--file', file], env)
@@ -98,7 +83,7 @@ forEachDatabase((kind) => {
     try {
       for (;;) {
         assert.ok(!exited, `the import ended before it could be killed: ${cli.stderr()}`)
-        const row = await t.app.services.backend.db.selectFrom('import_runs').select('lines_done').where('shop_id', '=', shopId).executeTakeFirst()
+        const row = await s.t.app.services.backend.db.selectFrom('import_runs').select('lines_done').where('shop_id', '=', shopId).executeTakeFirst()
         if (row && row.lines_done >= 1000) break
         await sleep(20)
       }
@@ -116,8 +101,8 @@ forEachDatabase((kind) => {
     const done = Number(shown[2])
     assert.ok(done >= 1000 && done < lines, `${done} lines done`)
     assert.equal(shown[3], sha256(csv))
-    assert.equal((await t.get(`/v3/customers/${done}`, key)).statusCode, 200, 'the lines done are committed')
-    assert.equal((await t.get(`/v3/customers/${lines}`, key)).statusCode, 404, 'the last line is not')
+    assert.equal((await s.t.get(`/v3/customers/${done}`, key)).statusCode, 200, 'the lines done are committed')
+    assert.equal((await s.t.get(`/v3/customers/${lines}`, key)).statusCode, 404, 'the last line is not')
 
     const listed = await unfinished(shop)
     assert.equal(listed.length, 1)
@@ -139,7 +124,7 @@ forEachDatabase((kind) => {
     const again = await runCli(['points', 'import', '--shop', shop, '--file', file], env)
     assert.equal(again.code, 0, again.stderr)
     assert.match(again.stdout, /^imported 40000 lines of shop \S+: \d+ new customers/)
-    assert.equal((await t.get(`/v3/customers/${lines}/points`, key)).json().available, ((lines - 1) % 90) + 10)
+    assert.equal((await s.t.get(`/v3/customers/${lines}/points`, key)).json().available, ((lines - 1) % 90) + 10)
     const after = await runCli(['points', 'import', '--status', '--shop', shop], env)
     assert.equal(after.stdout, `no unfinished imports of shop ${shop}\n`)
     assert.deepEqual(await unfinished(shop), [])
@@ -148,13 +133,13 @@ forEachDatabase((kind) => {
 
   test('an admin import stopped by a failed unit stays unfinished, listed by the admin API; the same file again finishes it; a dry run or a refused file records nothing', async () => {
     const shop = `${kind}-stopped`
-    const { key } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
+    const { key } = await issueKey(s.t.app.services.backend.db, shop, Date.now() * 1000)
     const csv = balances(2500)
     assert.equal((await admin('POST', shop, csv, '?dry_run=true')).statusCode, 200)
     assert.equal((await admin('POST', shop, 'customer_id,email,points\n1,x,1\n')).statusCode, 422)
     assert.deepEqual(await runsOf(shop), [], 'a dry run and a refused file are no import')
 
-    const db = t.app.services.backend.db
+    const db = s.t.app.services.backend.db
     for (const statement of failInsertOf(kind, 1500)) await statement.execute(db)
     let stopped
     try {
@@ -163,7 +148,7 @@ forEachDatabase((kind) => {
       for (const statement of dropFailure(kind)) await statement.execute(db)
     }
     assert.equal(stopped.statusCode, 503, stopped.body)
-    assert.equal((await t.get('/v3/customers/1000', key)).statusCode, 200, 'the first unit is committed')
+    assert.equal((await s.t.get('/v3/customers/1000', key)).statusCode, 200, 'the first unit is committed')
     const listed = await unfinished(shop)
     assert.deepEqual(
       listed.map((r) => [r.file_sha256, r.state, r.lines_done, r.lines_total, r.started_by, r.to_finish]),

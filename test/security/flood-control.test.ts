@@ -3,7 +3,9 @@ import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
+import { systemClock } from '../../src/clock.ts'
 import { loadConfig } from '../../src/config.ts'
+import { until } from '../support/eventually.ts'
 import { basic, CUSTOMER_CREATED, forEachDatabase, onDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 
 // Flood control. A per-key rate limit (RATE_LIMIT_RPS), header and body read
@@ -36,8 +38,12 @@ async function storedEventIds(t: TestApp, ids: string[]): Promise<Set<string>> {
 forEachDatabase((kind) => {
   describe('per-key rate limit, RATE_LIMIT_RPS=5', () => {
     let t: TestApp
+    // The limiter's windows are timed by the clock's monotonicMs. A burst held at one instant falls
+    // in one window however slowly a loaded machine serves it (the 8 requests once spanned 1.4 s).
+    let heldAt: number | undefined
     before(async () => {
-      t = await startTestApp(kind, { RATE_LIMIT_RPS: '5' })
+      const clock = { ...systemClock(), monotonicMs: () => heldAt ?? performance.now() }
+      t = await startTestApp(kind, { RATE_LIMIT_RPS: '5' }, { clock })
     })
     after(() => t.close())
 
@@ -50,7 +56,9 @@ forEachDatabase((kind) => {
           return t.post(CUSTOMER_CREATED, customer(id), { key }).then((res) => ({ id, res }))
         })
       // All at once, so that they all fall in one one-second window.
+      heldAt = performance.now()
       const [a, b, c] = await Promise.all([Promise.all(burst(t.key, 8)), Promise.all(burst(sameShopKey, 5)), Promise.all(burst(otherShopKey, 5))])
+      heldAt = undefined
       const codes = (xs: { res: LightMyRequestResponse }[]) => xs.map((x) => x.res.statusCode).sort()
       assert.deepEqual(codes(a), [200, 200, 200, 200, 200, 429, 429, 429], 'key A: 5 accepted, the rest limited')
       assert.deepEqual(codes(b), [200, 200, 200, 200, 200], 'another key of the same shop has its own budget')
@@ -320,14 +328,16 @@ describe('sqlite: connection cap, MAX_CONNECTIONS=5', onDatabase('sqlite'), () =
 
   const serverConnections = () => new Promise<number>((resolve, reject) => t.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))))
 
+  /** The server's open connections, once they come to `n` (within CUT_OFF_WITHIN_MS). */
   async function waitForConnections(n: number): Promise<number> {
-    const deadline = Date.now() + CUT_OFF_WITHIN_MS
-    let count = await serverConnections()
-    while (count !== n && Date.now() < deadline) {
-      await sleep(20)
-      count = await serverConnections()
-    }
-    return count
+    let count: number | undefined
+    await until(
+      () => `the server holds ${count} connections, not ${n}`,
+      async () => (count = await serverConnections()) === n,
+      CUT_OFF_WITHIN_MS,
+      { every: 20 },
+    )
+    return n
   }
 
   test('five idle connections are held; the sixth is closed by the server without an answer; a freed slot is usable again', async () => {

@@ -7,19 +7,25 @@ export interface WaitOptions {
 /**
  * The first value `read` gives that is not undefined, asked every 50 ms (`every`) until `ms` have
  * passed: for what background work (a sender, a sampler, a recovery) makes true in its own time,
- * on a machine that may be slow. Throws, naming `what`, when the time is up. Every test waits for
- * a condition through this, never for a fixed time.
+ * on a machine that may be slow. Throws, naming `what`, when the time is up (a function is asked
+ * then, to say what was last seen). Every test waits for a condition through this, never for a
+ * fixed time.
  */
-export async function eventually<T>(read: () => Promise<T | undefined>, ms = 30_000, what = 'the awaited state', options: WaitOptions = {}): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T | undefined>,
+  ms = 30_000,
+  what: string | (() => string) = 'the awaited state',
+  options: WaitOptions = {},
+): Promise<T> {
   for (const end = Date.now() + ms; ; await new Promise((r) => setTimeout(r, options.every ?? 50))) {
     options.signal?.throwIfAborted()
     const value = await read()
     if (value !== undefined) return value
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`)
+    if (Date.now() > end) throw new Error(`${typeof what === 'function' ? what() : what}: not within ${ms} ms`)
   }
 }
 
 /** Waits until `check` holds, as eventually() does. */
-export async function until(what: string, check: () => Promise<boolean>, ms = 30_000, options: WaitOptions = {}): Promise<void> {
+export async function until(what: string | (() => string), check: () => Promise<boolean>, ms = 30_000, options: WaitOptions = {}): Promise<void> {
   await eventually(async () => ((await check()) ? true : undefined), ms, what, options)
 }

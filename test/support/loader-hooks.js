@@ -6,31 +6,18 @@
 // - any other .ts (or .mts) file (the tests, test/support/, a source when the build is stale) is stripped
 //   of its types by @swc/core, with a source map so that stack traces name the TypeScript lines.
 // Every other module loads as node loads it, untouched.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { transformSync } from '@swc/core'
+import { buildIsFresh as isFresh } from '../../bin/build-is-fresh.js'
 
 const SRC = new URL('../../src/', import.meta.url).href
 const DIST = new URL('../../dist/', import.meta.url).href
 
-/** Whether every source under `dir` (tests aside) has its build in dist/, compiled after the source's last change. */
-function builtAfter(dir) {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = `${dir}/${entry.name}`
-    if (entry.isDirectory()) {
-      if (!builtAfter(path)) return false
-    } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) {
-      const js = `${fileURLToPath(DIST)}${path.slice(fileURLToPath(SRC).length, -'.ts'.length)}.js`
-      if (!existsSync(js) || statSync(js).mtimeMs < statSync(path).mtimeMs) return false
-    }
-  }
-  return true
-}
-
 let built
-/** Whether dist/ holds a build of every source, newer than it (decided once per process): all or none, so that no module is loaded twice. */
+/** Whether dist/ holds a fresh build (bin/build-is-fresh.js), decided once per process: all or none, so that no module is loaded twice. */
 function buildIsFresh() {
-  built ??= process.env.TEST_FROM_SOURCES !== '1' && existsSync(fileURLToPath(DIST)) && builtAfter(fileURLToPath(SRC).replace(/\/$/, ''))
+  built ??= process.env.TEST_FROM_SOURCES !== '1' && isFresh()
   return built
 }
 

@@ -176,19 +176,29 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
-    why: "A shop's API keys in the console, newest first. api_keys has no index by shop (an index (shop_id, id) would make this a range of the shop): the page walks every shop's keys, a few per shop, written by operators.",
+    why: "A shop's API keys in the console, newest first: the range of the shop's keys (a few, written by operators) in the index by shop and kind (migration 0031), sorted; without statistics PostgreSQL may walk the whole table or the primary key.",
     statement: /from "api_keys" where "shop_id" = \S+ (and "id" < \S+ )?order by "id" desc limit \S+$/,
     table: 'api_keys',
     shape: {
-      postgres: /^(Seq Scan on api_keys|Index Scan Backward using api_keys_pkey on api_keys)\b/,
-      sqlite: /^(SCAN api_keys|SEARCH api_keys USING INTEGER PRIMARY KEY \(rowid<\?\))$/,
+      postgres:
+        /^(Seq Scan on api_keys|Index Scan Backward using api_keys_pkey on api_keys|Index Scan using api_keys_shop_kind on api_keys|Bitmap Heap Scan using api_keys_shop_kind on api_keys)\b/,
+      sqlite: /^(SCAN api_keys|SEARCH api_keys USING INTEGER PRIMARY KEY \(rowid<\?\)|SEARCH api_keys USING INDEX api_keys_shop_kind \(shop_id=\?\))$/,
     },
   },
   {
-    why: "Creating a shop (operators, rarely): SQLite checks the foreign key of api_keys on the shop's upsert, which api_keys has no index for.",
+    why: 'One key of a shop in the console, by its id: one row of the primary key, whose shop is then checked.',
+    statement: /from "api_keys" where "shop_id" = \S+ and "id" = \S+$/,
+    table: 'api_keys',
+    shape: {
+      postgres: /^Index Scan using api_keys_pkey on api_keys\s+Index Cond: \(id = \$\d\)\s+Filter: \(shop_id = \$\d\)$/,
+      sqlite: /^SEARCH api_keys USING INTEGER PRIMARY KEY \(rowid=\?\)$/,
+    },
+  },
+  {
+    why: "Creating a shop (operators, rarely): SQLite checks the foreign key of api_keys on the shop's upsert, through the index by shop and kind (a range of the new shop's keys: none).",
     statement: /^insert into "shops" /,
     table: 'api_keys',
-    shape: { sqlite: /^SCAN api_keys$/ },
+    shape: { sqlite: /^(SCAN api_keys|SEARCH api_keys USING COVERING INDEX api_keys_shop_kind \(shop_id=\?\))$/ },
   },
   {
     why: 'The audit log in the console, newest first: a page of its primary key.',

@@ -526,6 +526,7 @@ function topUps(shopId: number, rows: number): string[] {
   return [
     `${numbers} INSERT INTO shops (name, created_at) SELECT 'fill-shop-' || i, ${day} FROM n`,
     `INSERT INTO api_keys (shop_id, key_hash, hint, created_at) SELECT s.id, 'fill-key-' || s.id, 'sk_…', ${day} FROM shops s WHERE s.name LIKE 'fill-shop-%'`,
+    `INSERT INTO key_origins (key_id, origin) SELECT k.id, 'https://fill-' || k.id || '.example' FROM api_keys k WHERE k.key_hash LIKE 'fill-key-%'`,
     `${numbers} INSERT INTO admins (name, key_hash, hint, created_at) SELECT 'fill-' || i, 'fill-admin-' || i, 'ak_…', ${day} FROM n`,
     `${numbers} INSERT INTO admin_sessions (token_hash, admin_id, created_at, expires_us) SELECT 'fill-session-' || i, i, ${day}, 1735689600000000 + i FROM n`,
     `${numbers} INSERT INTO audit_log (admin_id, operator, action, shop_id, target, detail, created_at) SELECT 1, 'fill', 'key.create', ${shopId}, '' || i, NULL, ${day} FROM n`,

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads'
+import { FROM_SOURCES, PACKAGE_ROOT } from '../../package-root.ts'
 import type { BatchResult } from '../unit-of-work.ts'
 import { addCalls, type DbCalls } from '../../db/db-calls.ts'
 import type { BatchWriter } from '../batch-writer.ts'
@@ -39,8 +40,8 @@ export interface SqliteBatchWriter extends BatchWriter {
 /** Applies batches on a writer thread with its own connection to the SQLite file; their statements are added to `calls`. */
 export function startSqliteWriter(path: string, calls?: DbCalls, secrets?: { SECRETS_KEY: string; SECRETS_KEY_FILE: string }): SqliteBatchWriter {
   // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry runs the fresh build or registers tsx.
-  const entry = import.meta.url.endsWith('.ts') ? './writer-entry.js' : './writer-thread.js'
-  const worker = new Worker(new URL(entry, import.meta.url), { workerData: { path, secrets } })
+  const entry = FROM_SOURCES ? 'src/write/sqlite/writer-entry.js' : 'dist/write/sqlite/writer-thread.js'
+  const worker = new Worker(new URL(entry, PACKAGE_ROOT), { workerData: { path, secrets } })
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 0
   let ready = false
