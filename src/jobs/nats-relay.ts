@@ -126,6 +126,8 @@ export function startRelay(options: RelayOptions): Relay {
       nc = c
       js = c.jetstream()
       connected = true
+      // What failed was connecting: status() now says what the stream and the next round say.
+      failure = null
       void watchStatus(c)
       relay.kick()
     } catch (err) {
@@ -142,6 +144,7 @@ export function startRelay(options: RelayOptions): Relay {
       }
       if (s.type === Events.Reconnect) {
         connected = true
+        if (failure === 'NATS is disconnected') failure = null
         // A NATS that lost its storage has lost the stream too: look again.
         streamReady = false
         relay.kick()
