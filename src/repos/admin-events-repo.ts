@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import { REDACTED_BODY } from '../batch/decide.ts'
 import type { Tables } from '../db/tables.ts'
+import { pageOf } from './page.ts'
 
 // The console's reads of the events table. Lists go newest first by (received_us, id) with a
 // keyset cursor, on the one index (shop_id, received_us, id) or, across shops, (received_us):
@@ -79,7 +80,7 @@ export function eventPageQuery(db: Kysely<Tables>, f: EventFilter, limit: number
 
 export async function eventPage(db: Kysely<Tables>, f: EventFilter, limit: number): Promise<{ rows: EventListRow[]; more: boolean }> {
   const rows = (await eventPageQuery(db, f, limit).execute()).map(toListRow)
-  return { rows: rows.slice(0, limit), more: rows.length > limit }
+  return pageOf(rows, limit)
 }
 
 /** Events received after `afterUs` (the stream's look back), oldest first, at most `limit`. */

@@ -4,6 +4,7 @@ import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
 import { toCustomer, toOrder } from '../db/rows.ts'
 import type { CustomersTable, Tables } from '../db/tables.ts'
 import { unindexed } from '../db/unindexed.ts'
+import { pageOf } from './page.ts'
 
 // The console's reads of shops, customers, guests, ledgers and keys. No locks; pages by keyset.
 
@@ -20,7 +21,7 @@ export async function shopPage(db: Kysely<Tables>, limit: number, before: number
     .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
   const rows = await query.execute()
-  return { rows: rows.slice(0, limit).map((r) => ({ ...r, id: Number(r.id) })), more: rows.length > limit }
+  return pageOf(rows, limit, (r) => ({ ...r, id: Number(r.id) }))
 }
 
 /** Live customers and orders of each shop. */
@@ -83,7 +84,7 @@ export async function customerPage(
     const found = (await Promise.all([by('email_lower', lower), by('erased_email_sha', emailSha(shopId, lower))])).flat()
     rows = [...new Map(found.map((r) => [Number(r.id), r])).values()].sort((a, b) => Number(b.id) - Number(a.id)).slice(0, limit + 1)
   }
-  return { rows: rows.slice(0, limit).map(toCustomer), more: rows.length > limit }
+  return pageOf(rows, limit, toCustomer)
 }
 
 /** A customer's orders, or a guest's: those sent with the e-mail that no customer is linked to. Found by that key, then sorted (unindexed: see src/db/unindexed.ts). */
@@ -135,7 +136,7 @@ export async function ledgerOf(db: Kysely<Tables>, shopId: number, by: { custome
       ? query.where('ledger.customer_id', '=', by.customerId)
       : query.where('ledger.guest_email', '=', by.guestEmail).where('ledger.customer_id', 'is', null)
   const rows = await query.execute()
-  return { rows: rows.slice(0, limit), more: rows.length > limit }
+  return pageOf(rows, limit)
 }
 
 /** What a guest e-mail holds: the sum of its entries. */
@@ -159,7 +160,7 @@ export async function keyPage(db: Kysely<Tables>, shopId: number, limit: number,
     .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
   const rows = await query.execute()
-  return { rows: rows.slice(0, limit).map((r) => ({ ...r, id: Number(r.id) })), more: rows.length > limit }
+  return pageOf(rows, limit, (r) => ({ ...r, id: Number(r.id) }))
 }
 
 export async function findKey(db: Kysely<Tables>, shopId: number, id: number) {

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Tables } from '../db/tables.ts'
 import { isoMsAt } from '../domain/time.ts'
+import { pageOf } from './page.ts'
 
 // Operators, their sessions and the audit log. Keys and session tokens are stored as SHA-256 only.
 
@@ -122,5 +123,5 @@ export async function auditPage(db: Kysely<Tables>, limit: number, before: numbe
     .limit(limit + 1)
   if (before !== null) query = query.where('audit_log.id', '<', before)
   const rows = await query.execute()
-  return { rows: rows.slice(0, limit), more: rows.length > limit }
+  return pageOf(rows, limit)
 }

@@ -4,6 +4,7 @@ import type { Lot } from '../loyalty/wallet.ts'
 import { parseStoredEntries } from '../db/redemption-rows.ts'
 import type { Tables } from '../db/tables.ts'
 import { unindexed } from '../db/unindexed.ts'
+import { pageOf } from './page.ts'
 
 // Reads of the points ledger. Balances are computed at read time from each
 // entry's available_at, so pending points become available with no job.
@@ -59,7 +60,7 @@ export async function customerEntries(db: Kysely<Tables>, shopId: number, custom
     .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
   const rows = await query.execute()
-  return { rows: rows.slice(0, limit), more: rows.length > limit }
+  return pageOf(rows, limit)
 }
 
 /** The customer's lots: the net of their entries on each availability date (src/loyalty/wallet.ts). */
@@ -92,7 +93,7 @@ export async function customerRedemptions(db: Kysely<Tables>, shopId: number, cu
     .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
   const rows = (await query.execute()).map((row) => redemptionView(parseStoredEntries(shopId, row)))
-  return { rows: rows.slice(0, limit), more: rows.length > limit }
+  return pageOf(rows, limit)
 }
 
 export async function orderHeld(db: Kysely<Tables>, shopId: number, orderId: number): Promise<number> {

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import type { Tables } from '../db/tables.ts'
+import { pageOf } from './page.ts'
 
 // What the console reads of referrals (docs/program/referrals.md); the write path's statements
 // are in src/write/statements.ts.
@@ -18,7 +19,7 @@ export async function latestReferrals(db: Kysely<Tables>, shopId: number, limit:
     .limit(limit + 1)
   if (before !== null) query = query.where(sql<boolean>`(claimed_us, id) < (${before[0]}, ${before[1]})`)
   const rows = await query.execute()
-  return { rows: rows.slice(0, limit), more: rows.length > limit }
+  return pageOf(rows, limit)
 }
 
 /** A referrer's referrals, newest first (referrals_referrer). */

@@ -1,6 +1,7 @@
 import { sql, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely'
 import { planUpload } from '../loyalty/rewards.ts'
 import type { ClaimsTable, RewardsTable, Tables } from '../db/tables.ts'
+import { pageOf } from './page.ts'
 
 // The rewards catalogue, its pools of codes and the claims, as the admin API, the storefront's
 // reads and the command line read and write them. Claims themselves are written by the write path
@@ -117,7 +118,7 @@ export async function customerClaims(db: Kysely<Tables>, shopId: number, custome
     .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
   const rows = await query.execute()
-  return { rows: rows.slice(0, limit), more: rows.length > limit }
+  return pageOf(rows, limit)
 }
 
 /** A page of a shop's latest claims, newest first, for the console. */
@@ -132,7 +133,7 @@ export async function latestClaims(db: Kysely<Tables>, shopId: number, limit: nu
     .limit(limit + 1)
   if (before !== null) query = query.where('id', '<', before)
   const rows = await query.execute()
-  return { rows: rows.slice(0, limit), more: rows.length > limit }
+  return pageOf(rows, limit)
 }
 
 /**

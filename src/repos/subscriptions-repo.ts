@@ -1,5 +1,6 @@
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely'
 import type { Tables } from '../db/tables.ts'
+import { pageOf } from './page.ts'
 
 // Outgoing webhook subscriptions and their deliveries. Secrets come in and go out sealed; the
 // sender's writes are compiled queries, which it runs on the write connection (BatchWriter.write):
@@ -109,7 +110,7 @@ export async function shopSubscriptionPage(
     .orderBy('id')
     .limit(limit + 1)
     .execute()
-  return { rows: rows.slice(0, limit).map((r) => record(r as Row)), more: rows.length > limit }
+  return pageOf(rows, limit, (r) => record(r as Row))
 }
 
 /** Every subscription of a shop, oldest first, page by page. */
