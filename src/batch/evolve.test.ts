@@ -135,3 +135,177 @@ test("entries reach the lots loaded, a command's open its customer's lots, an ex
   assert.deepEqual(state.wallets.get(keyOf(1, 1)), [{ available_us: 10, points: 30, expired: 0 }], 'the lots given are not changed')
   assert.deepEqual(next.ledger.get(keyOf(1, 7))!.length, 1)
 })
+
+/** A decision that writes nothing, to add one part to. */
+const nothing = (): Decision => ({ events: [], customers: [], orders: [], ledger: [], redactions: [], redemptions: [], cancels: [], commands: [], feed: [] })
+const entry = (over: Partial<LedgerRow>): LedgerRow => ({
+  shopId: 1,
+  orderId: null,
+  redemptionId: null,
+  customerId: null,
+  guestEmail: null,
+  points: 0,
+  reason: 'earned',
+  eventId: null,
+  debt: false,
+  basis: { amount_minor: 0, currency: null, rate: '0', rule_version: 1, available_us: 10 },
+  ...over,
+})
+
+test('each reason a command writes opens its customer lots; a bonus, an earning or a guest entry opens none', () => {
+  const reasons = ['expired', 'redeemed', 'redemption_cancelled', 'adjusted_manually', 'import'] as const
+  const ledger = reasons.map((reason, i) => entry({ customerId: 10 + i, points: i + 1, reason }))
+  ledger.push(
+    entry({ customerId: 20, points: 4, reason: 'signup' }),
+    entry({ customerId: null, guestEmail: 'g@x.com', points: 3, reason: 'adjusted_manually' }),
+  )
+  const next = evolve(emptyState(), { ...nothing(), ledger })
+  for (const [i, reason] of reasons.entries()) {
+    const lots = next.wallets.get(keyOf(1, 10 + i))
+    assert.ok(lots, `${reason} opens the lots`)
+    assert.deepEqual(lots, [{ available_us: 10, points: i + 1, expired: reason === 'expired' ? i + 1 : 0 }])
+  }
+  assert.equal(next.wallets.has(keyOf(1, 20)), false, 'a bonus reaches loaded lots only')
+  assert.deepEqual([...next.wallets.keys()].sort(), reasons.map((_, i) => keyOf(1, 10 + i)).sort(), 'nothing for a guest entry')
+  assert.deepEqual([...next.ledger.keys()], [], "a command's entries belong to no order")
+})
+
+test("a written order's ledger is loaded with it, empty while it holds nothing; a redaction erases the guest e-mails of the orders it names", () => {
+  const state = emptyState()
+  state.ledger.set(keyOf(1, 10), [{ customerId: null, guestEmail: 'g@x.com', points: 100, basis: entry({}).basis }])
+  const d = decideBatch([orderHook({ id: 11, currency: 'EUR', subtotal: '0.00', processed_at: '2024-05-01T09:00:00Z' })], emptyState())
+  assert.equal(d.ledger.length, 0)
+  const next = evolve(state, { ...d, redactions: [{ shopId: 1, orderIds: [10, 12] } as Decision['redactions'][number]] })
+  assert.deepEqual(next.ledger.get(keyOf(1, 11)), [], 'order 11 holds nothing, and its ledger is known')
+  assert.deepEqual(
+    next.ledger.get(keyOf(1, 10))!.map((l) => l.guestEmail),
+    [null],
+  )
+  assert.equal(next.ledger.has(keyOf(1, 12)), false, 'an order named with no ledger loaded gets none')
+  assert.deepEqual(next.guestOrders, new Map())
+  assert.equal(state.ledger.get(keyOf(1, 10))![0]!.guestEmail, 'g@x.com', 'the state given keeps its e-mail')
+})
+
+test("a customer's entries hold nothing for a guest e-mail", () => {
+  const next = evolve(emptyState(), { ...nothing(), ledger: [entry({ orderId: 10, customerId: 5, points: 100 })] })
+  assert.deepEqual(next.guestOrders, new Map())
+})
+
+test('idempotency keys are kept only where a command has one; earnings are written and deleted; warnings are remembered', () => {
+  const state = emptyState()
+  const earning = (orderId: number) => ({ shopId: 1, customerId: 5, orderId, processedUs: 1, base: 10 })
+  state.earnings.set(keyOf(1, 8), earning(8))
+  const redemption = {
+    shopId: 1,
+    id: 'r1',
+    customerId: 5,
+    points: 1,
+    reference: 'x',
+    createdUs: 1,
+    availableAfter: 0,
+    idemKey: null,
+    requestHash: '',
+    cancelledUs: null,
+    cancelAvailableAfter: null,
+    entries: [],
+  }
+  const adjustment = {
+    shopId: 1,
+    id: 'a1',
+    customerId: 5,
+    points: 1,
+    reason: 'x',
+    operator: 'op',
+    createdUs: 1,
+    availableAfter: 0,
+    idemKey: null,
+    requestHash: '',
+  }
+  const next = evolve(state, {
+    ...nothing(),
+    redemptions: [redemption],
+    adjustments: [adjustment, { ...adjustment, id: 'a2', idemKey: 'k2' }],
+    earnings: [
+      { shopId: 1, orderId: 9, row: earning(9) },
+      { shopId: 1, orderId: 8, row: null },
+    ],
+    warnings: [{ shopId: 1, customerId: 5, points: 3, expiresUs: 77 }],
+  })
+  assert.deepEqual([...next.redemptionIdem.keys()], [], 'no key, none kept')
+  assert.deepEqual([...next.adjustmentIdem.keys()], [keyOf(1, 'k2')])
+  assert.deepEqual([...next.earnings.keys()], [keyOf(1, 9)])
+  assert.deepEqual(next.warned, new Set(['1:5:77']))
+  assert.deepEqual([...state.earnings.keys()], [keyOf(1, 8)], 'the earnings given are kept')
+})
+
+test("claims and their cancels are kept with their keys; a pool's cursor moves; a code handed out is held in its own shop's pools only", () => {
+  const state = emptyState()
+  const pool = (shopId: number, id: number) =>
+    ({
+      shopId,
+      id,
+      name: 'Mug',
+      points: 5,
+      codes: 'pool',
+      codePrefix: null,
+      minTier: null,
+      active: true,
+      loadedCursor: 0,
+      codeCursor: 0,
+      codesIssued: 0,
+      codesPassed: 0,
+    }) as const
+  state.rewards.set(keyOf(1, 2), pool(1, 2))
+  state.rewards.set(keyOf(2, 3), pool(2, 3))
+  state.poolCodes.set(keyOf(1, 2), [
+    { id: 1, code: 'A' },
+    { id: 2, code: 'B' },
+  ])
+  state.poolCodes.set(keyOf(2, 3), [{ id: 1, code: 'A' }])
+  const claim = {
+    shopId: 1,
+    id: 'c1',
+    customerId: 5,
+    rewardId: 9,
+    rewardName: 'Gift',
+    code: 'A',
+    points: 5,
+    createdUs: 1,
+    availableAfter: 0,
+    idemKey: 'ck',
+    requestHash: '',
+    cancelledUs: null,
+    cancelAvailableAfter: null,
+  }
+  const next = evolve(state, {
+    ...nothing(),
+    claims: [claim],
+    claimCancels: [{ ...claim, id: 'c0', code: 'Z', idemKey: null, cancelledUs: 2 }],
+    pools: [{ ...pool(1, 2), codeCursor: 4, loadedCursor: 0, codesPassed: 1 }],
+  })
+  assert.deepEqual([...next.claims.keys()].sort(), [keyOf(1, 'c0'), keyOf(1, 'c1')])
+  assert.equal(next.claims.get(keyOf(1, 'c0'))!.cancelledUs, 2)
+  assert.deepEqual(next.claimIdem, new Map([[keyOf(1, 'ck'), 'c1']]))
+  assert.deepEqual(next.rewards.get(keyOf(1, 2)), { ...pool(1, 2), codeCursor: 4, loadedCursor: 4, codesPassed: 0 }, 'loaded again at its new cursor')
+  assert.deepEqual(next.poolCodes.get(keyOf(1, 2)), [
+    { id: 1, code: 'A', held: true },
+    { id: 2, code: 'B' },
+  ])
+  assert.deepEqual(next.poolCodes.get(keyOf(2, 3)), [{ id: 1, code: 'A' }], "another shop's code A is not held")
+  assert.equal(state.poolCodes.get(keyOf(1, 2))![0]!.held, undefined, 'the codes given are not changed')
+})
+
+test('what the state knows it loaded is copied, never shared: a later batch adding to it leaves the earlier state as it was', () => {
+  const state = emptyState()
+  state.earningsRanges = new Map()
+  state.erasedEmailsKnown = new Set(['1:a'])
+  state.poolsLoadedToEnd = new Set(['1:2'])
+  state.referrersLoaded = new Set(['1:5'])
+  const next = evolve(state, nothing())
+  for (const name of ['earningsRanges', 'erasedEmailsKnown', 'poolsLoadedToEnd', 'referrersLoaded'] as const) {
+    assert.deepEqual(next[name], state[name], `${name} is carried over`)
+    assert.notEqual(next[name], state[name], `${name} is a copy`)
+  }
+  const unknown = evolve(emptyState(), nothing())
+  assert.equal(unknown.poolsLoadedToEnd, emptyState().poolsLoadedToEnd, 'none stays none')
+})
