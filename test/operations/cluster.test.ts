@@ -3,6 +3,7 @@ import http from 'node:http'
 import { createServer } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { runCli } from '../support/cli-process.ts'
+import { eventually } from '../support/eventually.ts'
 import { createTestDatabase, onDatabase, type TestDatabase } from '../support/harness.ts'
 import {
   createKey,
@@ -135,12 +136,9 @@ describe('postgres: WORKERS=2', onDatabase('postgres'), () => {
     assert.equal(before.length, 2)
     const victim = before[0]!
     process.kill(victim, 'SIGKILL')
-    const deadline = Date.now() + 30_000
-    let replacement: number | undefined
-    while ((replacement = listeningPids(server).find((pid) => !before.includes(pid))) === undefined) {
-      assert.ok(Date.now() < deadline, 'a new worker listens within 30 s')
-      await sleep(100)
-    }
+    const replacement = await eventually(async () => listeningPids(server).find((pid) => !before.includes(pid)), 30_000, 'a new worker listening', {
+      every: 100,
+    })
     assert.ok(!server.hasExited(), 'the primary keeps running')
     const from = logLines(server).length
     const sent = await send(server, key, factory, 100)
