@@ -61,10 +61,18 @@ forEachDatabase((kind) => {
     assert.deepEqual(upload.json(), { added: 2, duplicates: 1, handed_out: 1, codes_left: 2 }, 'the generated code is left out, and said to be')
     const audit = (await admin.get('/v3/admin/audit?limit=50')).json().items as { action: string; detail: unknown }[]
     assert.deepEqual(audit.find((e) => e.action === 'reward.codes')?.detail, { added: 2, duplicates: 1, handed_out: 1 })
-    const low = await eventually(async () => {
-      const found = await s.lowPools()
-      return found.length === 1 ? found : undefined
-    })
+    // /readyz shows a sample of the pools: one taken before the upload shows the pool with none.
+    // It comes to 2, the codes that can be handed out (3 would count the generated one).
+    let seen: unknown
+    const low = await eventually(
+      async () => {
+        const found = await s.lowPools()
+        seen = found
+        return found.length === 1 && found[0]!.codes_left !== 0 ? found : undefined
+      },
+      30_000,
+      () => `the pool's count after the upload in /readyz: ${JSON.stringify(seen)}`,
+    )
     assert.deepEqual(
       low.map((p) => [p.reward_id, p.codes_left]),
       [[pool, 2]],
