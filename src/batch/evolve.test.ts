@@ -4,7 +4,7 @@ import { customerHook, decide, deleteHook, given, orderHook } from '../../test/s
 import type { AdjustCommand, RedeemCommand } from './commands.ts'
 import { decideBatch } from './decide.ts'
 import { evolve } from './evolve.ts'
-import { emptyState, keyOf, type Decision, type LedgerRow } from './state.ts'
+import { emptyState, keyOf, type Decision, type LedgerRow, type StoredReferral } from './state.ts'
 
 // evolve: what the write of a decision and the next load leave, in memory.
 
@@ -308,4 +308,20 @@ test('what the state knows it loaded is copied, never shared: a later batch addi
   }
   const unknown = evolve(emptyState(), nothing())
   assert.equal(unknown.poolsLoadedToEnd, emptyState().poolsLoadedToEnd, 'none stays none')
+})
+
+test('a decision with no adjustments, pools or referrals keeps the keys, rewards and referrals it was given; a written referral is at its next revision', () => {
+  const state = emptyState()
+  const referral = { shopId: 1, id: 'f1', emailHash: 'h', referrerId: 5, rev: 3, status: 'claimed' } as unknown as StoredReferral
+  state.referrals.set(keyOf(1, 'h'), referral)
+  const next = evolve(state, nothing())
+  assert.deepEqual([...next.adjustmentIdem.keys()], [])
+  assert.deepEqual([...next.rewards.keys()], [])
+  assert.equal(next.referrals.get(keyOf(1, 'h')), referral)
+  const written = evolve(state, {
+    ...nothing(),
+    referrals: [{ referral: { ...referral, status: 'rewarded' } as StoredReferral, before: 'claimed' as StoredReferral['status'] }],
+  })
+  assert.deepEqual(written.referrals.get(keyOf(1, 'h')), { ...referral, status: 'rewarded', rev: 4 })
+  assert.equal(state.referrals.get(keyOf(1, 'h'))!.rev, 3)
 })
