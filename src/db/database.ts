@@ -32,6 +32,7 @@ import { importExpiry } from '../migrations/0029-import-expiry.ts'
 import { importRuns } from '../migrations/0030-import-runs.ts'
 import { storefrontKeys } from '../migrations/0031-storefront-keys.ts'
 import { referrals } from '../migrations/0032-referrals.ts'
+import { rewardNumbers } from '../migrations/0033-reward-numbers.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -82,6 +83,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0030-import-runs': importRuns(backend.types),
     '0031-storefront-keys': storefrontKeys,
     '0032-referrals': referrals,
+    '0033-reward-numbers': rewardNumbers(backend.kind),
   }
 }
 

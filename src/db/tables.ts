@@ -344,7 +344,8 @@ export interface SubscriptionDeliveriesTable {
 
 /** A reward of a shop's catalogue; never deleted, only made inactive. */
 export interface RewardsTable {
-  id: Generated<number>
+  /** Numbered within the shop (migration 0033): the key is (shop_id, id). */
+  id: number
   shop_id: number
   name: string
   /** What a claim costs. */

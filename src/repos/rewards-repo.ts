@@ -29,18 +29,38 @@ export function shopRewardsQuery(db: Kysely<Tables>, shopId: number, activeOnly 
 }
 
 export async function findReward(db: Kysely<Tables>, shopId: number, id: number): Promise<RewardRow | undefined> {
-  // By its key alone (ids are the service's, not the shop's); a reward of another shop is none of this one's.
-  const row = await db.selectFrom('rewards').selectAll().where('id', '=', id).executeTakeFirst()
-  return row && Number(row.shop_id) === shopId ? row : undefined
+  return db.selectFrom('rewards').selectAll().where('shop_id', '=', shopId).where('id', '=', id).executeTakeFirst()
 }
 
-export async function insertReward(db: Kysely<Tables>, row: Insertable<RewardsTable>): Promise<RewardRow> {
-  return db.insertInto('rewards').values(row).returningAll().executeTakeFirstOrThrow()
+/**
+ * Writes a new reward under the next id of its shop (its highest plus one: 1 for its first), so
+ * that a reward's id says nothing of other shops' catalogues. One transaction that first takes the
+ * shop's row for writing (PostgreSQL: its row lock; SQLite: the write lock), so two creates at once
+ * number one after the other. A reward is never deleted, so no id is given twice.
+ */
+export async function insertReward(db: Kysely<Tables>, row: Omit<Insertable<RewardsTable>, 'id'>): Promise<RewardRow> {
+  return db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('shops')
+      .set({ rule_version: sql`rule_version` })
+      .where('id', '=', row.shop_id)
+      .execute()
+    const { last } = await trx
+      .selectFrom('rewards')
+      .select((eb) => eb.fn.max('id').as('last'))
+      .where('shop_id', '=', row.shop_id)
+      .executeTakeFirstOrThrow()
+    return trx
+      .insertInto('rewards')
+      .values({ ...row, id: Number(last ?? 0) + 1 })
+      .returningAll()
+      .executeTakeFirstOrThrow()
+  })
 }
 
 /** Writes the changed fields of a reward found first through its shop (findReward). */
-export async function updateReward(db: Kysely<Tables>, id: number, changes: Updateable<RewardsTable>): Promise<RewardRow> {
-  return db.updateTable('rewards').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow()
+export async function updateReward(db: Kysely<Tables>, shopId: number, id: number, changes: Updateable<RewardsTable>): Promise<RewardRow> {
+  return db.updateTable('rewards').set(changes).where('shop_id', '=', shopId).where('id', '=', id).returningAll().executeTakeFirstOrThrow()
 }
 
 /** Codes per statement: well under PostgreSQL's 65,535 parameters. */
@@ -67,10 +87,11 @@ export async function addCodes(
       const reward = await trx
         .updateTable('rewards')
         .set({ updated_us: nowUs })
+        .where('shop_id', '=', shopId)
         .where('id', '=', rewardId)
-        .returning(['shop_id', 'codes_added', 'codes_issued'])
+        .returning(['codes_added', 'codes_issued'])
         .executeTakeFirst()
-      if (!reward || Number(reward.shop_id) !== shopId) throw new NotTheShops()
+      if (!reward) throw new NotTheShops()
       const held = new Set<string>()
       const handedOut = new Set<string>()
       const distinct = [...new Set(codes)]
@@ -95,7 +116,7 @@ export async function addCodes(
         added += inserted.length
       }
       const codesAdded = Number(reward.codes_added) + added
-      await trx.updateTable('rewards').set({ codes_added: codesAdded }).where('id', '=', rewardId).execute()
+      await trx.updateTable('rewards').set({ codes_added: codesAdded }).where('shop_id', '=', shopId).where('id', '=', rewardId).execute()
       return { added, duplicates: codes.length - added, handedOut: plan.handedOut, codesLeft: codesAdded - Number(reward.codes_issued) }
     })
     .catch((err: unknown) => {

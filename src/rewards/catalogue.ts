@@ -154,7 +154,7 @@ export async function changeReward(db: Kysely<Tables>, stored: RewardRow, body: 
   if (body.code_prefix !== undefined) set.code_prefix = body.code_prefix
   if (body.min_tier !== undefined) set.min_tier = body.min_tier
   if (body.active !== undefined) set.active = body.active ? 1 : 0
-  const row = await updateReward(db, Number(stored.id), set as never)
+  const row = await updateReward(db, Number(stored.shop_id), Number(stored.id), set as never)
   const after = rewardView(row)
   const changes = Object.fromEntries(
     (Object.keys(after) as (keyof typeof after)[])

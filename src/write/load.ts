@@ -590,12 +590,12 @@ async function loadRewards(backend: Backend, s: Session, state: BatchState, shop
     q.claimsByIdem(shopId, [...n.claimIdem]),
     q.liveClaimsOfCustomers(shopId, [...n.deleted]),
     q.importHoldings(shopId, [...n.imports]),
-    ...rewardIds.flatMap((id) => [q.reward([id]), q.nextCodes([id, shopId, id, n.rewards.get(id)!])]),
+    ...rewardIds.flatMap((id) => [q.reward([shopId, id]), q.nextCodes([id, shopId, shopId, id, n.rewards.get(id)!])]),
   ] as const)
   rewardIds.forEach((id, i) => {
     const [row] = perReward[2 * i] as Selectable<RewardsTable>[]
-    // A reward of another shop is none of this one's: its claims answer 404.
-    if (!row || Number(row.shop_id) !== shopId) return
+    // No such reward of this shop: its claims answer 404.
+    if (!row) return
     state.rewards.set(keyOf(shopId, id), storedReward(shopId, row))
     const found = (perReward[2 * i + 1] as unknown as { id: number; code: string; held: number }[]).map((c) => ({
       id: Number(c.id),

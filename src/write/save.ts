@@ -133,7 +133,7 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     // A referral another batch wrote since this one loaded it: run again.
     write('referrals', q.upsertReferrals((d.referrals ?? []).map((r) => valuesOf(REFERRAL_COLUMNS, referralRow(r.referral)))), d.referrals?.length ?? 0),
     // A pool another batch handed codes out of since this one loaded it: run again.
-    ...(d.pools ?? []).map((r) => write('rewards', [q.movePoolCursor([r.codeCursor, r.codesIssued, r.codesPassed, r.id, r.loadedCursor])], 1)),
+    ...(d.pools ?? []).map((r) => write('rewards', [q.movePoolCursor([r.codeCursor, r.codesIssued, r.codesPassed, r.shopId, r.id, r.loadedCursor])], 1)),
     // Last: the feed's head, whose lock orders the commits, is held from here to the commit.
     write('feed', q.appendFeed(feed.total, feed.rows), null),
   ].filter((w) => w.queries.length > 0)

@@ -126,15 +126,15 @@ export function batchStatements(f: StatementFactory) {
     redemptionsById: f.lookup<Selectable<RedemptionsTable>>({ table: 'redemptions', columns: '*', column: 'id', keyType: 'text' }),
     redemptionsByIdem: f.lookup<Selectable<RedemptionsTable>>({ table: 'redemptions', columns: '*', column: 'idem_key', keyType: 'text' }),
     adjustmentsByIdem: f.lookup<Selectable<AdjustmentsTable>>({ table: 'adjustments', columns: '*', column: 'idem_key', keyType: 'text' }),
-    /** A reward a batch's claims name, by its id alone (the service's own): the load keeps it only if it is the shop's. */
-    reward: f.text<Selectable<RewardsTable>>('SELECT * FROM rewards WHERE id = $1'),
+    /** A reward a batch's claims name, by its key: the shop and the shop's number of it. */
+    reward: f.text<Selectable<RewardsTable>>('SELECT * FROM rewards WHERE shop_id = $1 AND id = $2'),
     /**
-     * A pool's next codes after its cursor, in upload order: $4 of them at most (reward_codes_next);
+     * A pool's next codes after its cursor, in upload order: $5 of them at most (reward_codes_next);
      * `held` 1 for a code a claim of the shop holds already (claims_code), which the decider passes over.
      */
     nextCodes: f.text<{ id: number; code: string; held: number }>(
       'SELECT id, code, CASE WHEN EXISTS (SELECT 1 FROM claims c WHERE c.code = reward_codes.code AND c.shop_id = reward_codes.shop_id) THEN 1 ELSE 0 END AS held ' +
-        'FROM reward_codes WHERE reward_id = $1 AND shop_id = $2 AND id > (SELECT code_cursor FROM rewards WHERE id = $3) ORDER BY id LIMIT $4',
+        'FROM reward_codes WHERE reward_id = $1 AND shop_id = $2 AND id > (SELECT code_cursor FROM rewards WHERE shop_id = $3 AND id = $4) ORDER BY id LIMIT $5',
     ),
     claimsById: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'id', keyType: 'text' }),
     claimsByIdem: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'idem_key', keyType: 'text' }),
@@ -207,7 +207,7 @@ export function batchStatements(f: StatementFactory) {
      * The $3 codes it passed over (held by a claim already) come off its codes added; an upload meanwhile adds to what is stored.
      */
     movePoolCursor: f.text(
-      'UPDATE rewards SET code_cursor = $1, codes_issued = $2, codes_added = codes_added - $3 WHERE id = $4 AND code_cursor = $5 RETURNING 1',
+      'UPDATE rewards SET code_cursor = $1, codes_issued = $2, codes_added = codes_added - $3 WHERE shop_id = $4 AND id = $5 AND code_cursor = $6 RETURNING 1',
     ),
     cancelClaim: f.update({
       table: 'claims',

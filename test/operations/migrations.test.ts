@@ -9,6 +9,7 @@ import { hashKey, keyHint } from '../../src/keys/api-key.ts'
 import { recordAudit } from '../../src/repos/admin-repo.ts'
 import { migrate, openBackend } from '../../src/db/database.ts'
 import { insertKey } from '../../src/repos/keys-repo.ts'
+import { issueKey } from '../../src/keys/issue-key.ts'
 import { fixedExpiriesDue } from '../../src/repos/points-repo.ts'
 import { importBalances } from '../../src/rewards/balance-import.ts'
 import type { Tables } from '../../src/db/tables.ts'
@@ -441,6 +442,65 @@ describe('migrations', () => {
           assert.equal(imported.statusCode, 200, imported.body)
           const runs = await t.app.services.backend.db.selectFrom('import_runs').select(['state', 'lines_done', 'lines_total', 'started_by']).execute()
           assert.deepEqual(runs, [{ state: 'finished', lines_done: 1, lines_total: 1, started_by: 'Migrator' }])
+        } finally {
+          await t.close()
+        }
+      } finally {
+        await database.drop()
+      }
+    })
+  }
+
+  for (const kind of ['sqlite', 'postgres'] as const) {
+    test(`${kind}: 0033 keeps the ids rewards had from one sequence; a new reward takes its shop's highest plus one`, onDatabase(kind), async () => {
+      const database = await createTestDatabase(kind)
+      try {
+        const keys: Record<string, string> = {}
+        const old = openBackend(database.url)
+        try {
+          await migrate(old, '0032-referrals')
+          for (const shop of ['shop-a', 'shop-b']) keys[shop] = (await issueKey(old.db, shop, 1)).key
+          const shops = await old.db.selectFrom('shops').select(['id', 'name']).execute()
+          const shopId = (name: string) => Number(shops.find((s) => s.name === name)!.id)
+          const reward = (shop: string, name: string) => ({
+            shop_id: shopId(shop),
+            name,
+            points: 10,
+            kind: 'custom',
+            codes: 'generated',
+            active: 1,
+            created_us: 1,
+            updated_us: 1,
+          })
+          // One sequence numbered every shop's rewards: 1 and 2 are A's, 3 is B's.
+          for (const [shop, name] of [
+            ['shop-a', 'A one'],
+            ['shop-a', 'A two'],
+            ['shop-b', 'B three'],
+          ] as const)
+            await (old.db as Kysely<any>).insertInto('rewards').values(reward(shop, name)).execute()
+        } finally {
+          await old.close()
+        }
+        const t = await startTestApp(kind, {}, { database })
+        try {
+          const admin = adminClient(t, (await newOperator(t, 'Migrator')).key)
+          const ids = async (shop: string) =>
+            (await admin.get(`/v3/admin/shops/${shop}/rewards`)).json().items.map((r: { id: number; name: string }) => [r.id, r.name])
+          assert.deepEqual(await ids('shop-a'), [
+            [1, 'A one'],
+            [2, 'A two'],
+          ])
+          assert.deepEqual(await ids('shop-b'), [[3, 'B three']])
+          const create = async (shop: string, name: string) =>
+            (await admin.post(`/v3/admin/shops/${shop}/rewards`, { name, points: 10, kind: 'custom', codes: 'generated' })).json().id
+          assert.equal(await create('shop-a', 'A next'), 3)
+          assert.equal(await create('shop-b', 'B next'), 4)
+          const order = { id: 1, currency: 'EUR', subtotal: '50.00', is_paid: true, processed_at: '2024-01-10T10:00:00Z', customer: { id: 1 } }
+          assert.equal((await t.post(ORDER_CREATED, order, { key: keys['shop-b'] })).statusCode, 200)
+          const claimed = await t.post('/v3/customers/1/rewards/3/claim', {}, { key: keys['shop-b'] })
+          assert.equal(claimed.statusCode, 201, claimed.body)
+          assert.equal(claimed.json().reward_name, 'B three', "reward 3 of shop B is still B's, beside shop A's new reward 3")
         } finally {
           await t.close()
         }

@@ -105,10 +105,11 @@ forEachDatabase((kind) => {
         .insertInto('reward_codes')
         .values(codes.map((code) => ({ shop_id: s.shopId, reward_id: pool, code, created_us: 1 })))
         .execute()
-      const row = await db.selectFrom('rewards').select('codes_added').where('id', '=', pool).executeTakeFirstOrThrow()
+      const row = await db.selectFrom('rewards').select('codes_added').where('shop_id', '=', s.shopId).where('id', '=', pool).executeTakeFirstOrThrow()
       await db
         .updateTable('rewards')
         .set({ codes_added: Number(row.codes_added) + codes.length })
+        .where('shop_id', '=', s.shopId)
         .where('id', '=', pool)
         .execute()
     }

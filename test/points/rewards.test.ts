@@ -301,6 +301,48 @@ forEachDatabase((kind) => {
     assert.equal(typeof latest.next_cursor, 'string')
   })
 
+  test("ids are numbered within the shop: another shop's catalogue is not counted, creates at once take distinct ids, and an id names this shop's reward", async () => {
+    const a = await shop('numbered-a')
+    const b = await shop('numbered-b')
+    const aIds = []
+    for (const name of ['A one', 'A two', 'A three']) aIds.push((await a.reward({ name, points: 10, code_prefix: 'A-' })).id)
+    assert.deepEqual(aIds, [1, 2, 3])
+    const bFirst = await b.reward({ name: 'B one', points: 10, code_prefix: 'B-' })
+    assert.equal(bFirst.id, 1, "a shop's first reward is its 1, whatever other shops made")
+    const c = await shop('numbered-c')
+    const many = await Promise.all(Array.from({ length: 8 }, (_, i) => admin.post(c.base, { name: `C ${i}`, points: 1, kind: 'custom', codes: 'generated' })))
+    assert.deepEqual(
+      many.map((r) => r.statusCode),
+      Array(8).fill(201),
+    )
+    assert.deepEqual(
+      many.map((r) => r.json().id).sort((x, y) => x - y),
+      [1, 2, 3, 4, 5, 6, 7, 8],
+    )
+    // The same id in two shops: each shop's paths, claims and feed name its own reward.
+    await b.earn(1, 10, '100.00')
+    const claimed = await b.claim(1, 1)
+    assert.equal(claimed.statusCode, 201, claimed.body)
+    assert.equal(claimed.json().reward_name, 'B one')
+    assert.match(claimed.json().code, /^B-/)
+    assert.equal((await admin.get(`${a.base}/1`)).json().name, 'A one')
+    const claimsOf = async (shopName: string) =>
+      (await viewer.get(`/v3/admin/shops/${shopName}/claims?limit=10`))
+        .json()
+        .items.map((i: { reward_id: number; reward_name: string }) => [i.reward_id, i.reward_name])
+    assert.deepEqual(await claimsOf(a.name), [])
+    assert.deepEqual(await claimsOf(b.name), [[1, 'B one']])
+    assert.equal((await admin.get(`${b.base}/2`)).statusCode, 404, 'shop B has no reward 2, though shop A has')
+    assert.equal((await b.claim(1, 2)).statusCode, 404)
+    assert.equal((await admin.patch(`${b.base}/3`, { points: 5 })).statusCode, 404)
+    assert.equal((await admin.get(`${a.base}/3`)).json().points, 10)
+    const [claimEntry] = (await b.changes()).filter((e) => e.type === 'reward.claimed')
+    assert.equal(claimEntry?.data.reward_id, 1)
+    // Removed rewards keep their ids: the next one is after them.
+    assert.equal((await admin.delete(`${b.base}/1`)).statusCode, 200)
+    assert.equal((await b.reward({ name: 'B two', points: 10 })).id, 2)
+  })
+
   test('refusals answer 409 and spend nothing: too few points, an inactive reward, an empty pool; 404 for an unknown customer or reward', async () => {
     const s = await shop('refusals')
     await s.earn(1, 10, '20.00')

@@ -49,6 +49,15 @@ export const ALLOWED: AllowedRange[] = [
     shape: { postgres: /^Seq Scan on rewards\b/, sqlite: /^SCAN rewards$/ },
   },
   {
+    why: "A new reward's id, its shop's highest plus one (src/repos/rewards-repo.ts, insertReward): the last key of the shop's range of the key, one row read (a few rows per shop at most).",
+    statement: /^select max\("id"\) as "last" from "rewards" where "shop_id" = \S+$/,
+    table: 'rewards',
+    shape: {
+      postgres: /^Index Only Scan (Backward )?using rewards_pkey on rewards\b.*Index Cond: \(+shop_id = /,
+      sqlite: /^SEARCH rewards USING COVERING INDEX sqlite_autoindex_rewards_1 \(shop_id=\?\)$/,
+    },
+  },
+  {
     why: "A shop's rewards in id order (the console, the command line, the storefront's list): the shop's range of rewards_shop, a few rows per shop.",
     statement: /^select \* from "rewards" where "shop_id" = \S+ and active >= 0 (and "active" = \S+ )?order by "id"$/,
     table: 'rewards',

@@ -539,7 +539,7 @@ function topUps(shopId: number, rows: number): string[] {
     // The report's rollup: a year and more of days of this shop's, the rest other shops'.
     `${numbers} INSERT INTO ledger_days (shop_id, day, available_day, reason, points) SELECT CASE WHEN i <= 400 THEN ${shopId} ELSE 1000000 + i END, 'fill-' || i, i, 'earned', 1 FROM n`,
     // Rewards: a few of this shop's, the rest other shops', half of them pools; codes and claims of this shop's.
-    `${numbers} INSERT INTO rewards (shop_id, name, points, kind, codes, active, created_us, updated_us) SELECT CASE WHEN i <= 5 THEN ${shopId} ELSE 1000000 + i END, 'fill-' || i, 1, 'custom', CASE WHEN i % 2 = 0 THEN 'pool' ELSE 'generated' END, 1, 0, 0 FROM n`,
+    `${numbers} INSERT INTO rewards (shop_id, id, name, points, kind, codes, active, created_us, updated_us) SELECT CASE WHEN i <= 5 THEN ${shopId} ELSE 1000000 + i END, 1000 + i, 'fill-' || i, 1, 'custom', CASE WHEN i % 2 = 0 THEN 'pool' ELSE 'generated' END, 1, 0, 0 FROM n`,
     `${numbers} INSERT INTO reward_codes (shop_id, reward_id, code, created_us) SELECT ${shopId}, 1 + i % 100, 'FILL-' || i, 0 FROM n`,
     `${numbers} INSERT INTO claims (shop_id, id, customer_id, reward_id, reward_name, code, points, created_us, available_after, idem_key, request_hash)
       SELECT ${shopId}, 'fill-claim-' || i, 100000 + i, 1, 'fill', 'FILL-CLAIM-' || i, 1, i, 0, CASE WHEN i % 2 = 0 THEN 'fill-claim-key-' || i END, '' FROM n`,
