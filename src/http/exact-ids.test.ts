@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import { runs } from '../../test/support/seed.ts'
-import { integerTexts, inexactIntegerErrors, isExactInteger } from './exact-ids.ts'
+import { integerTexts, inexactIntegerErrors, inexactIntegerErrorsWalked, isExactInteger } from './exact-ids.ts'
 
 const BOTH = ['/id', '/customer/id'] as const
 
@@ -177,6 +177,28 @@ test('property: the texts found are those JSON.parse read the ids from', () => {
         if (found['/customer/id'] !== undefined) assert.equal(parsedCustomerId, Number(found['/customer/id']))
       },
     ),
+    { numRuns: runs(2000) },
+  )
+})
+
+test("the quick answer for bodies without a fraction or an exponent is the walk's, for any body and spacing", () => {
+  const number = fc.oneof(
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.constantFrom('3.00000000000000001', '30e-1', '1E2', '-0.5', '9007199254740993', '2.0'),
+  )
+  const value = fc.letrec((tie) => ({
+    any: fc.oneof({ depthSize: 'small' }, number, fc.string(), fc.constantFrom('a: 1.5', ',2.5', '[3e1', '"x":1.5'), tie('object'), tie('array')),
+    object: fc.dictionary(fc.constantFrom('id', 'customer', 'points', 'x', 'i\\u0064'), tie('any'), { maxKeys: 4 }),
+    array: fc.array(tie('any'), { maxLength: 3 }),
+  }))
+  const space = fc.constantFrom('', ' ', '\n\t ')
+  fc.assert(
+    fc.property(value.object, space, (body, gap) => {
+      // Numbers as their text (a constant stands for itself), the rest as JSON writes it.
+      const text = JSON.stringify(body, null, gap).replace(/"(3\.00000000000000001|30e-1|1E2|-0\.5|9007199254740993|2\.0)"/g, (_, n: string) => n)
+      assert.deepEqual(inexactIntegerErrors(text, BOTH), inexactIntegerErrorsWalked(text, BOTH))
+    }),
     { numRuns: runs(2000) },
   )
 })

@@ -64,6 +64,20 @@ export function integerTexts(text: string, pointers: readonly IntegerPointer[]):
 
 /** A 422 error for each integer field whose raw text is a number but not exactly an integer. */
 export function inexactIntegerErrors(text: string, pointers: readonly IntegerPointer[]): FieldError[] {
+  // Most bodies write every number as a plain integer, and those are exact: one scan by the regular
+  // expression engine, not a walk of the body's members in JavaScript (11 µs a webhook under load).
+  return WRITTEN_WITH_POINT_OR_EXPONENT.test(text) ? inexactIntegerErrorsWalked(text, pointers) : []
+}
+
+/**
+ * A number written with a fraction or an exponent, where valid JSON puts a number: after a key's
+ * colon, an opening bracket or a comma (text inside strings may match too, which only costs the
+ * walk). A number that is not one of these is a plain integer, which isExactInteger takes.
+ */
+const WRITTEN_WITH_POINT_OR_EXPONENT = /(?:"\s*:|[[,])\s*-?\d+[.eE]/
+
+/** inexactIntegerErrors by walking the members, whatever the text holds (the reference of its test). */
+export function inexactIntegerErrorsWalked(text: string, pointers: readonly IntegerPointer[]): FieldError[] {
   const found = integerTexts(text, pointers)
   const errors: FieldError[] = []
   // In the order found (as Object.entries would list them), without an array per field.
