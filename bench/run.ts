@@ -150,7 +150,7 @@ function costTarget(service: Service, target: Target): CostTarget {
     pid: service.child.pid!,
     port: service.port,
     writePath: target !== 'ceiling',
-    writerThread: true,
+    writerThread: target !== 'ceiling',
     ...(service.applicationName ? { postgres: { monitorUrl: ownPostgres?.adminUrl ?? POSTGRES_URL, applicationName: service.applicationName } } : {}),
   }
 }
