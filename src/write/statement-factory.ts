@@ -55,6 +55,11 @@ export interface UpdateSpec {
   column: string
   keyType: KeyType
   where?: string
+  /**
+   * The columns `set` gives the values $3, $4, … in that order: a row that holds them all already
+   * is left alone, so that it is not written again (a page rewritten, logged whole after a checkpoint).
+   */
+  unlessHeld?: readonly string[]
 }
 
 export type Update = (shopId: number, keys: readonly (number | string)[], values: readonly unknown[]) => CompiledQuery<unknown>

@@ -224,13 +224,22 @@ export function batchStatements(f: StatementFactory) {
       keyType: 'text',
       where: 'AND cancelled_us IS NULL',
     }),
-    redactCustomerEvents: f.update({ table: 'events', set: 'body = $3, headers = $4', column: 'customer_id', keyType: 'bigint' }),
+    // Events redacted already (by an earlier delete, or stored so after it) are not written again:
+    // a customer deleted twice would otherwise rewrite their whole history, page by page.
+    redactCustomerEvents: f.update({
+      table: 'events',
+      set: 'body = $3, headers = $4',
+      column: 'customer_id',
+      keyType: 'bigint',
+      unlessHeld: ['body', 'headers'],
+    }),
     redactOrderEvents: f.update({
       table: 'events',
       set: 'body = $3, headers = $4',
       column: 'resource_id',
       keyType: 'bigint',
       where: "AND topic = 'order/hook_created'",
+      unlessHeld: ['body', 'headers'],
     }),
     redactGuestEmails: f.update({ table: 'ledger', set: 'guest_email = NULL', column: 'order_id', keyType: 'bigint', where: 'AND guest_email IS NOT NULL' }),
     appendFeed: f.appendFeed,

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { after, before, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { sql } from 'kysely'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // Erasure reaches every stored copy of a deleted customer's data: the bodies and headers of
@@ -52,6 +53,45 @@ forEachDatabase((kind) => {
     const events = await storedEvents()
     assert.equal(events.filter((e) => e.outcome === 'rejected').length, 2)
     assert.deepEqual((await t.get('/v3/customers/31')).statusCode, 404)
+  })
+
+  test('a customer deleted again: their events stay redacted, and none redacted before is written again', async () => {
+    // Deletes are undated, as the embedded customer is: each is dated by its receive time, so applies.
+    // A trigger of the test's own records every write of an event row, whichever connection makes it.
+    const db = t.app.services.backend.db
+    await sql`CREATE TABLE event_writes (id text)`.execute(db)
+    if (kind === 'postgres') {
+      await sql`CREATE FUNCTION note_event_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO event_writes VALUES (NEW.id::text); RETURN NEW; END $$`.execute(
+        db,
+      )
+      await sql`CREATE TRIGGER event_writes AFTER UPDATE ON events FOR EACH ROW EXECUTE FUNCTION note_event_write()`.execute(db)
+    } else {
+      await sql`CREATE TRIGGER event_writes AFTER UPDATE ON events BEGIN INSERT INTO event_writes VALUES (new.id); END`.execute(db)
+    }
+    const writes = async () => (await sql<{ id: string }>`SELECT id FROM event_writes`.execute(db)).rows.map((r) => String(r.id))
+    const clear = () => sql`DELETE FROM event_writes`.execute(db)
+    assert.equal((await t.post(CUSTOMER_CREATED, { id: 41, first_name: NAME, email: EMAIL, updated_at: '2024-05-01T10:00:00Z' })).statusCode, 200)
+    assert.equal((await t.post(ORDER_CREATED, { id: 410, subtotal: '5.00', customer: { id: 41, email: EMAIL } })).statusCode, 200)
+    assert.equal((await t.post(CUSTOMER_CREATED, { id: 41, email: EMAIL, is_newsletter: 'yes' })).statusCode, 422)
+    const stored = async () => (await storedEvents()).filter((e) => leaks([e]).length > 0).map((e) => String(e.id))
+    const before = await stored()
+    assert.equal(before.length, 3)
+
+    assert.equal((await t.post(CUSTOMER_DELETED, { id: 41 })).statusCode, 200)
+    assert.deepEqual((await storedEvents()).filter((e) => leaks([e]).length > 0).map((e) => [e.topic, e.outcome, String(Buffer.from(e.body))]), [], 'the first delete redacts them')
+    const redacted = await writes()
+    for (const id of before) assert.ok(redacted.includes(id), `event ${id} redacted by the first delete`)
+
+    await clear()
+    assert.equal((await t.post(CUSTOMER_DELETED, { id: 41 })).statusCode, 200)
+    assert.equal((await t.post(ORDER_CREATED, { id: 411, subtotal: '6.00', customer: { id: 41, email: EMAIL } })).statusCode, 200)
+    assert.equal((await t.post(CUSTOMER_DELETED, { id: 41 })).statusCode, 200)
+    assert.deepEqual(await stored(), [], 'still redacted')
+    assert.deepEqual(
+      (await writes()).filter((id) => before.includes(id)),
+      [],
+      'events redacted by the first delete are not written again by the later ones',
+    )
   })
 
   test('a rejected webhook of a customer erased before it arrives is stored redacted', async () => {

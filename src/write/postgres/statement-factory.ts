@@ -76,7 +76,8 @@ export const postgresStatements: StatementFactory = {
     // The rows found by key, then updated by ctid: a nested loop of TID scans, whatever the statistics.
     // (A row another transaction updated meanwhile is skipped; the batch's locks leave only pruning,
     // which deletes it, able to do that.)
-    const found = `SELECT t.ctid AS tid FROM ${lateral(spec.table, 'ctid', spec.column, spec.keyType, spec.where ? ` ${spec.where}` : '')}`
+    const held = spec.unlessHeld ? ` AND (${spec.unlessHeld.map((c, i) => `${c} IS DISTINCT FROM $${i + 3}`).join(' OR ')})` : ''
+    const found = `SELECT t.ctid AS tid FROM ${lateral(spec.table, 'ctid', spec.column, spec.keyType, `${spec.where ? ` ${spec.where}` : ''}${held}`)}`
     const text = `UPDATE ${spec.table} SET ${spec.set} FROM (${found}) AS f WHERE ${spec.table}.ctid = f.tid RETURNING 1`
     return (shopId, keys, values) => CompiledQuery.raw(text, [shopId, keys, ...values])
   },

@@ -31,8 +31,10 @@ export const sqliteStatements: StatementFactory = {
   update(spec) {
     // The SET list is written with PostgreSQL's $3, $4, … in order: here they are plain ?s, bound first.
     const set = spec.set.replace(/\$\d+/g, '?')
-    const text = `UPDATE ${spec.table} SET ${set} WHERE shop_id = ? AND ${spec.column} IN (SELECT value FROM json_each(?))${spec.where ? ` ${spec.where}` : ''} RETURNING 1`
-    return (shopId, keys, values) => CompiledQuery.raw(text, [...values, shopId, JSON.stringify(keys)])
+    const held = spec.unlessHeld ? ` AND (${spec.unlessHeld.map((c) => `${c} IS NOT ?`).join(' OR ')})` : ''
+    const text = `UPDATE ${spec.table} SET ${set} WHERE shop_id = ? AND ${spec.column} IN (SELECT value FROM json_each(?))${spec.where ? ` ${spec.where}` : ''}${held} RETURNING 1`
+    return (shopId, keys, values) =>
+      CompiledQuery.raw(text, [...values, shopId, JSON.stringify(keys), ...(spec.unlessHeld ? values.slice(0, spec.unlessHeld.length) : [])])
   },
 
   delete(spec) {
