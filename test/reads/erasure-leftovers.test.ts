@@ -78,7 +78,11 @@ forEachDatabase((kind) => {
     assert.equal(before.length, 3)
 
     assert.equal((await t.post(CUSTOMER_DELETED, { id: 41 })).statusCode, 200)
-    assert.deepEqual((await storedEvents()).filter((e) => leaks([e]).length > 0).map((e) => [e.topic, e.outcome, String(Buffer.from(e.body))]), [], 'the first delete redacts them')
+    assert.deepEqual(
+      (await storedEvents()).filter((e) => leaks([e]).length > 0).map((e) => [e.topic, e.outcome, String(Buffer.from(e.body))]),
+      [],
+      'the first delete redacts them',
+    )
     const redacted = await writes()
     for (const id of before) assert.ok(redacted.includes(id), `event ${id} redacted by the first delete`)
 
