@@ -144,7 +144,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   const batchWriter = await parts.start(
     'batch writer',
     () =>
-      openBatchWriter(backend, clock, backend.writerLanes(config.WRITER_LANES), batchCalls, {
+      openBatchWriter(backend, clock, batchCalls, {
         SECRETS_KEY: config.SECRETS_KEY,
         SECRETS_KEY_FILE: config.SECRETS_KEY_FILE,
       }),

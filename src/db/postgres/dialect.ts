@@ -223,11 +223,6 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       skipLocked: true,
     },
     reads: sessionOn(pool, observe),
-    // Batches commit on a writer thread with a pool of its own (src/write/thread/writer.ts).
-    writerThread:
-      observe === undefined
-        ? { kind: 'postgres', url, options: { connectTimeoutMs: options.connectTimeoutMs, queryTimeoutMs: options.queryTimeoutMs, schema: options.schema } }
-        : undefined,
     afterErasure() {},
     // Short transactions leave dead rows that autovacuum reclaims for reuse; no rewrite, no long lock.
     async afterPrune() {},

@@ -39,20 +39,11 @@ export interface ThreadBatchWriter extends BatchWriter {
   readonly thread: Worker
 }
 
-/**
- * Applies batches on a writer thread with its own connections to the database (`target`: the
- * SQLite file, or PostgreSQL's URL with a pool of `lanes` + 1 connections: one per batch committing
- * at once, one for the upkeep); their statements are added to `calls`.
- */
-export function startWriterThread(
-  target: WriterThreadTarget,
-  lanes: number,
-  calls?: DbCalls,
-  secrets?: { SECRETS_KEY: string; SECRETS_KEY_FILE: string },
-): ThreadBatchWriter {
+/** Applies batches on a writer thread with its own connection to what `target` names (the SQLite file); their statements are added to `calls`. */
+export function startWriterThread(target: WriterThreadTarget, calls?: DbCalls, secrets?: { SECRETS_KEY: string; SECRETS_KEY_FILE: string }): ThreadBatchWriter {
   // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry runs the fresh build or registers tsx.
   const entry = FROM_SOURCES ? 'src/write/thread/writer-entry.js' : 'dist/write/thread/writer-thread.js'
-  const worker = new Worker(new URL(entry, PACKAGE_ROOT), { workerData: { target, lanes, secrets } })
+  const worker = new Worker(new URL(entry, PACKAGE_ROOT), { workerData: { target, secrets } })
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 0
   let ready = false
