@@ -10,7 +10,7 @@ export interface Costs {
   /** CPU µs per webhook of the service's process, all its threads, and of its workers with WORKERS > 1. */
   service_cpu_us: number
   /**
-   * event_loop: the main thread (of each process); writer_thread: the writer thread
+   * event_loop: the main thread (of each process); writer_thread: the SQLite writer thread
    * (null without one); other: the rest (V8's GC and platform threads, libuv's pool, the primary).
    */
   service_cpu_split_us: { event_loop: number; writer_thread: number | null; other: number }
@@ -29,7 +29,7 @@ export interface Costs {
 }
 
 /**
- * The writer thread of `pid`: of the threads other than the main one that run an event
+ * The SQLite writer thread of `pid`: of the threads other than the main one that run an event
  * loop of their own (idle in epoll; V8's and libuv's pool threads wait on futexes), the last to
  * start. The first is the V8 platform's delayed-task thread, which Node starts with the process;
  * a module loader's thread (the sources run through tsx) starts before the service opens its
@@ -82,7 +82,7 @@ export interface CostTarget {
   port: number
   /** Whether /metrics has the write path's series (not the ceiling). */
   writePath: boolean
-  /** Whether the service commits on a writer thread, whose share is then measured apart. */
+  /** Whether the service commits on a writer thread (SQLite), whose share is then measured apart. */
   writerThread: boolean
   /** PostgreSQL: a URL of the server to monitor from, and the application_name of the service's connections. */
   postgres?: { monitorUrl: string; applicationName: string }

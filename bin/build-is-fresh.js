@@ -1,6 +1,6 @@
 // Whether dist/ holds a build of every source under src/ (tests aside), each made after its source's
-// last change: then the command line (bin/shop-intake.js), the writer thread started from the
-// sources (src/write/thread/writer-entry.js) and the tests (test/support/loader-hooks.js) run the
+// last change: then the command line (bin/shop-intake.js), the SQLite writer thread started from the
+// sources (src/write/sqlite/writer-entry.js) and the tests (test/support/loader-hooks.js) run the
 // build; otherwise they run the sources, slower but never stale.
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The service's build (`npm run build`, and `prepare`, which npm ci and npm install run): the
-// JavaScript in dist/ that bin/shop-intake.js, the writer thread and the tests run, so that no
+// JavaScript in dist/ that bin/shop-intake.js, the SQLite writer thread and the tests run, so that no
 // process compiles TypeScript at start. Types are checked apart, by `tsc -p .` in `npm run lint`.
 //
 // esbuild, one output a source (dist/<path>.js, each with its source map), so that every module a

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import { runs } from '../../test/support/seed.ts'
-import { customerHook, deepFreeze, deleteHook, givenState, orderHook, unchanged } from '../../test/support/decider.ts'
+import { customerHook, deepFreeze, deleteHook, givenState, orderHook, storedReward, unchanged } from '../../test/support/decider.ts'
 import { parseProgram } from '../loyalty/program.ts'
 import { normalizeRule } from '../loyalty/rule.ts'
 import { DAY_US } from '../loyalty/wallet.ts'
@@ -51,20 +51,7 @@ function loaded(): BatchState {
     cancelAvailableAfter: null,
     entries: [{ available_us: T0 * 1000, points: -20 }],
   })
-  after.rewards.set(keyOf(1, 2), {
-    shopId: 1,
-    id: 2,
-    name: 'Mug',
-    points: 10,
-    codes: 'pool',
-    codePrefix: null,
-    minTier: null,
-    active: true,
-    loadedCursor: 0,
-    codeCursor: 0,
-    codesIssued: 0,
-    codesPassed: 0,
-  })
+  after.rewards.set(keyOf(1, 2), storedReward(2, { name: 'Mug', codes: 'pool' }))
   after.poolCodes.set(keyOf(1, 2), [
     { id: 1, code: 'HELD', held: true },
     { id: 2, code: 'P2' },

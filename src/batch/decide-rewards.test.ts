@@ -7,7 +7,7 @@ import { DAY_US } from '../loyalty/wallet.ts'
 import type { ClaimCommand, CommandOutcome, RedeemCommand } from './commands.ts'
 import { NeedMore } from './decide-loyalty.ts'
 import { decidePoints } from './decide-points.ts'
-import { decidePointsOf } from '../../test/support/decider.ts'
+import { decidePointsOf, storedReward } from '../../test/support/decider.ts'
 import { customerTierAtClaim, decideClaim, emptyRewardsDecision, type Spending } from './decide-rewards.ts'
 import { emptyState, keyOf, type BatchState, type LedgerRow, type StoredReward, NO_LOYALTY } from './state.ts'
 
@@ -16,21 +16,7 @@ import { emptyState, keyOf, type BatchState, type LedgerRow, type StoredReward, 
 
 const NOW = 100 * DAY_US
 
-const reward = (id: number, fields: Partial<StoredReward> = {}): StoredReward => ({
-  shopId: 1,
-  id,
-  name: `reward ${id}`,
-  points: 10,
-  codes: 'generated',
-  codePrefix: null,
-  minTier: null,
-  active: true,
-  loadedCursor: 0,
-  codeCursor: 0,
-  codesIssued: 0,
-  codesPassed: 0,
-  ...fields,
-})
+const reward = storedReward
 
 function given(balance: number, rewards: StoredReward[], pools: Record<number, string[]> = {}, rule: object = {}): BatchState {
   const state = emptyState()

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { customerHook, decide, deleteHook, given, orderHook } from '../../test/support/decider.ts'
+import { customerHook, decide, deleteHook, given, orderHook, storedReward } from '../../test/support/decider.ts'
 import type { AdjustCommand, RedeemCommand } from './commands.ts'
 import { decideBatch } from './decide.ts'
 import { evolve } from './evolve.ts'
@@ -240,21 +240,7 @@ test('idempotency keys are kept only where a command has one; earnings are writt
 
 test("claims and their cancels are kept with their keys; a pool's cursor moves; a code handed out is held in its own shop's pools only", () => {
   const state = emptyState()
-  const pool = (shopId: number, id: number) =>
-    ({
-      shopId,
-      id,
-      name: 'Mug',
-      points: 5,
-      codes: 'pool',
-      codePrefix: null,
-      minTier: null,
-      active: true,
-      loadedCursor: 0,
-      codeCursor: 0,
-      codesIssued: 0,
-      codesPassed: 0,
-    }) as const
+  const pool = (shopId: number, id: number) => storedReward(id, { shopId, name: 'Mug', points: 5, codes: 'pool' })
   state.rewards.set(keyOf(1, 2), pool(1, 2))
   state.rewards.set(keyOf(2, 3), pool(2, 3))
   state.poolCodes.set(keyOf(1, 2), [

@@ -57,11 +57,11 @@ export interface Backend {
    */
   transaction<T>(work: (session: Session) => Promise<T>, calls?: DbCalls, locks?: readonly string[]): Promise<T>
   /**
-   * SQLite: what a writer thread opens a connection of its own to (src/write/thread/writer.ts), so
-   * that the fsync of a commit never blocks the event loop. Absent on PostgreSQL, whose I/O is
-   * asynchronous already: batches commit on this thread.
+   * SQLite: the file a writer thread opens a connection of its own to, so that the fsync of a
+   * commit never blocks the event loop (src/write/sqlite/writer.ts). Absent on PostgreSQL,
+   * whose I/O is asynchronous already: batches commit on this thread.
    */
-  readonly writerThread?: WriterThreadTarget
+  readonly writerThreadFile?: string
   /** How many batches may commit at once, given WRITER_LANES: SQLite's writes are serial, so one. */
   writerLanes(configured: number): number
   /**
@@ -115,9 +115,6 @@ export interface Listener {
   ping(): Promise<void>
   close(): Promise<void>
 }
-
-/** What a writer thread opens (Backend.writerThread): plain data, since it crosses to the thread. */
-export type WriterThreadTarget = { kind: 'sqlite'; path: string }
 
 export interface DialectTypes {
   serial: 'integer' | 'serial'

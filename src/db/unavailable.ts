@@ -4,9 +4,6 @@
 
 const code = (err: unknown) => (err as { code?: unknown })?.code
 
-/** The code of what a batch meets when the writer thread has stopped (src/write/thread/writer.ts): the database cannot be written now. */
-export const WRITER_THREAD_STOPPED = 'EWRITERTHREAD'
-
 /**
  * PostgreSQL's deadlock and serialization failures: concurrent transactions of ours that met, one
  * of them rolled back at once by the server. Running the batch again succeeds.
@@ -31,7 +28,6 @@ export function isUnavailable(err: unknown): boolean {
     if (
       [
         'ECONNREFUSED',
-        WRITER_THREAD_STOPPED,
         'ECONNRESET',
         'EPIPE',
         'ETIMEDOUT',

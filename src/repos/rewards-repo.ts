@@ -1,5 +1,6 @@
 import { sql, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely'
 import { planUpload } from '../loyalty/rewards.ts'
+import { takeShopRow } from './shop-row.ts'
 import type { ClaimsTable, RewardsTable, Tables } from '../db/tables.ts'
 import { pageOf } from './page.ts'
 
@@ -40,11 +41,7 @@ export async function findReward(db: Kysely<Tables>, shopId: number, id: number)
  */
 export async function insertReward(db: Kysely<Tables>, row: Omit<Insertable<RewardsTable>, 'id'>): Promise<RewardRow> {
   return db.transaction().execute(async (trx) => {
-    await trx
-      .updateTable('shops')
-      .set({ rule_version: sql`rule_version` })
-      .where('id', '=', row.shop_id)
-      .execute()
+    await takeShopRow(trx, row.shop_id).execute()
     const { last } = await trx
       .selectFrom('rewards')
       .select((eb) => eb.fn.max('id').as('last'))

@@ -9,6 +9,7 @@ import { orderIdsAfterQuery } from './rebuild-repo.ts'
 import { ledgerLineOf, toOrder } from '../db/rows.ts'
 import type { Tables } from '../db/tables.ts'
 import { shopRewardsQuery } from './rewards-repo.ts'
+import { takeShopRow } from './shop-row.ts'
 
 // A shop's points rule: the current one on the shop row (what the write path loads), and every
 // version with the moment it took effect in rule_versions (migration 0015).
@@ -123,14 +124,7 @@ async function startsKeepingEarnings(run: RunQuery, db: Kysely<Tables>, shopId: 
     await run(sql`SELECT pg_advisory_xact_lock(${lockNumber(programLockKey(shopId))}::bigint)`.compile(db))
   // SQLite: the write lock before the read, so the writer's batches cannot commit in between
   // (a read first would pin a snapshot that the update then fails on).
-  else
-    await run(
-      db
-        .updateTable('shops')
-        .set({ rule_version: sql`rule_version` })
-        .where('id', '=', shopId)
-        .compile(),
-    )
+  else await run(takeShopRow(db, shopId).compile())
   const [before] = await run(db.selectFrom('shops').select(['rule', 'program_schedule']).where('id', '=', shopId).compile())
   return before !== undefined && !usesHistory(parseProgram(before.program_schedule, parseStoredRule(before.rule)))
 }

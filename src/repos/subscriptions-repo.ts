@@ -1,6 +1,7 @@
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely'
+import { type ExpressionBuilder, type Kysely } from 'kysely'
 import type { Tables } from '../db/tables.ts'
 import { pageOf } from './page.ts'
+import { takeShopRow } from './shop-row.ts'
 
 // Outgoing webhook subscriptions and their deliveries. Secrets come in and go out sealed; the
 // sender's writes are compiled queries, which it runs on the write connection (BatchWriter.write):
@@ -69,11 +70,7 @@ export async function insertSubscriptionCapped(
 ): Promise<SubscriptionRecord | null> {
   return db.transaction().execute(async (trx) => {
     // A write before the count: a count alone would lock nothing, and two creates would both see room.
-    await trx
-      .updateTable('shops')
-      .set({ rule_version: sql`rule_version` })
-      .where('id', '=', s.shopId)
-      .execute()
+    await takeShopRow(trx, s.shopId).execute()
     if ((await shopSubscriptionCount(trx, s.shopId)) >= cap) return null
     const row = await trx
       .insertInto('subscriptions')

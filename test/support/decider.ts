@@ -4,7 +4,7 @@ import { unchanged } from './frozen.ts'
 import { decidePoints, type PointsDecision } from '../../src/batch/decide-points.ts'
 import type { ImportStart } from '../../src/batch/decide-import.ts'
 import { evolve } from '../../src/batch/evolve.ts'
-import { emptyState, type BatchState, type Decision, type LedgerRow } from '../../src/batch/state.ts'
+import { emptyState, type BatchState, type Decision, type LedgerRow, type StoredReward } from '../../src/batch/state.ts'
 import type { PointsCommand } from '../../src/batch/commands.ts'
 import { bodyHash, changeFor, type FieldError, type Topic, type Webhook } from '../../src/domain/webhook.ts'
 import type { CustomerBody, OrderBody } from '../../src/schemas/webhooks.ts'
@@ -161,5 +161,22 @@ function scenario({ state, decisions }: { state: BatchState; decisions: Decision
     },
   }
 }
+
+/** A stored reward of shop 1 with generated codes, nothing handed out, and `fields` over that. */
+export const storedReward = (id: number, fields: Partial<StoredReward> = {}): StoredReward => ({
+  shopId: 1,
+  id,
+  name: `reward ${id}`,
+  points: 10,
+  codes: 'generated',
+  codePrefix: null,
+  minTier: null,
+  active: true,
+  loadedCursor: 0,
+  codeCursor: 0,
+  codesIssued: 0,
+  codesPassed: 0,
+  ...fields,
+})
 
 export { deepFreeze, unchanged } from './frozen.ts'

@@ -3,14 +3,13 @@ import { CompiledQuery } from 'kysely'
 import { batchApplier } from '../unit-of-work.ts'
 import { systemClock } from '../../clock.ts'
 import { openSqlite } from '../../db/sqlite/dialect.ts'
-import type { WriterThreadTarget } from '../../db/dialect.ts'
 import { pruneEventsTimed } from '../../repos/prune.ts'
 import { touchKeysQuery } from '../../repos/keys-repo.ts'
 import { RewardsNeedTiers, writeRuleIn, type RuleWrite } from '../../repos/rule-repo.ts'
 import { decodeBatch, type BatchMessage } from './writer-message.ts'
 import { lazyReferralKeys } from '../../keys/referral-keys.ts'
 
-// The writer thread (SQLite): it owns the write connection, so a commit's fsync
+// The SQLite writer thread: it owns the write connection, so a commit's fsync
 // (synchronous=FULL) blocks this thread, never the event loop that parses
 // the next batch's requests.
 
@@ -23,8 +22,7 @@ type Message =
   | { id: number; rule: RuleWrite }
   | { close: true }
 
-const target = workerData.target as WriterThreadTarget
-const backend = openSqlite(target.path)
+const backend = openSqlite(workerData.path as string)
 // A thread is a realm apart: it cannot be handed the app's clock, so it makes the same one, the
 // system's (only its stamps on rows written and its durations are read here; a batch's time comes
 // with the batch).

@@ -3,8 +3,6 @@ import { FROM_SOURCES, PACKAGE_ROOT } from '../../package-root.ts'
 import type { BatchResult } from '../unit-of-work.ts'
 import { addCalls, type DbCalls } from '../../db/db-calls.ts'
 import type { BatchWriter } from '../batch-writer.ts'
-import type { WriterThreadTarget } from '../../db/dialect.ts'
-import { WRITER_THREAD_STOPPED } from '../../db/unavailable.ts'
 import type { Pruned } from '../../repos/prune.ts'
 import { RewardsNeedTiers, type RuleWrite } from '../../repos/rule-repo.ts'
 import { encodeBatch, type BatchMessage } from './writer-message.ts'
@@ -33,17 +31,17 @@ function revive(plain: PlainError): Error {
   return Object.assign(new Error(plain.message), { code: plain.code, stack: plain.stack })
 }
 
-export interface ThreadBatchWriter extends BatchWriter {
+export interface SqliteBatchWriter extends BatchWriter {
   ping(): Promise<void>
   /** The writer thread, so that a test can stop it as a crash would. */
   readonly thread: Worker
 }
 
-/** Applies batches on a writer thread with its own connection to what `target` names (the SQLite file); their statements are added to `calls`. */
-export function startWriterThread(target: WriterThreadTarget, calls?: DbCalls, secrets?: { SECRETS_KEY: string; SECRETS_KEY_FILE: string }): ThreadBatchWriter {
+/** Applies batches on a writer thread with its own connection to the SQLite file; their statements are added to `calls`. */
+export function startSqliteWriter(path: string, calls?: DbCalls, secrets?: { SECRETS_KEY: string; SECRETS_KEY_FILE: string }): SqliteBatchWriter {
   // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry runs the fresh build or registers tsx.
-  const entry = FROM_SOURCES ? 'src/write/thread/writer-entry.js' : 'dist/write/thread/writer-thread.js'
-  const worker = new Worker(new URL(entry, PACKAGE_ROOT), { workerData: { target, secrets } })
+  const entry = FROM_SOURCES ? 'src/write/sqlite/writer-entry.js' : 'dist/write/sqlite/writer-thread.js'
+  const worker = new Worker(new URL(entry, PACKAGE_ROOT), { workerData: { path, secrets } })
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 0
   let ready = false
@@ -69,7 +67,7 @@ export function startWriterThread(target: WriterThreadTarget, calls?: DbCalls, s
   })
   const fail = (err: Error) => {
     // The first cause is the one worth keeping: an 'error' is followed by an 'exit'.
-    failure ??= Object.assign(new Error(`the writer thread stopped: ${err.message}`), { code: WRITER_THREAD_STOPPED })
+    failure ??= Object.assign(new Error(`the SQLite writer thread stopped: ${err.message}`), { code: 'SQLITE_CANTOPEN' })
     for (const waiter of pending.values()) waiter.reject(failure)
     pending.clear()
   }
@@ -110,7 +108,7 @@ export function startWriterThread(target: WriterThreadTarget, calls?: DbCalls, s
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {
       if (failure) throw failure
-      if (!ready) throw new Error('the writer thread is still starting')
+      if (!ready) throw new Error('the SQLite writer thread is still starting')
       await send({ ping: true })
     },
     async close() {
