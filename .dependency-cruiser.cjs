@@ -5,8 +5,9 @@
 //   core     domain/, loyalty/ (over domain/), schemas/, config.ts: pure rules, shapes, settings;
 //            clock.ts, the one clock every layer is given; package-root.ts, where the package lies
 //   batch    batch/: the decider
-//   db       db/ (connection, dialects in db/sqlite/ and db/postgres/, schema, backup),
-//            migrations/, rate-limit/ (the rate limit's counters, Redis)
+//   migrations  migrations/: the schema's history, with the column types it asks of a database
+//   db       db/ (connection, dialects in db/sqlite/ and db/postgres/, schema, backup, applying
+//            the migrations), rate-limit/ (the rate limit's counters, Redis)
 //   repos    repos/: the queries the routes, jobs and the command line read and write through
 //   write    write/ (the write path: queue, unit of work, load, save, statements, with
 //            write/sqlite/ and write/postgres/), keys/ (issuing keys through the repositories)
@@ -19,7 +20,8 @@
 const LAYERS = [
   ['core', ['src/domain/', 'src/schemas/', 'src/loyalty/', 'src/config\\.ts$', 'src/clock\\.ts$', 'src/package-root\\.ts$']],
   ['batch', ['src/batch/']],
-  ['db', ['src/db/', 'src/migrations/', 'src/rate-limit/']],
+  ['migrations', ['src/migrations/']],
+  ['db', ['src/db/', 'src/rate-limit/']],
   ['repos', ['src/repos/']],
   ['write', ['src/write/', 'src/keys/']],
   ['jobs', ['src/jobs/', 'src/feed/', 'src/rewards/']],
