@@ -11,8 +11,9 @@
 //   repos    repos/: the queries the routes, jobs and the command line read and write through
 //   write    write/ (the write path: queue, unit of work, load, save, statements, with
 //            write/sqlite/ and write/postgres/), keys/ (issuing keys through the repositories)
-//   jobs     jobs/ (background loops), feed/ (the change feed after commit), rewards/ (the
-//            catalogue, pools and the points import: what the admin API and the CLI share)
+//   jobs     jobs/ (background loops), rewards/ (the catalogue, pools and the points import:
+//            what the admin API and the CLI share)
+//   feed     feed/: the change feed after commit, which wires the relay and the sender of jobs/
 //   http     http/: the protocol plumbing routes share
 //   routes   routes/, services.ts (what buildApp gives them)
 //   entry    app.ts (with parts.ts, the order its parts start and stop in), server.ts, cluster*.ts, cli/
@@ -24,7 +25,8 @@ const LAYERS = [
   ['db', ['src/db/', 'src/rate-limit/']],
   ['repos', ['src/repos/']],
   ['write', ['src/write/', 'src/keys/']],
-  ['jobs', ['src/jobs/', 'src/feed/', 'src/rewards/']],
+  ['jobs', ['src/jobs/', 'src/rewards/']],
+  ['feed', ['src/feed/']],
   ['http', ['src/http/']],
   ['routes', ['src/routes/', 'src/services\\.ts$']],
   ['entry', ['src/app\\.ts$', 'src/parts\\.ts$', 'src/server\\.ts$', 'src/cluster[\\w-]*\\.ts$', 'src/cli/']],
