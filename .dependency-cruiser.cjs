@@ -15,7 +15,8 @@
 //            what the admin API and the CLI share)
 //   feed     feed/: the change feed after commit, which wires the relay and the sender of jobs/
 //   http     http/: the protocol plumbing routes share
-//   routes   routes/, services.ts (what buildApp gives them)
+//   services services.ts: what buildApp gives the routes
+//   routes   routes/
 //   entry    app.ts (with parts.ts, the order its parts start and stop in), server.ts, cluster*.ts, cli/
 
 const LAYERS = [
@@ -28,7 +29,8 @@ const LAYERS = [
   ['jobs', ['src/jobs/', 'src/rewards/']],
   ['feed', ['src/feed/']],
   ['http', ['src/http/']],
-  ['routes', ['src/routes/', 'src/services\\.ts$']],
+  ['services', ['src/services\\.ts$']],
+  ['routes', ['src/routes/']],
   ['entry', ['src/app\\.ts$', 'src/parts\\.ts$', 'src/server\\.ts$', 'src/cluster[\\w-]*\\.ts$', 'src/cli/']],
 ]
 
