@@ -3,7 +3,8 @@
 // Bottom to top (DEVELOPERS.md, Layout, says what each folder holds):
 //
 //   core     domain/, loyalty/ (over domain/), schemas/, config.ts: pure rules, shapes, settings;
-//            clock.ts, the one clock every layer is given; package-root.ts, where the package lies
+//            clock.ts, the one clock every layer is given; package-root.ts, where the package lies;
+//            build-is-fresh.js, whether its build in dist/ is fresh (bin/shop-intake.js asks too)
 //   batch    batch/: the decider
 //   migrations  migrations/: the schema's history, with the column types it asks of a database
 //   db       db/ (connection, dialects in db/sqlite/ and db/postgres/, schema, backup, applying
@@ -20,7 +21,7 @@
 //   entry    app.ts (with parts.ts, the order its parts start and stop in), server.ts, cluster*.ts, cli/
 
 const LAYERS = [
-  ['core', ['src/domain/', 'src/schemas/', 'src/loyalty/', 'src/config\\.ts$', 'src/clock\\.ts$', 'src/package-root\\.ts$']],
+  ['core', ['src/domain/', 'src/schemas/', 'src/loyalty/', 'src/config\\.ts$', 'src/clock\\.ts$', 'src/package-root\\.ts$', 'src/build-is-fresh\\.js$']],
   ['batch', ['src/batch/']],
   ['migrations', ['src/migrations/']],
   ['db', ['src/db/', 'src/rate-limit/']],
@@ -61,6 +62,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/domain/' },
       to: { path: '^src/loyalty/' },
+    },
+    {
+      name: 'src-not-bin',
+      comment: 'bin/ holds the command, which runs src/ (or its build): above every layer, so nothing under src/ imports it',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^bin/' },
     },
     {
       name: 'every-file-in-a-layer',
