@@ -64,6 +64,20 @@ module.exports = {
       to: { path: '^src/loyalty/' },
     },
     {
+      name: 'domain-values-are-leaves',
+      comment: 'inside the core: money.ts and time.ts are the values every layer and the schemas use, so they import nothing of src/ (DEVELOPERS.md, Layers)',
+      severity: 'error',
+      from: { path: '^src/domain/(money|time)\\.ts$' },
+      to: { path: '^src/' },
+    },
+    {
+      name: 'schemas-take-values-only',
+      comment: "inside the core: the schemas take the values' definitions from domain/, never the record rules, which are built on the schemas",
+      severity: 'error',
+      from: { path: '^src/schemas/' },
+      to: { path: '^src/domain/', pathNot: '^src/domain/(money|time)\\.ts$' },
+    },
+    {
       name: 'src-not-bin',
       comment: 'bin/ holds the command, which runs src/ (or its build): above every layer, so nothing under src/ imports it',
       severity: 'error',
