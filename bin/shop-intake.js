@@ -3,7 +3,7 @@
 // build it, through `prepare`): no TypeScript is compiled at start. A checkout with no build, or
 // with sources newer than the build (a developer's edit), runs the sources through tsx instead,
 // which is slower to start but never stale.
-import { buildIsFresh } from './build-is-fresh.js'
+import { buildIsFresh } from '../src/build-is-fresh.js'
 
 if (buildIsFresh()) {
   await import('../dist/cli/main.js')

@@ -2,7 +2,8 @@ import cluster, { type Worker } from 'node:cluster'
 import pino from 'pino'
 import { systemClock } from './clock.ts'
 import type { Config } from './config.ts'
-import { redactUrl, startServer } from './server.ts'
+import { startServer } from './server.ts'
+import { redactDatabaseUrl } from './db/database-url.ts'
 import { backendOptions, migrate, openBackend } from './db/database.ts'
 import { countShops } from './repos/keys-repo.ts'
 import { serveClusterMetrics } from './cluster-metrics.ts'
@@ -135,5 +136,8 @@ async function runPrimary(config: Config): Promise<void> {
 
   serveClusterMetrics()
   for (let i = 0; i < config.WORKERS; i++) fork()
-  log.info({ workers: config.WORKERS, port: config.PORT, database: redactUrl(config.DATABASE_URL) }, `shop-intake primary started ${config.WORKERS} workers`)
+  log.info(
+    { workers: config.WORKERS, port: config.PORT, database: redactDatabaseUrl(config.DATABASE_URL) },
+    `shop-intake primary started ${config.WORKERS} workers`,
+  )
 }

@@ -4,6 +4,7 @@ import { buildApp } from './app.ts'
 import type { Config } from './config.ts'
 import { countShops } from './repos/keys-repo.ts'
 import { clusterMetricsOf } from './cluster-metrics.ts'
+import { redactDatabaseUrl } from './db/database-url.ts'
 
 /** Starts the service: migrations, then the listener; SIGTERM and SIGINT shut it down gracefully. */
 export async function startServer(config: Config): Promise<FastifyInstance> {
@@ -11,7 +12,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   // A cluster's worker answers /metrics for all workers (src/cluster-metrics.ts).
   if (cluster.isWorker) app.services.metricsText = clusterMetricsOf(app.services.metrics.registry)
   const address = await app.listen({ port: config.PORT, host: config.HOST })
-  app.log.info({ address, database: redactUrl(config.DATABASE_URL) }, `shop-intake listening on ${address}`)
+  app.log.info({ address, database: redactDatabaseUrl(config.DATABASE_URL) }, `shop-intake listening on ${address}`)
   // A cluster's primary gives the hint once, not each worker.
   if (!cluster.isWorker && (await countShops(app.services.backend.db)) === 0) {
     // A log line like any other (no key in it: keys are shown once, to whoever creates them).
@@ -65,9 +66,4 @@ export function nextSteps(address: string): string {
     '',
     '',
   ].join('\n')
-}
-
-/** The database URL without its password, for logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:[redacted]@')
 }

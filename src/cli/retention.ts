@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts'
 import { statSync } from 'node:fs'
 import { Command, InvalidArgumentError } from 'commander'
 import { formatUs } from '../domain/time.ts'
-import { withBackend } from './backend.ts'
+import { sayDatabase, withBackend } from './backend.ts'
 
 // `events prune` and `backup`: the event log stays bounded, and the embedded database can be copied.
 // What they run is imported when they run, so that --help does not load it.
@@ -89,6 +89,8 @@ export function retentionCommands(clock: Clock): Command[] {
         import('../db/backup.ts'),
       ])
       const url = loadConfig().DATABASE_URL
+      // Copies a file that must be there: none is made, so none is said to be new.
+      sayDatabase(url)
       if (!url.startsWith('sqlite:'))
         throw new Error('backup copies the embedded SQLite database; for PostgreSQL use pg_dump (see docs/operate/retention-and-backup.md)')
       const bar = new cliProgress.SingleBar({ format: 'copying |{bar}| {total} pages', stream: process.stderr }, cliProgress.Presets.shades_classic)

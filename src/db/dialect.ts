@@ -1,7 +1,8 @@
-import type { ColumnDefinitionBuilder, CompiledQuery, Kysely, KyselyConfig, RawBuilder } from 'kysely'
+import type { CompiledQuery, Kysely, KyselyConfig, RawBuilder } from 'kysely'
 import type { DbCalls } from './db-calls.ts'
 import type { Session } from './session.ts'
 import type { Tables } from './tables.ts'
+import type { ColumnTypes } from '../migrations/column-types.ts'
 
 export type { RowsOf, Session } from './session.ts'
 
@@ -116,10 +117,8 @@ export interface Listener {
   close(): Promise<void>
 }
 
-export interface DialectTypes {
-  serial: 'integer' | 'serial'
-  binary: 'blob' | 'bytea'
-  serialPrimaryKey(c: ColumnDefinitionBuilder): ColumnDefinitionBuilder
+/** What the two databases spell differently in SQL: the migrations' column types, and the conditions below. */
+export interface DialectTypes extends ColumnTypes {
   /**
    * `column IN values` as a condition whose SQL text does not depend on how many values there
    * are (one array or JSON parameter), so that each query is prepared once, not once per size.

@@ -1,6 +1,5 @@
 import { connect, Events, nanos, StorageType, type JetStreamClient, type NatsConnection } from 'nats'
-import { changeView } from '../feed/entry.ts'
-import { changesAfter, deploymentId, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../repos/changes-repo.ts'
+import { changesAfter, changeView, deploymentId, oldestUnpublishedUs, relayCursorQuery, saveRelayCursorQuery, type ChangeRow } from '../repos/changes-repo.ts'
 import type { Backend } from '../db/dialect.ts'
 import type { BatchWriter } from '../write/batch-writer.ts'
 import type { Clock } from '../clock.ts'

@@ -4,9 +4,8 @@ import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import { gaveUp, matchesTypes, retryDelayMs, type RetryPolicy } from '../domain/subscriptions.ts'
 import { signatureHeader } from '../domain/webhook-signature.ts'
-import { changeView } from '../feed/entry.ts'
 import type { SecretBox } from '../keys/secret-box.ts'
-import { changesAfter } from '../repos/changes-repo.ts'
+import { changesAfter, changeView } from '../repos/changes-repo.ts'
 import type { Backend } from '../db/dialect.ts'
 import {
   claimQuery,

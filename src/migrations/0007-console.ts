@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import type { DialectTypes } from '../db/dialect.ts'
+import type { ColumnTypes } from './column-types.ts'
 
 /**
  * The operator console: operators and their admin keys (hashed), their sign-in sessions (hashed,
@@ -7,7 +7,7 @@ import type { DialectTypes } from '../db/dialect.ts'
  * replay repeats, and one index on events for the console's lists (a shop's events by time).
  * Additive only.
  */
-export function console_(t: DialectTypes) {
+export function console_(t: ColumnTypes) {
   return {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import type { DialectTypes } from '../db/dialect.ts'
+import type { ColumnTypes } from './column-types.ts'
 
 /**
  * The change feed (a transactional outbox): entries written in their batch's transaction
@@ -7,7 +7,7 @@ import type { DialectTypes } from '../db/dialect.ts'
  * a time (until migration 0010, since which a batch takes its positions in its own transaction),
  * and readers page by position. The relay's progress, per stream. Additive only.
  */
-export function changeFeed(t: DialectTypes) {
+export function changeFeed(t: ColumnTypes) {
   return {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely'
-import type { DialectTypes } from '../db/dialect.ts'
+import type { ColumnTypes } from './column-types.ts'
 
 /**
  * Outgoing webhook subscriptions: a shop's endpoint, its type filter, its signing secret (sealed
@@ -8,7 +8,7 @@ import type { DialectTypes } from '../db/dialect.ts'
  * and whether it is failing. Deliveries: the last state of each entry sent, per subscription.
  * Ids are 64 bits, as every id since 0011. Additive only.
  */
-export function subscriptions(t: DialectTypes) {
+export function subscriptions(t: ColumnTypes) {
   return {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import type { DialectTypes } from '../db/dialect.ts'
+import type { ColumnTypes } from './column-types.ts'
 
 /**
  * The rewards catalogue: what a shop's customers may spend points on, with its cost, what it is
@@ -11,7 +11,7 @@ import type { DialectTypes } from '../db/dialect.ts'
  * out in id order, which is upload order, and the cursor only moves forward, so a code once
  * shown is never handed out again). Additive only.
  */
-export function rewards(t: DialectTypes) {
+export function rewards(t: ColumnTypes) {
   return {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema

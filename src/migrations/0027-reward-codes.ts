@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely'
-import type { DialectTypes } from '../db/dialect.ts'
+import type { ColumnTypes } from './column-types.ts'
 
 /**
  * The codes of the rewards whose codes come from a pool, one row per code, numbered in upload
@@ -7,7 +7,7 @@ import type { DialectTypes } from '../db/dialect.ts'
  * pool or another, it is a duplicate. A claim takes the codes after its reward's `code_cursor`
  * (`reward_codes_next`, the pool's codes in id order). Additive only.
  */
-export function rewardCodes(t: DialectTypes) {
+export function rewardCodes(t: ColumnTypes) {
   return {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema

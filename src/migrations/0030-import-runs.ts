@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely'
-import type { DialectTypes } from '../db/dialect.ts'
+import type { ColumnTypes } from './column-types.ts'
 
 /**
  * Points imports as they run (docs/program/imports.md): one row per import of a file into a shop,
@@ -8,7 +8,7 @@ import type { DialectTypes } from '../db/dialect.ts'
  * console, until the same file (by its SHA-256) is imported again and finishes the same row.
  * Lookups lead with their key: a file's unfinished row, a shop's unfinished rows. Additive only.
  */
-export function importRuns(t: DialectTypes) {
+export function importRuns(t: ColumnTypes) {
   return {
     async up(db: Kysely<any>): Promise<void> {
       await db.schema

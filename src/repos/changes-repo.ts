@@ -1,5 +1,8 @@
 import type { Kysely } from 'kysely'
+import type { Static } from 'typebox'
 import type { Tables } from '../db/tables.ts'
+import { formatUs } from '../domain/time.ts'
+import type { ChangeEntry } from '../schemas/changes.ts'
 
 // The change feed's queries: pages by position for readers and the relay, and the relay's
 // progress. Entries are stored one row per batch and shop (migration 0010): a page reads the rows
@@ -17,6 +20,24 @@ export interface ChangeRow {
   created_us: number
   data: unknown
 }
+
+/** An entry's id: its shop's id and its position in that shop's feed, so that no two entries of a deployment share one (an outgoing webhook's `webhook-id`). */
+export const entryId = (r: Pick<ChangeRow, 'shop_id' | 'position'>) => `${r.shop_id}.${r.position}`
+
+/**
+ * A stored feed entry as GET /v3/changes answers it, the relay publishes it and an outgoing
+ * webhook carries it: one shape for all, beside the row it is read from, so that the routes and
+ * the jobs take it from below them.
+ */
+export const changeView = (r: ChangeRow): Static<typeof ChangeEntry> =>
+  ({
+    id: entryId(r),
+    position: r.position,
+    shop: r.shop,
+    type: r.type,
+    created_at: formatUs(r.created_us),
+    data: r.data,
+  }) as Static<typeof ChangeEntry>
 
 /**
  * The entries after `after` in position order, at most `limit`: one shop's, `after` being a

@@ -4,8 +4,7 @@ import type { Services } from '../services.ts'
 import { noStore } from '../http/no-store.ts'
 import { badRequest, unavailable } from '../http/intake/index.ts'
 import { ChangeList, ChangesQuery } from '../schemas/changes.ts'
-import { changeView } from '../feed/entry.ts'
-import { changesAfter } from '../repos/changes-repo.ts'
+import { changesAfter, changeView } from '../repos/changes-repo.ts'
 import { READ_PROBLEMS, readAnswer } from './resources.ts'
 
 const MAX_LIMIT = 500

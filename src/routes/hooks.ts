@@ -8,7 +8,7 @@ import { problemResponses } from '../schemas/problems.ts'
 import { Accepted, CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 
 // The webhook routes: authentication, the rate limit, the log line and the answer. What a body
-// becomes is src/routes/hook-ingest.ts, which the console's replay runs too.
+// becomes is src/http/intake/hook-ingest.ts, which the console's replay runs too.
 
 const HOOKS: { topic: Topic; path: string; body: typeof CustomerBody | typeof OrderBody; summary: string; operationId: string }[] = [
   {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
+import { until } from '../support/eventually.ts'
 import { CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 import { startReceiver } from '../support/webhook-receiver.ts'
 
@@ -9,7 +10,12 @@ import { startReceiver } from '../support/webhook-receiver.ts'
 // attempts at a failing endpoint follow the retry policy (README: the first wait is
 // SUBSCRIPTIONS_RETRY_BASE_MS, each failure doubles it, up to SUBSCRIPTIONS_RETRY_MAX_SECONDS, its
 // second half random, at least a second), and the shops take turns for the sender's slots, so
-// that one shop's backlog does not hold back another shop's deliveries.
+// that one shop's backlog does not hold back another shop's deliveries. Every wait has a deadline
+// (test/support/eventually.ts) and fails naming what it awaited and what it last saw: a sender that
+// stops retrying, or stops delivering, fails the suite instead of holding it up.
+
+/** The longest any wait here takes: the retries below need about 5 s, the deliveries 3 s. */
+const WAIT_MS = 20_000
 
 const SECRETS_KEY = Buffer.alloc(32, 3).toString('base64')
 
@@ -42,7 +48,7 @@ forEachDatabase((kind) => {
     await t.close()
   })
 
-  test('a failing endpoint is tried again after 100, 200, 400, 800 ms, then between 1 s and the cap (base 100 ms, cap 2 s)', async () => {
+  test('a failing endpoint is tried again after 100, 200, 400, 800 ms, then between 1 s and the cap (base 100 ms, cap 2 s)', async (ctx) => {
     const receiver = await startReceiver()
     receiver.answer = () => 500
     try {
@@ -60,15 +66,24 @@ forEachDatabase((kind) => {
         [1000, 1600],
         [1000, 2000],
       ]
-      // What the service stored after each failure: when it was, and when it tries next.
+      // What the service stored after each failure: when it was, and when it tries next; read
+      // every 10 ms while the endpoint is tried once, then once after each failure.
       const stored = new Map<number, number>()
-      while (receiver.received.length <= waits.length) {
-        const view = (await admin.get(`/v3/admin/shops/test/subscriptions/${id}`)).json() as SubscriptionWithDeliveries
-        const last = view.deliveries[0]
-        if (view.next_attempt_at !== null && last?.attempts === view.attempts)
-          stored.set(view.attempts, (us(view.next_attempt_at) - us(last.updated_at)) / 1000)
-        await new Promise((r) => setTimeout(r, 10))
-      }
+      let view: SubscriptionWithDeliveries | undefined
+      await until(
+        () =>
+          `the endpoint's ${waits.length + 1} attempts (the first, then one after each of ${waits.length} failures): ${receiver.received.length} came; ` +
+          `the subscription last showed ${view?.attempts} attempts, the next due at ${view?.next_attempt_at}`,
+        async () => {
+          view = (await admin.get(`/v3/admin/shops/test/subscriptions/${id}`)).json() as SubscriptionWithDeliveries
+          const last = view.deliveries[0]
+          if (view.next_attempt_at !== null && last?.attempts === view.attempts)
+            stored.set(view.attempts, (us(view.next_attempt_at) - us(last.updated_at)) / 1000)
+          return receiver.received.length > waits.length
+        },
+        WAIT_MS,
+        { every: 10, signal: ctx.signal },
+      )
       for (const [n, waitMs] of stored) {
         if (n > waits.length) continue
         const [least, most] = waits[n - 1]!
@@ -87,7 +102,7 @@ forEachDatabase((kind) => {
     }
   })
 
-  test("shops take turns: one shop's backlog of twelve subscriptions does not hold back another shop's one", async () => {
+  test("shops take turns: one shop's backlog of twelve subscriptions does not hold back another shop's one", async (ctx) => {
     const receiver = await startReceiver()
     // Each delivery takes a while (well under the second after which a slow one gives its slot
     // back); the blocker's, long enough that both shops' entries are in line before it ends.
@@ -111,9 +126,20 @@ forEachDatabase((kind) => {
       const created = (s: { key: string }) => t.post(CUSTOMER_CREATED, { id: 1, updated_at: '2024-05-01T10:00:00Z' }, { key: s.key })
       // The blocker's delivery holds the one slot while both shops' entries are written and their subscriptions put in line.
       assert.equal((await created(blocker)).statusCode, 200)
-      await receiver.until((got) => got.some((r) => r.path === '/blocker'))
+      const paths = () => receiver.received.map((r) => r.path).join(' ') || 'none'
+      await until(
+        () => `the blocker's delivery at its endpoint; requests so far: ${paths()}`,
+        async () => receiver.received.some((r) => r.path === '/blocker'),
+        WAIT_MS,
+        { signal: ctx.signal },
+      )
       for (const s of [busy, other]) assert.equal((await created(s)).statusCode, 200)
-      await receiver.until((got) => got.length >= 14)
+      await until(
+        () => `the 14 deliveries (the blocker's, the busy shop's twelve, the other shop's one); ${receiver.received.length} came: ${paths()}`,
+        async () => receiver.received.length >= 14,
+        WAIT_MS,
+        { signal: ctx.signal },
+      )
       const order = receiver.received.map((r) => r.path).filter((p) => p !== '/blocker')
       const before = order.indexOf('/other')
       assert.ok(before >= 0, `the other shop got its entry: ${order.join(' ')}`)

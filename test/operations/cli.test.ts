@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test'
 import { hashKey } from '../../src/keys/api-key.ts'
 import { openBackend } from '../../src/db/database.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, onDatabase, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts'
-import { runCli, startCli } from '../support/cli-process.ts'
+import { besidesDatabase, DATABASE_LINE, runCli, startCli } from '../support/cli-process.ts'
 
 // The real CLI, as operators and scripts run it: `node bin/shop-intake.js …` in a child process.
 
@@ -30,11 +30,11 @@ function assertSuccess(run: Run, what: string): void {
   assert.equal(run.code, 0, `${what} exited ${run.code}; stderr: ${run.stderr}`)
 }
 
-/** A failed command: non-zero exit, and its reason on stderr in one line. */
+/** A failed command: non-zero exit, and its reason on stderr in one line (after the database it opened, if it got so far). */
 function assertFailure(run: Run, reason: RegExp): void {
   assert.notEqual(run.code, 0, `expected a non-zero exit; stdout: ${run.stdout}`)
   assert.notEqual(run.code, null, `killed by ${run.signal}`)
-  const errorLines = lines(run.stderr)
+  const errorLines = lines(besidesDatabase(run.stderr))
   assert.equal(errorLines.length, 1, `expected a one-line reason on stderr, got:\n${run.stderr}`)
   assert.match(errorLines[0]!, reason)
   assert.doesNotMatch(run.stderr, /^\s+at /m, 'no stack trace')
@@ -106,7 +106,8 @@ forEachDatabase((kind) => {
   test('migrate applies the schema to an empty database', async () => {
     const run = await cli(['migrate'], env)
     assertSuccess(run, 'migrate')
-    assert.equal(run.stderr, '')
+    assert.match(run.stderr, DATABASE_LINE)
+    assert.equal(besidesDatabase(run.stderr), '', 'nothing on stderr but the database it opened')
     const backend = openBackend(database.url)
     try {
       assert.deepEqual(await backend.db.selectFrom('api_keys').selectAll().execute(), [])

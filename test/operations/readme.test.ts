@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { after, test } from 'node:test'
@@ -20,6 +20,17 @@ after(() => killAllServers())
 test('the README stays a page: at most 200 lines', () => {
   const lines = README.split('\n').length - (README.endsWith('\n') ? 1 : 0)
   assert.ok(lines <= 200, `the README has ${lines} lines; move what is past the door into docs/`)
+})
+
+test("the README's doc index links every page of docs/", () => {
+  const from = README.indexOf('## The docs')
+  const next = README.indexOf('\n## ', from + 1)
+  const index = README.slice(from, next < 0 ? undefined : next)
+  assert.ok(index.startsWith('## The docs'), 'the README has a section "The docs"')
+  const pages = (readdirSync(join(ROOT, 'docs'), { recursive: true }) as string[]).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)
+  assert.ok(pages.length > 20, `the docs' pages were found: ${pages.join(', ')}`)
+  const missing = pages.filter((path) => !index.includes(`](${path})`) && !index.includes(`](${path}#`))
+  assert.deepEqual(missing, [], `pages the README's "The docs" leaves out: ${missing.join(', ')}`)
 })
 
 test('every link of the README to a file points inside the repository, at a file that exists', () => {

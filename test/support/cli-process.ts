@@ -26,9 +26,23 @@ export interface CliRun {
   stderr: string
 }
 
-/** Starts `shop-intake ARGS` with `env` as its only settings and `stdin` as its input. */
-export function startCli(args: string[], env: Record<string, string> = {}, stdin = ''): { child: ChildProcess; done: Promise<CliRun>; stderr(): string } {
-  const child = spawn(process.execPath, ['bin/shop-intake.js', ...args], { cwd: ROOT, env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] })
+/**
+ * The line a command that opens the database starts its stderr with (src/cli/backend.ts), such
+ * as `database: sqlite:data/shop-intake.db`.
+ */
+export const DATABASE_LINE = /^database: (.*)$/m
+
+/** What a command said on stderr besides the database line: its reason for failing, its progress. */
+export const besidesDatabase = (stderr: string): string => stderr.replace(/^database: .*\n/m, '')
+
+/** Starts `shop-intake ARGS` with `env` as its only settings and `stdin` as its input, in the package's folder or `cwd`. */
+export function startCli(
+  args: string[],
+  env: Record<string, string> = {},
+  stdin = '',
+  cwd = ROOT,
+): { child: ChildProcess; done: Promise<CliRun>; stderr(): string } {
+  const child = spawn(process.execPath, [`${ROOT}bin/shop-intake.js`, ...args], { cwd, env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] })
   child.stdin!.end(stdin)
   let stdout = ''
   let stderr = ''
@@ -42,8 +56,8 @@ export function startCli(args: string[], env: Record<string, string> = {}, stdin
 }
 
 /** Runs a CLI command to completion (SIGKILLed after `limitMs`, which then fails the caller's test). */
-export async function runCli(args: string[], env: Record<string, string> = {}, stdin = '', limitMs = 120_000): Promise<CliRun> {
-  const { child, done } = startCli(args, env, stdin)
+export async function runCli(args: string[], env: Record<string, string> = {}, stdin = '', limitMs = 120_000, cwd = ROOT): Promise<CliRun> {
+  const { child, done } = startCli(args, env, stdin, cwd)
   const guard = setTimeout(() => child.kill('SIGKILL'), limitMs)
   try {
     return await done

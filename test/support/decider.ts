@@ -32,7 +32,7 @@ export interface HookOptions {
   errors?: FieldError[]
 }
 
-/** A webhook as the route builds it for `body` (src/routes/hook-ingest.ts). */
+/** A webhook as the route builds it for `body` (src/http/intake/hook-ingest.ts). */
 export function webhook(topic: Topic, body: CustomerBody | OrderBody, opts: HookOptions = {}): Webhook {
   const raw = Buffer.from(opts.payload ?? JSON.stringify(body))
   const receivedUs = opts.receivedUs ?? ++clockUs

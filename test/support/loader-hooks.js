@@ -9,13 +9,13 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { transformSync } from '@swc/core'
-import { buildIsFresh as isFresh } from '../../bin/build-is-fresh.js'
+import { buildIsFresh as isFresh } from '../../src/build-is-fresh.js'
 
 const SRC = new URL('../../src/', import.meta.url).href
 const DIST = new URL('../../dist/', import.meta.url).href
 
 let built
-/** Whether dist/ holds a fresh build (bin/build-is-fresh.js), decided once per process: all or none, so that no module is loaded twice. */
+/** Whether dist/ holds a fresh build (src/build-is-fresh.js), decided once per process: all or none, so that no module is loaded twice. */
 function buildIsFresh() {
   built ??= process.env.TEST_FROM_SOURCES !== '1' && isFresh()
   return built

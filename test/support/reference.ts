@@ -19,7 +19,7 @@ export interface ReferenceHook {
   body: CustomerBody | OrderBody
 }
 
-/** The webhook the service builds for a valid body (src/routes/hook-ingest.ts). */
+/** The webhook the service builds for a valid body (src/http/intake/hook-ingest.ts). */
 export function webhookOf(hook: ReferenceHook, arrivalUs: number, eventId: string): Webhook {
   return webhook(hook.topic, hook.body, { shopId: SHOP, receivedUs: arrivalUs, eventId, payload: hook.payload })
 }

@@ -1,8 +1,8 @@
 // Worker bootstrap when the service runs from its TypeScript sources (tests, `node --import tsx`):
-// the thread runs the build in dist/ when it is fresh (bin/build-is-fresh.js, as the command line
+// the thread runs the build in dist/ when it is fresh (src/build-is-fresh.js, as the command line
 // decides), since compiling the thread's sources through tsx takes seconds for each app; with no
 // build, or an older one, it runs the sources through tsx.
-import { buildIsFresh } from '../../../bin/build-is-fresh.js'
+import { buildIsFresh } from '../../build-is-fresh.js'
 
 if (buildIsFresh()) {
   await import('../../../dist/write/sqlite/writer-thread.js')

@@ -1,18 +1,21 @@
-import type { UuidV7Generator } from '../http/uuid-v7.ts'
-import type { Clock } from '../clock.ts'
-import { bodyHash, changeFor, type FieldError, type Outcome, type Topic, type Webhook } from '../domain/webhook.ts'
-import { idempotencyKey, isObject, NotStored, problem, submit, unavailable, type HeaderBag, type ProblemInit } from '../http/intake/index.ts'
-import type { Config } from '../config.ts'
-import type { BatchItem } from '../batch/commands.ts'
-import type { BodyBudget } from '../http/body-budget.ts'
-import type { Metrics } from '../http/metrics.ts'
-import type { BatchResult } from '../write/unit-of-work.ts'
-import type { GroupCommitWriter } from '../write/group-commit.ts'
-import { approximateBytes } from '../http/body-budget.ts'
-import { MalformedBody, parseJsonBody } from '../http/json-body.ts'
-import { boundedValidatorCompiler, type BoundedErrors } from '../http/bounded-validator.ts'
-import { AJV_SETTINGS, fieldErrors, firstErrors, MAX_REPORTED_ERRORS } from '../http/validation.ts'
-import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
+import type { UuidV7Generator } from '../uuid-v7.ts'
+import type { Clock } from '../../clock.ts'
+import { bodyHash, changeFor, type FieldError, type Outcome, type Topic, type Webhook } from '../../domain/webhook.ts'
+import { problem, unavailable, type ProblemInit } from '../problem.ts'
+import { idempotencyKey, type HeaderBag } from './idempotency.ts'
+import { NotStored, submit } from './submit.ts'
+import { isObject } from './values.ts'
+import type { Config } from '../../config.ts'
+import type { BatchItem } from '../../batch/commands.ts'
+import type { BodyBudget } from '../body-budget.ts'
+import type { Metrics } from '../metrics.ts'
+import type { BatchResult } from '../../write/unit-of-work.ts'
+import type { GroupCommitWriter } from '../../write/group-commit.ts'
+import { approximateBytes } from '../body-budget.ts'
+import { MalformedBody, parseJsonBody } from '../json-body.ts'
+import { boundedValidatorCompiler, type BoundedErrors } from '../bounded-validator.ts'
+import { AJV_SETTINGS, fieldErrors, firstErrors, MAX_REPORTED_ERRORS } from '../validation.ts'
+import { CustomerBody, OrderBody } from '../../schemas/webhooks.ts'
 
 // One webhook's way from its bytes to its answer: validation, the change it asks for, the writer,
 // and the answer a sender gets. The webhook routes call it with what Fastify parsed and validated;
@@ -74,7 +77,7 @@ export interface HookIngestion {
   ingestStored(input: Omit<IngestInput, 'parsed' | 'validation' | 'bodyErrors'>): Promise<IngestAnswer>
 }
 
-/** What ingestion is given of the app's services (src/services.ts, which names HookIngestion: spelled out here, so neither file imports the other). */
+/** What ingestion is given of the app's services (src/services.ts, which names HookIngestion: spelled out here, so that this file, below it, imports nothing of it). */
 export interface IngestionServices {
   writer: GroupCommitWriter<BatchItem, BatchResult>
   metrics: Metrics
