@@ -26,6 +26,8 @@ const SKEW_SECONDS = 5
 /** A longer Authorization header is no token of ours: refused before it is parsed. */
 const TOKEN_MAX_LENGTH = 2048
 const CUSTOMER_ID = /^[1-9][0-9]{0,15}$/
+/** A compact JWS's three parts, each in base64url without padding. */
+const COMPACT_JWS = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/
 
 export interface StorefrontCaller {
   keyId: number
@@ -77,10 +79,25 @@ function customerOf(payload: JWTPayload): number {
   if (typeof payload.sub !== 'string' || !CUSTOMER_ID.test(payload.sub)) {
     throw refuse('token-invalid', 'the token\'s sub must be the customer\'s id as a string of digits, such as "42"')
   }
+  // Past 2^53 - 1 a number is rounded: "9007199254740993" would read customer …992. Refused, as
+  // such an id is in a webhook (src/http/exact-ids.ts).
+  if (!Number.isSafeInteger(Number(payload.sub))) {
+    throw refuse('token-invalid', `the token's sub must be a customer id of at most ${Number.MAX_SAFE_INTEGER}`)
+  }
   if (payload.exp! - payload.iat! > TOKEN_MAX_SECONDS) {
     throw refuse('token-invalid', `the token's exp must be at most ${TOKEN_MAX_SECONDS} seconds (15 minutes) after its iat`)
   }
   return Number(payload.sub)
+}
+
+/**
+ * Whether each part of the token is base64url exactly as it encodes its bytes: no `=` and no stray
+ * bits in the last character. jose decodes leniently, so that a signature with its unused last
+ * bits flipped, or with `=` appended, still verified: one token, several spellings.
+ */
+function canonical(token: string): boolean {
+  const parts = COMPACT_JWS.exec(token)
+  return parts !== null && parts.slice(1).every((part) => Buffer.from(part, 'base64url').toString('base64url') === part)
 }
 
 /** jose's refusal as ours: one problem type per cause. */
@@ -133,6 +150,7 @@ export function createStorefrontAuth(db: Kysely<Tables>, box: SecretBox, clock: 
     if (!match) throw refuse('token-invalid', "send the customer's token as Authorization: Bearer <token>")
     const token = match[1]!
     if (token.length > TOKEN_MAX_LENGTH) throw refuse('token-invalid', `a token is at most ${TOKEN_MAX_LENGTH} characters`)
+    if (!canonical(token)) throw refuse('token-invalid', 'the token is not a compact JWS in canonical base64url (no padding, no stray bits)')
     let kid: string | undefined
     try {
       const protectedHeader = decodeProtectedHeader(token)
