@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { formatInstant } from '../domain/time.ts'
-import { idempotencyKey, notFound, parseId, problem, ProblemError, sendProblem } from '../http/intake/index.ts'
+import { commandBodyProblem, idempotencyKey, notFound, parseId, problem, ProblemError, sendProblem } from '../http/intake/index.ts'
 import { noStore } from '../http/no-store.ts'
 import { BEARER_CHALLENGE } from '../http/storefront-auth.ts'
 import { meetsMinTier } from '../loyalty/rewards.ts'
@@ -344,6 +344,9 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
     {
       onRequest: [...keyed, ...claimsPerAddress],
       bodyLimit: CLAIM_BODY_LIMIT,
+      // The route answers its body's problems itself: malformed JSON as malformed-json, a body that
+      // breaks the schema as invalid-body (422), as every route that takes a command's body does.
+      attachValidation: true,
       schema: {
         summary: "A friend claims a referrer's code with their e-mail: their reward code, or the points their first order will add",
         operationId: 'storefrontReferralClaim',
@@ -361,7 +364,11 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
         },
       },
     },
-    async (request, reply) => claimReferral(services, reply, request.storefront.shopId, request.params.code, request.body.email),
+    async (request, reply) => {
+      const refused = commandBodyProblem(request, 'claim')
+      if (refused) return sendProblem(reply, refused)
+      return claimReferral(services, reply, request.storefront.shopId, request.params.code, request.body.email)
+    },
   )
 
   app.get(
