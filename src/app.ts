@@ -187,13 +187,10 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
       }),
     (w) => w.drain(),
   )
-  const auth = createAuthenticator(
-    backend.db,
-    config.KEY_CACHE_SECONDS,
-    (reason) => metrics.unauthenticated.inc({ reason }),
-    keyUseRecorder(batchWriter, clock),
-  )
-  const storefrontAuth = createStorefrontAuth(backend.db, secrets, clock, config.KEY_CACHE_SECONDS)
+  // One recorder for every kind of key: secret keys, publishable keys and signing secrets alike.
+  const recordKeyUse = keyUseRecorder(batchWriter, clock)
+  const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }), recordKeyUse)
+  const storefrontAuth = createStorefrontAuth(backend.db, secrets, clock, config.KEY_CACHE_SECONDS, recordKeyUse)
   // Ids of events, claims, redemptions and adjustments: time-ordered by the stamps of what is recorded.
   const newId = createUuidV7(() => Math.floor(clock.stampUs() / 1000))
   const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget, clock, newId })

@@ -117,7 +117,17 @@ function fromJose(err: unknown): ProblemError {
   return refuse('token-invalid', 'the token is not a compact JWS with a JSON payload')
 }
 
-export function createStorefrontAuth(db: Kysely<Tables>, box: SecretBox, clock: Clock, ttlSeconds: number): StorefrontAuth {
+/**
+ * `onUse` is told of each key that opened a request: the publishable key, and the signing secret
+ * that verified the customer's token (its last use, as a secret key's, src/app.ts keyUseRecorder).
+ */
+export function createStorefrontAuth(
+  db: Kysely<Tables>,
+  box: SecretBox,
+  clock: Clock,
+  ttlSeconds: number,
+  onUse: (key: { keyId: number }) => void = () => {},
+): StorefrontAuth {
   const ttl = Math.max(ttlSeconds, 0) * 1000 || 1
   const keys = new LRUCache<string, PublishableKey | false>({ max: 10_000, ttl })
   const secrets = new LRUCache<number, Secret[]>({ max: 10_000, ttl })
@@ -178,6 +188,7 @@ export function createStorefrontAuth(db: Kysely<Tables>, box: SecretBox, clock: 
       try {
         const { payload } = await jwtVerify(token, secret.key, options)
         caller.customerId = customerOf(payload)
+        onUse({ keyId: secret.id })
         return
       } catch (err) {
         // Another live secret may have signed it: only a bad signature moves on to the next.
@@ -206,6 +217,7 @@ export function createStorefrontAuth(db: Kysely<Tables>, box: SecretBox, clock: 
         )
       }
       request.storefront = { keyId: key.keyId, shopId: key.shopId, shopName: key.shopName }
+      onUse(key)
     },
     async customer(request) {
       await verify(request)
