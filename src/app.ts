@@ -49,6 +49,7 @@ import { startChangeFeed } from './feed/change-feed.ts'
 import { systemResolver, type HostResolver } from './jobs/endpoint-guard.ts'
 import { lazySecretBox } from './keys/secret-box.ts'
 import { lazyReferralKeys } from './keys/referral-keys.ts'
+import { lazyHistoryCursors } from './keys/history-cursor.ts'
 import { changeRoutes } from './routes/changes.ts'
 import { createRateLimitStore } from './rate-limit/rate-limit-store.ts'
 import { followKeyRevocations } from './jobs/key-revocations.ts'
@@ -286,6 +287,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   const services: Services = {
     secrets,
     referralKeys: lazyReferralKeys(config),
+    historyCursors: lazyHistoryCursors(config),
     resolveHost,
     config,
     backend,

@@ -1,4 +1,5 @@
 import type { ReferralKeys } from './keys/referral-keys.ts'
+import type { HistoryCursors } from './keys/history-cursor.ts'
 import type { Clock } from './clock.ts'
 import type { UuidV7Generator } from './http/uuid-v7.ts'
 import type { Config } from './config.ts'
@@ -52,6 +53,8 @@ export interface Services {
   secrets: SecretBox
   /** Referral codes and the keyed hash of a friend's e-mail, under keys derived from SECRETS_KEY. */
   referralKeys: ReferralKeys
+  /** The storefront history's cursors, sealed for one shop and customer under a key derived from SECRETS_KEY. */
+  historyCursors: HistoryCursors
   /** How outgoing webhooks' endpoint names are resolved (BuildOptions.resolveHost; else the system's). */
   resolveHost: HostResolver
   /** A webhook body's way to its answer: the webhook routes and the console's replay share it. */

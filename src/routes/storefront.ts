@@ -10,9 +10,9 @@ import { customerEntries } from '../repos/points-repo.ts'
 import { findStoredCustomer } from '../repos/read-repo.ts'
 import { customerClaims, shopRewards } from '../repos/rewards-repo.ts'
 import { problemResponses, type ProblemStatus } from '../schemas/problems.ts'
-import { PointsQuery } from '../schemas/resources.ts'
 import { ClaimList, ClaimsQuery, ClaimView } from '../schemas/rewards.ts'
 import {
+  HistoryQuery,
   HistoryView,
   MeView,
   ReferralClaimAnswer,
@@ -217,15 +217,19 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
         operationId: 'storefrontHistory',
         tags,
         security,
-        querystring: PointsQuery,
+        querystring: HistoryQuery,
         response: { 200: readAnswer('A page of ledger entries, newest first', HistoryView), ...STOREFRONT_PROBLEMS() },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { shopId, customerId } = request.storefront
       await customerOf(request)
       const limit = Number(request.query.limit ?? 50)
-      const before = request.query.cursor === undefined ? null : Number(request.query.cursor)
+      const cursor = request.query.cursor
+      // The page's end, sealed for this shop and customer (src/keys/history-cursor.ts): never the
+      // ledger's own ids, which number every shop's entries.
+      const before = cursor === undefined ? null : services.historyCursors.entryOf(shopId, customerId!, cursor)
+      if (cursor !== undefined && before === null) return sendProblem(reply, historyCursorProblem(cursor))
       const page = await customerEntries(backend.db, shopId, customerId!, limit, before)
       return {
         entries: page.rows.map((r) => ({
@@ -235,7 +239,7 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
           created_at: formatInstant(r.created_at)!,
           available_at: formatInstant(r.available_at)!,
         })),
-        next_cursor: page.more ? String(page.rows[page.rows.length - 1]!.id) : null,
+        next_cursor: page.more ? services.historyCursors.cursorOf(shopId, customerId!, page.rows[page.rows.length - 1]!.id) : null,
       }
     },
   )
@@ -392,6 +396,16 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
       const page = await customerClaims(backend.db, shopId, customerId!, limit, request.query.cursor ?? null)
       return { claims: page.rows.map(claimRowView), next_cursor: page.more ? page.rows[page.rows.length - 1]!.id : null }
     },
+  )
+}
+
+/** The 400 of a history cursor this route did not answer for this customer: the old form (a ledger row's number) named as such. */
+function historyCursorProblem(cursor: string) {
+  return problem(
+    'malformed-request',
+    /^[0-9]{1,16}$/.test(cursor)
+      ? 'cursor is a number, the form next_cursor had before it became opaque: start again without cursor, then pass each page’s next_cursor as given'
+      : 'cursor is not a next_cursor this route answered for this customer: pass next_cursor as given, or start again without cursor',
   )
 }
 
