@@ -12,6 +12,7 @@ import { createAuthenticator } from './http/auth.ts'
 import { createStorefrontAuth } from './http/storefront-auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
 import { installExpectContinue } from './http/expect-continue.ts'
+import { installForwardedWarning } from './http/forwarded-warning.ts'
 import { installHostCheck } from './http/host-header.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { installAllMethods } from './http/methods.ts'
@@ -344,6 +345,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     const refused = unavailable(config.RETRY_AFTER_SECONDS, 'the service is shutting down; retry after the delay in Retry-After')
     sendProblem(reply, refused.problem, refused.headers)
   })
+  installForwardedWarning(app)
   installAllMethods(app)
   await app.register(swagger, {
     openapi: {
