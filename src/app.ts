@@ -79,6 +79,9 @@ export interface BuildOptions {
   resolveHost?: HostResolver
 }
 
+/** The limits counted in the rate limit's store: with all of them off, no Redis is needed. */
+const LIMITS = ['RATE_LIMIT_RPS', 'STOREFRONT_IP_RATE', 'STOREFRONT_CUSTOMER_RATE', 'REFERRAL_CLAIMS_PER_IP', 'REFERRAL_EMAILS_PER_CODE'] as const
+
 /** How often a key's last use is written: often enough for keys list, rare enough to cost nothing. */
 const TOUCH_EVERY_MS = 10_000
 
@@ -259,7 +262,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     'rate limit store',
     () =>
       createRateLimitStore(
-        config.RATE_LIMIT_RPS === 0 && config.STOREFRONT_IP_RATE === 0 && config.STOREFRONT_CUSTOMER_RATE === 0 ? '' : config.REDIS_URL,
+        LIMITS.every((name) => config[name] === 0) ? '' : config.REDIS_URL,
         `shop-intake:${backend.schema}:rate:`,
         metrics.registry,
         (err) =>
@@ -304,6 +307,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     clock,
     newId,
     redisUp: rateStore.redisUp,
+    admitDistinct: rateStore.admitDistinct,
     storage: () => storage.latest(),
   }
   app.decorate('services', services)

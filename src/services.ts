@@ -18,6 +18,7 @@ import type { HookIngestion } from './routes/hook-ingest.ts'
 import type { SecretBox } from './keys/secret-box.ts'
 import type { StorageSample } from './jobs/storage-sampler.ts'
 import type { HostResolver } from './jobs/endpoint-guard.ts'
+import type { RateLimitStore } from './rate-limit/rate-limit-store.ts'
 
 // What the routes are given; here rather than in app.ts, so that the routes, which app.ts
 // imports, import nothing from it.
@@ -47,6 +48,8 @@ export interface Services {
   feed: ChangeFeed
   /** REDIS_URL: whether Redis, where the rate limit is counted, answers now; undefined without it. */
   redisUp(): boolean | undefined
+  /** Distinct members of a window, counted where the rate limit is (Redis with REDIS_URL): the e-mails a referral code is claimed with. */
+  admitDistinct: RateLimitStore['admitDistinct']
   /** What /metrics answers when it is not this process's registry alone: a cluster's worker answers for all workers. */
   metricsText?: () => Promise<string>
   /** Seals and opens the signing secrets of outgoing webhooks and of the storefront's tokens (SECRETS_KEY). */

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { problem, ProblemError } from '../http/intake/index.ts'
 import { noStore } from '../http/no-store.ts'
+import { normalizeEmail } from '../loyalty/referrals.ts'
 import type { Services } from '../services.ts'
 
 // The storefront's rate limits (docs/integrate/storefront.md), each a 429 with Retry-After,
@@ -11,11 +12,14 @@ import type { Services } from '../services.ts'
 //   holds is not counted there: its customer's own limit bites (unless STOREFRONT_CUSTOMER_RATE
 //   is 0: then the address's counts every request);
 // - per customer (STOREFRONT_CUSTOMER_RATE per 10 s), whichever token they come with;
-// - a friend's referral claims per address (REFERRAL_CLAIMS_PER_IP an hour).
+// - a friend's referral claims per address (REFERRAL_CLAIMS_PER_IP an hour);
+// - the distinct e-mails a referral code is claimed with (REFERRAL_EMAILS_PER_CODE a day), from
+//   any address: its owner cannot test more than a few e-mails a day through it.
 
 /** The per-address and per-customer limits' window. */
 export const WINDOW_MS = 10_000
 const HOUR_MS = 3_600_000
+const DAY_MS = 24 * HOUR_MS
 
 type Hook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
 type Limit = (request: FastifyRequest) => Promise<void>
@@ -51,6 +55,8 @@ export interface StorefrontGuards {
   preflight: Hook[]
   /** onRequest of a friend's referral claim, after `route('none')`: the claims of an address an hour. */
   referralClaims: Hook[]
+  /** Throws the 429 when `email` would be one more distinct e-mail than REFERRAL_EMAILS_PER_CODE this day for `code`. */
+  emailsPerCode(shopId: number, code: string, email: string): Promise<void>
 }
 
 export function storefrontGuards(scope: FastifyInstance, services: Services): StorefrontGuards {
@@ -80,6 +86,7 @@ export function storefrontGuards(scope: FastifyInstance, services: Services): St
     (r) => `referral-claim:${r.ip}`,
     `this address may make ${config.REFERRAL_CLAIMS_PER_IP} referral claims per hour`,
   )
+  const maxEmails = config.REFERRAL_EMAILS_PER_CODE
 
   return {
     route(token) {
@@ -104,5 +111,28 @@ export function storefrontGuards(scope: FastifyInstance, services: Services): St
     },
     preflight: address ? [async (request) => address(request)] : [],
     referralClaims: claims ? [async (request) => claims(request)] : [],
+    async emailsPerCode(shopId, code, email) {
+      if (maxEmails === 0) return
+      const referrer = services.referralKeys.referrerOf(code)
+      const normalized = normalizeEmail(email)
+      // A code of no customer of this shop, or no e-mail: the claim refuses it, and nothing is counted.
+      if (referrer === null || referrer.shopId !== shopId || normalized === null) return
+      // Counted by the referrer (each code has one spelling) and the e-mail's keyed hash, never the e-mail.
+      const { admitted, ttlMs } = await services.admitDistinct(
+        `referral-code:${shopId}:${referrer.customerId}`,
+        services.referralKeys.hashEmail(shopId, normalized),
+        maxEmails,
+        DAY_MS,
+      )
+      if (admitted) return
+      services.metrics.rateLimited.inc({ shop: 'storefront' })
+      throw new ProblemError(
+        problem(
+          'rate-limited',
+          `this referral code has been claimed with ${maxEmails} different e-mails in 24 hours, the most it may be; retry after the delay in Retry-After`,
+        ),
+        retryAfter(ttlMs),
+      )
+    },
   }
 }

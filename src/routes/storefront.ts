@@ -301,7 +301,8 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
         operationId: 'storefrontReferralClaim',
         description:
           'The publishable key alone, no customer token. The e-mail is kept only as a keyed hash of its normalised form. 201 the first time; ' +
-          '200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour).',
+          '200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour) and per code ' +
+          '(REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours, from any address).',
         tags,
         security: [{ storefrontKey: [] }],
         params: ReferralCodeParams,
@@ -316,7 +317,9 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
     async (request, reply) => {
       const refused = commandBodyProblem(request, 'claim')
       if (refused) return sendProblem(reply, refused)
-      return claimReferral(services, reply, request.storefront.shopId, request.params.code, request.body.email)
+      const { shopId } = request.storefront
+      await guards.emailsPerCode(shopId, request.params.code, request.body.email)
+      return claimReferral(services, reply, shopId, request.params.code, request.body.email)
     },
   )
 

@@ -79,7 +79,7 @@ const WHEN: Record<ProblemStatus, string> = {
   415: 'The body is not sent as application/json.',
   417: 'An Expect header other than 100-continue; the connection is closed.',
   422: 'The body breaks the validation rules; it is stored as a rejected event named by `event_id`.',
-  429: 'The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only).',
+  429: 'The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code.',
   431: 'The request headers are larger than 16 KiB.',
   503: 'The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After.',
 }
