@@ -12,6 +12,7 @@ import { createAuthenticator } from './http/auth.ts'
 import { createStorefrontAuth } from './http/storefront-auth.ts'
 import { BodyBudget, installBodyBudget } from './http/body-budget.ts'
 import { installExpectContinue } from './http/expect-continue.ts'
+import { installForwardedWarning } from './http/forwarded-warning.ts'
 import { installHostCheck } from './http/host-header.ts'
 import { installJsonBody } from './http/json-body.ts'
 import { installAllMethods } from './http/methods.ts'
@@ -49,6 +50,7 @@ import { startChangeFeed } from './feed/change-feed.ts'
 import { systemResolver, type HostResolver } from './jobs/endpoint-guard.ts'
 import { lazySecretBox } from './keys/secret-box.ts'
 import { lazyReferralKeys } from './keys/referral-keys.ts'
+import { lazyHistoryCursors } from './keys/history-cursor.ts'
 import { changeRoutes } from './routes/changes.ts'
 import { createRateLimitStore } from './rate-limit/rate-limit-store.ts'
 import { followKeyRevocations } from './jobs/key-revocations.ts'
@@ -76,6 +78,9 @@ export interface BuildOptions {
    */
   resolveHost?: HostResolver
 }
+
+/** The limits counted in the rate limit's store: with all of them off, no Redis is needed. */
+const LIMITS = ['RATE_LIMIT_RPS', 'STOREFRONT_IP_RATE', 'STOREFRONT_CUSTOMER_RATE', 'REFERRAL_CLAIMS_PER_IP', 'REFERRAL_EMAILS_PER_CODE'] as const
 
 /** How often a key's last use is written: often enough for keys list, rare enough to cost nothing. */
 const TOUCH_EVERY_MS = 10_000
@@ -187,13 +192,10 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
       }),
     (w) => w.drain(),
   )
-  const auth = createAuthenticator(
-    backend.db,
-    config.KEY_CACHE_SECONDS,
-    (reason) => metrics.unauthenticated.inc({ reason }),
-    keyUseRecorder(batchWriter, clock),
-  )
-  const storefrontAuth = createStorefrontAuth(backend.db, secrets, clock, config.KEY_CACHE_SECONDS)
+  // One recorder for every kind of key: secret keys, publishable keys and signing secrets alike.
+  const recordKeyUse = keyUseRecorder(batchWriter, clock)
+  const auth = createAuthenticator(backend.db, config.KEY_CACHE_SECONDS, (reason) => metrics.unauthenticated.inc({ reason }), recordKeyUse)
+  const storefrontAuth = createStorefrontAuth(backend.db, secrets, clock, config.KEY_CACHE_SECONDS, recordKeyUse)
   // Ids of events, claims, redemptions and adjustments: time-ordered by the stamps of what is recorded.
   const newId = createUuidV7(() => Math.floor(clock.stampUs() / 1000))
   const hookIngestion = createHookIngestion({ writer, metrics, config, parsedBudget, clock, newId })
@@ -260,7 +262,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     'rate limit store',
     () =>
       createRateLimitStore(
-        config.RATE_LIMIT_RPS === 0 && config.STOREFRONT_IP_RATE === 0 && config.STOREFRONT_CUSTOMER_RATE === 0 ? '' : config.REDIS_URL,
+        LIMITS.every((name) => config[name] === 0) ? '' : config.REDIS_URL,
         `shop-intake:${backend.schema}:rate:`,
         metrics.registry,
         (err) =>
@@ -289,6 +291,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   const services: Services = {
     secrets,
     referralKeys: lazyReferralKeys(config),
+    historyCursors: lazyHistoryCursors(config),
     resolveHost,
     config,
     backend,
@@ -304,6 +307,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     clock,
     newId,
     redisUp: rateStore.redisUp,
+    admitDistinct: rateStore.admitDistinct,
     storage: () => storage.latest(),
   }
   app.decorate('services', services)
@@ -345,6 +349,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     const refused = unavailable(config.RETRY_AFTER_SECONDS, 'the service is shutting down; retry after the delay in Retry-After')
     sendProblem(reply, refused.problem, refused.headers)
   })
+  installForwardedWarning(app)
   installAllMethods(app)
   await app.register(swagger, {
     openapi: {

@@ -50,6 +50,8 @@ export const ConfigSchema = Type.Object({
   STOREFRONT_IP_RATE: Type.Integer({ ...Count, default: 100 }),
   /** Referral claims (docs/program/referrals.md) one address may make per hour; over it, 429 with Retry-After. 0 turns it off. */
   REFERRAL_CLAIMS_PER_IP: Type.Integer({ ...Count, default: 10 }),
+  /** Distinct e-mails one referral code may be claimed with per 24 hours, from any address; a new one past it, 429 with Retry-After. 0 turns it off. */
+  REFERRAL_EMAILS_PER_CODE: Type.Integer({ ...Count, default: 5 }),
   /** Storefront requests one customer's tokens may make per 10 seconds; over it, 429 with Retry-After. 0 turns it off. */
   STOREFRONT_CUSTOMER_RATE: Type.Integer({ ...Count, default: 30 }),
   /** Milliseconds a client may take to send the request headers. */

@@ -1,4 +1,5 @@
 import type { ReferralKeys } from './keys/referral-keys.ts'
+import type { HistoryCursors } from './keys/history-cursor.ts'
 import type { Clock } from './clock.ts'
 import type { UuidV7Generator } from './http/uuid-v7.ts'
 import type { Config } from './config.ts'
@@ -17,6 +18,7 @@ import type { HookIngestion } from './http/intake/hook-ingest.ts'
 import type { SecretBox } from './keys/secret-box.ts'
 import type { StorageSample } from './jobs/storage-sampler.ts'
 import type { HostResolver } from './jobs/endpoint-guard.ts'
+import type { RateLimitStore } from './rate-limit/rate-limit-store.ts'
 
 // What the routes are given; here rather than in app.ts, so that the routes, which app.ts
 // imports, import nothing from it.
@@ -46,12 +48,16 @@ export interface Services {
   feed: ChangeFeed
   /** REDIS_URL: whether Redis, where the rate limit is counted, answers now; undefined without it. */
   redisUp(): boolean | undefined
+  /** Distinct members of a window, counted where the rate limit is (Redis with REDIS_URL): the e-mails a referral code is claimed with. */
+  admitDistinct: RateLimitStore['admitDistinct']
   /** What /metrics answers when it is not this process's registry alone: a cluster's worker answers for all workers. */
   metricsText?: () => Promise<string>
   /** Seals and opens the signing secrets of outgoing webhooks and of the storefront's tokens (SECRETS_KEY). */
   secrets: SecretBox
   /** Referral codes and the keyed hash of a friend's e-mail, under keys derived from SECRETS_KEY. */
   referralKeys: ReferralKeys
+  /** The storefront history's cursors, sealed for one shop and customer under a key derived from SECRETS_KEY. */
+  historyCursors: HistoryCursors
   /** How outgoing webhooks' endpoint names are resolved (BuildOptions.resolveHost; else the system's). */
   resolveHost: HostResolver
   /** A webhook body's way to its answer: the webhook routes and the console's replay share it. */

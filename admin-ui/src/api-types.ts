@@ -127,7 +127,7 @@ export interface paths {
   "/v3/storefront/referrals/{code}/claim": {
     /**
      * A friend claims a referrer's code with their e-mail: their reward code, or the points their first order will add
-     * @description The publishable key alone, no customer token. The e-mail is kept only as a keyed hash of its normalised form. 201 the first time; 200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour).
+     * @description The publishable key alone, no customer token. The e-mail is kept only as a keyed hash of its normalised form. 201 the first time; 200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour) and per code (REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours, from any address).
      */
     post: operations["storefrontReferralClaim"];
     /**
@@ -1008,7 +1008,7 @@ export interface components {
       limit?: number;
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: The body is larger than BODY_LIMIT. */
+    /** @description An RFC 9457 problem: The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
     BodyTooLargeProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
@@ -1079,7 +1079,7 @@ export interface components {
         }[];
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+    /** @description An RFC 9457 problem: The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
     RateLimitedProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
@@ -1743,7 +1743,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -1767,7 +1767,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -1850,7 +1850,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -1874,7 +1874,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -1957,7 +1957,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -1981,7 +1981,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -2377,7 +2377,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ConflictProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -2634,7 +2634,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ConflictProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -2805,7 +2805,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ConflictProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -2922,7 +2922,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -2984,7 +2984,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3018,7 +3018,7 @@ export interface operations {
       query?: {
         /** @description a whole number of entries per page from 1 to 500 (default 50) */
         limit?: string;
-        /** @description the next_cursor of the previous page */
+        /** @description the next_cursor of the previous page, as answered: opaque, and good only for the same customer's history */
         cursor?: string;
       };
     };
@@ -3042,7 +3042,7 @@ export interface operations {
                 /** @description when the points became (or become) available */
                 available_at: string;
               })[];
-            /** @description pass as ?cursor= for the next page; null on the last */
+            /** @description pass as ?cursor= for the next page; null on the last. Opaque, and good only for this customer's history */
             next_cursor: string | null;
           };
         };
@@ -3086,7 +3086,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3148,7 +3148,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3236,7 +3236,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3298,7 +3298,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3409,7 +3409,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3471,7 +3471,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3570,7 +3570,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ConflictProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -3588,7 +3588,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3655,7 +3655,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3738,7 +3738,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3800,7 +3800,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -3830,7 +3830,7 @@ export interface operations {
   };
   /**
    * A friend claims a referrer's code with their e-mail: their reward code, or the points their first order will add
-   * @description The publishable key alone, no customer token. The e-mail is kept only as a keyed hash of its normalised form. 201 the first time; 200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour).
+   * @description The publishable key alone, no customer token. The e-mail is kept only as a keyed hash of its normalised form. 201 the first time; 200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour) and per code (REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours, from any address).
    */
   storefrontReferralClaim: {
     parameters: {
@@ -3923,7 +3923,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ConflictProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -3947,7 +3947,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -4014,7 +4014,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds. */
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
       429: {
         headers: {
           /** @description seconds to wait before retrying */
@@ -4369,7 +4369,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -5881,7 +5881,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -6122,7 +6122,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -6243,7 +6243,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ConflictProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -6621,7 +6621,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -6962,7 +6962,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["ConflictProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -7219,7 +7219,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -7323,7 +7323,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -7632,7 +7632,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -7899,7 +7899,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -8088,7 +8088,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
@@ -8277,7 +8277,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description The body is larger than BODY_LIMIT. */
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
       413: {
         content: {
           "application/problem+json": components["schemas"]["BodyTooLargeProblem"];

@@ -157,6 +157,12 @@ function undone(request: FastifyRequest): 'webhook' | 'read' | 'change' {
   return request.url.startsWith('/v3/hook/') ? 'webhook' : 'change'
 }
 
+/** A size in bytes as a reader meets it: `1 KiB (1024 bytes)`, `1 MiB (1048576 bytes)`, `1500 bytes`. */
+export function bytesText(bytes: number): string {
+  const unit = bytes % 1_048_576 === 0 ? ([1_048_576, 'MiB'] as const) : bytes % 1024 === 0 ? ([1024, 'KiB'] as const) : undefined
+  return unit === undefined ? `${bytes} bytes` : `${bytes / unit[0]} ${unit[1]} (${bytes} bytes)`
+}
+
 export function installProblemHandlers(app: FastifyInstance, retryAfterSeconds: number, bodyLimit: number): void {
   app.setNotFoundHandler((request, reply) => sendProblem(reply, noSuchEndpoint(request)))
 
@@ -176,7 +182,12 @@ export function installProblemHandlers(app: FastifyInstance, retryAfterSeconds: 
     }
     const known = error.code ? FASTIFY_ERRORS[error.code] : undefined
     if (known) {
-      const detail = known.detail ?? (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `the body is larger than the limit of ${bodyLimit} bytes` : error.message)
+      // The limit that applies: the route's own where it has one (a storefront claim's 1 KiB), else BODY_LIMIT.
+      const detail =
+        known.detail ??
+        (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+          ? `the body is larger than the limit of ${bytesText(request.routeOptions.bodyLimit ?? bodyLimit)}`
+          : error.message)
       return sendProblem(reply, problem(known.type, detail))
     }
     if (error.validation) return sendProblem(reply, problem('malformed-request', error.message))

@@ -26,6 +26,8 @@ const SKEW_SECONDS = 5
 /** A longer Authorization header is no token of ours: refused before it is parsed. */
 const TOKEN_MAX_LENGTH = 2048
 const CUSTOMER_ID = /^[1-9][0-9]{0,15}$/
+/** A compact JWS's three parts, each in base64url without padding. */
+const COMPACT_JWS = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/
 
 export interface StorefrontCaller {
   keyId: number
@@ -77,10 +79,25 @@ function customerOf(payload: JWTPayload): number {
   if (typeof payload.sub !== 'string' || !CUSTOMER_ID.test(payload.sub)) {
     throw refuse('token-invalid', 'the token\'s sub must be the customer\'s id as a string of digits, such as "42"')
   }
+  // Past 2^53 - 1 a number is rounded: "9007199254740993" would read customer …992. Refused, as
+  // such an id is in a webhook (src/http/exact-ids.ts).
+  if (!Number.isSafeInteger(Number(payload.sub))) {
+    throw refuse('token-invalid', `the token's sub must be a customer id of at most ${Number.MAX_SAFE_INTEGER}`)
+  }
   if (payload.exp! - payload.iat! > TOKEN_MAX_SECONDS) {
     throw refuse('token-invalid', `the token's exp must be at most ${TOKEN_MAX_SECONDS} seconds (15 minutes) after its iat`)
   }
   return Number(payload.sub)
+}
+
+/**
+ * Whether each part of the token is base64url exactly as it encodes its bytes: no `=` and no stray
+ * bits in the last character. jose decodes leniently, so that a signature with its unused last
+ * bits flipped, or with `=` appended, still verified: one token, several spellings.
+ */
+function canonical(token: string): boolean {
+  const parts = COMPACT_JWS.exec(token)
+  return parts !== null && parts.slice(1).every((part) => Buffer.from(part, 'base64url').toString('base64url') === part)
 }
 
 /** jose's refusal as ours: one problem type per cause. */
@@ -100,7 +117,17 @@ function fromJose(err: unknown): ProblemError {
   return refuse('token-invalid', 'the token is not a compact JWS with a JSON payload')
 }
 
-export function createStorefrontAuth(db: Kysely<Tables>, box: SecretBox, clock: Clock, ttlSeconds: number): StorefrontAuth {
+/**
+ * `onUse` is told of each key that opened a request: the publishable key, and the signing secret
+ * that verified the customer's token (its last use, as a secret key's, src/app.ts keyUseRecorder).
+ */
+export function createStorefrontAuth(
+  db: Kysely<Tables>,
+  box: SecretBox,
+  clock: Clock,
+  ttlSeconds: number,
+  onUse: (key: { keyId: number }) => void = () => {},
+): StorefrontAuth {
   const ttl = Math.max(ttlSeconds, 0) * 1000 || 1
   const keys = new LRUCache<string, PublishableKey | false>({ max: 10_000, ttl })
   const secrets = new LRUCache<number, Secret[]>({ max: 10_000, ttl })
@@ -133,6 +160,7 @@ export function createStorefrontAuth(db: Kysely<Tables>, box: SecretBox, clock: 
     if (!match) throw refuse('token-invalid', "send the customer's token as Authorization: Bearer <token>")
     const token = match[1]!
     if (token.length > TOKEN_MAX_LENGTH) throw refuse('token-invalid', `a token is at most ${TOKEN_MAX_LENGTH} characters`)
+    if (!canonical(token)) throw refuse('token-invalid', 'the token is not a compact JWS in canonical base64url (no padding, no stray bits)')
     let kid: string | undefined
     try {
       const protectedHeader = decodeProtectedHeader(token)
@@ -160,6 +188,7 @@ export function createStorefrontAuth(db: Kysely<Tables>, box: SecretBox, clock: 
       try {
         const { payload } = await jwtVerify(token, secret.key, options)
         caller.customerId = customerOf(payload)
+        onUse({ keyId: secret.id })
         return
       } catch (err) {
         // Another live secret may have signed it: only a bad signature moves on to the next.
@@ -188,6 +217,7 @@ export function createStorefrontAuth(db: Kysely<Tables>, box: SecretBox, clock: 
         )
       }
       request.storefront = { keyId: key.keyId, shopId: key.shopId, shopName: key.shopName }
+      onUse(key)
     },
     async customer(request) {
       await verify(request)

@@ -34,3 +34,12 @@ test('given an e-mail, then a keyed hash that holds neither it nor the shop', ()
   assert.equal(h, keys.hashEmail(1, 'ada@example.com'))
   assert.doesNotMatch(h, /ada|example/)
 })
+
+test('given a code with its last character’s two unused bits set, then no referrer: one spelling per code', () => {
+  const code = keys.codeOf(5, 77)
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567'
+  const last = alphabet.indexOf(code.at(-1)!)
+  assert.equal(last & 3, 0, 'codeOf leaves the unused bits clear')
+  for (const bits of [1, 2, 3]) assert.equal(keys.referrerOf(code.slice(0, -1) + alphabet[last | bits]), null)
+  assert.deepEqual(keys.referrerOf(code), { shopId: 5, customerId: 77 })
+})

@@ -72,7 +72,9 @@ export function referralKeysOf(master: Buffer): ReferralKeys {
     referrerOf(code) {
       if (!/^[a-z2-7]{26}$/.test(code)) return null
       const bytes = unbase32(code)
-      if (bytes === null || bytes.length !== 16) return null
+      // 26 characters carry 130 bits for the block's 128: a code whose last 2 bits are set would
+      // decode to the same block, so each code would have four spellings. Only the one codeOf writes is taken.
+      if (bytes === null || bytes.length !== 16 || base32(bytes) !== code) return null
       const decipher = createDecipheriv('aes-256-ecb', codeKey, null).setAutoPadding(false)
       const block = Buffer.concat([decipher.update(bytes), decipher.final()])
       if (!block.subarray(13).equals(TAIL)) return null

@@ -2,7 +2,8 @@ import { Redis } from 'ioredis'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Clock } from '../clock.ts'
 
-// Where @fastify/rate-limit counts each key's webhooks (RATE_LIMIT_RPS). One count per key for all
+// Where @fastify/rate-limit counts each key's webhooks (RATE_LIMIT_RPS), and the storefront its
+// limits (the distinct e-mails a referral code is claimed with among them). One count per key for all
 // three webhook routes (the plugin's own stores keep one per route). Without REDIS_URL each process
 // counts alone; with it, every process counts in Redis, so N processes together allow
 // RATE_LIMIT_RPS, not N times it. A Redis that cannot be reached lets webhooks through uncounted
@@ -81,9 +82,36 @@ if current == 1 or ttl < 0 then
 end
 return {current, ttl}`
 
+// Distinct members of a fixed window (the e-mails a referral code was claimed with): a member
+// already in the window is admitted again; a new one only while fewer than max are in it. A
+// refused member is not added. ARGV: member, max, window in ms; answers {admitted, ttl}.
+const ADMIT = `
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('DEL', KEYS[1])
+  ttl = tonumber(ARGV[3])
+end
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return {1, ttl} end
+if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then return {0, ttl} end
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ttl)
+return {1, ttl}`
+
+/** Whether a member was admitted to its window, and how long the window has left. */
+export interface Admission {
+  admitted: boolean
+  ttlMs: number
+}
+
 export interface RateLimitStore {
   /** The class to give @fastify/rate-limit as `store`. */
   Store: new () => Store
+  /**
+   * Admits `member` to the window at `key` (its first admission opens it, for `windowMs`): a
+   * member already in it again, a new one while fewer than `max` are. Counted where the rate
+   * limit is, so that every process shares it with REDIS_URL; fails open as the rate limit does.
+   */
+  admitDistinct(key: string, member: string, max: number, windowMs: number): Promise<Admission>
   /** Without REDIS_URL, undefined; else whether Redis answered the last time it was asked. */
   redisUp(): boolean | undefined
   close(): Promise<void>
@@ -91,6 +119,7 @@ export interface RateLimitStore {
 
 function localStore(clock: Clock): RateLimitStore {
   const windows = new Map<string, { count: number; endsAt: number }>()
+  const sets = new Map<string, { members: Set<string>; endsAt: number }>()
   const store: Store = {
     incr(key, cb, timeWindow) {
       const now = clock.monotonicMs()
@@ -111,6 +140,18 @@ function localStore(clock: Clock): RateLimitStore {
         return store
       }
     } as unknown as new () => Store,
+    async admitDistinct(key, member, max, windowMs) {
+      const now = clock.monotonicMs()
+      let window = sets.get(key)
+      if (!window || window.endsAt <= now) {
+        if (sets.size > 100_000) for (const [k, w] of sets) if (w.endsAt <= now) sets.delete(k)
+        window = { members: new Set(), endsAt: now + windowMs }
+        sets.set(key, window)
+      }
+      const admitted = window.members.has(member) || window.members.size < max
+      if (admitted) window.members.add(member)
+      return { admitted, ttlMs: window.endsAt - now }
+    },
     redisUp: () => undefined,
     close: async () => {},
   }
@@ -124,7 +165,7 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
   if (!redisUrl) return localStore(clock)
   const unchecked = new Counter({
     name: 'shop_intake_rate_limit_unchecked_total',
-    help: 'Webhooks let through without counting them against RATE_LIMIT_RPS because Redis (REDIS_URL) could not be reached: the limit fails open',
+    help: 'Requests let through without counting them against their rate limit (RATE_LIMIT_RPS, the storefront limits) because Redis (REDIS_URL) could not be reached: the limits fail open',
     registers: [registry],
   })
   const redis = new Redis(redisUrl, {
@@ -157,6 +198,7 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
   })
   redis.on('close', () => (up = false))
   redis.defineCommand('shopIntakeRate', { numberOfKeys: 1, lua: INCR })
+  redis.defineCommand('shopIntakeAdmit', { numberOfKeys: 1, lua: ADMIT })
   new Gauge({
     name: 'shop_intake_redis_up',
     help: 'Whether Redis (REDIS_URL), where the rate limit is counted, answered the last time it was asked (1) or not (0)',
@@ -199,6 +241,26 @@ export function createRateLimitStore(redisUrl: string, prefix: string, registry:
         return store
       }
     } as unknown as new () => Store,
+    async admitDistinct(key, member, max, windowMs) {
+      const open = { admitted: true, ttlMs: 0 }
+      if (!up || clock.monotonicMs() < skipUntil) {
+        unchecked.inc()
+        return open
+      }
+      const command = (
+        redis as unknown as { shopIntakeAdmit(key: string, member: string, max: number, ms: number): Promise<[number, number]> }
+      ).shopIntakeAdmit(prefix + key, member, max, windowMs)
+      try {
+        const [admitted, ttl] = await answerOf(command, clock)
+        reported = false
+        return { admitted: admitted === 1, ttlMs: ttl }
+      } catch (err) {
+        skipUntil = clock.monotonicMs() + OPEN_CIRCUIT_MS
+        report(err as Error)
+        unchecked.inc()
+        return open
+      }
+    },
     redisUp: () => up && clock.monotonicMs() >= skipUntil,
     async close() {
       redis.disconnect()

@@ -1,8 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { formatInstant } from '../domain/time.ts'
-import { idempotencyKey, notFound, parseId, problem, ProblemError, sendProblem } from '../http/intake/index.ts'
-import { noStore } from '../http/no-store.ts'
+import { commandBodyProblem, idempotencyKey, notFound, parseId, problem, ProblemError, sendProblem } from '../http/intake/index.ts'
 import { BEARER_CHALLENGE } from '../http/storefront-auth.ts'
 import { meetsMinTier } from '../loyalty/rewards.ts'
 import { claimRowView, shopRewardView, shopTiers } from '../rewards/catalogue.ts'
@@ -10,9 +9,9 @@ import { customerEntries } from '../repos/points-repo.ts'
 import { findStoredCustomer } from '../repos/read-repo.ts'
 import { customerClaims, shopRewards } from '../repos/rewards-repo.ts'
 import { problemResponses, type ProblemStatus } from '../schemas/problems.ts'
-import { PointsQuery } from '../schemas/resources.ts'
 import { ClaimList, ClaimsQuery, ClaimView } from '../schemas/rewards.ts'
 import {
+  HistoryQuery,
   HistoryView,
   MeView,
   ReferralClaimAnswer,
@@ -23,6 +22,7 @@ import {
   StorefrontRewardParams,
 } from '../schemas/storefront.ts'
 import { claimReferral } from './referrals.ts'
+import { storefrontGuards } from './storefront-limits.ts'
 import type { Services } from '../services.ts'
 import { pointsSummary } from './points.ts'
 import { readAnswer } from './resources.ts'
@@ -32,15 +32,13 @@ import { claimReward } from './rewards.ts'
 // signed in there, with the shop's publishable key (Shop-Key) and the customer's token (Bearer),
 // never a secret key. Cross-origin by design: CORS answers only the origins the key lists, never
 // with credentials. Each address and each customer has its own rate limit, counted in Redis with
-// REDIS_URL. What a customer reads and claims goes through the shop API's own reads and its one
-// claim path.
+// REDIS_URL (src/routes/storefront-limits.ts). What a customer reads and claims goes through the
+// shop API's own reads and its one claim path.
 
 export const STOREFRONT_PREFIX = '/v3/storefront'
 const ALLOWED_HEADERS = 'Shop-Key, Authorization, Idempotency-Key, Content-Type'
 /** A claim takes no body: a small one is tolerated, a large one refused before it is read. */
 const CLAIM_BODY_LIMIT = 1024
-/** The rate limits' window. */
-const WINDOW_MS = 10_000
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -59,47 +57,14 @@ function storefrontProblems(...statuses: ProblemStatus[]): Record<number, object
 const STOREFRONT_PROBLEMS = () => storefrontProblems(400, 401, 403, 404, 408, 417, 429, 431, 503)
 const tags = ['storefront']
 
-/**
- * One rate limit of the storefront's, as a hook; none when `max` is 0. Counted by
- * @fastify/rate-limit's createRateLimit in the service's store (Redis with REDIS_URL), whose
- * answer this hook turns into the 429: a request passes both the address's and the customer's.
- */
-function limiter(app: FastifyInstance, max: number, what: string, keyOf: (request: FastifyRequest) => string, onLimited: () => void) {
-  if (max === 0) return []
-  const count = app.createRateLimit({ max, timeWindow: WINDOW_MS, keyGenerator: keyOf })
-  const hook = async (request: FastifyRequest) => {
-    const counted = await count(request)
-    if (counted.isAllowed || !counted.isExceeded) return
-    onLimited()
-    throw new ProblemError(
-      problem('rate-limited', `${what} may make ${max} storefront requests per ${WINDOW_MS / 1000} seconds; retry after the delay in Retry-After`),
-      { 'retry-after': String(Math.max(1, Math.ceil(counted.ttl / 1000))) },
-    )
-  }
-  return [hook]
-}
-
 export async function storefrontRoutes(scope: FastifyInstance, services: Services): Promise<void> {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>()
-  const { backend, config, metrics } = services
+  const { backend } = services
   const sf = services.storefrontAuth
 
-  const perAddress = limiter(
-    scope,
-    config.STOREFRONT_IP_RATE,
-    'this address',
-    (r) => `storefront-ip:${r.ip}`,
-    () => metrics.rateLimited.inc({ shop: 'storefront' }),
-  )
-  const perCustomer = limiter(
-    scope,
-    config.STOREFRONT_CUSTOMER_RATE,
-    'this customer',
-    (r) => `storefront-customer:${r.storefront.shopId}:${r.storefront.customerId}`,
-    () => metrics.rateLimited.inc({ shop: 'storefront' }),
-  )
-  const keyed = [noStore, ...perAddress, sf.key]
-  const signedIn = [...keyed, sf.customer, ...perCustomer]
+  const guards = storefrontGuards(scope, services)
+  const keyed = guards.route('none')
+  const signedIn = guards.route('required')
 
   // A refused origin learns nothing; any origin a live key lists may read the answer, refusals
   // included (a page must see why its key or token was refused).
@@ -124,7 +89,7 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
     app.options(
       `${STOREFRONT_PREFIX}${path}`,
       {
-        onRequest: perAddress,
+        onRequest: guards.preflight,
         schema: {
           summary: 'CORS preflight of a storefront route',
           operationId: `storefrontPreflight${path.replace(/[^a-z]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
@@ -217,15 +182,19 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
         operationId: 'storefrontHistory',
         tags,
         security,
-        querystring: PointsQuery,
+        querystring: HistoryQuery,
         response: { 200: readAnswer('A page of ledger entries, newest first', HistoryView), ...STOREFRONT_PROBLEMS() },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { shopId, customerId } = request.storefront
       await customerOf(request)
       const limit = Number(request.query.limit ?? 50)
-      const before = request.query.cursor === undefined ? null : Number(request.query.cursor)
+      const cursor = request.query.cursor
+      // The page's end, sealed for this shop and customer (src/keys/history-cursor.ts): never the
+      // ledger's own ids, which number every shop's entries.
+      const before = cursor === undefined ? null : services.historyCursors.entryOf(shopId, customerId!, cursor)
+      if (cursor !== undefined && before === null) return sendProblem(reply, historyCursorProblem(cursor))
       const page = await customerEntries(backend.db, shopId, customerId!, limit, before)
       return {
         entries: page.rows.map((r) => ({
@@ -235,7 +204,7 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
           created_at: formatInstant(r.created_at)!,
           available_at: formatInstant(r.available_at)!,
         })),
-        next_cursor: page.more ? String(page.rows[page.rows.length - 1]!.id) : null,
+        next_cursor: page.more ? services.historyCursors.cursorOf(shopId, customerId!, page.rows[page.rows.length - 1]!.id) : null,
       }
     },
   )
@@ -243,7 +212,7 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
   app.get(
     `${STOREFRONT_PREFIX}/rewards`,
     {
-      onRequest: [...keyed, sf.optionalCustomer, ...perCustomer.map((hook) => optionalHook(hook))],
+      onRequest: guards.route('optional'),
       schema: {
         summary: "The shop's active rewards; with a customer token, which the customer can afford and claim",
         operationId: 'storefrontRewards',
@@ -318,38 +287,22 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
     },
   )
 
-  // A friend has no token: the key alone, and a limit per address of its own, over an hour.
-  const claimsPerAddress =
-    config.REFERRAL_CLAIMS_PER_IP === 0
-      ? []
-      : (() => {
-          const count = scope.createRateLimit({ max: config.REFERRAL_CLAIMS_PER_IP, timeWindow: 3_600_000, keyGenerator: (r) => `referral-claim:${r.ip}` })
-          return [
-            async (request: FastifyRequest) => {
-              const counted = await count(request)
-              if (counted.isAllowed || !counted.isExceeded) return
-              metrics.rateLimited.inc({ shop: 'storefront' })
-              throw new ProblemError(
-                problem(
-                  'rate-limited',
-                  `this address may make ${config.REFERRAL_CLAIMS_PER_IP} referral claims per hour; retry after the delay in Retry-After`,
-                ),
-                { 'retry-after': String(Math.max(1, Math.ceil(counted.ttl / 1000))) },
-              )
-            },
-          ]
-        })()
+  // A friend has no token: the key alone, and limits of their own (src/routes/storefront-limits.ts).
   app.post(
     `${STOREFRONT_PREFIX}/referrals/:code/claim`,
     {
-      onRequest: [...keyed, ...claimsPerAddress],
+      onRequest: [...keyed, ...guards.referralClaims],
       bodyLimit: CLAIM_BODY_LIMIT,
+      // The route answers its body's problems itself: malformed JSON as malformed-json, a body that
+      // breaks the schema as invalid-body (422), as every route that takes a command's body does.
+      attachValidation: true,
       schema: {
         summary: "A friend claims a referrer's code with their e-mail: their reward code, or the points their first order will add",
         operationId: 'storefrontReferralClaim',
         description:
           'The publishable key alone, no customer token. The e-mail is kept only as a keyed hash of its normalised form. 201 the first time; ' +
-          '200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour).',
+          '200 when the same e-mail claims the same code again. Rate-limited per address (REFERRAL_CLAIMS_PER_IP an hour) and per code ' +
+          '(REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours, from any address).',
         tags,
         security: [{ storefrontKey: [] }],
         params: ReferralCodeParams,
@@ -361,7 +314,13 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
         },
       },
     },
-    async (request, reply) => claimReferral(services, reply, request.storefront.shopId, request.params.code, request.body.email),
+    async (request, reply) => {
+      const refused = commandBodyProblem(request, 'claim')
+      if (refused) return sendProblem(reply, refused)
+      const { shopId } = request.storefront
+      await guards.emailsPerCode(shopId, request.params.code, request.body.email)
+      return claimReferral(services, reply, shopId, request.params.code, request.body.email)
+    },
   )
 
   app.get(
@@ -388,9 +347,12 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
   )
 }
 
-/** A hook that runs only when the request has a customer (a route whose token is optional). */
-function optionalHook(hook: (request: FastifyRequest) => Promise<void>) {
-  return async (request: FastifyRequest) => {
-    if (request.storefront.customerId !== undefined) await hook(request)
-  }
+/** The 400 of a history cursor this route did not answer for this customer: the old form (a ledger row's number) named as such. */
+function historyCursorProblem(cursor: string) {
+  return problem(
+    'malformed-request',
+    /^[0-9]{1,16}$/.test(cursor)
+      ? 'cursor is a number, the form next_cursor had before it became opaque: start again without cursor, then pass each page’s next_cursor as given'
+      : 'cursor is not a next_cursor this route answered for this customer: pass next_cursor as given, or start again without cursor',
+  )
 }

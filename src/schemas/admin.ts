@@ -248,7 +248,12 @@ export const AdminKey = Type.Object(
     }),
     origins: Type.Array(Type.String(), { description: "a publishable key's allowed origins; empty for the other kinds" }),
     created_at: Type.String(),
-    last_used_at: Nullable(Type.String()),
+    last_used_at: Nullable(
+      Type.String({
+        description:
+          'when a request last used it (to within 10 s): a secret key by any shop request, a publishable key by any storefront request, a signing secret by each customer token it verified; null: never',
+      }),
+    ),
     revoked_at: Nullable(Type.String()),
   },
   { additionalProperties: false },

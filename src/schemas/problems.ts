@@ -75,11 +75,11 @@ const WHEN: Record<ProblemStatus, string> = {
   405: 'A method other than POST on a webhook path.',
   408: 'The headers or the whole request took too long; the connection is closed.',
   409: "A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which).",
-  413: 'The body is larger than BODY_LIMIT.',
+  413: "The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies.",
   415: 'The body is not sent as application/json.',
   417: 'An Expect header other than 100-continue; the connection is closed.',
   422: 'The body breaks the validation rules; it is stored as a rejected event named by `event_id`.',
-  429: 'The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds.',
+  429: 'The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code.',
   431: 'The request headers are larger than 16 KiB.',
   503: 'The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After.',
 }

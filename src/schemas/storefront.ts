@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { TierFields } from './resources.ts'
+import { PointsQuery, TierFields } from './resources.ts'
 import { ShopRewardView } from './rewards.ts'
 
 // What the storefront routes answer (docs/integrate/storefront.md): the customer's own points,
@@ -34,10 +34,22 @@ export const HistoryEntry = Type.Object(
 export const HistoryView = Type.Object(
   {
     entries: Type.Array(HistoryEntry, { description: 'newest first' }),
-    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as ?cursor= for the next page; null on the last' }),
+    next_cursor: Type.Union([Type.String({ pattern: '^[A-Za-z0-9_-]{22}$' }), Type.Null()], {
+      description: "pass as ?cursor= for the next page; null on the last. Opaque, and good only for this customer's history",
+    }),
   },
   { additionalProperties: false },
 )
+
+export const HistoryQuery = Type.Object({
+  limit: PointsQuery.properties.limit,
+  cursor: Type.Optional(
+    Type.String({
+      maxLength: 64,
+      description: "the next_cursor of the previous page, as answered: opaque, and good only for the same customer's history",
+    }),
+  ),
+})
 
 export const StorefrontReward = Type.Object(
   {

@@ -79,3 +79,25 @@ test('a Redis that stops answering is still let through after the timeout, count
   const back = await incr('thawed')
   assert.deepEqual([back.err, back.current], [null, 1])
 })
+
+test('distinct members (the e-mails of a referral code): one already in is admitted again, a new one past max is not and is not added; a silent Redis admits, counted as unchecked', async () => {
+  const admit = (member: string) => store.admitDistinct('distinct-code', member, 2, 60_000)
+  assert.deepEqual(
+    (await Promise.all(['a', 'b'].map(admit))).map((a) => a.admitted),
+    [true, true],
+  )
+  const refused = await admit('c')
+  assert.equal(refused.admitted, false)
+  assert.ok(refused.ttlMs > 0 && refused.ttlMs <= 60_000, `ttl ${refused.ttlMs}`)
+  assert.equal((await admit('a')).admitted, true, 'a member already in')
+  assert.equal((await admit('c')).admitted, false, 'the refused member was not added')
+  const before = await unchecked()
+  redis.freeze()
+  try {
+    assert.equal((await store.admitDistinct('distinct-frozen', 'x', 1, 60_000)).admitted, true)
+    assert.equal((await store.admitDistinct('distinct-frozen', 'y', 1, 60_000)).admitted, true, 'skipped a while: admitted at once')
+    assert.equal(await unchecked(), before + 2)
+  } finally {
+    redis.thaw()
+  }
+})
