@@ -116,7 +116,7 @@ export interface paths {
     options: operations["storefrontPreflightRewardsIdClaim"];
   };
   "/v3/storefront/me/referral": {
-    /** The signed-in customer's referral code, for the link they share */
+    /** The signed-in customer's referral code, for the link they share; null while the shop offers no referrals */
     get: operations["storefrontReferralCode"];
     /**
      * CORS preflight of a storefront route
@@ -3683,7 +3683,7 @@ export interface operations {
       };
     };
   };
-  /** The signed-in customer's referral code, for the link they share */
+  /** The signed-in customer's referral code, for the link they share; null while the shop offers no referrals */
   storefrontReferralCode: {
     responses: {
       /** @description The referral code */
@@ -3694,8 +3694,8 @@ export interface operations {
         };
         content: {
           "application/json": {
-            /** @description the customer's referral code: stable, and not to be guessed from another's */
-            code: string;
+            /** @description the customer's referral code: stable, and not to be guessed from another's; null while the shop offers no referrals (a link would lead nowhere) */
+            code: string | null;
           };
         };
       };
