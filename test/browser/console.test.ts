@@ -215,7 +215,7 @@ forEachDatabase((kind) => {
       watch.check()
     })
 
-    test('a row of the events list opens its inspector; the shop pickers default to the oldest shop', async () => {
+    test('a row of the events list opens its inspector; every page’s shop picker defaults to the oldest shop', async () => {
       const { page } = browser
       await page.click('nav.top a:text("Events")')
       const row = page.locator('table.events tbody tr[data-event]').first()
@@ -228,9 +228,20 @@ forEachDatabase((kind) => {
       await createKey(database.url, 'aaa-newest')
       await page.click('nav.top a:text("Overview")')
       await page.locator('section.shop[data-shop="aaa-newest"]').waitFor()
-      await page.click('nav.top a:text("Keys")')
-      await page.locator('table.keys').waitFor()
-      assert.equal(await page.locator('select[name=shop]').inputValue(), SHOP)
+      // Every page with a shop picker, each opened from the navigation with no shop in its address.
+      for (const [nav, heading] of [
+        ['Customer', 'Customer'],
+        ['Reports', 'Points liability'],
+        ['Rules', 'Points rule'],
+        ['Rewards', 'Rewards'],
+        ['Referrals', 'Referrals'],
+        ['Keys', 'Keys'],
+        ['Webhooks', 'Outgoing webhooks'],
+      ]) {
+        await page.click(`nav.top a:text("${nav}")`)
+        await page.locator('main h1', { hasText: heading }).waitFor()
+        assert.equal(await page.locator('main select[name=shop]').inputValue(), SHOP, `the ${nav} page's shop`)
+      }
       watch.check()
     })
 
