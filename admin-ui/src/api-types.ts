@@ -203,7 +203,7 @@ export interface paths {
     get: operations["adminStats"];
   };
   "/v3/admin/shops/{shop}/customers": {
-    /** A shop's customers, deleted ones included, by e-mail or all */
+    /** A shop's customers, deleted ones included, by e-mail or all, each with their balance and tier now */
     get: operations["adminListCustomers"];
   };
   "/v3/admin/shops/{shop}/customers/{id}": {
@@ -1210,7 +1210,7 @@ export interface components {
         max: number;
       };
     };
-    AdminCustomerSummary: {
+    AdminCustomerListItem: {
       id: number;
       first_name: string | null;
       last_name: string | null;
@@ -1221,6 +1221,12 @@ export interface components {
       updated_at: string | null;
       /** @description true for a tombstone: the customer was deleted; the ledger is kept */
       deleted: boolean;
+      /** @description the VIP tier the customer holds now; null for none */
+      tier: string | null;
+      /** @description points they may spend now: the points endpoint’s and their card’s available */
+      available: number;
+      /** @description points earned that become available later */
+      pending: number;
     };
     AdminCustomer: {
       customer: {
@@ -1268,7 +1274,7 @@ export interface components {
     };
     AdminCustomerList: {
       /** @description newest id first */
-      items: components["schemas"]["AdminCustomerSummary"][];
+      items: components["schemas"]["AdminCustomerListItem"][];
       next_cursor: string | null;
     };
     AdminLedgerEntry: {
@@ -4958,7 +4964,7 @@ export interface operations {
       };
     };
   };
-  /** A shop's customers, deleted ones included, by e-mail or all */
+  /** A shop's customers, deleted ones included, by e-mail or all, each with their balance and tier now */
   adminListCustomers: {
     parameters: {
       query?: {
