@@ -23,6 +23,7 @@ const PAGES: { name: string; path: (rejected: string) => string; ready: string }
   { name: 'overview', path: () => '', ready: `section.shop[data-shop="${SHOP}"] .uplot` },
   { name: 'events', path: () => 'events', ready: 'table.events tbody tr' },
   { name: 'rejected-event', path: (rejected) => `events/${encodeURIComponent(rejected)}`, ready: 'main.inspector ul.field-errors' },
+  { name: 'customers', path: () => `customer?shop=${SHOP}`, ready: 'table.customers tbody tr' },
   { name: 'customer', path: () => `customer?shop=${SHOP}&q=9`, ready: 'table.ledger' },
   { name: 'keys', path: () => `keys?shop=${SHOP}`, ready: 'table.keys tbody tr' },
   { name: 'rules', path: () => `rules?shop=${SHOP}`, ready: '[data-current-rule]' },

@@ -116,7 +116,7 @@ export interface paths {
     options: operations["storefrontPreflightRewardsIdClaim"];
   };
   "/v3/storefront/me/referral": {
-    /** The signed-in customer's referral code, for the link they share */
+    /** The signed-in customer's referral code, for the link they share; null while the shop offers no referrals */
     get: operations["storefrontReferralCode"];
     /**
      * CORS preflight of a storefront route
@@ -203,7 +203,7 @@ export interface paths {
     get: operations["adminStats"];
   };
   "/v3/admin/shops/{shop}/customers": {
-    /** A shop's customers, deleted ones included, by e-mail or all */
+    /** A shop's customers, deleted ones included, by e-mail or all, each with their balance and tier now */
     get: operations["adminListCustomers"];
   };
   "/v3/admin/shops/{shop}/customers/{id}": {
@@ -1210,7 +1210,7 @@ export interface components {
         max: number;
       };
     };
-    AdminCustomerSummary: {
+    AdminCustomerListItem: {
       id: number;
       first_name: string | null;
       last_name: string | null;
@@ -1221,6 +1221,12 @@ export interface components {
       updated_at: string | null;
       /** @description true for a tombstone: the customer was deleted; the ledger is kept */
       deleted: boolean;
+      /** @description the VIP tier the customer holds now; null for none */
+      tier: string | null;
+      /** @description points they may spend now: the points endpoint’s and their card’s available */
+      available: number;
+      /** @description points earned that become available later */
+      pending: number;
     };
     AdminCustomer: {
       customer: {
@@ -1268,7 +1274,7 @@ export interface components {
     };
     AdminCustomerList: {
       /** @description newest id first */
-      items: components["schemas"]["AdminCustomerSummary"][];
+      items: components["schemas"]["AdminCustomerListItem"][];
       next_cursor: string | null;
     };
     AdminLedgerEntry: {
@@ -3683,7 +3689,7 @@ export interface operations {
       };
     };
   };
-  /** The signed-in customer's referral code, for the link they share */
+  /** The signed-in customer's referral code, for the link they share; null while the shop offers no referrals */
   storefrontReferralCode: {
     responses: {
       /** @description The referral code */
@@ -3694,8 +3700,8 @@ export interface operations {
         };
         content: {
           "application/json": {
-            /** @description the customer's referral code: stable, and not to be guessed from another's */
-            code: string;
+            /** @description the customer's referral code: stable, and not to be guessed from another's; null while the shop offers no referrals (a link would lead nowhere) */
+            code: string | null;
           };
         };
       };
@@ -4958,7 +4964,7 @@ export interface operations {
       };
     };
   };
-  /** A shop's customers, deleted ones included, by e-mail or all */
+  /** A shop's customers, deleted ones included, by e-mail or all, each with their balance and tier now */
   adminListCustomers: {
     parameters: {
       query?: {

@@ -1,7 +1,8 @@
 import { sql, type Kysely, type Selectable } from 'kysely'
 import { emailSha } from '../batch/decide.ts'
-import type { CustomerRecord, OrderRecord } from '../domain/merge.ts'
-import { toCustomer, toOrder } from '../db/rows.ts'
+import type { StoredCustomer } from '../batch/state.ts'
+import type { OrderRecord } from '../domain/merge.ts'
+import { storedCustomer, toOrder } from '../db/rows.ts'
 import type { CustomersTable, Tables } from '../db/tables.ts'
 import { unindexed } from '../db/unindexed.ts'
 import { pageOf } from './page.ts'
@@ -48,14 +49,14 @@ export async function shopCounts(db: Kysely<Tables>, shopIds: readonly number[])
   }
 }
 
-/** A page of a shop's customers (tombstones too), newest id first; by e-mail, the live ones with it and the deleted ones it was erased from. */
+/** A page of a shop's customers (tombstones too) with their loyalty columns, newest id first; by e-mail, the live ones with it and the deleted ones it was erased from. */
 export async function customerPage(
   db: Kysely<Tables>,
   shopId: number,
   email: string | null,
   limit: number,
   before: number | null,
-): Promise<{ rows: CustomerRecord[]; more: boolean }> {
+): Promise<{ rows: StoredCustomer[]; more: boolean }> {
   let rows: Selectable<CustomersTable>[]
   if (email === null) {
     let query = db
@@ -84,7 +85,7 @@ export async function customerPage(
     const found = (await Promise.all([by('email_lower', lower), by('erased_email_sha', emailSha(shopId, lower))])).flat()
     rows = [...new Map(found.map((r) => [Number(r.id), r])).values()].sort((a, b) => Number(b.id) - Number(a.id)).slice(0, limit + 1)
   }
-  return pageOf(rows, limit, toCustomer)
+  return pageOf(rows, limit, (row) => storedCustomer(shopId, row))
 }
 
 /** A customer's orders, or a guest's: those sent with the e-mail that no customer is linked to. Found by that key, then sorted (unindexed: see src/db/unindexed.ts). */

@@ -15,24 +15,48 @@ export interface Balances {
   lifetime_earned: number
 }
 
+/** The sums a balance is: one customer's, or each customer's of a group by customer_id. */
+function balanceSums(nowUs: number) {
+  return [
+    sql<number>`COALESCE(SUM(CASE WHEN available_us <= ${nowUs} THEN points ELSE 0 END), 0)`.as('available'),
+    sql<number>`COALESCE(SUM(CASE WHEN available_us > ${nowUs} THEN points ELSE 0 END), 0)`.as('pending'),
+    // Every order entry counts, forfeitures too: a sum that left them out would depend on whether a
+    // delete arrived before or after the orders it forfeits, not only on the final state. So do the
+    // bonuses' entries (their award, and what took it back or moved it: no order, no redemption, no
+    // adjustment; a referral's, and the reversals of one, which alone carry no order). Redemptions, expiry and an operator's adjustments do not change what was earned.
+    sql<number>`COALESCE(SUM(CASE WHEN order_id IS NOT NULL OR reason IN ('signup', 'newsletter', 'excluded', 'forfeited', 'adjusted', 'referral', 'reversed_refund', 'reversed_cancel') THEN points ELSE 0 END), 0)`.as(
+      'lifetime_earned',
+    ),
+  ] as const
+}
+
+const balancesOf = (row: { available: unknown; pending: unknown; lifetime_earned: unknown }): Balances => ({
+  available: Number(row.available),
+  pending: Number(row.pending),
+  lifetime_earned: Number(row.lifetime_earned),
+})
+
 export async function customerBalances(db: Kysely<Tables>, shopId: number, customerId: number, nowUs: number): Promise<Balances> {
   const row = await db
     .selectFrom('ledger')
-    .select([
-      sql<number>`COALESCE(SUM(CASE WHEN available_us <= ${nowUs} THEN points ELSE 0 END), 0)`.as('available'),
-      sql<number>`COALESCE(SUM(CASE WHEN available_us > ${nowUs} THEN points ELSE 0 END), 0)`.as('pending'),
-      // Every order entry counts, forfeitures too: a sum that left them out would depend on whether a
-      // delete arrived before or after the orders it forfeits, not only on the final state. So do the
-      // bonuses' entries (their award, and what took it back or moved it: no order, no redemption, no
-      // adjustment; a referral's, and the reversals of one, which alone carry no order). Redemptions, expiry and an operator's adjustments do not change what was earned.
-      sql<number>`COALESCE(SUM(CASE WHEN order_id IS NOT NULL OR reason IN ('signup', 'newsletter', 'excluded', 'forfeited', 'adjusted', 'referral', 'reversed_refund', 'reversed_cancel') THEN points ELSE 0 END), 0)`.as(
-        'lifetime_earned',
-      ),
-    ])
+    .select(balanceSums(nowUs))
     .where('shop_id', '=', shopId)
     .where('customer_id', '=', customerId)
     .executeTakeFirstOrThrow()
-  return { available: Number(row.available), pending: Number(row.pending), lifetime_earned: Number(row.lifetime_earned) }
+  return balancesOf(row)
+}
+
+/** The balances of a page of customers at once, summed as customerBalances sums one's (ledger_customer); a customer with no entries has none in the map. */
+export async function customersBalances(db: Kysely<Tables>, shopId: number, customerIds: readonly number[], nowUs: number): Promise<Map<number, Balances>> {
+  if (customerIds.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('ledger')
+    .select(['customer_id', ...balanceSums(nowUs)])
+    .where('shop_id', '=', shopId)
+    .where('customer_id', 'in', [...customerIds])
+    .groupBy('customer_id')
+    .execute()
+  return new Map(rows.map((r) => [Number(r.customer_id), balancesOf(r)]))
 }
 
 /** A page of the customer's entries, newest first; `before` is the id the previous page ended at. */

@@ -24,15 +24,29 @@ export async function findOrder(db: Kysely<Tables>, shopId: number, id: number):
   return row && toOrder(row)
 }
 
-/** A customer's earnings processed within [fromUs, toUs] (order_earnings_customer): what their tier counts. */
-export async function customerEarnings(db: Kysely<Tables>, shopId: number, customerId: number, fromUs: number, toUs: number): Promise<Earning[]> {
+/** The earnings of several customers processed within [fromUs, toUs], by customer (order_earnings_customer): what their tiers count. */
+export async function customersEarnings(
+  db: Kysely<Tables>,
+  shopId: number,
+  customerIds: readonly number[],
+  fromUs: number,
+  toUs: number,
+): Promise<Map<number, Earning[]>> {
+  const byCustomer = new Map<number, Earning[]>()
+  if (customerIds.length === 0) return byCustomer
   const rows = await db
     .selectFrom('order_earnings')
-    .select(['order_id', 'processed_us', 'base'])
-    .where('customer_id', '=', customerId)
+    .select(['customer_id', 'order_id', 'processed_us', 'base'])
+    .where('customer_id', 'in', [...customerIds])
     .where('shop_id', '=', shopId)
     .where('processed_us', '>=', fromUs)
     .where('processed_us', '<=', toUs)
     .execute()
-  return rows.map((r) => ({ orderId: Number(r.order_id), processedUs: Number(r.processed_us), base: Number(r.base) }))
+  for (const r of rows) {
+    const id = Number(r.customer_id)
+    const earnings = byCustomer.get(id) ?? []
+    earnings.push({ orderId: Number(r.order_id), processedUs: Number(r.processed_us), base: Number(r.base) })
+    byCustomer.set(id, earnings)
+  }
+  return byCustomer
 }

@@ -3,10 +3,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { formatInstant } from '../domain/time.ts'
 import { commandBodyProblem, idempotencyKey, notFound, parseId, problem, ProblemError, sendProblem } from '../http/intake/index.ts'
 import { BEARER_CHALLENGE } from '../http/storefront-auth.ts'
+import { optionsAt, parseProgram } from '../loyalty/program.ts'
 import { meetsMinTier } from '../loyalty/rewards.ts'
+import { parseStoredRule } from '../loyalty/rule.ts'
 import { claimRowView, shopRewardView, shopTiers } from '../rewards/catalogue.ts'
 import { customerEntries } from '../repos/points-repo.ts'
 import { findStoredCustomer } from '../repos/read-repo.ts'
+import { readRule } from '../repos/rule-repo.ts'
 import { customerClaims, shopRewards } from '../repos/rewards-repo.ts'
 import { problemResponses, type ProblemStatus } from '../schemas/problems.ts'
 import { ClaimList, ClaimsQuery, ClaimView } from '../schemas/rewards.ts'
@@ -273,7 +276,7 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
     {
       onRequest: signedIn,
       schema: {
-        summary: "The signed-in customer's referral code, for the link they share",
+        summary: "The signed-in customer's referral code, for the link they share; null while the shop offers no referrals",
         operationId: 'storefrontReferralCode',
         tags,
         security,
@@ -283,7 +286,10 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
     async (request) => {
       const { shopId, customerId } = request.storefront
       await customerOf(request)
-      return { code: services.referralKeys.codeOf(shopId, customerId!) }
+      // As a friend's claim is decided: the terms in force at the instant (src/batch/decide-referrals.ts).
+      const stored = await readRule(backend.db, shopId)
+      const offered = optionsAt(parseProgram(stored.program_schedule, parseStoredRule(stored.rule)), services.clock.nowUs()).referral !== undefined
+      return { code: offered ? services.referralKeys.codeOf(shopId, customerId!) : null }
     },
   )
 

@@ -180,7 +180,14 @@ export const AdminCustomer = Type.Object({
       'the orders linked to the customer, and those whose points the customer holds without a link (matched by their e-mail), newest id first, the latest 100',
   }),
 })
-export const AdminCustomerList = list(AdminCustomerSummary, 'newest id first')
+/** A customer in the console's list: with their balance and tier now, as their card and the points endpoint give them. */
+export const AdminCustomerListItem = Type.Object({
+  ...AdminCustomerSummary.properties,
+  tier: TierFields.tier,
+  available: Type.Integer({ description: 'points they may spend now: the points endpoint’s and their card’s available' }),
+  pending: Type.Integer({ description: 'points earned that become available later' }),
+})
+export const AdminCustomerList = list(AdminCustomerListItem, 'newest id first')
 export const CustomersQuery = Type.Object({
   email: Type.Optional(
     Type.String({

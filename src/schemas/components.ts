@@ -33,7 +33,7 @@ export const NAMED_SCHEMAS: Record<string, TSchema> = {
   AdminShop: Admin.AdminShop,
   AdminShopList: Admin.AdminShopList,
   AdminStats: Admin.Stats,
-  AdminCustomerSummary: Admin.AdminCustomerSummary,
+  AdminCustomerListItem: Admin.AdminCustomerListItem,
   AdminCustomer: Admin.AdminCustomer,
   AdminCustomerList: Admin.AdminCustomerList,
   AdminLedgerEntry: Admin.AdminLedgerEntry,

@@ -74,7 +74,12 @@ export const StorefrontRewardParams = Type.Object({ id: Type.String({ descriptio
 
 /** The signed-in customer's referral code (docs/program/referrals.md). */
 export const ReferralCodeView = Type.Object(
-  { code: Type.String({ pattern: '^[a-z2-7]{26}$', description: "the customer's referral code: stable, and not to be guessed from another's" }) },
+  {
+    code: Type.Union([Type.String({ pattern: '^[a-z2-7]{26}$' }), Type.Null()], {
+      description:
+        "the customer's referral code: stable, and not to be guessed from another's; null while the shop offers no referrals (a link would lead nowhere)",
+    }),
+  },
   { additionalProperties: false },
 )
 

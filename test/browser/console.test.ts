@@ -57,6 +57,11 @@ forEachDatabase((kind) => {
       buildDashboard()
       database = await createTestDatabase(kind)
       shopKey = (await createKey(database.url, SHOP)).key
+      // VIP tiers, and a tag that holds Gold: the customer list shows each customer's tier.
+      const tiers = await runCli(['rules', 'set', '--shop', SHOP, '--tier', 'Silver:100', '--tier', 'Gold:1000', '--tag-tier', 'vip=Gold'], {
+        DATABASE_URL: database.url,
+      })
+      assert.equal(tiers.code, 0, tiers.stderr)
       const created = await runCli(['admins', 'create', '--name', 'Ada Operator'], { DATABASE_URL: database.url })
       assert.equal(created.code, 0, created.stderr)
       adminKey = created.stdout.trim().split('\n').at(-1)!
@@ -83,7 +88,8 @@ forEachDatabase((kind) => {
       orderDays = [dayNow()]
       assert.equal((await hook(ORDER_CREATED, order)).status, 200)
       orderDays = [...new Set([...orderDays, dayNow()])]
-      for (let i = 0; i < 3; i++) assert.equal((await hook(CUSTOMER_CREATED, { id: 100 + i, email: `c${i}@example.com` })).status, 200)
+      for (let i = 0; i < 3; i++)
+        assert.equal((await hook(CUSTOMER_CREATED, { id: 100 + i, email: `c${i}@example.com`, ...(i === 0 && { tags: ['vip'] }) })).status, 200)
       assert.equal((await hook(ORDER_CREATED, { id: 502, currency: 'EUR', total: '12.5' })).status, 422)
       browser = await launchBrowser()
       watch = new PageWatch(browser.page, base)
@@ -215,7 +221,7 @@ forEachDatabase((kind) => {
       watch.check()
     })
 
-    test('a row of the events list opens its inspector; the shop pickers default to the oldest shop', async () => {
+    test('a row of the events list opens its inspector; every page’s shop picker defaults to the oldest shop', async () => {
       const { page } = browser
       await page.click('nav.top a:text("Events")')
       const row = page.locator('table.events tbody tr[data-event]').first()
@@ -228,9 +234,20 @@ forEachDatabase((kind) => {
       await createKey(database.url, 'aaa-newest')
       await page.click('nav.top a:text("Overview")')
       await page.locator('section.shop[data-shop="aaa-newest"]').waitFor()
-      await page.click('nav.top a:text("Keys")')
-      await page.locator('table.keys').waitFor()
-      assert.equal(await page.locator('select[name=shop]').inputValue(), SHOP)
+      // Every page with a shop picker, each opened from the navigation with no shop in its address.
+      for (const [nav, heading] of [
+        ['Customer', 'Customer'],
+        ['Reports', 'Points liability'],
+        ['Rules', 'Points rule'],
+        ['Rewards', 'Rewards'],
+        ['Referrals', 'Referrals'],
+        ['Keys', 'Keys'],
+        ['Webhooks', 'Outgoing webhooks'],
+      ]) {
+        await page.click(`nav.top a:text("${nav}")`)
+        await page.locator('main h1', { hasText: heading }).waitFor()
+        assert.equal(await page.locator('main select[name=shop]').inputValue(), SHOP, `the ${nav} page's shop`)
+      }
       watch.check()
     })
 
@@ -354,9 +371,32 @@ forEachDatabase((kind) => {
       await page.locator('table.customers tbody tr[data-customer="9"]').waitFor()
       assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-customer'))), ['102', '101', '100', '77', '11', '9'])
       assert.equal(await page.locator('.pager a[rel=next]').count(), 0, 'no page after the last')
-      // A row opens the customer's card.
+      // Each row's tier and balance: Gold by the vip tag; Silver for 9, whose order earned 120, available.
+      const cells = async (id: number) => {
+        const row = page.locator(`table.customers tr[data-customer="${id}"]`)
+        return [
+          await row.locator('[data-tier]').innerText(),
+          await row.locator('[data-balance=available]').innerText(),
+          await row.locator('[data-balance=pending]').innerText(),
+        ]
+      }
+      assert.deepEqual(await cells(100), ['Gold', '0', '0'])
+      assert.deepEqual(await cells(101), ['', '0', '0'])
+      assert.deepEqual(await cells(9), ['Silver', '120', '0'])
+      assert.deepEqual(await page.locator('table.customers thead th').allInnerTexts(), ['id', 'name', 'e-mail', 'tier', 'available', 'pending', ''])
+      await shot('customer-list-older')
+      // A row opens the customer's card, whose figures are the list's.
       await page.click('table.customers tr[data-customer="9"] a')
-      await page.locator('main[data-query="9"] section.customer[data-customer="9"] [data-balance=available]').waitFor()
+      const card = page.locator('main[data-query="9"] section.customer[data-customer="9"]')
+      await card.locator('[data-balance=available]').waitFor()
+      assert.deepEqual(
+        [
+          await card.locator('[data-tier]').innerText(),
+          await card.locator('[data-balance=available]').innerText(),
+          await card.locator('[data-balance=pending]').innerText(),
+        ],
+        ['Silver', '120', '0'],
+      )
       watch.check()
     })
 

@@ -193,6 +193,51 @@ forEachDatabase((kind) => {
       await answer.locator('[data-tier]', { hasText: 'Silver' }).waitFor()
       assert.equal(await answer.locator('[data-points]').innerText(), '40')
       await shot('rules-program')
+
+      // The audit log gives the tiers as the command line takes them, never as [object Object].
+      await page.click('nav.top a:text("Audit")')
+      const set = page.locator('table.audit tbody tr', { hasText: `the points rule, version ${before + 1}` })
+      await set.waitFor()
+      const said = await set.innerText()
+      assert.ok(said.includes('tiers none → Silver:0, Gold:300:2'), said)
+      assert.ok(said.includes('tag_tiers none → vip=Gold'), said)
+      assert.ok(said.includes('exclude_tags none → staff, wholesale'), said)
+      assert.doesNotMatch(said, /object Object|\b0=/)
+      await shot('rules-program-audit')
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
+      watch.check()
+    })
+
+    test('the history stays within the window at 1,280 and 800 px: it scrolls sideways in its own box, the version in sight', async () => {
+      const { page } = browser
+      try {
+        await signIn(adminKey, 'Ada Operator')
+        const box = page.locator('[data-scroll=rule-history]')
+        const rows = page.locator('table.rule-history tr[data-version]')
+        for (const width of [1280, 800]) {
+          await page.setViewportSize({ width, height: 900 })
+          await rows.first().waitFor()
+          const pageWidth = Number(await page.evaluate('document.documentElement.scrollWidth'))
+          // What reaches past the window, outside a box that scrolls: named in the failure.
+          const past = await page.evaluate(`[...document.querySelectorAll('body *')]
+            .filter((e) => e.getBoundingClientRect().right > ${width + 0.5} && !e.parentElement.closest('[data-scroll]'))
+            .map((e) => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + ' to ' + Math.round(e.getBoundingClientRect().right) + ' px')`)
+          assert.ok(pageWidth <= width, `the page is ${pageWidth} px wide in a window of ${width} px: ${JSON.stringify(past)}`)
+          const shown = (await box.boundingBox())!
+          assert.ok(shown.x >= 0 && shown.x + shown.width <= width, `the history within the window at ${width} px: ${JSON.stringify(shown)}`)
+          // The last option is reached by scrolling the box; the version stays at its left edge.
+          const last = rows.first().locator('td[data-option=expiry_warning_days]')
+          await last.scrollIntoViewIfNeeded()
+          const cell = (await last.boundingBox())!
+          assert.ok(cell.x >= shown.x && cell.x + cell.width <= shown.x + shown.width + 0.5, `the last option in the box: ${JSON.stringify({ cell, shown })}`)
+          const version = (await rows.first().locator('td').first().boundingBox())!
+          assert.ok(Math.abs(version.x - shown.x) <= 2, `the version in sight: ${JSON.stringify({ version, shown })}`)
+          await shot(`rules-history-${width}`)
+        }
+      } finally {
+        await page.setViewportSize({ width: 1280, height: 860 })
+      }
       await page.click('button[name=sign-out]')
       await page.locator('input[name=key]').waitFor()
       watch.check()

@@ -291,6 +291,57 @@ forEachDatabase((kind) => {
       problem(await admin.get(`/v3/admin/shops/${s.name}/customers?limit=501`), 400, 'malformed-request')
     })
 
+    test('each customer of the list has their tier and balance now, as their card and the points endpoint give them', async () => {
+      const s = await shop('list-figures')
+      const { rule } = (await admin.get(`/v3/admin/shops/${s.name}/rule`)).json()
+      const tiers = {
+        pending_days: 14,
+        tiers: [
+          { name: 'Silver', points: 100 },
+          { name: 'Gold', points: 1000 },
+        ],
+        tag_tiers: { vip: 'Gold' },
+      }
+      const set = await admin.put(`/v3/admin/shops/${s.name}/rule`, { ...rule, ...tiers })
+      assert.equal(set.statusCode, 200, set.body)
+      const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000).toISOString()
+      const order = async (id: number, customer: number, subtotal: string, days: number) => {
+        const res = await s.post(ORDER_CREATED, { id, customer: { id: customer }, currency: 'EUR', subtotal, is_paid: true, processed_at: daysAgo(days) })
+        assert.equal(res.statusCode, 200, res.body)
+      }
+      await s.post(CUSTOMER_CREATED, { id: 2, email: 'vip@example.com', tags: ['vip'] })
+      await s.post(CUSTOMER_CREATED, { id: 4, email: 'none@example.com' })
+      // 1: 150 available and 30 pending; 2: 40 pending, Gold by its tag; 3: 60 available, then deleted (forfeited); 4: nothing.
+      await order(11, 1, '150.00', 20)
+      await order(12, 1, '30.00', 2)
+      await order(21, 2, '40.00', 1)
+      await order(31, 3, '60.00', 20)
+      assert.equal((await s.post(CUSTOMER_DELETED, { id: 3 })).statusCode, 200)
+      const { items } = (await admin.get(`/v3/admin/shops/${s.name}/customers`)).json()
+      assert.deepEqual(
+        items.map((c: { id: number; tier: string | null; available: number; pending: number; deleted: boolean }) => [
+          c.id,
+          c.tier,
+          c.available,
+          c.pending,
+          c.deleted,
+        ]),
+        [
+          [4, null, 0, 0, false],
+          [3, null, 0, 0, true],
+          [2, 'Gold', 0, 40, false],
+          [1, 'Silver', 150, 30, false],
+        ],
+      )
+      for (const c of items as { id: number; tier: string | null; available: number; pending: number; deleted: boolean }[]) {
+        const card = (await admin.get(`/v3/admin/shops/${s.name}/customers/${c.id}`)).json()
+        assert.deepEqual([c.tier, c.available, c.pending], [card.customer.tier, card.points.available, card.points.pending], `customer ${c.id}'s card`)
+        if (c.deleted) continue
+        const points = (await t.get(`/v3/customers/${c.id}/points`, s.key)).json()
+        assert.deepEqual([c.tier, c.available, c.pending], [points.tier, points.available, points.pending], `customer ${c.id}'s points`)
+      }
+    })
+
     test('by e-mail, live customers and those it was erased from page together, newest id first', async () => {
       const s = await shop('mixed')
       for (const id of [4, 5, 6, 7]) await s.post(CUSTOMER_CREATED, { id, email: id === 6 ? 'else@example.com' : 'Both@example.com' })

@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import http from 'node:http'
+import net from 'node:net'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { after, before, describe, test } from 'node:test'
@@ -13,12 +14,16 @@ import { basic, createTestDatabase, forEachDatabase, ORDER_CREATED, type TestDat
 import { request, ROOT, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
 
 // The storefront widget in Debian's Chromium, on a shop's demo page served from another origin
-// (http://shop.localhost:<port>, its own HTTP server) than the service (http://127.0.0.1:<port>),
-// so that every call the widget makes is a real cross-origin request with its preflight. The
-// keys are made with the command line as an operator makes them; the demo's token endpoint signs
-// its customer's token with the signing secret, as the docs show. The customer sees their points
-// and tier progress, claims a reward and sees its code; a page on an origin the key does not list
-// gets nothing. The widget stays under 20 KB gzipped.
+// (its own HTTP server) than the service (http://127.0.0.1:<port>), so that every call the widget
+// makes is a real cross-origin request with its preflight. The page is at http://shop.test:<port>,
+// a host name Chromium resolves to this machine (--host-resolver-rules): plain http on a host
+// that is not localhost, so not a secure context (no crypto.randomUUID, no navigator.clipboard),
+// as a shop's staging site may be; and at http://shop.localhost:<port>, which is one. The keys are
+// made with the command line as an operator makes them; the demo's token endpoint signs its
+// customer's token with the signing secret, as the docs show, and counts how often it is asked.
+// The customer sees their tier progress and points, claims a reward and sees its code, shares
+// their referral link once the shop offers referrals (and sees none before); a page on an origin
+// the key does not list is told to add it to the key's origins. The widget stays under 20 KB gzipped.
 
 const SHOP = 'demo'
 const WIDGET = join(ROOT, 'widget', 'dist', 'widget.js')
@@ -38,19 +43,27 @@ function buildWidget(): void {
   if (run.status !== 0) throw new Error(`vite build of the widget failed:\n${run.stdout}\n${run.stderr}`)
 }
 
+/** Host names Chromium resolves to this machine: pages on plain http that are not secure contexts (localhost would be one). */
+const HOSTS = ['shop.test', 'evil.test']
+
 interface ShopSite {
   port: number
   /** The keys the page and the token endpoint use, once they are made for the site's origin. */
   keys: { pk: string; secret: string; kid: string }
+  /** How many customer tokens the token endpoint has signed. */
+  tokens: number
   close(): Promise<void>
 }
 
-/** The shop's own site: the demo page and its token endpoint, which vouches for customer 1. */
+/** The shop's own site: the demo page (`?api=` sets the widget's api attribute) and its token endpoint, which vouches for customer 1. */
 function startShopSite(service: string): Promise<ShopSite> {
   const keys = { pk: '', secret: '', kid: '' }
+  const site = { keys, tokens: 0 }
   const server = http.createServer(async (req, res) => {
     const { pk, secret, kid } = keys
-    if (req.url === '/token') {
+    const url = new URL(req.url ?? '/', 'http://site')
+    if (url.pathname === '/token') {
+      site.tokens++
       // What the shop's server does for its signed-in customer (docs/integrate/storefront.md).
       const token = await new SignJWT({ sub: '1', aud: SHOP })
         .setProtectedHeader({ alg: 'HS256', kid })
@@ -60,11 +73,12 @@ function startShopSite(service: string): Promise<ShopSite> {
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify({ token }))
       return
     }
-    if (req.url === '/') {
+    if (url.pathname === '/') {
+      const api = url.searchParams.get('api')
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html>
 <html><head><meta charset="utf-8"><title>Demo shop</title>
 <script type="module" src="${service}/storefront/widget.js"></script></head>
-<body><h1>Demo shop</h1><shop-points shop-key="${pk}" token-url="/token" referral-url="/refer" share-text="10% off at the demo shop: {link}"></shop-points></body></html>`)
+<body><h1>Demo shop</h1><shop-points shop-key="${pk}" token-url="/token" referral-url="/refer" share-text="10% off at the demo shop: {link}"${api ? ` api="${api}"` : ''}></shop-points></body></html>`)
       return
     }
     // (The browser asks for /favicon.ico: none, and no error for it.)
@@ -72,14 +86,18 @@ function startShopSite(service: string): Promise<ShopSite> {
   })
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () =>
-      resolve({
-        port: (server.address() as { port: number }).port,
-        keys,
-        close: () => new Promise<void>((done) => server.close(() => done())),
-      }),
+      resolve(
+        Object.assign(site, {
+          port: (server.address() as { port: number }).port,
+          close: () => new Promise<void>((done) => server.close(() => done())),
+        }),
+      ),
     ),
   )
 }
+
+/** The page's context, as the widget meets it (evaluated in the page). */
+const CONTEXT_OF = '({ secure: isSecureContext, randomUUID: typeof crypto.randomUUID, clipboard: typeof navigator.clipboard })'
 
 forEachDatabase((kind) => {
   describe('the <shop-points> widget', { timeout: 180_000 }, () => {
@@ -88,24 +106,51 @@ forEachDatabase((kind) => {
     let site: ShopSite
     let browser: Browser
     let service: string
+    let admin: string
+    /** The demo page on plain http (not a secure context), and on localhost (a secure one). */
+    let plainPage: string
+    let securePage: string
     const env: Record<string, string> = { SECRETS_KEY: randomBytes(32).toString('base64') }
     const cli = async (args: string[]) => {
       const run = await runCli(args, { ...env, DATABASE_URL: database.url })
       assert.equal(run.code, 0, run.stderr)
       return run.stdout.trim().split('\n')
     }
+    const call = (method: string, path: string, key: string, body?: unknown) =>
+      request(server.port, {
+        method,
+        path,
+        agent: false,
+        headers: { authorization: basic(key), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
 
     before(async () => {
       requireChromium()
       buildWidget()
       database = await createTestDatabase(kind)
       const shopKey = (await cli(['keys', 'create', '--shop', SHOP])).at(-1)!
+      // Tiers, and points available at once: the customer's order below reaches Silver, on the way to Gold.
+      await cli(['rules', 'set', '--shop', SHOP, '--pending-days', '0', '--tier', 'Silver:100', '--tier', 'Gold:500'])
       server = await startServerProcess(database.url, shopKey, env)
       service = `http://127.0.0.1:${server.port}`
       // The site's port is known once it listens: the key lists that origin, then the site gets the keys.
       site = await startShopSite(service)
-      const origin = `http://shop.localhost:${site.port}`
-      const pkLines = await cli(['keys', 'create', '--shop', SHOP, '--publishable', '--origin', origin, '--origin', 'https://shop.example'])
+      plainPage = `http://shop.test:${site.port}`
+      securePage = `http://shop.localhost:${site.port}`
+      const pkLines = await cli([
+        'keys',
+        'create',
+        '--shop',
+        SHOP,
+        '--publishable',
+        '--origin',
+        plainPage,
+        '--origin',
+        securePage,
+        '--origin',
+        'https://shop.example',
+      ])
       const pk = pkLines.at(-1)!
       assert.match(pk, /^pk_[0-9A-Za-z]{32}$/)
       const ssLines = await cli(['keys', 'create', '--shop', SHOP, '--signing'])
@@ -114,26 +159,18 @@ forEachDatabase((kind) => {
       const kid = /kid "(\d+)"/.exec(ssLines.join('\n'))![1]!
       const listed = (await cli(['keys', 'list', '--shop', SHOP])).join('\n')
       assert.match(listed, /publishable/)
-      assert.ok(listed.includes(origin), listed)
+      assert.ok(listed.includes(plainPage), listed)
       assert.match(listed, new RegExp(`\\b${kid}\\b.*signing`))
       assert.ok(!listed.includes(secret.slice(3)) && !listed.includes(pk.slice(3)))
       Object.assign(site.keys, { pk, secret, kid })
 
-      const admin = (await cli(['admins', 'create', '--name', 'Widget Operator'])).at(-1)!
-      const call = (method: string, path: string, key: string, body?: unknown) =>
-        request(server.port, {
-          method,
-          path,
-          agent: false,
-          headers: { authorization: basic(key), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        })
+      admin = (await cli(['admins', 'create', '--name', 'Widget Operator'])).at(-1)!
       const earned = await call('POST', ORDER_CREATED, shopKey, {
         id: 1,
         currency: 'EUR',
         subtotal: '120.00',
         is_paid: true,
-        processed_at: '2024-01-10T10:00:00Z',
+        processed_at: new Date().toISOString(),
         customer: { id: 1 },
       })
       assert.equal(earned.status, 200, earned.body)
@@ -144,7 +181,7 @@ forEachDatabase((kind) => {
         const made = await call('POST', `/v3/admin/shops/${SHOP}/rewards`, admin, reward)
         assert.equal(made.status, 201, made.body)
       }
-      browser = await launchBrowser()
+      browser = await launchBrowser([`--host-resolver-rules=${HOSTS.map((host) => `MAP ${host} 127.0.0.1`).join(', ')}`])
     })
 
     after(async () => {
@@ -153,6 +190,28 @@ forEachDatabase((kind) => {
       if (server) await stopServerProcess(server)
       await database?.drop()
     })
+
+    /** A new page that records console errors and uncaught errors, and the calls made to the service. */
+    const openPage = async () => {
+      const page = await browser.context.newPage()
+      const errors: string[] = []
+      page.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())))
+      page.on('pageerror', (e) => void errors.push(e.message))
+      const calls: string[] = []
+      page.on('request', (r) => void (r.url().startsWith(service) && calls.push(`${r.method()} ${new URL(r.url()).pathname}`)))
+      return { page, errors, calls }
+    }
+    /** What the system clipboard holds, read on a page of the service's origin (a secure context, allowed to read it). */
+    const clipboard = async () => {
+      await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service })
+      const reader = await browser.context.newPage()
+      try {
+        await reader.goto(`${service}/healthz`)
+        return await reader.evaluate<string>('navigator.clipboard.readText()')
+      } finally {
+        await reader.close()
+      }
+    }
 
     test('the widget is at most 20 KB gzipped, and any origin may load it', async () => {
       const answer = await fetch(`${service}/storefront/widget.js`)
@@ -165,57 +224,127 @@ forEachDatabase((kind) => {
       assert.ok(gzipped <= 20 * 1024, `${gzipped} bytes gzipped`)
     })
 
-    test('on the shop’s page: points, tier progress, rewards; a claim shows its code', async () => {
-      const { page } = browser
-      const errors: string[] = []
-      page.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())))
-      page.on('pageerror', (e) => void errors.push(e.message))
-      const crossOrigin: string[] = []
-      page.on('request', (r) => void (r.url().startsWith(service) && crossOrigin.push(`${r.method()} ${new URL(r.url()).pathname}`)))
-      await page.goto(`http://shop.localhost:${site.port}/`)
-      const widget = page.locator('shop-points')
-      await widget.locator('[data-available]').getByText('120').waitFor()
-      await screenshot(page, `${kind}-storefront-widget`)
-      const coffee = widget.locator('li[data-reward]', { hasText: 'Coffee on us' }).getByRole('button', { name: 'Claim' })
-      const bike = widget.locator('li[data-reward]', { hasText: 'A bicycle' }).getByRole('button', { name: 'Claim' })
-      assert.equal(await coffee.isEnabled(), true)
-      assert.equal(await bike.isEnabled(), false)
-      await coffee.click()
-      const code = widget.locator('.claims code')
-      await code.waitFor()
-      assert.match((await code.textContent())!, /^CUP-[0-9A-Z]{13}$/)
-      await widget.locator('[data-available]').getByText('70').waitFor()
-      await screenshot(page, `${kind}-storefront-widget-claimed`)
-      assert.deepEqual(errors, [])
-      // The calls crossed origins: the preflights were answered and the claim went through.
-      assert.ok(crossOrigin.includes('OPTIONS /v3/storefront/me') || crossOrigin.includes('GET /v3/storefront/me'), crossOrigin.join(', '))
-      assert.ok(crossOrigin.includes('POST /v3/storefront/rewards/1/claim'), crossOrigin.join(', '))
-    })
-
-    test('with referral-url: the customer’s referral link (the shop’s page with their code) in the share text', async () => {
-      const page = await browser.context.newPage()
+    test('a page load asks the shop’s server for one customer token, leads with the tier progress, and shows no referral link in a shop with no referrals', async () => {
+      const { page, errors, calls } = await openPage()
       try {
-        await page.goto(`http://shop.localhost:${site.port}/`)
-        const text = page.locator('shop-points .referral .share-text')
-        await text.waitFor()
-        const link = (await text.getAttribute('data-link'))!
-        assert.match(link, new RegExp(`^http://shop\\.localhost:${site.port}/refer\\?ref=[a-z2-7]{26}$`))
-        assert.equal(await text.textContent(), `10% off at the demo shop: ${link}`)
-        await page.locator('shop-points .referral').getByRole('button', { name: 'Share' }).waitFor()
+        site.tokens = 0
+        await page.goto(`${plainPage}/`)
+        const widget = page.locator('shop-points')
+        await widget.locator('[data-available]').getByText('120').waitFor()
+        await page.waitForLoadState('networkidle')
+        // The widget's first calls go out at once; they share the one token.
+        assert.equal(site.tokens, 1, `token-url asked ${site.tokens} times`)
+        assert.ok(calls.includes('GET /v3/storefront/me/referral'), calls.join(', '))
+        // The tier, how far to the next one, and a bar of it: before the points.
+        const tier = widget.locator('.tier')
+        assert.equal(await tier.getAttribute('data-tier'), 'Silver')
+        assert.match(await tier.innerText(), /Silver[\s\S]*380 points to Gold/)
+        const bar = tier.locator('progress')
+        assert.deepEqual([await bar.getAttribute('value'), await bar.getAttribute('max')], ['120', '500'])
+        assert.ok((await tier.boundingBox())!.y < (await widget.locator('[data-available]').boundingBox())!.y, 'the tier comes before the points')
+        await screenshot(page, `${kind}-storefront-widget`)
+        // referral-url is on the page, but the shop offers no referrals: nothing to share.
+        assert.equal(await widget.locator('.referral').count(), 0)
+        assert.deepEqual(errors, [])
       } finally {
         await page.close()
       }
     })
 
-    test('the same page on an origin the key does not list: the browser is refused, the widget says so', async () => {
-      const page = await browser.context.newPage()
+    for (const [label, secure] of [
+      ['plain http (no crypto.randomUUID, no navigator.clipboard)', false],
+      ['localhost (a secure context)', true],
+    ] as const) {
+      test(`on the shop’s page over ${label}: a claim shows its code; Share copies the referral text`, async () => {
+        if (!secure) {
+          // The shop starts offering referrals: the link appears.
+          const current = JSON.parse((await call('GET', `/v3/admin/shops/${SHOP}/rule`, admin)).body!).rule
+          const changed = await call('PUT', `/v3/admin/shops/${SHOP}/rule`, admin, { ...current, referral_points: 100 })
+          assert.equal(changed.status, 200, changed.body)
+        }
+        const { page, errors, calls } = await openPage()
+        try {
+          const origin = secure ? securePage : plainPage
+          await page.goto(`${origin}/`)
+          assert.deepEqual(
+            await page.evaluate(CONTEXT_OF),
+            secure ? { secure: true, randomUUID: 'function', clipboard: 'object' } : { secure: false, randomUUID: 'undefined', clipboard: 'undefined' },
+          )
+          const widget = page.locator('shop-points')
+          const before = secure ? 70 : 120
+          await widget.locator('[data-available]').getByText(String(before)).waitFor()
+          const coffee = widget.locator('li[data-reward]', { hasText: 'Coffee on us' }).getByRole('button', { name: 'Claim' })
+          const bike = widget.locator('li[data-reward]', { hasText: 'A bicycle' }).getByRole('button', { name: 'Claim' })
+          assert.equal(await coffee.isEnabled(), true)
+          assert.equal(await bike.isEnabled(), false)
+          await coffee.click()
+          await widget
+            .locator('[data-available]')
+            .getByText(String(before - 50))
+            .waitFor()
+          const codes = await widget.locator('.claims code').allTextContents()
+          assert.ok(codes.length >= 1 && codes.every((code) => /^CUP-[0-9A-Z]{13}$/.test(code)), codes.join(', '))
+          await screenshot(page, `${kind}-storefront-widget-claimed${secure ? '-secure' : ''}`)
+
+          // The referral link: the shop's page with the customer's code, in the share text; Share copies it.
+          const text = widget.locator('.referral .share-text')
+          await text.waitFor()
+          const link = (await text.getAttribute('data-link'))!
+          assert.match(link, new RegExp(`^${origin.replace(/\./g, '\\.')}/refer\\?ref=[a-z2-7]{26}$`))
+          assert.equal(await text.textContent(), `10% off at the demo shop: ${link}`)
+          await widget.locator('.referral').getByRole('button', { name: 'Share' }).click()
+          await widget.locator('.referral').getByRole('button', { name: 'Copied' }).waitFor()
+          assert.equal(await clipboard(), `10% off at the demo shop: ${link}`)
+          assert.deepEqual(errors, [])
+          // The calls crossed origins: the preflights were answered and the claim went through.
+          assert.ok(calls.includes('OPTIONS /v3/storefront/me') || calls.includes('GET /v3/storefront/me'), calls.join(', '))
+          assert.ok(calls.includes('POST /v3/storefront/rewards/1/claim'), calls.join(', '))
+        } finally {
+          await page.close()
+        }
+      })
+    }
+
+    test('the same page on an origin the key does not list: the widget says to add the origin to the key’s origins', async () => {
+      const { page } = await openPage()
       try {
-        await page.goto(`http://evil.localhost:${site.port}/`)
-        await page.locator('shop-points .error').waitFor()
+        const origin = `http://evil.test:${site.port}`
+        await page.goto(`${origin}/`)
+        const error = page.locator('shop-points .error')
+        await error.waitFor()
+        const said = await error.innerText()
+        assert.ok(said.includes(`this page's origin, ${origin}, is not one the shop's publishable key allows`), said)
+        assert.match(said, /add it to the key's origins/)
+        assert.doesNotMatch(said, /Failed to fetch/)
         assert.equal(await page.locator('shop-points [data-available]').count(), 0)
+        await screenshot(page, `${kind}-storefront-widget-origin-refused`)
+      } finally {
+        await page.close()
+      }
+    })
+
+    test('a service out of reach (the api attribute wrong): the widget says it cannot be reached', async () => {
+      const { page } = await openPage()
+      try {
+        const dead = `http://127.0.0.1:${await closedPort()}`
+        await page.goto(`${plainPage}/?api=${encodeURIComponent(dead)}`)
+        const error = page.locator('shop-points .error')
+        await error.waitFor()
+        assert.equal(await error.innerText(), `the loyalty service at ${dead} cannot be reached: check the widget's api attribute or script address`)
       } finally {
         await page.close()
       }
     })
   })
 })
+
+/** A port nothing listens on: one the system handed out, then closed. */
+function closedPort(): Promise<number> {
+  const probe = net.createServer()
+  return new Promise((resolve) =>
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo
+      probe.close(() => resolve(port))
+    }),
+  )
+}

@@ -1,5 +1,7 @@
+import copy from 'clipboard-copy'
 import register from 'preact-custom-element'
 import { useCallback, useEffect, useState } from 'preact/hooks'
+import { v4 as uuid } from 'uuid'
 
 // <shop-points shop-key="pk_…" token-url="/loyalty/token"></shop-points>: a signed-in customer's
 // points, tier progress and the shop's rewards, with a button to claim each and the code once
@@ -71,7 +73,8 @@ const CSS = `
 h2{font-size:1rem;margin:0 0 .5rem}
 .points{font-size:1.6rem;font-weight:600}
 .muted{color:#6e6e73;font-size:.85rem}
-progress{width:100%}
+progress{width:100%;height:.6rem;accent-color:#0071e3}
+.tier{margin-bottom:.75rem}
 ul{list-style:none;padding:0;margin:.5rem 0 0}
 li{display:flex;justify-content:space-between;align-items:center;gap:.5rem;padding:.35rem 0;border-top:1px solid #eee}
 button{font:inherit;padding:.25rem .7rem;border-radius:6px;border:1px solid #0071e3;background:#0071e3;color:#fff;cursor:pointer}
@@ -80,12 +83,25 @@ code{font-weight:600;background:#f5f5f7;padding:.1rem .3rem;border-radius:4px}
 .error{color:#b00020}
 `
 
-function storefrontClient({ shopKey, tokenUrl, api }: Props) {
-  const base = `${api || SERVICE}/v3/storefront`
-  let token: { value: string; until: number } | null = null
+/** What a page's origin is told when the service will not answer it: the fix, not "Failed to fetch". */
+function unreachable(service: string, reached: boolean): Refused {
+  if (!reached) return new Refused(0, 'unreachable', `the loyalty service at ${service} cannot be reached: check the widget's api attribute or script address`)
+  return new Refused(
+    0,
+    'origin-not-allowed',
+    `this page's origin, ${location.origin}, is not one the shop's publishable key allows: add it to the key's origins (a key made with --origin ${location.origin}), then use that key as shop-key`,
+  )
+}
 
-  async function customerToken(fresh = false): Promise<string> {
-    if (!fresh && token && token.until > Date.now()) return token.value
+function storefrontClient({ shopKey, tokenUrl, api }: Props) {
+  const service = api || SERVICE
+  const base = `${service}/v3/storefront`
+  let token: { value: string; until: number } | null = null
+  // The token being fetched: every call that needs one meanwhile waits for the same, so a page
+  // load asks token-url once, however many calls it makes at once.
+  let minting: Promise<string> | null = null
+
+  async function mint(): Promise<string> {
     const res = await fetch(tokenUrl!, { credentials: 'same-origin', headers: { accept: 'application/json' } })
     if (!res.ok) throw new Refused(res.status, 'token-url', 'sign in to see your points')
     const value = ((await res.json()) as { token: string }).token
@@ -95,19 +111,66 @@ function storefrontClient({ shopKey, tokenUrl, api }: Props) {
     return value
   }
 
-  async function call<T>(method: 'GET' | 'POST', path: string, headers: Record<string, string> = {}, retried = false): Promise<T> {
-    const res = await fetch(`${base}${path}`, {
+  /** A live token: the one held unless it is `refused` (the service said it expired), else a new one. */
+  function customerToken(refused?: string): Promise<string> {
+    if (token && token.value !== refused && token.until > Date.now()) return Promise.resolve(token.value)
+    minting ??= mint().finally(() => (minting = null))
+    return minting
+  }
+
+  /** A fetch that fails outright is a refused origin (CORS hides the answer) or a service out of reach: the script's own address, which any origin may read, tells which. */
+  async function reach(url: string, init: RequestInit): Promise<Response> {
+    try {
+      return await fetch(url, init)
+    } catch {
+      const reached = await fetch(`${service}/storefront/widget.js`, { method: 'HEAD', cache: 'no-store' }).then(
+        () => true,
+        () => false,
+      )
+      throw unreachable(service, reached)
+    }
+  }
+
+  async function call<T>(method: 'GET' | 'POST', path: string, headers: Record<string, string> = {}, refused?: string): Promise<T> {
+    const used = await customerToken(refused)
+    const res = await reach(`${base}${path}`, {
       method,
       credentials: 'omit',
-      headers: { 'shop-key': shopKey!, authorization: `Bearer ${await customerToken(retried)}`, ...headers },
+      headers: { 'shop-key': shopKey!, authorization: `Bearer ${used}`, ...headers },
     })
     if (res.ok) return (await res.json()) as T
     const problem = (await res.json().catch(() => ({}))) as { type?: string; detail?: string }
     const type = (problem.type ?? '').replace('/problems/', '')
-    if (type === 'token-expired' && !retried) return call(method, path, headers, true)
+    if (type === 'token-expired' && refused === undefined) return call(method, path, headers, used)
     throw new Refused(res.status, type, problem.detail ?? `the service answered ${res.status}`)
   }
   return { call }
+}
+
+/** Where the customer stands: their tier, and how far the next one is, first, as shoppers look for it. */
+function TierProgress({ tier, progress }: { tier: string | null; progress: Tier }) {
+  const { next } = progress
+  const toNext = next === null ? 0 : Math.max(0, next.points - progress.points)
+  return (
+    <section class="tier" data-tier={tier ?? ''}>
+      <h2>{tier ? `Your tier: ${tier}` : 'No tier yet'}</h2>
+      {next ? (
+        <>
+          <progress max={next.points} value={Math.min(progress.points, next.points)} aria-label={`Progress to ${next.name}`} />
+          <div>
+            <strong data-to-next={toNext}>{toNext} points</strong> to {next.name}
+          </div>
+          <div class="muted">
+            {progress.points} earned in the last {progress.window_days} days
+          </div>
+        </>
+      ) : (
+        <div class="muted">
+          The top tier: {progress.points} points earned in the last {progress.window_days} days
+        </div>
+      )}
+    </section>
+  )
 }
 
 function ShopPoints(props: Props) {
@@ -117,7 +180,7 @@ function ShopPoints(props: Props) {
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState<number | null>(null)
   const [referral, setReferral] = useState<string | null>(null)
-  const [copied, setCopied] = useState(false)
+  const [copied, setCopied] = useState<'copied' | 'failed' | null>(null)
   const [storefront] = useState(() => storefrontClient(props))
 
   const load = useCallback(async () => {
@@ -133,8 +196,9 @@ function ShopPoints(props: Props) {
       setClaims(c.claims)
       setError(null)
       if (props.referralUrl) {
-        const { code } = await storefront.call<{ code: string }>('GET', '/me/referral')
-        setReferral(referralLink(props.referralUrl, code))
+        // No code while the shop offers no referrals: no link to share that would lead nowhere.
+        const { code } = await storefront.call<{ code: string | null }>('GET', '/me/referral')
+        setReferral(code === null ? null : referralLink(props.referralUrl, code))
       }
     } catch (err) {
       setError((err as Error).message)
@@ -146,7 +210,8 @@ function ShopPoints(props: Props) {
   const claim = async (reward: Reward) => {
     setBusy(reward.id)
     try {
-      await storefront.call<Claim>('POST', `/rewards/${reward.id}/claim`, { 'idempotency-key': crypto.randomUUID() })
+      // uuid: crypto.randomUUID where there is one, else from crypto.getRandomValues, which a plain-http page has too.
+      await storefront.call<Claim>('POST', `/rewards/${reward.id}/claim`, { 'idempotency-key': uuid() })
       await load()
     } catch (err) {
       setError((err as Error).message)
@@ -157,12 +222,15 @@ function ShopPoints(props: Props) {
 
   const shareText = referral === null ? '' : (props.shareText || DEFAULT_SHARE).replace('{link}', referral)
   const share = async () => {
-    // The system's share sheet where there is one, else the text copied.
+    // The system's share sheet where there is one, else the text copied: clipboard-copy uses
+    // navigator.clipboard where the page is a secure context, else the copy command, which a
+    // plain-http page has too. Where neither may copy, the customer copies the text shown.
     if (navigator.share) await navigator.share({ text: shareText }).catch(() => undefined)
-    else {
-      await navigator.clipboard.writeText(shareText)
-      setCopied(true)
-    }
+    else
+      await copy(shareText).then(
+        () => setCopied('copied'),
+        () => setCopied('failed'),
+      )
   }
 
   const progress = me?.tier_progress
@@ -174,6 +242,7 @@ function ShopPoints(props: Props) {
           {error}
         </p>
       )}
+      {me && progress && <TierProgress tier={me.tier} progress={progress} />}
       {me && (
         <section>
           <h2>Your points</h2>
@@ -184,15 +253,6 @@ function ShopPoints(props: Props) {
           {me.expiring[0] && (
             <div class="muted">
               {me.expiring[0].points} expire on {me.expiring[0].at.slice(0, 10)}
-            </div>
-          )}
-          {progress && (
-            <div class="tier" data-tier={me.tier ?? ''}>
-              <div>
-                {me.tier ?? 'No tier yet'}
-                {progress.next && ` · ${Math.max(0, progress.next.points - progress.points)} to ${progress.next.name}`}
-              </div>
-              {progress.next && <progress max={progress.next.points} value={Math.min(progress.points, progress.next.points)} />}
             </div>
           )}
         </section>
@@ -221,8 +281,9 @@ function ShopPoints(props: Props) {
             {shareText}
           </p>
           <button type="button" onClick={share}>
-            {copied ? 'Copied' : 'Share'}
+            {copied === 'copied' ? 'Copied' : 'Share'}
           </button>
+          {copied === 'failed' && <p class="muted">Select the text above and copy it to share it.</p>}
         </section>
       )}
       {claims.length > 0 && (

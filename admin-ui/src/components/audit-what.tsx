@@ -27,13 +27,22 @@ function Subscription({ shop, id }: { shop: string | null; id: string | null }) 
   return shop ? <a {...link(`subscriptions?shop=${enc(shop)}`)}>{label}</a> : <>{label}</>
 }
 
-/** A value of a rule field as the command line would take it. */
-const ruleValue = (v: unknown) =>
-  typeof v === 'object' && v !== null
-    ? Object.entries(v)
-        .map(([k, x]) => `${k}=${text(x)}`)
-        .join(', ') || 'none'
-    : text(v)
+/** A VIP tier as the command line takes it: NAME:POINTS, and :MULTIPLIER when it is not 1. */
+function tierValue(v: unknown): string | null {
+  if (typeof v !== 'object' || v === null || !('name' in v) || !('points' in v)) return null
+  const { name, points, multiplier } = v as { name: unknown; points: unknown; multiplier?: unknown }
+  return `${text(name)}:${text(points)}${multiplier === undefined || multiplier === 1 ? '' : `:${text(multiplier)}`}`
+}
+
+/** A value of a rule field as the command line would take it: a list (tiers, tags) and a map (tag tiers, currency rates) comma-separated. */
+const ruleValue = (v: unknown): string =>
+  Array.isArray(v)
+    ? v.map((item) => tierValue(item) ?? ruleValue(item)).join(', ') || 'none'
+    : typeof v === 'object' && v !== null
+      ? Object.entries(v)
+          .map(([k, x]) => `${k}=${ruleValue(x)}`)
+          .join(', ') || 'none'
+      : text(v)
 
 export function AuditWhat({ entry }: { entry: AuditEntry }): ComponentChildren {
   const d = (entry.detail ?? {}) as Record<string, unknown>

@@ -367,7 +367,7 @@ function ByEmail({ shop, email }: { shop: string; email: string }) {
 
 const PAGE_SIZE = 50
 
-/** The shop's customers, newest id first, a page at a time (`cursor` in the address): what the page shows before a search. */
+/** The shop's customers, newest id first, a page at a time (`cursor` in the address), with their tier and balance: what the page shows before a search. */
 function CustomerList({ shop, cursor }: { shop: string; cursor: string | null }) {
   const { data: page, error } = useData(
     () => api('GET', '/v3/admin/shops/{shop}/customers', { params: { shop }, query: { limit: PAGE_SIZE, cursor } }),
@@ -384,6 +384,9 @@ function CustomerList({ shop, cursor }: { shop: string; cursor: string | null })
             <th>id</th>
             <th>name</th>
             <th>e-mail</th>
+            <th>tier</th>
+            <th class="num">available</th>
+            <th class="num">pending</th>
             <th />
           </tr>
         </thead>
@@ -395,6 +398,13 @@ function CustomerList({ shop, cursor }: { shop: string; cursor: string | null })
               </td>
               <td>{[c.first_name, c.last_name].filter(Boolean).join(' ')}</td>
               <td>{c.email ?? ''}</td>
+              <td data-tier>{c.tier ?? ''}</td>
+              <td class="num" data-balance="available">
+                {c.available}
+              </td>
+              <td class="num" data-balance="pending">
+                {c.pending}
+              </td>
               <td>{c.deleted && <span class="badge o-rejected">deleted</span>}</td>
             </tr>
           ))}

@@ -1,5 +1,5 @@
 import { api, enc, type Referral } from '../api.ts'
-import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
+import { defaultShop, ErrorBox, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { useData } from '../hooks/use-data.ts'
 import { navigate, route } from '../router.ts'
@@ -60,7 +60,7 @@ function ReferralTable({ items, label }: { items: Referral[]; label: string }) {
 }
 
 export function Referrals() {
-  const shop = route.value.params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const shop = route.value.params.get('shop') ?? defaultShop()
   const loaded = useData(
     shop
       ? () =>

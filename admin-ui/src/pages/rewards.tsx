@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import { api, enc, type CodesAdded, type RewardBody, type RewardView } from '../api.ts'
-import { ErrorBox, shops, ShopPicker } from '../components/common.tsx'
+import { defaultShop, ErrorBox, ShopPicker } from '../components/common.tsx'
 import { time } from '../format.ts'
 import { useData } from '../hooks/use-data.ts'
 import { link, navigate, route } from '../router.ts'
@@ -131,7 +131,7 @@ function Upload({ shop, reward, onDone }: { shop: string; reward: RewardView; on
 }
 
 export function Rewards() {
-  const shop = route.value.params.get('shop') ?? shops.value?.[0]?.name ?? ''
+  const shop = route.value.params.get('shop') ?? defaultShop()
   const [uploading, setUploading] = useState<number | null>(null)
   const [confirming, setConfirming] = useState<number | null>(null)
   const [error, setError] = useState<unknown>(null)

@@ -69,33 +69,36 @@ const changedFrom = (v: RuleVersion, older: RuleVersion | undefined, key: keyof 
   older !== undefined && JSON.stringify(v.rule[key]) !== JSON.stringify(older.rule[key])
 
 function History({ history }: { history: RuleVersion[] }) {
+  // A column per option is wider than the page: the table scrolls within its own box, the version in sight.
   return (
-    <table class="rule-history">
-      <thead>
-        <tr>
-          <th>version</th>
-          <th>in effect from</th>
-          <th>by</th>
-          {OPTIONS.map((o) => (
-            <th>{o.label}</th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>
-        {history.map((v, i) => (
-          <tr data-version={v.version}>
-            <td>{v.version}</td>
-            <td>{v.effective_at.startsWith('1970-01-01') ? 'before versions were kept' : time(v.effective_at)}</td>
-            <td data-by>{v.changed_by ?? <span class="muted">not recorded</span>}</td>
+    <div class="table-scroll" data-scroll="rule-history">
+      <table class="rule-history">
+        <thead>
+          <tr>
+            <th>version</th>
+            <th>in effect from</th>
+            <th>by</th>
             {OPTIONS.map((o) => (
-              <td class={changedFrom(v, history[i + 1], o.key) ? 'changed' : ''} data-option={o.key}>
-                {o.show(v.rule)}
-              </td>
+              <th>{o.label}</th>
             ))}
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {history.map((v, i) => (
+            <tr data-version={v.version}>
+              <td>{v.version}</td>
+              <td>{v.effective_at.startsWith('1970-01-01') ? 'before versions were kept' : time(v.effective_at)}</td>
+              <td data-by>{v.changed_by ?? <span class="muted">not recorded</span>}</td>
+              {OPTIONS.map((o) => (
+                <td class={changedFrom(v, history[i + 1], o.key) ? 'changed' : ''} data-option={o.key}>
+                  {o.show(v.rule)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   )
 }
 

@@ -18,11 +18,11 @@ import {
 } from '../../schemas/admin.ts'
 import { customerPage, guestHeld, ledgerOf, ordersByIds, ordersOf } from '../../repos/admin-read-repo.ts'
 import type { Backend } from '../../db/dialect.ts'
-import { customerBalances, customerLots } from '../../repos/points-repo.ts'
+import { customerBalances, customerLots, customersBalances } from '../../repos/points-repo.ts'
 import { readRule } from '../../repos/rule-repo.ts'
 import { findStoredCustomer } from '../../repos/read-repo.ts'
 import { customerView, orderView, readAnswer } from '../resources.ts'
-import { readTier } from '../../write/tier-read.ts'
+import { readTier, readTiers } from '../../write/tier-read.ts'
 import { notFound, parseId, shopByName } from '../../http/intake/index.ts'
 import { ADMIN_SECURITY, decodeCursor, limitOf, listOf, TAGS, type AdminContext } from './common.ts'
 
@@ -35,6 +35,8 @@ const ORDERS = 100
 const EXPIRING_DAYS = 30
 
 const summary = (c: CustomerRecord) => ({ ...customerView(c), deleted: c.deleted })
+/** A customer without ledger entries. */
+const NO_BALANCE = { available: 0, pending: 0 }
 
 type LedgerRows = Awaited<ReturnType<typeof ledgerOf>>['rows']
 
@@ -83,7 +85,7 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
     {
       onRequest: ctx.onRequest,
       schema: {
-        summary: "A shop's customers, deleted ones included, by e-mail or all",
+        summary: "A shop's customers, deleted ones included, by e-mail or all, each with their balance and tier now",
         operationId: 'adminListCustomers',
         tags: TAGS,
         security: ADMIN_SECURITY,
@@ -96,7 +98,18 @@ export async function customerRoutes(scope: FastifyInstance, ctx: AdminContext):
       const shop = await shopByName(services, request.params.shop)
       const position = decodeCursor(request.query.cursor, ['number'])
       const page = await customerPage(db, shop.id, request.query.email ?? null, limitOf(request.query), position === null ? null : (position[0] as number))
-      return listOf(page, summary, (c) => [c.id])
+      // The page's balances and tiers in a statement each, as the points endpoint and the card read one customer's.
+      const nowUs = ctx.nowUs()
+      const ids = page.rows.map((c) => c.record.id)
+      const [balances, tiers] = await Promise.all([customersBalances(db, shop.id, ids, nowUs), readTiers(backend, shop.id, page.rows, nowUs)])
+      return listOf(
+        page,
+        ({ record }) => {
+          const { available, pending } = balances.get(record.id) ?? NO_BALANCE
+          return { ...summary(record), tier: tiers.get(record.id)?.tier ?? null, available, pending }
+        },
+        (c) => [c.record.id],
+      )
     },
   )
 
