@@ -150,10 +150,12 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   // Signing secrets of outgoing webhooks, sealed at rest under SECRETS_KEY (src/keys/secret-box.ts).
   // It stops after the writer has drained, whose last batches it tells of.
   const secrets = lazySecretBox(config)
+  // Referral codes, which Klaviyo destinations' profiles carry too.
+  const referralKeys = lazyReferralKeys(config)
   const resolveHost = options.resolveHost ?? systemResolver
   const feed = await parts.start(
     'change feed',
-    () => startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets, resolveHost, clock),
+    () => startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets, referralKeys, resolveHost, clock),
     (f) => f.stop(),
   )
   const writer = await parts.start(
@@ -288,7 +290,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   )
   const services: Services = {
     secrets,
-    referralKeys: lazyReferralKeys(config),
+    referralKeys,
     resolveHost,
     config,
     backend,

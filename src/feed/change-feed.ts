@@ -4,6 +4,7 @@ import type { Config } from '../config.ts'
 import { startRelay, type Relay } from '../jobs/nats-relay.ts'
 import { startWebhookSender, type WebhookSender } from '../jobs/webhook-sender.ts'
 import type { HostResolver } from '../jobs/endpoint-guard.ts'
+import type { ReferralKeys } from '../keys/referral-keys.ts'
 import type { SecretBox } from '../keys/secret-box.ts'
 import type { Report } from '../jobs/report.ts'
 import type { Backend } from '../db/dialect.ts'
@@ -35,6 +36,7 @@ export function startChangeFeed(
   registry: Registry,
   report: Report,
   secrets: SecretBox,
+  referralKeys: ReferralKeys,
   resolveHost: HostResolver,
   clock: Clock,
 ): ChangeFeed {
@@ -53,7 +55,7 @@ export function startChangeFeed(
       clock,
     })
   }
-  const sender = startWebhookSender({ backend, batchWriter, config, secrets, registry, report, resolveHost, clock })
+  const sender = startWebhookSender({ backend, batchWriter, config, secrets, referralKeys, registry, report, resolveHost, clock })
   return {
     watch,
     relay,
