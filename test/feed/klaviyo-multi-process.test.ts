@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import { after, before, test } from 'node:test'
+import { generateAdminKey } from '../../src/keys/admin-key.ts'
+import { hashKey, keyHint } from '../../src/keys/api-key.ts'
+import { insertAdmin } from '../../src/repos/admin-repo.ts'
+import { openBackend } from '../../src/db/database.ts'
+import { until } from '../support/eventually.ts'
+import { basic, CUSTOMER_CREATED, createTestDatabase, onDatabase, type TestDatabase } from '../support/harness.ts'
+import { startKlaviyoFake, type KlaviyoFake } from '../support/klaviyo-fake.ts'
+import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
+
+// A Klaviyo destination served by two real `shop-intake serve` processes on one PostgreSQL, both
+// sending to one fake Klaviyo: every entry arrives, each as one event, and a request sent twice
+// (a lease that ran out) repeats the same event, with the same unique_id, which Klaviyo drops.
+// Each process is given KLAVIYO_API_URL with its own path, so the fake tells who sent what.
+
+const ENTRIES = 40
+const KEY = `pk_${'a1b2c3d4'.repeat(4)}`
+
+let database: TestDatabase | undefined
+let fake: KlaviyoFake | undefined
+const servers: ServerProcess[] = []
+let adminKey = ''
+let shopKey = ''
+const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
+
+before(async () => {
+  if (onDatabase('postgres').skip) return
+  database = await createTestDatabase('postgres')
+  fake = await startKlaviyoFake([KEY])
+  // Answers take a while, so that the two processes' senders overlap in time.
+  fake.answer = () => ({ status: 202, delayMs: 30 })
+  shopKey = (await createKey(database.url, 'two')).key
+  adminKey = generateAdminKey()
+  const backend = openBackend(database.url)
+  try {
+    await insertAdmin(backend.db, 'Two Processes', hashKey(adminKey), keyHint(adminKey), Date.now() * 1000, 'operator')
+  } finally {
+    await backend.close()
+  }
+  const env = (i: number) => ({ KLAVIYO_API_URL: `${fake!.url}/p${i}`, SECRETS_KEY: Buffer.alloc(32, 9).toString('base64'), RATE_LIMIT_RPS: '0' })
+  servers.push(...(await Promise.all([0, 1].map((i) => startServerProcess(database!.url, shopKey, env(i))))))
+})
+
+after(async () => {
+  await Promise.all(servers.map((s) => stopServerProcess(s)))
+  agent.destroy()
+  await fake?.close()
+  await database?.drop()
+})
+
+test(
+  'two processes send one Klaviyo destination to one fake: every entry as one event, a repeat only of the same unique_id',
+  { ...onDatabase('postgres'), timeout: 180_000 },
+  async (t) => {
+    const created = await request(servers[0]!.port, {
+      method: 'POST',
+      path: '/v3/admin/shops/two/subscriptions',
+      headers: { authorization: basic(adminKey), 'content-type': 'application/json' },
+      body: JSON.stringify({ klaviyo: { private_key: KEY }, types: ['customer.*'] }),
+      agent,
+    })
+    assert.equal(created.status, 201, created.body)
+    // Webhooks through both processes, so that both are woken by commits of their own.
+    for (let i = 1; i <= ENTRIES; i++) {
+      const res = await request(servers[i % 2]!.port, {
+        method: 'POST',
+        path: CUSTOMER_CREATED,
+        headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
+        body: JSON.stringify({ id: i, email: `c${i}@example.com`, updated_at: '2024-05-01T10:00:00Z' }),
+        agent,
+      })
+      assert.equal(res.status, 200, res.body)
+    }
+    const changes = await request(servers[1]!.port, { method: 'GET', path: '/v3/changes?limit=500', headers: { authorization: basic(shopKey) }, agent })
+    const entries = (JSON.parse(changes.body!) as { changes: { id: string; data: { customer_id: number } }[] }).changes
+    assert.equal(entries.length, ENTRIES)
+    await until(
+      () => `${fake!.events().length} of ${ENTRIES} events`,
+      async () => fake!.events().length >= ENTRIES,
+      120_000,
+      { signal: t.signal },
+    )
+    assert.deepEqual(fake!.problems(), [])
+    const events = fake!.events()
+    assert.deepEqual(events.map((e) => e.data.attributes.unique_id).sort(), entries.map((e) => e.id).sort(), 'each entry, once')
+    for (const e of events) {
+      const entry = entries.find((x) => x.id === e.data.attributes.unique_id)!
+      assert.equal(e.data.attributes.profile.data.attributes.email, `c${entry.data.customer_id}@example.com`, 'the profile of its own customer')
+    }
+    // Whatever was sent more than once repeats an event: the same unique_id, metric and profile, which Klaviyo records once.
+    const byId = new Map<string, Set<string>>()
+    for (const r of fake!.requests) {
+      const a = r.json!.data.attributes
+      const same = byId.get(a.unique_id) ?? new Set<string>()
+      same.add(JSON.stringify([a.metric.data.attributes.name, a.profile.data.attributes.email, a.properties, a.time]))
+      byId.set(a.unique_id, same)
+    }
+    for (const [id, versions] of byId) assert.equal(versions.size, 1, `the requests with unique_id ${id} are one event`)
+    const from = new Map<string, number>()
+    for (const r of fake!.requests) from.set(r.prefix, (from.get(r.prefix) ?? 0) + 1)
+    t.diagnostic(`requests: ${fake!.requests.length} for ${ENTRIES} entries; by process: ${JSON.stringify(Object.fromEntries(from))}`)
+    assert.ok([...from.keys()].every((p) => p === '/p0' || p === '/p1'))
+  },
+)
