@@ -26,6 +26,8 @@ import { postWebhook } from './webhook-post.ts'
 const REFUSED = new Set([400, 409, 413, 422])
 
 export interface KlaviyoDelivery {
+  /** How long `sub`'s account must wait before its next request (0: none): asked before a lease is taken, so that a waiting account costs no writes. */
+  waitOf(sub: SubscriptionRecord): number
   /** Sends one entry of `sub` (a Klaviyo subscription), or says why not. */
   send(sub: SubscriptionRecord, entry: FeedEntryView, signal: AbortSignal): Promise<Attempt>
   /** Where events go (for the log: the host only). */
@@ -39,6 +41,8 @@ export function klaviyoDelivery(options: { backend: Backend; config: Config; sec
   // KLAVIYO_API_URL is the operator's, as DATABASE_URL is: no SSRF guard, plain agents kept alive.
   const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
   const pacer = new KlaviyoPacer()
+  // The account is the key: its hash, so that the key itself is held nowhere longer than a request.
+  const accountOf = (sub: SubscriptionRecord) => createHash('sha256').update(secrets.open(sub.secret)).digest('base64url')
 
   async function send(sub: SubscriptionRecord, entry: FeedEntryView, signal: AbortSignal): Promise<Attempt> {
     if (sub.destination.kind !== 'klaviyo') throw new Error(`subscription ${sub.id} is not a Klaviyo destination`)
@@ -47,8 +51,7 @@ export function klaviyoDelivery(options: { backend: Backend; config: Config; sec
     const skip = klaviyoSkipReason(entry, stored && { deleted: stored.record.deleted, email: stored.record.email })
     if (skip !== null) return { kind: 'skipped', reason: skip }
     const key = secrets.open(sub.secret)
-    // The account is the key: its hash, so that the key itself is held nowhere longer than the request.
-    const account = createHash('sha256').update(key).digest('base64url')
+    const account = accountOf(sub)
     const wait = pacer.take(account, clock.nowMs())
     if (wait > 0) return { kind: 'paced', waitMs: wait }
     const nowUs = clock.nowUs()
@@ -85,6 +88,7 @@ export function klaviyoDelivery(options: { backend: Backend; config: Config; sec
   }
 
   return {
+    waitOf: (sub) => pacer.waitOf(accountOf(sub), clock.nowMs()),
     send,
     host: new URL(url).host,
     close() {

@@ -22,7 +22,11 @@ test('at most 350 requests in a second, then the wait until the next second', ()
   for (let i = 0; i < 350; i++) assert.equal(pacer.take('a', start + 100), 0)
   assert.equal(pacer.take('a', start + 100), 900, 'the 351st waits for the next second')
   assert.equal(pacer.take('b', start + 100), 0, 'another account has its own windows')
+  assert.equal(pacer.waitOf('a', start + 500), 500, 'looking counts nothing')
+  assert.equal(pacer.waitOf('a', start + 500), 500)
+  assert.equal(pacer.waitOf('c', start + 500), 0, 'an account never seen waits for nothing')
   assert.equal(pacer.take('a', start + 1000), 0)
+  assert.equal(pacer.waitOf('a', start + 1000), 0, 'one of 350 taken in the new second')
 })
 
 test('at most 3,500 in a minute, however they are spread over its seconds; nothing is counted while waiting', () => {

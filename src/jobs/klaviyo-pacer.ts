@@ -44,6 +44,18 @@ export class KlaviyoPacer {
    */
   take(id: string, nowMs: number): number {
     const a = this.account(id)
+    // waitOf moves the account's windows to `nowMs` first: the count goes to the window now.
+    const wait = this.waitOf(id, nowMs)
+    if (wait > 0) return wait
+    for (const c of a.counts) c.n++
+    this.prune(nowMs)
+    return 0
+  }
+
+  /** The ms a request to the account must wait at `nowMs` (0: none), counting nothing. */
+  waitOf(id: string, nowMs: number): number {
+    const a = this.accounts.get(id)
+    if (!a) return 0
     if (a.blockedUntil > nowMs) return a.blockedUntil - nowMs
     let wait = 0
     this.limits.forEach((w, i) => {
@@ -56,10 +68,7 @@ export class KlaviyoPacer {
       }
       if (c.n >= w.max) wait = Math.max(wait, start + w.ms - nowMs)
     })
-    if (wait > 0) return wait
-    for (const c of a.counts) c.n++
-    this.prune(nowMs)
-    return 0
+    return wait
   }
 
   /** Klaviyo asked the account to wait until `untilMs` (a 429): no request of it before then. */

@@ -65,7 +65,8 @@ export function postWebhook(
         })
         const header = response.headers['retry-after']
         const finish = () => {
-          const more = { ...(header === undefined ? {} : { retryAfter: header }), answer: Buffer.concat(kept).toString('utf8') }
+          const answer = Buffer.concat(kept).toString('utf8')
+          const more = { ...(header === undefined ? {} : { retryAfter: header }), ...(answer === '' ? {} : { answer }) }
           done(status >= 200 && status < 300 ? { ok: true, status, ...more } : { ok: false, status, error: `the endpoint answered ${status}`, ...more })
         }
         response.on('end', finish)

@@ -144,6 +144,12 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
       if (page.length > 0) await batchWriter.write(skipQuery(db, id, sub.position, page[page.length - 1]!.position, nowUs))
       return page.length === PAGE ? 'more' : 'idle'
     }
+    // A Klaviyo account waiting (its limits, a 429): looked at again then, with no lease taken meanwhile.
+    const paced = sub.destination.kind === 'klaviyo' ? klaviyo.waitOf(sub) : 0
+    if (paced > 0) {
+      loop.kick(paced)
+      return 'idle'
+    }
     const lease: Lease = { subscriptionId: id, owner: randomUUID(), position: sub.position }
     const untilUs = nowUs + (config.SUBSCRIPTIONS_TIMEOUT_MS + LEASE_MARGIN_MS) * 1000
     const [claimed] = await batchWriter.write(claimQuery(db, sub, { owner: lease.owner, untilUs }, nowUs))
