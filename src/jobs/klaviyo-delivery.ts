@@ -81,7 +81,9 @@ export function klaviyoDelivery(options: { backend: Backend; config: Config; sec
     const status = sent.status
     const error = status === null ? sent.error : `Klaviyo answered ${status}${reasonOf(sent.answer)}`
     if (status !== null && REFUSED.has(status)) return { kind: 'refused', status, error: `${error}: the event is not sent again` }
-    const after = status === 429 || status === 408 || (status !== null && status >= 500) ? retryAfterMs(sent.retryAfter, clock.nowMs()) : undefined
+    const asked = status === 429 || status === 408 || (status !== null && status >= 500) ? retryAfterMs(sent.retryAfter, clock.nowMs()) : undefined
+    // Never longer than the longest wait between two attempts: a Retry-After of years holds nothing that long.
+    const after = asked === undefined ? undefined : Math.min(asked, config.SUBSCRIPTIONS_RETRY_MAX_SECONDS * 1000)
     // Too many requests: the whole account waits, every subscription of it in this process.
     if (status === 429) pacer.block(account, clock.nowMs() + (after ?? 1000))
     return { kind: 'failed', status, error, ...(after === undefined ? {} : { retryAfterMs: after }) }

@@ -257,6 +257,35 @@ forEachDatabase((kind) => {
     assert.match(metrics, /^shop_intake_webhooks_passed_total\{outcome="skipped"\} [1-9]/m)
   })
 
+  test("an event Klaviyo refuses (400) is recorded as refused, with Klaviyo's code and title but not its detail, and the next entry goes on", async () => {
+    const s = await shop('refused')
+    const sub = await s.subscribe({ private_key: keys[6]! }, ['customer.*'])
+    let n = 0
+    const previous = fake.answer
+    fake.answer = (r, i) => (r.json?.data.attributes.properties.shop === s.name ? (++n === 1 ? 400 : 202) : previous(r, i))
+    try {
+      await s.post(CUSTOMER_CREATED, { id: 1, email: 'ed@example.com', updated_at: '2024-05-01T10:00:00Z' })
+      await s.post(CUSTOMER_CREATED, { id: 2, email: 'flo@example.com', updated_at: '2024-05-01T10:00:00Z' })
+      const detail = await s.drained(sub.id)
+      assert.deepEqual(
+        detail.deliveries.map((d: { status: string; attempts: number; response_status: number; last_error: string | null }) => [
+          d.status,
+          d.attempts,
+          d.response_status,
+          d.last_error,
+        ]),
+        [
+          ['delivered', 1, 202, null],
+          ['refused', 1, 400, 'Klaviyo answered 400 (error: An error occurred.): the event is not sent again'],
+        ],
+      )
+      assert.equal(detail.status, 'active')
+      assert.equal(n, 2, 'the refused event was not sent again')
+    } finally {
+      fake.answer = previous
+    }
+  })
+
   test('the private key is answered masked and never again: not in lists, the detail, the audit log, the log or the database; a refused key is not quoted; no rotation', async () => {
     const s = await shop('masked')
     const key = newKey()
@@ -305,6 +334,10 @@ forEachDatabase((kind) => {
       [{ klaviyo: { private_key: bad }, types: ['*'] }, ['/klaviyo/private_key']],
       [{ klaviyo: { private_key: key, referral_url: 'ftp://shop.example/r' }, types: ['customer.deleted', 'points.*'] }, ['/klaviyo/referral_url', '/types/0']],
       [{ klaviyo: { private_key: key, extra: 1 }, types: ['*'] }, ['/klaviyo/extra']],
+      [{ klaviyo: { private_key: 7 }, types: ['*'] }, ['/klaviyo/private_key']],
+      [{ klaviyo: null, types: ['*'] }, ['/klaviyo']],
+      [{ klaviyo: { private_key: `pk_${'a'.repeat(300)}` }, types: ['*'] }, ['/klaviyo/private_key']],
+      [{ klaviyo: { private_key: `${key}\n` }, types: ['*'] }, ['/klaviyo/private_key']],
     ] as const) {
       const res = await admin.post(s.path, body)
       const p = problem(res, 422, 'invalid-body')
