@@ -47,6 +47,7 @@ import { startStorageSampler } from './jobs/storage-sampler.ts'
 import { reportOncePer } from './jobs/report.ts'
 import { startChangeFeed } from './feed/change-feed.ts'
 import { systemResolver, type HostResolver } from './jobs/endpoint-guard.ts'
+import type { Window as KlaviyoWindow } from './jobs/klaviyo-pacer.ts'
 import { lazySecretBox } from './keys/secret-box.ts'
 import { lazyReferralKeys } from './keys/referral-keys.ts'
 import { changeRoutes } from './routes/changes.ts'
@@ -75,6 +76,8 @@ export interface BuildOptions {
    * (default the system's resolver); tests give names of their own, and change where they point.
    */
   resolveHost?: HostResolver
+  /** The windows Klaviyo destinations are paced in, per account (default Klaviyo's: 350 a second, 3,500 a minute); tests give small ones. */
+  klaviyoLimits?: readonly KlaviyoWindow[]
 }
 
 /** How often a key's last use is written: often enough for keys list, rare enough to cost nothing. */
@@ -155,7 +158,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   const resolveHost = options.resolveHost ?? systemResolver
   const feed = await parts.start(
     'change feed',
-    () => startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets, referralKeys, resolveHost, clock),
+    () => startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets, referralKeys, resolveHost, clock, options.klaviyoLimits),
     (f) => f.stop(),
   )
   const writer = await parts.start(

@@ -13,7 +13,7 @@ import { findStoredCustomer } from '../repos/read-repo.ts'
 import type { SubscriptionRecord } from '../repos/subscriptions-repo.ts'
 import { readTier } from '../write/tier-read.ts'
 import type { Attempt } from './attempt.ts'
-import { KlaviyoPacer } from './klaviyo-pacer.ts'
+import { KlaviyoPacer, type Window } from './klaviyo-pacer.ts'
 import { postWebhook } from './webhook-post.ts'
 
 // One entry of a Klaviyo destination (docs/integrate/klaviyo.md): the customer it is about is
@@ -35,12 +35,20 @@ export interface KlaviyoDelivery {
   close(): void
 }
 
-export function klaviyoDelivery(options: { backend: Backend; config: Config; secrets: SecretBox; referralKeys: ReferralKeys; clock: Clock }): KlaviyoDelivery {
+export function klaviyoDelivery(options: {
+  backend: Backend
+  config: Config
+  secrets: SecretBox
+  referralKeys: ReferralKeys
+  clock: Clock
+  /** The windows each account is paced in (default Klaviyo's). */
+  limits?: readonly Window[]
+}): KlaviyoDelivery {
   const { backend, config, secrets, referralKeys, clock } = options
   const url = klaviyoEventsUrl(config)
   // KLAVIYO_API_URL is the operator's, as DATABASE_URL is: no SSRF guard, plain agents kept alive.
   const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
-  const pacer = new KlaviyoPacer()
+  const pacer = new KlaviyoPacer(options.limits)
   // The account is the key: its hash, so that the key itself is held nowhere longer than a request.
   const accountOf = (sub: SubscriptionRecord) => createHash('sha256').update(secrets.open(sub.secret)).digest('base64url')
 

@@ -28,6 +28,7 @@ import type { BatchWriter } from '../write/batch-writer.ts'
 import type { Attempt } from './attempt.ts'
 import { DeliveryQueue } from './delivery-queue.ts'
 import { klaviyoDelivery } from './klaviyo-delivery.ts'
+import type { Window as KlaviyoWindow } from './klaviyo-pacer.ts'
 import { guardedAgents, lookupWith, systemResolver, type HostResolver } from './endpoint-guard.ts'
 import type { Clock } from '../clock.ts'
 import { startLoop } from './loop.ts'
@@ -69,6 +70,8 @@ export interface SenderOptions {
   /** How endpoints' host names are resolved (default the system's; tests give their own). */
   resolveHost?: HostResolver
   clock: Clock
+  /** The windows Klaviyo destinations are paced in (default Klaviyo's own, KLAVIYO_LIMITS). */
+  klaviyoLimits?: readonly KlaviyoWindow[]
 }
 
 /** Entries read per look at a subscription's feed. */
@@ -103,7 +106,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   setMaxListeners(0, stopping.signal)
   const agents = guardedAgents(config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1)
   const lookup = lookupWith(options.resolveHost ?? systemResolver)
-  const klaviyo = klaviyoDelivery({ backend, config, secrets, referralKeys: options.referralKeys, clock })
+  const klaviyo = klaviyoDelivery({ backend, config, secrets, referralKeys: options.referralKeys, clock, limits: options.klaviyoLimits })
   /** Whether `sub` sends entries of `type`: its filter takes it, and (Klaviyo) the type has a metric. */
   const wants = (sub: SubscriptionRecord, type: string) =>
     matchesTypes(sub.types, type) && (sub.destination.kind === 'webhook' || klaviyoMetricOf(type) !== undefined)

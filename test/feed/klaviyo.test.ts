@@ -257,6 +257,35 @@ forEachDatabase((kind) => {
     assert.match(metrics, /^shop_intake_webhooks_passed_total\{outcome="skipped"\} [1-9]/m)
   })
 
+  test("an account's requests are paced within its limits (here 2 a second), whichever of its subscriptions sends them", async () => {
+    const paced = await startTestApp(kind, { SECRETS_KEY, KLAVIYO_API_URL: fake.url }, { klaviyoLimits: [{ ms: 1000, max: 2 }] })
+    try {
+      const op = adminClient(paced, (await newOperator(paced, 'Pacing')).key)
+      const otherKey = await paced.newKey('other')
+      for (const shopName of ['test', 'other']) {
+        const res = await op.post(`/v3/admin/shops/${shopName}/subscriptions`, { klaviyo: { private_key: keys[7]! }, types: ['customer.*'] })
+        assert.equal(res.statusCode, 201, res.body)
+      }
+      for (let i = 1; i <= 3; i++) {
+        for (const key of [paced.key, otherKey]) {
+          const res = await paced.post(CUSTOMER_CREATED, { id: i, email: `p${i}@example.com`, updated_at: '2024-05-01T10:00:00Z' }, { key })
+          assert.equal(res.statusCode, 200, res.body)
+        }
+      }
+      const mine = () => fake.requests.filter((r) => r.headers.authorization === `Klaviyo-API-Key ${keys[7]!}`)
+      await until('six events', async () => mine().length >= 6)
+      const at = mine().map((r) => r.at)
+      // Two a (fixed) second: six take three of them, the last at least a second after the first; unpaced, they go at once.
+      assert.ok(at[5]! - at[0]! >= 1000, `six requests within ${at[5]! - at[0]!} ms`)
+      assert.deepEqual(
+        mine().map((r) => r.status),
+        [202, 202, 202, 202, 202, 202],
+      )
+    } finally {
+      await paced.close()
+    }
+  })
+
   test("an event Klaviyo refuses (400) is recorded as refused, with Klaviyo's code and title but not its detail, and the next entry goes on", async () => {
     const s = await shop('refused')
     const sub = await s.subscribe({ private_key: keys[6]! }, ['customer.*'])
