@@ -12,8 +12,10 @@ import { createKey, request, startServerProcess, stopServerProcess, type ServerP
 
 // A Klaviyo destination served by two real `shop-intake serve` processes on one PostgreSQL, both
 // sending to one fake Klaviyo: every entry arrives, each as one event, and a request sent twice
-// (a lease that ran out) repeats the same event, with the same unique_id, which Klaviyo drops.
-// Each process is given KLAVIYO_API_URL with its own path, so the fake tells who sent what.
+// (a lease given back or run out) repeats the same event, with the same unique_id, which Klaviyo
+// drops. Each process is given KLAVIYO_API_URL with its own path, so the fake tells who sent
+// what; the one sending is stopped half-way (SIGTERM, as a deploy does), so that the other
+// takes the subscription over and sends the rest.
 
 const ENTRIES = 40
 const KEY = `pk_${'a1b2c3d4'.repeat(4)}`
@@ -68,22 +70,31 @@ test(
       agent,
     })
     assert.equal(created.status, 201, created.body)
-    // Webhooks through both processes, so that both are woken by commits of their own.
-    for (let i = 1; i <= ENTRIES; i++) {
-      // As a shop's sender does: a 503 is retried (nothing of it was stored).
-      const res = await eventually(async () => {
-        const answer = await request(servers[i % 2]!.port, {
-          method: 'POST',
-          path: CUSTOMER_CREATED,
-          headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
-          body: JSON.stringify({ id: i, email: `c${i}@example.com`, updated_at: '2024-05-01T10:00:00Z' }),
-          agent,
+    /** Entries `from`..`to` through `ports` in turn; a 503 is retried, as a shop's sender does (nothing of it was stored). */
+    const send = async (from: number, to: number, ports: number[]) => {
+      for (let i = from; i <= to; i++) {
+        const res = await eventually(async () => {
+          const answer = await request(ports[i % ports.length]!, {
+            method: 'POST',
+            path: CUSTOMER_CREATED,
+            headers: { authorization: basic(shopKey), 'content-type': 'application/json' },
+            body: JSON.stringify({ id: i, email: `c${i}@example.com`, updated_at: '2024-05-01T10:00:00Z' }),
+            agent,
+          })
+          return answer.status === 503 ? undefined : answer
         })
-        return answer.status === 503 ? undefined : answer
-      })
-      assert.equal(res.status, 200, res.body)
+        assert.equal(res.status, 200, res.body)
+      }
     }
-    const changes = await request(servers[1]!.port, { method: 'GET', path: '/v3/changes?limit=500', headers: { authorization: basic(shopKey) }, agent })
+    // The first half through both processes, so that both are woken by commits of their own.
+    await send(1, ENTRIES / 2, [servers[0]!.port, servers[1]!.port])
+    await until('the first events', async () => fake!.events().length >= 5, 60_000, { signal: t.signal })
+    // The process sending now stops; the other one takes over and gets the second half.
+    const sending = fake!.requests.at(-1)!.prefix === '/p0' ? 0 : 1
+    await stopServerProcess(servers[sending]!)
+    const left = servers[1 - sending]!
+    await send(ENTRIES / 2 + 1, ENTRIES, [left.port])
+    const changes = await request(left.port, { method: 'GET', path: '/v3/changes?limit=500', headers: { authorization: basic(shopKey) }, agent })
     const entries = (JSON.parse(changes.body!) as { changes: { id: string; data: { customer_id: number } }[] }).changes
     assert.equal(entries.length, ENTRIES)
     await until(
@@ -111,7 +122,6 @@ test(
     const from = new Map<string, number>()
     for (const r of fake!.requests) from.set(r.prefix, (from.get(r.prefix) ?? 0) + 1)
     t.diagnostic(`requests: ${fake!.requests.length} for ${ENTRIES} entries; by process: ${JSON.stringify(Object.fromEntries(from))}`)
-    // Both sent (each is woken by its own commits, and the lease hands the subscription between them).
     assert.deepEqual([...from.keys()].sort(), ['/p0', '/p1'], 'both processes sent events')
   },
 )
