@@ -48,6 +48,7 @@ import { startStorageSampler } from './jobs/storage-sampler.ts'
 import { reportOncePer } from './jobs/report.ts'
 import { startChangeFeed } from './feed/change-feed.ts'
 import { systemResolver, type HostResolver } from './jobs/endpoint-guard.ts'
+import type { Window as KlaviyoWindow } from './jobs/klaviyo-pacer.ts'
 import { lazySecretBox } from './keys/secret-box.ts'
 import { lazyReferralKeys } from './keys/referral-keys.ts'
 import { lazyHistoryCursors } from './keys/history-cursor.ts'
@@ -77,6 +78,8 @@ export interface BuildOptions {
    * (default the system's resolver); tests give names of their own, and change where they point.
    */
   resolveHost?: HostResolver
+  /** The windows Klaviyo destinations are paced in, per account (default Klaviyo's: 350 a second, 3,500 a minute); tests give small ones. */
+  klaviyoLimits?: readonly KlaviyoWindow[]
 }
 
 /** The limits counted in the rate limit's store: with all of them off, no Redis is needed. */
@@ -155,10 +158,12 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   // Signing secrets of outgoing webhooks, sealed at rest under SECRETS_KEY (src/keys/secret-box.ts).
   // It stops after the writer has drained, whose last batches it tells of.
   const secrets = lazySecretBox(config)
+  // Referral codes, which Klaviyo destinations' profiles carry too.
+  const referralKeys = lazyReferralKeys(config)
   const resolveHost = options.resolveHost ?? systemResolver
   const feed = await parts.start(
     'change feed',
-    () => startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets, resolveHost, clock),
+    () => startChangeFeed(config, backend, batchWriter, metrics.registry, report, secrets, referralKeys, resolveHost, clock, options.klaviyoLimits),
     (f) => f.stop(),
   )
   const writer = await parts.start(
@@ -290,7 +295,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   )
   const services: Services = {
     secrets,
-    referralKeys: lazyReferralKeys(config),
+    referralKeys,
     historyCursors: lazyHistoryCursors(config),
     resolveHost,
     config,

@@ -114,6 +114,11 @@ export const ConfigSchema = Type.Object({
   SUBSCRIPTIONS_PER_SHOP: Type.Integer({ minimum: 1, maximum: 10_000, default: 50 }),
   /** 1: endpoints on loopback, private, link-local and other non-public addresses are allowed (tests, a private network). */
   SUBSCRIPTIONS_ALLOW_PRIVATE: Type.Integer({ minimum: 0, maximum: 1, default: 0 }),
+  /** Where Klaviyo destinations send their events (docs/integrate/klaviyo.md): POST {KLAVIYO_API_URL}/api/events. Set by the operator, so not held to the endpoints' SSRF guard. */
+  KLAVIYO_API_URL: Type.String({
+    default: 'https://a.klaviyo.com',
+    description: 'an http:// or https:// URL with a host, and no user name, query or fragment, such as https://a.klaviyo.com',
+  }),
   /** The key that encrypts signing secrets at rest: 32 bytes in base64; empty, the key in SECRETS_KEY_FILE. */
   SECRETS_KEY: Type.String({ default: '', pattern: '^([A-Za-z0-9+/]{43}=)?$', description: 'empty, or 32 bytes in base64 (openssl rand -base64 32)' }),
   /** Where the key is kept when SECRETS_KEY is empty, made (mode 0600) with a random key the first time it is needed. */
@@ -173,6 +178,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`BODY_BYTES_IN_FLIGHT must not be less than BODY_LIMIT (${value.BODY_BYTES_IN_FLIGHT} < ${value.BODY_LIMIT})`)
   }
   checkProxySettings(value)
+  if (!isBaseUrl(value.KLAVIYO_API_URL as string))
+    throw new ConfigError(`KLAVIYO_API_URL must be ${describe('KLAVIYO_API_URL')} (got ${JSON.stringify(value.KLAVIYO_API_URL)})`)
   return Object.freeze(value) as Config
 }
 
@@ -186,6 +193,20 @@ function checkProxySettings(value: Record<string, unknown>): void {
   if (trust !== '' && trustProxyOption(trust) === undefined)
     throw new ConfigError(`TRUST_PROXY must be ${describe('TRUST_PROXY')} (got ${JSON.stringify(trust)})`)
 }
+
+/** Whether `text` is a base URL an API's paths may be added to: http(s), a host, no credentials, query or fragment. */
+function isBaseUrl(text: string): boolean {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return false
+  }
+  return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '' && !url.username && !url.password && !url.search && !url.hash
+}
+
+/** Where a Klaviyo destination POSTs its events: KLAVIYO_API_URL's /api/events. */
+export const klaviyoEventsUrl = (config: Pick<Config, 'KLAVIYO_API_URL'>) => `${new URL(config.KLAVIYO_API_URL).href.replace(/\/+$/, '')}/api/events`
 
 /** Whether `text` is an origin exactly as a browser sends it in Origin (lower-case host, no default port, no path). */
 function isOrigin(text: string): boolean {

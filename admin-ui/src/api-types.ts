@@ -272,8 +272,8 @@ export interface paths {
     /** A shop's outgoing webhook subscriptions, without their secrets, oldest first */
     get: operations["adminListSubscriptions"];
     /**
-     * Subscribe an endpoint to the shop's change feed; the signing secret is answered this once
-     * @description Every entry of the shop's change feed committed from now on whose type matches `types` is POSTed to `url`, signed as Standard Webhooks says. The URL is stored normalised (its WHATWG serialisation). A URL that is not http(s), names port 0, holds a control character, or whose host resolves to a loopback or private address (unless SUBSCRIPTIONS_ALLOW_PRIVATE=1), and an empty or unknown type pattern answer 422; a shop with SUBSCRIPTIONS_PER_SHOP subscriptions already, 409.
+     * Subscribe an endpoint (or a Klaviyo account) to the shop's change feed; the signing secret is answered this once
+     * @description Every entry of the shop's change feed committed from now on whose type matches `types` is POSTed to `url`, signed as Standard Webhooks says. The URL is stored normalised (its WHATWG serialisation). A URL that is not http(s), names port 0, holds a control character, or whose host resolves to a loopback or private address (unless SUBSCRIPTIONS_ALLOW_PRIVATE=1), and an empty or unknown type pattern answer 422; a shop with SUBSCRIPTIONS_PER_SHOP subscriptions already, 409. With `klaviyo` instead of `url`, each matching entry of a customer is sent to that Klaviyo account as an event of its Create Event API, with the customer's e-mail, balance, tier and referral link read when it is sent (docs/integrate/klaviyo.md); the private key is sealed and never shown again.
      */
     post: operations["adminCreateSubscription"];
   };
@@ -293,7 +293,7 @@ export interface paths {
   "/v3/admin/shops/{shop}/subscriptions/{id}/rotate": {
     /**
      * Rotate a subscription's signing secret; the new one is answered this once
-     * @description Both secrets sign every delivery for `grace_hours` (default SUBSCRIPTIONS_ROTATION_GRACE_HOURS); then only the new one. The body: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
+     * @description Both secrets sign every delivery for `grace_hours` (default SUBSCRIPTIONS_ROTATION_GRACE_HOURS); then only the new one. A Klaviyo destination signs nothing: 409 `no-signing-secret`. The body: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
      */
     post: operations["adminRotateSubscriptionSecret"];
   };
@@ -987,13 +987,13 @@ export interface components {
       detail: string;
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+    /** @description An RFC 9457 problem: A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
     ConflictProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
        * @enum {string}
        */
-      type: "/problems/insufficient-points" | "/problems/idempotency-key-reused" | "/problems/event-redacted" | "/problems/points-limit" | "/problems/subscription-limit" | "/problems/reward-inactive" | "/problems/tier-too-low" | "/problems/pool-empty" | "/problems/referral-refused";
+      type: "/problems/insufficient-points" | "/problems/idempotency-key-reused" | "/problems/event-redacted" | "/problems/points-limit" | "/problems/subscription-limit" | "/problems/no-signing-secret" | "/problems/reward-inactive" | "/problems/tier-too-low" | "/problems/pool-empty" | "/problems/referral-refused";
       /** @description the status text, "Conflict" */
       title: string;
       /** @constant */
@@ -1412,9 +1412,17 @@ export interface components {
       /** @description when the session ends */
       expires_at: string;
     };
+    /** @description url (a webhook endpoint) or klaviyo (a Klaviyo account), and the types */
     SubscriptionBody: {
       /** @description the endpoint: http:// or https://, on a public address unless SUBSCRIPTIONS_ALLOW_PRIVATE=1 */
-      url: string;
+      url?: string;
+      /** @description a Klaviyo account to send events to, instead of url */
+      klaviyo?: {
+        /** @description a Klaviyo private API key (pk_…) with the events:write scope: sealed, and never shown again (lists show pk_… and its last four characters) */
+        private_key: string;
+        /** @description the shop's page where a friend claims a referral: each profile then carries the customer's link, this page with ?ref=<their code> */
+        referral_url?: string;
+      };
       /** @description the change feed types delivered */
       types: string[];
     };
@@ -1425,10 +1433,32 @@ export interface components {
       /** @description the signing secret (whsec_…): shown this once */
       secret: string;
       created_at: string;
-    };
+    } | ({
+      id: number;
+      /** @description where its events go: KLAVIYO_API_URL/api/events */
+      url: string;
+      types: string[];
+      /** @constant */
+      destination: "klaviyo";
+      klaviyo: {
+        /** @description the private key masked: pk_… and its last four characters */
+        private_key: string;
+        referral_url: string | null;
+      };
+      created_at: string;
+    });
     Subscription: {
       id: number;
+      /** @description the endpoint; a Klaviyo destination's: where its events go now, KLAVIYO_API_URL/api/events */
       url: string;
+      /** @description webhook: signed POSTs to url; klaviyo: events of Klaviyo's Create Event API (docs/integrate/klaviyo.md) */
+      destination: "webhook" | "klaviyo";
+      /** @description a Klaviyo destination: its key, masked, and referral page; null for a webhook */
+      klaviyo: ({
+        /** @description the private key masked: pk_… and its last four characters */
+        private_key: string;
+        referral_url: string | null;
+      }) | null;
       types: string[];
       created_at: string;
       /** @description every entry of the shop's feed up to this position is delivered, or not for this filter */
@@ -1448,7 +1478,16 @@ export interface components {
     };
     SubscriptionDetail: {
       id: number;
+      /** @description the endpoint; a Klaviyo destination's: where its events go now, KLAVIYO_API_URL/api/events */
       url: string;
+      /** @description webhook: signed POSTs to url; klaviyo: events of Klaviyo's Create Event API (docs/integrate/klaviyo.md) */
+      destination: "webhook" | "klaviyo";
+      /** @description a Klaviyo destination: its key, masked, and referral page; null for a webhook */
+      klaviyo: ({
+        /** @description the private key masked: pk_… and its last four characters */
+        private_key: string;
+        referral_url: string | null;
+      }) | null;
       types: string[];
       created_at: string;
       /** @description every entry of the shop's feed up to this position is delivered, or not for this filter */
@@ -1466,7 +1505,8 @@ export interface components {
     SubscriptionDelivery: {
       position: number;
       type: string;
-      status: "delivered" | "retrying" | "failed";
+      /** @description delivered; retrying; failed (the subscription gave up on it: failing, or disabled); Klaviyo only: skipped (not sent: it names no customer, or one deleted or with no e-mail) and refused (Klaviyo refused the event, 400: not sent again) */
+      status: "delivered" | "retrying" | "failed" | "skipped" | "refused";
       attempts: number;
       response_status: number | null;
       last_error: string | null;
@@ -2377,7 +2417,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2477,7 +2517,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2634,7 +2674,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2805,7 +2845,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -3570,7 +3610,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -3923,7 +3963,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -4773,7 +4813,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -6243,7 +6283,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -6902,8 +6942,8 @@ export interface operations {
     };
   };
   /**
-   * Subscribe an endpoint to the shop's change feed; the signing secret is answered this once
-   * @description Every entry of the shop's change feed committed from now on whose type matches `types` is POSTed to `url`, signed as Standard Webhooks says. The URL is stored normalised (its WHATWG serialisation). A URL that is not http(s), names port 0, holds a control character, or whose host resolves to a loopback or private address (unless SUBSCRIPTIONS_ALLOW_PRIVATE=1), and an empty or unknown type pattern answer 422; a shop with SUBSCRIPTIONS_PER_SHOP subscriptions already, 409.
+   * Subscribe an endpoint (or a Klaviyo account) to the shop's change feed; the signing secret is answered this once
+   * @description Every entry of the shop's change feed committed from now on whose type matches `types` is POSTed to `url`, signed as Standard Webhooks says. The URL is stored normalised (its WHATWG serialisation). A URL that is not http(s), names port 0, holds a control character, or whose host resolves to a loopback or private address (unless SUBSCRIPTIONS_ALLOW_PRIVATE=1), and an empty or unknown type pattern answer 422; a shop with SUBSCRIPTIONS_PER_SHOP subscriptions already, 409. With `klaviyo` instead of `url`, each matching entry of a customer is sent to that Klaviyo account as an event of its Create Event API, with the customer's e-mail, balance, tier and referral link read when it is sent (docs/integrate/klaviyo.md); the private key is sealed and never shown again.
    */
   adminCreateSubscription: {
     parameters: {
@@ -6912,6 +6952,7 @@ export interface operations {
         shop: string;
       };
     };
+    /** @description url (a webhook endpoint) or klaviyo (a Klaviyo account), and the types */
     requestBody: {
       content: {
         "application/json": components["schemas"]["SubscriptionBody"];
@@ -6962,7 +7003,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -7269,7 +7310,7 @@ export interface operations {
   };
   /**
    * Rotate a subscription's signing secret; the new one is answered this once
-   * @description Both secrets sign every delivery for `grace_hours` (default SUBSCRIPTIONS_ROTATION_GRACE_HOURS); then only the new one. The body: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
+   * @description Both secrets sign every delivery for `grace_hours` (default SUBSCRIPTIONS_ROTATION_GRACE_HOURS); then only the new one. A Klaviyo destination signs nothing: 409 `no-signing-secret`. The body: no body is needed; a body, if sent, must be a JSON object (its members are ignored), else 400 malformed-json.
    */
   adminRotateSubscriptionSecret: {
     parameters: {
@@ -7327,6 +7368,12 @@ export interface operations {
       408: {
         content: {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      409: {
+        content: {
+          "application/problem+json": components["schemas"]["ConflictProblem"];
         };
       };
       /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */

@@ -326,13 +326,19 @@ export interface SubscriptionsTable {
   /** While a delivery is in flight: until when it holds the subscription (epoch µs), and its attempt's token; null otherwise. */
   lease_until_us: number | null
   lease_owner: string | null
+  /** webhook (signed POSTs to `url`) or klaviyo (Klaviyo's Create Event API; `secret` holds its private key, sealed); migration 0038. */
+  destination: Generated<string>
+  /** klaviyo: the private key masked (pk_…a1b2), as lists show it; null for a webhook. */
+  key_hint: string | null
+  /** klaviyo: the shop's page a customer's referral link points at (?ref=<code> added); null for none. */
+  referral_url: string | null
 }
 
 export interface SubscriptionDeliveriesTable {
   subscription_id: number
   position: number
   type: string
-  /** delivered, retrying or failed */
+  /** delivered, retrying or failed; Klaviyo's also skipped (no customer, or an erased one: not sent) and refused (Klaviyo refused the event for good) */
   status: string
   attempts: number
   response_status: number | null

@@ -4,6 +4,8 @@ import type { Config } from '../config.ts'
 import { startRelay, type Relay } from '../jobs/nats-relay.ts'
 import { startWebhookSender, type WebhookSender } from '../jobs/webhook-sender.ts'
 import type { HostResolver } from '../jobs/endpoint-guard.ts'
+import type { Window as KlaviyoWindow } from '../jobs/klaviyo-pacer.ts'
+import type { ReferralKeys } from '../keys/referral-keys.ts'
 import type { SecretBox } from '../keys/secret-box.ts'
 import type { Report } from '../jobs/report.ts'
 import type { Backend } from '../db/dialect.ts'
@@ -35,8 +37,10 @@ export function startChangeFeed(
   registry: Registry,
   report: Report,
   secrets: SecretBox,
+  referralKeys: ReferralKeys,
   resolveHost: HostResolver,
   clock: Clock,
+  klaviyoLimits?: readonly KlaviyoWindow[],
 ): ChangeFeed {
   const watch = new FeedWatch(backend.db)
   let relay: Relay | undefined
@@ -53,7 +57,7 @@ export function startChangeFeed(
       clock,
     })
   }
-  const sender = startWebhookSender({ backend, batchWriter, config, secrets, registry, report, resolveHost, clock })
+  const sender = startWebhookSender({ backend, batchWriter, config, secrets, referralKeys, registry, report, resolveHost, clock, klaviyoLimits })
   return {
     watch,
     relay,

@@ -92,3 +92,29 @@ test('the deadline covers the whole exchange: an answer whose body trickles is c
     await new Promise<void>((resolve) => trickle.close(() => resolve()))
   }
 })
+
+test("a 429's Retry-After and the start of its body are kept for the caller; the caller's content type is sent", async () => {
+  const got: string[] = []
+  const throttling = http.createServer((req, res) => {
+    got.push(String(req.headers['content-type']))
+    req.resume().on('end', () => res.writeHead(429, { 'retry-after': '7' }).end(`{"errors":[{"code":"throttled"}]}${'x'.repeat(10_000)}`))
+  })
+  await new Promise<void>((resolve) => throttling.listen(0, '127.0.0.1', resolve))
+  const agents = guardedAgents(true)
+  try {
+    const answer = await postWebhook(`http://127.0.0.1:${(throttling.address() as AddressInfo).port}/x`, { 'content-type': 'application/vnd.api+json' }, '{}', {
+      timeoutMs: 5000,
+      agents,
+    })
+    assert.equal(answer.ok, false)
+    assert.equal(answer.status, 429)
+    assert.equal(answer.retryAfter, '7')
+    assert.equal(answer.answer!.length, 4096, 'the first 4 KiB')
+    assert.ok(answer.answer!.startsWith('{"errors":[{"code":"throttled"}]}'))
+    assert.deepEqual(got, ['application/vnd.api+json'])
+  } finally {
+    agents.http.destroy()
+    throttling.closeAllConnections()
+    await new Promise<void>((resolve) => throttling.close(() => resolve()))
+  }
+})

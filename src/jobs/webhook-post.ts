@@ -6,12 +6,16 @@ import { refusalOf } from './endpoint-guard.ts'
 // One POST of an outgoing webhook: through the SSRF guard's agent (endpoint-guard.ts), which
 // checks each address the connection may use, the URL's own or the lookup's, before connecting
 // to it, so a name cannot point elsewhere between the check and the connection; a deadline for
-// the whole exchange, and the answer's status; the answer's body is read and dropped.
+// the whole exchange, and the answer's status, its Retry-After and the start of its body (Klaviyo
+// says there why it refused an event); the rest of the body is read and dropped.
 
-export type PostResult = { ok: true; status: number } | { ok: false; status: number | null; error: string }
+/** What came back: the status; with an answer, its Retry-After header and its body's first ANSWER_KEPT bytes. */
+export type PostResult = ({ ok: true; status: number } | { ok: false; status: number | null; error: string }) & { retryAfter?: string; answer?: string }
 
 /** Most bytes of an endpoint's answer read (and dropped) before the connection is cut. */
 const ANSWER_BYTES = 64 * 1024
+/** Bytes of the answer kept for the caller. */
+const ANSWER_KEPT = 4096
 
 export function postWebhook(
   url: string,
@@ -19,10 +23,10 @@ export function postWebhook(
   body: string,
   options: {
     timeoutMs: number
-    /** The guard's agents (guardedAgents). */
+    /** The guard's agents (guardedAgents); Klaviyo's, at the operator's KLAVIYO_API_URL, are plain ones. */
     agents: { http: http.Agent; https: https.Agent }
-    /** How host names are resolved (the system's resolver, or the tests'). */
-    lookup: LookupFunction
+    /** How host names are resolved (the system's resolver, or the tests'); unset, the agent's own. */
+    lookup?: LookupFunction
     signal?: AbortSignal
   },
 ): Promise<PostResult> {
@@ -43,15 +47,28 @@ export function postWebhook(
     }
     const request = client.request(
       target,
-      { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, lookup, agent },
+      {
+        method: 'POST',
+        // A content type of the caller's (Klaviyo's JSON:API) wins over the webhooks' own.
+        headers: { 'content-type': 'application/json', ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        ...(lookup ? { lookup } : {}),
+        agent,
+      },
       (response) => {
         const status = response.statusCode ?? 0
         let read = 0
+        const kept: Buffer[] = []
         response.on('data', (chunk: Buffer) => {
+          if (read < ANSWER_KEPT) kept.push(chunk.subarray(0, ANSWER_KEPT - read))
           read += chunk.length
           if (read > ANSWER_BYTES) response.destroy()
         })
-        const finish = () => done(status >= 200 && status < 300 ? { ok: true, status } : { ok: false, status, error: `the endpoint answered ${status}` })
+        const header = response.headers['retry-after']
+        const finish = () => {
+          const answer = Buffer.concat(kept).toString('utf8')
+          const more = { ...(header === undefined ? {} : { retryAfter: header }), ...(answer === '' ? {} : { answer }) }
+          done(status >= 200 && status < 300 ? { ok: true, status, ...more } : { ok: false, status, error: `the endpoint answered ${status}`, ...more })
+        }
         response.on('end', finish)
         response.on('close', finish)
         response.on('error', finish)

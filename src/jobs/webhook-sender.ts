@@ -4,6 +4,8 @@ import { Counter, Gauge, type Registry } from 'prom-client'
 import type { Config } from '../config.ts'
 import { gaveUp, matchesTypes, retryDelayMs, type RetryPolicy } from '../domain/subscriptions.ts'
 import { signatureHeader } from '../domain/webhook-signature.ts'
+import { klaviyoMetricOf } from '../domain/klaviyo-metrics.ts'
+import type { ReferralKeys } from '../keys/referral-keys.ts'
 import type { SecretBox } from '../keys/secret-box.ts'
 import { changesAfter, changeView } from '../repos/changes-repo.ts'
 import type { Backend } from '../db/dialect.ts'
@@ -16,12 +18,16 @@ import {
   skipQuery,
   subscriptionOf,
   subscriptionQuery,
+  type DeliveryRecord,
   type Lease,
   type Progress,
   type SubscriptionRecord,
 } from '../repos/subscriptions-repo.ts'
 import type { BatchWriter } from '../write/batch-writer.ts'
+import type { Attempt } from './attempt.ts'
 import { DeliveryQueue } from './delivery-queue.ts'
+import { klaviyoDelivery } from './klaviyo-delivery.ts'
+import type { Window as KlaviyoWindow } from './klaviyo-pacer.ts'
 import { guardedAgents, lookupWith, systemResolver, type HostResolver } from './endpoint-guard.ts'
 import type { Clock } from '../clock.ts'
 import { startLoop } from './loop.ts'
@@ -39,7 +45,9 @@ import { postWebhook, type PostResult } from './webhook-post.ts'
 // never sent again. A lease also keeps every other process off the subscription, so one endpoint
 // gets one delivery at a time, in order. Subscriptions are served concurrently, at most
 // SUBSCRIPTIONS_CONCURRENCY at once; one waiting for a retry takes no slot, so a dead endpoint
-// holds back no other subscription, and the intake never waits for any of it.
+// holds back no other subscription, and the intake never waits for any of it. A Klaviyo
+// destination is served the same way, in the same line (fair between shops alike); only its
+// attempt differs (klaviyo-delivery.ts): an event of Klaviyo's API, or an entry skipped.
 
 export interface WebhookSender {
   /** New entries have positions, or a subscription changed: look soon. */
@@ -52,6 +60,8 @@ export interface SenderOptions {
   batchWriter: BatchWriter
   config: Config
   secrets: SecretBox
+  /** The customers' referral codes, which Klaviyo profiles carry. */
+  referralKeys: ReferralKeys
   registry: Registry
   report: Report
   /** How often to look for due subscriptions besides kicks. */
@@ -59,6 +69,8 @@ export interface SenderOptions {
   /** How endpoints' host names are resolved (default the system's; tests give their own). */
   resolveHost?: HostResolver
   clock: Clock
+  /** The windows Klaviyo destinations are paced in (default Klaviyo's own, KLAVIYO_LIMITS). */
+  klaviyoLimits?: readonly KlaviyoWindow[]
 }
 
 /** Entries read per look at a subscription's feed. */
@@ -93,8 +105,17 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
   setMaxListeners(0, stopping.signal)
   const agents = guardedAgents(config.SUBSCRIPTIONS_ALLOW_PRIVATE === 1)
   const lookup = lookupWith(options.resolveHost ?? systemResolver)
+  const klaviyo = klaviyoDelivery({ backend, config, secrets, referralKeys: options.referralKeys, clock, limits: options.klaviyoLimits })
+  /** Whether `sub` sends entries of `type`: its filter takes it, and (Klaviyo) the type has a metric. */
+  const wants = (sub: SubscriptionRecord, type: string) =>
+    matchesTypes(sub.types, type) && (sub.destination.kind === 'webhook' || klaviyoMetricOf(type) !== undefined)
 
-  async function post(sub: SubscriptionRecord, entry: ReturnType<typeof changeView>): Promise<PostResult> {
+  async function post(sub: SubscriptionRecord, entry: ReturnType<typeof changeView>): Promise<Attempt> {
+    const sent = await postSigned(sub, entry)
+    return sent.ok ? { kind: 'delivered', status: sent.status } : { kind: 'failed', status: sent.status, error: sent.error }
+  }
+
+  async function postSigned(sub: SubscriptionRecord, entry: ReturnType<typeof changeView>): Promise<PostResult> {
     const body = JSON.stringify(entry)
     const nowMs = clock.nowMs()
     const timestamp = Math.floor(nowMs / 1000)
@@ -120,58 +141,84 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
     const nowUs = clock.nowUs()
     if (!sub || sub.failing || sub.disabled || sub.nextAttemptUs > nowUs || (sub.leaseUntilUs ?? 0) > nowUs) return 'idle'
     const page = await changesAfter(db, sub.shopId, sub.position, PAGE)
-    const entry = page.find((e) => matchesTypes(sub.types, e.type))
+    const entry = page.find((e) => wants(sub, e.type))
     if (!entry) {
       if (page.length > 0) await batchWriter.write(skipQuery(db, id, sub.position, page[page.length - 1]!.position, nowUs))
       return page.length === PAGE ? 'more' : 'idle'
+    }
+    // A Klaviyo account waiting (its limits, a 429): looked at again then, with no lease taken meanwhile.
+    const paced = sub.destination.kind === 'klaviyo' ? klaviyo.waitOf(sub) : 0
+    if (paced > 0) {
+      loop.kick(paced)
+      return 'idle'
     }
     const lease: Lease = { subscriptionId: id, owner: randomUUID(), position: sub.position }
     const untilUs = nowUs + (config.SUBSCRIPTIONS_TIMEOUT_MS + LEASE_MARGIN_MS) * 1000
     const [claimed] = await batchWriter.write(claimQuery(db, sub, { owner: lease.owner, untilUs }, nowUs))
     // Another sender took it, or it changed since it was read (a replay, a removal): look again later.
     if (claimed!.length === 0) return 'idle'
-    const sent = await post(sub, changeView(entry))
-    if (stopping.signal.aborted) {
-      // Stopped mid-delivery: the entry counts as not sent (the next sender sends it again), not as a failure.
+    const view = changeView(entry)
+    const sent = sub.destination.kind === 'klaviyo' ? await klaviyo.send(sub, view, stopping.signal) : await post(sub, view)
+    if (stopping.signal.aborted || sent.kind === 'paced') {
+      // Stopped mid-delivery: the entry counts as not sent (the next sender sends it again), not as
+      // a failure. Paced: the account must wait first; no attempt was made.
       await batchWriter
         .write(releaseQuery(db, lease))
         .catch((err: unknown) => report('webhook-sender', err, 'giving back a lease failed; it runs out by itself'))
+      if (sent.kind === 'paced' && !stopping.signal.aborted) loop.kick(sent.waitMs)
       return 'idle'
     }
     const doneUs = clock.nowUs()
     const attempts = sub.attempts + 1
-    const delivery = { position: entry.position, type: entry.type, attempts, responseStatus: sent.status, updatedUs: doneUs }
+    const where =
+      sub.destination.kind === 'klaviyo'
+        ? `Klaviyo events of subscription ${id} (shop ${entry.shop}, ${klaviyo.host})`
+        : `outgoing webhook of subscription ${id} (shop ${entry.shop}, ${new URL(sub.url).host})`
     let progress: Progress
-    let status: 'delivered' | 'retrying' | 'failed'
-    if (sent.ok) {
-      metrics.delivered.inc()
+    let status: DeliveryRecord['status']
+    let lastError: string | null = null
+    if (sent.kind !== 'failed') {
+      // Delivered, skipped or refused: this entry is done with, and the next one comes.
       progress = { advanceTo: entry.position }
-      status = 'delivered'
+      status = sent.kind
+      if (sent.kind === 'delivered') metrics.delivered.inc()
+      else metrics.passed.inc({ outcome: sent.kind })
+      if (sent.kind === 'skipped') lastError = sent.reason
+      if (sent.kind === 'refused') {
+        lastError = sent.error
+        report(`webhook-sender:attempt:${id}`, new Error(sent.error), `${where} was refused at position ${entry.position}: ${sent.error}`)
+      }
     } else {
       metrics.failedAttempts.inc()
       const sinceUs = sub.retryingSinceUs ?? doneUs
       // 410 Gone: the endpoint says it is gone for good (Standard Webhooks: stop sending).
-      const disabled = sent.status === 410
+      const disabled = sub.destination.kind === 'webhook' && sent.status === 410
       const failing = !disabled && gaveUp(policy, sinceUs / 1000, doneUs / 1000)
-      const nextAttemptUs = doneUs + retryDelayMs(policy, attempts, Math.random()) * 1000
+      // Klaviyo's Retry-After (a 429, a 5xx) says when; else the backoff, as for any failure.
+      const waitMs = sent.retryAfterMs === undefined ? retryDelayMs(policy, attempts, Math.random()) : Math.min(policy.capMs, Math.max(1000, sent.retryAfterMs))
+      const nextAttemptUs = doneUs + waitMs * 1000
       const error = disabled ? 'the endpoint answered 410 Gone: disabled until a replay' : sent.error
       progress = { retry: { attempts, nextAttemptUs, sinceUs, failing, disabled, error } }
       status = failing || disabled ? 'failed' : 'retrying'
+      lastError = error
       const then = disabled
         ? 'no more attempts until a replay'
         : failing
           ? `it has failed for ${config.SUBSCRIPTIONS_RETRY_HOURS} h: the subscription is failing until a replay`
           : `tried again after ${new Date(nextAttemptUs / 1000).toISOString()}`
       // One line per failed attempt, at most one per subscription per half minute (report's own pace); the host only, since a URL's query may hold a token.
-      report(
-        `webhook-sender:attempt:${id}`,
-        new Error(error),
-        `outgoing webhook of subscription ${id} (shop ${entry.shop}, ${new URL(sub.url).host}) failed at position ${entry.position}, attempt ${attempts}: ${error}; ${then}`,
-      )
+      report(`webhook-sender:attempt:${id}`, new Error(error), `${where} failed at position ${entry.position}, attempt ${attempts}: ${error}; ${then}`)
     }
-    const written = await batchWriter.write(
-      ...outcomeQueries(db, lease, { ...delivery, status, lastError: 'retry' in progress ? progress.retry.error : null }, progress),
-    )
+    const delivery: DeliveryRecord = {
+      position: entry.position,
+      type: entry.type,
+      attempts,
+      responseStatus: 'status' in sent ? sent.status : null,
+      updatedUs: doneUs,
+      status,
+      lastError,
+    }
+    const written = await batchWriter.write(...outcomeQueries(db, lease, delivery, progress))
     const [progressed, released] = written.slice(-2)
     if (progressed!.length === 0) {
       // A replay moved the position meanwhile: the lease is back, and delivery goes on from there.
@@ -186,8 +233,8 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
       )
       return 'idle'
     }
-    if (sent.ok) return 'more'
-    if ('retry' in progress && !progress.retry.failing && !progress.retry.disabled) loop.kick(Math.ceil((progress.retry.nextAttemptUs - doneUs) / 1000) + 5)
+    if ('advanceTo' in progress) return 'more'
+    if (!progress.retry.failing && !progress.retry.disabled) loop.kick(Math.ceil((progress.retry.nextAttemptUs - doneUs) / 1000) + 5)
     return 'idle'
   }
 
@@ -254,6 +301,7 @@ export function startWebhookSender(options: SenderOptions): WebhookSender {
       while (queue.busy > 0) await new Promise((r) => setTimeout(r, 20))
       agents.http.destroy()
       agents.https.destroy()
+      klaviyo.close()
     },
   }
 }
@@ -280,7 +328,17 @@ function senderMetrics(registry: Registry, count: (which: 'failing' | 'disabled'
     },
   })
   return {
-    delivered: new Counter({ name: 'shop_intake_webhooks_delivered_total', help: 'Outgoing webhooks an endpoint acknowledged with a 2xx', registers }),
+    delivered: new Counter({
+      name: 'shop_intake_webhooks_delivered_total',
+      help: 'Outgoing webhooks an endpoint acknowledged with a 2xx (and Klaviyo events Klaviyo accepted)',
+      registers,
+    }),
+    passed: new Counter({
+      name: 'shop_intake_webhooks_passed_total',
+      help: 'Entries a subscription moved past without a delivery: skipped (a Klaviyo event of no customer, or an erased one) or refused (Klaviyo refused the event for good)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     leasesLost: new Counter({
       name: 'shop_intake_webhooks_leases_lost_total',
       help: "Outgoing webhook outcomes not stored because the delivery's lease had run out and another sender had taken the subscription",

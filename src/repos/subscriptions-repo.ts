@@ -7,12 +7,17 @@ import { takeShopRow } from './shop-row.ts'
 // sender's writes are compiled queries, which it runs on the write connection (BatchWriter.write):
 // each one checks the subscription's lease itself, so no lock is held while an endpoint answers.
 
+/** Where a subscription sends: signed webhooks to its URL, or events to a Klaviyo account (its private key sealed in `secret`). */
+export type Destination = { kind: 'webhook' } | { kind: 'klaviyo'; keyHint: string; referralUrl: string | null }
+
 export interface SubscriptionRecord {
   id: number
   shopId: number
+  /** A webhook's endpoint; empty for Klaviyo, which is sent to at KLAVIYO_API_URL. */
   url: string
+  destination: Destination
   types: string[]
-  /** Sealed. */
+  /** Sealed: a webhook's signing secret, or a Klaviyo private key. */
   secret: string
   /** Sealed; null when no rotation is in its grace. */
   oldSecret: string | null
@@ -35,12 +40,13 @@ export interface SubscriptionRecord {
 const FAILING = 1
 const DISABLED = 2
 
-type Row = Tables['subscriptions'] & { id: number; attempts: number; next_attempt_us: number; failing: number }
+type Row = Tables['subscriptions'] & { id: number; attempts: number; next_attempt_us: number; failing: number; destination: string }
 
 const record = (r: Row): SubscriptionRecord => ({
   id: Number(r.id),
   shopId: Number(r.shop_id),
   url: r.url,
+  destination: r.destination === 'klaviyo' ? { kind: 'klaviyo', keyHint: r.key_hint ?? 'pk_…', referralUrl: r.referral_url } : { kind: 'webhook' },
   types: JSON.parse(r.types) as string[],
   secret: r.secret,
   oldSecret: r.old_secret,
@@ -65,7 +71,7 @@ const record = (r: Row): SubscriptionRecord => ({
 export async function insertSubscriptionCapped(
   db: Kysely<Tables>,
   cap: number,
-  s: { shopId: number; url: string; types: readonly string[]; secret: string; createdUs: number },
+  s: { shopId: number; url: string; destination: Destination; types: readonly string[]; secret: string; createdUs: number },
   position: (trx: Kysely<Tables>) => Promise<number>,
 ): Promise<SubscriptionRecord | null> {
   return db.transaction().execute(async (trx) => {
@@ -77,6 +83,9 @@ export async function insertSubscriptionCapped(
       .values({
         shop_id: s.shopId,
         url: s.url,
+        destination: s.destination.kind,
+        key_hint: s.destination.kind === 'klaviyo' ? s.destination.keyHint : null,
+        referral_url: s.destination.kind === 'klaviyo' ? s.destination.referralUrl : null,
         types: JSON.stringify(s.types),
         secret: s.secret,
         old_secret: null,
@@ -295,7 +304,8 @@ export const releaseQuery = (db: Kysely<Tables>, lease: Lease) =>
 export interface DeliveryRecord {
   position: number
   type: string
-  status: 'delivered' | 'retrying' | 'failed'
+  /** Klaviyo's also `skipped` (not sent: no customer, or an erased one) and `refused` (Klaviyo refused it for good: not sent again). */
+  status: 'delivered' | 'retrying' | 'failed' | 'skipped' | 'refused'
   attempts: number
   responseStatus: number | null
   lastError: string | null

@@ -10,7 +10,8 @@ import { eventually, until } from '../support/eventually.ts'
 
 // The console's outgoing webhooks page in Chromium against a real server process: an operator
 // subscribes a receiver (the secret shown once), sees a failing endpoint's deliveries (status,
-// attempts, last error), and replays from a position once it recovers.
+// attempts, last error), and replays from a position once it recovers; a Klaviyo destination is
+// listed with its private key masked, and no rotation.
 
 const SHOP = 'hooks'
 
@@ -184,6 +185,31 @@ forEachDatabase((kind) => {
       assert.match(text, /replayed webhook subscription \d+ from after position 0/)
       assert.ok(!/types 0=|\{|"/.test(text), `no raw detail in the audit log:\n${text.slice(0, 2000)}`)
       await screenshot(page, `${kind}-subscriptions-audit`)
+      watch.check()
+    })
+
+    test('a Klaviyo destination is listed with its private key masked, never the key, and cannot be rotated', async () => {
+      const { page } = browser
+      const key = `pk_${'0f1e2d3c'.repeat(4)}9a8b`
+      const added = await runCli(
+        ['subscriptions', 'add', '--shop', SHOP, '--klaviyo', '--types', 'points.*'],
+        { DATABASE_URL: database.url, SECRETS_KEY: Buffer.alloc(32, 8).toString('base64') },
+        `${key}\n`,
+      )
+      assert.equal(added.code, 0, added.stderr)
+      await page.click('nav.top a[href="/admin/keys"]')
+      await page.locator('table.keys').waitFor()
+      await page.click('nav.top a[href="/admin/subscriptions"]')
+      const row = page.locator('tr[data-subscription]', { has: page.locator('[data-klaviyo-key]') })
+      await row.waitFor()
+      assert.match(await row.locator('td.url').innerText(), /^Klaviyo, key\s+pk_…9a8b$/)
+      assert.equal(await row.locator('button[name=rotate]').count(), 0, 'nothing to rotate')
+      assert.ok(!(await page.content()).includes(key.slice(3, -4)), 'the page holds no more of the key than its hint')
+      await screenshot(page, `${kind}-subscriptions-klaviyo`)
+      await page.click('nav.top a:text("Audit")')
+      const audit = page.locator('table.audit tbody')
+      await audit.locator('tr').first().waitFor()
+      assert.match(await audit.innerText(), /subscribed webhook subscription \d+, Klaviyo \(key pk_…9a8b\), to points\.\*/)
       watch.check()
     })
   })

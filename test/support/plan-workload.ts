@@ -313,7 +313,7 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
   const sub = (await insertSubscriptionCapped(
     backend.db,
     50,
-    { shopId: a.id, url: 'https://93.184.216.34/hook', types: ['*'], secret: 'v1:plans', createdUs: now() },
+    { shopId: a.id, url: 'https://93.184.216.34/hook', destination: { kind: 'webhook' }, types: ['*'], secret: 'v1:plans', createdUs: now() },
     async () => 0,
   ))!
   await dueSubscriptions(backend.db, now())

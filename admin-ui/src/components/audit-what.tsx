@@ -27,6 +27,16 @@ function Subscription({ shop, id }: { shop: string | null; id: string | null }) 
   return shop ? <a {...link(`subscriptions?shop=${enc(shop)}`)}>{label}</a> : <>{label}</>
 }
 
+/** Where a subscription sends: its URL, or Klaviyo and the key's hint (the audit log never holds a key). */
+const destination = (d: Record<string, unknown>) =>
+  d.destination === 'klaviyo' ? (
+    <>
+      Klaviyo (key <code>{text(d.private_key)}</code>)
+    </>
+  ) : (
+    <code class="url">{text(d.url)}</code>
+  )
+
 /** A VIP tier as the command line takes it: NAME:POINTS, and :MULTIPLIER when it is not 1. */
 function tierValue(v: unknown): string | null {
   if (typeof v !== 'object' || v === null || !('name' in v) || !('points' in v)) return null
@@ -134,14 +144,13 @@ export function AuditWhat({ entry }: { entry: AuditEntry }): ComponentChildren {
     case 'subscription.create':
       return (
         <>
-          subscribed <Subscription shop={shop} id={target} />, <code class="url">{text(d.url)}</code>, to{' '}
-          {Array.isArray(d.types) ? d.types.map(text).join(', ') : text(d.types)}
+          subscribed <Subscription shop={shop} id={target} />, {destination(d)}, to {Array.isArray(d.types) ? d.types.map(text).join(', ') : text(d.types)}
         </>
       )
     case 'subscription.delete':
       return (
         <>
-          removed <Subscription shop={shop} id={target} />, <code class="url">{text(d.url)}</code>
+          removed <Subscription shop={shop} id={target} />, {destination(d)}
         </>
       )
     case 'subscription.replay':

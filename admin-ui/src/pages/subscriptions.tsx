@@ -8,6 +8,9 @@ import { canChange } from '../session.ts'
 
 // A shop's outgoing webhook subscriptions: subscribe (the secret shown once), each one's status
 // and latest deliveries (status, attempts, last error), replay from a position, rotate, remove.
+// Klaviyo destinations (docs/integrate/klaviyo.md) are listed too, their private key masked as the
+// API shows it; they are subscribed from the API or the command line, where the key is given
+// (no secret is needed in a browser), and have no signing secret to rotate.
 
 function Secret({ secret, what, onClose }: { secret: string; what: string; onClose: () => void }) {
   return (
@@ -123,7 +126,7 @@ export function Subscriptions() {
   const subscribe = () =>
     act(async () => {
       const made = await api('POST', '/v3/admin/shops/{shop}/subscriptions', { params: { shop }, body: { url, types: types.split(',').map((t) => t.trim()) } })
-      setSecret({ value: made.secret, what: `The signing secret of subscription ${made.id}` })
+      if ('secret' in made) setSecret({ value: made.secret, what: `The signing secret of subscription ${made.id}` })
       setUrl('')
     })
   return (
@@ -180,7 +183,19 @@ export function Subscriptions() {
               <tr data-subscription={s.id} class={s.status}>
                 <td>{s.id}</td>
                 <td class="url">
-                  <code title={s.url}>{s.url}</code>
+                  {s.klaviyo ? (
+                    <span data-klaviyo-key={s.klaviyo.private_key}>
+                      Klaviyo, key <code>{s.klaviyo.private_key}</code>
+                      {s.klaviyo.referral_url && (
+                        <>
+                          {' '}
+                          (referral links to <code>{s.klaviyo.referral_url}</code>)
+                        </>
+                      )}
+                    </span>
+                  ) : (
+                    <code title={s.url}>{s.url}</code>
+                  )}
                 </td>
                 <td>{s.types.join(', ')}</td>
                 <td>
@@ -223,9 +238,13 @@ export function Subscriptions() {
                       </span>
                     ) : (
                       <>
-                        <button type="button" name="rotate" onClick={() => setConfirming({ id: s.id, action: 'rotate' })}>
-                          Rotate secret…
-                        </button>{' '}
+                        {s.destination === 'webhook' && (
+                          <>
+                            <button type="button" name="rotate" onClick={() => setConfirming({ id: s.id, action: 'rotate' })}>
+                              Rotate secret…
+                            </button>{' '}
+                          </>
+                        )}
                         <button type="button" class="danger" name="remove" onClick={() => setConfirming({ id: s.id, action: 'remove' })}>
                           Remove…
                         </button>
