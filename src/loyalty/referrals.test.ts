@@ -49,6 +49,14 @@ describe('e-mails as referrals compare them', () => {
     assert.equal(normalizeEmail('no-at-sign'), null)
     assert.equal(normalizeEmail(null), null)
   })
+  test('given Gmail’s dots, googlemail.com or a trailing dot on the domain, then the same mailbox; dots elsewhere are kept', () => {
+    for (const spelling of ['a.b@gmail.com', 'A.B+x@GoogleMail.com', 'ab@gmail.com.', ' a..b@googlemail.com.. '])
+      assert.equal(normalizeEmail(spelling), 'ab@gmail.com', spelling)
+    assert.equal(normalizeEmail('a.b@example.com.'), 'a.b@example.com')
+    assert.equal(normalizeEmail('.@gmail.com'), null)
+    assert.equal(normalizeEmail('a@.'), null)
+    assert.equal(normalizeEmail('a@'), null)
+  })
   test('given one key, then one hash per shop and e-mail; another key or shop, then another', () => {
     const key = Buffer.alloc(32, 1)
     const h = referralEmailHash(key, 1, 'ada@example.com')

@@ -11,20 +11,32 @@ import type { ReferralTerms } from './program.ts'
 
 const DAY_US = 86_400_000_000
 
+/** Domains that are another name of the same mailbox: `googlemail.com` is `gmail.com`. */
+const SAME_MAILBOX: Record<string, string> = { 'googlemail.com': 'gmail.com' }
+/** Domains whose mailboxes ignore dots in the local part: `a.b@gmail.com` is `ab@gmail.com`. */
+const DOTLESS = new Set(['gmail.com'])
+
 /**
- * An e-mail as referrals compare it: trimmed, lower case, and without a `+tag` in its local part
- * (`Ada+ref@Example.com` is `ada@example.com`), so that a friend cannot pass for another person
- * by a tag or a change of case, nor a referrer refer themselves so. Null when it is not an e-mail.
+ * An e-mail as referrals compare it, for the claim and the orders alike (one rule, so that a
+ * spelling that passes one cannot fail the other): trimmed, lower case, without a `+tag` in its
+ * local part (`Ada+ref@Example.com` is `ada@example.com`), without the domain's trailing dot
+ * (`ada@example.com.`), and Gmail's mailbox as Gmail delivers it (`a.b@googlemail.com` is
+ * `ab@gmail.com`): so that a friend cannot pass for another person by a spelling that reaches
+ * the same mailbox, nor a referrer refer themselves so. Null when it is not an e-mail.
  */
 export function normalizeEmail(email: string | null | undefined): string | null {
   if (email == null) return null
   const lowered = email.trim().toLowerCase()
   const at = lowered.lastIndexOf('@')
-  if (at <= 0 || at === lowered.length - 1) return null
+  if (at <= 0) return null
+  const bare = lowered.slice(at + 1).replace(/\.+$/, '')
+  if (bare === '') return null
+  const domain = SAME_MAILBOX[bare] ?? bare
   const local = lowered.slice(0, at)
   const plus = local.indexOf('+')
-  const kept = plus < 0 ? local : local.slice(0, plus)
-  return kept === '' ? null : `${kept}@${lowered.slice(at + 1)}`
+  const untagged = plus < 0 ? local : local.slice(0, plus)
+  const kept = DOTLESS.has(domain) ? untagged.replaceAll('.', '') : untagged
+  return kept === '' ? null : `${kept}@${domain}`
 }
 
 /**
