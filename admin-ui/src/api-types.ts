@@ -5313,7 +5313,7 @@ export interface operations {
                */
               referral_friend_reward: number | null;
               /**
-               * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+               * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
                * @default 0.00
                */
               referral_min_subtotal: string;
@@ -5421,7 +5421,7 @@ export interface operations {
                    */
                   referral_friend_reward: number | null;
                   /**
-                   * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+                   * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
                    * @default 0.00
                    */
                   referral_min_subtotal: string;
@@ -5599,7 +5599,7 @@ export interface operations {
            */
           referral_friend_reward: number | null;
           /**
-           * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+           * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
            * @default 0.00
            */
           referral_min_subtotal: string;
@@ -5718,7 +5718,7 @@ export interface operations {
                */
               referral_friend_reward: number | null;
               /**
-               * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+               * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
                * @default 0.00
                */
               referral_min_subtotal: string;
@@ -5826,7 +5826,7 @@ export interface operations {
                    */
                   referral_friend_reward: number | null;
                   /**
-                   * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+                   * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
                    * @default 0.00
                    */
                   referral_min_subtotal: string;
@@ -6027,7 +6027,7 @@ export interface operations {
              */
             referral_friend_reward: number | null;
             /**
-             * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+             * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
              * @default 0.00
              */
             referral_min_subtotal: string;
@@ -8349,7 +8349,7 @@ export interface operations {
                 referrer_id: number;
                 claimed_at: string;
                 status: "pending" | "rewarded" | "refused" | "voided";
-                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, too_late, cap_reached, refunded or cancelled */
+                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, other_currency, too_late, cap_reached, refunded or cancelled */
                 reason: string;
                 /** @description the friend's first order, once there is one */
                 order_id: number | null;
@@ -8452,7 +8452,7 @@ export interface operations {
                 referrer_id: number;
                 claimed_at: string;
                 status: "pending" | "rewarded" | "refused" | "voided";
-                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, too_late, cap_reached, refunded or cancelled */
+                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, other_currency, too_late, cap_reached, refunded or cancelled */
                 reason: string;
                 /** @description the friend's first order, once there is one */
                 order_id: number | null;

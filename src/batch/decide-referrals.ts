@@ -36,6 +36,7 @@ export function friendOrderOf(o: StoredOrder, owner: Owner): FriendOrder {
     cancelled: r.cancelled_at !== null,
     refunded: r.is_refunded === true,
     subtotalMinor: r.subtotal ?? 0,
+    currency: r.currency,
     customerId: owner.state === 'customer' ? owner.customerId : null,
   }
 }

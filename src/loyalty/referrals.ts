@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto'
-import { toMinor } from '../domain/money.ts'
+import { minimumFor, parseMinimum } from './referral-minimum.ts'
 import type { ReferralTerms } from './program.ts'
 
 // Refer a friend (docs/program/referrals.md): a claim (a friend's e-mail, as a keyed hash of its
@@ -56,8 +56,9 @@ export interface FriendOrder {
   paid: boolean
   cancelled: boolean
   refunded: boolean
-  /** The subtotal in minor units, and its currency. */
+  /** The subtotal in minor units, and its currency (null when the webhooks gave none; absent in facts stored before currencies counted). */
   subtotalMinor: number
+  currency?: string | null
   /** The customer the order is credited to; null for a guest. */
   customerId: number | null
 }
@@ -82,6 +83,7 @@ export type ReferralReason =
   | 'self_referral'
   | 'not_first_order'
   | 'below_minimum'
+  | 'other_currency'
   | 'too_late'
   | 'cap_reached'
   | 'refunded'
@@ -94,6 +96,7 @@ export const REFERRAL_REASONS: readonly ReferralReason[] = [
   'self_referral',
   'not_first_order',
   'below_minimum',
+  'other_currency',
   'too_late',
   'cap_reached',
   'refunded',
@@ -117,8 +120,9 @@ export function firstOrder(orders: readonly FriendOrder[]): FriendOrder | null {
 
 /**
  * What the friend's first order makes of a claim, before the referrer's cap: it qualifies when it
- * is processed after the claim and within its days, paid, not refunded nor cancelled, at or over
- * the minimum, and not the referrer's own. An order of the friend processed at or before the claim
+ * is processed after the claim and within its days, paid, not refunded nor cancelled, in a
+ * currency the minimum lists (any, when it names none) and at or over its amount there, and not
+ * the referrer's own. An order of the friend processed at or before the claim
  * means they were no new customer: refused, whatever comes later.
  */
 export function candidateOf(claim: ReferralClaim, orders: readonly FriendOrder[]): Candidate {
@@ -130,7 +134,10 @@ export function candidateOf(claim: ReferralClaim, orders: readonly FriendOrder[]
   if (order.processedUs > claim.claimedUs + claim.terms.days * DAY_US) return { status: 'refused', reason: 'too_late', order }
   if (order.refunded) return { status: 'voided', reason: 'refunded', order }
   if (order.cancelled) return { status: 'voided', reason: 'cancelled', order }
-  if (order.subtotalMinor < (toMinor(claim.terms.min_subtotal) ?? 0)) return { status: 'refused', reason: 'below_minimum', order }
+  const minimum = parseMinimum(claim.terms.min_subtotal)
+  const least = minimum === null ? 0 : minimumFor(minimum, order.currency ?? null)
+  if (least === undefined) return { status: 'refused', reason: 'other_currency', order }
+  if (order.subtotalMinor < least) return { status: 'refused', reason: 'below_minimum', order }
   if (!order.paid) return { status: 'pending', reason: 'awaiting_payment', order }
   return { status: 'qualified', reason: 'rewarded', order }
 }

@@ -315,7 +315,7 @@ export const AdminReferralView = Type.Object(
     status: Type.Union([Type.Literal('pending'), Type.Literal('rewarded'), Type.Literal('refused'), Type.Literal('voided')]),
     reason: Type.String({
       description:
-        'why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, too_late, cap_reached, refunded or cancelled',
+        'why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, other_currency, too_late, cap_reached, refunded or cancelled',
     }),
     order_id: Type.Union([Type.Integer(), Type.Null()], { description: "the friend's first order, once there is one" }),
     referrer_points: Type.Integer({ description: 'the points the referrer holds of it' }),
