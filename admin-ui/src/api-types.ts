@@ -816,8 +816,10 @@ export interface components {
             points: number;
             /** @description the customer credited with the friend's points, if any */
             friend_customer_id: number | null;
-            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
             reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
           };
         }) | ({
           /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
@@ -845,8 +847,10 @@ export interface components {
             points: number;
             /** @description the customer credited with the friend's points, if any */
             friend_customer_id: number | null;
-            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
             reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
           };
         }) | ({
           /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
@@ -874,8 +878,10 @@ export interface components {
             points: number;
             /** @description the customer credited with the friend's points, if any */
             friend_customer_id: number | null;
-            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
             reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
           };
         }) | ({
           /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
@@ -903,8 +909,72 @@ export interface components {
             points: number;
             /** @description the customer credited with the friend's points, if any */
             friend_customer_id: number | null;
-            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
             reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
+          };
+        }) | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "referral.refused";
+          /** @description a referral's change; never the friend's e-mail */
+          data: {
+            /** @description the referral (a friend’s claim of a referrer’s code) */
+            referral_id: string;
+            /** @description the referring customer */
+            referrer_id: number;
+            status: "pending" | "rewarded" | "refused" | "voided";
+            /** @description why it is where it is (docs/program/referrals.md) */
+            reason: string;
+            /** @description the friend's first order, once there is one */
+            order_id: number | null;
+            /** @description the referrer's points it holds now */
+            points: number;
+            /** @description the customer credited with the friend's points, if any */
+            friend_customer_id: number | null;
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
+            reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
+          };
+        }) | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "referral.reinstated";
+          /** @description a referral's change; never the friend's e-mail */
+          data: {
+            /** @description the referral (a friend’s claim of a referrer’s code) */
+            referral_id: string;
+            /** @description the referring customer */
+            referrer_id: number;
+            status: "pending" | "rewarded" | "refused" | "voided";
+            /** @description why it is where it is (docs/program/referrals.md) */
+            reason: string;
+            /** @description the friend's first order, once there is one */
+            order_id: number | null;
+            /** @description the referrer's points it holds now */
+            points: number;
+            /** @description the customer credited with the friend's points, if any */
+            friend_customer_id: number | null;
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
+            reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
           };
         }))[];
       /** @description pass as ?after= for the next page: the last position returned, or `after` again when none was */
@@ -8349,7 +8419,7 @@ export interface operations {
                 referrer_id: number;
                 claimed_at: string;
                 status: "pending" | "rewarded" | "refused" | "voided";
-                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, other_currency, too_late, cap_reached, refunded or cancelled */
+                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, other_currency, too_late, later_claim, cap_reached, refunded or cancelled */
                 reason: string;
                 /** @description the friend's first order, once there is one */
                 order_id: number | null;
@@ -8358,8 +8428,10 @@ export interface operations {
                 /** @description the customer credited with the friend's points */
                 friend_customer_id: number | null;
                 friend_points: number;
-                /** @description the friend's reward code */
+                /** @description the friend's reward code handed out at the claim; null when none (a claim refused from the start hands out none) */
                 reward_code: string | null;
+                /** @description true while the code must not be honoured: the referral is refused as no new friend */
+                reward_code_void: boolean;
                 updated_at: string;
               })[];
             next_cursor: string | null;
@@ -8452,7 +8524,7 @@ export interface operations {
                 referrer_id: number;
                 claimed_at: string;
                 status: "pending" | "rewarded" | "refused" | "voided";
-                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, other_currency, too_late, cap_reached, refunded or cancelled */
+                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, other_currency, too_late, later_claim, cap_reached, refunded or cancelled */
                 reason: string;
                 /** @description the friend's first order, once there is one */
                 order_id: number | null;
@@ -8461,8 +8533,10 @@ export interface operations {
                 /** @description the customer credited with the friend's points */
                 friend_customer_id: number | null;
                 friend_points: number;
-                /** @description the friend's reward code */
+                /** @description the friend's reward code handed out at the claim; null when none (a claim refused from the start hands out none) */
                 reward_code: string | null;
+                /** @description true while the code must not be honoured: the referral is refused as no new friend */
+                reward_code_void: boolean;
                 updated_at: string;
               })[];
           };

@@ -6,7 +6,7 @@ import { referralEmailHash } from '../loyalty/referrals.ts'
 import type { OrderBody } from '../schemas/webhooks.ts'
 import { customerHook, DeciderSpecification, deleteHook, orderHook } from '../../test/support/decider.ts'
 import type { ReferralClaimCommand } from './commands.ts'
-import { emptyState, keyOf, type BatchState, type Decision } from './state.ts'
+import { emptyState, keyOf, referralKeyOf, type BatchState, type Decision } from './state.ts'
 
 // Refer a friend in the decider, given/when/then with no database: a claim becomes a referral,
 // the friend's first order rewards the referrer, a refund or a late earlier order takes it back
@@ -60,7 +60,7 @@ describe('a claim and the friend’s first order', () => {
           ['referral.qualified', 'rewarded'],
           ['referral.rewarded', 'rewarded'],
         ])
-        assert.equal(state.referrals.get(keyOf(1, hash('bo@example.com')))?.status, 'rewarded')
+        assert.equal(state.referrals.get(referralKeyOf(1, hash('bo@example.com'), 1))?.status, 'rewarded')
         assert.doesNotMatch(JSON.stringify(d.feed), /bo@example|example\.com/)
       })
   })
@@ -95,7 +95,7 @@ describe('a claim and the friend’s first order', () => {
       .when([order(9, 1, { subtotal: '10.00' })])
       .then((d, state) => {
         assert.deepEqual(referralEntries(d), [[1, -500, 'adjusted']])
-        assert.equal(state.referrals.get(keyOf(1, hash('bo@example.com')))?.reason, 'below_minimum')
+        assert.equal(state.referrals.get(referralKeyOf(1, hash('bo@example.com'), 1))?.reason, 'below_minimum')
       })
   })
 
@@ -114,22 +114,33 @@ describe('a claim and the friend’s first order', () => {
       [cy(20, 3)],
       [order(10, 2)],
     )
-    assert.equal(given.state.referrals.get(keyOf(1, hash('bo@example.com')))?.status, 'rewarded')
-    assert.equal(given.state.referrals.get(keyOf(1, hash('cy@example.com')))?.reason, 'cap_reached')
+    assert.equal(given.state.referrals.get(referralKeyOf(1, hash('bo@example.com'), 1))?.status, 'rewarded')
+    assert.equal(given.state.referrals.get(referralKeyOf(1, hash('cy@example.com'), 1))?.reason, 'cap_reached')
     given.when([order(10, 2, { is_refunded: true, updated_at: at(4) })]).then((d, state) => {
       assert.deepEqual(referralEntries(d).sort(), [
         [1, -500, 'reversed_refund'],
         [1, 500, 'referral'],
       ])
-      assert.equal(state.referrals.get(keyOf(1, hash('cy@example.com')))?.status, 'rewarded')
+      assert.equal(state.referrals.get(referralKeyOf(1, hash('cy@example.com'), 1))?.status, 'rewarded')
     })
   })
 
-  test('given a claim of an e-mail another referrer claimed, then refused, and the first referral stays', () => {
+  test('given a claim of an e-mail another referrer claimed, then taken too; the friend’s first order rewards the later claim before it', () => {
+    const given = DeciderSpecification.for(shop()).given([ada, customerHook({ id: 2, email: 'cy@example.com' })], [claim('bo@example.com', 0)])
+    const second = given.when([claim('bo@example.com', 1, 2, 'other')])
+    assert.deepEqual(second.decision.commands[0], {
+      status: 'referral-claimed',
+      referral: { referral_id: 'other', status: 'pending', reason: 'awaiting_first_order', reward_code: null, pending_points: null },
+      replayed: false,
+    })
     DeciderSpecification.for(shop())
-      .given([ada, customerHook({ id: 2, email: 'cy@example.com' })], [claim('bo@example.com', 0)])
-      .when([claim('bo@example.com', 1, 2, 'other')])
-      .then((d) => assert.deepEqual(d.commands[0], { status: 'referral-refused', reason: 'already-referred', detail: 'this e-mail was referred already' }))
+      .given([ada, customerHook({ id: 2, email: 'cy@example.com' })], [claim('bo@example.com', 0)], [claim('bo@example.com', 1, 2, 'other')])
+      .when([order(10, 2)])
+      .then((d, state) => {
+        assert.deepEqual(referralEntries(d), [[2, 500, 'referral']])
+        assert.equal(state.referrals.get(referralKeyOf(1, hash('bo@example.com'), 1))?.reason, 'later_claim')
+        assert.equal(state.referrals.get(referralKeyOf(1, hash('bo@example.com'), 2))?.reason, 'rewarded')
+      })
   })
 
   test('given the referrer deleted, when the friend’s first order comes, then it is rewarded but gives the referrer nothing (their points were forfeited)', () => {
@@ -138,7 +149,7 @@ describe('a claim and the friend’s first order', () => {
       .when([order(10, 2)])
       .then((d, state) => {
         assert.deepEqual(referralEntries(d), [])
-        const r = state.referrals.get(keyOf(1, hash('bo@example.com')))
+        const r = state.referrals.get(referralKeyOf(1, hash('bo@example.com'), 1))
         assert.deepEqual([r?.status, r?.referrer], ['rewarded', null])
       })
   })
