@@ -58,7 +58,8 @@ export interface ClaimPlan {
 }
 export interface OrderPlan {
   id: number
-  email: string
+  /** Null for an order that names its customer alone (the veteran's old one: theirs by the customer's id, no e-mail). */
+  email: string | null
   /** A customer the order embeds (with its e-mail, but the veteran's without), its friend points go to; null for a guest order. */
   customerId: number | null
   processedUs: number
@@ -154,7 +155,7 @@ export const referralScenarioArb: fc.Arbitrary<ReferralScenario> = fc
     if (g.veteran) {
       orders.push({
         id: VETERAN.order,
-        email: VETERAN.email,
+        email: null,
         customerId: VETERAN.id,
         processedUs: BASE_US - 60 * DAY_US,
         subtotal: '80.00',
@@ -191,7 +192,7 @@ export function orderBodies(o: OrderPlan): object[] {
   const veteran = o.customerId === VETERAN.id
   const first = {
     id: o.id,
-    email: o.email,
+    ...(o.email === null ? {} : { email: o.email }),
     currency: o.currency,
     subtotal: o.subtotal,
     is_paid: o.paid,
@@ -200,7 +201,7 @@ export function orderBodies(o: OrderPlan): object[] {
     ...(o.customerId === null
       ? {}
       : {
-          customer: veteran && o.id !== VETERAN.order ? { id: o.customerId } : { id: o.customerId, email: o.email, updated_at: dated('order', o.id) },
+          customer: veteran || o.email === null ? { id: o.customerId } : { id: o.customerId, email: o.email, updated_at: dated('order', o.id) },
         }),
   }
   if (o.then === null) return [first]
@@ -367,7 +368,7 @@ function outcomeOf(s: ReferralScenario): { links: Links; customers: Map<number, 
   for (const o of s.orders) {
     orders.set(o.id, {
       id: o.id,
-      email: (o.thenEmail ?? o.email).toLowerCase(),
+      email: (o.thenEmail ?? o.email)?.toLowerCase() ?? null,
       customerId: o.customerId,
       fact: {
         id: o.id,
