@@ -141,17 +141,10 @@ export async function loadReferrals(
   const referrers = new Set([...referrals.map((r) => Number(r.referrer_id)), ...needs.claims.map((c) => c.customerId)])
   const customers = graph().customers
   await lock([...referrers, ...customers].map((id) => `${shopId}:c:${id}`))
-  addHolders(await s.run(q.holdersByHolder(shopId, customers.map(customerHolder))))
-  const emails = graph().emails
+  if (customers.length > 0) addHolders(await s.run(q.holdersByHolder(shopId, customers.map(customerHolder))))
+  const emails = graph().emails.filter((h) => !friends.has(h))
   await lock(emails.map(hashLock))
-  addHolders(
-    await s.run(
-      q.holdersByHash(
-        shopId,
-        emails.filter((h) => !friends.has(h)),
-      ),
-    ),
-  )
+  if (emails.length > 0) addHolders(await s.run(q.holdersByHash(shopId, emails)))
   const orderIds = graph().orders
   await lock(orderIds.map((id) => `${shopId}:o:${id}`))
   const loaded = (id: number) => state.orders.has(keyOf(shopId, id)) || state.friendOrders.has(keyOf(shopId, id))
@@ -182,14 +175,16 @@ export async function loadReferrals(
   const guestEmails = [
     ...new Set(friendOrders.filter((o) => o.record.customer_id === null && o.record.email !== null).map((o) => o.record.email!.toLowerCase())),
   ]
-  const [again, linked, byEmail] = await s.runMany([
-    q.ordersById(shopId, unheld),
-    q.customersById(shopId, owners),
-    q.customersByEmail(shopId, guestEmails),
-  ] as const)
-  addOrders(again)
-  addCustomers(linked)
-  addCustomers(byEmail)
+  if (unheld.length + owners.length + guestEmails.length > 0) {
+    const [again, linked, byEmail] = await s.runMany([
+      q.ordersById(shopId, unheld),
+      q.customersById(shopId, owners),
+      q.customersByEmail(shopId, guestEmails),
+    ] as const)
+    addOrders(again)
+    addCustomers(linked)
+    addCustomers(byEmail)
+  }
   for (const row of all) state.referrals.set(`${shopId}:${row.email_hash}:${Number(row.referrer_id)}`, storedReferral(shopId, row))
   for (const id of referrers) state.referrersLoaded?.add(keyOf(shopId, id))
   // The friends' referrals by every referrer are among those of their referrers, read again under their locks.
