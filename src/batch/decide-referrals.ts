@@ -2,10 +2,11 @@ import type { Webhook } from '../domain/webhook.ts'
 import type { Owner } from '../loyalty/ledger-plan.ts'
 import { offersReferrals, optionsAt } from '../loyalty/program.ts'
 import { generatedCode } from '../loyalty/rewards.ts'
-import { friendOf, membersOf, type Friend } from '../loyalty/referral-friend.ts'
+import { friendOf, membersOf } from '../loyalty/referral-friend.ts'
 import { decideReferrals, planReferralEntries, type ReferralHolding, type ReferralOutcome } from '../loyalty/referral-points.ts'
-import { candidateOf, candidatesOf, codeVoid, firstOrder, normalizeEmail, type Candidate, type FriendOrder } from '../loyalty/referrals.ts'
+import { candidateOf, candidatesOf, codeVoid, firstOrder, normalizeEmail, type Candidate } from '../loyalty/referrals.ts'
 import type { CommandOutcome, PointsCommand, ReferralClaimCommand, ReferralClaimView } from './commands.ts'
+import { causeOf, customersOrders, factsOf } from './referral-facts.ts'
 import { batchLinks } from './referral-links.ts'
 import { keyOf, referralKeyOf, type BatchState, type Decision, type LedgerRow, type StoredOrder, type StoredReferral } from './state.ts'
 
@@ -24,21 +25,6 @@ export interface ReferralDecision {
   held: NonNullable<Decision['heldEmails']>
   members: NonNullable<Decision['friendMembers']>
   outcomes: Map<PointsCommand, CommandOutcome>
-}
-
-/** The facts of an order a referral needs. */
-export function friendOrderOf(o: StoredOrder, owner: Owner): FriendOrder {
-  const r = o.record
-  return {
-    id: r.id,
-    processedUs: r.processed_us ?? r.first_arrival_us,
-    paid: r.is_paid === true,
-    cancelled: r.cancelled_at !== null,
-    refunded: r.is_refunded === true,
-    subtotalMinor: r.subtotal ?? 0,
-    currency: r.currency,
-    customerId: owner.state === 'customer' || owner.state === 'deleted' ? owner.customerId : null,
-  }
 }
 
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
@@ -197,48 +183,6 @@ export function decideReferralStep(
     out.outcomes.set(c, { status: 'referral-claimed', referral: referralView(r), replayed: state.referrals.has(key) || r.id !== c.referralId })
   }
   return out
-}
-
-/** The orders credited to each customer (`${shopId}:${customerId}`): linked to them, or found by settlement to be theirs. */
-function customersOrders(state: BatchState, ownerOf: (o: StoredOrder) => Owner): Map<string, number[]> {
-  const out = new Map<string, number[]>()
-  const add = (shopId: number, customerId: number | null, orderId: number) => {
-    if (customerId === null) return
-    const list = out.get(keyOf(shopId, customerId)) ?? []
-    if (!list.includes(orderId)) out.set(keyOf(shopId, customerId), [...list, orderId])
-  }
-  for (const orders of [state.orders, state.friendOrders])
-    for (const o of orders.values()) {
-      add(o.shopId, o.record.customer_id, o.record.id)
-      add(o.shopId, ownerOf(o).customerId, o.record.id)
-    }
-  return out
-}
-
-/** The facts of a friend's orders, as they now stand (as stored, for one not loaded). */
-function factsOf(state: BatchState, shopId: number, friend: Friend, stored: readonly FriendOrder[], ownerOf: (o: StoredOrder) => Owner): FriendOrder[] {
-  return friend.orders.flatMap((id) => {
-    const o = state.orders.get(keyOf(shopId, id)) ?? state.friendOrders.get(keyOf(shopId, id))
-    if (o) return [friendOrderOf(o, ownerOf(o))]
-    const known = stored.find((x) => x.id === id)
-    return known ? [known] : []
-  })
-}
-
-/** The webhook of the batch a friend's change is credited to: the latest naming one of its customers or orders. */
-function causeOf(webhooks: readonly Webhook[], orderKeys: ReadonlyMap<string, string | null>, shopId: number, friend: Friend): string | null {
-  for (let i = webhooks.length - 1; i >= 0; i--) {
-    const w = webhooks[i]!
-    if (w.shopId !== shopId || w.change === null) continue
-    const ids = w.change.kind === 'customer' ? [w.change.customer.id] : [w.change.order.customer?.customer_id, w.change.customer?.id]
-    if (w.change.kind === 'order' && friend.orders.includes(w.change.order.id)) return w.eventId
-    if (ids.some((id) => id !== undefined && friend.customers.includes(id))) return w.eventId
-  }
-  for (const id of friend.orders) {
-    const eventId = orderKeys.get(keyOf(shopId, id))
-    if (eventId) return eventId
-  }
-  return null
 }
 
 /** The ledger rows that bring what a referral holds for the referrer and the friend to its outcome. */
