@@ -18,7 +18,7 @@ const T0 = Date.UTC(2024, 4, 1, 10)
 const at = (day: number) => new Date(T0 + day * DAY_MS).toISOString()
 const us = (day: number) => (T0 + day * DAY_MS) * 1000
 const KEY = Buffer.alloc(32, 3)
-const EMAILS = ['ada@example.com', 'bo@example.com', 'cy@example.com']
+const EMAILS = ['ada@example.com', 'bo@example.com', 'cy@example.com', 'bo.new@example.com', 'old@example.com']
 const hash = (email: string) => referralEmailHash(KEY, 1, email)
 
 /** Shop 1 with referrals since ever (500 points, 14 days, from 50.00), and the hashes a load would compute. */
@@ -161,6 +161,84 @@ describe('a claim and the friend’s first order', () => {
       .then((d) => {
         assert.deepEqual(d.commands[0], { status: 'referral-refused', reason: 'no-program', detail: 'the shop offers no referrals' })
         assert.equal(d.referrals, undefined)
+      })
+  })
+})
+
+describe('who the friend is', () => {
+  test('given a rewarded referral, when the friend’s e-mail changes and then the order is refunded, then it is voided all the same', () => {
+    DeciderSpecification.for(shop())
+      .given(
+        [ada],
+        [claim('bo@example.com', 0)],
+        [customerHook({ id: 2, email: 'bo@example.com', updated_at: at(0.5) })],
+        [order(10, 2, { email: undefined, customer: { id: 2 } })],
+        [customerHook({ id: 2, email: 'bo.new@example.com', updated_at: at(3) })],
+      )
+      .when([order(10, 2, { email: undefined, is_refunded: true, updated_at: at(4) })])
+      .then((d, state) => {
+        assert.deepEqual(referralEntries(d), [[1, -500, 'reversed_refund']])
+        assert.equal(state.referrals.get(referralKeyOf(1, hash('bo@example.com'), 1))?.status, 'voided')
+      })
+  })
+
+  test('given a customer with an order before the claim, when their account moves to the claimed e-mail, before or after the claim, then no new friend', () => {
+    const old = customerHook({ id: 6, email: 'old@example.com', updated_at: at(-20) })
+    const before = order(40, -10, { email: undefined, customer: { id: 6 } })
+    const move = customerHook({ id: 6, email: 'bo@example.com', updated_at: at(1) })
+    const next = order(41, 2, { email: undefined, customer: { id: 6 } })
+    for (const batches of [
+      [[claim('bo@example.com', 0)], [move], [next]],
+      [[move], [claim('bo@example.com', 0)], [next]],
+      [[claim('bo@example.com', 0)], [next], [move]],
+    ]) {
+      const { state } = DeciderSpecification.for(shop()).given([ada, old], [before], ...batches)
+      const r = state.referrals.get(referralKeyOf(1, hash('bo@example.com'), 1))
+      assert.deepEqual([r?.status, r?.reason, r?.orderId, r?.customers], ['refused', 'not_first_order', 40, [6]])
+    }
+  })
+})
+
+describe('the friend’s reward code', () => {
+  const withReward = () => () => {
+    const state = shop({ referral_friend_reward: 3, referral_friend_points: 0 })()
+    state.rewards.set(keyOf(1, 3), {
+      shopId: 1,
+      id: 3,
+      name: 'welcome',
+      points: 0,
+      codes: 'generated',
+      codePrefix: 'HI-',
+      minTier: null,
+      active: true,
+      loadedCursor: 0,
+      codeCursor: 0,
+      codesIssued: 0,
+      codesPassed: 0,
+    })
+    return state
+  }
+  test('given a claim refused from the start, then no code, in the answer or the feed', () => {
+    DeciderSpecification.for(withReward())
+      .given([ada])
+      .when([claim('ada@example.com', 0)])
+      .then((d) => {
+        assert.equal((d.commands[0] as { referral: { reward_code: string | null } }).referral.reward_code, null)
+        assert.deepEqual(
+          d.referrals?.map((r) => r.referral.friendCode),
+          [null],
+        )
+        assert.doesNotMatch(JSON.stringify(d.feed), /HI-/)
+      })
+  })
+  test('given a code handed out, when an order from before the claim arrives, then the code is void and referral.refused says so', () => {
+    DeciderSpecification.for(withReward())
+      .given([ada], [claim('bo@example.com', 0)])
+      .when([order(9, -1)])
+      .then((d) => {
+        const refused = d.feed.find((e) => e.type === 'referral.refused')?.data as
+          { reward_code: string; reward_code_void: boolean; reason: string } | undefined
+        assert.deepEqual([refused?.reward_code, refused?.reward_code_void, refused?.reason], ['HI-ABCDEFGHJKLMN', true, 'not_first_order'])
       })
   })
 })
