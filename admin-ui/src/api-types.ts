@@ -816,8 +816,10 @@ export interface components {
             points: number;
             /** @description the customer credited with the friend's points, if any */
             friend_customer_id: number | null;
-            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
             reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
           };
         }) | ({
           /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
@@ -845,8 +847,10 @@ export interface components {
             points: number;
             /** @description the customer credited with the friend's points, if any */
             friend_customer_id: number | null;
-            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
             reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
           };
         }) | ({
           /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
@@ -874,8 +878,10 @@ export interface components {
             points: number;
             /** @description the customer credited with the friend's points, if any */
             friend_customer_id: number | null;
-            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
             reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
           };
         }) | ({
           /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
@@ -903,8 +909,72 @@ export interface components {
             points: number;
             /** @description the customer credited with the friend's points, if any */
             friend_customer_id: number | null;
-            /** @description the friend's reward code, for the shop to make the discount; null when none */
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
             reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
+          };
+        }) | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "referral.refused";
+          /** @description a referral's change; never the friend's e-mail */
+          data: {
+            /** @description the referral (a friend’s claim of a referrer’s code) */
+            referral_id: string;
+            /** @description the referring customer */
+            referrer_id: number;
+            status: "pending" | "rewarded" | "refused" | "voided";
+            /** @description why it is where it is (docs/program/referrals.md) */
+            reason: string;
+            /** @description the friend's first order, once there is one */
+            order_id: number | null;
+            /** @description the referrer's points it holds now */
+            points: number;
+            /** @description the customer credited with the friend's points, if any */
+            friend_customer_id: number | null;
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
+            reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
+          };
+        }) | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "referral.reinstated";
+          /** @description a referral's change; never the friend's e-mail */
+          data: {
+            /** @description the referral (a friend’s claim of a referrer’s code) */
+            referral_id: string;
+            /** @description the referring customer */
+            referrer_id: number;
+            status: "pending" | "rewarded" | "refused" | "voided";
+            /** @description why it is where it is (docs/program/referrals.md) */
+            reason: string;
+            /** @description the friend's first order, once there is one */
+            order_id: number | null;
+            /** @description the referrer's points it holds now */
+            points: number;
+            /** @description the customer credited with the friend's points, if any */
+            friend_customer_id: number | null;
+            /** @description the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none) */
+            reward_code: string | null;
+            /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
+            reward_code_void: boolean;
           };
         }))[];
       /** @description pass as ?after= for the next page: the last position returned, or `after` again when none was */
@@ -987,7 +1057,7 @@ export interface components {
       detail: string;
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+    /** @description An RFC 9457 problem: A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
     ConflictProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
@@ -2417,7 +2487,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2517,7 +2587,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2674,7 +2744,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2845,7 +2915,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -3610,7 +3680,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -3963,7 +4033,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -4813,7 +4883,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -5359,7 +5429,7 @@ export interface operations {
                */
               referral_friend_reward: number | null;
               /**
-               * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+               * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
                * @default 0.00
                */
               referral_min_subtotal: string;
@@ -5467,7 +5537,7 @@ export interface operations {
                    */
                   referral_friend_reward: number | null;
                   /**
-                   * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+                   * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
                    * @default 0.00
                    */
                   referral_min_subtotal: string;
@@ -5645,7 +5715,7 @@ export interface operations {
            */
           referral_friend_reward: number | null;
           /**
-           * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+           * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
            * @default 0.00
            */
           referral_min_subtotal: string;
@@ -5764,7 +5834,7 @@ export interface operations {
                */
               referral_friend_reward: number | null;
               /**
-               * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+               * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
                * @default 0.00
                */
               referral_min_subtotal: string;
@@ -5872,7 +5942,7 @@ export interface operations {
                    */
                   referral_friend_reward: number | null;
                   /**
-                   * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+                   * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
                    * @default 0.00
                    */
                   referral_min_subtotal: string;
@@ -6073,7 +6143,7 @@ export interface operations {
              */
             referral_friend_reward: number | null;
             /**
-             * @description the subtotal the friend's first order must reach, in the order's currency (two decimals)
+             * @description the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency (30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency
              * @default 0.00
              */
             referral_min_subtotal: string;
@@ -6283,7 +6353,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -7003,7 +7073,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -7370,7 +7440,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, one that ordered before, or one referred already; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -8402,7 +8472,7 @@ export interface operations {
                 referrer_id: number;
                 claimed_at: string;
                 status: "pending" | "rewarded" | "refused" | "voided";
-                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, too_late, cap_reached, refunded or cancelled */
+                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, other_currency, too_late, later_claim, cap_reached, refunded or cancelled */
                 reason: string;
                 /** @description the friend's first order, once there is one */
                 order_id: number | null;
@@ -8411,8 +8481,10 @@ export interface operations {
                 /** @description the customer credited with the friend's points */
                 friend_customer_id: number | null;
                 friend_points: number;
-                /** @description the friend's reward code */
+                /** @description the friend's reward code handed out at the claim; null when none (a claim refused from the start hands out none) */
                 reward_code: string | null;
+                /** @description true while the code must not be honoured: the referral is refused as no new friend */
+                reward_code_void: boolean;
                 updated_at: string;
               })[];
             next_cursor: string | null;
@@ -8505,7 +8577,7 @@ export interface operations {
                 referrer_id: number;
                 claimed_at: string;
                 status: "pending" | "rewarded" | "refused" | "voided";
-                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, too_late, cap_reached, refunded or cancelled */
+                /** @description why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, other_currency, too_late, later_claim, cap_reached, refunded or cancelled */
                 reason: string;
                 /** @description the friend's first order, once there is one */
                 order_id: number | null;
@@ -8514,8 +8586,10 @@ export interface operations {
                 /** @description the customer credited with the friend's points */
                 friend_customer_id: number | null;
                 friend_points: number;
-                /** @description the friend's reward code */
+                /** @description the friend's reward code handed out at the claim; null when none (a claim refused from the start hands out none) */
                 reward_code: string | null;
+                /** @description true while the code must not be honoured: the referral is refused as no new friend */
+                reward_code_void: boolean;
                 updated_at: string;
               })[];
           };

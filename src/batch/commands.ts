@@ -168,7 +168,7 @@ export interface ReferralClaimView {
   referral_id: string
   status: 'pending' | 'rewarded' | 'refused' | 'voided'
   reason: string
-  /** The friend's reward code, when the terms give one; else the points their first order would add. */
+  /** The friend's reward code, when the terms give one and it may be honoured; else the points their first order would add. */
   reward_code: string | null
   pending_points: number | null
 }
@@ -176,8 +176,8 @@ export interface ReferralClaimView {
 export type CommandOutcome =
   /** `replayed`: the same e-mail claimed the same code before; this claim changed nothing. */
   | { status: 'referral-claimed'; referral: ReferralClaimView; replayed: boolean }
-  /** No referral program, an unknown or deleted referrer, or an e-mail another referrer's claim holds. */
-  | { status: 'referral-refused'; reason: 'no-program' | 'unknown-referrer' | 'already-referred'; detail: string }
+  /** No referral program, or an unknown or deleted referrer. */
+  | { status: 'referral-refused'; reason: 'no-program' | 'unknown-referrer'; detail: string }
   | { status: 'redeemed'; redemption: RedemptionView; replayed: boolean }
   /** `replayed`: it had been cancelled before; this cancel changed nothing. */
   | { status: 'cancelled'; redemption: RedemptionView; replayed: boolean }

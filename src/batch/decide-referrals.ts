@@ -1,157 +1,137 @@
+import type { Webhook } from '../domain/webhook.ts'
 import type { Owner } from '../loyalty/ledger-plan.ts'
 import { offersReferrals, optionsAt } from '../loyalty/program.ts'
 import { generatedCode } from '../loyalty/rewards.ts'
-import {
-  decideReferrals,
-  normalizeEmail,
-  planReferralEntries,
-  type FriendOrder,
-  type ReferralHolding,
-  type ReferralInput,
-  type ReferralOutcome,
-} from '../loyalty/referrals.ts'
+import { friendOf, membersOf } from '../loyalty/referral-friend.ts'
+import { decideReferrals, planReferralEntries, type ReferralHolding, type ReferralOutcome } from '../loyalty/referral-points.ts'
+import { candidateOf, candidatesOf, codeVoid, firstOrder, normalizeEmail, type Candidate } from '../loyalty/referrals.ts'
 import type { CommandOutcome, PointsCommand, ReferralClaimCommand, ReferralClaimView } from './commands.ts'
-import { keyOf, type BatchState, type Decision, type LedgerRow, type StoredOrder, type StoredReferral } from './state.ts'
+import { causeOf, customersOrders, factsOf } from './referral-facts.ts'
+import { batchLinks } from './referral-links.ts'
+import { keyOf, referralKeyOf, type BatchState, type Decision, type LedgerRow, type StoredOrder, type StoredReferral } from './state.ts'
 
-// Refer a friend in the decider (docs/program/referrals.md): the batch's claims become referrals,
-// the orders it settles become facts of the referrals whose friend's e-mail they carry, and every
-// referral of a referrer it touches is decided again with the others of that referrer (the monthly
-// cap; src/loyalty/referrals.ts decideReferrals); the ledger gets what brings each one's points to
-// its target. Pure: `state` is read only. A shop whose program never offered referrals is not looked
-// at: no hash was computed for it, no referral loaded, and nothing here runs for it.
+// Refer a friend in the decider (docs/program/referrals.md): the batch's claims become referrals;
+// each friend the batch reaches (src/loyalty/referral-friend.ts: the customers and orders the
+// webhooks tied to their e-mail) is decided again from its links and orders as they now stand,
+// all its claims together (the latest before its first order is its referral); then every
+// referral of each referrer touched, together (the monthly cap); the ledger gets what brings each
+// one's points to its target. Pure: `state` is read only. A shop whose program never offered
+// referrals is not looked at: no hash was computed for it, no referral loaded, and nothing here
+// runs for it.
 
 export interface ReferralDecision {
   rows: LedgerRow[]
   written: NonNullable<Decision['referrals']>
+  held: NonNullable<Decision['heldEmails']>
+  members: NonNullable<Decision['friendMembers']>
   outcomes: Map<PointsCommand, CommandOutcome>
-}
-
-/** The facts of an order a referral needs. */
-export function friendOrderOf(o: StoredOrder, owner: Owner): FriendOrder {
-  const r = o.record
-  return {
-    id: r.id,
-    processedUs: r.processed_us ?? r.first_arrival_us,
-    paid: r.is_paid === true,
-    cancelled: r.cancelled_at !== null,
-    refunded: r.is_refunded === true,
-    subtotalMinor: r.subtotal ?? 0,
-    customerId: owner.state === 'customer' ? owner.customerId : null,
-  }
 }
 
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 
-/** A referral as the claim's answer shows it. */
+/** A referral as the claim's answer shows it: a code that may not be honoured is not shown. */
 export function referralView(r: StoredReferral): ReferralClaimView {
   return {
     referral_id: r.id,
     status: r.status,
     reason: r.reason,
-    reward_code: r.friendCode,
-    pending_points: r.friendCode === null && r.terms.friend_points > 0 ? r.terms.friend_points : null,
+    reward_code: codeVoid(r.status, r.reason) ? null : r.friendCode,
+    pending_points: r.friendCode === null && r.terms.friend_points > 0 && r.status !== 'refused' ? r.terms.friend_points : null,
   }
 }
 
+/** What a stored referral's candidate was, for one whose friend the batch does not reach. */
+function storedCandidate(r: StoredReferral): Candidate {
+  if (r.reason === 'later_claim') return { status: 'refused', reason: 'later_claim', order: firstOrder(r.orders) }
+  return candidateOf({ referrerId: r.referrerId, claimedUs: r.claimedUs, selfByEmail: r.selfByEmail, terms: r.terms }, r)
+}
+
 /**
- * Decides the batch's referral claims (in order) and the referrals its settled orders (`orderKeys`,
- * each with the webhook that caused it) reach. `ownerOf` credits an order as settlement does.
+ * Decides the batch's referral claims (in order) and the friends its webhooks (`webhooks`, and
+ * the orders it settles, `orderKeys`) reach. `ownerOf` credits an order as settlement does.
  */
 export function decideReferralStep(
   state: BatchState,
+  webhooks: readonly Webhook[],
   orderKeys: ReadonlyMap<string, string | null>,
   commands: readonly PointsCommand[],
   ownerOf: (o: StoredOrder) => Owner,
   nowUs: number,
 ): ReferralDecision {
-  const out: ReferralDecision = { rows: [], written: [], outcomes: new Map() }
+  const out: ReferralDecision = { rows: [], written: [], held: [], members: [], outcomes: new Map() }
   const claims = commands.filter((c): c is ReferralClaimCommand => c.command === 'referral-claim')
-  if (state.referralHashes.size === 0 && state.referrals.size === 0 && claims.length === 0) return out
+  const shops = new Set([...state.programs].filter(([, p]) => offersReferrals(p)).map(([shopId]) => shopId))
+  if (shops.size === 0 || (state.referralHashes.size === 0 && state.referrals.size === 0 && claims.length === 0)) {
+    for (const c of claims) out.outcomes.set(c, { status: 'referral-refused', reason: 'no-program', detail: 'the shop offers no referrals' })
+    return out
+  }
+  const links = batchLinks(state, webhooks, shops)
+  for (const l of links.values()) out.held.push(...l.fresh)
 
   const touched = new Map<string, StoredReferral>()
-  const causes = new Map<string, string | null>()
   const current = (key: string) => touched.get(key) ?? state.referrals.get(key)
-  const hashOf = (shopId: number, email: string | null) => {
-    const normalized = normalizeEmail(email)
-    return normalized === null ? undefined : state.referralHashes.get(keyOf(shopId, normalized))
-  }
-  /** The hashes an order is the friend's by: its own e-mail's, and its customer's. */
-  const hashesOf = (o: StoredOrder, owner: Owner) => {
-    const hashes = new Set<string>()
-    const own = hashOf(o.shopId, o.record.email)
-    if (own !== undefined) hashes.add(own)
-    if (owner.customerId !== null) {
-      const customer = hashOf(o.shopId, state.customers.get(keyOf(o.shopId, owner.customerId))?.record.email ?? null)
-      if (customer !== undefined) hashes.add(customer)
-    }
-    return hashes
-  }
-
+  const friends = new Set(state.friendsLoaded ?? [...state.referrals.values()].map((r) => keyOf(r.shopId, r.emailHash)))
   for (const c of claims) {
     const terms = optionsAt(state.programs.get(c.shopId) ?? [], c.atUs).referral
-    if (terms === undefined) {
-      out.outcomes.set(c, { status: 'referral-refused', reason: 'no-program', detail: 'the shop offers no referrals' })
-      continue
-    }
     const referrer = state.customers.get(keyOf(c.shopId, c.customerId))
-    if (!referrer || referrer.record.deleted) {
+    if (terms === undefined) out.outcomes.set(c, { status: 'referral-refused', reason: 'no-program', detail: 'the shop offers no referrals' })
+    else if (!referrer || referrer.record.deleted) {
       out.outcomes.set(c, { status: 'referral-refused', reason: 'unknown-referrer', detail: 'no customer has this referral code' })
-      continue
+    } else if (!current(referralKeyOf(c.shopId, c.emailHash, c.customerId))) {
+      const reward = terms.friend_reward === null ? undefined : state.rewards.get(keyOf(c.shopId, terms.friend_reward))
+      const gives = reward !== undefined && reward.active && reward.codes === 'generated'
+      const normalized = normalizeEmail(referrer.record.email)
+      touched.set(referralKeyOf(c.shopId, c.emailHash, c.customerId), {
+        shopId: c.shopId,
+        id: c.referralId,
+        emailHash: c.emailHash,
+        referrerId: c.customerId,
+        claimedUs: c.atUs,
+        selfByEmail: normalized !== null && state.referralHashes.get(keyOf(c.shopId, normalized)) === c.emailHash,
+        terms,
+        orders: [],
+        customers: [],
+        status: 'pending',
+        reason: 'awaiting_first_order',
+        orderId: null,
+        referrer: null,
+        friend: null,
+        friendCode: gives ? generatedCode(reward.codePrefix, c.random) : null,
+        friendRewardId: gives ? reward.id : null,
+        updatedUs: c.atUs,
+        rev: 0,
+      })
     }
-    const key = keyOf(c.shopId, c.emailHash)
-    const before = current(key)
-    if (before) {
-      if (before.referrerId !== c.customerId) {
-        out.outcomes.set(c, { status: 'referral-refused', reason: 'already-referred', detail: 'this e-mail was referred already' })
-      }
-      continue
-    }
-    const orders = new Map<number, FriendOrder>()
-    for (const o of state.orders.values()) {
-      if (o.shopId !== c.shopId) continue
-      const owner = ownerOf(o)
-      if (hashesOf(o, owner).has(c.emailHash)) orders.set(o.record.id, friendOrderOf(o, owner))
-    }
-    const reward = terms.friend_reward === null ? undefined : state.rewards.get(keyOf(c.shopId, terms.friend_reward))
-    const gives = reward !== undefined && reward.active && reward.codes === 'generated'
-    touched.set(key, {
-      shopId: c.shopId,
-      id: c.referralId,
-      emailHash: c.emailHash,
-      referrerId: c.customerId,
-      claimedUs: c.atUs,
-      selfByEmail: hashOf(c.shopId, referrer.record.email) === c.emailHash,
-      terms,
-      orders: [...orders.values()].sort((a, b) => a.id - b.id),
-      status: 'pending',
-      reason: 'awaiting_first_order',
-      orderId: null,
-      referrer: null,
-      friend: null,
-      friendCode: gives ? generatedCode(reward.codePrefix, c.random) : null,
-      friendRewardId: gives ? reward.id : null,
-      updatedUs: c.atUs,
-      rev: 0,
-    })
-    causes.set(key, null)
+    if (!out.outcomes.has(c)) friends.add(keyOf(c.shopId, c.emailHash))
   }
 
-  // The orders the batch settles, as facts of the referrals of their e-mails.
-  for (const [orderKey, eventId] of orderKeys) {
-    const o = state.orders.get(orderKey)
-    if (!o || !offersReferrals(state.programs.get(o.shopId) ?? [])) continue
-    const owner = ownerOf(o)
-    const fact = friendOrderOf(o, owner)
-    for (const hash of hashesOf(o, owner)) {
-      const key = keyOf(o.shopId, hash)
-      const r = current(key)
-      if (!r) continue
-      const at = r.orders.findIndex((x) => x.id === fact.id)
-      if (at >= 0 && sameJson(r.orders[at], fact)) continue
-      const orders = at >= 0 ? r.orders.map((x, i) => (i === at ? fact : x)) : [...r.orders, fact].sort((a, b) => a.id - b.id)
-      touched.set(key, { ...r, orders })
-      if (!causes.has(key) || causes.get(key) === null) causes.set(key, eventId)
-    }
+  // Each friend reached, from its links and orders as they now stand: every claim of it together.
+  const fresh = new Map<string, Candidate>()
+  const causes = new Map<string, string | null>()
+  const ordersOf = customersOrders(state, ownerOf)
+  for (const friendKey of friends) {
+    const at = friendKey.indexOf(':')
+    const shopId = Number(friendKey.slice(0, at))
+    const hash = friendKey.slice(at + 1)
+    const shopLinks = links.get(shopId)
+    if (shopLinks === undefined) continue
+    const friend = friendOf(hash, shopLinks, (id) => ordersOf.get(keyOf(shopId, id)) ?? [])
+    const stored = state.friendMembers.get(friendKey)
+    for (const member of membersOf(friend)) if (!stored?.has(member)) out.members.push({ shopId, emailHash: hash, member })
+    const referrals = [...state.referrals.keys(), ...touched.keys()].filter((key, i, all) => all.indexOf(key) === i && key.startsWith(`${friendKey}:`))
+    if (referrals.length === 0) continue
+    const facts = factsOf(state, shopId, friend, current(referrals[0]!)!.orders, ownerOf)
+    const list = referrals.map((key) => ({ key, r: { ...current(key)!, orders: facts, customers: friend.customers } }))
+    const candidates = candidatesOf(
+      list.map(({ r }) => ({ id: r.id, claim: { referrerId: r.referrerId, claimedUs: r.claimedUs, selfByEmail: r.selfByEmail, terms: r.terms } })),
+      { orders: facts, customers: friend.customers },
+    )
+    const cause = causeOf(webhooks, orderKeys, shopId, friend)
+    list.forEach(({ key, r }, i) => {
+      touched.set(key, r)
+      fresh.set(key, candidates[i]!)
+      causes.set(key, cause)
+    })
   }
 
   // Every referral of each referrer touched, decided together.
@@ -162,36 +142,44 @@ export function decideReferralStep(
       throw new Error(`the referrals of referrer ${referrerKey} were not loaded`)
     }
     const all = new Map<string, StoredReferral>()
-    for (const [key, r] of state.referrals) if (r.shopId === shopId && r.referrerId === referrerId) all.set(key, r)
-    for (const [key, r] of touched) if (r.shopId === shopId && r.referrerId === referrerId) all.set(key, r)
+    for (const [key, r] of [...state.referrals, ...touched]) if (r.shopId === shopId && r.referrerId === referrerId) all.set(key, current(key)!)
     const list = [...all.entries()]
-    const inputs: ReferralInput[] = list.map(([, r]) => ({
+    const inputs = list.map(([key, r]) => ({
       id: r.id,
       claim: { referrerId: r.referrerId, claimedUs: r.claimedUs, selfByEmail: r.selfByEmail, terms: r.terms },
-      orders: r.orders,
+      candidate: fresh.get(key) ?? storedCandidate(r),
     }))
-    const pendingDays = state.rules.get(shopId)?.rule.pending_days ?? 14
-    const outcomes = decideReferrals(inputs, pendingDays)
-    // A deleted referrer's points were forfeited with the rest of theirs: nothing more is given or taken.
-    const referrerGone = state.customers.get(referrerKey)?.record.deleted === true
+    const rule = state.rules.get(shopId)
+    const outcomes = decideReferrals(inputs, rule?.rule.pending_days ?? 14)
+    // A deleted referrer's points, or a deleted friend's, were forfeited with the rest of theirs: nothing more is given or taken.
+    const gone = (id: number | undefined) => id !== undefined && state.customers.get(keyOf(shopId, id))?.record.deleted === true
     list.forEach(([key, r], i) => {
       const decided = outcomes[i]!
-      const o = referrerGone ? { ...decided, referrer: null } : decided
-      const rows = entriesOf(referrerGone ? { ...r, referrer: null } : r, o, causes.get(key) ?? null, state.rules.get(shopId)?.version ?? 1)
-      out.rows.push(...rows)
-      const next: StoredReferral = { ...r, status: o.status, reason: o.reason, orderId: o.orderId, referrer: o.referrer, friend: o.friend }
+      const o: ReferralOutcome = {
+        ...decided,
+        referrer: gone(referrerId) ? null : decided.referrer,
+        friend: gone(decided.friend?.customerId) ? null : decided.friend,
+      }
+      const held: StoredReferral = { ...r, referrer: gone(referrerId) ? null : r.referrer, friend: gone(r.friend?.customerId) ? null : r.friend }
+      out.rows.push(...entriesOf(held, o, causes.get(key) ?? null, rule?.version ?? 1))
       const loaded = state.referrals.get(key)
+      const next: StoredReferral = { ...r, status: o.status, reason: o.reason, orderId: o.orderId, referrer: o.referrer, friend: o.friend }
+      // A claim refused from the start hands out no code.
+      if (loaded === undefined && next.status === 'refused') Object.assign(next, { friendCode: null, friendRewardId: null })
+      touched.set(key, next)
       if (loaded === undefined || !sameJson({ ...next, updatedUs: 0 }, { ...loaded, updatedUs: 0 })) {
-        out.written.push({ referral: { ...next, updatedUs: loaded === undefined ? next.updatedUs : nowUs }, before: loaded?.status ?? null })
+        out.written.push({
+          referral: { ...next, updatedUs: loaded === undefined ? next.updatedUs : nowUs },
+          before: loaded === undefined ? null : { status: loaded.status, reason: loaded.reason },
+        })
       }
     })
   }
 
   for (const c of claims) {
     if (out.outcomes.has(c)) continue
-    const key = keyOf(c.shopId, c.emailHash)
-    const written = out.written.find((w) => keyOf(w.referral.shopId, w.referral.emailHash) === key)?.referral
-    const r = written ?? current(key)!
+    const key = referralKeyOf(c.shopId, c.emailHash, c.customerId)
+    const r = current(key)!
     out.outcomes.set(c, { status: 'referral-claimed', referral: referralView(r), replayed: state.referrals.has(key) || r.id !== c.referralId })
   }
   return out

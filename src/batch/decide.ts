@@ -84,8 +84,9 @@ export function decideBatch(items: readonly BatchItem[], loaded: BatchState, set
   for (const key of imported.customers.keys()) f.changedCustomers.add(key)
   const tiers = decideTiers(f, plan, at, causeOf)
   setCustomers(f, tiers.customers)
-  // Referrals: the batch's claims, and the referrals of the e-mails of the orders it settled.
-  const referrals = decideReferralStep(state, f.toSettle, commands, owned.ownerOf, at)
+  // Referrals: the batch's claims, and the friends its webhooks reach.
+  const webhooks = items.filter((i): i is Webhook => !isCommand(i))
+  const referrals = decideReferralStep(state, webhooks, f.toSettle, commands, owned.ownerOf, at)
   ledger.push(...referrals.rows)
   redactBodies(state, events, erasedOrders, owned)
   const points = decidePoints(state, ledger, commands, at, imported.lines, referrals.outcomes)
@@ -206,6 +207,8 @@ function decisionOf(
     ...(tiers.length > 0 ? { tiers } : {}),
     ...(points.warnings.length > 0 ? { warnings: points.warnings } : {}),
     ...(referrals.written.length > 0 ? { referrals: referrals.written } : {}),
+    ...(referrals.held.length > 0 ? { heldEmails: referrals.held } : {}),
+    ...(referrals.members.length > 0 ? { friendMembers: referrals.members } : {}),
   }
   return { ...decision, feed: feedOf(decision) }
 }

@@ -4,7 +4,7 @@ import { customerHook, decide, deleteHook, given, orderHook, storedReward } from
 import type { AdjustCommand, RedeemCommand } from './commands.ts'
 import { decideBatch } from './decide.ts'
 import { evolve } from './evolve.ts'
-import { emptyState, keyOf, type Decision, type LedgerRow, type StoredReferral } from './state.ts'
+import { emptyState, keyOf, referralKeyOf, type Decision, type LedgerRow, type StoredReferral } from './state.ts'
 
 // evolve: what the write of a decision and the next load leave, in memory.
 
@@ -287,8 +287,9 @@ test('what the state knows it loaded is copied, never shared: a later batch addi
   state.erasedEmailsKnown = new Set(['1:a'])
   state.poolsLoadedToEnd = new Set(['1:2'])
   state.referrersLoaded = new Set(['1:5'])
+  state.friendsLoaded = new Set(['1:h'])
   const next = evolve(state, nothing())
-  for (const name of ['earningsRanges', 'erasedEmailsKnown', 'poolsLoadedToEnd', 'referrersLoaded'] as const) {
+  for (const name of ['earningsRanges', 'erasedEmailsKnown', 'poolsLoadedToEnd', 'referrersLoaded', 'friendsLoaded'] as const) {
     assert.deepEqual(next[name], state[name], `${name} is carried over`)
     assert.notEqual(next[name], state[name], `${name} is a copy`)
   }
@@ -298,16 +299,33 @@ test('what the state knows it loaded is copied, never shared: a later batch addi
 
 test('a decision with no adjustments, pools or referrals keeps the keys, rewards and referrals it was given; a written referral is at its next revision', () => {
   const state = emptyState()
-  const referral = { shopId: 1, id: 'f1', emailHash: 'h', referrerId: 5, rev: 3, status: 'claimed' } as unknown as StoredReferral
-  state.referrals.set(keyOf(1, 'h'), referral)
+  const referral = { shopId: 1, id: 'f1', emailHash: 'h', referrerId: 5, rev: 3, status: 'pending' } as unknown as StoredReferral
+  state.referrals.set(referralKeyOf(1, 'h', 5), referral)
   const next = evolve(state, nothing())
   assert.deepEqual([...next.adjustmentIdem.keys()], [])
   assert.deepEqual([...next.rewards.keys()], [])
-  assert.equal(next.referrals.get(keyOf(1, 'h')), referral)
+  assert.equal(next.referrals.get(referralKeyOf(1, 'h', 5)), referral)
   const written = evolve(state, {
     ...nothing(),
-    referrals: [{ referral: { ...referral, status: 'rewarded' } as StoredReferral, before: 'claimed' as StoredReferral['status'] }],
+    referrals: [{ referral: { ...referral, status: 'rewarded' } as StoredReferral, before: { status: 'pending', reason: 'awaiting_first_order' } }],
   })
-  assert.deepEqual(written.referrals.get(keyOf(1, 'h')), { ...referral, status: 'rewarded', rev: 4 })
-  assert.equal(state.referrals.get(keyOf(1, 'h'))!.rev, 3)
+  assert.deepEqual(written.referrals.get(referralKeyOf(1, 'h', 5)), { ...referral, status: 'rewarded', rev: 4 })
+  assert.equal(state.referrals.get(referralKeyOf(1, 'h', 5))!.rev, 3)
+})
+
+test('links and members are added to those given, which are left as they were', () => {
+  const state = emptyState()
+  state.heldEmails.set(keyOf(1, 'h'), new Set(['c:5']))
+  const next = evolve(state, {
+    ...nothing(),
+    heldEmails: [
+      { shopId: 1, emailHash: 'h', holder: 'o:9' },
+      { shopId: 1, emailHash: 'g', holder: 'c:5' },
+    ],
+    friendMembers: [{ shopId: 1, emailHash: 'h', member: 'e:g' }],
+  })
+  assert.deepEqual([...next.heldEmails.get(keyOf(1, 'h'))!], ['c:5', 'o:9'])
+  assert.deepEqual([...next.heldEmails.get(keyOf(1, 'g'))!], ['c:5'])
+  assert.deepEqual([...next.friendMembers.get(keyOf(1, 'h'))!], ['e:g'])
+  assert.deepEqual([...state.heldEmails.get(keyOf(1, 'h'))!], ['c:5'])
 })

@@ -1,5 +1,5 @@
 import { addToLots, type Lot, type LotEntry } from '../loyalty/wallet.ts'
-import { keyOf, type BatchState, type Decision, type LedgerLine, type LedgerRow } from './state.ts'
+import { keyOf, referralKeyOf, type BatchState, type Decision, type LedgerLine, type LedgerRow } from './state.ts'
 
 // The other half of the decider: a decision applied to a state, in memory, as the store's write
 // of it (src/write/save.ts) and a later load (src/write/load.ts) would leave it. A
@@ -77,7 +77,16 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
   )
   const { wallets, imported } = holdingsAfter(state, decision.ledger)
   const referrals = new Map(state.referrals)
-  for (const { referral } of decision.referrals ?? []) referrals.set(keyOf(referral.shopId, referral.emailHash), { ...referral, rev: referral.rev + 1 })
+  for (const { referral } of decision.referrals ?? []) {
+    referrals.set(referralKeyOf(referral.shopId, referral.emailHash, referral.referrerId), { ...referral, rev: referral.rev + 1 })
+  }
+  const heldEmails = new Map([...state.heldEmails].map(([key, holders]) => [key, new Set(holders)]))
+  for (const l of decision.heldEmails ?? [])
+    heldEmails.set(keyOf(l.shopId, l.emailHash), (heldEmails.get(keyOf(l.shopId, l.emailHash)) ?? new Set()).add(l.holder))
+  const friendMembers = new Map([...state.friendMembers].map(([key, members]) => [key, new Set(members)]))
+  for (const m of decision.friendMembers ?? []) {
+    friendMembers.set(keyOf(m.shopId, m.emailHash), (friendMembers.get(keyOf(m.shopId, m.emailHash)) ?? new Set()).add(m.member))
+  }
 
   return {
     customers,
@@ -104,6 +113,10 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     referrals,
     referralHashes: new Map(state.referralHashes),
     referrersLoaded: state.referrersLoaded && new Set(state.referrersLoaded),
+    heldEmails,
+    friendMembers,
+    friendOrders: new Map(state.friendOrders),
+    friendsLoaded: state.friendsLoaded && new Set(state.friendsLoaded),
   }
 }
 

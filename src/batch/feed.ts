@@ -1,5 +1,6 @@
 import { fromMinor } from '../domain/money.ts'
 import { formatUs } from '../domain/time.ts'
+import { codeVoid } from '../loyalty/referrals.ts'
 import type { Decision, FeedEntry, StoredClaim, StoredCustomer, StoredOrder } from './state.ts'
 
 // The change feed's entries of a batch (the transactional outbox), derived from what the
@@ -71,6 +72,8 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
   for (const c of d.claimCancels ?? []) entries.push({ shopId: c.shopId, type: 'reward.cancelled', data: rewardData(c) })
   // Referrals: ids, states and points, never the friend's e-mail nor its hash.
   for (const { referral: r, before } of d.referrals ?? []) {
+    const void_ = codeVoid(r.status, r.reason)
+    const wasVoid = before !== null && codeVoid(before.status, before.reason)
     const data = {
       referral_id: r.id,
       referrer_id: r.referrerId,
@@ -80,13 +83,20 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
       points: r.referrer?.points ?? 0,
       friend_customer_id: r.friend?.customerId ?? null,
       reward_code: r.friendCode,
+      reward_code_void: r.friendCode !== null && void_,
     }
-    if (before === null) entries.push({ shopId: r.shopId, type: 'referral.claimed', data })
-    if (r.status === before) continue
-    if (r.status === 'rewarded') {
-      entries.push({ shopId: r.shopId, type: 'referral.qualified', data })
-      entries.push({ shopId: r.shopId, type: 'referral.rewarded', data })
-    } else if (before === 'rewarded') entries.push({ shopId: r.shopId, type: 'referral.voided', data })
+    const entry = (type: 'referral.claimed' | 'referral.qualified' | 'referral.rewarded' | 'referral.voided' | 'referral.refused' | 'referral.reinstated') =>
+      entries.push({ shopId: r.shopId, type, data })
+    if (before === null) {
+      entry('referral.claimed')
+      if (r.status === 'rewarded') ['referral.qualified' as const, 'referral.rewarded' as const].forEach(entry)
+      continue
+    }
+    if (r.status === 'rewarded' && before.status !== 'rewarded') ['referral.qualified' as const, 'referral.rewarded' as const].forEach(entry)
+    if (before.status === 'rewarded' && r.status !== 'rewarded') entry('referral.voided')
+    // Refused after its claim (its code void from now, when it is refused as no new friend), or its code honoured again.
+    if (r.status === 'refused' && (before.status !== 'refused' || (void_ && !wasVoid))) entry('referral.refused')
+    if (r.friendCode !== null && wasVoid && !void_ && r.status !== 'rewarded') entry('referral.reinstated')
   }
   return entries
 }

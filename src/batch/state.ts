@@ -5,7 +5,8 @@ import type { BonusHolding } from '../loyalty/bonuses.ts'
 import type { Basis } from '../loyalty/points.ts'
 import type { ProgramSchedule } from '../loyalty/program.ts'
 import type { Earning, TierFloor } from '../loyalty/tiers.ts'
-import type { FriendOrder, ReferralHolding, ReferralReason, ReferralStatus } from '../loyalty/referrals.ts'
+import type { FriendOrder, ReferralReason, ReferralStatus } from '../loyalty/referrals.ts'
+import type { ReferralHolding } from '../loyalty/referral-points.ts'
 import type { ReferralTerms } from '../loyalty/program.ts'
 import type { VersionedRule } from '../loyalty/rule.ts'
 import type { FixedExpiry, Lot, LotEntry } from '../loyalty/wallet.ts'
@@ -18,6 +19,8 @@ export type { FeedEntry }
 // written. Keys of resources are `${shopId}:${id}`.
 
 export const keyOf = (shopId: number, id: number | string) => `${shopId}:${id}`
+/** A referral's key: one per friend (the hash of their e-mail) and referrer. */
+export const referralKeyOf = (shopId: number, emailHash: string, referrerId: number) => `${shopId}:${emailHash}:${referrerId}`
 
 /** A stored row of a resource: its record, the revision that guards its write, and its latest change. */
 export interface Stored<R> {
@@ -134,14 +137,26 @@ export interface BatchState {
   /** What the customers the batch imports hold of imports, by customer key: the net per availability date. */
   imported: Map<string, LotEntry[]>
   /**
-   * Referrals (src/batch/decide-referrals.ts), by `${shopId}:${emailHash}`: those of the e-mails of
-   * the orders in play and of the batch's claims, and every referral of their referrers.
+   * Referrals (src/batch/decide-referrals.ts), by referralKeyOf: those of the friends the batch
+   * reaches and of its claims, and every referral of their referrers.
    */
   referrals: Map<string, StoredReferral>
   /** The keyed hash of each normalised e-mail in play (`${shopId}:${email}`), in shops that offer referrals; the load computes them. */
   referralHashes: Map<string, string>
   /** Referrer keys (`${shopId}:${customerId}`) whose referrals are all in `referrals`; null when every one is (a state built in memory). */
   referrersLoaded: Set<string> | null
+  /**
+   * Links stored between e-mails and their holders (src/loyalty/referral-friend.ts), by
+   * `${shopId}:${emailHash}`: the holders (`c:ID`, `o:ID`) of each hash loaded. Those of the friends
+   * loaded are whole: every holder of their e-mails, every e-mail of their customers.
+   */
+  heldEmails: Map<string, Set<string>>
+  /** The members (`e:HASH`, `c:ID`, `o:ID`) stored of each friend loaded, by `${shopId}:${emailHash}`. */
+  friendMembers: Map<string, Set<string>>
+  /** Orders a friend reaches that the batch does not touch, by order key: read for the referral's facts, never settled. */
+  friendOrders: Map<string, StoredOrder>
+  /** Friends (`${shopId}:${emailHash}`) whose links, members, orders and referrals are all loaded; null when every one is (a state built in memory). */
+  friendsLoaded: Set<string> | null
 }
 
 /** A friend's claim of a referrer's code, and what it has come to (the table referrals, migration 0032). */
@@ -156,8 +171,9 @@ export interface StoredReferral {
   selfByEmail: boolean
   /** The terms in force at the claim. */
   terms: ReferralTerms
-  /** The friend's orders, as the webhooks last told them. */
+  /** The friend's orders, as the webhooks last told them, and the friend's customers (src/loyalty/referral-friend.ts). */
   orders: FriendOrder[]
+  customers: number[]
   status: ReferralStatus
   reason: ReferralReason
   orderId: number | null
@@ -274,6 +290,10 @@ export function emptyState(): BatchState {
     referrals: new Map(),
     referralHashes: new Map(),
     referrersLoaded: null,
+    heldEmails: new Map(),
+    friendMembers: new Map(),
+    friendOrders: new Map(),
+    friendsLoaded: null,
   }
 }
 
@@ -346,6 +366,9 @@ export interface Decision {
   tiers?: { shopId: number; customerId: number; from: string | null; to: string | null; eventId: string | null }[]
   /** Expiry warnings appended: each customer's expiry date, once. */
   warnings?: { shopId: number; customerId: number; points: number; expiresUs: number }[]
-  /** Referrals written: each as it ends, with its status before (null for a new claim), for the feed. */
-  referrals?: { referral: StoredReferral; before: StoredReferral['status'] | null }[]
+  /** Referrals written: each as it ends, with its status and reason before (null for a new claim), for the feed. */
+  referrals?: { referral: StoredReferral; before: Pick<StoredReferral, 'status' | 'reason'> | null }[]
+  /** New links between e-mails (hashes) and their holders, and new members of friends (src/loyalty/referral-friend.ts). */
+  heldEmails?: { shopId: number; emailHash: string; holder: string }[]
+  friendMembers?: { shopId: number; emailHash: string; member: string }[]
 }

@@ -23,6 +23,7 @@ import { findShop } from '../repos/keys-repo.ts'
 import { auditCommandLine, commandLineName } from './audit.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
+import { minimumOption } from '../loyalty/referral-minimum.ts'
 
 // The ranges are the rule schema's, so the messages say what it accepts.
 const RATE = { minimum: RATE_MIN, maximum: RATE_MAX }
@@ -73,10 +74,11 @@ const referralDays = wholeNumber('a whole number of days', REFERRAL_DAYS_MIN, RE
 const referralCap = wholeNumber('a whole number of referrals', 0, REFERRAL_CAP_MAX)
 const rewardId = wholeNumber('the id of a reward of the catalogue', 1, Number.MAX_SAFE_INTEGER)
 /** An amount with two decimals, such as 50.00 (or 50). */
-function amount(value: string): string {
-  const m = /^(0|[1-9]\d{0,11})(?:\.(\d{2}))?$/.exec(value)
-  if (!m) throw new InvalidArgumentError('an amount such as 50 or 49.90 (two decimals)')
-  return `${m[1]}.${m[2] ?? '00'}`
+/** A referral minimum: an amount and its currency, or one per currency (src/loyalty/referral-minimum.ts). */
+function minimum(value: string): string {
+  const parsed = minimumOption(value)
+  if ('error' in parsed) throw new InvalidArgumentError(parsed.error)
+  return parsed.text
 }
 const windowDays = wholeNumber('a whole number of days', TIER_WINDOW_DAYS_MIN, TIER_WINDOW_DAYS_MAX)
 const warningDays = wholeNumber('a whole number of days', 0, WARNING_DAYS_MAX)
@@ -198,7 +200,11 @@ export function rulesCommand(clock: Clock): Command {
     .option('--referral-friend-points <n>', 'points to the friend on that order; 0 gives none (or --referral-friend-reward)', bonus)
     .option('--referral-friend-reward <id>', 'a reward of the catalogue (generated codes) whose code the friend gets at the claim', rewardId)
     .option('--no-referral-friend-reward', 'the friend gets no reward code')
-    .option('--referral-min-subtotal <amount>', "the subtotal the friend's first order must reach (default 0.00)", amount)
+    .option(
+      '--referral-min-subtotal <amount>',
+      'the subtotal the friend\'s first order must reach, with its currency ("30.00 EUR", or "30.00 EUR, 35.00 USD"); another currency does not qualify; 0 for none',
+      minimum,
+    )
     .option('--referral-days <n>', "days after the claim within which the friend's first order must come (default 30)", referralDays)
     .option('--referral-cap-per-month <n>', 'referrals rewarded per referrer per calendar month (UTC); 0 (the default) for no cap', referralCap)
     .action((options: Record<string, unknown> & { shop: string }) =>

@@ -33,6 +33,7 @@ import { importRuns } from '../migrations/0030-import-runs.ts'
 import { storefrontKeys } from '../migrations/0031-storefront-keys.ts'
 import { referrals } from '../migrations/0032-referrals.ts'
 import { rewardNumbers } from '../migrations/0033-reward-numbers.ts'
+import { referralFriends } from '../migrations/0034-referral-friends.ts'
 import { klaviyoDestination } from '../migrations/0038-klaviyo-destination.ts'
 
 export class DatabaseUrlError extends Error {}
@@ -85,6 +86,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0031-storefront-keys': storefrontKeys,
     '0032-referrals': referrals,
     '0033-reward-numbers': rewardNumbers(backend.kind),
+    '0034-referral-friends': referralFriends(backend.kind),
     '0038-klaviyo-destination': klaviyoDestination,
   }
 }

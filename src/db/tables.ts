@@ -414,6 +414,8 @@ export interface ReferralsTable {
   terms: string
   /** JSON: the friend's orders' facts. */
   orders: string
+  /** JSON: the friend's customers (migration 0034). */
+  customers: string
   status: string
   reason: string
   order_id: number | null
@@ -426,6 +428,20 @@ export interface ReferralsTable {
   friend_reward_id: number | null
   updated_us: number
   rev: number
+}
+
+/** A link between an e-mail, as the keyed hash of its normal form, and a customer (`c:ID`) or an order (`o:ID`) a webhook gave it to (migration 0034). */
+export interface EmailHoldersTable {
+  shop_id: number
+  email_hash: string
+  holder: string
+}
+
+/** A member (`e:HASH`, `c:ID`, `o:ID`) of a friend's identity, to find the friend's referrals again from it (migration 0034). */
+export interface ReferralMembersTable {
+  shop_id: number
+  member: string
+  email_hash: string
 }
 
 /** A points import of a file into a shop, from its start (migration 0030): unfinished until its last unit is committed. */
@@ -470,6 +486,8 @@ export interface Tables {
   reward_codes: RewardCodesTable
   claims: ClaimsTable
   referrals: ReferralsTable
+  email_holders: EmailHoldersTable
+  referral_members: ReferralMembersTable
   feed: FeedTable
   feed_head: FeedHeadTable
   feed_shop_head: FeedShopHeadTable

@@ -1,15 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import {
-  candidateOf,
-  decideReferrals,
-  normalizeEmail,
-  planReferralEntries,
-  referralEmailHash,
-  type FriendOrder,
-  type ReferralClaim,
-  type ReferralInput,
-} from './referrals.ts'
+import { candidateOf, candidatesOf, codeVoid, normalizeEmail, referralEmailHash, type FriendOrder, type ReferralClaim } from './referrals.ts'
 import type { ReferralTerms } from './program.ts'
 
 // Refer a friend as pure decisions, given/when/then: given a claim and the friend's orders,
@@ -49,6 +40,14 @@ describe('e-mails as referrals compare them', () => {
     assert.equal(normalizeEmail('no-at-sign'), null)
     assert.equal(normalizeEmail(null), null)
   })
+  test('given Gmail’s dots, googlemail.com or a trailing dot on the domain, then the same mailbox; dots elsewhere are kept', () => {
+    for (const spelling of ['a.b@gmail.com', 'A.B+x@GoogleMail.com', 'ab@gmail.com.', ' a..b@googlemail.com.. '])
+      assert.equal(normalizeEmail(spelling), 'ab@gmail.com', spelling)
+    assert.equal(normalizeEmail('a.b@example.com.'), 'a.b@example.com')
+    assert.equal(normalizeEmail('.@gmail.com'), null)
+    assert.equal(normalizeEmail('a@.'), null)
+    assert.equal(normalizeEmail('a@'), null)
+  })
   test('given one key, then one hash per shop and e-mail; another key or shop, then another', () => {
     const key = Buffer.alloc(32, 1)
     const h = referralEmailHash(key, 1, 'ada@example.com')
@@ -72,109 +71,80 @@ describe('a claim and the friend’s first order', () => {
     ['on the last day', claim(), [order(10, 30)], 'qualified', 'rewarded'],
     ['the referrer’s own order', claim(), [order(10, 3, { customerId: 1 })], 'refused', 'self_referral'],
     ['the referrer’s e-mail', claim({ selfByEmail: true }), [], 'refused', 'self_referral'],
+    [
+      'an order in a currency the minimum does not list',
+      claim({ terms: { ...TERMS, min_subtotal: '50.00 EUR' } }),
+      [order(10, 3, { currency: 'USD' })],
+      'refused',
+      'other_currency',
+    ],
+    [
+      'an order in a currency it lists, over its amount there',
+      claim({ terms: { ...TERMS, min_subtotal: '90.00 EUR, 50.00 USD' } }),
+      [order(10, 3, { currency: 'USD' })],
+      'qualified',
+      'rewarded',
+    ],
     ['refunded', claim(), [order(10, 3, { refunded: true })], 'voided', 'refunded'],
     ['cancelled', claim(), [order(10, 3, { cancelled: true })], 'voided', 'cancelled'],
     ['the first by processed_at counts, not the first to arrive', claim(), [order(11, 5, { subtotalMinor: 100 }), order(10, 3)], 'qualified', 'rewarded'],
   ]
   for (const [name, given, orders, status, reason] of cases) {
     test(`given ${name}, then ${status} (${reason})`, () => {
-      const c = candidateOf(frozen(given), frozen(orders))
+      const c = candidateOf(frozen(given), frozen({ orders, customers: [2] }))
       assert.deepEqual([c.status, c.reason], [status, reason])
     })
   }
 })
 
-describe('a referrer’s referrals together', () => {
-  const input = (id: string, orders: FriendOrder[], terms: Partial<ReferralTerms> = {}): ReferralInput => ({
-    id,
-    claim: claim({ terms: { ...TERMS, ...terms } }),
-    orders,
+describe('who the friend is, and a claim of the referrer among them', () => {
+  test('given the referrer among the friend’s customers (their account was given the e-mail), then a self-referral, whatever the orders', () => {
+    assert.equal(candidateOf(claim(), { orders: [order(10, 3)], customers: [1, 2] }).reason, 'self_referral')
+    assert.equal(candidateOf(claim(), { orders: [], customers: [1] }).reason, 'self_referral')
   })
-
-  test('given a qualifying first order, then the referrer’s points on the order’s pending date', () => {
-    const [r] = decideReferrals(frozen([input('a', [order(10, 3)])]), 14)
-    assert.deepEqual(r, { id: 'a', status: 'rewarded', reason: 'rewarded', orderId: 10, referrer: { points: 500, available_us: day(17) }, friend: null })
-  })
-
-  test('given friend points, then they go to the first order’s customer; a guest order gets none', () => {
-    const [r] = decideReferrals([input('a', [order(10, 3)], { friend_points: 50 })], 0)
-    assert.deepEqual(r!.friend, { points: 50, available_us: day(3), customerId: 2 })
-    const [g] = decideReferrals([input('a', [order(10, 3, { customerId: null })], { friend_points: 50 })], 0)
-    assert.equal(g!.friend, null)
-  })
-
-  test('given a cap of 2 a month and three qualifying, then the two earliest are rewarded and the third refused', () => {
-    const cap = { cap_per_month: 2 }
-    const out = decideReferrals([input('c', [order(12, 6)], cap), input('a', [order(10, 3)], cap), input('b', [order(11, 4)], cap)], 0)
-    assert.deepEqual(
-      out.map((r) => [r.id, r.status, r.reason]),
-      [
-        ['c', 'refused', 'cap_reached'],
-        ['a', 'rewarded', 'rewarded'],
-        ['b', 'rewarded', 'rewarded'],
-      ],
-    )
-  })
-
-  test('given one of them refunded, then it no longer counts and the next is rewarded', () => {
-    const cap = { cap_per_month: 2 }
-    const out = decideReferrals([input('c', [order(12, 6)], cap), input('a', [order(10, 3, { refunded: true })], cap), input('b', [order(11, 4)], cap)], 0)
-    assert.deepEqual(
-      out.map((r) => [r.id, r.status]),
-      [
-        ['c', 'rewarded'],
-        ['a', 'voided'],
-        ['b', 'rewarded'],
-      ],
-    )
-  })
-
-  test('given the cap, then it counts per UTC calendar month of the qualifying order', () => {
-    const cap = { cap_per_month: 1 }
-    const may = Date.UTC(2024, 4, 31, 23, 59) * 1000
-    const june = Date.UTC(2024, 5, 1, 0, 1) * 1000
-    const c0 = { ...claim({ terms: { ...TERMS, ...cap } }), claimedUs: may - DAY_US }
-    const out = decideReferrals(
-      [
-        { id: 'a', claim: c0, orders: [order(10, 0, { processedUs: may })] },
-        { id: 'b', claim: c0, orders: [order(11, 0, { processedUs: june })] },
-      ],
-      0,
-    )
-    assert.deepEqual(
-      out.map((r) => r.status),
-      ['rewarded', 'rewarded'],
-    )
-  })
-
-  test('given any order of the inputs, then the same outcomes', () => {
-    const cap = { cap_per_month: 1 }
-    const rs = [input('a', [order(10, 3)], cap), input('b', [order(11, 3)], cap), input('c', [order(12, 2, { paid: false })], cap)]
-    const byId = (out: ReturnType<typeof decideReferrals>) => Object.fromEntries(out.map((r) => [r.id, r.status]))
-    assert.deepEqual(byId(decideReferrals(rs, 0)), byId(decideReferrals([...rs].reverse(), 0)))
-    assert.deepEqual(byId(decideReferrals(rs, 0)), { a: 'rewarded', b: 'refused', c: 'pending' })
+  test('given an order of the friend’s customer before the claim, under another e-mail, then not a first order', () => {
+    assert.equal(candidateOf(claim(), { orders: [order(9, -60, { customerId: 2 }), order(10, 3)], customers: [2] }).reason, 'not_first_order')
   })
 })
 
-describe('the entries that bring a referral to its target', () => {
-  const at = day(3)
-  test('given nothing held, then the award', () => {
-    assert.deepEqual(planReferralEntries(null, { points: 500, available_us: at }, 'rewarded'), [{ points: 500, reason: 'referral', available_us: at }])
+describe('the claims of one friend together', () => {
+  const by = (id: string, d: number, over: Partial<ReferralClaim> = {}) => ({ id, claim: claim({ claimedUs: day(d), ...over }) })
+  test('given no order yet, then every claim pending: none reserves the friend', () => {
+    const out = candidatesOf([by('a', 0), by('b', 1, { referrerId: 3 })], { orders: [], customers: [] })
+    assert.deepEqual(
+      out.map((c) => c.reason),
+      ['awaiting_first_order', 'awaiting_first_order'],
+    )
   })
-  test('given it held and the order refunded or cancelled, then taken back as the order’s points are', () => {
-    const held = { points: 500, available_us: at }
-    assert.deepEqual(planReferralEntries(held, null, 'refunded'), [{ points: -500, reason: 'reversed_refund', available_us: at }])
-    assert.deepEqual(planReferralEntries(held, null, 'cancelled'), [{ points: -500, reason: 'reversed_cancel', available_us: at }])
+  test('given a first order after two claims, then the later claim is the referral, the earlier refused as later_claim, in any order', () => {
+    const friend = { orders: [order(10, 3)], customers: [2] }
+    const claims = [by('a', 0), by('b', 1, { referrerId: 3 })]
+    const out = candidatesOf(claims, friend)
+    assert.deepEqual(
+      out.map((c) => [c.status, c.reason]),
+      [
+        ['refused', 'later_claim'],
+        ['qualified', 'rewarded'],
+      ],
+    )
+    assert.deepEqual(candidatesOf([...claims].reverse(), friend).reverse(), out)
   })
-  test('given it held and an earlier order arrived late, then a correction, never a rewrite', () => {
-    assert.deepEqual(planReferralEntries({ points: 500, available_us: at }, null, 'not_first_order'), [{ points: -500, reason: 'adjusted', available_us: at }])
+  test('given a later claim refused (the referrer’s own, or after the order), then it takes nothing from the claim before it', () => {
+    const friend = { orders: [order(10, 3)], customers: [2] }
+    assert.deepEqual(
+      candidatesOf([by('a', 0), by('self', 1, { selfByEmail: true })], friend).map((c) => c.reason),
+      ['rewarded', 'self_referral'],
+    )
+    assert.deepEqual(
+      candidatesOf([by('a', 0), by('late', 4, { referrerId: 3 })], friend).map((c) => c.reason),
+      ['rewarded', 'not_first_order'],
+    )
   })
-  test('given the same target, then nothing; a new date, then moved', () => {
-    assert.deepEqual(planReferralEntries({ points: 500, available_us: at }, { points: 500, available_us: at }, 'rewarded'), [])
-    assert.deepEqual(planReferralEntries({ points: 500, available_us: at }, { points: 500, available_us: day(4) }, 'rewarded'), [
-      { points: -500, reason: 'adjusted', available_us: at },
-      { points: 500, reason: 'adjusted', available_us: day(4) },
-    ])
-    assert.deepEqual(planReferralEntries(null, null, 'cap_reached'), [])
+  test('given a refusal, then the friend’s code is void only when they are no new friend', () => {
+    assert.deepEqual(
+      (['self_referral', 'not_first_order', 'below_minimum', 'cap_reached', 'later_claim', 'too_late'] as const).map((r) => codeVoid('refused', r)),
+      [true, true, false, false, false, false],
+    )
+    assert.equal(codeVoid('voided', 'refunded'), false)
   })
 })

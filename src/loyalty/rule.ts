@@ -2,6 +2,7 @@ import { parsedOnce } from './parsed.ts'
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 import { parseSchedule, type ExpirySchedule } from './expiry-schedule.ts'
+import { MINIMUM_PATTERN, minimumFaults, parseMinimum } from './referral-minimum.ts'
 import {
   BONUS_POINTS_MAX,
   MULTIPLIER_MAX,
@@ -105,9 +106,11 @@ export const RuleSchema = Type.Object({
     description: 'a reward of the catalogue (generated codes) whose code the friend gets when they claim; null: none',
   }),
   referral_min_subtotal: Type.String({
-    pattern: '^(0|[1-9][0-9]{0,11})\\.[0-9]{2}$',
+    pattern: MINIMUM_PATTERN,
     default: '0.00',
-    description: "the subtotal the friend's first order must reach, in the order's currency (two decimals)",
+    description:
+      "the subtotal the friend's first order must reach: an amount with two decimals and its currency (30.00 EUR), or one per currency " +
+      '(30.00 EUR, 35.00 USD); an order in a currency it does not list does not qualify. 0.00 alone: no minimum, in any currency',
   }),
   referral_days: Type.Integer({
     minimum: REFERRAL_DAYS_MIN,
@@ -152,9 +155,12 @@ export function normalizeRule(input: unknown): Rule {
  * Each fault with the JSON pointer of its field.
  */
 export function ruleFaults(
-  rule: Pick<Rule, 'tiers' | 'tag_tiers'> & Partial<Pick<Rule, 'referral_friend_points' | 'referral_friend_reward'>>,
+  rule: Pick<Rule, 'tiers' | 'tag_tiers'> & Partial<Pick<Rule, 'referral_friend_points' | 'referral_friend_reward' | 'referral_min_subtotal'>>,
 ): { pointer: string; detail: string }[] {
   const faults: { pointer: string; detail: string }[] = []
+  if (rule.referral_min_subtotal !== undefined && parseMinimum(rule.referral_min_subtotal) === null) {
+    faults.push({ pointer: '/referral_min_subtotal', detail: 'must list each currency once, such as 30.00 EUR, 35.00 USD' })
+  }
   // The friend gets points or a reward's code, not both: one answer to the claim.
   if ((rule.referral_friend_points ?? 0) > 0 && rule.referral_friend_reward != null) {
     faults.push({ pointer: '/referral_friend_reward', detail: 'must be null when referral_friend_points is set: the friend gets points or a reward, not both' })
@@ -183,17 +189,20 @@ export function ruleFaults(
 /** ruleFaults of a body the schema may not have accepted: the parts it cannot read are left to the schema's errors. */
 export function bodyRuleFaults(body: unknown, prefix = ''): { pointer: string; detail: string }[] {
   if (typeof body !== 'object' || body === null) return []
-  const { tiers, tag_tiers, referral_friend_points, referral_friend_reward } = body as Record<string, unknown>
+  const { tiers, tag_tiers, referral_friend_points, referral_friend_reward, referral_min_subtotal } = body as Record<string, unknown>
+  // A minimum given now names its currency (rules written before may not, and still read) and lists each once.
+  const minimum =
+    typeof referral_min_subtotal === 'string' && new RegExp(MINIMUM_PATTERN).test(referral_min_subtotal)
+      ? minimumFaults(referral_min_subtotal).map((detail) => ({ pointer: `${prefix}/referral_min_subtotal`, detail }))
+      : []
   const referral =
     typeof referral_friend_points === 'number' && typeof referral_friend_reward === 'number' ? { referral_friend_points, referral_friend_reward } : {}
   const tiersOk = Array.isArray(tiers) && tiers.every((t) => Value.Check(TierSchema, Value.Default(TierSchema, structuredClone(t))))
   const tagTiersOk = typeof tag_tiers === 'object' && tag_tiers !== null && Object.values(tag_tiers).every((v) => typeof v === 'string')
-  if (!tiersOk) return []
+  if (!tiersOk) return minimum
   const tierList = (tiers as unknown[]).map((t) => Value.Default(TierSchema, structuredClone(t)) as Static<typeof TierSchema>)
-  return ruleFaults({ tiers: tierList, tag_tiers: tagTiersOk ? (tag_tiers as Record<string, string>) : {}, ...referral }).map((f) => ({
-    ...f,
-    pointer: `${prefix}${f.pointer}`,
-  }))
+  const faults = ruleFaults({ tiers: tierList, tag_tiers: tagTiersOk ? (tag_tiers as Record<string, string>) : {}, ...referral })
+  return [...faults.map((f) => ({ ...f, pointer: `${prefix}${f.pointer}` })), ...minimum]
 }
 
 const escapePointer = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1')

@@ -35,7 +35,6 @@ export async function claimReferral(services: Services, reply: FastifyReply, sho
     'referral claim',
   )
   if (outcome.status === 'referral-refused') {
-    if (outcome.reason === 'already-referred') return sendProblem(reply, refused())
     return sendProblem(
       reply,
       problem('not-found', outcome.reason === 'no-program' ? 'this shop offers no referrals' : 'no customer of this shop has this referral code'),
@@ -43,7 +42,8 @@ export async function claimReferral(services: Services, reply: FastifyReply, sho
   }
   if (outcome.status !== 'referral-claimed') throw new Error(`a referral claim answered ${outcome.status}`)
   const { referral } = outcome
-  // The friend is not told why (an e-mail that ordered before is a customer of the shop): the console is.
+  // Refused: the referrer's own e-mail, or a friend who had ordered before the claim (docs/integrate/storefront.md
+  // says so). Not told which: the console is. Another referrer's claim of the friend is no refusal.
   if (referral.status === 'refused') return sendProblem(reply, refused())
   return reply.code(outcome.replayed ? 200 : 201).send({
     referral_id: referral.referral_id,

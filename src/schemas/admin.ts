@@ -327,13 +327,16 @@ export const AdminReferralView = Type.Object(
     status: Type.Union([Type.Literal('pending'), Type.Literal('rewarded'), Type.Literal('refused'), Type.Literal('voided')]),
     reason: Type.String({
       description:
-        'why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, too_late, cap_reached, refunded or cancelled',
+        'why: awaiting_first_order, awaiting_payment, rewarded, self_referral, not_first_order, below_minimum, other_currency, too_late, later_claim, cap_reached, refunded or cancelled',
     }),
     order_id: Type.Union([Type.Integer(), Type.Null()], { description: "the friend's first order, once there is one" }),
     referrer_points: Type.Integer({ description: 'the points the referrer holds of it' }),
     friend_customer_id: Type.Union([Type.Integer(), Type.Null()], { description: "the customer credited with the friend's points" }),
     friend_points: Type.Integer(),
-    reward_code: Type.Union([Type.String(), Type.Null()], { description: "the friend's reward code" }),
+    reward_code: Type.Union([Type.String(), Type.Null()], {
+      description: "the friend's reward code handed out at the claim; null when none (a claim refused from the start hands out none)",
+    }),
+    reward_code_void: Type.Boolean({ description: 'true while the code must not be honoured: the referral is refused as no new friend' }),
     updated_at: Type.String(),
   },
   { additionalProperties: false },

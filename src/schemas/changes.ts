@@ -87,7 +87,14 @@ export const ReferralChange = Type.Object(
     order_id: Type.Union([Type.Integer(), Type.Null()], { description: "the friend's first order, once there is one" }),
     points: Type.Integer({ description: "the referrer's points it holds now" }),
     friend_customer_id: Type.Union([Type.Integer(), Type.Null()], { description: "the customer credited with the friend's points, if any" }),
-    reward_code: Type.Union([Type.String(), Type.Null()], { description: "the friend's reward code, for the shop to make the discount; null when none" }),
+    reward_code: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "the friend's reward code handed out at the claim, for the shop to make the discount; null when none (a claim refused from the start hands out none)",
+    }),
+    reward_code_void: Type.Boolean({
+      description:
+        'true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount',
+    }),
   },
   { additionalProperties: false, description: "a referral's change; never the friend's e-mail" },
 )
@@ -117,6 +124,8 @@ export const ChangeEntry = Type.Union(
     Type.Object({ ...common, type: Type.Literal('referral.qualified'), data: ReferralChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('referral.rewarded'), data: ReferralChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('referral.voided'), data: ReferralChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('referral.refused'), data: ReferralChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('referral.reinstated'), data: ReferralChange }, { additionalProperties: false }),
   ],
   { description: 'one change, in commit order' },
 )
@@ -148,4 +157,8 @@ export type FeedEntry =
   | { shopId: number; type: 'tier.changed'; data: Static<typeof TierChange> }
   | { shopId: number; type: 'reward.claimed'; data: Static<typeof RewardChange> }
   | { shopId: number; type: 'reward.cancelled'; data: Static<typeof RewardChange> }
-  | { shopId: number; type: 'referral.claimed' | 'referral.qualified' | 'referral.rewarded' | 'referral.voided'; data: Static<typeof ReferralChange> }
+  | {
+      shopId: number
+      type: 'referral.claimed' | 'referral.qualified' | 'referral.rewarded' | 'referral.voided' | 'referral.refused' | 'referral.reinstated'
+      data: Static<typeof ReferralChange>
+    }

@@ -5,9 +5,10 @@ import { MAX_US, MIN_US, noNeeds, retaggedSpans, type Needs } from '../batch/dec
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
 import { programLockKey } from '../db/lock-keys.ts'
 import { longestWindowUs, offersReferrals, optionsAt, parseProgram, tagSetOf, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
-import { normalizeEmail } from '../loyalty/referrals.ts'
-import { storedReferral } from '../db/referral-rows.ts'
+import { loadReferrals, type EmailHasher } from './load-referrals.ts'
+import { LocksBusy } from './locks-busy.ts'
 import type { CustomerPatch } from '../domain/merge.ts'
+import type { Webhook } from '../domain/webhook.ts'
 import { parseStoredEntries, storedAdjustment } from '../db/redemption-rows.ts'
 import { storedClaim, storedReward } from '../db/claim-rows.ts'
 import { versionedRule } from '../loyalty/rule.ts'
@@ -16,6 +17,8 @@ import { CUSTOMER_INDEXED, indexedOf, ledgerLineOf, ORDER_INDEXED, storedCustome
 import type { EarningRead, LedgerRead } from './statements.ts'
 import { statementsOf } from './statements-of.ts'
 import type { CustomersTable, OrdersTable, RewardsTable } from '../db/tables.ts'
+
+export { LocksBusy, type EmailHasher }
 
 // Loads what a batch touches, with a few set-based queries per shop: the
 // customers and orders it names, the customers their owners are found among,
@@ -57,10 +60,9 @@ interface ShopNeeds {
   imports: Set<number>
   /** Referral claims: the friend's orders stored before them are loaded, and their referrers' referrals. */
   referralClaims: ReferralClaimCommand[]
+  /** The batch's webhooks: the links between e-mails and what they name (src/batch/referral-links.ts). */
+  webhooks: Webhook[]
 }
-
-/** The keyed hash of a normalised e-mail in a shop (src/keys/referral-keys.ts); absent, referrals are not decided. */
-export type EmailHasher = (shopId: number, normalizedEmail: string) => string
 
 /** A lookup with no keys: a query that reads nothing (rare paths of a round). */
 const NOTHING = CompiledQuery.raw('SELECT 1 WHERE 1 = 0', [])
@@ -90,6 +92,7 @@ const emptyNeeds = (): ShopNeeds => ({
   claimIdem: new Set(),
   imports: new Set(),
   referralClaims: [],
+  webhooks: [],
 })
 
 function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
@@ -122,6 +125,7 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
       }
       continue
     }
+    n.webhooks.push(w)
     // Rejected webhooks name a customer too: their bodies are redacted if that customer is erased.
     if (w.customerId !== null) n.customers.add(w.customerId)
     if (w.idemKey !== null) n.idemKeys.add(w.idemKey)
@@ -150,14 +154,6 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
 
 /** What the indexed columns of the rows a batch loaded held, by `c:shop:id` and `o:shop:id`. */
 export type AsLoaded = Map<string, string>
-
-/** Further orders a batch reached were locked by another transaction: it runs again with them locked first. */
-export class LocksBusy extends Error {
-  readonly code = '40001'
-  constructor(readonly keys: readonly string[]) {
-    super('orders reached by a claim or an erasure are being written by another batch')
-  }
-}
 
 /** Keys a batch locks before it loads (see Backend.lockKeys). */
 export function lockKeysOf(batch: readonly BatchItem[]): string[] {
@@ -196,6 +192,7 @@ export async function loadBatch(
 ): Promise<BatchState> {
   const state = emptyState()
   state.referrersLoaded = new Set()
+  state.friendsLoaded = new Set()
   state.earningsRanges = new Map()
   state.erasedEmailsKnown = new Set()
   state.poolsLoadedToEnd = new Set()
@@ -385,7 +382,8 @@ async function loadShop(
   // Referrals, only in a shop whose program offers them (or ever did), and only on the write path.
   if (hashEmail !== null && locked !== null && offersReferrals(program)) {
     if (n.referralClaims.length > 0) {
-      // The friend's orders stored before the claim: sent with its e-mail, or by a customer with it.
+      // The friend's orders stored before the claim, and before the shop kept links: sent with its
+      // e-mail, or by a customer with it. Read for the referral's facts, never settled.
       const claimEmails = [...new Set(n.referralClaims.flatMap((c) => c.emails))]
       const owners = [...state.customers.values()].filter((c) => c.shopId === shopId && claimEmails.includes(lower(c.record.email) ?? ''))
       const [sent, placed] = await s.runMany([
@@ -395,14 +393,16 @@ async function loadShop(
           owners.map((c) => c.record.id),
         ),
       ] as const)
-      addOrders(sent)
-      addOrders(placed)
+      for (const row of [...sent, ...placed]) {
+        if (!state.orders.has(keyOf(shopId, Number(row.id)))) state.friendOrders.set(keyOf(shopId, Number(row.id)), storedOrder(shopId, row))
+      }
       for (const c of n.referralClaims) {
         const reward = optionsAt(program, c.atUs).referral?.friend_reward
         if (reward != null) n.rewards.set(reward, n.rewards.get(reward) ?? 0)
       }
     }
-    await loadReferrals(backend, s, state, shopId, n, locked, hashEmail)
+    const emails = [...n.emails, ...n.claimEmails, ...n.deletedEmails, ...n.patches.map((p) => lower(p.fields.email)).filter((e): e is string => e !== null)]
+    await loadReferrals(backend, s, state, shopId, { emails, claims: n.referralClaims, webhooks: n.webhooks }, locked, hashEmail)
   }
 
   // What claims and imports name: read as it is committed (a dry run of an import decides from it too).
@@ -475,51 +475,6 @@ function addEarnings(state: BatchState, shopId: number, rows: readonly EarningRe
     })
   }
   for (const [id, rs] of ranges) state.earningsRanges!.set(keyOf(shopId, id), rs)
-}
-
-/**
- * The referrals a batch may change: the keyed hash of every e-mail of the shop's orders and
- * customers in play (the webhooks' and the stored), the referrals of those hashes and of the
- * batch's claims, then every referral of their referrers (the monthly cap decides them together),
- * whose customers are try-locked first, as further orders are.
- */
-async function loadReferrals(
-  backend: Backend,
-  s: Session,
-  state: BatchState,
-  shopId: number,
-  n: ShopNeeds,
-  locked: ReadonlySet<string>,
-  hashEmail: EmailHasher,
-): Promise<void> {
-  const q = statementsOf(backend)
-  const emails = new Set<string>()
-  const note = (email: string | null | undefined) => {
-    const normalized = normalizeEmail(email)
-    if (normalized !== null) emails.add(normalized)
-  }
-  for (const o of state.orders.values()) if (o.shopId === shopId) note(o.record.email)
-  for (const c of state.customers.values()) if (c.shopId === shopId) note(c.record.email)
-  for (const e of [...n.emails, ...n.claimEmails]) note(e)
-  for (const p of n.patches) note(p.fields.email)
-  const hashes = new Set(n.referralClaims.map((c) => c.emailHash))
-  for (const email of emails) {
-    const hash = hashEmail(shopId, email)
-    state.referralHashes.set(keyOf(shopId, email), hash)
-    hashes.add(hash)
-  }
-  const found = await s.run(q.referralsByHash(shopId, [...hashes]))
-  const referrers = new Set([...found.map((r) => Number(r.referrer_id)), ...n.referralClaims.map((c) => c.customerId)])
-  if (referrers.size === 0) return
-  const unlocked = [...referrers].map((id) => `${shopId}:c:${id}`).filter((key) => !locked.has(key))
-  if (unlocked.length > 0 && !(await backend.tryLockKeys(s, unlocked))) throw new LocksBusy(unlocked)
-  // Read again under the referrers' locks: the rows of the hashes are among them. And the
-  // referrers not loaded yet: a deleted one's points were forfeited with the rest of theirs.
-  const unloaded = [...referrers].filter((id) => !state.customers.has(keyOf(shopId, id)))
-  const [rows, customers] = await s.runMany([q.referralsByReferrer(shopId, [...referrers]), q.customersById(shopId, unloaded)] as const)
-  for (const row of rows) state.referrals.set(keyOf(shopId, row.email_hash), storedReferral(shopId, row))
-  for (const row of customers) state.customers.set(keyOf(shopId, Number(row.id)), storedCustomer(shopId, row))
-  for (const id of referrers) state.referrersLoaded!.add(keyOf(shopId, id))
 }
 
 /**

@@ -132,6 +132,9 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     ...(d.claimCancels ?? []).map((c) => write('claims', [q.cancelClaim(c.shopId, [c.id], [c.cancelledUs, c.cancelAvailableAfter])], 1)),
     // A referral another batch wrote since this one loaded it: run again.
     write('referrals', q.upsertReferrals((d.referrals ?? []).map((r) => valuesOf(REFERRAL_COLUMNS, referralRow(r.referral)))), d.referrals?.length ?? 0),
+    // Links and members are only ever added: one another batch wrote meanwhile is the same.
+    write('email_holders', q.insertHolders((d.heldEmails ?? []).map((l) => [l.shopId, l.emailHash, l.holder])), null),
+    write('referral_members', q.insertMembers((d.friendMembers ?? []).map((m) => [m.shopId, m.member, m.emailHash])), null),
     // A pool another batch handed codes out of since this one loaded it: run again.
     ...(d.pools ?? []).map((r) => write('rewards', [q.movePoolCursor([r.codeCursor, r.codesIssued, r.codesPassed, r.shopId, r.id, r.loadedCursor])], 1)),
     // Last: the feed's head, whose lock orders the commits, is held from here to the commit.

@@ -11,7 +11,17 @@ import {
   CLAIM_COLUMNS,
   type LedgerRow,
 } from '../db/rows.ts'
-import type { CustomersTable, OrdersTable, RedemptionsTable, AdjustmentsTable, ClaimsTable, RewardsTable, ReferralsTable } from '../db/tables.ts'
+import type {
+  CustomersTable,
+  OrdersTable,
+  RedemptionsTable,
+  AdjustmentsTable,
+  ClaimsTable,
+  RewardsTable,
+  ReferralsTable,
+  EmailHoldersTable,
+  ReferralMembersTable,
+} from '../db/tables.ts'
 import { REFERRAL_COLUMNS } from '../db/referral-rows.ts'
 import type { Selectable } from 'kysely'
 
@@ -165,7 +175,26 @@ export function batchStatements(f: StatementFactory) {
       table: 'referrals',
       columns: REFERRAL_COLUMNS.names,
       types: REFERRAL_COLUMNS.types,
-      conflict: `ON CONFLICT (email_hash, shop_id) DO UPDATE SET ${excludedSet(REFERRAL_COLUMNS.names, ['shop_id', 'email_hash', 'id', 'referrer_id', 'claimed_us'])} WHERE referrals.rev = excluded.rev - 1 RETURNING 1`,
+      conflict: `ON CONFLICT (email_hash, shop_id, referrer_id) DO UPDATE SET ${excludedSet(REFERRAL_COLUMNS.names, ['shop_id', 'email_hash', 'id', 'referrer_id', 'claimed_us'])} WHERE referrals.rev = excluded.rev - 1 RETURNING 1`,
+    }),
+    /** The links of e-mails to their holders (migration 0034): by e-mail hash (their key), and by holder (email_holders_holder). */
+    holdersByHash: f.lookup<Selectable<EmailHoldersTable>>({ table: 'email_holders', columns: '*', column: 'email_hash', keyType: 'text' }),
+    holdersByHolder: f.lookup<Selectable<EmailHoldersTable>>({ table: 'email_holders', columns: '*', column: 'holder', keyType: 'text' }),
+    /** A link once: one stored already is nothing (links are only ever added). */
+    insertHolders: f.insert({
+      table: 'email_holders',
+      columns: ['shop_id', 'email_hash', 'holder'],
+      types: ['bigint', 'text', 'text'],
+      conflict: 'ON CONFLICT (email_hash, shop_id, holder) DO NOTHING RETURNING 1',
+    }),
+    /** The friends a member belongs to (their key), and a friend's members (referral_members_friend). */
+    membersByMember: f.lookup<Selectable<ReferralMembersTable>>({ table: 'referral_members', columns: '*', column: 'member', keyType: 'text' }),
+    membersByFriend: f.lookup<Selectable<ReferralMembersTable>>({ table: 'referral_members', columns: '*', column: 'email_hash', keyType: 'text' }),
+    insertMembers: f.insert({
+      table: 'referral_members',
+      columns: ['shop_id', 'member', 'email_hash'],
+      types: ['bigint', 'text', 'text'],
+      conflict: 'ON CONFLICT (member, shop_id, email_hash) DO NOTHING RETURNING 1',
     }),
 
     upsertCustomers: upsert('customers', CUSTOMER_COLUMNS.names, CUSTOMER_COLUMNS.types),

@@ -19,11 +19,13 @@ import { sql } from 'kysely'
 import {
   claimCommand,
   expectedReferrals,
-  orderBodies,
+  HOLDERS,
   outcomeRows,
   REFERRERS,
   referralScenarioArb,
+  scenarioItems,
   type ReferralScenario,
+  type ScenarioItem,
 } from '../support/referral-scenarios.ts'
 
 // The issue's property: any interleaving and duplication of a set of customer, delete and
@@ -756,36 +758,30 @@ forEachDatabase((kind) => {
   })
 
   // Referrals (docs/program/referrals.md): a random referral program's claims and the friends'
-  // orders, refunds and cancels, in true order and shuffled (one at a time, or all at once), end
-  // in the same referrals and points, and those are what the pure rules say (test/support/referral-scenarios.ts).
+  // orders, refunds and cancels, the veteran's order and e-mail moves, friends' deletes, in true
+  // order and shuffled (one at a time, or all at once), end in the same referrals and points, and
+  // those are what the pure rules say of every webhook's links and the records as they end
+  // (test/support/referral-scenarios.ts).
   async function checkReferrals(scenario: ReferralScenario, shuffleSeed: number, concurrent: boolean) {
-    type Item = { claim: (typeof scenario.claims)[number] } | { body: object; atUs: number; order: number }
-    const items: Item[] = [
-      ...scenario.claims.map((claim) => ({ claim })),
-      ...scenario.orders.flatMap((o) =>
-        orderBodies(o).map((body, i) => ({ body, atUs: i === 0 ? o.processedUs : Number.MAX_SAFE_INTEGER - o.id, order: o.id })),
-      ),
-    ]
-    const instant = (item: Item) => ('claim' in item ? item.claim.atUs : item.atUs)
-    const sequence = [...items].sort((a, b) => instant(a) - instant(b))
+    const sequence = scenarioItems(scenario)
     let state = shuffleSeed >>> 0 || 1
     const random = () => ((state = (state * 1103515245 + 12345) >>> 0), state / 2 ** 32)
     const shuffled = sequence
       .map((item) => ({ item, k: random() }))
       .sort((a, b) => a.k - b.k)
       .map(({ item }) => item)
-    const context = `\nprogram: ${JSON.stringify(scenario.program)}\nclaims: ${JSON.stringify(scenario.claims)}\norders: ${JSON.stringify(scenario.orders)}\nshuffled: ${JSON.stringify(shuffled)}\n`
+    const context = `\nprogram: ${JSON.stringify(scenario.program)}\nscenario: ${JSON.stringify({ ...scenario, program: undefined })}\nshuffled: ${JSON.stringify(shuffled)}\n`
     const { services } = t.app
-    const run = async (order: Item[], all: boolean) => {
+    const run = async (order: ScenarioItem[], all: boolean) => {
       const shop = await freshShop(scenario.program)
       for (const [id, email] of Object.entries(REFERRERS))
         assert.equal((await t.post(CUSTOMER_CREATED, { id: Number(id), email }, { key: shop.key })).statusCode, 200)
-      const apply = async (item: Item) => {
+      const apply = async (item: ScenarioItem) => {
         if ('claim' in item) {
           const outcome = await services.writer.submit(claimCommand(shop.shopId, item.claim, services.referralKeys.hashEmail, services.newId()))
           assert.equal((outcome as { status: string }).status, 'referral-claimed', `${JSON.stringify(outcome)}${context}`)
         } else {
-          const res = await t.post(ORDER_CREATED, item.body, { key: shop.key })
+          const res = await t.post(item.path, item.body, { key: shop.key })
           assert.equal(res.statusCode, 200, `${res.body}${context}`)
         }
       }
@@ -793,7 +789,7 @@ forEachDatabase((kind) => {
       else for (const item of order) await apply(item)
       const rows = await sql<Parameters<typeof outcomeRows>[0][number]>`SELECT * FROM referrals WHERE shop_id = ${shop.shopId}`.execute(services.backend.db)
       const held: Record<number, number> = {}
-      for (const id of [1, 2, 50, 51, 52, 53]) {
+      for (const id of HOLDERS) {
         const res = await t.get(`/v3/customers/${id}/points?limit=1`, shop.key)
         held[id] = res.statusCode === 200 ? res.json().available + res.json().pending : 0
       }
@@ -810,7 +806,7 @@ forEachDatabase((kind) => {
     assert.deepEqual(other, inOrder, `shuffled${concurrent ? ' (all at once)' : ''} vs true order${context}`)
   }
 
-  test('property: referrals (claims, first orders, late earlier orders, refunds, caps) converge in any order, to the pure rules', async () => {
+  test('property: referrals (claims by one referrer or two, first orders, late earlier orders, refunds, caps, currencies, spellings, a veteran customer, e-mail moves, deletes) converge in any order, to the pure rules', async () => {
     await fc.assert(
       fc.asyncProperty(referralScenarioArb, fc.integer(), fc.boolean(), (scenario, seed, concurrent) => checkReferrals(scenario, seed, concurrent)),
       { numRuns: runs(40), includeErrorInReport: true },

@@ -594,8 +594,9 @@ test(
 // Referrals (docs/program/referrals.md): each round, a fresh shop's referral program, its friends'
 // claims (through the storefront route, at the process's now) and the friends' orders (processed
 // before every claim, or after: an order before is "not a first order" whatever arrives first),
-// their refunds and cancels, all in flight at once to random processes, end in the referrals and
-// referrer points that one app fed them one at a time gets.
+// their refunds and cancels, a veteran customer whose account may move to a friend's e-mail, all in
+// flight at once to random processes, end in the referrals and referrer points that one app fed them
+// one at a time gets.
 
 const REFERRAL_ROUNDS = runs(6)
 const ORIGIN = 'https://shop.example'
@@ -641,6 +642,29 @@ function buildReferralRound(g: Gen): ReferralRound {
       hooks.push({ path: ORDER_CREATED, payload: JSON.stringify(later) })
     }
   }
+  // A veteran customer with an order from before every claim, named by id alone, whose account may
+  // move to a friend's e-mail (then no new friend) and who may order under it: the friend is the
+  // customer, whatever arrives first, on whichever process.
+  if (chance(g, 60)) {
+    hooks.push({ path: CUSTOMER_CREATED, payload: JSON.stringify({ id: 60, email: 'vet@example.com', updated_at: writeInstant(BASE_US, pick(g, OFFSETS)) }) })
+    const old = { id: 960, customer: { id: 60 }, currency: 'EUR', subtotal: '60.00', is_paid: true, processed_at: new Date(nowMs - 60 * DAY_MS).toISOString() }
+    hooks.push({ path: ORDER_CREATED, payload: JSON.stringify(old) })
+    const friend = pick(g, [...FRIENDS])
+    if (chance(g, 50)) {
+      const move = { id: 60, email: friend, updated_at: writeInstant(BASE_US + 500 * 1_000_000, pick(g, OFFSETS)) }
+      hooks.push({ path: CUSTOMER_CREATED, payload: JSON.stringify(move) })
+    }
+    const next = {
+      id: 961,
+      email: friend,
+      customer: { id: 60 },
+      currency: 'EUR',
+      subtotal: '60.00',
+      is_paid: true,
+      processed_at: new Date(nowMs + 3_600_000).toISOString(),
+    }
+    if (chance(g, 70)) hooks.push({ path: ORDER_CREATED, payload: JSON.stringify(next) })
+  }
   const items = [...claims.map((_, claim) => ({ claim })), ...hooks.map((_, hook) => ({ hook }))]
   const deliveries: ReferralRound['deliveries'] = g(fc.shuffledSubarray, items, { minLength: items.length, maxLength: items.length })
   const program = normalizeRule({
@@ -668,7 +692,7 @@ const referralTuples = (rows: ReferralRow[]) =>
     .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))
 
 test(
-  `${PROCESSES} processes converge on referrals: claims, first orders, orders before the claim, refunds, caps (seed ${SEED}, ${REFERRAL_ROUNDS} rounds)`,
+  `${PROCESSES} processes converge on referrals: claims, first orders, orders before the claim, refunds, caps, a veteran whose account moves to a friend’s e-mail (seed ${SEED}, ${REFERRAL_ROUNDS} rounds)`,
   { ...onDatabase('postgres'), timeout: TEST_TIMEOUT_MS },
   async (t) => {
     const rounds = fc.sample(fc.gen().map(buildReferralRound), { seed: SEED, numRuns: REFERRAL_ROUNDS })

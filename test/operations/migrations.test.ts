@@ -18,6 +18,7 @@ import { basic, createTestDatabase, CUSTOMER_CREATED, onDatabase, ORDER_CREATED,
 import { normalizeRule } from '../../src/loyalty/rule.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
 import { systemClock } from '../../src/clock.ts'
+import { referralKeysOf } from '../../src/keys/referral-keys.ts'
 
 // Migrations run in one transaction: one that fails leaves nothing behind, not even the schema
 // or Kysely's own tables. On PostgreSQL the tables live in their own schema (DATABASE_SCHEMA).
@@ -501,6 +502,81 @@ describe('migrations', () => {
           const claimed = await t.post('/v3/customers/1/rewards/3/claim', {}, { key: keys['shop-b'] })
           assert.equal(claimed.statusCode, 201, claimed.body)
           assert.equal(claimed.json().reward_name, 'B three', "reward 3 of shop B is still B's, beside shop A's new reward 3")
+        } finally {
+          await t.close()
+        }
+      } finally {
+        await database.drop()
+      }
+    })
+  }
+
+  for (const kind of ['sqlite', 'postgres'] as const) {
+    test(`${kind}: 0034 keys referrals by friend and referrer; a referral rewarded before still follows its first order`, onDatabase(kind), async () => {
+      const database = await createTestDatabase(kind)
+      const secrets = Buffer.alloc(32, 4)
+      try {
+        let key: string
+        let hash: string
+        const old = openBackend(database.url)
+        try {
+          await migrate(old, '0033-reward-numbers')
+          const issued = await issueKey(old.db, 'old-referrals', 1)
+          key = issued.key
+          await writeRule(old.db, issued.shopId, JSON.stringify(normalizeRule({ referral_points: 500, pending_days: 0 })), 0)
+          hash = referralKeysOf(secrets).hashEmail(issued.shopId, 'bo@example.com')
+          const terms = { points: 500, friend_points: 0, friend_reward: null, min_subtotal: '0.00', days: 30, cap_per_month: 0 }
+          const fact = { id: 10, processedUs: 1_704_880_800_000_000, paid: true, cancelled: false, refunded: false, subtotalMinor: 3000, customerId: 2 }
+          await (old.db as Kysely<any>)
+            .insertInto('referrals')
+            .values({
+              shop_id: issued.shopId,
+              email_hash: hash,
+              id: 'old-referral',
+              referrer_id: 1,
+              claimed_us: 1_704_794_400_000_000,
+              self_by_email: 0,
+              terms: JSON.stringify(terms),
+              orders: JSON.stringify([fact]),
+              status: 'rewarded',
+              reason: 'rewarded',
+              order_id: 10,
+              referrer_points: 500,
+              referrer_available_us: fact.processedUs,
+              friend_customer_id: 2,
+              friend_points: 0,
+              updated_us: 1,
+              rev: 1,
+            })
+            .execute()
+        } finally {
+          await old.close()
+        }
+        const t = await startTestApp(kind, { SECRETS_KEY: secrets.toString('base64') }, { database })
+        try {
+          const db = t.app.services.backend.db as Kysely<any>
+          const members = await db.selectFrom('referral_members').select('member').orderBy('member').execute()
+          assert.deepEqual(
+            members.map((m) => m.member),
+            ['c:2', `e:${hash!}`, 'o:10'],
+          )
+          // The friend's refund names the order alone: the referral is found by it, voided, and the points taken back.
+          const refund = { id: 10, currency: 'EUR', subtotal: '30.00', is_paid: true, is_refunded: true, processed_at: '2024-01-10T10:00:00Z' }
+          assert.equal((await t.post(ORDER_CREATED, refund, { key: key! })).statusCode, 200)
+          const [row] = await db.selectFrom('referrals').select(['status', 'reason', 'referrer_points', 'customers']).execute()
+          assert.deepEqual(
+            { ...row, referrer_points: Number(row!.referrer_points) },
+            { status: 'voided', reason: 'refunded', referrer_points: 0, customers: '[2]' },
+          )
+          const entries = await db.selectFrom('ledger').select(['customer_id', 'points', 'reason']).where('order_id', 'is', null).execute()
+          assert.deepEqual(
+            entries.map((e) => [Number(e.customer_id), Number(e.points), e.reason]),
+            [[1, -500, 'reversed_refund']],
+          )
+          // A second referrer may claim the same friend now: the key is the friend and the referrer.
+          const again = { ...(await db.selectFrom('referrals').selectAll().executeTakeFirstOrThrow()), referrer_id: 3, id: 'other', rev: 1 }
+          await db.insertInto('referrals').values(again).execute()
+          assert.equal((await db.selectFrom('referrals').select('id').execute()).length, 2)
         } finally {
           await t.close()
         }

@@ -36,7 +36,7 @@ forEachDatabase((kind) => {
         '--referral-friend-points',
         '100',
         '--referral-min-subtotal',
-        '30.00',
+        '30.00 EUR',
         '--referral-days',
         '30',
         '--referral-cap-per-month',
@@ -50,7 +50,7 @@ forEachDatabase((kind) => {
       ...DEFAULT_RULE,
       referral_points: 500,
       referral_friend_points: 100,
-      referral_min_subtotal: '30.00',
+      referral_min_subtotal: '30.00 EUR',
       referral_days: 30,
       referral_cap_per_month: 5,
     })
@@ -58,10 +58,11 @@ forEachDatabase((kind) => {
     const schedule = parseProgram(stored.program_schedule, parseStoredRule(stored.rule))
     const last = schedule.at(-1)!
     assert.ok(last.from_us >= startedUs, 'in force from the moment it was written, not before')
-    assert.deepEqual(last.options.referral, { points: 500, friend_points: 100, friend_reward: null, min_subtotal: '30.00', days: 30, cap_per_month: 5 })
-    // A minimum written without decimals is read as such.
-    const whole = await cli(['rules', 'set', '--shop', 'my-shop', '--referral-min-subtotal', '25'], database.url)
-    assert.equal(JSON.parse(whole.stdout).rule.referral_min_subtotal, '25.00')
+    assert.deepEqual(last.options.referral, { points: 500, friend_points: 100, friend_reward: null, min_subtotal: '30.00 EUR', days: 30, cap_per_month: 5 })
+    // A minimum written without decimals, or in lower case, or for several currencies, is read as such.
+    const whole = await cli(['rules', 'set', '--shop', 'my-shop', '--referral-min-subtotal', '25 usd, 20.5 EUR'], database.url)
+    assert.equal(whole.code, 0, whole.stderr)
+    assert.equal(JSON.parse(whole.stdout).rule.referral_min_subtotal, '25.00 USD, 20.50 EUR')
   })
 
   test('refused in one line: points and a reward for the friend together, days out of range, a bad amount', async () => {
@@ -71,9 +72,15 @@ forEachDatabase((kind) => {
     const days = await cli(['rules', 'set', '--shop', 'my-shop', '--referral-days', '0'], database.url)
     assert.notEqual(days.code, 0)
     assert.match(days.stderr, /--referral-days.*from 1 to 3650/)
-    const amount = await cli(['rules', 'set', '--shop', 'my-shop', '--referral-min-subtotal', '12.5'], database.url)
+    const amount = await cli(['rules', 'set', '--shop', 'my-shop', '--referral-min-subtotal', '12.555 EUR'], database.url)
     assert.notEqual(amount.code, 0)
     assert.match(amount.stderr, /--referral-min-subtotal/)
+    // A minimum names its currency: an order in another one cannot be compared with it.
+    const bare = await cli(['rules', 'set', '--shop', 'my-shop', '--referral-min-subtotal', '30'], database.url)
+    assert.notEqual(bare.code, 0)
+    assert.match(bare.stderr, /--referral-min-subtotal.*must name its currency, such as 30\.00 EUR/)
+    const twice = await cli(['rules', 'set', '--shop', 'my-shop', '--referral-min-subtotal', '30 EUR, 40 EUR'], database.url)
+    assert.match(twice.stderr, /each currency once/)
     // Points off, then the reward alone is taken; --no-referral-friend-reward removes it.
     const reward = await cli(['rules', 'set', '--shop', 'my-shop', '--referral-friend-points', '0', '--referral-friend-reward', '3'], database.url)
     assert.equal(reward.code, 0, reward.stderr)

@@ -50,7 +50,7 @@ forEachDatabase((kind) => {
     admin = adminClient(t, (await newOperator(t, 'Rae Referrals')).key)
     s = await storefrontShop(t, `${kind}-ref`)
     other = await storefrontShop(t, `${kind}-ref-other`)
-    const rule = { ...DEFAULT_RULE, pending_days: 0, referral_points: 500, referral_friend_points: 50, referral_min_subtotal: '20.00', referral_days: 30 }
+    const rule = { ...DEFAULT_RULE, pending_days: 0, referral_points: 500, referral_friend_points: 50, referral_min_subtotal: '20.00 EUR', referral_days: 30 }
     assert.equal((await admin.put(`/v3/admin/shops/${s.name}/rule`, rule)).statusCode, 200)
     await hook(CUSTOMER_CREATED, { id: 1, email: 'Ada@Example.com' })
     await hook(CUSTOMER_CREATED, { id: 7, email: 'sam@example.com' })

@@ -246,6 +246,12 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
     referralClaim('friend-2@example.com'),
     hook('order/hook_created', order(130, 7, { email: 'friend-1@example.com', is_refunded: true })),
   ])
+  // A friend's customer whose e-mail moves, and who then orders: the friend found by its members, its customers' other e-mails and orders read.
+  await runReferrals('a friend’s e-mail moved, and their order', [
+    hook('customer/hook_created', { id: 131, email: 'friend-2@example.com', updated_at: at(8) }),
+    hook('customer/hook_created', { id: 131, email: 'moved@example.com', updated_at: at(9) }),
+  ])
+  await runReferrals('the moved friend’s order', [hook('order/hook_created', order(132, 10, { customer: { id: 131 } }))])
 
   // The loyalty program: tiers priced from each customer's earnings (a range read), a late order that
   // re-prices the orders after it (further orders and their earnings asked for), a tag that excludes,
@@ -547,6 +553,9 @@ function topUps(shopId: number, rows: number): string[] {
     `${numbers} INSERT INTO referrals (shop_id, email_hash, id, referrer_id, claimed_us, self_by_email, terms, orders, status, reason, referrer_points, friend_points, updated_us, rev)
       SELECT CASE WHEN i <= 50 THEN ${shopId} ELSE 1000000 + i END, 'fill-hash-' || i, 'fill-referral-' || i, i % 1000, 1735689600000000 + i, 0, '{}', '[]',
         CASE WHEN i % 3 = 0 THEN 'refused' ELSE 'pending' END, 'awaiting_first_order', 0, 0, 0, 1 FROM n`,
+    // Referrals' links and friends' members: other shops' mostly, a few of this shop's.
+    `${numbers} INSERT INTO email_holders (shop_id, email_hash, holder) SELECT CASE WHEN i <= 50 THEN ${shopId} ELSE 1000000 + i END, 'fill-hash-' || (i % 5000), 'c:' || i FROM n`,
+    `${numbers} INSERT INTO referral_members (shop_id, member, email_hash) SELECT CASE WHEN i <= 50 THEN ${shopId} ELSE 1000000 + i END, 'c:' || i, 'fill-hash-' || (i % 5000) FROM n`,
     `${numbers} INSERT INTO subscription_deliveries (subscription_id, position, type, status, attempts, updated_us) SELECT 1 + i % 50, i, 'customer.updated', 'delivered', 1, 0 FROM n`,
     'INSERT INTO order_customer_links (shop_id, customer_id, order_id) SELECT shop_id, customer_id, id FROM orders WHERE customer_id IS NOT NULL ON CONFLICT DO NOTHING',
     // The loyalty program's: warnings of other shops' customers, and earnings past the orders' own.

@@ -1,27 +1,55 @@
 import fc from 'fast-check'
 import type { ReferralClaimCommand } from '../../src/batch/commands.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
-import { decideReferrals, normalizeEmail, type FriendOrder, type ReferralInput } from '../../src/loyalty/referrals.ts'
+import { friendOf, type Links } from '../../src/loyalty/referral-friend.ts'
+import { decideReferrals } from '../../src/loyalty/referral-points.ts'
+import { candidatesOf, normalizeEmail, type FriendOrder, type ReferralClaim, type ReferralInput } from '../../src/loyalty/referrals.ts'
 import type { ReferralTerms } from '../../src/loyalty/program.ts'
+import { CUSTOMER_CREATED, CUSTOMER_DELETED, ORDER_CREATED } from './harness.ts'
 
-// Random referral programs for the convergence suites (test/intake/convergence-property.test.ts,
-// test/intake/multi-process.test.ts): two referrers, friends' claims at their own instants, the
-// friends' orders (first ones, earlier ones that arrive late, orders before the claim) and their
-// refunds and cancels, under a random cap, minimum and days; and what the pure rules
-// (src/loyalty/referrals.ts) say the referrals come to, whatever the order of arrival.
+// Random referral programs for the convergence suite (test/intake/convergence-property.test.ts):
+// two referrers; friends claimed by one referrer or both, each claim at its own instant, in one of
+// the spellings of the friend's mailbox (case, a +tag, Gmail's dots and googlemail.com); the
+// friends' orders (first ones, earlier ones that arrive late, orders before the claim), as guests
+// or by the friend's customer, in euros or dollars, and their refunds (a guest's may carry another
+// e-mail) and cancels; a veteran customer with an order from two months before, who may order
+// under a friend's e-mail or whose account may move to it; friends' customers whose e-mail moves
+// away, and who may be deleted; under a random cap, minimum (in a currency, or two) and days. And
+// what the pure rules (src/loyalty/referrals.ts, referral-friend.ts, referral-points.ts) say the
+// referrals come to, whatever the order of arrival: the friend as the links of every webhook make
+// it, the orders as they end.
 //
-// Kept out, as what the rules make depend on arrival: one claim per friend (a second referrer's
-// claim of the same e-mail is refused only if it comes second), claims whose referrer is not yet
-// stored (created first here), and orders sent with a +tag form of a friend's e-mail before the
-// friend's claim (the claim finds the stored orders by the e-mail as given and its normalised form:
-// docs/program/referrals.md). Instants are distinct, so no tie is broken by a referral's id.
+// Kept out, as what the rules make depend on arrival: claims whose referrer is not yet stored
+// (created first here), and a deleted customer that comes back (its delete is its last webhook).
+// Instants are distinct, so no tie is broken by a referral's id.
 
 export const REFERRERS: Record<number, string> = { 1: 'ref.one@example.com', 2: 'Ref.Two@example.com' }
-export const FRIENDS = ['ann@example.com', 'bea@example.com', 'cat@example.com', 'dan@example.com'] as const
+export const FRIENDS = ['ann@example.com', 'bea@example.com', 'c.at@gmail.com', 'dan@example.com'] as const
+/** Each friend's spellings of their mailbox: the first is the one their customer is given. */
+const SPELLINGS: Record<string, string[]> = {
+  'ann@example.com': ['ann@example.com', 'ANN@Example.com', 'ann+ref@example.com'],
+  'bea@example.com': ['bea@example.com', 'Bea@EXAMPLE.com'],
+  'c.at@gmail.com': ['c.at@gmail.com', 'cat@googlemail.com', 'C.A.T+x@gmail.com'],
+  'dan@example.com': ['dan@example.com', 'DAN+deal@example.com'],
+  // +tagged, so that no order of it is credited to the referrer (whose points the suite counts).
+  'REF.ONE+deal@Example.com': ['REF.ONE+deal@Example.com', 'Ref.One+x@example.com'],
+}
 /** A friend that is a referrer's own e-mail with a +tag and another case: a self-referral. */
 const SELF = 'REF.ONE+deal@Example.com'
+/** A customer who ordered two months before every claim. */
+export const VETERAN = { id: 60, email: 'vet@example.com', order: 600 }
+/**
+ * The customers the suites read the points of: the referrers. A friend's points are in the
+ * referral's row; their balance also holds their orders', and those of guest orders under an
+ * e-mail their account moves to or from depend on arrival (README: guest points follow an
+ * e-mail a customer takes, not one it leaves), which is not this suite's promise.
+ */
+export const HOLDERS = [1, 2] as const
 const DAY_US = 86_400_000_000
 export const BASE_US = Date.UTC(2024, 4, 20, 12) * 1000
+/** When each kind of webhook is dated: registrations, then orders, then moves, then refunds, then deletes (each record's its own ms). */
+const DATED = { register: 500, order: 1000, move: 1500, later: 2000, delete: 3000 } as const
+const dated = (kind: keyof typeof DATED, n: number) => isoOf(BASE_US + DATED[kind] * DAY_US + n * 1000)
 
 export interface ClaimPlan {
   email: string
@@ -30,68 +58,122 @@ export interface ClaimPlan {
 }
 export interface OrderPlan {
   id: number
-  email: string
-  /** A customer the order embeds (its friend points go to them); null for a guest order. */
+  /** Null for an order that names its customer alone (the veteran's old one: theirs by the customer's id, no e-mail). */
+  email: string | null
+  /** A customer the order embeds (with its e-mail, but the veteran's without), its friend points go to; null for a guest order. */
   customerId: number | null
   processedUs: number
   subtotal: string
+  currency: string
   paid: boolean
-  /** A later webhook refunds or cancels it. */
+  /** A later webhook refunds or cancels it; a guest's refund may carry another e-mail. */
   then: 'refund' | 'cancel' | null
+  thenEmail: string | null
+}
+/** A customer webhook that moves a customer's e-mail, at an instant (its true place). */
+export interface MovePlan {
+  customerId: number
+  email: string
+  atUs: number
 }
 export interface ReferralScenario {
   program: Rule
   claims: ClaimPlan[]
   orders: OrderPlan[]
+  /** Whether the veteran registered and ordered two months before (its order is among the orders). */
+  veteran: boolean
+  moves: MovePlan[]
+  /** Friends' customers deleted, at an instant. */
+  deletes: { customerId: number; atUs: number }[]
 }
 
 const shout = (email: string, loud: boolean) => (loud ? email.toUpperCase() : email)
+const friendCustomer = (email: string) => 50 + FRIENDS.indexOf(email as (typeof FRIENDS)[number])
 
 export const referralScenarioArb: fc.Arbitrary<ReferralScenario> = fc
   .record({
     points: fc.constantFrom(100, 500),
     friendPoints: fc.constantFrom(0, 25),
-    min: fc.constantFrom('0.00', '50.00'),
+    min: fc.constantFrom('0.00', '50.00 EUR', '50.00 EUR, 40.00 USD'),
     days: fc.constantFrom(3, 30),
     cap: fc.constantFrom(0, 1, 2),
     friends: fc.subarray([...FRIENDS, SELF], { minLength: 1 }),
-    referrerOf: fc.array(fc.constantFrom(1, 2), { minLength: 5, maxLength: 5 }),
-    claimDays: fc.uniqueArray(fc.integer({ min: 0, max: 40 }), { minLength: 5, maxLength: 5 }),
+    claimedBy: fc.array(fc.constantFrom([1], [2], [1, 2], [2, 1]), { minLength: 5, maxLength: 5 }),
+    spellings: fc.array(fc.nat(2), { minLength: 10, maxLength: 10 }),
+    claimDays: fc.uniqueArray(fc.integer({ min: 0, max: 40 }), { minLength: 10, maxLength: 10 }),
     orders: fc.array(
       fc.record({
         friend: fc.nat(4),
+        spelling: fc.nat(2),
         loud: fc.boolean(),
-        embeds: fc.boolean(),
+        buyer: fc.constantFrom('guest' as const, 'friend' as const, 'friend' as const, 'veteran' as const),
         hours: fc.integer({ min: -48, max: 50 * 24 }),
-        subtotal: fc.constantFrom('10.00', '50.00', '80.00'),
+        subtotal: fc.constantFrom('10.00', '45.00', '80.00'),
+        currency: fc.constantFrom('EUR', 'EUR', 'USD'),
         paid: fc.boolean(),
         then: fc.constantFrom(null, null, 'refund' as const, 'cancel' as const),
+        thenEmail: fc.boolean(),
       }),
       { maxLength: 6 },
     ),
+    veteran: fc.boolean(),
+    moves: fc.uniqueArray(fc.record({ who: fc.nat(4), to: fc.nat(5), day: fc.integer({ min: -5, max: 45 }) }), { maxLength: 2, selector: (m) => m.who }),
+    deletes: fc.subarray([0, 1, 2, 3], { maxLength: 1 }),
+    deleteDay: fc.integer({ min: 0, max: 45 }),
   })
   .map((g) => {
-    const claims = g.friends.map((email, i) => ({ email, referrerId: g.referrerOf[i]!, atUs: BASE_US + g.claimDays[i]! * DAY_US }))
+    const claims: ClaimPlan[] = g.friends.flatMap((friend, i) =>
+      g.claimedBy[i]!.map((referrerId, k) => {
+        const spellings = SPELLINGS[friend]!
+        return { email: spellings[g.spellings[2 * i + k]! % spellings.length]!, referrerId, atUs: BASE_US + g.claimDays[2 * i + k]! * DAY_US }
+      }),
+    )
     const seen = new Set<number>()
-    const orders: OrderPlan[] = g.orders
-      .map((o, i) => {
-        const email = g.friends[o.friend % g.friends.length]!
-        // Distinct instants: an hour apart at most once each (the index breaks ties).
-        let processedUs = BASE_US + o.hours * 3_600_000_000 + i
-        while (seen.has(processedUs)) processedUs += 1
-        seen.add(processedUs)
-        return {
-          id: 500 + i,
-          email: shout(email, o.loud && email !== SELF),
-          customerId: o.embeds ? 50 + FRIENDS.indexOf(email as (typeof FRIENDS)[number]) : null,
-          processedUs,
-          subtotal: o.subtotal,
-          paid: o.paid,
-          then: o.then,
-        }
-      })
+    const orders: OrderPlan[] = g.orders.map((o, i) => {
+      const friend = g.friends[o.friend % g.friends.length]!
+      const spellings = SPELLINGS[friend]!
+      const email = shout(spellings[o.spelling % spellings.length]!, o.loud && friend !== SELF)
+      // Distinct instants: an hour apart at most once each (the index breaks ties, in whole ms: processed_at carries no finer).
+      let processedUs = BASE_US + o.hours * 3_600_000_000 + i * 1000
+      while (seen.has(processedUs)) processedUs += 1000
+      seen.add(processedUs)
       // The self-referral's orders are the referrer's own e-mail as sent: no embedded customer of another id.
-      .map((o) => (o.customerId !== null && o.customerId < 50 ? { ...o, customerId: null } : o))
+      const buyer = friend === SELF && o.buyer === 'friend' ? 'guest' : o.buyer === 'veteran' && !g.veteran ? 'guest' : o.buyer
+      const customerId = buyer === 'friend' ? friendCustomer(friend) : buyer === 'veteran' ? VETERAN.id : null
+      return {
+        id: 500 + i,
+        email,
+        customerId,
+        processedUs,
+        subtotal: o.subtotal,
+        currency: o.currency,
+        paid: o.paid,
+        then: o.then,
+        thenEmail: o.then === 'refund' && customerId === null && o.thenEmail ? 'else@example.com' : null,
+      }
+    })
+    if (g.veteran) {
+      orders.push({
+        id: VETERAN.order,
+        email: null,
+        customerId: VETERAN.id,
+        processedUs: BASE_US - 60 * DAY_US,
+        subtotal: '80.00',
+        currency: 'EUR',
+        paid: true,
+        then: null,
+        thenEmail: null,
+      })
+    }
+    // The veteran, or a friend's customer, once each; to a friend's e-mail (as their customer has it) or away.
+    const moves: MovePlan[] = g.moves
+      .filter((m) => m.who < 4 || g.veteran)
+      .map((m, k) => ({
+        customerId: m.who === 4 ? VETERAN.id : 50 + m.who,
+        email: m.to < FRIENDS.length ? FRIENDS[m.to]! : `moved${k}@example.com`,
+        atUs: BASE_US + m.day * DAY_US + k,
+      }))
+    const deletes = g.deletes.map((i) => ({ customerId: 50 + i, atUs: BASE_US + g.deleteDay * DAY_US + 7 }))
     const program = normalizeRule({
       pending_days: 0,
       referral_points: g.points,
@@ -100,30 +182,56 @@ export const referralScenarioArb: fc.Arbitrary<ReferralScenario> = fc
       referral_days: g.days,
       referral_cap_per_month: g.cap,
     })
-    return { program, claims, orders }
+    return { program, claims, orders, veteran: g.veteran, moves, deletes }
   })
 
 export const isoOf = (us: number) => new Date(Math.floor(us / 1000)).toISOString()
 
 /** The order's webhooks in their own order: the order, then its refund or cancel (dated after). */
 export function orderBodies(o: OrderPlan): object[] {
+  const veteran = o.customerId === VETERAN.id
   const first = {
     id: o.id,
-    email: o.email,
-    currency: 'EUR',
+    ...(o.email === null ? {} : { email: o.email }),
+    currency: o.currency,
     subtotal: o.subtotal,
     is_paid: o.paid,
     processed_at: isoOf(o.processedUs),
-    updated_at: isoOf(BASE_US + 1000 * DAY_US + o.id),
-    ...(o.customerId === null ? {} : { customer: { id: o.customerId, email: o.email } }),
+    updated_at: dated('order', o.id),
+    ...(o.customerId === null
+      ? {}
+      : {
+          customer: veteran || o.email === null ? { id: o.customerId } : { id: o.customerId, email: o.email, updated_at: dated('order', o.id) },
+        }),
   }
   if (o.then === null) return [first]
   const later = {
     id: o.id,
-    updated_at: isoOf(BASE_US + 2000 * DAY_US + o.id),
+    updated_at: dated('later', o.id),
     ...(o.then === 'refund' ? { is_refunded: true } : { cancelled_at: isoOf(o.processedUs + 1_000_000) }),
+    ...(o.thenEmail === null ? {} : { email: o.thenEmail }),
   }
   return [first, later]
+}
+
+/** One thing a scenario sends: a claim, or a webhook at its true instant. */
+export type ScenarioItem = { claim: ClaimPlan } | { path: string; body: object; atUs: number }
+
+/** Everything a scenario sends but the referrers' registrations, in its true order. */
+export function scenarioItems(s: ReferralScenario): ScenarioItem[] {
+  const items: ScenarioItem[] = [
+    ...s.claims.map((claim) => ({ claim })),
+    ...s.orders.flatMap((o) =>
+      orderBodies(o).map((body, i) => ({ path: ORDER_CREATED, body, atUs: i === 0 ? o.processedUs : Number.MAX_SAFE_INTEGER - o.id })),
+    ),
+    ...s.moves.map((m, k) => ({ path: CUSTOMER_CREATED, body: { id: m.customerId, email: m.email, updated_at: dated('move', k) }, atUs: m.atUs })),
+    ...s.deletes.map((d, k) => ({ path: CUSTOMER_DELETED, body: { id: d.customerId, updated_at: dated('delete', k) }, atUs: d.atUs })),
+    ...(s.veteran
+      ? [{ path: CUSTOMER_CREATED, body: { id: VETERAN.id, email: VETERAN.email, updated_at: dated('register', 0) }, atUs: BASE_US - 61 * DAY_US }]
+      : []),
+  ]
+  const instant = (item: ScenarioItem) => ('claim' in item ? item.claim.atUs : item.atUs)
+  return items.sort((a, b) => instant(a) - instant(b))
 }
 
 /** The claim command the storefront route makes, at the claim's own instant. */
@@ -153,40 +261,52 @@ export interface ReferralOutcomeRow {
   friendCustomer: number | null
 }
 
-/** What the pure rules say each claim comes to, from the orders' final state. */
+/** What the pure rules say each claim comes to, from every webhook's links and the records as they end. */
 export function expectedReferrals(s: ReferralScenario): ReferralOutcomeRow[] {
-  const terms: ReferralTerms = {
+  const terms = (): ReferralTerms => ({
     points: s.program.referral_points,
     friend_points: s.program.referral_friend_points,
     friend_reward: null,
     min_subtotal: s.program.referral_min_subtotal,
     days: s.program.referral_days,
     cap_per_month: s.program.referral_cap_per_month,
+  })
+  const { links, customers, orders } = outcomeOf(s)
+  const deleted = new Set(s.deletes.map((d) => d.customerId))
+  // Who settlement credits an order to: its customer, else the customer erased with its e-mail, else a live customer with it.
+  const ownerOf = (o: FinalOrder): number | null => {
+    if (o.customerId !== null) return o.customerId
+    if (o.email === null) return null
+    const erasedBy = [...deleted].find((id) => customers.get(id) === o.email)
+    if (erasedBy !== undefined) return erasedBy
+    const live = [...customers].filter(([id, email]) => !deleted.has(id) && email === o.email).map(([id]) => id)
+    return live.length === 0 ? null : Math.min(...live)
+  }
+  const ordersOf = (customerId: number) => [...orders.values()].filter((o) => ownerOf(o) === customerId).map((o) => o.id)
+  const facts = (id: number): FriendOrder => {
+    const o = orders.get(id)!
+    return { ...o.fact, customerId: ownerOf(o) }
+  }
+  const byReferrer = new Map<number, ReferralInput[]>()
+  const byFriend = new Map<string, ClaimPlan[]>()
+  for (const c of s.claims) byFriend.set(normalizeEmail(c.email)!, [...(byFriend.get(normalizeEmail(c.email)!) ?? []), c])
+  for (const [hash, claims] of byFriend) {
+    const friend = friendOf(hash, links, ordersOf)
+    const known = { orders: friend.orders.map(facts), customers: friend.customers }
+    const list = claims.map((c) => ({
+      id: String(c.atUs),
+      claim: { referrerId: c.referrerId, claimedUs: c.atUs, selfByEmail: normalizeEmail(REFERRERS[c.referrerId]) === hash, terms: terms() } as ReferralClaim,
+    }))
+    candidatesOf(list, known).forEach((candidate, i) => {
+      const input = { ...list[i]!, candidate }
+      byReferrer.set(input.claim.referrerId, [...(byReferrer.get(input.claim.referrerId) ?? []), input])
+    })
   }
   const out: ReferralOutcomeRow[] = []
-  for (const referrerId of [1, 2]) {
-    const inputs: ReferralInput[] = s.claims
-      .filter((c) => c.referrerId === referrerId)
-      .map((c) => {
-        const hash = normalizeEmail(c.email)
-        // A guest order goes to the customer an order of the same e-mail (any case) embeds, as settlement credits it.
-        const ownerOf = (o: OrderPlan) =>
-          o.customerId ?? s.orders.find((x) => x.customerId !== null && x.email.toLowerCase() === o.email.toLowerCase())?.customerId ?? null
-        const orders: FriendOrder[] = s.orders
-          .filter((o) => normalizeEmail(o.email) === hash)
-          .map((o) => ({
-            id: o.id,
-            processedUs: o.processedUs,
-            paid: o.paid,
-            cancelled: o.then === 'cancel',
-            refunded: o.then === 'refund',
-            subtotalMinor: Math.round(Number(o.subtotal) * 100),
-            customerId: ownerOf(o),
-          }))
-        const selfByEmail = normalizeEmail(REFERRERS[referrerId]) === hash
-        return { id: String(c.atUs), claim: { referrerId, claimedUs: c.atUs, selfByEmail, terms }, orders }
-      })
+  for (const [referrerId, inputs] of byReferrer) {
     for (const [i, o] of decideReferrals(inputs, s.program.pending_days).entries()) {
+      // A deleted friend's points were forfeited with the rest of theirs.
+      const friend = o.friend !== null && !deleted.has(o.friend.customerId) ? o.friend : null
       out.push({
         referrer: referrerId,
         claimedUs: inputs[i]!.claim.claimedUs,
@@ -194,12 +314,78 @@ export function expectedReferrals(s: ReferralScenario): ReferralOutcomeRow[] {
         reason: o.reason,
         orderId: o.orderId,
         referrerPoints: o.referrer?.points ?? 0,
-        friendPoints: o.friend?.points ?? 0,
-        friendCustomer: o.friend?.customerId ?? null,
+        friendPoints: friend?.points ?? 0,
+        friendCustomer: friend?.customerId ?? null,
       })
     }
   }
   return out.sort((a, b) => a.referrer - b.referrer || a.claimedUs - b.claimedUs)
+}
+
+interface FinalOrder {
+  id: number
+  /** Lower case, as settlement matches it; null when none. */
+  email: string | null
+  customerId: number | null
+  fact: Omit<FriendOrder, 'customerId'>
+}
+
+/**
+ * Every webhook's links (e-mails in their normal form), the customers' e-mails as they end (the
+ * latest version of each: registrations, then order embeds, then moves), and the orders as they end.
+ */
+function outcomeOf(s: ReferralScenario): { links: Links; customers: Map<number, string>; orders: Map<number, FinalOrder> } {
+  const pairs: [string, string][] = []
+  const link = (email: string | undefined, holder: string) => {
+    const normalized = normalizeEmail(email)
+    if (normalized !== null) pairs.push([normalized, holder])
+  }
+  const versions = new Map<number, { at: string; email: string }>()
+  const give = (id: number, email: string, at: string) => {
+    const was = versions.get(id)
+    if (!was || at > was.at) versions.set(id, { at, email: email.toLowerCase() })
+  }
+  for (const [id, email] of Object.entries(REFERRERS)) {
+    link(email, `c:${id}`)
+    give(Number(id), email, '')
+  }
+  const orders = new Map<number, FinalOrder>()
+  for (const item of scenarioItems(s)) {
+    if ('claim' in item) continue
+    const body = item.body as { id: number; email?: string; updated_at: string; customer?: { id: number; email?: string; updated_at?: string } }
+    if (item.path === CUSTOMER_CREATED) {
+      link(body.email, `c:${body.id}`)
+      give(body.id, body.email!, body.updated_at)
+    }
+    if (item.path !== ORDER_CREATED) continue
+    link(body.email, `o:${body.id}`)
+    if (body.customer) {
+      link(body.email, `c:${body.customer.id}`)
+      link(body.customer.email, `c:${body.customer.id}`)
+      if (body.customer.email !== undefined) give(body.customer.id, body.customer.email, body.customer.updated_at!)
+    }
+  }
+  for (const o of s.orders) {
+    orders.set(o.id, {
+      id: o.id,
+      email: (o.thenEmail ?? o.email)?.toLowerCase() ?? null,
+      customerId: o.customerId,
+      fact: {
+        id: o.id,
+        processedUs: o.processedUs,
+        paid: o.paid,
+        cancelled: o.then === 'cancel',
+        refunded: o.then === 'refund',
+        subtotalMinor: Math.round(Number(o.subtotal) * 100),
+        currency: o.currency,
+      },
+    })
+  }
+  const links: Links = {
+    holdersOf: (hash) => pairs.filter(([h]) => h === hash).map(([, holder]) => holder),
+    hashesOf: (holder) => pairs.filter(([, x]) => x === holder).map(([h]) => h),
+  }
+  return { links, customers: new Map([...versions].map(([id, v]) => [id, v.email])), orders }
 }
 
 /** The referrals rows of a shop as the suites compare them. */

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Selectable } from 'kysely'
 import type { ReferralsTable } from '../../db/tables.ts'
 import { formatUs } from '../../domain/time.ts'
+import { codeVoid, type ReferralReason, type ReferralStatus } from '../../loyalty/referrals.ts'
 import { notFound, parseId, shopByName } from '../../http/intake/index.ts'
 import { latestReferrals, referralsOfReferrer } from '../../repos/referrals-repo.ts'
 import { findStoredCustomer } from '../../repos/read-repo.ts'
@@ -26,6 +27,7 @@ export function referralView(r: Selectable<ReferralsTable>) {
     friend_customer_id: r.friend_customer_id === null ? null : Number(r.friend_customer_id),
     friend_points: Number(r.friend_points),
     reward_code: r.friend_code,
+    reward_code_void: r.friend_code !== null && codeVoid(r.status as ReferralStatus, r.reason as ReferralReason),
     updated_at: formatUs(Number(r.updated_us)),
   }
 }
