@@ -202,6 +202,15 @@ export interface paths {
      */
     get: operations["adminStats"];
   };
+  "/v3/admin/shops/{shop}": {
+    /** One shop and its settings: its time zone */
+    get: operations["adminGetShop"];
+    /**
+     * Change the shop's settings: its time zone
+     * @description `time_zone`: an IANA name, in which the shop's days are counted from then on (the points report, the dashboard); UTC until set. An unknown zone is a 422 that names it, and changes nothing. A change goes to the audit log (`shop.set`, the zone from and to).
+     */
+    patch: operations["adminPatchShop"];
+  };
   "/v3/admin/shops/{shop}/customers": {
     /** A shop's customers, deleted ones included, by e-mail or all */
     get: operations["adminListCustomers"];
@@ -4938,6 +4947,203 @@ export interface operations {
       417: {
         content: {
           "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** One shop and its settings: its time zone */
+  adminGetShop: {
+    parameters: {
+      path: {
+        /** @description the shop's name */
+        shop: string;
+      };
+    };
+    responses: {
+      /** @description The shop */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            /** @description the shop's name */
+            name: string;
+            /** @description when the shop was made */
+            created_at: string;
+            /** @description an IANA time zone name, such as Europe/Berlin, America/New_York or UTC: the shop's days are counted in it */
+            time_zone: string;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
+          "WWW-Authenticate": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * Change the shop's settings: its time zone
+   * @description `time_zone`: an IANA name, in which the shop's days are counted from then on (the points report, the dashboard); UTC until set. An unknown zone is a 422 that names it, and changes nothing. A change goes to the audit log (`shop.set`, the zone from and to).
+   */
+  adminPatchShop: {
+    parameters: {
+      path: {
+        /** @description the shop's name */
+        shop: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description an IANA time zone name, such as Europe/Berlin, America/New_York or UTC: the shop's days are counted in it */
+          time_zone?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The shop, after the change */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            /** @description the shop's name */
+            name: string;
+            /** @description when the shop was made */
+            created_at: string;
+            /** @description an IANA time zone name, such as Europe/Berlin, America/New_York or UTC: the shop's days are counted in it */
+            time_zone: string;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
+          "WWW-Authenticate": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The body is larger than BODY_LIMIT. */
+      413: {
+        content: {
+          "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
+        };
+      };
+      /** @description The body is not sent as application/json. */
+      415: {
+        content: {
+          "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The body breaks the validation rules; it is stored as a rejected event named by `event_id`. */
+      422: {
+        content: {
+          "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
       /** @description The request headers are larger than 16 KiB. */

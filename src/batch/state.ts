@@ -87,6 +87,8 @@ export interface BatchState {
   rules: Map<number, VersionedRule>
   /** The loyalty program's schedule of each loaded shop (src/loyalty/program.ts). */
   programs: Map<number, ProgramSchedule>
+  /** The IANA time zone of each loaded shop, in which its days are counted (src/domain/calendar.ts); UTC when absent. */
+  timeZones: Map<number, string>
   /**
    * The earnings loaded (order_earnings), by order key: those of the orders the batch names, and
    * those of the customers in play within `earningsRanges`.
@@ -255,6 +257,7 @@ export function emptyState(): BatchState {
     ledger: new Map(),
     rules: new Map(),
     programs: new Map(),
+    timeZones: new Map(),
     earnings: new Map(),
     earningsRanges: null,
     erasedEmailsKnown: null,

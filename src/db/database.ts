@@ -33,6 +33,7 @@ import { importRuns } from '../migrations/0030-import-runs.ts'
 import { storefrontKeys } from '../migrations/0031-storefront-keys.ts'
 import { referrals } from '../migrations/0032-referrals.ts'
 import { rewardNumbers } from '../migrations/0033-reward-numbers.ts'
+import { shopDays } from '../migrations/0036-shop-days.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -84,6 +85,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0031-storefront-keys': storefrontKeys,
     '0032-referrals': referrals,
     '0033-reward-numbers': rewardNumbers(backend.kind),
+    '0036-shop-days': shopDays,
   }
 }
 

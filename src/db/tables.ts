@@ -15,6 +15,8 @@ export interface ShopsTable {
   expiry_schedule: Generated<string | null>
   /** JSON of the loyalty program's schedule (src/loyalty/program.ts); null: the rule's program since ever (migration 0022). */
   program_schedule: Generated<string | null>
+  /** The IANA time zone its days are counted in (src/domain/calendar.ts); UTC until set (migration 0036). */
+  time_zone: Generated<string>
 }
 
 export interface ApiKeysTable {

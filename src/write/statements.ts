@@ -54,8 +54,8 @@ export function batchStatements(f: StatementFactory) {
     f.insert({ table, columns, types, conflict: 'ON CONFLICT (shop_id, idem_key) WHERE idem_key IS NOT NULL DO NOTHING RETURNING 1' })
 
   return {
-    rule: f.text<{ rule: string | null; rule_version: number; expiry_schedule: string | null; program_schedule: string | null }>(
-      'SELECT rule, rule_version, expiry_schedule, program_schedule FROM shops WHERE id = $1',
+    rule: f.text<{ rule: string | null; rule_version: number; expiry_schedule: string | null; program_schedule: string | null; time_zone: string }>(
+      'SELECT rule, rule_version, expiry_schedule, program_schedule, time_zone FROM shops WHERE id = $1',
     ),
     idem: f.lookup<{ id: string; idem_key: string }>({ table: 'events', columns: 'id, idem_key', column: 'idem_key', keyType: 'text' }),
     customersById: customersBy('id'),
