@@ -35,6 +35,8 @@ export interface StoredCustomer extends Stored<CustomerRecord> {
   erasedEmailSha: string | null
   /** What the loyalty program keeps on the customer (src/batch/decide-loyalty.ts). */
   loyalty: CustomerLoyalty
+  /** The arrival of the first webhook that told of them (migration 0036); absent until stored (src/batch/dashboard-rollup.ts firstSeenOf). */
+  firstSeenUs?: number | null
 }
 
 /** The customer's bonuses as the ledger holds them, and the tier last announced in the feed. */

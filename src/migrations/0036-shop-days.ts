@@ -1,15 +1,164 @@
-import type { Kysely } from 'kysely'
+import { sql, type CompiledQuery, type Kysely } from 'kysely'
+import { firstSeenOf, memberOf, orderOf } from '../batch/dashboard-rollup.ts'
+import { localDate, startOfDayUs, UTC } from '../domain/calendar.ts'
+import { RollupSums, type RollupFigure } from '../loyalty/dashboard-facts.ts'
+import { addLedgerDays, rowsOf, type LedgerDaySums } from '../loyalty/ledger-days.ts'
+import { storedCustomer, storedOrder } from '../db/rows.ts'
+import type { Tables } from '../db/tables.ts'
 
 /**
  * A shop's days: its IANA time zone (src/domain/calendar.ts), in which its days, weeks, months
  * and years are counted (the points report, the dashboard, limits per period). Every shop stored
  * before it is in UTC, the days the report counted in until then, so nothing moves.
+ *
+ * The program dashboard's rollups, kept by the write path in the shop's local days as the
+ * report's ledger_days is (src/batch/dashboard-rollup.ts): `dashboard_days`, members by the day
+ * they joined, orders and their subtotals by day, currency, member or guest and earning or not,
+ * members by tier and tier moves by the day they changed; `member_order_days`, each member's
+ * orders by day (the repeat rate). `customers.first_seen_us`, the arrival of the first webhook
+ * about a customer (when they joined, without a created_at), is filled for the customers stored
+ * before it from the earliest arrival their fields' clocks keep. Every shop is then rolled up.
  */
 export const shopDays = {
   async up(db: Kysely<any>): Promise<void> {
     await db.schema
       .alterTable('shops')
-      .addColumn('time_zone', 'text', (c) => c.notNull().defaultTo('UTC'))
+      .addColumn('time_zone', 'text', (c) => c.notNull().defaultTo(UTC))
       .execute()
+    await db.schema.alterTable('customers').addColumn('first_seen_us', 'bigint').execute()
+    await db.schema
+      .createTable('dashboard_days')
+      .addColumn('shop_id', 'bigint', (c) => c.notNull())
+      .addColumn('day', 'text', (c) => c.notNull())
+      .addColumn('figure', 'text', (c) => c.notNull())
+      .addColumn('key', 'text', (c) => c.notNull())
+      .addColumn('n', 'bigint', (c) => c.notNull())
+      .addColumn('amount', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('dashboard_days_pk', ['shop_id', 'day', 'figure', 'key'])
+      .execute()
+    await db.schema
+      .createTable('member_order_days')
+      .addColumn('shop_id', 'bigint', (c) => c.notNull())
+      .addColumn('day', 'text', (c) => c.notNull())
+      .addColumn('customer_id', 'bigint', (c) => c.notNull())
+      .addColumn('orders', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('member_order_days_pk', ['shop_id', 'day', 'customer_id'])
+      .execute()
+    const run: RunQuery = async (q) => (await db.executeQuery(q)).rows as never
+    for (const { id } of await db.selectFrom('shops').select('id').orderBy('id').execute()) await rollUpShop(run, db, Number(id), UTC, UTC, true)
   },
+}
+
+/** Runs one statement inside the caller's transaction: its rows. */
+export type RunQuery = <R>(query: CompiledQuery<R>) => R[] | Promise<R[]>
+
+/** Rows read per page. */
+const PAGE = 1000
+
+/**
+ * The shop's rollups made again from its ledger, customers and orders, in `zone` (its days are no
+ * longer those it was summed by): ledger_days, and dashboard_days and member_order_days by the
+ * one rule of the write path. Tier counts and moves were counted on the day each was written,
+ * which no row keeps: they are moved to the day, in the new zone, on which their day began in
+ * `fromZone`. With `firstRun` (migration 0036), the report's rollup is left as it is (the shops
+ * stored before were UTC's), the customers' first_seen_us is filled, and each live customer's
+ * tier is counted from the day of their latest webhook. Runs in the caller's
+ * transaction, which holds the shop against the write path.
+ */
+export async function rollUpShop(run: RunQuery, db: Kysely<Tables>, shopId: number, zone: string, fromZone: string, firstRun = false): Promise<void> {
+  const sums = new RollupSums()
+  const moved = await run(db.selectFrom('dashboard_days').selectAll().where('shop_id', '=', shopId).where('figure', 'in', ['tier', 'moves']).compile())
+  for (const r of moved) sums.add(shopId, localDate(zone, startOfDayUs(fromZone, r.day)), r.figure as RollupFigure, r.key, Number(r.n))
+  for (const table of ['dashboard_days', 'member_order_days'] as const) await run(db.deleteFrom(table).where('shop_id', '=', shopId).compile())
+  // The report's rollup holds the shop's days already when they stay UTC's (migration 0036 on the shops stored before it).
+  if (!firstRun) await rollUpLedger(run, db, shopId, zone)
+  for (let after = Number.MIN_SAFE_INTEGER; ;) {
+    const page = await run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('id', '>', after).orderBy('id').limit(PAGE).compile())
+    for (const row of page) {
+      const c = storedCustomer(shopId, row)
+      const member = memberOf(zone, c)
+      if (member) sums.add(shopId, member.day, 'members', '', 1)
+      if (!firstRun) continue
+      if (member) sums.add(shopId, localDate(zone, Number(row.arrival_us)), 'tier', member.tier ?? '', 1)
+      if (row.first_seen_us === null || row.first_seen_us === undefined) {
+        await run(
+          db
+            .updateTable('customers')
+            .set({ first_seen_us: firstSeenOf(c) })
+            .where('shop_id', '=', shopId)
+            .where('id', '=', c.record.id)
+            .compile(),
+        )
+      }
+    }
+    if (page.length < PAGE) break
+    after = Number(page[page.length - 1]!.id)
+  }
+
+  for (let after = Number.MIN_SAFE_INTEGER; ;) {
+    const page = await run(db.selectFrom('orders').selectAll().where('shop_id', '=', shopId).where('id', '>', after).orderBy('id').limit(PAGE).compile())
+    if (page.length === 0) break
+    const ids = page.map((r) => Number(r.id))
+    const lines = await run(
+      db.selectFrom('ledger').select(['order_id', 'customer_id', 'points']).where('shop_id', '=', shopId).where('order_id', 'in', ids).compile(),
+    )
+    const byOrder = new Map<number, { customerId: number | null; points: number }[]>()
+    for (const l of lines) {
+      const id = Number(l.order_id)
+      byOrder.set(id, [...(byOrder.get(id) ?? []), { customerId: l.customer_id === null ? null : Number(l.customer_id), points: Number(l.points) }])
+    }
+    for (const row of page) sums.order(shopId, null, orderOf(zone, storedOrder(shopId, row), byOrder.get(Number(row.id)) ?? []))
+    if (page.length < PAGE) break
+    after = ids[ids.length - 1]!
+  }
+
+  const { days, memberOrders } = sums.rows()
+  for (let i = 0; i < days.length; i += 500) {
+    const values = days.slice(i, i + 500).map(([shop_id, day, figure, key, n, amount]) => ({ shop_id, day, figure, key, n, amount }))
+    await run(db.insertInto('dashboard_days').values(values).compile())
+  }
+  for (let i = 0; i < memberOrders.length; i += 500) {
+    const values = memberOrders.slice(i, i + 500).map(([shop_id, day, customer_id, orders]) => ({ shop_id, day, customer_id, orders }))
+    await run(db.insertInto('member_order_days').values(values).compile())
+  }
+}
+
+/**
+ * The shop's customers' ledger rolled up into ledger_days in `zone`, a page at a time in the
+ * order of the index the write path keeps for them (ledger_customer), summed in TypeScript by the
+ * rollup's one rule (src/loyalty/ledger-days.ts) and written once summed.
+ */
+async function rollUpLedger(run: RunQuery, db: Kysely<Tables>, shopId: number, zone: string): Promise<void> {
+  const sums: LedgerDaySums = new Map()
+  for (let after: [number, number] = [Number.MIN_SAFE_INTEGER, 0]; ;) {
+    const page = await run(
+      db
+        .selectFrom('ledger')
+        .select(['customer_id', 'id', 'created_at', 'available_us', 'reason', 'points'])
+        .where('shop_id', '=', shopId)
+        .where('customer_id', 'is not', null)
+        .where(sql<boolean>`(customer_id, id) > (${after[0]}, ${after[1]})`)
+        .orderBy('customer_id')
+        .orderBy('id')
+        .limit(PAGE * 5)
+        .compile(),
+    )
+    // Summed as it goes, so that a million entries are never held at once.
+    const entries = page.map((r) => ({
+      shopId,
+      createdUs: Date.parse(r.created_at) * 1000,
+      availableUs: Number(r.available_us),
+      reason: r.reason,
+      points: Number(r.points),
+    }))
+    addLedgerDays(sums, entries, () => zone)
+    const last = page[page.length - 1]
+    if (page.length < PAGE * 5 || !last) break
+    after = [Number(last.customer_id), Number(last.id)]
+  }
+  const rows = rowsOf(sums)
+  for (let i = 0; i < rows.length; i += 500) {
+    const values = rows.slice(i, i + 500).map(([shop_id, day, available_day, reason, points]) => ({ shop_id, day, available_day, reason, points }))
+    await run(db.insertInto('ledger_days').values(values).compile())
+  }
 }

@@ -3,6 +3,7 @@ import { lockNumber } from '../db/postgres/dialect.ts'
 import { programLockKey } from '../db/lock-keys.ts'
 import type { Tables } from '../db/tables.ts'
 import type { RunQuery } from './rule-repo.ts'
+import { rollUpShop } from '../migrations/0036-shop-days.ts'
 import { takeShopRow } from './shop-row.ts'
 
 // A shop's own settings: its time zone (migration 0036), in which its days are counted
@@ -24,7 +25,10 @@ export interface TimeZoneWrite {
  * The statements of a time zone change, run by `run` inside a transaction the caller holds: the
  * shop's zone before, or null when it was this one already (nothing is written). No batch of the
  * shop commits in between: on PostgreSQL the shop's program lock is taken alone (every batch
- * holds it shared and reads the zone under it), on SQLite the write lock first.
+ * holds it shared and reads the zone under it), on SQLite the write lock first. The shop's
+ * rollups, which count its local days, are made again in the new zone (rollUpShop): its whole
+ * ledger, customers and orders are read, so the shop's webhooks wait for it (seconds for a shop of
+ * a million customers).
  */
 export async function writeTimeZoneIn(run: RunQuery, db: Kysely<Tables>, w: TimeZoneWrite): Promise<string | null> {
   if (db.getExecutor().adapter instanceof PostgresAdapter)
@@ -33,6 +37,7 @@ export async function writeTimeZoneIn(run: RunQuery, db: Kysely<Tables>, w: Time
   const [before] = await run(db.selectFrom('shops').select('time_zone').where('id', '=', w.shopId).compile())
   if (!before || before.time_zone === w.zone) return null
   await run(db.updateTable('shops').set({ time_zone: w.zone }).where('id', '=', w.shopId).compile())
+  await rollUpShop(run, db, w.shopId, w.zone, before.time_zone)
   return before.time_zone
 }
 

@@ -196,6 +196,20 @@ export function batchStatements(f: StatementFactory) {
       types: ['bigint', 'text', 'bigint', 'text', 'bigint'],
       conflict: 'ON CONFLICT (shop_id, day, available_day, reason) DO UPDATE SET points = ledger_days.points + excluded.points RETURNING 1',
     }),
+    /** What the batch adds to the dashboard's rollups (migration 0036, src/batch/dashboard-rollup.ts), one row per key. */
+    addDashboardDays: f.insert({
+      table: 'dashboard_days',
+      columns: ['shop_id', 'day', 'figure', 'key', 'n', 'amount'],
+      types: ['bigint', 'text', 'text', 'text', 'bigint', 'bigint'],
+      conflict:
+        'ON CONFLICT (shop_id, day, figure, key) DO UPDATE SET n = dashboard_days.n + excluded.n, amount = dashboard_days.amount + excluded.amount RETURNING 1',
+    }),
+    addMemberOrderDays: f.insert({
+      table: 'member_order_days',
+      columns: ['shop_id', 'day', 'customer_id', 'orders'],
+      types: ['bigint', 'text', 'bigint', 'bigint'],
+      conflict: 'ON CONFLICT (shop_id, day, customer_id) DO UPDATE SET orders = member_order_days.orders + excluded.orders RETURNING 1',
+    }),
     // Another process claimed one of these idempotency keys meanwhile: the batch runs again.
     insertEvents: claimOnce('events', EVENT_COLUMNS.names, EVENT_COLUMNS.types),
     insertRedemptions: claimOnce('redemptions', REDEMPTION_COLUMNS.names, REDEMPTION_COLUMNS.types),

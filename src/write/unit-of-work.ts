@@ -7,6 +7,7 @@ import type { BatchState, Decision } from '../batch/state.ts'
 import type { Outcome } from '../domain/webhook.ts'
 import { loadBatch, lockKeysOf, LocksBusy, type AsLoaded, type EmailHasher } from './load.ts'
 import { writeDecision } from './save.ts'
+import { factsBefore, rollupRows } from '../batch/dashboard-rollup.ts'
 import type { DbCalls } from '../db/db-calls.ts'
 import { programLockKey } from '../db/lock-keys.ts'
 import type { Backend, Session } from '../db/dialect.ts'
@@ -79,6 +80,8 @@ async function decideIn(backend: Backend, s: Session, unit: Unit, locked: Readon
   for (let ask = 0; ; ask++) {
     const asLoaded: AsLoaded = new Map()
     const state = await loadUnit(backend, s, unit, locked, asLoaded, more, atUs)
+    // The dashboard's facts of what was loaded, taken before the decider consumes the state.
+    const before = factsBefore(state)
     let decision: Decision
     try {
       decision = decideBatch(unit.items, state, settleKeys(unit.settle ?? new Map()), atUs)
@@ -88,7 +91,9 @@ async function decideIn(backend: Backend, s: Session, unit: Unit, locked: Readon
       continue
     }
     // Rows are dated by when they are written (clock.stampUs), the decision by atUs.
-    await writeDecision(s, backend, decision, isoMsAt(clock.stampUs()), asLoaded)
+    const createdAt = isoMsAt(clock.stampUs())
+    const dashboard = rollupRows(before, state, decision, Date.parse(createdAt) * 1000)
+    await writeDecision(s, backend, decision, createdAt, asLoaded, { timeZones: state.timeZones, dashboard })
     return decision
   }
 }
