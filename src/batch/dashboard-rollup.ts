@@ -1,6 +1,16 @@
 import { localDate, UTC } from '../domain/calendar.ts'
 import { parseInstantUs } from '../domain/time.ts'
-import { memberFact, orderFact, RollupSums, type MemberFact, type OrderFact } from '../loyalty/dashboard-facts.ts'
+import {
+  memberFact,
+  orderFact,
+  repeatRows,
+  RollupSums,
+  sumRepeatRows,
+  type MemberFact,
+  type MemberOrderDayRow,
+  type OrderFact,
+  type RepeatDayRow,
+} from '../loyalty/dashboard-facts.ts'
 import { optionsAt } from '../loyalty/program.ts'
 import { processedOf } from './decide-loyalty.ts'
 import { keyOf, type BatchState, type Decision, type LedgerLine, type StoredCustomer, type StoredOrder } from './state.ts'
@@ -102,4 +112,38 @@ export function rollupRows(before: FactsBefore, state: BatchState, d: Decision, 
 function tierRanker(state: BatchState, shopId: number, atUs: number): (tier: string | null) => number {
   const tiers = optionsAt(state.programs.get(shopId) ?? [], atUs).tiers
   return (tier) => (tier === null ? -1 : tiers.findIndex((t) => t.name === tier))
+}
+
+/** A member's stored orders on a day (member_order_days). */
+export interface StoredMemberOrders {
+  shopId: number
+  customerId: number
+  day: string
+  orders: number
+}
+
+/**
+ * What a decision adds to repeat_days: for each member whose counted orders it changes (`deltas`,
+ * the rows it adds to member_order_days), their orders' repeat keys out as `stored` had them and
+ * in as they are after the deltas.
+ */
+export function repeatDayRows(stored: readonly StoredMemberOrders[], deltas: readonly MemberOrderDayRow[]): RepeatDayRow[] {
+  const before = new Map<string, Map<string, number>>()
+  const memberKey = (shopId: number, customerId: number) => `${shopId}|${customerId}`
+  for (const r of stored) {
+    const key = memberKey(r.shopId, r.customerId)
+    const days = before.get(key) ?? new Map<string, number>()
+    days.set(r.day, (days.get(r.day) ?? 0) + r.orders)
+    before.set(key, days)
+  }
+  const after = new Map<string, { shopId: number; days: Map<string, number> }>()
+  for (const [shopId, day, customerId, n] of deltas) {
+    const key = memberKey(shopId, customerId)
+    let member = after.get(key)
+    if (!member) after.set(key, (member = { shopId, days: new Map(before.get(key) ?? []) }))
+    member.days.set(day, (member.days.get(day) ?? 0) + n)
+  }
+  const rows: RepeatDayRow[] = []
+  for (const [key, { shopId, days }] of after) rows.push(...repeatRows(shopId, before.get(key) ?? new Map(), days))
+  return sumRepeatRows(rows)
 }

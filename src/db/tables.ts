@@ -171,6 +171,16 @@ export interface MemberOrderDaysTable {
   orders: number
 }
 
+/** Members' orders keyed by their local day and the days of the two orders before (migration 0036, RepeatDayRow): the repeat rate. */
+export interface RepeatDaysTable {
+  shop_id: number
+  day: string
+  /** '' for none. */
+  prev_day: string
+  prev2_day: string
+  n: number
+}
+
 export interface LedgerTable {
   id: Generated<number>
   shop_id: number
@@ -481,6 +491,7 @@ export interface Tables {
   ledger_days: LedgerDaysTable
   dashboard_days: DashboardDaysTable
   member_order_days: MemberOrderDaysTable
+  repeat_days: RepeatDaysTable
   shops: ShopsTable
   api_keys: ApiKeysTable
   key_origins: KeyOriginsTable

@@ -101,18 +101,35 @@ export function periodOf(date: LocalDate, period: Period): { first: LocalDate; l
 
 /** The local date of an instant in the zone. */
 export function localDate(zone: string, us: number): LocalDate {
-  if (zone === UTC) return dateOfDayNumber(Math.floor(us / DAY_US))
-  // The write path asks for the dates of many instants close together: the last day found in each zone answers most of them.
-  const last = lastDay.get(zone)
-  if (last !== undefined && last.startUs <= us && us < last.endUs) return last.date
-  const date = DateTime.fromMillis(Math.floor(us / 1000), { zone }).toISODate()
-  if (date === null) throw new Error(`no local date of ${us} in ${zone}`)
-  lastDay.set(zone, { date, startUs: startOfDayUs(zone, date), endUs: startOfDayUs(zone, addDays(date, 1)) })
-  return date
+  const ms = Math.floor(us / 1000)
+  return dateOfDayNumber(Math.floor((ms + offsetMinutes(zone, ms) * 60_000) / DAY_MS))
 }
 
+const DAY_MS = 86_400_000
 const DAY_US = 86_400_000_000
-const lastDay = new Map<string, { date: LocalDate; startUs: number; endUs: number }>()
+const HOUR_MS = 3_600_000
+
+/**
+ * The zone's offset from UTC at an instant (epoch ms), in minutes. The write path and a shop's
+ * history ask for many instants: each UTC hour whose offset is the same at its start and its end
+ * is remembered (no zone changes its offset twice within an hour), so most instants cost a lookup.
+ */
+function offsetMinutes(zone: string, ms: number): number {
+  if (zone === UTC) return 0
+  let known = zones.get(zone)
+  if (known === undefined || known.hours.size > 200_000) zones.set(zone, (known = { zone: IANAZone.create(zone), hours: new Map() }))
+  const hour = Math.floor(ms / HOUR_MS)
+  const cached = known.hours.get(hour)
+  if (cached !== undefined) return cached
+  const start = known.zone.offset(hour * HOUR_MS)
+  if (start === known.zone.offset((hour + 1) * HOUR_MS - 1)) {
+    known.hours.set(hour, start)
+    return start
+  }
+  return known.zone.offset(ms)
+}
+
+const zones = new Map<string, { zone: IANAZone; hours: Map<number, number> }>()
 
 /**
  * The first instant of the local date in the zone: local midnight, or the first instant after it

@@ -77,6 +77,55 @@ export type DashboardDayRow = [number, LocalDate, RollupFigure, string, number, 
 /** A row added to member_order_days: shop, local day, customer, orders. */
 export type MemberOrderDayRow = [number, LocalDate, number, number]
 
+/**
+ * A row added to repeat_days: shop, the local day of a member's order, the day of their order
+ * before it and of the one before that ('' for none), and how many orders. A member has an order
+ * in a range [F, T] when one of theirs has its day in it and the one before it is before F (their
+ * first in the range); two or more when one has its day by T, the one before it on or after F
+ * and the one before that before F (their second in the range). So the repeat rate of any range
+ * is two sums of these rows, whatever the number of members.
+ */
+export type RepeatDayRow = [number, LocalDate, LocalDate, LocalDate, number]
+
+/** A member's counted orders, as days in order (a day twice for two orders that day): each with the day of the order before it and the one before that. */
+export function repeatKeys(days: ReadonlyMap<LocalDate, number>): [LocalDate, LocalDate, LocalDate][] {
+  const list: LocalDate[] = []
+  for (const day of [...days.keys()].sort()) for (let i = 0; i < (days.get(day) ?? 0); i++) list.push(day)
+  return list.map((day, i) => [day, list[i - 1] ?? '', list[i - 2] ?? ''])
+}
+
+/**
+ * What a change of a member's orders adds to repeat_days: their orders' keys as they were counted
+ * out, as they are counted in (each a map of day to orders, from member_order_days).
+ */
+export function repeatRows(shopId: number, before: ReadonlyMap<LocalDate, number>, after: ReadonlyMap<LocalDate, number>): RepeatDayRow[] {
+  const sums = new Map<string, RepeatDayRow>()
+  for (const [keys, sign] of [
+    [repeatKeys(before), -1],
+    [repeatKeys(after), 1],
+  ] as const) {
+    for (const [day, prev, prev2] of keys) {
+      const id = `${day}|${prev}|${prev2}`
+      const row = sums.get(id)
+      if (row) row[4] += sign
+      else sums.set(id, [shopId, day, prev, prev2, sign])
+    }
+  }
+  return [...sums.values()].filter((r) => r[4] !== 0)
+}
+
+/** Rows of repeat_days summed by key, in key order. */
+export function sumRepeatRows(rows: Iterable<RepeatDayRow>): RepeatDayRow[] {
+  const sums = new Map<string, RepeatDayRow>()
+  for (const r of rows) {
+    const id = `${r[0]}|${r[1]}|${r[2]}|${r[3]}`
+    const row = sums.get(id)
+    if (row) row[4] += r[4]
+    else sums.set(id, [...r])
+  }
+  return [...sums.values()].filter((r) => r[4] !== 0).sort((a, b) => a[0] - b[0] || cmp(a[1], b[1]) || cmp(a[2], b[2]) || cmp(a[3], b[3]))
+}
+
 /** The key of an orders row: currency, member (1) or guest (0), earning (1) or not (0). */
 export const orderKey = (f: OrderFact) => `${f.currency}|${f.memberId === null ? 0 : 1}|${f.earning ? 1 : 0}`
 
@@ -136,7 +185,7 @@ export class RollupSums {
     const days = [...this.days.values()]
       .filter((r) => r[4] !== 0 || r[5] !== 0)
       .sort((a, b) => a[0] - b[0] || cmp(a[1], b[1]) || cmp(a[2], b[2]) || cmp(a[3], b[3]))
-    const memberOrders = [...this.memberOrders.values()].filter((r) => r[3] !== 0).sort((a, b) => a[0] - b[0] || cmp(a[1], b[1]) || a[2] - b[2])
+    const memberOrders = [...this.memberOrders.values()].filter((r) => r[3] !== 0).sort((a, b) => a[0] - b[0] || a[2] - b[2] || cmp(a[1], b[1]))
     return { days, memberOrders }
   }
 }

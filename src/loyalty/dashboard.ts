@@ -83,8 +83,11 @@ export interface DashboardDaySum {
   amount: number
 }
 
-/** How many members had each number of orders in a range: the repeat rate's histogram. */
-export type OrdersPerMember = { orders: number; members: number }[]
+/** Of the members with an order in a range, how many (buyers), and how many with two or more (repeaters). */
+export interface RepeatCounts {
+  buyers: number
+  repeaters: number
+}
 
 /** The shop's referrals claimed in a range, counted by status and reason. */
 export type ReferralCounts = { status: string; reason: string; n: number }[]
@@ -98,7 +101,7 @@ export interface DashboardInput {
   ledger: readonly LedgerDaySum[]
   /** dashboard_days up to the end of `to`. */
   days: readonly DashboardDaySum[]
-  repeat: { current: OrdersPerMember; previous: OrdersPerMember }
+  repeat: { current: RepeatCounts; previous: RepeatCounts }
   referrals: { current: ReferralCounts; previous: ReferralCounts }
   claims: ClaimCounts
   /** The tiers of the shop's program now, lowest first: the order tiers are listed in. */
@@ -108,13 +111,13 @@ export interface DashboardInput {
 type Issued = Record<IssuedSource | 'total', number>
 type Revenue = { currency: string; members: string; guests: string }[]
 
-function headline(input: DashboardInput, range: DayRange, repeat: OrdersPerMember, referrals: ReferralCounts) {
+function headline(input: DashboardInput, range: DayRange, repeat: RepeatCounts, referrals: ReferralCounts) {
   const inRange = (day: LocalDate) => range.from <= day && day <= range.to
   const [first, last] = [dayNumber(range.from), dayNumber(range.to)]
   let total = 0
   let joined = 0
   const orders = { count: 0, members: 0, guests: 0, earning: 0 }
-  const revenue = new Map<string, { members: number; guests: number }>()
+  const revenue = new Map<string, { members: number; guests: number; orders: number }>()
   const moves = { up: 0, down: 0 }
   for (const d of input.days) {
     if (d.day > range.to) continue
@@ -129,8 +132,9 @@ function headline(input: DashboardInput, range: DayRange, repeat: OrdersPerMembe
       orders[member === '1' ? 'members' : 'guests'] += d.n
       if (earning === '1') orders.earning += d.n
       if (currency !== '') {
-        const r = revenue.get(currency) ?? { members: 0, guests: 0 }
+        const r = revenue.get(currency) ?? { members: 0, guests: 0, orders: 0 }
         r[member === '1' ? 'members' : 'guests'] += d.amount
+        r.orders += d.n
         revenue.set(currency, r)
       }
     }
@@ -154,14 +158,15 @@ function headline(input: DashboardInput, range: DayRange, repeat: OrdersPerMembe
       issued.total += s.points
     }
   }
-  const buyers = repeat.filter((r) => r.orders >= 1).reduce((sum, r) => sum + r.members, 0)
-  const repeaters = repeat.filter((r) => r.orders >= 2).reduce((sum, r) => sum + r.members, 0)
+  const { buyers, repeaters } = repeat
   return {
     from: range.from,
     to: range.to,
     members: { total, new: joined },
     orders,
+    // A currency with no order left (its rows summed to none) is not listed.
     revenue: [...revenue]
+      .filter(([, r]) => r.orders !== 0)
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([currency, r]): Revenue[number] => ({ currency, members: fromMinor(r.members), guests: fromMinor(r.guests) })),
     repeat_rate: buyers === 0 ? null : repeaters / buyers,
@@ -237,7 +242,7 @@ function seriesOf(input: DashboardInput) {
   const series = days.map((date) => ({
     date,
     orders: 0,
-    revenue: new Map<string, number>(),
+    revenue: new Map<string, { amount: number; orders: number }>(),
     new_members: 0,
     points_issued: 0,
     points_redeemed: 0,
@@ -250,7 +255,12 @@ function seriesOf(input: DashboardInput) {
     if (d.figure === 'orders') {
       s.orders += d.n
       const currency = d.key.split('|')[0] ?? ''
-      if (currency !== '') s.revenue.set(currency, (s.revenue.get(currency) ?? 0) + d.amount)
+      if (currency !== '') {
+        const r = s.revenue.get(currency) ?? { amount: 0, orders: 0 }
+        r.amount += d.amount
+        r.orders += d.n
+        s.revenue.set(currency, r)
+      }
     }
   }
   const first = dayNumber(from)
@@ -263,7 +273,10 @@ function seriesOf(input: DashboardInput) {
   }
   return series.map((s) => ({
     ...s,
-    revenue: [...s.revenue].sort(([a], [b]) => (a < b ? -1 : 1)).map(([currency, minor]) => ({ currency, amount: fromMinor(minor) })),
+    revenue: [...s.revenue]
+      .filter(([, r]) => r.orders !== 0)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([currency, r]) => ({ currency, amount: fromMinor(r.amount) })),
   }))
 }
 

@@ -1,7 +1,7 @@
 import { sql, type CompiledQuery, type Kysely } from 'kysely'
 import { firstSeenOf, memberOf, orderOf } from '../batch/dashboard-rollup.ts'
 import { localDate, startOfDayUs, UTC } from '../domain/calendar.ts'
-import { RollupSums, type RollupFigure } from '../loyalty/dashboard-facts.ts'
+import { repeatRows, RollupSums, sumRepeatRows, type RepeatDayRow, type RollupFigure } from '../loyalty/dashboard-facts.ts'
 import { addLedgerDays, rowsOf, type LedgerDaySums } from '../loyalty/ledger-days.ts'
 import { storedCustomer, storedOrder } from '../db/rows.ts'
 import type { Tables } from '../db/tables.ts'
@@ -15,7 +15,8 @@ import type { Tables } from '../db/tables.ts'
  * report's ledger_days is (src/batch/dashboard-rollup.ts): `dashboard_days`, members by the day
  * they joined, orders and their subtotals by day, currency, member or guest and earning or not,
  * members by tier and tier moves by the day they changed; `member_order_days`, each member's
- * orders by day (the repeat rate). `customers.first_seen_us`, the arrival of the first webhook
+ * orders by day, and `repeat_days`, each member's orders keyed by the days of the two before
+ * (the repeat rate of any range in two sums: src/loyalty/dashboard-facts.ts RepeatDayRow). `customers.first_seen_us`, the arrival of the first webhook
  * about a customer (when they joined, without a created_at), is filled for the customers stored
  * before it from the earliest arrival their fields' clocks keep. Every shop is then rolled up.
  */
@@ -42,7 +43,16 @@ export const shopDays = {
       .addColumn('day', 'text', (c) => c.notNull())
       .addColumn('customer_id', 'bigint', (c) => c.notNull())
       .addColumn('orders', 'bigint', (c) => c.notNull())
-      .addPrimaryKeyConstraint('member_order_days_pk', ['shop_id', 'day', 'customer_id'])
+      .addPrimaryKeyConstraint('member_order_days_pk', ['shop_id', 'customer_id', 'day'])
+      .execute()
+    await db.schema
+      .createTable('repeat_days')
+      .addColumn('shop_id', 'bigint', (c) => c.notNull())
+      .addColumn('day', 'text', (c) => c.notNull())
+      .addColumn('prev_day', 'text', (c) => c.notNull())
+      .addColumn('prev2_day', 'text', (c) => c.notNull())
+      .addColumn('n', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('repeat_days_pk', ['shop_id', 'day', 'prev_day', 'prev2_day'])
       .execute()
     const run: RunQuery = async (q) => (await db.executeQuery(q)).rows as never
     for (const { id } of await db.selectFrom('shops').select('id').orderBy('id').execute()) await rollUpShop(run, db, Number(id), UTC, UTC, true)
@@ -53,7 +63,7 @@ export const shopDays = {
 export type RunQuery = <R>(query: CompiledQuery<R>) => R[] | Promise<R[]>
 
 /** Rows read per page. */
-const PAGE = 1000
+const PAGE = 5000
 
 /**
  * The shop's rollups made again from its ledger, customers and orders, in `zone` (its days are no
@@ -69,27 +79,38 @@ export async function rollUpShop(run: RunQuery, db: Kysely<Tables>, shopId: numb
   const sums = new RollupSums()
   const moved = await run(db.selectFrom('dashboard_days').selectAll().where('shop_id', '=', shopId).where('figure', 'in', ['tier', 'moves']).compile())
   for (const r of moved) sums.add(shopId, localDate(zone, startOfDayUs(fromZone, r.day)), r.figure as RollupFigure, r.key, Number(r.n))
-  for (const table of ['dashboard_days', 'member_order_days'] as const) await run(db.deleteFrom(table).where('shop_id', '=', shopId).compile())
+  for (const table of ['dashboard_days', 'member_order_days', 'repeat_days'] as const) await run(db.deleteFrom(table).where('shop_id', '=', shopId).compile())
   // The report's rollup holds the shop's days already when they stay UTC's (migration 0036 on the shops stored before it).
-  if (!firstRun) await rollUpLedger(run, db, shopId, zone)
+  if (!firstRun) {
+    await run(db.deleteFrom('ledger_days').where('shop_id', '=', shopId).compile())
+    await rollUpLedger(run, db, shopId, zone)
+  }
   for (let after = Number.MIN_SAFE_INTEGER; ;) {
     const page = await run(db.selectFrom('customers').selectAll().where('shop_id', '=', shopId).where('id', '>', after).orderBy('id').limit(PAGE).compile())
+    const firstSeen: [number, number][] = []
     for (const row of page) {
       const c = storedCustomer(shopId, row)
       const member = memberOf(zone, c)
       if (member) sums.add(shopId, member.day, 'members', '', 1)
       if (!firstRun) continue
       if (member) sums.add(shopId, localDate(zone, Number(row.arrival_us)), 'tier', member.tier ?? '', 1)
-      if (row.first_seen_us === null || row.first_seen_us === undefined) {
-        await run(
-          db
-            .updateTable('customers')
-            .set({ first_seen_us: firstSeenOf(c) })
-            .where('shop_id', '=', shopId)
-            .where('id', '=', c.record.id)
-            .compile(),
-        )
-      }
+      if (row.first_seen_us === null || row.first_seen_us === undefined) firstSeen.push([c.record.id, firstSeenOf(c)])
+    }
+    // One statement a page: the customers stored before first_seen_us, each given theirs.
+    if (firstSeen.length > 0) {
+      const cases = sql.join(
+        firstSeen.map(([id, us]) => sql`WHEN ${id} THEN ${us}`),
+        sql` `,
+      )
+      const ids = firstSeen.map(([id]) => id)
+      await run(
+        db
+          .updateTable('customers')
+          .set({ first_seen_us: sql<number>`CASE id ${cases} END` })
+          .where('shop_id', '=', shopId)
+          .where('id', 'in', ids)
+          .compile(),
+      )
     }
     if (page.length < PAGE) break
     after = Number(page[page.length - 1]!.id)
@@ -120,6 +141,19 @@ export async function rollUpShop(run: RunQuery, db: Kysely<Tables>, shopId: numb
   for (let i = 0; i < memberOrders.length; i += 500) {
     const values = memberOrders.slice(i, i + 500).map(([shop_id, day, customer_id, orders]) => ({ shop_id, day, customer_id, orders }))
     await run(db.insertInto('member_order_days').values(values).compile())
+  }
+  // Each member's orders as days (member_order_days is in customer order), keyed by the two before.
+  const repeat: RepeatDayRow[] = []
+  for (let i = 0; i < memberOrders.length;) {
+    const days = new Map<string, number>()
+    const customerId = memberOrders[i]![2]
+    for (; i < memberOrders.length && memberOrders[i]![2] === customerId; i++) days.set(memberOrders[i]![1], memberOrders[i]![3])
+    repeat.push(...repeatRows(shopId, new Map(), days))
+  }
+  const repeatRowsSummed = sumRepeatRows(repeat)
+  for (let i = 0; i < repeatRowsSummed.length; i += 500) {
+    const values = repeatRowsSummed.slice(i, i + 500).map(([shop_id, day, prev_day, prev2_day, n]) => ({ shop_id, day, prev_day, prev2_day, n }))
+    await run(db.insertInto('repeat_days').values(values).compile())
   }
 }
 

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import type { ClaimCounts, DashboardDaySum, OrdersPerMember, ReferralCounts } from '../loyalty/dashboard.ts'
+import type { ClaimCounts, DashboardDaySum, ReferralCounts, RepeatCounts } from '../loyalty/dashboard.ts'
 import type { Tables } from '../db/tables.ts'
 
 // The dashboard's reads (src/loyalty/dashboard.ts folds them): the shop's rows of the rollups the
@@ -17,22 +17,24 @@ export async function dashboardDays(db: Kysely<Tables>, shopId: number, lastDay:
   return rows.map((r) => ({ day: r.day, figure: r.figure, key: r.key, n: Number(r.n), amount: Number(r.amount) }))
 }
 
-/** How many members had each number of orders from `from` to `to` (local dates, included). */
-export async function ordersPerMember(db: Kysely<Tables>, shopId: number, from: string, to: string): Promise<OrdersPerMember> {
-  const perMember = db
-    .selectFrom('member_order_days')
-    .select((eb) => eb.fn.sum<number>('orders').as('orders'))
+/**
+ * The members with an order from `from` to `to` (local dates, included), and those with two or
+ * more: the rows of repeat_days of the range whose order is a member's first in it (the order
+ * before it is before `from`) or their second (the one before it in the range, the one before
+ * that not), as src/loyalty/dashboard-facts.ts keys them. Two sums over the range's rows.
+ */
+export async function repeatCounts(db: Kysely<Tables>, shopId: number, from: string, to: string): Promise<RepeatCounts> {
+  const row = await db
+    .selectFrom('repeat_days')
+    .select([
+      sql<number>`coalesce(sum(CASE WHEN prev_day < ${from} THEN n ELSE 0 END), 0)`.as('buyers'),
+      sql<number>`coalesce(sum(CASE WHEN prev_day >= ${from} AND prev2_day < ${from} THEN n ELSE 0 END), 0)`.as('repeaters'),
+    ])
     .where('shop_id', '=', shopId)
     .where('day', '>=', from)
     .where('day', '<=', to)
-    .groupBy('customer_id')
-    .as('m')
-  const rows = await db
-    .selectFrom(perMember)
-    .select(['m.orders', (eb) => eb.fn.countAll<number>().as('members')])
-    .groupBy('m.orders')
-    .execute()
-  return rows.map((r) => ({ orders: Number(r.orders), members: Number(r.members) }))
+    .executeTakeFirstOrThrow()
+  return { buyers: Number(row.buyers), repeaters: Number(row.repeaters) }
 }
 
 /** The shop's referrals claimed within [startUs, endUs), counted by status and reason. */

@@ -4,7 +4,7 @@ import type { Decision, FeedEntry } from '../batch/state.ts'
 import { formatUs } from '../domain/time.ts'
 import { UTC } from '../domain/calendar.ts'
 import { ledgerDayRows, type LedgerDayRow, type RolledEntry } from '../loyalty/ledger-days.ts'
-import type { DashboardDayRow, MemberOrderDayRow } from '../loyalty/dashboard-facts.ts'
+import type { DashboardDayRow, MemberOrderDayRow, RepeatDayRow } from '../loyalty/dashboard-facts.ts'
 import type { FeedRowInput } from './statement-factory.ts'
 import type { Backend, Session } from '../db/dialect.ts'
 import { adjustmentRow, redemptionRow } from '../db/redemption-rows.ts'
@@ -49,7 +49,7 @@ export class RevisionConflict extends Error {
 export interface Rollups {
   /** Each shop's time zone (UTC when absent). */
   timeZones?: ReadonlyMap<number, string>
-  dashboard?: { days: DashboardDayRow[]; memberOrders: MemberOrderDayRow[] }
+  dashboard?: { days: DashboardDayRow[]; memberOrders: MemberOrderDayRow[]; repeat: RepeatDayRow[] }
 }
 
 /** Statements whose rows must all come back: fewer means a row changed, or a key was taken, since the batch loaded. */
@@ -71,7 +71,7 @@ export async function writeDecision(
   asLoaded: AsLoaded = new Map(),
   rollups: Rollups = {},
 ): Promise<void> {
-  const { timeZones = new Map(), dashboard = { days: [], memberOrders: [] } } = rollups
+  const { timeZones = new Map(), dashboard = { days: [], memberOrders: [], repeat: [] } } = rollups
   const q = statementsOf(backend)
   const customers = d.customers.map((c) => customerRow(c))
   const orders = d.orders.map((o) => orderRow(o))
@@ -134,6 +134,7 @@ export async function writeDecision(
     write('ledger_days', q.addLedgerDays(ledgerDays(ledger, timeZones)), null),
     write('dashboard_days', q.addDashboardDays(dashboard.days), null),
     write('member_order_days', q.addMemberOrderDays(dashboard.memberOrders), null),
+    write('repeat_days', q.addRepeatDays(dashboard.repeat), null),
     ...earningWrites(q, d.earnings ?? []),
     write(
       'expiry_warnings',

@@ -208,7 +208,20 @@ export function batchStatements(f: StatementFactory) {
       table: 'member_order_days',
       columns: ['shop_id', 'day', 'customer_id', 'orders'],
       types: ['bigint', 'text', 'bigint', 'bigint'],
-      conflict: 'ON CONFLICT (shop_id, day, customer_id) DO UPDATE SET orders = member_order_days.orders + excluded.orders RETURNING 1',
+      conflict: 'ON CONFLICT (shop_id, customer_id, day) DO UPDATE SET orders = member_order_days.orders + excluded.orders RETURNING 1',
+    }),
+    addRepeatDays: f.insert({
+      table: 'repeat_days',
+      columns: ['shop_id', 'day', 'prev_day', 'prev2_day', 'n'],
+      types: ['bigint', 'text', 'text', 'text', 'bigint'],
+      conflict: 'ON CONFLICT (shop_id, day, prev_day, prev2_day) DO UPDATE SET n = repeat_days.n + excluded.n RETURNING 1',
+    }),
+    /** The orders by day of the members whose counted orders a batch changes: what their repeat keys were (src/batch/dashboard-rollup.ts). */
+    memberOrderDays: f.lookup<{ customer_id: number; day: string; orders: number }>({
+      table: 'member_order_days',
+      columns: 'customer_id, day, orders',
+      column: 'customer_id',
+      keyType: 'bigint',
     }),
     // Another process claimed one of these idempotency keys meanwhile: the batch runs again.
     insertEvents: claimOnce('events', EVENT_COLUMNS.names, EVENT_COLUMNS.types),

@@ -5,7 +5,7 @@ import { badRequest, shopByName } from '../../http/intake/index.ts'
 import { buildDashboard, dashboardCsv, parseDashboardRange, previousRange } from '../../loyalty/dashboard.ts'
 import { optionsAt, parseProgram } from '../../loyalty/program.ts'
 import { parseStoredRule } from '../../loyalty/rule.ts'
-import { claimCounts, dashboardDays, ordersPerMember, referralCounts } from '../../repos/dashboard-repo.ts'
+import { claimCounts, dashboardDays, referralCounts, repeatCounts } from '../../repos/dashboard-repo.ts'
 import { ledgerDaySums } from '../../repos/report-repo.ts'
 import { readRule } from '../../repos/rule-repo.ts'
 import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
@@ -69,8 +69,8 @@ export async function dashboardRoutes(scope: FastifyInstance, ctx: AdminContext)
       const [ledger, days, repeatNow, repeatBefore, referralsNow, referralsBefore, claims, rule] = await Promise.all([
         ledgerDaySums(db, shop.id, addDays(range.to, 1)),
         dashboardDays(db, shop.id, range.to),
-        ordersPerMember(db, shop.id, range.from, range.to),
-        ordersPerMember(db, shop.id, previous.from, previous.to),
+        repeatCounts(db, shop.id, range.from, range.to),
+        repeatCounts(db, shop.id, previous.from, previous.to),
         referralCounts(db, shop.id, span.startUs, span.endUs),
         referralCounts(db, shop.id, before.startUs, before.endUs),
         claimCounts(db, shop.id, span.startUs, span.endUs),
