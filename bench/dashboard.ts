@@ -136,10 +136,10 @@ for (const kind of args.only.split(',') as Kind[]) {
     if (kind === 'postgres') {
       const client = new pg.Client({ connectionString: database.url })
       await client.connect()
-      await client.query('VACUUM ANALYZE dashboard_days, member_order_days, ledger_days')
+      await client.query('VACUUM ANALYZE dashboard_days, member_order_days, repeat_days, ledger_days')
       await client.end()
     }
-    const rows = async (table: 'dashboard_days' | 'member_order_days' | 'ledger_days') =>
+    const rows = async (table: 'dashboard_days' | 'member_order_days' | 'repeat_days' | 'ledger_days') =>
       Number(
         (
           await db
@@ -149,7 +149,12 @@ for (const kind of args.only.split(',') as Kind[]) {
             .executeTakeFirstOrThrow()
         ).n,
       )
-    const sizes = { dashboard_days: await rows('dashboard_days'), member_order_days: await rows('member_order_days'), ledger_days: await rows('ledger_days') }
+    const sizes = {
+      dashboard_days: await rows('dashboard_days'),
+      member_order_days: await rows('member_order_days'),
+      repeat_days: await rows('repeat_days'),
+      ledger_days: await rows('ledger_days'),
+    }
     console.log(`${kind}: the zone set to ${ZONE} (every rollup of the shop made again) in ${zoneChange.toFixed(1)} s; rollup rows: ${JSON.stringify(sizes)}`)
     const authorization = `Basic ${Buffer.from(`:${key}`).toString('base64')}`
     const timings: Record<string, unknown> = {}
