@@ -99,7 +99,7 @@ export async function rollUpShop(run: RunQuery, db: Kysely<Tables>, shopId: numb
     // One statement a page: the customers stored before first_seen_us, each given theirs.
     if (firstSeen.length > 0) {
       const cases = sql.join(
-        firstSeen.map(([id, us]) => sql`WHEN ${id} THEN ${us}`),
+        firstSeen.map(([id, us]) => sql`WHEN ${id} THEN CAST(${us} AS bigint)`),
         sql` `,
       )
       const ids = firstSeen.map(([id]) => id)

@@ -79,8 +79,22 @@ forEachDatabase((kind) => {
     assert.equal(d.previous.repeat_rate, 0)
     assert.equal(d.series.length, 7)
     const on = (date: string) => d.series.find((s: { date: string }) => s.date === date)
-    assert.deepEqual(on('2026-03-01'), { date: '2026-03-01', orders: 1, revenue: [{ currency: 'EUR', amount: '5.00' }], new_members: 0, points_issued: 0, points_redeemed: 0 })
-    assert.deepEqual(on('2026-03-02'), { date: '2026-03-02', orders: 1, revenue: [{ currency: 'EUR', amount: '100.00' }], new_members: 1, points_issued: 0, points_redeemed: 0 })
+    assert.deepEqual(on('2026-03-01'), {
+      date: '2026-03-01',
+      orders: 1,
+      revenue: [{ currency: 'EUR', amount: '5.00' }],
+      new_members: 0,
+      points_issued: 0,
+      points_redeemed: 0,
+    })
+    assert.deepEqual(on('2026-03-02'), {
+      date: '2026-03-02',
+      orders: 1,
+      revenue: [{ currency: 'EUR', amount: '100.00' }],
+      new_members: 1,
+      points_issued: 0,
+      points_redeemed: 0,
+    })
     assert.deepEqual(on('2026-03-05').revenue, [{ currency: 'USD', amount: '20.00' }])
     // No points were written in March: the ledger writes them today.
     assert.equal(d.points.issued.total, 0)
@@ -116,7 +130,7 @@ forEachDatabase((kind) => {
     assert.equal(d.members.total, 4)
   })
 
-  test('without from and to, the last 30 of the shop\'s days; the series as CSV with Accept: text/csv', async () => {
+  test("without from and to, the last 30 of the shop's days; the series as CSV with Accept: text/csv", async () => {
     const d = (await admin.get(url(''))).json()
     assert.deepEqual([d.from, d.to, d.series.length], [addDays(today, -29), today, 30])
     const res = await t.app.inject({

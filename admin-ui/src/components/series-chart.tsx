@@ -28,7 +28,8 @@ export function SeriesChart({ name, dates, lines, height = 200 }: { name: string
         width: Math.max(320, el.clientWidth),
         height,
         scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), headroom(max)] } },
-        axes: [{ values: (_u, splits) => splits.map(day) }, { size: 60 }],
+        // Month and day under each tick, a tick at least 60 px apart (the legend names the year).
+        axes: [{ space: 60, values: (_u, splits) => splits.map((s) => day(s).slice(5)) }, { size: 60 }],
         series: [
           { label: 'day', value: (_u, v, _s, idx) => (idx == null ? 'in all' : v == null ? '—' : day(v)) },
           ...lines.map((l, i) => ({ label: l.label, stroke: l.colour, width: 2, points: { show: dates.length <= 31 }, value: total(data[i + 1] as number[]) })),
