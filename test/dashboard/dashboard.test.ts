@@ -161,6 +161,26 @@ forEachDatabase((kind) => {
     problem(await admin.get('/v3/admin/shops/no-such-shop/dashboard'), 404, /no shop named no-such-shop/)
   })
 
+  test('claims of the range by reward, their points redeemed; a cancelled claim is not counted and gives its points back', async () => {
+    const reward = await admin.post(
+      `/v3/admin/shops/${shop}/rewards`,
+      { name: '5 EUR off', points: 30, kind: 'fixed_amount', value: '5.00', currency: 'EUR', codes: 'generated', code_prefix: 'FIVE-' },
+      { origin: 'http://localhost' },
+    )
+    assert.equal(reward.statusCode, 201, reward.body)
+    const id = reward.json().id
+    const before = (await admin.get(url(`from=${today}&to=${today}`))).json()
+    const first = await t.post(`/v3/customers/1/rewards/${id}/claim`, {})
+    assert.equal(first.statusCode, 201, first.body)
+    const second = await t.post(`/v3/customers/1/rewards/${id}/claim`, {})
+    assert.equal(second.statusCode, 201, second.body)
+    assert.equal((await t.post(`/v3/customers/1/claims/${second.json().claim_id}/cancel`, {})).statusCode, 200)
+    const d = (await admin.get(url(`from=${today}&to=${today}`))).json()
+    assert.deepEqual(d.claims, [{ reward_id: id, name: '5 EUR off', claims: 1, points: 30 }])
+    assert.equal(d.points.redeemed, before.points.redeemed + 30)
+    assert.equal(d.points.outstanding, before.points.outstanding - 30)
+  })
+
   test('a viewer may read it; a shop key is refused', async () => {
     const viewer = adminClient(t, (await newOperator(t, 'Vera Viewer', 'viewer')).key)
     assert.equal((await viewer.get(url('from=2026-03-01&to=2026-03-07'))).statusCode, 200)
