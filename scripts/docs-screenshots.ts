@@ -20,7 +20,8 @@ const DAY_MS = 86_400_000
 
 /** Each page of the console: its address under /admin/ and what shows it is drawn. */
 const PAGES: { name: string; path: (rejected: string) => string; ready: string }[] = [
-  { name: 'overview', path: () => '', ready: `section.shop[data-shop="${SHOP}"] .uplot` },
+  { name: 'overview', path: () => `?shop=${SHOP}&days=90`, ready: '[data-chart=activity] .uplot' },
+  { name: 'health', path: () => 'health', ready: `section.shop[data-shop="${SHOP}"] .uplot` },
   { name: 'events', path: () => 'events', ready: 'table.events tbody tr' },
   { name: 'rejected-event', path: (rejected) => `events/${encodeURIComponent(rejected)}`, ready: 'main.inspector ul.field-errors' },
   { name: 'customers', path: () => `customer?shop=${SHOP}`, ready: 'table.customers tbody tr' },
@@ -61,6 +62,13 @@ async function seed(base: string, databaseUrl: string, key: string, adminKey: st
     await hook('order/hook_created', { ...order, customer: { id: 9 } })
   }
   for (let i = 0; i < 3; i++) await hook('customer/hook_created', { id: 100 + i, email: `c${i}@example.com` })
+  // Members who joined over the last months, and their orders (some twice), for the dashboard's cards and charts.
+  for (let i = 0; i < 30; i++) {
+    await hook('customer/hook_created', { id: 200 + i, email: `m${i}@example.com`, created_at: ago(3 * i + 1) })
+    const order = { currency: 'EUR', subtotal: `${20 + ((i * 37) % 90)}.00`, is_paid: true, customer: { id: 200 + i } }
+    await hook('order/hook_created', { ...order, id: 700 + i, processed_at: ago(3 * i) })
+    if (i % 3 === 0) await hook('order/hook_created', { ...order, id: 800 + i, processed_at: ago(Math.max(0, 3 * i - 20)) })
+  }
   const rejected = await hook('order/hook_created', { id: 600, currency: 'euro', total: '12.5', tags: [1] })
   await call(base, adminKey, 'POST', `/v3/admin/shops/${SHOP}/customers/9/adjustments`, { points: 25, reason: 'goodwill: late delivery' })
   await call(base, adminKey, 'POST', `/v3/admin/shops/${SHOP}/rewards`, {

@@ -202,6 +202,15 @@ export interface paths {
      */
     get: operations["adminStats"];
   };
+  "/v3/admin/shops/{shop}": {
+    /** One shop and its settings: its time zone */
+    get: operations["adminGetShop"];
+    /**
+     * Change the shop's settings: its time zone
+     * @description `time_zone`: an IANA name, in which the shop's days are counted from then on (the points report, the dashboard); UTC until set. An unknown zone is a 422 that names it, and changes nothing. A change goes to the audit log (`shop.set`, the zone from and to).
+     */
+    patch: operations["adminPatchShop"];
+  };
   "/v3/admin/shops/{shop}/customers": {
     /** A shop's customers, deleted ones included, by e-mail or all, each with their balance and tier now */
     get: operations["adminListCustomers"];
@@ -300,9 +309,16 @@ export interface paths {
   "/v3/admin/shops/{shop}/points-report": {
     /**
      * The shop's points liability: earned, reversed, redeemed, given back, expired, adjusted and outstanding, by day, week or month
-     * @description The customers' ledger (guests' points are not a customer's until claimed) summed by the day each entry was written, in UTC. `Accept: text/csv` answers the buckets as CSV, a header line first. A bad date, `from` after `to`, an unknown bucket or more than 1000 buckets is a 400.
+     * @description The customers' ledger (guests' points are not a customer's until claimed) summed by the day each entry was written, in the shop's time zone. `Accept: text/csv` answers the buckets as CSV, a header line first. A bad date, `from` after `to`, an unknown bucket or more than 1000 buckets is a 400.
      */
     get: operations["adminPointsReport"];
+  };
+  "/v3/admin/shops/{shop}/dashboard": {
+    /**
+     * The program dashboard: members, orders, revenue, points, tiers, referrals and claims over a range of the shop's days
+     * @description Days are the shop's, in its time zone, both ends included; `previous` holds the same headline figures for the period of equal length before `from`. `Accept: text/csv` answers the daily series as CSV, a header line first. A bad date, `from` after `to`, or more than 366 days is a 400.
+     */
+    get: operations["adminDashboard"];
   };
   "/v3/admin/shops/{shop}/rewards": {
     /** A shop's rewards, inactive ones too, with each pool's codes left */
@@ -5074,6 +5090,203 @@ export interface operations {
       };
     };
   };
+  /** One shop and its settings: its time zone */
+  adminGetShop: {
+    parameters: {
+      path: {
+        /** @description the shop's name */
+        shop: string;
+      };
+    };
+    responses: {
+      /** @description The shop */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            /** @description the shop's name */
+            name: string;
+            /** @description when the shop was made */
+            created_at: string;
+            /** @description an IANA time zone name, such as Europe/Berlin, America/New_York or UTC: the shop's days are counted in it */
+            time_zone: string;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
+          "WWW-Authenticate": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * Change the shop's settings: its time zone
+   * @description `time_zone`: an IANA name, in which the shop's days are counted from then on (the points report, the dashboard); UTC until set. An unknown zone is a 422 that names it, and changes nothing. A change goes to the audit log (`shop.set`, the zone from and to).
+   */
+  adminPatchShop: {
+    parameters: {
+      path: {
+        /** @description the shop's name */
+        shop: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description an IANA time zone name, such as Europe/Berlin, America/New_York or UTC: the shop's days are counted in it */
+          time_zone?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The shop, after the change */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            /** @description the shop's name */
+            name: string;
+            /** @description when the shop was made */
+            created_at: string;
+            /** @description an IANA time zone name, such as Europe/Berlin, America/New_York or UTC: the shop's days are counted in it */
+            time_zone: string;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
+          "WWW-Authenticate": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
+      413: {
+        content: {
+          "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
+        };
+      };
+      /** @description The body is not sent as application/json. */
+      415: {
+        content: {
+          "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The body breaks the validation rules; it is stored as a rejected event named by `event_id`. */
+      422: {
+        content: {
+          "application/problem+json": components["schemas"]["InvalidBodyProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
   /** A shop's customers, deleted ones included, by e-mail or all, each with their balance and tier now */
   adminListCustomers: {
     parameters: {
@@ -7484,14 +7697,14 @@ export interface operations {
   };
   /**
    * The shop's points liability: earned, reversed, redeemed, given back, expired, adjusted and outstanding, by day, week or month
-   * @description The customers' ledger (guests' points are not a customer's until claimed) summed by the day each entry was written, in UTC. `Accept: text/csv` answers the buckets as CSV, a header line first. A bad date, `from` after `to`, an unknown bucket or more than 1000 buckets is a 400.
+   * @description The customers' ledger (guests' points are not a customer's until claimed) summed by the day each entry was written, in the shop's time zone. `Accept: text/csv` answers the buckets as CSV, a header line first. A bad date, `from` after `to`, an unknown bucket or more than 1000 buckets is a 400.
    */
   adminPointsReport: {
     parameters: {
       query?: {
-        /** @description the first day (UTC), from 1970-01-01 on; by default 29 days before `to` */
+        /** @description the first day (the shop's, in its time zone), from 1970-01-01 on; by default 29 days before `to` */
         from?: string;
-        /** @description the last day (UTC), included, not before `from`; by default today */
+        /** @description the last day (the shop's), included, not before `from`; by default the shop's today */
         to?: string;
         /** @description day (the default), week (ISO weeks, Monday to Sunday) or month (calendar months); the first and last buckets are cut at `from` and `to`; at most 1000 buckets */
         bucket?: "day" | "week" | "month";
@@ -7514,6 +7727,8 @@ export interface operations {
           "application/json": {
             /** @description the shop's name */
             shop: string;
+            /** @description the shop's IANA time zone, in which its days are counted */
+            time_zone: string;
             /** @description the first day (YYYY-MM-DD) */
             from: string;
             /** @description the last day, included */
@@ -7531,7 +7746,7 @@ export interface operations {
             };
             /** @description oldest first. Each flow is signed as it changes the customers' points, so that opening.outstanding plus a bucket's flows and those of the buckets before it is its outstanding */
             buckets: {
-                /** @description the first day of the bucket (YYYY-MM-DD, UTC) */
+                /** @description the first day of the bucket (YYYY-MM-DD, the shop's) */
                 start: string;
                 /** @description its last day, included */
                 end: string;
@@ -7554,6 +7769,286 @@ export interface operations {
                 /** @description of which were written by then and become available later */
                 pending: number;
               }[];
+          };
+          "text/csv": string;
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
+          "WWW-Authenticate": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * The program dashboard: members, orders, revenue, points, tiers, referrals and claims over a range of the shop's days
+   * @description Days are the shop's, in its time zone, both ends included; `previous` holds the same headline figures for the period of equal length before `from`. `Accept: text/csv` answers the daily series as CSV, a header line first. A bad date, `from` after `to`, or more than 366 days is a 400.
+   */
+  adminDashboard: {
+    parameters: {
+      query?: {
+        /** @description the first day (the shop's, in its time zone), from 1970-01-01 on; by default 29 days before `to` */
+        from?: string;
+        /** @description the last day (the shop's), included, not before `from`, at most 366 days after it; by default the shop's today */
+        to?: string;
+      };
+      path: {
+        /** @description the shop's name */
+        shop: string;
+      };
+    };
+    responses: {
+      /** @description The dashboard */
+      200: {
+        headers: {
+          /** @description an admin answer: no cache keeps it */
+          "Cache-Control": "no-store";
+          /** @description for CSV: attachment, named dashboard-SHOP-FROM-TO.csv */
+          "Content-Disposition"?: string;
+        };
+        content: {
+          "application/json": {
+            /** @description the shop's name */
+            shop: string;
+            /** @description the shop's IANA time zone, in which its days are counted */
+            time_zone: string;
+            /** @description the first day of the period */
+            from: string;
+            /** @description its last day, included */
+            to: string;
+            members: {
+              /** @description live customers at the end of `to` who had become members by then */
+              total: number;
+              /** @description customers who became members in the period (their created_at, else their first webhook), who are live */
+              new: number;
+            };
+            /** @description orders by the day of their processed_at (else their first arrival) */
+            orders: {
+              /** @description orders processed in the period that are paid and neither cancelled nor refunded */
+              count: number;
+              /** @description of them, those whose points a customer holds */
+              members: number;
+              /** @description of them, the others */
+              guests: number;
+              /** @description of them, those holding more than 0 points */
+              earning: number;
+            };
+            /** @description the subtotals of those orders, one entry per currency */
+            revenue: {
+                currency: string;
+                /** @description the members' orders' subtotals */
+                members: string;
+                /** @description the guests' orders' subtotals */
+                guests: string;
+              }[];
+            repeat_rate: number | null;
+            /** @description counted on the day the ledger wrote them, as the points report counts them */
+            points: {
+              /** @description points issued, by source (orders: earned, claimed and re-priced; bonuses: sign-up and newsletter; referrals; imports; manual: operators) */
+              issued: {
+                /** @description issued from orders */
+                orders: number;
+                /** @description issued from bonuses */
+                bonuses: number;
+                /** @description issued from referrals */
+                referrals: number;
+                /** @description issued from imports */
+                imports: number;
+                /** @description issued from manual */
+                manual: number;
+                /** @description every source together */
+                total: number;
+              };
+              /** @description spent, net of redemptions and claims given back */
+              redeemed: number;
+              /** @description expired */
+              expired: number;
+              /** @description taken back: refunds, cancellations, erased customers, excluded customers */
+              reversed: number;
+              /** @description the customers' points at the end of `to`: the points report's outstanding */
+              outstanding: number;
+            };
+            redemption_rate: number | null;
+            /** @description tier changes written in the period */
+            moves: {
+              /** @description members who moved to a higher tier */
+              up: number;
+              /** @description members who moved to a lower tier, or out of every tier */
+              down: number;
+            };
+            /** @description the referrals claimed in the period, as they stand now */
+            referrals: {
+              /** @description referrals claimed in the period */
+              claimed: number;
+              /** @description of them, those whose friend's first order met the terms (rewarded, or refused only by the monthly cap) */
+              qualified: number;
+              /** @description of them, those rewarded */
+              rewarded: number;
+              /** @description of them, those voided (the first order refunded or cancelled) */
+              voided: number;
+            };
+            /** @description members by VIP tier at the end of `to`, as the service announced them; a null tier for members in none */
+            tiers: ({
+                tier: string | null;
+                /** @description members in it */
+                members: number;
+              })[];
+            /** @description rewards claimed in the range, most claimed first */
+            claims: {
+                reward_id: number;
+                name: string;
+                /** @description claims made in the range and not cancelled */
+                claims: number;
+                /** @description their points */
+                points: number;
+              }[];
+            /** @description one entry per day of the range, oldest first */
+            series: {
+                /** @description the day */
+                date: string;
+                /** @description orders, as orders.count */
+                orders: number;
+                revenue: {
+                    currency: string;
+                    /** @description their subtotals */
+                    amount: string;
+                  }[];
+                /** @description members who joined that day */
+                new_members: number;
+                /** @description points issued that day */
+                points_issued: number;
+                /** @description points redeemed that day, net */
+                points_redeemed: number;
+              }[];
+            /** @description the same headline figures for the period of equal length just before `from` */
+            previous: {
+              /** @description the first day of the period */
+              from: string;
+              /** @description its last day, included */
+              to: string;
+              members: {
+                /** @description live customers at the end of `to` who had become members by then */
+                total: number;
+                /** @description customers who became members in the period (their created_at, else their first webhook), who are live */
+                new: number;
+              };
+              /** @description orders by the day of their processed_at (else their first arrival) */
+              orders: {
+                /** @description orders processed in the period that are paid and neither cancelled nor refunded */
+                count: number;
+                /** @description of them, those whose points a customer holds */
+                members: number;
+                /** @description of them, the others */
+                guests: number;
+                /** @description of them, those holding more than 0 points */
+                earning: number;
+              };
+              /** @description the subtotals of those orders, one entry per currency */
+              revenue: {
+                  currency: string;
+                  /** @description the members' orders' subtotals */
+                  members: string;
+                  /** @description the guests' orders' subtotals */
+                  guests: string;
+                }[];
+              repeat_rate: number | null;
+              /** @description counted on the day the ledger wrote them, as the points report counts them */
+              points: {
+                /** @description points issued, by source (orders: earned, claimed and re-priced; bonuses: sign-up and newsletter; referrals; imports; manual: operators) */
+                issued: {
+                  /** @description issued from orders */
+                  orders: number;
+                  /** @description issued from bonuses */
+                  bonuses: number;
+                  /** @description issued from referrals */
+                  referrals: number;
+                  /** @description issued from imports */
+                  imports: number;
+                  /** @description issued from manual */
+                  manual: number;
+                  /** @description every source together */
+                  total: number;
+                };
+                /** @description spent, net of redemptions and claims given back */
+                redeemed: number;
+                /** @description expired */
+                expired: number;
+                /** @description taken back: refunds, cancellations, erased customers, excluded customers */
+                reversed: number;
+                /** @description the customers' points at the end of `to`: the points report's outstanding */
+                outstanding: number;
+              };
+              redemption_rate: number | null;
+              /** @description tier changes written in the period */
+              moves: {
+                /** @description members who moved to a higher tier */
+                up: number;
+                /** @description members who moved to a lower tier, or out of every tier */
+                down: number;
+              };
+              /** @description the referrals claimed in the period, as they stand now */
+              referrals: {
+                /** @description referrals claimed in the period */
+                claimed: number;
+                /** @description of them, those whose friend's first order met the terms (rewarded, or refused only by the monthly cap) */
+                qualified: number;
+                /** @description of them, those rewarded */
+                rewarded: number;
+                /** @description of them, those voided (the first order refunded or cancelled) */
+                voided: number;
+              };
+            };
           };
           "text/csv": string;
         };

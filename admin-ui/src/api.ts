@@ -31,6 +31,7 @@ export type Replayed = Got<'/v3/admin/events/{event_id}/replay', 'POST'>
 export type SubscriptionView = Item<Got<'/v3/admin/shops/{shop}/subscriptions'>>
 export type SubscriptionDetail = Got<'/v3/admin/shops/{shop}/subscriptions/{id}'>
 export type PointsReport = Got<'/v3/admin/shops/{shop}/points-report'>
+export type Dashboard = Got<'/v3/admin/shops/{shop}/dashboard'>
 export type RuleView = Got<'/v3/admin/shops/{shop}/rule'>
 export type Rule = RuleView['rule']
 export type RuleVersion = RuleView['history'][number]

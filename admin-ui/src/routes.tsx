@@ -20,6 +20,7 @@ export interface Route {
 
 export const ROUTES: readonly Route[] = [
   { path: '', nav: 'Overview', load: () => import('./pages/overview.tsx').then((m) => m.Overview) },
+  { path: 'health', nav: 'Webhook health', load: () => import('./pages/health.tsx').then((m) => m.Health) },
   { path: 'events', nav: 'Events', load: () => import('./pages/events.tsx').then((m) => m.Events) },
   {
     path: 'events',

@@ -94,6 +94,7 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     ledger,
     rules: new Map(state.rules),
     programs: new Map(state.programs),
+    timeZones: new Map(state.timeZones),
     earnings,
     earningsRanges: state.earningsRanges && new Map(state.earningsRanges),
     erasedEmailsKnown: state.erasedEmailsKnown && new Set(state.erasedEmailsKnown),

@@ -38,6 +38,8 @@ export interface StoredCustomer extends Stored<CustomerRecord> {
   erasedEmailSha: string | null
   /** What the loyalty program keeps on the customer (src/batch/decide-loyalty.ts). */
   loyalty: CustomerLoyalty
+  /** The arrival of the first webhook that told of them (migration 0036); absent until stored (src/batch/dashboard-rollup.ts firstSeenOf). */
+  firstSeenUs?: number | null
 }
 
 /** The customer's bonuses as the ledger holds them, and the tier last announced in the feed. */
@@ -90,6 +92,8 @@ export interface BatchState {
   rules: Map<number, VersionedRule>
   /** The loyalty program's schedule of each loaded shop (src/loyalty/program.ts). */
   programs: Map<number, ProgramSchedule>
+  /** The IANA time zone of each loaded shop, in which its days are counted (src/domain/calendar.ts); UTC when absent. */
+  timeZones: Map<number, string>
   /**
    * The earnings loaded (order_earnings), by order key: those of the orders the batch names, and
    * those of the customers in play within `earningsRanges`.
@@ -271,6 +275,7 @@ export function emptyState(): BatchState {
     ledger: new Map(),
     rules: new Map(),
     programs: new Map(),
+    timeZones: new Map(),
     earnings: new Map(),
     earningsRanges: null,
     erasedEmailsKnown: null,

@@ -111,7 +111,7 @@ export function pointsCommand(clock: Clock): Command {
   points
     .command('report')
     .description(
-      'the points liability: earned, reversed, redeemed, given back, expired, adjusted and outstanding per day, ISO week or month (UTC), as GET /v3/admin/shops/{shop}/points-report',
+      'the points liability: earned, reversed, redeemed, given back, expired, adjusted and outstanding per day, ISO week or month (days of the time zone of the shop), as GET /v3/admin/shops/{shop}/points-report',
     )
     .requiredOption('--shop <name>', 'the shop', shopName)
     .option('--from <date>', 'the first day, YYYY-MM-DD (default: 29 days before --to)')
@@ -123,13 +123,15 @@ export function pointsCommand(clock: Clock): Command {
     })
     .action((options: { shop: string; from?: string; to?: string; bucket?: string; format?: 'table' | 'csv' }) =>
       withBackend(async ({ db }) => {
-        const [{ buildReport, formatDay, parseReportRange, REPORT_FLOWS, reportCsv }, { ledgerDaySums }] = await Promise.all([
+        const [{ buildReport, formatDay, parseReportRange, REPORT_FLOWS, reportCsv }, { ledgerDaySums }, { dayNumber, localDate }] = await Promise.all([
           import('../loyalty/points-report.ts'),
           import('../repos/report-repo.ts'),
+          import('../domain/calendar.ts'),
         ])
-        const range = parseReportRange(options, Math.floor(clock.nowMs() / 86_400_000))
-        if ('problem' in range) throw new Error(range.problem.replace(/^(from|to|bucket)\b/, '--$1'))
         const shop = await findShop(db, options.shop)
+        // The shop's days, in its time zone: checked after the shop, so that its today is the default --to.
+        const range = parseReportRange(options, shop ? dayNumber(localDate(shop.time_zone, clock.nowUs())) : Math.floor(clock.nowMs() / 86_400_000))
+        if ('problem' in range) throw new Error(range.problem.replace(/^(from|to|bucket)\b/, '--$1'))
         if (!shop) throw new Error(`no shop named ${options.shop}`)
         const report = buildReport(range, await ledgerDaySums(db, Number(shop.id), formatDay(range.to + 1)))
         if (options.format === 'csv') {
@@ -137,7 +139,7 @@ export function pointsCommand(clock: Clock): Command {
           return
         }
         const columns = ['start', 'end', ...REPORT_FLOWS, 'outstanding', 'available', 'pending'] as const
-        console.log(`points of shop ${options.shop}'s customers, ${report.from} to ${report.to} by ${report.bucket} (UTC)`)
+        console.log(`points of shop ${options.shop}'s customers, ${report.from} to ${report.to} by ${report.bucket} (${shop.time_zone})`)
         console.log(`outstanding at the start: ${report.opening.outstanding} (${report.opening.available} available, ${report.opening.pending} pending)`)
         console.log(table([[...columns], ...report.buckets.map((b) => columns.map((c) => String(b[c])))]))
       }),

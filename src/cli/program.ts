@@ -9,6 +9,7 @@ import { sendCommand } from './send.ts'
 import { subscriptionsCommand } from './subscriptions.ts'
 import { verifyCommand } from './verify.ts'
 import { rewardsCommand } from './rewards.ts'
+import { shopsCommand } from './shops.ts'
 import { withBackend } from './backend.ts'
 import type { Clock } from '../clock.ts'
 import { PACKAGE_ROOT } from '../package-root.ts'
@@ -51,6 +52,7 @@ export function commandLine(clock: Clock): Command {
 
   program.addCommand(keysCommand(clock))
   program.addCommand(adminsCommand(clock))
+  program.addCommand(shopsCommand(clock))
   program.addCommand(rulesCommand(clock))
   program.addCommand(pointsCommand(clock))
   for (const command of retentionCommands(clock)) program.addCommand(command)

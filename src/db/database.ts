@@ -34,6 +34,8 @@ import { storefrontKeys } from '../migrations/0031-storefront-keys.ts'
 import { referrals } from '../migrations/0032-referrals.ts'
 import { rewardNumbers } from '../migrations/0033-reward-numbers.ts'
 import { referralFriends } from '../migrations/0034-referral-friends.ts'
+import { shopDays } from '../migrations/0036-shop-days.ts'
+import { rollUpShopFirst } from './rollups.ts'
 import { klaviyoDestination } from '../migrations/0038-klaviyo-destination.ts'
 
 export class DatabaseUrlError extends Error {}
@@ -87,6 +89,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0032-referrals': referrals,
     '0033-reward-numbers': rewardNumbers(backend.kind),
     '0034-referral-friends': referralFriends(backend.kind),
+    '0036-shop-days': shopDays(rollUpShopFirst),
     '0038-klaviyo-destination': klaviyoDestination,
   }
 }

@@ -12,6 +12,7 @@ import {
   type OrderRecord,
 } from '../domain/merge.ts'
 import type { CustomerLoyalty, LedgerLine, StoredCustomer, StoredOrder } from '../batch/state.ts'
+import { firstSeenOf } from '../batch/dashboard-rollup.ts'
 import { isFlagSchema, isListSchema } from '../schemas/field-kinds.ts'
 import { CustomerBody, OrderBody } from '../schemas/webhooks.ts'
 import type { AdjustmentsTable, ClaimsTable, CustomersTable, EventsTable, LedgerTable, OrdersTable, RedemptionsTable } from './tables.ts'
@@ -156,6 +157,7 @@ export function storedCustomer(shopId: number, row: Selectable<CustomersTable>):
     lastEventId: row.last_event_id,
     erasedEmailSha: row.erased_email_sha,
     loyalty: loyaltyOf(row),
+    firstSeenUs: num(row.first_seen_us ?? null),
   }
 }
 
@@ -226,6 +228,7 @@ export function customerRow(s: StoredCustomer): Insertable<CustomersTable> {
     rev: s.rev + 1,
     last_hash: s.lastHash,
     last_event_id: s.lastEventId,
+    first_seen_us: firstSeenOf(s),
   }
   fieldsToRow(c, CUSTOMER_FIELD_COLUMNS, row)
   return row as Insertable<CustomersTable>
@@ -329,6 +332,7 @@ export const CUSTOMER_COLUMNS = columns<Insertable<CustomersTable>>({
   rev: 'bigint',
   last_hash: 'text',
   last_event_id: 'text',
+  first_seen_us: 'bigint',
 })
 
 export const ORDER_COLUMNS = columns<Insertable<OrdersTable>>({

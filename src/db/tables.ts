@@ -15,6 +15,8 @@ export interface ShopsTable {
   expiry_schedule: Generated<string | null>
   /** JSON of the loyalty program's schedule (src/loyalty/program.ts); null: the rule's program since ever (migration 0022). */
   program_schedule: Generated<string | null>
+  /** The IANA time zone its days are counted in (src/domain/calendar.ts); UTC until set (migration 0036). */
+  time_zone: Generated<string>
 }
 
 export interface ApiKeysTable {
@@ -92,6 +94,8 @@ export interface CustomersTable extends Revisioned, FieldColumns<CustomerFields>
   tier_check_us: number | null
   /** When the lot of an import's expires_at falls due, until it is settled: the expiry sweep's index (migration 0029). */
   expiry_check_us: number | null
+  /** The arrival of the first webhook that told of them: when they became a member without a created_at (migration 0036). */
+  first_seen_us?: number | null
 }
 
 /** Each order's base points credited to a live customer, where there are any (migration 0022): what VIP tiers count. */
@@ -143,6 +147,38 @@ export interface LedgerDaysTable {
   available_day: number
   reason: string
   points: number
+}
+
+/** The dashboard's rollup of customers and orders by the shop's local day (migration 0036, src/loyalty/dashboard-facts.ts). */
+export interface DashboardDaysTable {
+  shop_id: number
+  /** A local date of the shop, YYYY-MM-DD. */
+  day: string
+  /** members, orders, tier or moves. */
+  figure: string
+  /** orders: currency|member|earning; tier: the tier's name ('' for none); moves: up or down; members: ''. */
+  key: string
+  n: number
+  /** orders: their subtotals in minor units. */
+  amount: number
+}
+
+/** The orders counted of each member by the shop's local day (migration 0036): the repeat rate's members. */
+export interface MemberOrderDaysTable {
+  shop_id: number
+  day: string
+  customer_id: number
+  orders: number
+}
+
+/** Members' orders keyed by their local day and the days of the two orders before (migration 0036, RepeatDayRow): the repeat rate. */
+export interface RepeatDaysTable {
+  shop_id: number
+  day: string
+  /** '' for none. */
+  prev_day: string
+  prev2_day: string
+  n: number
 }
 
 export interface LedgerTable {
@@ -475,6 +511,9 @@ export interface Tables {
   order_earnings: OrderEarningsTable
   expiry_warnings: ExpiryWarningsTable
   ledger_days: LedgerDaysTable
+  dashboard_days: DashboardDaysTable
+  member_order_days: MemberOrderDaysTable
+  repeat_days: RepeatDaysTable
   shops: ShopsTable
   api_keys: ApiKeysTable
   key_origins: KeyOriginsTable

@@ -107,6 +107,22 @@ export const AdminShop = Type.Object(
 )
 export const AdminShopList = list(AdminShop, 'newest first')
 
+const TimeZone = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  description: "an IANA time zone name, such as Europe/Berlin, America/New_York or UTC: the shop's days are counted in it",
+})
+/** One shop and its settings (GET and PATCH /v3/admin/shops/{shop}). */
+export const AdminShopView = Type.Object(
+  {
+    name: Type.String({ description: "the shop's name" }),
+    created_at: Type.String({ description: 'when the shop was made' }),
+    time_zone: TimeZone,
+  },
+  { additionalProperties: false },
+)
+export const ShopSettingsBody = Type.Object({ time_zone: Type.Optional(TimeZone) }, { additionalProperties: false })
+
 export const StatsQuery = Type.Object({
   shop: Type.Optional(ShopName),
   minutes: Type.Optional(

@@ -6,8 +6,8 @@ import { REPORT_DEFAULT_DAYS, REPORT_MAX_BUCKETS } from '../loyalty/report-limit
 const Day = (description: string) => Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description })
 
 export const PointsReportQuery = Type.Object({
-  from: Type.Optional(Day(`the first day (UTC), from 1970-01-01 on; by default ${REPORT_DEFAULT_DAYS - 1} days before \`to\``)),
-  to: Type.Optional(Day('the last day (UTC), included, not before `from`; by default today')),
+  from: Type.Optional(Day(`the first day (the shop's, in its time zone), from 1970-01-01 on; by default ${REPORT_DEFAULT_DAYS - 1} days before \`to\``)),
+  to: Type.Optional(Day("the last day (the shop's), included, not before `from`; by default the shop's today")),
   bucket: Type.Optional(
     Type.Union([Type.Literal('day'), Type.Literal('week'), Type.Literal('month')], {
       description: `day (the default), week (ISO weeks, Monday to Sunday) or month (calendar months); the first and last buckets are cut at \`from\` and \`to\`; at most ${REPORT_MAX_BUCKETS} buckets`,
@@ -25,7 +25,7 @@ const OutstandingProperties = {
 
 export const PointsReportBucket = Type.Object(
   {
-    start: Type.String({ description: 'the first day of the bucket (YYYY-MM-DD, UTC)' }),
+    start: Type.String({ description: "the first day of the bucket (YYYY-MM-DD, the shop's)" }),
     end: Type.String({ description: 'its last day, included' }),
     earned: Points("earned by orders (reason earned), and guests' points claimed by a customer (claimed)"),
     reversed: Points('taken back, negative: refunds, cancellations, and the order points of erased customers (reversed_refund, reversed_cancel, forfeited)'),
@@ -43,6 +43,7 @@ export const PointsReportBucket = Type.Object(
 export const PointsReportView = Type.Object(
   {
     shop: Type.String({ description: "the shop's name" }),
+    time_zone: Type.String({ description: "the shop's IANA time zone, in which its days are counted" }),
     from: Type.String({ description: 'the first day (YYYY-MM-DD)' }),
     to: Type.String({ description: 'the last day, included' }),
     bucket: Type.Union([Type.Literal('day'), Type.Literal('week'), Type.Literal('month')], { description: 'as asked' }),

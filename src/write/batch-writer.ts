@@ -1,6 +1,7 @@
 import type { BatchItem } from '../batch/commands.ts'
 import type { Pruned } from '../repos/prune.ts'
 import type { RuleWrite } from '../repos/rule-repo.ts'
+import type { TimeZoneWrite } from '../repos/shop-repo.ts'
 import type { BatchResult } from './unit-of-work.ts'
 
 /** Commits batches of webhooks and points commands; each resolves only once its batch is durable. */
@@ -28,5 +29,10 @@ export interface BatchWriter {
    * or null when the rule is no longer at `expectedVersion`.
    */
   writeRule(w: RuleWrite): Promise<number | null>
+  /**
+   * Changes a shop's time zone (src/repos/shop-repo.ts writeTimeZoneIn) on the write path, as
+   * writeRule does: the zone before, or null when it was this one already.
+   */
+  writeTimeZone(w: TimeZoneWrite): Promise<string | null>
   close(): Promise<void>
 }

@@ -285,6 +285,7 @@ async function loadShop(
   state.rules.set(shopId, versioned)
   const program = parseProgram(rule?.program_schedule, versioned.rule)
   state.programs.set(shopId, program)
+  if (rule) state.timeZones.set(shopId, rule.time_zone)
   const offersBonuses = program.some((p) => p.options.signup_points > 0 || p.options.newsletter_points > 0)
   addEarnings(state, shopId, earned)
   for (const row of idem) state.idem.set(keyOf(shopId, row.idem_key), row.id)

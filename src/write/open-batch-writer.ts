@@ -5,6 +5,7 @@ import type { Backend } from '../db/dialect.ts'
 import { touchKeysQuery } from '../repos/keys-repo.ts'
 import { pruneEventsTimed } from '../repos/prune.ts'
 import { writeRule } from '../repos/rule-repo.ts'
+import { writeTimeZone } from '../repos/shop-repo.ts'
 import { batchApplier } from './unit-of-work.ts'
 import type { BatchWriter } from './batch-writer.ts'
 import { startSqliteWriter } from './sqlite/writer.ts'
@@ -40,6 +41,7 @@ export function openBatchWriter(backend: Backend, clock: Clock, calls?: DbCalls,
       }),
     // PostgreSQL has no single writer: a transaction of its own, its locks as writeRule takes them.
     writeRule: (w) => writeRule(backend.db, w.shopId, w.ruleJson, w.effectiveUs, w.options),
+    writeTimeZone: (w) => writeTimeZone(backend.db, w),
     close: async () => {},
   }
 }

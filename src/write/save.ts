@@ -2,6 +2,9 @@ import type { CompiledQuery } from 'kysely'
 import { REDACTED_BODY, REDACTED_HEADERS } from '../batch/decide.ts'
 import type { Decision, FeedEntry } from '../batch/state.ts'
 import { formatUs } from '../domain/time.ts'
+import { UTC } from '../domain/calendar.ts'
+import { ledgerDayRows, type LedgerDayRow, type RolledEntry } from '../loyalty/ledger-days.ts'
+import type { DashboardDayRow, MemberOrderDayRow, RepeatDayRow } from '../loyalty/dashboard-facts.ts'
 import type { FeedRowInput } from './statement-factory.ts'
 import type { Backend, Session } from '../db/dialect.ts'
 import { adjustmentRow, redemptionRow } from '../db/redemption-rows.ts'
@@ -42,6 +45,13 @@ export class RevisionConflict extends Error {
   }
 }
 
+/** What the write adds to the rollups besides the rows: the report's in each shop's time zone, the dashboard's as src/batch/dashboard-rollup.ts decided. */
+export interface Rollups {
+  /** Each shop's time zone (UTC when absent). */
+  timeZones?: ReadonlyMap<number, string>
+  dashboard?: { days: DashboardDayRow[]; memberOrders: MemberOrderDayRow[]; repeat: RepeatDayRow[] }
+}
+
 /** Statements whose rows must all come back: fewer means a row changed, or a key was taken, since the batch loaded. */
 interface Write {
   table: string
@@ -53,7 +63,15 @@ interface Write {
  * Writes the decision. `asLoaded` says what the loaded rows' indexed columns held: a row written
  * with the same values is updated without them, so that its indexes are left alone.
  */
-export async function writeDecision(s: Session, backend: Backend, d: Decision, createdAt: string, asLoaded: AsLoaded = new Map()): Promise<void> {
+export async function writeDecision(
+  s: Session,
+  backend: Backend,
+  d: Decision,
+  createdAt: string,
+  asLoaded: AsLoaded = new Map(),
+  rollups: Rollups = {},
+): Promise<void> {
+  const { timeZones = new Map(), dashboard = { days: [], memberOrders: [], repeat: [] } } = rollups
   const q = statementsOf(backend)
   const customers = d.customers.map((c) => customerRow(c))
   const orders = d.orders.map((o) => orderRow(o))
@@ -113,7 +131,10 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
     write('orders', q.upsertOrders(ordersChanged.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersChanged.length),
     write('orders', q.updateOrders(ordersKept.map((row) => valuesOf(ORDER_COLUMNS, row))), ordersKept.length),
     write('ledger', q.insertLedger(ledger.map((row) => valuesOf(LEDGER_COLUMNS, row))), null),
-    write('ledger_days', q.addLedgerDays(ledgerDays(ledger)), null),
+    write('ledger_days', q.addLedgerDays(ledgerDays(ledger, timeZones)), null),
+    write('dashboard_days', q.addDashboardDays(dashboard.days), null),
+    write('member_order_days', q.addMemberOrderDays(dashboard.memberOrders), null),
+    write('repeat_days', q.addRepeatDays(dashboard.repeat), null),
     ...earningWrites(q, d.earnings ?? []),
     write(
       'expiry_warnings',
@@ -148,7 +169,15 @@ export async function writeDecision(s: Session, backend: Backend, d: Decision, c
   }
 }
 
-const DAY_US = 86_400_000_000
+/** The batch's customers' entries as the report's rollup adds them (src/loyalty/ledger-days.ts), in the shops' time zones. */
+export function ledgerDays(ledger: readonly Omit<Insertable<LedgerTable>, 'id'>[], timeZones: ReadonlyMap<number, string> = new Map()): LedgerDayRow[] {
+  const entries: RolledEntry[] = []
+  for (const e of ledger) {
+    if (e.customer_id === null || e.customer_id === undefined) continue
+    entries.push({ shopId: e.shop_id, createdUs: Date.parse(e.created_at) * 1000, availableUs: e.available_us, reason: e.reason, points: e.points })
+  }
+  return ledgerDayRows(entries, (shopId) => timeZones.get(shopId) ?? UTC)
+}
 
 /**
  * The earnings a decision changes: upserts of the rows it keeps and deletes of those it drops,
@@ -163,27 +192,6 @@ function earningWrites(q: BatchStatements, changes: NonNullable<Decision['earnin
     ...[...gone].map(([shopId, ids]) => ({ table: 'order_earnings', queries: [q.deleteEarnings(shopId, ids, [])], expect: null })),
   ]
 }
-
-/**
- * The batch's customers' entries summed by shop, day written (UTC), day available and reason: what
- * it adds to the report's rollup (migration 0020), one row per key, in key order (so that two
- * batches adding to the same rows lock them in the same order).
- */
-export function ledgerDays(ledger: readonly Omit<Insertable<LedgerTable>, 'id'>[]): [number, string, number, string, number][] {
-  const sums = new Map<string, [number, string, number, string, number]>()
-  for (const e of ledger) {
-    if (e.customer_id === null || e.customer_id === undefined) continue
-    const day = e.created_at.slice(0, 10)
-    const availableDay = Math.floor(e.available_us / DAY_US)
-    const key = `${e.shop_id}|${day}|${availableDay}|${e.reason}`
-    const row = sums.get(key)
-    if (row) row[4] += e.points
-    else sums.set(key, [e.shop_id, day, availableDay, e.reason, e.points])
-  }
-  return [...sums.values()].sort((a, b) => a[0] - b[0] || cmp(a[1], b[1]) || a[2] - b[2] || cmp(a[3], b[3]))
-}
-
-const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 function split<T>(rows: readonly T[], test: (row: T) => boolean): [T[], T[]] {
   const yes: T[] = []

@@ -64,8 +64,8 @@ export function batchStatements(f: StatementFactory) {
     f.insert({ table, columns, types, conflict: 'ON CONFLICT (shop_id, idem_key) WHERE idem_key IS NOT NULL DO NOTHING RETURNING 1' })
 
   return {
-    rule: f.text<{ rule: string | null; rule_version: number; expiry_schedule: string | null; program_schedule: string | null }>(
-      'SELECT rule, rule_version, expiry_schedule, program_schedule FROM shops WHERE id = $1',
+    rule: f.text<{ rule: string | null; rule_version: number; expiry_schedule: string | null; program_schedule: string | null; time_zone: string }>(
+      'SELECT rule, rule_version, expiry_schedule, program_schedule, time_zone FROM shops WHERE id = $1',
     ),
     idem: f.lookup<{ id: string; idem_key: string }>({ table: 'events', columns: 'id, idem_key', column: 'idem_key', keyType: 'text' }),
     customersById: customersBy('id'),
@@ -224,6 +224,33 @@ export function batchStatements(f: StatementFactory) {
       columns: ['shop_id', 'day', 'available_day', 'reason', 'points'],
       types: ['bigint', 'text', 'bigint', 'text', 'bigint'],
       conflict: 'ON CONFLICT (shop_id, day, available_day, reason) DO UPDATE SET points = ledger_days.points + excluded.points RETURNING 1',
+    }),
+    /** What the batch adds to the dashboard's rollups (migration 0036, src/batch/dashboard-rollup.ts), one row per key. */
+    addDashboardDays: f.insert({
+      table: 'dashboard_days',
+      columns: ['shop_id', 'day', 'figure', 'key', 'n', 'amount'],
+      types: ['bigint', 'text', 'text', 'text', 'bigint', 'bigint'],
+      conflict:
+        'ON CONFLICT (shop_id, day, figure, key) DO UPDATE SET n = dashboard_days.n + excluded.n, amount = dashboard_days.amount + excluded.amount RETURNING 1',
+    }),
+    addMemberOrderDays: f.insert({
+      table: 'member_order_days',
+      columns: ['shop_id', 'day', 'customer_id', 'orders'],
+      types: ['bigint', 'text', 'bigint', 'bigint'],
+      conflict: 'ON CONFLICT (shop_id, customer_id, day) DO UPDATE SET orders = member_order_days.orders + excluded.orders RETURNING 1',
+    }),
+    addRepeatDays: f.insert({
+      table: 'repeat_days',
+      columns: ['shop_id', 'day', 'prev_day', 'prev2_day', 'n'],
+      types: ['bigint', 'text', 'text', 'text', 'bigint'],
+      conflict: 'ON CONFLICT (shop_id, day, prev_day, prev2_day) DO UPDATE SET n = repeat_days.n + excluded.n RETURNING 1',
+    }),
+    /** The orders by day of the members whose counted orders a batch changes: what their repeat keys were (src/batch/dashboard-rollup.ts). */
+    memberOrderDays: f.lookup<{ customer_id: number; day: string; orders: number }>({
+      table: 'member_order_days',
+      columns: 'customer_id, day, orders',
+      column: 'customer_id',
+      keyType: 'bigint',
     }),
     // Another process claimed one of these idempotency keys meanwhile: the batch runs again.
     insertEvents: claimOnce('events', EVENT_COLUMNS.names, EVENT_COLUMNS.types),

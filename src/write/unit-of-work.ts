@@ -7,6 +7,9 @@ import type { BatchState, Decision } from '../batch/state.ts'
 import type { Outcome } from '../domain/webhook.ts'
 import { loadBatch, lockKeysOf, LocksBusy, type AsLoaded, type EmailHasher } from './load.ts'
 import { writeDecision } from './save.ts'
+import { factsBefore, repeatDayRows, rollupRows, type StoredMemberOrders } from '../batch/dashboard-rollup.ts'
+import type { MemberOrderDayRow } from '../loyalty/dashboard-facts.ts'
+import { statementsOf } from './statements-of.ts'
 import type { DbCalls } from '../db/db-calls.ts'
 import { programLockKey } from '../db/lock-keys.ts'
 import type { Backend, Session } from '../db/dialect.ts'
@@ -79,6 +82,8 @@ async function decideIn(backend: Backend, s: Session, unit: Unit, locked: Readon
   for (let ask = 0; ; ask++) {
     const asLoaded: AsLoaded = new Map()
     const state = await loadUnit(backend, s, unit, locked, asLoaded, more, atUs)
+    // The dashboard's facts of what was loaded, taken before the decider consumes the state.
+    const before = factsBefore(state)
     let decision: Decision
     try {
       decision = decideBatch(unit.items, state, settleKeys(unit.settle ?? new Map()), atUs)
@@ -88,7 +93,10 @@ async function decideIn(backend: Backend, s: Session, unit: Unit, locked: Readon
       continue
     }
     // Rows are dated by when they are written (clock.stampUs), the decision by atUs.
-    await writeDecision(s, backend, decision, isoMsAt(clock.stampUs()), asLoaded)
+    const createdAt = isoMsAt(clock.stampUs())
+    const { days, memberOrders } = rollupRows(before, state, decision, Date.parse(createdAt) * 1000)
+    const repeat = repeatDayRows(await storedMemberOrders(backend, s, memberOrders), memberOrders)
+    await writeDecision(s, backend, decision, createdAt, asLoaded, { timeZones: state.timeZones, dashboard: { days, memberOrders, repeat } })
     return decision
   }
 }
@@ -154,4 +162,19 @@ export function batchApplier(
     if (batch.some((w) => !isCommand(w) && w.topic === 'customer/hook_deleted' && w.change !== null)) backend.afterErasure()
     return results
   }
+}
+
+/**
+ * The stored orders by day of the members whose counted orders the decision changes (one lookup
+ * per shop, in the unit's transaction): what their repeat keys were. Their rows change only under
+ * the batch's locks on their orders' holders (and SQLite's single writer).
+ */
+async function storedMemberOrders(backend: Backend, s: Session, deltas: readonly MemberOrderDayRow[]): Promise<StoredMemberOrders[]> {
+  const byShop = new Map<number, Set<number>>()
+  for (const [shopId, , customerId] of deltas) byShop.set(shopId, (byShop.get(shopId) ?? new Set()).add(customerId))
+  if (byShop.size === 0) return []
+  const q = statementsOf(backend)
+  const shops = [...byShop]
+  const found = await s.runMany(shops.map(([shopId, ids]) => q.memberOrderDays(shopId, [...ids])))
+  return found.flatMap((rows, i) => rows.map((r) => ({ shopId: shops[i]![0], customerId: Number(r.customer_id), day: r.day, orders: Number(r.orders) })))
 }

@@ -101,13 +101,15 @@ forEachDatabase((kind) => {
       await database?.drop()
     })
 
-    test('sign in with an admin key: the overview shows the shop, its chart and the write queue', async () => {
+    test('sign in with an admin key: the console opens on the program dashboard; webhook health shows the shop, its chart and the write queue', async () => {
       const { page } = browser
       await page.goto(`${base}/admin`)
       assert.equal(new URL(page.url()).pathname, '/admin/')
       await page.fill('input[name=key]', adminKey)
       await page.click('button[type=submit]')
       await page.locator('[data-operator]', { hasText: 'Ada Operator' }).waitFor()
+      await page.locator('[data-card=orders] [data-value]').waitFor()
+      await page.click('nav.top a:text("Webhook health")')
       const card = page.locator(`section.shop[data-shop="${SHOP}"]`)
       await card.locator('.uplot').waitFor()
       await page.locator('[data-figure=queue-depth]').waitFor()
@@ -170,7 +172,7 @@ forEachDatabase((kind) => {
 
     test("Reports: the fields show the range shown; the chart's top is above its highest point; a refused CSV is shown, not saved", async () => {
       const { page } = browser
-      await page.click('nav.top a:text("Overview")')
+      await page.click('nav.top a:text("Webhook health")')
       await page.locator(`section.shop[data-shop="${SHOP}"]`).waitFor()
       await page.click('nav.top a:text("Reports")')
       await page.locator('table.report tbody tr').first().waitFor()
@@ -189,11 +191,11 @@ forEachDatabase((kind) => {
       await page.mouse.move(0, 0)
       assert.equal(await legend('outstanding').innerText(), '120')
       assert.equal(await legend('available').innerText(), '120')
-      assert.equal(await legend('end of (UTC)').innerText(), `${last}, the latest`)
+      assert.equal(await legend('end of').innerText(), `${last}, the latest`)
       // Hovered, it shows the bucket under the cursor (the first, 30 days ago: nothing yet); left, the latest again.
       const over = chart.locator('.u-over')
       await over.hover({ position: { x: 1, y: 5 } })
-      assert.equal(await legend('end of (UTC)').innerText(), first)
+      assert.equal(await legend('end of').innerText(), first)
       assert.equal(await legend('outstanding').innerText(), '0')
       await page.mouse.move(0, 0)
       assert.equal(await legend('outstanding').innerText(), '120')
@@ -232,7 +234,7 @@ forEachDatabase((kind) => {
       await page.goBack()
       // A shop made after the first, and first by name: the pickers still start on the first shop made.
       await createKey(database.url, 'aaa-newest')
-      await page.click('nav.top a:text("Overview")')
+      await page.click('nav.top a:text("Webhook health")')
       await page.locator('section.shop[data-shop="aaa-newest"]').waitFor()
       // Every page with a shop picker, each opened from the navigation with no shop in its address.
       for (const [nav, heading] of [
@@ -600,7 +602,7 @@ forEachDatabase((kind) => {
       await page.click('button[type=submit]')
       await page.locator('[data-operator]', { hasText: 'Val Viewer' }).waitFor()
       assert.match(await page.locator('nav.top .who').innerText(), /viewer/)
-      await page.click('nav.top a:text("Overview")')
+      await page.click('nav.top a:text("Webhook health")')
       await page.locator(`section.shop[data-shop="${SHOP}"] .uplot`).waitFor()
       await page.goto(`${base}/admin/events/${rejectedId}`)
       await page.locator('h1', { hasText: rejectedId }).waitFor()

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { rollUpLedger } from '../../src/migrations/0020-ledger-days.ts'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -327,6 +328,55 @@ describe('migrations', () => {
             const today = String(added[0]![0])
             const now = (await admin.get(`/v3/admin/shops/old-shop/points-report?from=${today}&to=${today}&bucket=day`)).json()
             assert.equal(now.buckets[0].outstanding, 132)
+          } finally {
+            await t.close()
+          }
+        } finally {
+          await database.drop()
+        }
+      },
+    )
+  }
+
+  for (const kind of ['sqlite', 'postgres'] as const) {
+    test(
+      `${kind}: 0036 puts the shops stored before it in UTC, fills first_seen_us and counts their customers and orders in the dashboard's rollups; the report does not move`,
+      onDatabase(kind),
+      async () => {
+        const database = await createTestDatabase(kind)
+        try {
+          const old = openBackend(database.url)
+          try {
+            await migrate(old, '0033-reward-numbers')
+            await seedOldDatabase(old.db) // customer 7 and their order 70 of 140.00 on 2024-01-10: 140 earned, 30 redeemed, 10 adjusted
+            // Rolled up as that version's write path would have (the seed writes the ledger around it).
+            await rollUpLedger(old.db)
+          } finally {
+            await old.close()
+          }
+          const t = await startTestApp(kind, {}, { database })
+          try {
+            const db = t.app.services.backend.db
+            const pastUs = Date.parse('2024-01-10T10:00:00.000Z') * 1000
+            const customer = await db.selectFrom('customers').select('first_seen_us').where('id', '=', 7).executeTakeFirstOrThrow()
+            assert.equal(Number(customer.first_seen_us), pastUs)
+            const admin = adminClient(t, OLD_ADMIN_KEY)
+            assert.equal((await admin.get('/v3/admin/shops/old-shop')).json().time_zone, 'UTC')
+            const d = (await admin.get('/v3/admin/shops/old-shop/dashboard?from=2024-01-10&to=2024-01-10')).json()
+            assert.deepEqual(d.members, { total: 1, new: 1 })
+            assert.deepEqual(d.orders, { count: 1, members: 1, guests: 0, earning: 1 })
+            assert.deepEqual(d.revenue, [{ currency: 'EUR', members: '140.00', guests: '0.00' }])
+            assert.equal(d.repeat_rate, 0)
+            assert.deepEqual(d.points, {
+              issued: { orders: 140, bonuses: 0, referrals: 0, imports: 0, manual: 10, total: 150 },
+              redeemed: 30,
+              expired: 0,
+              reversed: 0,
+              outstanding: 120,
+            })
+            assert.deepEqual(d.tiers, [{ tier: null, members: 1 }])
+            const january = (await admin.get('/v3/admin/shops/old-shop/points-report?from=2024-01-01&to=2024-01-31&bucket=month')).json()
+            assert.equal(january.buckets[0].outstanding, 120)
           } finally {
             await t.close()
           }

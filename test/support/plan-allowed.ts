@@ -321,6 +321,47 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
 
+  // The program dashboard (src/repos/dashboard-repo.ts, docs/program/dashboard.md).
+  {
+    why: "The dashboard reads a shop's rollup of its members, orders and tiers up to a day (dashboard_days, migration 0036, kept by the write path): a range of its primary key, a few rows a day however many customers and orders.",
+    statement: /^select "day", "figure", "key", "n", "amount" from "dashboard_days" where "shop_id" = \S+ and "day" <= \S+$/,
+    table: 'dashboard_days',
+    shape: {
+      postgres: pgRange('dashboard_days_pk', 'dashboard_days', 'shop_id = \\$1\\) AND \\(day <= '),
+      sqlite: /^SEARCH dashboard_days USING INDEX sqlite_autoindex_dashboard_days_1 \(shop_id=\? AND day<\?\)$/,
+    },
+  },
+  {
+    why: "The dashboard's repeat rate: two sums over the days of a range of a shop's repeat_days (migration 0036), each row a day's orders keyed by the days of the two orders before (src/loyalty/dashboard-facts.ts RepeatDayRow).",
+    statement:
+      /^select coalesce\(sum\(CASE WHEN prev_day < \S+ THEN n ELSE 0 END\), 0\) as "buyers", .* from "repeat_days" where "shop_id" = \S+ and "day" >= \S+ and "day" <= \S+$/,
+    table: 'repeat_days',
+    shape: {
+      postgres: pgRange('repeat_days_pk', 'repeat_days', 'shop_id = '),
+      sqlite: /^SEARCH repeat_days USING INDEX sqlite_autoindex_repeat_days_1 \(shop_id=\? AND day>\? AND day<\?\)$/,
+    },
+  },
+  {
+    why: "The dashboard's referrals: those a shop's friends claimed in a range, counted by status and reason: the range of referrals_shop (shop_id, claimed_us), the console's list's index.",
+    statement:
+      /^select "status", "reason", count\(\*\) as "n" from "referrals" where "shop_id" = \S+ and claimed_us >= 0 and "claimed_us" >= \S+ and "claimed_us" < \S+ group by "status", "reason"$/,
+    table: 'referrals',
+    shape: {
+      postgres: pgRange('referrals_shop', 'referrals', 'shop_id = '),
+      sqlite: /^SEARCH referrals USING INDEX referrals_shop \(shop_id=\? AND claimed_us>\? AND claimed_us<\?\)$/,
+    },
+  },
+  {
+    why: "The dashboard's claims of a range, by reward: the shop's range of claims_shop (its claims in the order made), filtered by when each was made; a shop's claims are a few a member at most. PostgreSQL reads the table whole where its statistics say the shop holds most of it, as in this test's fill.",
+    statement:
+      /^select "reward_id", CASE WHEN cancelled_us IS NULL THEN 0 ELSE 1 END as "cancelled", .* from "claims" where "shop_id" = \S+ and created_us >= 0 and "created_us" >= \S+ and "created_us" < \S+ group by /,
+    table: 'claims',
+    shape: {
+      postgres: new RegExp(`(${pgRange('claims_shop', 'claims', 'shop_id = ').source})|^Seq Scan on claims\\b`),
+      sqlite: /^SEARCH claims USING INDEX claims_shop \(shop_id=\?\)$/,
+    },
+  },
+
   // The change feed.
   {
     why: "A shop's change feed, after one of its positions: a page of the shop's range of (shop_id, shop_position) (GET /v3/changes).",

@@ -389,6 +389,8 @@ export async function readEverything(t: TestApp, shopName: string, _written: Wri
   await ok(admin.get(`${base}/customers/8/referral`))
   await ok(admin.get(`${base}/guests?email=other-guest@example.com`))
   await ok(admin.get(`${base}/points-report?from=2025-01-01&to=2025-12-31`))
+  await ok(admin.get(`${base}/dashboard?from=2025-01-01&to=2025-12-31`))
+  await ok(admin.get(base))
   await ok(admin.post(`${base}/customers/8/adjustments`, { points: 3, reason: 'console' }, { 'idempotency-key': 'plans-1' }), 201)
   const rewards = await ok(admin.get(`${base}/rewards`))
   const poolId = rewards.items.find((r: { codes: string }) => r.codes === 'pool').id
@@ -523,7 +525,7 @@ export async function fill(backend: Backend, a: Shop, b: Shop, rows = FILL_ROWS)
  * Set-based statements (one text for both databases) that bring the rest of the tables to about
  * `rows` rows: the operators' tables (shops, their keys, admins, sessions, the audit log, relay
  * streams), which webhooks never grow, redemptions and adjustments past the commands above, the
- * report's rollup, the links pruning leaves (the orders' links to their customers), expiry warnings
+ * report's and the dashboard's rollups, the links pruning leaves (the orders' links to their customers), expiry warnings
  * and earnings.
  */
 function topUps(shopId: number, rows: number): string[] {
@@ -544,6 +546,10 @@ function topUps(shopId: number, rows: number): string[] {
     `${numbers} INSERT INTO subscriptions (shop_id, url, types, secret, created_us, position, next_attempt_us) SELECT CASE WHEN i <= 5 THEN ${shopId} ELSE 1000000 + i END, 'https://fill.example/' || i, '["*"]', 'v1:fill', 0, i, CASE WHEN i % 10 = 0 THEN 1735689600000000 + i ELSE 0 END FROM n`,
     // The report's rollup: a year and more of days of this shop's, the rest other shops'.
     `${numbers} INSERT INTO ledger_days (shop_id, day, available_day, reason, points) SELECT CASE WHEN i <= 400 THEN ${shopId} ELSE 1000000 + i END, 'fill-' || i, i, 'earned', 1 FROM n`,
+    // The dashboard's rollups: a year and more of days of this shop's, the rest other shops'.
+    `${numbers} INSERT INTO dashboard_days (shop_id, day, figure, key, n, amount) SELECT CASE WHEN i <= 400 THEN ${shopId} ELSE 1000000 + i END, 'fill-' || i, 'orders', 'EUR|1|1', 1, 100 FROM n`,
+    `${numbers} INSERT INTO repeat_days (shop_id, day, prev_day, prev2_day, n) SELECT CASE WHEN i <= 400 THEN ${shopId} ELSE 1000000 + i END, 'fill-' || i, '', '', 1 FROM n`,
+    `${numbers} INSERT INTO member_order_days (shop_id, customer_id, day, orders) SELECT CASE WHEN i <= 400 THEN ${shopId} ELSE 1000000 + i END, 100000 + i, 'fill-' || i, 1 FROM n`,
     // Rewards: a few of this shop's, the rest other shops', half of them pools; codes and claims of this shop's.
     `${numbers} INSERT INTO rewards (shop_id, id, name, points, kind, codes, active, created_us, updated_us) SELECT CASE WHEN i <= 5 THEN ${shopId} ELSE 1000000 + i END, 1000 + i, 'fill-' || i, 1, 'custom', CASE WHEN i % 2 = 0 THEN 'pool' ELSE 'generated' END, 1, 0, 0 FROM n`,
     `${numbers} INSERT INTO reward_codes (shop_id, reward_id, code, created_us) SELECT ${shopId}, 1 + i % 100, 'FILL-' || i, 0 FROM n`,

@@ -10,7 +10,7 @@ export function OutstandingChart({ report, height = 220 }: { report: PointsRepor
   useEffect(() => {
     const el = box.current
     if (!el) return
-    // Each bucket at the end of its last day (UTC).
+    // Each bucket at the end of its last day: the shop's day, drawn as its date (the instants are UTC's only to place it).
     const xs = report.buckets.map((b) => Date.parse(`${b.end}T23:59:59Z`) / 1000)
     const data: uPlot.AlignedData = [xs, report.buckets.map((b) => b.outstanding), report.buckets.map((b) => b.available)]
     const day = (s: number) => new Date(s * 1000).toISOString().slice(0, 10)
@@ -25,7 +25,7 @@ export function OutstandingChart({ report, height = 220 }: { report: PointsRepor
         scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), headroom(max)] } },
         axes: [{ values: (_u, splits) => splits.map(day) }, { label: 'points', size: 70 }],
         series: [
-          { label: 'end of (UTC)', value: (_u, v, _s, idx) => (idx == null ? (last < 0 ? '—' : `${day(xs[last]!)}, the latest`) : v == null ? '—' : day(v)) },
+          { label: 'end of', value: (_u, v, _s, idx) => (idx == null ? (last < 0 ? '—' : `${day(xs[last]!)}, the latest`) : v == null ? '—' : day(v)) },
           { label: 'outstanding', stroke: '#1f5fbf', width: 2, points: { show: report.buckets.length < 60 }, value: latest(data[1] as number[]) },
           { label: 'available', stroke: '#2e8540', width: 1, dash: [4, 4], points: { show: false }, value: latest(data[2] as number[]) },
         ],

@@ -78,7 +78,8 @@ export function Reports() {
       {report && (
         <>
           <p class="muted">
-            {report.from} to {report.to} by {report.bucket}, days in UTC. Outstanding at the start: <strong data-opening>{report.opening.outstanding}</strong>.
+            {report.from} to {report.to} by {report.bucket}, the days of {report.time_zone}. Outstanding at the start:{' '}
+            <strong data-opening>{report.opening.outstanding}</strong>.
           </p>
           <OutstandingChart report={report} />
           <table class="report">

@@ -6,6 +6,7 @@ import { adjustmentRoutes } from './adjustments.ts'
 import { auditRoutes } from './audit.ts'
 import { adminContext } from './common.ts'
 import { customerRoutes } from './customers.ts'
+import { dashboardRoutes } from './dashboard.ts'
 import { eventRoutes } from './events.ts'
 import { keyRoutes } from './keys.ts'
 import { redemptionRoutes } from './redemptions.ts'
@@ -38,6 +39,7 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await auditRoutes(app, ctx)
   await subscriptionRoutes(app, ctx)
   await reportRoutes(app, ctx)
+  await dashboardRoutes(app, ctx)
   await rewardRoutes(app, ctx)
   await importRoutes(app, ctx)
   await referralRoutes(app, ctx)

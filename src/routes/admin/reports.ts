@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { badRequest, shopByName } from '../../http/intake/index.ts'
+import { dayNumber, localDate } from '../../domain/calendar.ts'
 import { buildReport, formatDay, parseReportRange, reportCsv } from '../../loyalty/points-report.ts'
 import { ADMIN_PROBLEMS, ShopParams } from '../../schemas/admin.ts'
 import { PointsReportQuery, PointsReportView } from '../../schemas/report.ts'
@@ -39,7 +40,7 @@ export async function reportRoutes(scope: FastifyInstance, ctx: AdminContext): P
         tags: TAGS,
         security: ADMIN_SECURITY,
         description:
-          "The customers' ledger (guests' points are not a customer's until claimed) summed by the day each entry was written, in UTC. " +
+          "The customers' ledger (guests' points are not a customer's until claimed) summed by the day each entry was written, in the shop's time zone. " +
           '`Accept: text/csv` answers the buckets as CSV, a header line first. A bad date, `from` after `to`, an unknown bucket or more than 1000 buckets is a 400.',
         params: ShopParams,
         querystring: PointsReportQuery,
@@ -66,9 +67,10 @@ export async function reportRoutes(scope: FastifyInstance, ctx: AdminContext): P
     },
     async (request, reply) => {
       const shop = await shopByName(services, request.params.shop)
-      const range = parseReportRange(request.query, Math.floor(ctx.nowUs() / 86_400_000_000))
+      // Today and every day of the report are the shop's, in its time zone (src/domain/calendar.ts).
+      const range = parseReportRange(request.query, dayNumber(localDate(shop.time_zone, ctx.nowUs())))
       if ('problem' in range) throw badRequest(range.problem)
-      const report = { shop: shop.name, ...buildReport(range, await ledgerDaySums(db, shop.id, formatDay(range.to + 1))) }
+      const report = { shop: shop.name, time_zone: shop.time_zone, ...buildReport(range, await ledgerDaySums(db, shop.id, formatDay(range.to + 1))) }
       if (!wantsCsv(request.headers.accept)) return report
       return reply
         .type('text/csv; charset=utf-8')

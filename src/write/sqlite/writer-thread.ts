@@ -7,6 +7,7 @@ import { pruneEventsTimed } from '../../repos/prune.ts'
 import { touchKeysQuery } from '../../repos/keys-repo.ts'
 import { RewardsNeedTiers, writeRuleIn, type RuleWrite } from '../../repos/rule-repo.ts'
 import { decodeBatch, type BatchMessage } from './writer-message.ts'
+import { writeTimeZoneIn, type TimeZoneWrite } from '../../repos/shop-repo.ts'
 import { lazyReferralKeys } from '../../keys/referral-keys.ts'
 
 // The SQLite writer thread: it owns the write connection, so a commit's fsync
@@ -20,6 +21,7 @@ type Message =
   | { id: number; touch: { keyIds: number[]; at: string } }
   | { id: number; write: { sql: string; parameters: unknown[] }[] }
   | { id: number; rule: RuleWrite }
+  | { id: number; timeZone: TimeZoneWrite }
   | { close: true }
 
 const backend = openSqlite(workerData.path as string)
@@ -67,6 +69,16 @@ parentPort!.on('message', async (message: Message) => {
         return out
       })
       parentPort!.postMessage({ id: message.id, rows })
+    } catch (err) {
+      parentPort!.postMessage({ id: message.id, error: plainError(err) })
+    }
+    return
+  }
+  if ('timeZone' in message) {
+    try {
+      const before = await backend.transaction(async (s) => writeTimeZoneIn((q) => s.run(q), backend.db, message.timeZone))
+      // As a write's rows, which the main thread answers with.
+      parentPort!.postMessage({ id: message.id, rows: [[before]] })
     } catch (err) {
       parentPort!.postMessage({ id: message.id, error: plainError(err) })
     }

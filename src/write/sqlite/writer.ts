@@ -5,6 +5,7 @@ import { addCalls, type DbCalls } from '../../db/db-calls.ts'
 import type { BatchWriter } from '../batch-writer.ts'
 import type { Pruned } from '../../repos/prune.ts'
 import { RewardsNeedTiers, type RuleWrite } from '../../repos/rule-repo.ts'
+import type { TimeZoneWrite } from '../../repos/shop-repo.ts'
 import { encodeBatch, type BatchMessage } from './writer-message.ts'
 
 interface Reply {
@@ -81,7 +82,8 @@ export function startSqliteWriter(path: string, calls?: DbCalls, secrets?: { SEC
       | { prune: { cutoffUs: number; limit: number } }
       | { touch: { keyIds: readonly number[]; at: string } }
       | { write: { sql: string; parameters: readonly unknown[] }[] }
-      | { rule: RuleWrite },
+      | { rule: RuleWrite }
+      | { timeZone: TimeZoneWrite },
     transfer?: ArrayBuffer[],
   ) =>
     new Promise<R>((resolve, reject) => {
@@ -105,6 +107,7 @@ export function startSqliteWriter(path: string, calls?: DbCalls, secrets?: { SEC
     write: (...queries) => send<unknown[][]>({ write: queries.map(({ sql, parameters }) => ({ sql, parameters })) }),
     // On the thread, between two batches, as a batch is.
     writeRule: (w) => send<number | null>({ rule: w }),
+    writeTimeZone: async (w) => (await send<unknown[][]>({ timeZone: w }))[0]![0] as string | null,
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {
       if (failure) throw failure
