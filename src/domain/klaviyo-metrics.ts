@@ -25,8 +25,11 @@ export const KLAVIYO_METRICS: Readonly<Record<string, KlaviyoMetric>> = {
   'referral.qualified': { name: 'Loyalty Referral Qualified', customer: 'referrer_id' },
   'referral.rewarded': { name: 'Loyalty Referral Rewarded', customer: 'referrer_id' },
   'referral.voided': { name: 'Loyalty Referral Voided', customer: 'referrer_id' },
+  'referral.refused': { name: 'Loyalty Referral Refused', customer: 'referrer_id' },
+  'referral.reinstated': { name: 'Loyalty Referral Reinstated', customer: 'referrer_id' },
   'birthday.rewarded': { name: 'Loyalty Birthday Rewarded' },
   'activity.awarded': { name: 'Loyalty Activity Awarded' },
+  'activity.voided': { name: 'Loyalty Activity Voided' },
 }
 
 /**
