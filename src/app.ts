@@ -258,7 +258,15 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   )
   const sweeper = await parts.start(
     'expiry sweeper',
-    () => startExpirySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? config.SWEEP_INTERVAL_SECONDS * 1000, report),
+    () =>
+      startExpirySweeper(
+        backend,
+        (item) => writer.submit(item),
+        clock,
+        options.sweepEveryMs ?? config.SWEEP_INTERVAL_SECONDS * 1000,
+        report,
+        (query) => batchWriter.write(query),
+      ),
     (s) => s.stop(),
   )
   // Several processes (docs/operate/several-processes.md): the rate limit counted in Redis when

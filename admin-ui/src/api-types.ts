@@ -139,7 +139,7 @@ export interface paths {
   "/v3/changes": {
     /**
      * The shop's change feed after a position, in commit order
-     * @description Entries of every change the service committed for the shop: `customer.updated`, `customer.deleted`, `order.updated`, `points.changed` (one per ledger entry), `tier.changed` (a VIP tier won or lost) and `points.expiring` (a warning ahead of an expiry, once per customer and date). Pass the last `position` seen (or `next_after`) as `after`: pages never skip an entry nor repeat one, however many processes commit at once. With `wait`, an empty page is answered only after that many seconds pass with no new entry.
+     * @description Entries of every change the service committed for the shop: `customer.updated`, `customer.deleted`, `order.updated`, `points.changed` (one per ledger entry), `tier.changed` (a VIP tier won or lost), `points.expiring` (a warning ahead of an expiry, once per customer, date and lead time), `tier.expiring` (a warning ahead of a fall by time alone) and `reward.available` (the balance reached a reward the customer may claim), besides the rewards and referrals entries. Pass the last `position` seen (or `next_after`) as `after`: pages never skip an entry nor repeat one, however many processes commit at once. With `wait`, an empty page is answered only after that many seconds pass with no new entry.
      */
     get: operations["listChanges"];
   };
@@ -735,13 +735,15 @@ export interface components {
           created_at: string;
           /** @constant */
           type: "points.expiring";
-          /** @description points that expire within the rule's expiry_warning_days: one entry per customer and expiry date */
+          /** @description points that expire within one of the rule's expiry_warning_days: one entry per customer, expiry date and lead time; when several are due at once, only the nearest */
           data: {
             customer_id: number;
             /** @description the points that expire then, unless spent first */
             points: number;
             /** @description when they expire (RFC 3339, UTC) */
             expires_at: string;
+            /** @description the lead time of the rule's expiry_warning_days this warning is for: the nearest one due when it was sent */
+            days_before: number;
           };
         } | ({
           /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
@@ -764,7 +766,48 @@ export interface components {
             /** @description the webhook that caused the change; null when a command, a rebuild or the expiry sweep did */
             event_id: string | null;
           };
+        }) | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "tier.expiring";
+          /** @description a customer's tier will fall by time alone within the rule's tier_warning_days: once per customer, tier and instant of the fall */
+          data: {
+            customer_id: number;
+            /** @description the tier the customer holds now */
+            tier: string;
+            /** @description the tier they would fall to; null for none */
+            to: string | null;
+            /** @description when the tier sweep would move them down, unless they earn enough first (RFC 3339, UTC) */
+            at: string;
+          };
         }) | {
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "reward.available";
+          /** @description a customer's available points reached what an active reward they may claim costs: again only after they fell below it, and at most once in 30 days per customer and reward */
+          data: {
+            customer_id: number;
+            reward_id: number;
+            /** @description what the reward costs */
+            points: number;
+            /** @description the customer's available points when it was sent: at least `points` */
+            available: number;
+          };
+        } | {
           /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
           id: string;
           /** @description its place in the shop's feed: pass the last one seen as ?after= */
@@ -4176,7 +4219,7 @@ export interface operations {
   };
   /**
    * The shop's change feed after a position, in commit order
-   * @description Entries of every change the service committed for the shop: `customer.updated`, `customer.deleted`, `order.updated`, `points.changed` (one per ledger entry), `tier.changed` (a VIP tier won or lost) and `points.expiring` (a warning ahead of an expiry, once per customer and date). Pass the last `position` seen (or `next_after`) as `after`: pages never skip an entry nor repeat one, however many processes commit at once. With `wait`, an empty page is answered only after that many seconds pass with no new entry.
+   * @description Entries of every change the service committed for the shop: `customer.updated`, `customer.deleted`, `order.updated`, `points.changed` (one per ledger entry), `tier.changed` (a VIP tier won or lost), `points.expiring` (a warning ahead of an expiry, once per customer, date and lead time), `tier.expiring` (a warning ahead of a fall by time alone) and `reward.available` (the balance reached a reward the customer may claim), besides the rewards and referrals entries. Pass the last `position` seen (or `next_after`) as `after`: pages never skip an entry nor repeat one, however many processes commit at once. With `wait`, an empty page is answered only after that many seconds pass with no new entry.
    */
   listChanges: {
     parameters: {
@@ -5622,10 +5665,15 @@ export interface operations {
                 [key: string]: string;
               };
               /**
-               * @description days ahead of an expiry that a points.expiring entry warns of it; 0 (the default) warns of none
+               * @description the lead times, in days ahead of an expiry, at which a points.expiring entry warns of it: up to three, farthest first, such as [30, 7, 1]; [] (the default) warns of none
+               * @default []
+               */
+              expiry_warning_days: number[];
+              /**
+               * @description days ahead of the moment the tier sweep would move a customer down that a tier.expiring entry warns of it; 0 (the default) warns of none
                * @default 0
                */
-              expiry_warning_days: number;
+              tier_warning_days: number;
               /**
                * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
                * @default 0
@@ -5730,10 +5778,15 @@ export interface operations {
                     [key: string]: string;
                   };
                   /**
-                   * @description days ahead of an expiry that a points.expiring entry warns of it; 0 (the default) warns of none
+                   * @description the lead times, in days ahead of an expiry, at which a points.expiring entry warns of it: up to three, farthest first, such as [30, 7, 1]; [] (the default) warns of none
+                   * @default []
+                   */
+                  expiry_warning_days: number[];
+                  /**
+                   * @description days ahead of the moment the tier sweep would move a customer down that a tier.expiring entry warns of it; 0 (the default) warns of none
                    * @default 0
                    */
-                  expiry_warning_days: number;
+                  tier_warning_days: number;
                   /**
                    * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
                    * @default 0
@@ -5907,11 +5960,13 @@ export interface operations {
           tag_tiers: {
             [key: string]: string;
           };
+          /** @description the lead times, in days ahead of an expiry, at which a points.expiring entry warns of it: up to three, such as [30, 7, 1], or [] for none; or a single number of days, read back as a list of it ([] for 0) */
+          expiry_warning_days: number[] | number;
           /**
-           * @description days ahead of an expiry that a points.expiring entry warns of it; 0 (the default) warns of none
+           * @description days ahead of the moment the tier sweep would move a customer down that a tier.expiring entry warns of it; 0 (the default) warns of none
            * @default 0
            */
-          expiry_warning_days: number;
+          tier_warning_days: number;
           /**
            * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
            * @default 0
@@ -6027,10 +6082,15 @@ export interface operations {
                 [key: string]: string;
               };
               /**
-               * @description days ahead of an expiry that a points.expiring entry warns of it; 0 (the default) warns of none
+               * @description the lead times, in days ahead of an expiry, at which a points.expiring entry warns of it: up to three, farthest first, such as [30, 7, 1]; [] (the default) warns of none
+               * @default []
+               */
+              expiry_warning_days: number[];
+              /**
+               * @description days ahead of the moment the tier sweep would move a customer down that a tier.expiring entry warns of it; 0 (the default) warns of none
                * @default 0
                */
-              expiry_warning_days: number;
+              tier_warning_days: number;
               /**
                * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
                * @default 0
@@ -6135,10 +6195,15 @@ export interface operations {
                     [key: string]: string;
                   };
                   /**
-                   * @description days ahead of an expiry that a points.expiring entry warns of it; 0 (the default) warns of none
+                   * @description the lead times, in days ahead of an expiry, at which a points.expiring entry warns of it: up to three, farthest first, such as [30, 7, 1]; [] (the default) warns of none
+                   * @default []
+                   */
+                  expiry_warning_days: number[];
+                  /**
+                   * @description days ahead of the moment the tier sweep would move a customer down that a tier.expiring entry warns of it; 0 (the default) warns of none
                    * @default 0
                    */
-                  expiry_warning_days: number;
+                  tier_warning_days: number;
                   /**
                    * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
                    * @default 0
@@ -6335,11 +6400,13 @@ export interface operations {
             tag_tiers: {
               [key: string]: string;
             };
+            /** @description the lead times, in days ahead of an expiry, at which a points.expiring entry warns of it: up to three, such as [30, 7, 1], or [] for none; or a single number of days, read back as a list of it ([] for 0) */
+            expiry_warning_days: number[] | number;
             /**
-             * @description days ahead of an expiry that a points.expiring entry warns of it; 0 (the default) warns of none
+             * @description days ahead of the moment the tier sweep would move a customer down that a tier.expiring entry warns of it; 0 (the default) warns of none
              * @default 0
              */
-            expiry_warning_days: number;
+            tier_warning_days: number;
             /**
              * @description points for the referrer, when a friend they referred makes a first order that qualifies, once per customer; 0 (the default) gives none
              * @default 0

@@ -33,7 +33,7 @@ export interface CancelCommand {
   atUs: number
 }
 
-/** Write the expiry due by `atUs` for a customer (the sweeper's item). */
+/** Settle a customer's balance at `atUs` (the sweeper's item): the expiry due by then, and, in a shop with rewards, the rewards it now reaches. */
 export interface ExpireCommand {
   command: 'expire'
   shopId: number

@@ -226,7 +226,7 @@ describe('expiry warnings', () => {
     const first = decide(given.state, [warn])
     assert.deepEqual(
       first.decision.feed.filter((f) => f.type === 'points.expiring').map((f) => f.data),
-      [{ customer_id: 1, points: 100, expires_at: new Date(T0 + 30 * DAY_MS).toISOString().replace('Z', '000Z') }],
+      [{ customer_id: 1, points: 100, expires_at: new Date(T0 + 30 * DAY_MS).toISOString().replace('Z', '000Z'), days_before: 14 }],
     )
     first.state.wallets.set(keyOf(1, 1), structuredClone(lots))
     assert.deepEqual(decide(first.state, [warn]).decision.warnings, undefined, 'the second time: nothing')

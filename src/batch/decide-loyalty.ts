@@ -15,7 +15,7 @@ import {
   type TagSet,
 } from '../loyalty/program.ts'
 import { DEFAULT_RULE, type VersionedRule } from '../loyalty/rule.ts'
-import { multiplied, nextTierChangeUs, tierAt, tiersAt, type Earning, type TierFloor } from '../loyalty/tiers.ts'
+import { multiplied, nextTierChangeUs, nextTierFall, tierAt, tiersAt, type Earning, type TierFloor } from '../loyalty/tiers.ts'
 import { emailSha, lower, type Fold } from './decide-webhooks.ts'
 import {
   keyOf,
@@ -445,19 +445,34 @@ export interface TierChange {
   eventId: string | null
 }
 
+/** A warning that time alone will move a customer down (tier.expiring): from `tier` to `to` at `atUs`. */
+export interface TierWarning {
+  shopId: number
+  customerId: number
+  tier: string
+  to: string | null
+  atUs: number
+}
+
+const DAY_US = 86_400_000_000
+
 /**
  * The tier each customer in `plan.tiers` holds at `nowUs`, and when it may next change by time
- * alone: a change from what the feed last said appends a tier.changed. Returns the changes and
- * the customers whose loyalty they change; `f` is read only.
+ * alone: a change from what the feed last said appends a tier.changed. Under the rule's
+ * tier_warning_days W, a fall that time alone brings within W days appends a tier.expiring, once
+ * per customer, tier and instant of the fall (loyalty.tierWarned), and one further off is looked
+ * at again W days before it (tierCheckUs). Returns the changes, the warnings and the customers
+ * whose loyalty they change; `f` is read only.
  */
 export function decideTiers(
   f: Fold,
   plan: LoyaltyPlan,
   nowUs: number,
   causeOf: (customerKey: string) => string | null,
-): { changes: TierChange[]; customers: Map<string, StoredCustomer> } {
+): { changes: TierChange[]; warnings: TierWarning[]; customers: Map<string, StoredCustomer> } {
   const state = f.state
   const changes: TierChange[] = []
+  const warnings: TierWarning[] = []
   const customers = new Map<string, StoredCustomer>()
   for (const ck of plan.tiers) {
     const c = state.customers.get(ck)
@@ -471,12 +486,24 @@ export function decideTiers(
     const checkUs = live ? nextTierChangeUs(schedule, tags, earnings, nowUs, floor) : null
     // Beyond the loaded window nothing is known: look again by then.
     const bound = nowUs + longestWindowUs(schedule)
-    const next: CustomerLoyalty = { ...c.loyalty, tier, tierCheckUs: checkUs === null ? null : Math.min(checkUs, bound) }
-    if (next.tier === c.loyalty.tier && next.tierCheckUs === c.loyalty.tierCheckUs) continue
+    const warnDays = ruleOf(state, c.shopId).rule.tier_warning_days
+    let tierWarned = c.loyalty.tierWarned ?? null
+    let warnUs: number | null = null
+    const fall = live && tier !== null && warnDays > 0 ? nextTierFall(schedule, tags, earnings, nowUs, bound, floor) : null
+    if (fall && tier !== null && !(tierWarned?.tier === tier && tierWarned.atUs === fall.atUs)) {
+      if (fall.atUs - warnDays * DAY_US <= nowUs) {
+        warnings.push({ shopId: c.shopId, customerId: c.record.id, tier, to: fall.to, atUs: fall.atUs })
+        tierWarned = { tier, atUs: fall.atUs }
+      } else warnUs = fall.atUs - warnDays * DAY_US
+    }
+    const checkAt = Math.min(checkUs ?? Infinity, warnUs ?? Infinity)
+    const next: CustomerLoyalty = { ...c.loyalty, tier, tierCheckUs: checkAt === Infinity ? null : Math.min(checkAt, bound) }
+    if (tierWarned !== (c.loyalty.tierWarned ?? null)) next.tierWarned = tierWarned
+    if (next.tier === c.loyalty.tier && next.tierCheckUs === c.loyalty.tierCheckUs && next.tierWarned === c.loyalty.tierWarned) continue
     if (next.tier !== c.loyalty.tier) changes.push({ shopId: c.shopId, customerId: c.record.id, from: c.loyalty.tier, to: next.tier, eventId: causeOf(ck) })
     customers.set(ck, { ...c, loyalty: next })
   }
-  return { changes, customers }
+  return { changes, warnings, customers }
 }
 
 /**

@@ -2,6 +2,7 @@ import { formatUs } from '../domain/time.ts'
 import type { Reason } from '../loyalty/ledger-plan.ts'
 import { DEFAULT_RULE, expiryOf, type VersionedRule } from '../loyalty/rule.ts'
 import { BALANCE_POINTS_MAX } from '../loyalty/points-limits.ts'
+import { leadTimeDue } from '../loyalty/lead-times.ts'
 import {
   addToLots,
   adjustmentEntries,
@@ -56,6 +57,8 @@ export interface PointsDecision {
   warnings: NonNullable<Decision['warnings']>
   /** What the batch's claims write besides their redemptions (src/batch/decide-rewards.ts). */
   rewards: RewardsDecision
+  /** The lots of every customer whose lots are loaded (or a command opened), as the batch leaves them. */
+  wallets: ReadonlyMap<string, Lot[]>
 }
 
 /** The view of a redemption an answer carries. */
@@ -112,7 +115,7 @@ export function decidePoints(
     rewards: new Overlay(loaded.rewards),
     imported: new Overlay(loaded.imported, (held) => [...held]),
     // Only the dates of the customers a warn command names are loaded: few.
-    warned: new Set(loaded.warned),
+    warned: new Map(loaded.warned),
   }
   const ledger = [...orderRows]
   const ruleOf = (shopId: number) => state.rules.get(shopId) ?? DEFAULT_VERSIONED
@@ -126,6 +129,7 @@ export function decidePoints(
     touched: [],
     warnings: [],
     rewards: emptyRewardsDecision(),
+    wallets: state.wallets,
   }
 
   const row = (shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow => ({
@@ -313,20 +317,21 @@ export function decidePoints(
   }
 
   /**
-   * The expiry warnings of a customer: one per date their points expire within the rule's warning
-   * days after `atUs`, with what would expire then, never twice for a date (state.warned).
+   * The expiry warnings of a customer: for each date their points expire within the rule's
+   * farthest lead time after `atUs`, with what would expire then, the nearest lead time due
+   * (leadTimeDue), unless the date was warned of at that one or a nearer one already (state.warned).
    */
   function warn(shopId: number, customerId: number, lots: Lot[], atUs: number): number {
-    const rule = ruleOf(shopId)
-    const days = rule.rule.expiry_warning_days
-    if (days === 0) return 0
+    const leads = ruleOf(shopId).rule.expiry_warning_days
+    if (leads.length === 0) return 0
     if (settleExpiry(shopId, customerId, lots, atUs) !== 0 && state.customers.has(keyOf(shopId, customerId))) out.touched.push(keyOf(shopId, customerId))
     let n = 0
-    for (const due of expiringBetween(lots, atUs, atUs + days * DAY_US, expiryFor(shopId, customerId))) {
+    for (const due of expiringBetween(lots, atUs, atUs + Math.max(...leads) * DAY_US, expiryFor(shopId, customerId))) {
       const key = `${shopId}:${customerId}:${due.at_us}`
-      if (state.warned.has(key)) continue
-      state.warned.add(key)
-      out.warnings.push({ shopId, customerId, points: due.points, expiresUs: due.at_us })
+      const daysBefore = leadTimeDue(leads, due.at_us - atUs, state.warned.has(key) ? (state.warned.get(key) ?? null) : undefined)
+      if (daysBefore === null) continue
+      state.warned.set(key, daysBefore)
+      out.warnings.push({ shopId, customerId, points: due.points, expiresUs: due.at_us, daysBefore })
       n++
     }
     return n

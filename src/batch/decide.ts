@@ -2,8 +2,9 @@ import { emailHash, type OrderRecord } from '../domain/merge.ts'
 import type { Status, Webhook } from '../domain/webhook.ts'
 import { planOrderEntries, type Holder, type Holding, type Owner } from '../loyalty/ledger-plan.ts'
 import { isCommand, itemTimeUs, type BatchItem, type CommandOutcome, type PointsCommand } from './commands.ts'
-import { decideBonuses, decideTiers, earningWrites, planLoyalty, type LoyaltyPlan, type TierChange } from './decide-loyalty.ts'
+import { decideBonuses, decideTiers, earningWrites, planLoyalty, type LoyaltyPlan, type TierChange, type TierWarning } from './decide-loyalty.ts'
 import { decidePoints, type PointsDecision } from './decide-points.ts'
+import { decideNotices, type NoticesDecision } from './decide-notices.ts'
 import { decideReferralStep, type ReferralDecision } from './decide-referrals.ts'
 import { decideImportedCustomers } from './decide-import.ts'
 import { emailSha, foldWebhook, holderKey, lower, redactionOf, startFold, type Fold } from './decide-webhooks.ts'
@@ -56,7 +57,7 @@ export function holdingsOf(lines: readonly LedgerLine[]): Holding[] {
  *
  * The steps, in order: decideWebhook (each webhook answered and merged by foldWebhook, src/batch/decide-webhooks.ts),
  * decideImportedCustomers (the import lines' customers and imported tiers, src/batch/decide-import.ts), ordersToSettle, planLoyalty (prices, re-priced orders: src/batch/decide-loyalty.ts), settleOrders,
- * decideBonuses, decideTiers, redactBodies, decidePoints (src/batch/decide-points.ts), decisionOf.
+ * decideBonuses, decideTiers, redactBodies, decidePoints (src/batch/decide-points.ts), decideNotices (src/batch/decide-notices.ts), decisionOf.
  * Throws NeedMore (src/batch/decide-loyalty.ts) when it reaches stored state that was not loaded.
  */
 export function decideBatch(items: readonly BatchItem[], loaded: BatchState, settleAlso: readonly string[] = [], nowUs?: number): Decision {
@@ -92,7 +93,8 @@ export function decideBatch(items: readonly BatchItem[], loaded: BatchState, set
   const points = decidePoints(state, ledger, commands, at, imported.lines, referrals.outcomes)
   for (const [key, c] of points.customers) state.customers.set(key, c)
   for (const key of points.touched) if (state.customers.has(key)) f.changedCustomers.add(key)
-  return decisionOf(f, events, points.ledger, points, plan, tiers.changes, referrals)
+  const notices = decideNotices(state, points.wallets, points.rewards.pools, at)
+  return decisionOf(f, events, points.ledger, points, plan, tiers, referrals, notices)
 }
 
 /** Writes customers a step decided into the batch's scratch, as changed. */
@@ -182,8 +184,9 @@ function decisionOf(
   ledger: LedgerRow[],
   points: PointsDecision,
   plan: LoyaltyPlan,
-  tiers: TierChange[],
+  { changes: tiers, warnings: tierWarnings }: { changes: TierChange[]; warnings: TierWarning[] },
   referrals: ReferralDecision,
+  notices: NoticesDecision,
 ): Decision {
   const redactions: Redaction[] = [...f.redactions].map(([shopId, r]) => ({
     shopId,
@@ -205,10 +208,13 @@ function decisionOf(
     commands: points.outcomes,
     ...(plan.earnings.size > 0 ? { earnings: earningWrites(plan) } : {}),
     ...(tiers.length > 0 ? { tiers } : {}),
+    ...(tierWarnings.length > 0 ? { tierWarnings } : {}),
     ...(points.warnings.length > 0 ? { warnings: points.warnings } : {}),
     ...(referrals.written.length > 0 ? { referrals: referrals.written } : {}),
     ...(referrals.held.length > 0 ? { heldEmails: referrals.held } : {}),
     ...(referrals.members.length > 0 ? { friendMembers: referrals.members } : {}),
+    ...(notices.rows.length > 0 ? { noticeRows: notices.rows } : {}),
+    ...(notices.sent.length > 0 ? { rewardNotices: notices.sent } : {}),
   }
   return { ...decision, feed: feedOf(decision) }
 }

@@ -229,12 +229,12 @@ test('idempotency keys are kept only where a command has one; earnings are writt
       { shopId: 1, orderId: 9, row: earning(9) },
       { shopId: 1, orderId: 8, row: null },
     ],
-    warnings: [{ shopId: 1, customerId: 5, points: 3, expiresUs: 77 }],
+    warnings: [{ shopId: 1, customerId: 5, points: 3, expiresUs: 77, daysBefore: 7 }],
   })
   assert.deepEqual([...next.redemptionIdem.keys()], [], 'no key, none kept')
   assert.deepEqual([...next.adjustmentIdem.keys()], [keyOf(1, 'k2')])
   assert.deepEqual([...next.earnings.keys()], [keyOf(1, 9)])
-  assert.deepEqual(next.warned, new Set(['1:5:77']))
+  assert.deepEqual(next.warned, new Map([['1:5:77', 7]]))
   assert.deepEqual([...state.earnings.keys()], [keyOf(1, 8)], 'the earnings given are kept')
 })
 

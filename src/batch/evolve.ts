@@ -1,5 +1,6 @@
 import { addToLots, type Lot, type LotEntry } from '../loyalty/wallet.ts'
 import { keyOf, referralKeyOf, type BatchState, type Decision, type LedgerLine, type LedgerRow } from './state.ts'
+import { noticeKey } from './decide-notices.ts'
 
 // The other half of the decider: a decision applied to a state, in memory, as the store's write
 // of it (src/write/save.ts) and a later load (src/write/load.ts) would leave it. A
@@ -10,8 +11,8 @@ import { keyOf, referralKeyOf, type BatchState, type Decision, type LedgerLine, 
  * The state after `decision` is written: its customers and orders at their next revision, its
  * order entries appended to their orders' ledgers (guest e-mails erased where it redacts an
  * order), the idempotency keys it claims, its redemptions and adjustments, the guest holdings
- * a load would find, its earnings, its expiry warnings, and the entries of customers in the lots
- * and imports held. Pure: neither `state` nor `decision` is changed.
+ * a load would find, its earnings, its expiry warnings, its reward notices, and the entries of
+ * customers in the lots and imports held. Pure: neither `state` nor `decision` is changed.
  */
 export function evolve(state: BatchState, decision: Decision): BatchState {
   const customers = new Map(state.customers)
@@ -56,8 +57,8 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     if (e.row) earnings.set(keyOf(e.shopId, e.orderId), e.row)
     else earnings.delete(keyOf(e.shopId, e.orderId))
   }
-  const warned = new Set(state.warned)
-  for (const w of decision.warnings ?? []) warned.add(`${w.shopId}:${w.customerId}:${w.expiresUs}`)
+  const warned = new Map(state.warned)
+  for (const w of decision.warnings ?? []) warned.set(`${w.shopId}:${w.customerId}:${w.expiresUs}`, w.daysBefore)
 
   const claims = new Map(state.claims)
   const claimIdem = new Map(state.claimIdem)
@@ -118,7 +119,29 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     friendMembers,
     friendOrders: new Map(state.friendOrders),
     friendsLoaded: state.friendsLoaded && new Set(state.friendsLoaded),
+    ...noticesAfter(state, decision),
   }
+}
+
+/** The notices the decision wrote, and the catalogue's pools as its claims leave them. */
+function noticesAfter(state: BatchState, decision: Decision): Pick<BatchState, 'noticeRewards' | 'rewardNotices'> {
+  const rewardNotices = new Map(state.rewardNotices)
+  for (const { shopId, customerId, rewardId, reached, sentUs } of decision.noticeRows ?? [])
+    rewardNotices.set(noticeKey(shopId, customerId, rewardId), { reached, sentUs })
+  const noticeRewards = new Map(state.noticeRewards)
+  for (const pool of decision.pools ?? []) {
+    const catalogue = noticeRewards.get(pool.shopId)
+    if (!catalogue) continue
+    noticeRewards.set(
+      pool.shopId,
+      catalogue.map((r) =>
+        r.id === pool.id && r.codesLeft !== null
+          ? { ...r, codesLeft: r.codesLeft - (pool.codesIssued - r.codesIssued) - pool.codesPassed, codesIssued: pool.codesIssued }
+          : r,
+      ),
+    )
+  }
+  return { noticeRewards, rewardNotices }
 }
 
 /**

@@ -10,11 +10,15 @@ import type { Decision, FeedEntry, StoredClaim, StoredCustomer, StoredOrder } fr
 // outcomes, flags, amounts and points, never a name, an e-mail or a tag, so that an
 // erasure has nothing to chase in consumers' copies.
 
-type FeedDecision = Pick<Decision, 'events' | 'customers' | 'orders' | 'ledger' | 'tiers' | 'warnings' | 'claims' | 'claimCancels' | 'referrals'>
+type FeedDecision = Pick<
+  Decision,
+  'events' | 'customers' | 'orders' | 'ledger' | 'tiers' | 'warnings' | 'claims' | 'claimCancels' | 'referrals' | 'tierWarnings' | 'rewardNotices'
+>
 
 /**
- * The feed entries of a decision: customers, then orders, then ledger entries, then tier changes
- * and expiry warnings, then claims and their cancels, each in the order the decision writes them.
+ * The feed entries of a decision: customers, then orders, then ledger entries, then tier changes,
+ * tier and expiry warnings, then claims and their cancels, rewards within reach, and referrals,
+ * each in the order the decision writes them.
  */
 export function feedOf(d: FeedDecision): FeedEntry[] {
   const inBatch = new Map(d.events.map((e) => [e.id, e]))
@@ -61,8 +65,15 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
   for (const t of d.tiers ?? []) {
     entries.push({ shopId: t.shopId, type: 'tier.changed', data: { customer_id: t.customerId, from: t.from, to: t.to, event_id: t.eventId } })
   }
+  for (const w of d.tierWarnings ?? []) {
+    entries.push({ shopId: w.shopId, type: 'tier.expiring', data: { customer_id: w.customerId, tier: w.tier, to: w.to, at: formatUs(w.atUs) } })
+  }
   for (const w of d.warnings ?? []) {
-    entries.push({ shopId: w.shopId, type: 'points.expiring', data: { customer_id: w.customerId, points: w.points, expires_at: formatUs(w.expiresUs) } })
+    entries.push({
+      shopId: w.shopId,
+      type: 'points.expiring',
+      data: { customer_id: w.customerId, points: w.points, expires_at: formatUs(w.expiresUs), days_before: w.daysBefore },
+    })
   }
   // A claim's code is in its entry: the shop's integration makes the discount from it (and voids it on a cancel).
   for (const c of d.claims ?? []) {
@@ -70,6 +81,13 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
     if (c.cancelledUs !== null) entries.push({ shopId: c.shopId, type: 'reward.cancelled', data: rewardData(c) })
   }
   for (const c of d.claimCancels ?? []) entries.push({ shopId: c.shopId, type: 'reward.cancelled', data: rewardData(c) })
+  for (const n of d.rewardNotices ?? []) {
+    entries.push({
+      shopId: n.shopId,
+      type: 'reward.available',
+      data: { customer_id: n.customerId, reward_id: n.rewardId, points: n.points, available: n.available },
+    })
+  }
   // Referrals: ids, states and points, never the friend's e-mail nor its hash.
   for (const { referral: r, before } of d.referrals ?? []) {
     const void_ = codeVoid(r.status, r.reason)

@@ -9,6 +9,7 @@ import type { FriendOrder, ReferralReason, ReferralStatus } from '../loyalty/ref
 import type { ReferralHolding } from '../loyalty/referral-points.ts'
 import type { ReferralTerms } from '../loyalty/program.ts'
 import type { VersionedRule } from '../loyalty/rule.ts'
+import type { RewardNotice } from '../loyalty/reward-notices.ts'
 import type { FixedExpiry, Lot, LotEntry } from '../loyalty/wallet.ts'
 import type { CommandOutcome } from './commands.ts'
 import type { FeedEntry } from '../schemas/changes.ts'
@@ -58,6 +59,8 @@ export interface CustomerLoyalty {
   importExpiry: FixedExpiry | null
   /** When that lot falls due, until it has been settled then (the expiry sweep's index); null when nothing is due. */
   expiryCheckUs: number | null
+  /** The last tier.expiring: the tier and the instant of the fall it warned of (once each); absent or null when none. */
+  tierWarned?: { tier: string; atUs: number } | null
 }
 
 export const NO_LOYALTY: CustomerLoyalty = {
@@ -107,8 +110,12 @@ export interface BatchState {
   earningsRanges: Map<string, [number, number][]> | null
   /** E-mails (`${shopId}:${email}`) whose erased customers are all loaded; null when every one is (a state built in memory). */
   erasedEmailsKnown: Set<string> | null
-  /** Expiry warnings already appended, `${shopId}:${customerId}:${expires_us}`, for the customers a warn command names. */
-  warned: Set<string>
+  /**
+   * Expiry warnings already appended, for the customers a warn command names: by
+   * `${shopId}:${customerId}:${expires_us}`, the nearest lead time (days) the date was warned of at
+   * (null: before lead times were kept, at a lead time not known).
+   */
+  warned: Map<string, number | null>
   /** Event ids by `${shopId}:${idemKey}`, for the keys the batch carries. */
   idem: Map<string, string>
   /** Orders with points held under a guest e-mail, by `${shopId}:${email}`. */
@@ -161,6 +168,22 @@ export interface BatchState {
   friendOrders: Map<string, StoredOrder>
   /** Friends (`${shopId}:${emailHash}`) whose links, members, orders and referrals are all loaded; null when every one is (a state built in memory). */
   friendsLoaded: Set<string> | null
+  /** The catalogue of each shop that has rewards, for reward.available (src/batch/decide-notices.ts); loaded on the write path only. */
+  noticeRewards: Map<number, NoticeReward[]>
+  /** The notices (reward_notices) of the customers whose lots are loaded, by `${shopId}:${customerId}:${rewardId}`; absent: none yet. */
+  rewardNotices: Map<string, RewardNotice>
+}
+
+/** A reward of the catalogue as reward.available needs it. */
+export interface NoticeReward {
+  id: number
+  points: number
+  minTier: string | null
+  active: boolean
+  /** A pool's codes not handed out yet, as loaded; null for generated codes. */
+  codesLeft: number | null
+  /** The codes handed out, as loaded (a claim of the batch adds to them). */
+  codesIssued: number
 }
 
 /** A friend's claim of a referrer's code, and what it has come to (the table referrals, migration 0032). */
@@ -279,7 +302,7 @@ export function emptyState(): BatchState {
     earnings: new Map(),
     earningsRanges: null,
     erasedEmailsKnown: null,
-    warned: new Set(),
+    warned: new Map(),
     idem: new Map(),
     guestOrders: new Map(),
     wallets: new Map(),
@@ -299,6 +322,8 @@ export function emptyState(): BatchState {
     friendMembers: new Map(),
     friendOrders: new Map(),
     friendsLoaded: null,
+    noticeRewards: new Map(),
+    rewardNotices: new Map(),
   }
 }
 
@@ -369,8 +394,13 @@ export interface Decision {
   earnings?: { shopId: number; orderId: number; row: StoredEarning | null }[]
   /** Tier changes to announce, in the feed (derived in src/batch/feed.ts). */
   tiers?: { shopId: number; customerId: number; from: string | null; to: string | null; eventId: string | null }[]
-  /** Expiry warnings appended: each customer's expiry date, once. */
-  warnings?: { shopId: number; customerId: number; points: number; expiresUs: number }[]
+  /** Tier warnings (tier.expiring): time alone moves the customer from `tier` down to `to` at `atUs`. */
+  tierWarnings?: { shopId: number; customerId: number; tier: string; to: string | null; atUs: number }[]
+  /** Expiry warnings appended: each customer's expiry date, once per lead time (`daysBefore`), nearer ones after farther ones. */
+  warnings?: { shopId: number; customerId: number; points: number; expiresUs: number; daysBefore: number }[]
+  /** Notices whose state changed (reward_notices), and the reward.available entries sent (src/batch/decide-notices.ts). */
+  noticeRows?: ({ shopId: number; customerId: number; rewardId: number } & RewardNotice)[]
+  rewardNotices?: { shopId: number; customerId: number; rewardId: number; points: number; available: number }[]
   /** Referrals written: each as it ends, with its status and reason before (null for a new claim), for the feed. */
   referrals?: { referral: StoredReferral; before: Pick<StoredReferral, 'status' | 'reason'> | null }[]
   /** New links between e-mails (hashes) and their holders, and new members of friends (src/loyalty/referral-friend.ts). */

@@ -18,6 +18,7 @@ import {
   TIER_WINDOW_DAYS_MAX,
   TIER_WINDOW_DAYS_MIN,
   WARNING_DAYS_MAX,
+  WARNING_LEADS_MAX,
 } from '../loyalty/rule-limits.ts'
 import { findShop } from '../repos/keys-repo.ts'
 import { auditCommandLine, commandLineName } from './audit.ts'
@@ -82,6 +83,19 @@ function minimum(value: string): string {
 }
 const windowDays = wholeNumber('a whole number of days', TIER_WINDOW_DAYS_MIN, TIER_WINDOW_DAYS_MAX)
 const warningDays = wholeNumber('a whole number of days', 0, WARNING_DAYS_MAX)
+/** Up to three lead times, `30,7,1` (any order, each once); `0` alone for none. */
+function leadTimes(value: string): number[] {
+  const what = `up to ${WARNING_LEADS_MAX} whole numbers of days from 1 to ${WARNING_DAYS_MAX}, separated by commas, such as 30,7,1 (or 0 for none)`
+  if (value.trim() === '0') return []
+  const parts = value.split(',').map((p) => p.trim())
+  if (
+    parts.length > WARNING_LEADS_MAX ||
+    new Set(parts).size !== parts.length ||
+    parts.some((p) => !/^\d{1,3}$/.test(p) || Number(p) < 1 || Number(p) > WARNING_DAYS_MAX)
+  )
+    throw new InvalidArgumentError(what)
+  return parts.map(Number)
+}
 /** 1 to `max` characters, none of them a control character (the rule's schema says the same). */
 const printable = (text: string, max: number) => text.length >= 1 && text.length <= max && [...text].every((c) => c.charCodeAt(0) > 0x1f && c !== '\u007f')
 
@@ -134,6 +148,7 @@ const CHANGES = [
   'tagTier',
   'clearTagTiers',
   'expiryWarningDays',
+  'tierWarningDays',
   'referralPoints',
   'referralFriendPoints',
   'referralFriendReward',
@@ -195,7 +210,16 @@ export function rulesCommand(clock: Clock): Command {
     .option('--tier-window-days <n>', 'the days of orders that count toward a tier (default 365)', windowDays)
     .option('--tag-tier <TAG=TIER>', 'customers carrying the tag are in at least that tier (repeatable; adds to the list)', tagTier)
     .option('--clear-tag-tiers', 'remove every tag tier')
-    .option('--expiry-warning-days <n>', 'append points.expiring to the feed this many days before points expire; 0 gives none', warningDays)
+    .option(
+      '--expiry-warning-days <days>',
+      'append points.expiring to the feed this many days before points expire: up to three, such as 30,7,1; 0 gives none',
+      leadTimes,
+    )
+    .option(
+      '--tier-warning-days <n>',
+      'append tier.expiring to the feed this many days before the tier sweep would move a customer down; 0 gives none',
+      warningDays,
+    )
     .option('--referral-points <n>', "points to the referrer for a friend's first order that qualifies (claims from now on); 0 gives none", bonus)
     .option('--referral-friend-points <n>', 'points to the friend on that order; 0 gives none (or --referral-friend-reward)', bonus)
     .option('--referral-friend-reward <id>', 'a reward of the catalogue (generated codes) whose code the friend gets at the claim', rewardId)
@@ -248,6 +272,7 @@ export function rulesCommand(clock: Clock): Command {
               ...(options.tierWindowDays !== undefined && { tier_window_days: options.tierWindowDays }),
               tag_tiers: { ...(options.clearTagTiers ? {} : current.tag_tiers), ...((options.tagTier as Record<string, string> | undefined) ?? {}) },
               ...(options.expiryWarningDays !== undefined && { expiry_warning_days: options.expiryWarningDays }),
+              ...(options.tierWarningDays !== undefined && { tier_warning_days: options.tierWarningDays }),
               ...(options.referralPoints !== undefined && { referral_points: options.referralPoints }),
               ...(options.referralFriendPoints !== undefined && { referral_friend_points: options.referralFriendPoints }),
               // --no-referral-friend-reward sets it false; a number, the reward.

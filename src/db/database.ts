@@ -37,6 +37,7 @@ import { referralFriends } from '../migrations/0034-referral-friends.ts'
 import { shopDays } from '../migrations/0036-shop-days.ts'
 import { rollUpShopFirst } from './rollups.ts'
 import { klaviyoDestination } from '../migrations/0038-klaviyo-destination.ts'
+import { emailEvents } from '../migrations/0039-email-events.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -91,6 +92,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0034-referral-friends': referralFriends(backend.kind),
     '0036-shop-days': shopDays(rollUpShopFirst),
     '0038-klaviyo-destination': klaviyoDestination,
+    '0039-email-events': emailEvents,
   }
 }
 

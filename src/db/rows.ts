@@ -177,24 +177,28 @@ function loyaltyOf(row: Selectable<CustomersTable>): CustomerLoyalty {
     importedUs: bonuses.imported_at ?? null,
     importExpiry: bonuses.import_expiry ? { lot_us: bonuses.import_expiry[0], expires_us: bonuses.import_expiry[1] } : null,
     expiryCheckUs: num(row.expiry_check_us ?? null),
+    ...(bonuses.tier_warned && { tierWarned: { tier: bonuses.tier_warned[0], atUs: bonuses.tier_warned[1] } }),
   }
 }
 
-/** The bonuses column: the bonuses held, the tier an import brought over, the first import's instant, and the expiry its line set. */
+/** The bonuses column: the bonuses held, the tier an import brought over, the first import's instant, the expiry its line set, and the last tier warning. */
 type StoredLoyalty = Partial<Record<'signup' | 'newsletter', Held>> & {
   imported_tier?: [string, number, number]
   imported_at?: number
   import_expiry?: [number, number]
+  /** The last tier.expiring: [tier, instant of the fall]. */
+  tier_warned?: [string, number]
 }
 
 function bonusesJson(l: CustomerLoyalty): string | null {
-  if (l.signup === null && l.newsletter === null && l.importedTier === null && l.importedUs === null && l.importExpiry === null) return null
+  if (l.signup === null && l.newsletter === null && l.importedTier === null && l.importedUs === null && l.importExpiry === null && !l.tierWarned) return null
   const out: StoredLoyalty = {}
   if (l.signup) out.signup = [l.signup.points, l.signup.available_us]
   if (l.newsletter) out.newsletter = [l.newsletter.points, l.newsletter.available_us]
   if (l.importedTier) out.imported_tier = [l.importedTier.name, l.importedTier.fromUs, l.importedTier.untilUs]
   if (l.importedUs !== null) out.imported_at = l.importedUs
   if (l.importExpiry) out.import_expiry = [l.importExpiry.lot_us, l.importExpiry.expires_us]
+  if (l.tierWarned) out.tier_warned = [l.tierWarned.tier, l.tierWarned.atUs]
   return JSON.stringify(out)
 }
 

@@ -109,13 +109,30 @@ export interface OrderEarningsTable {
   base: number
 }
 
-/** An expiry warning appended to the change feed (points.expiring): one per customer and expiry date (migration 0022). */
+/** An expiry warning appended to the change feed (points.expiring): one row per customer and expiry date (migration 0022). */
 export interface ExpiryWarningsTable {
   shop_id: number
   customer_id: number
   expires_us: number
   points: number
   created_us: number
+  /** The nearest lead time the date was warned of at (migration 0039); a nearer one may follow, a farther one never. */
+  days_before: number | null
+}
+
+/** Per customer and reward: whether their balance reached its points since it was last below them, and the last reward.available (migration 0039). */
+export interface RewardNoticesTable {
+  shop_id: number
+  customer_id: number
+  reward_id: number
+  reached: number
+  sent_us: number | null
+}
+
+/** Per shop with rewards: up to when the sweep has looked for points that became available by time alone (migration 0039). */
+export interface RewardNoticeSweepsTable {
+  shop_id: number
+  swept_us: number
 }
 
 export interface OrdersTable extends Revisioned, FieldColumns<OrderFields> {
@@ -510,6 +527,8 @@ export interface Tables {
   ledger: LedgerTable
   order_earnings: OrderEarningsTable
   expiry_warnings: ExpiryWarningsTable
+  reward_notices: RewardNoticesTable
+  reward_notice_sweeps: RewardNoticeSweepsTable
   ledger_days: LedgerDaysTable
   dashboard_days: DashboardDaysTable
   member_order_days: MemberOrderDaysTable

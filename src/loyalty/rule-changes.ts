@@ -17,8 +17,8 @@ export function ruleChanges(before: Rule, after: Rule): RuleChanges {
   return changes
 }
 
-/** The options that decide who holds which tier: a change of any makes every customer's tier be looked at again. */
-const TIER_OPTIONS = ['tiers', 'tier_window_days', 'tag_tiers', 'exclude_tags'] as const
+/** The options that decide who holds which tier, or when a fall is warned of: a change of any makes every customer's tier be looked at again. */
+const TIER_OPTIONS = ['tiers', 'tier_window_days', 'tag_tiers', 'exclude_tags', 'tier_warning_days'] as const
 
 export interface NextVersion {
   rule: string

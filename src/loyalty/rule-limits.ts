@@ -18,6 +18,8 @@ export const TIER_WINDOW_DAYS_MAX = 3650
 export const TAGS_MAX = 50
 export const TAG_MAX = 255
 export const WARNING_DAYS_MAX = 365
+/** Lead times of expiry warnings a rule may set (`30,7,1`). */
+export const WARNING_LEADS_MAX = 3
 
 /** Referrals (docs/program/referrals.md). */
 export const REFERRAL_DAYS_MIN = 1

@@ -20,7 +20,8 @@ const DEFAULTS = {
   tiers: [],
   tier_window_days: 365,
   tag_tiers: {},
-  expiry_warning_days: 0,
+  expiry_warning_days: [],
+  tier_warning_days: 0,
   referral_points: 0,
   referral_friend_points: 0,
   referral_friend_reward: null,
@@ -112,11 +113,13 @@ test('the loyalty program: bonuses, exclusions, tiers and warnings are off by de
     expiry_warning_days: 365,
   })
   assert.deepEqual(rule.tiers[0], { name: 'Silver', points: 0, multiplier: 1 })
+  assert.deepEqual(rule.expiry_warning_days, [365], 'a single number of days is the list of it')
   assert.equal(refusal({ signup_points: 1_000_001 }), 'rule /signup_points must be <= 1000000')
   assert.equal(refusal({ newsletter_points: -1 }), 'rule /newsletter_points must be >= 0')
   assert.equal(refusal({ tier_window_days: 0 }), 'rule /tier_window_days must be >= 1')
   assert.equal(refusal({ tier_window_days: 3651 }), 'rule /tier_window_days must be <= 3650')
-  assert.equal(refusal({ expiry_warning_days: 366 }), 'rule /expiry_warning_days must be <= 365')
+  assert.equal(refusal({ expiry_warning_days: 366 }), 'rule /expiry_warning_days/0 must be <= 365')
+  assert.equal(refusal({ tier_warning_days: 366 }), 'rule /tier_warning_days must be <= 365')
   assert.equal(refusal({ tiers: [{ name: 'Gold', points: 10, multiplier: 1.234 }] }), 'rule /tiers/0/multiplier must be multiple of 0.01')
   assert.equal(refusal({ tiers: [{ name: 'Gold', points: 10, multiplier: 0.5 }] }), 'rule /tiers/0/multiplier must be >= 1')
   assert.match(refusal({ tiers: [{ name: '', points: 10 }] }), /^rule \/tiers\/0\/name must match/)
@@ -144,4 +147,16 @@ test('referral options: the friend gets points or a reward, not both; the minimu
   )
   assert.match(refusal({ referral_min_subtotal: '50' }), /^rule \/referral_min_subtotal /)
   assert.equal(refusal({ referral_days: 0 }), 'rule /referral_days must be >= 1')
+})
+
+test('expiry_warning_days: up to three lead times, each once, kept farthest first; a single number N is [N], 0 is []', () => {
+  assert.deepEqual(normalizeRule({ expiry_warning_days: [1, 30, 7] }).expiry_warning_days, [30, 7, 1])
+  assert.deepEqual(normalizeRule({ expiry_warning_days: 7 }).expiry_warning_days, [7])
+  assert.deepEqual(normalizeRule({ expiry_warning_days: 0 }).expiry_warning_days, [])
+  assert.deepEqual(normalizeRule({}).expiry_warning_days, [])
+  assert.deepEqual(parseStoredRule('{"expiry_warning_days": 14}').expiry_warning_days, [14], 'a rule stored before lead times were lists')
+  assert.equal(refusal({ expiry_warning_days: [30, 7, 1, 2] }), 'rule /expiry_warning_days must not have more than 3 items')
+  assert.equal(refusal({ expiry_warning_days: [7, 7] }), 'rule /expiry_warning_days must not have duplicate items')
+  assert.equal(refusal({ expiry_warning_days: [0] }), 'rule /expiry_warning_days/0 must be >= 1')
+  assert.equal(refusal({ tier_warning_days: -1 }), 'rule /tier_warning_days must be >= 0')
 })

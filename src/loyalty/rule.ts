@@ -22,6 +22,7 @@ import {
   TIER_WINDOW_DAYS_MIN,
   TIERS_MAX,
   WARNING_DAYS_MAX,
+  WARNING_LEADS_MAX,
 } from './rule-limits.ts'
 
 // A shop's points rule. Stored as JSON on the shop with a version that every
@@ -92,11 +93,18 @@ export const RuleSchema = Type.Object({
     additionalProperties: Type.Never(),
     description: 'a customer carrying the tag is in at least the named tier',
   }),
-  expiry_warning_days: Type.Integer({
+  expiry_warning_days: Type.Array(Type.Integer({ minimum: 1, maximum: WARNING_DAYS_MAX }), {
+    maxItems: WARNING_LEADS_MAX,
+    uniqueItems: true,
+    default: [],
+    description:
+      'the lead times, in days ahead of an expiry, at which a points.expiring entry warns of it: up to three, farthest first, such as [30, 7, 1]; [] (the default) warns of none',
+  }),
+  tier_warning_days: Type.Integer({
     minimum: 0,
     maximum: WARNING_DAYS_MAX,
     default: 0,
-    description: 'days ahead of an expiry that a points.expiring entry warns of it; 0 (the default) warns of none',
+    description: 'days ahead of the moment the tier sweep would move a customer down that a tier.expiring entry warns of it; 0 (the default) warns of none',
   }),
   // Referrals (docs/program/referrals.md): counted from the moment of the friend's claim.
   referral_points: Bonus('the referrer, when a friend they referred makes a first order that qualifies'),
@@ -139,14 +147,27 @@ export class RuleError extends Error {}
 
 /** A rule with defaults filled in; throws RuleError naming the first bad field. */
 export function normalizeRule(input: unknown): Rule {
-  const value = Value.Default(RuleSchema, structuredClone(input ?? {}))
+  const value = Value.Default(RuleSchema, leadTimesOf(structuredClone(input ?? {})))
   const [error] = Value.Errors(RuleSchema, value)
   if (error) throw new RuleError(`rule ${error.instancePath || '/'} ${error.message}`)
+  // One form whatever was sent: the lead times farthest first.
+  ;(value as Rule).expiry_warning_days.sort((a, b) => b - a)
   const [fault] = ruleFaults(value as Rule)
   if (fault) throw new RuleError(`rule ${fault.pointer} ${fault.detail}`)
   // The schema's order, whatever the input's: stored rules and answers read alike.
   const fields = value as Record<string, unknown>
   return Object.fromEntries(Object.keys(RuleSchema.properties).map((key) => [key, fields[key]])) as Rule
+}
+
+/**
+ * A rule's expiry_warning_days as a list: the single number a rule held before lead times were
+ * lists (and that PUT and rules set still take) is N days, [N], or none, [], for 0.
+ */
+function leadTimesOf(input: unknown): unknown {
+  if (typeof input !== 'object' || input === null) return input
+  const days = (input as { expiry_warning_days?: unknown }).expiry_warning_days
+  if (typeof days !== 'number') return input
+  return { ...input, expiry_warning_days: days === 0 ? [] : [days] }
 }
 
 /**

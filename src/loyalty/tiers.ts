@@ -157,3 +157,34 @@ export function nextTierChangeUs(
   }
   return next === Infinity ? null : next
 }
+
+/**
+ * The first instant after `nowUs`, up to `untilUs`, at which time alone (orders leaving the
+ * window, an imported tier ending) puts the customer in a lower tier than the one they hold at
+ * `nowUs`, and the tier they fall to (null: none); null when they hold none, or none falls by
+ * then. Orders processed later than `nowUs` count as they enter the window, as the sweep counts
+ * them. Earnings must be known within a window before `untilUs`.
+ */
+export function nextTierFall(
+  schedule: ProgramSchedule,
+  tags: TagSet,
+  earnings: Iterable<Earning>,
+  nowUs: number,
+  untilUs: number,
+  floor: TierFloor | null = null,
+): { atUs: number; to: string | null } | null {
+  const held = tierAt(schedule, tags, earnings, nowUs, floor)
+  if (held.index < 0) return null
+  const windowUs = held.windowDays * DAY_US
+  const instants = new Set<number>()
+  const consider = (atUs: number) => atUs > nowUs && atUs <= untilUs && instants.add(atUs)
+  if (floor !== null) [floor.fromUs, floor.untilUs].forEach(consider)
+  for (const e of earnings) {
+    consider(e.processedUs + 1)
+    consider(e.processedUs + windowUs + 1)
+  }
+  const sorted = [...instants].sort((a, b) => a - b)
+  const tiers = tiersAt(schedule, tags, earnings, sorted, floor)
+  const at = tiers.findIndex((t) => t.index < held.index)
+  return at < 0 ? null : { atUs: sorted[at]!, to: tiers[at]!.name }
+}

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type CompiledQuery, type Kysely } from 'kysely'
 import { redemptionView } from '../batch/decide-points.ts'
 import type { Lot } from '../loyalty/wallet.ts'
 import { parseStoredEntries } from '../db/redemption-rows.ts'
@@ -234,4 +234,38 @@ export async function fixedExpiriesBetween(db: Kysely<Tables>, shopId: number, f
     .where('expiry_check_us', '<=', toUs)
     .execute()
   return rows.map((r) => Number(r.id)).sort((a, b) => a - b)
+}
+
+/** Shops with rewards, each with up to when the sweep looked for points that became available (reward_notice_sweeps); null: never. */
+export async function rewardShops(db: Kysely<Tables>): Promise<{ shopId: number; sweptUs: number | null }[]> {
+  const [shops, swept] = await Promise.all([
+    db.selectFrom('rewards').select('shop_id').distinct().execute(),
+    db.selectFrom('reward_notice_sweeps').select(['shop_id', 'swept_us']).execute(),
+  ])
+  const sweptUs = new Map(swept.map((r) => [Number(r.shop_id), Number(r.swept_us)]))
+  return shops.map((r) => ({ shopId: Number(r.shop_id), sweptUs: sweptUs.get(Number(r.shop_id)) ?? null }))
+}
+
+/** Customers of the shop with entries whose points became available in (fromUs, toUs]: their balance rose by time alone. */
+export async function maturedCustomers(db: Kysely<Tables>, shopId: number, fromUs: number, toUs: number): Promise<number[]> {
+  // The dates as dueCandidates reads them (ledger_available), the shop and the customer checked on its rows.
+  const rows = await db
+    .selectFrom('ledger')
+    .select('customer_id')
+    .distinct()
+    .where(unindexed('shop_id'), '=', shopId)
+    .where(unindexed('customer_id'), 'is not', null)
+    .where('available_us', '>=', fromUs + 1)
+    .where('available_us', '<=', toUs)
+    .execute()
+  return rows.map((r) => Number(r.customer_id)).sort((a, b) => a - b)
+}
+
+/** Records that the shop's points that became available up to `sweptUs` were looked at (never moving it back); run on the write path. */
+export function noticesSweptQuery(db: Kysely<Tables>, shopId: number, sweptUs: number): CompiledQuery {
+  return db
+    .insertInto('reward_notice_sweeps')
+    .values({ shop_id: shopId, swept_us: sweptUs })
+    .onConflict((oc) => oc.column('shop_id').doUpdateSet({ swept_us: sweptUs }).where('reward_notice_sweeps.swept_us', '<', sweptUs))
+    .compile()
 }

@@ -24,8 +24,9 @@ export async function changeRoutes(scope: FastifyInstance, services: Services): 
         operationId: 'listChanges',
         description:
           'Entries of every change the service committed for the shop: `customer.updated`, `customer.deleted`, `order.updated`, ' +
-          '`points.changed` (one per ledger entry), `tier.changed` (a VIP tier won or lost) and `points.expiring` (a warning ahead of an ' +
-          'expiry, once per customer and date). Pass the last `position` seen (or `next_after`) as `after`: pages never skip an ' +
+          '`points.changed` (one per ledger entry), `tier.changed` (a VIP tier won or lost), `points.expiring` (a warning ahead of an ' +
+          'expiry, once per customer, date and lead time), `tier.expiring` (a warning ahead of a fall by time alone) and `reward.available` ' +
+          '(the balance reached a reward the customer may claim), besides the rewards and referrals entries. Pass the last `position` seen (or `next_after`) as `after`: pages never skip an ' +
           'entry nor repeat one, however many processes commit at once. With `wait`, an empty page is answered only after that many ' +
           'seconds pass with no new entry.',
         tags: ['read'],

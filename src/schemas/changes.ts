@@ -64,8 +64,41 @@ export const ExpiryWarning = Type.Object(
     customer_id: Type.Integer(),
     points: Type.Integer({ minimum: 1, description: 'the points that expire then, unless spent first' }),
     expires_at: Type.String({ description: 'when they expire (RFC 3339, UTC)' }),
+    days_before: Type.Integer({
+      minimum: 1,
+      description: "the lead time of the rule's expiry_warning_days this warning is for: the nearest one due when it was sent",
+    }),
   },
-  { additionalProperties: false, description: "points that expire within the rule's expiry_warning_days: one entry per customer and expiry date" },
+  {
+    additionalProperties: false,
+    description:
+      "points that expire within one of the rule's expiry_warning_days: one entry per customer, expiry date and lead time; when several are due at once, only the nearest",
+  },
+)
+export const TierWarning = Type.Object(
+  {
+    customer_id: Type.Integer(),
+    tier: Type.String({ description: 'the tier the customer holds now' }),
+    to: Type.Union([Type.String(), Type.Null()], { description: 'the tier they would fall to; null for none' }),
+    at: Type.String({ description: 'when the tier sweep would move them down, unless they earn enough first (RFC 3339, UTC)' }),
+  },
+  {
+    additionalProperties: false,
+    description: "a customer's tier will fall by time alone within the rule's tier_warning_days: once per customer, tier and instant of the fall",
+  },
+)
+export const RewardAvailable = Type.Object(
+  {
+    customer_id: Type.Integer(),
+    reward_id: Type.Integer(),
+    points: Type.Integer({ description: 'what the reward costs' }),
+    available: Type.Integer({ description: "the customer's available points when it was sent: at least `points`" }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "a customer's available points reached what an active reward they may claim costs: again only after they fell below it, and at most once in 30 days per customer and reward",
+  },
 )
 export const RewardChange = Type.Object(
   {
@@ -118,6 +151,8 @@ export const ChangeEntry = Type.Union(
     Type.Object({ ...common, type: Type.Literal('points.changed'), data: PointsChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('points.expiring'), data: ExpiryWarning }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('tier.changed'), data: TierChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('tier.expiring'), data: TierWarning }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('reward.available'), data: RewardAvailable }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('reward.claimed'), data: RewardChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('reward.cancelled'), data: RewardChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('referral.claimed'), data: ReferralChange }, { additionalProperties: false }),
@@ -155,6 +190,8 @@ export type FeedEntry =
   | { shopId: number; type: 'points.changed'; data: Static<typeof PointsChange> }
   | { shopId: number; type: 'points.expiring'; data: Static<typeof ExpiryWarning> }
   | { shopId: number; type: 'tier.changed'; data: Static<typeof TierChange> }
+  | { shopId: number; type: 'tier.expiring'; data: Static<typeof TierWarning> }
+  | { shopId: number; type: 'reward.available'; data: Static<typeof RewardAvailable> }
   | { shopId: number; type: 'reward.claimed'; data: Static<typeof RewardChange> }
   | { shopId: number; type: 'reward.cancelled'; data: Static<typeof RewardChange> }
   | {

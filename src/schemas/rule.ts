@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 import { RuleSchema, TierSchema } from '../loyalty/rule.ts'
-import { TIERS_MAX } from '../loyalty/rule-limits.ts'
+import { TIERS_MAX, WARNING_DAYS_MAX } from '../loyalty/rule-limits.ts'
 import { Id } from './common.ts'
 import { OrderBody } from './webhooks.ts'
 
@@ -17,6 +17,17 @@ export const RuleBody = Type.Object(
   {
     ...RuleSchema.properties,
     tiers: Type.Array(TierBody, { maxItems: TIERS_MAX, description: 'VIP tiers, thresholds ascending; none: no tiers' }),
+    // A single number, as the rule held before lead times were lists, still works: GET reads it back as a list.
+    expiry_warning_days: Type.Union(
+      [
+        RuleSchema.properties.expiry_warning_days,
+        Type.Integer({ minimum: 0, maximum: WARNING_DAYS_MAX, description: 'one lead time: N is [N], and 0 is [] (none)' }),
+      ],
+      {
+        description:
+          'the lead times, in days ahead of an expiry, at which a points.expiring entry warns of it: up to three, such as [30, 7, 1], or [] for none; or a single number of days, read back as a list of it ([] for 0)',
+      },
+    ),
   },
   {
     additionalProperties: false,

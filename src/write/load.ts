@@ -3,6 +3,7 @@ import { emailSha } from '../batch/decide.ts'
 import { isCommand, type BatchItem, type ReferralClaimCommand } from '../batch/commands.ts'
 import { MAX_US, MIN_US, noNeeds, retaggedSpans, type Needs } from '../batch/decide-loyalty.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
+import { noticeKey } from '../batch/decide-notices.ts'
 import { programLockKey } from '../db/lock-keys.ts'
 import { longestWindowUs, offersReferrals, optionsAt, parseProgram, tagSetOf, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
 import { loadReferrals, type EmailHasher } from './load-referrals.ts'
@@ -413,7 +414,7 @@ async function loadShop(
     if (ranges.length > 0) addEarnings(state, shopId, await s.run(q.earningsInRanges(shopId, triples(ranges))), ranges)
     return
   }
-  await loadPoints(backend, s, state, shopId, n, locked, ranges)
+  await loadPoints(backend, s, state, shopId, n, locked, ranges, Number(rule?.has_rewards ?? 0) === 1)
 }
 
 type CustomerRanges = [customerId: number, ranges: [number, number][]]
@@ -491,6 +492,7 @@ async function loadPoints(
   n: ShopNeeds,
   locked: ReadonlySet<string>,
   ranges: readonly CustomerRanges[],
+  hasRewards: boolean,
 ) {
   const q = statementsOf(backend)
   // A customer deleted holds nothing: their lots are read to forfeit what they hold (src/batch/decide-points.ts).
@@ -498,6 +500,12 @@ async function loadPoints(
   for (const [key, lines] of state.ledger) {
     if (!key.startsWith(`${shopId}:`)) continue
     for (const line of lines) if (line.customerId !== null) holders.add(line.customerId)
+  }
+  // With rewards, every live customer the batch may credit: whether a reward is now within reach
+  // is decided from their balance after it (src/batch/decide-notices.ts).
+  if (hasRewards) {
+    n.customers.forEach((id) => holders.add(id))
+    for (const c of state.customers.values()) if (c.shopId === shopId && !c.record.deleted) holders.add(c.record.id)
   }
   if (holders.size + ranges.length === 0) return
   // A customer whose earnings are read is locked as one whose lots are: two batches pricing
@@ -511,10 +519,13 @@ async function loadPoints(
     q.redemptionsByIdem(shopId, [...n.redemptionIdem]),
     q.adjustmentsByIdem(shopId, [...n.adjustmentIdem]),
     ranges.length > 0 ? q.earningsInRanges(shopId, triples(ranges)) : nothing<EarningRead>(),
-    n.warned.size > 0 ? q.warnings(shopId, [...n.warned]) : nothing<{ customer_id: number; expires_us: number }>(),
+    n.warned.size > 0 ? q.warnings(shopId, [...n.warned]) : nothing<{ customer_id: number; expires_us: number; days_before: number | null }>(),
   ] as const)
+  // Only in a shop with rewards: a shop without pays no statement for them.
+  if (hasRewards) await loadNotices(s, q, state, shopId, ids)
   addEarnings(state, shopId, earned, ranges)
-  for (const row of warned) state.warned.add(`${shopId}:${Number(row.customer_id)}:${Number(row.expires_us)}`)
+  for (const row of warned)
+    state.warned.set(`${shopId}:${Number(row.customer_id)}:${Number(row.expires_us)}`, row.days_before === null ? null : Number(row.days_before))
   for (const id of ids) state.wallets.set(keyOf(shopId, id), [])
   for (const row of lots) {
     state.wallets.get(keyOf(shopId, Number(row.customer_id)))!.push({
@@ -529,6 +540,27 @@ async function loadPoints(
     if (row.idem_key !== null) state.redemptionIdem.set(keyOf(shopId, row.idem_key), row.id)
   }
   for (const row of adjustments) state.adjustmentIdem.set(keyOf(shopId, row.idem_key!), storedAdjustment(shopId, row))
+}
+
+/** The shop's catalogue and the notices of the customers whose lots are loaded (src/batch/decide-notices.ts). */
+async function loadNotices(s: Session, q: ReturnType<typeof statementsOf>, state: BatchState, shopId: number, ids: readonly number[]) {
+  const [catalogue, notices] = await s.runMany([q.rewardCatalogue([shopId]), q.rewardNotices(shopId, ids)] as const)
+  state.noticeRewards.set(
+    shopId,
+    catalogue.map((r) => ({
+      id: Number(r.id),
+      points: Number(r.points),
+      minTier: r.min_tier,
+      active: Number(r.active) === 1,
+      codesLeft: r.codes === 'pool' ? Number(r.codes_added) - Number(r.codes_issued) : null,
+      codesIssued: Number(r.codes_issued),
+    })),
+  )
+  for (const row of notices)
+    state.rewardNotices.set(noticeKey(shopId, Number(row.customer_id), Number(row.reward_id)), {
+      reached: Number(row.reached) === 1,
+      sentUs: row.sent_us === null ? null : Number(row.sent_us),
+    })
 }
 
 /**

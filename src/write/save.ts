@@ -138,9 +138,10 @@ export async function writeDecision(
     ...earningWrites(q, d.earnings ?? []),
     write(
       'expiry_warnings',
-      q.insertWarnings((d.warnings ?? []).map((w) => [w.shopId, w.customerId, w.expiresUs, w.points, Date.parse(createdAt) * 1000])),
+      q.insertWarnings((d.warnings ?? []).map((w) => [w.shopId, w.customerId, w.expiresUs, w.points, Date.parse(createdAt) * 1000, w.daysBefore])),
       d.warnings?.length ?? 0,
     ),
+    write('reward_notices', q.upsertNotices((d.noticeRows ?? []).map((n) => [n.shopId, n.customerId, n.rewardId, n.reached ? 1 : 0, n.sentUs])), null),
     // Another process claimed one of these idempotency keys meanwhile: run the batch again.
     write('events', q.insertEvents(events.map((row) => valuesOf(EVENT_COLUMNS, row))), events.length),
     write('redemptions', q.insertRedemptions(d.redemptions.map((r) => valuesOf(REDEMPTION_COLUMNS, redemptionRow(r)))), d.redemptions.length),

@@ -64,8 +64,17 @@ export function batchStatements(f: StatementFactory) {
     f.insert({ table, columns, types, conflict: 'ON CONFLICT (shop_id, idem_key) WHERE idem_key IS NOT NULL DO NOTHING RETURNING 1' })
 
   return {
-    rule: f.text<{ rule: string | null; rule_version: number; expiry_schedule: string | null; program_schedule: string | null; time_zone: string }>(
-      'SELECT rule, rule_version, expiry_schedule, program_schedule, time_zone FROM shops WHERE id = $1',
+    /** The shop's rule and time zone, and whether it has rewards (rewards_shop): only then are reward.available decided (src/batch/decide-notices.ts). */
+    rule: f.text<{
+      rule: string | null
+      rule_version: number
+      expiry_schedule: string | null
+      program_schedule: string | null
+      time_zone: string
+      has_rewards: number
+    }>(
+      'SELECT rule, rule_version, expiry_schedule, program_schedule, time_zone, CASE WHEN EXISTS (SELECT 1 FROM rewards WHERE rewards.shop_id = shops.id) THEN 1 ELSE 0 END AS has_rewards ' +
+        'FROM shops WHERE id = $1',
     ),
     idem: f.lookup<{ id: string; idem_key: string }>({ table: 'events', columns: 'id, idem_key', column: 'idem_key', keyType: 'text' }),
     customersById: customersBy('id'),
@@ -95,9 +104,9 @@ export function batchStatements(f: StatementFactory) {
       range: 'processed_us',
     }),
     /** The expiry warnings appended for customers (their primary key). */
-    warnings: f.lookup<{ customer_id: number; expires_us: number }>({
+    warnings: f.lookup<{ customer_id: number; expires_us: number; days_before: number | null }>({
       table: 'expiry_warnings',
-      columns: 'customer_id, expires_us',
+      columns: 'customer_id, expires_us, days_before',
       column: 'customer_id',
       keyType: 'bigint',
     }),
@@ -146,6 +155,24 @@ export function batchStatements(f: StatementFactory) {
       'SELECT id, code, CASE WHEN EXISTS (SELECT 1 FROM claims c WHERE c.code = reward_codes.code AND c.shop_id = reward_codes.shop_id) THEN 1 ELSE 0 END AS held ' +
         'FROM reward_codes WHERE reward_id = $1 AND shop_id = $2 AND id > (SELECT code_cursor FROM rewards WHERE shop_id = $3 AND id = $4) ORDER BY id LIMIT $5',
     ),
+    /** The shop's catalogue as reward.available needs it (rewards_shop), in a shop that has rewards. */
+    rewardCatalogue: f.text<{ id: number; points: number; min_tier: string | null; active: number; codes: string; codes_added: number; codes_issued: number }>(
+      'SELECT id, points, min_tier, active, codes, codes_added, codes_issued FROM rewards WHERE shop_id = $1',
+    ),
+    /** The reward notices of customers (their primary key). */
+    rewardNotices: f.lookup<{ customer_id: number; reward_id: number; reached: number; sent_us: number | null }>({
+      table: 'reward_notices',
+      columns: 'customer_id, reward_id, reached, sent_us',
+      column: 'customer_id',
+      keyType: 'bigint',
+    }),
+    /** A customer's notice of a reward, as the decider left it (the customer's lock orders its writers). */
+    upsertNotices: f.insert({
+      table: 'reward_notices',
+      columns: ['shop_id', 'customer_id', 'reward_id', 'reached', 'sent_us'],
+      types: ['bigint', 'bigint', 'bigint', 'smallint', 'bigint'],
+      conflict: 'ON CONFLICT (customer_id, shop_id, reward_id) DO UPDATE SET reached = excluded.reached, sent_us = excluded.sent_us RETURNING 1',
+    }),
     claimsById: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'id', keyType: 'text' }),
     claimsByIdem: f.lookup<Selectable<ClaimsTable>>({ table: 'claims', columns: '*', column: 'idem_key', keyType: 'text' }),
     /** The claims still standing of customers a batch deletes (claims_customer): their codes are void with the delete. */
@@ -211,12 +238,18 @@ export function batchStatements(f: StatementFactory) {
         'ON CONFLICT (order_id, shop_id) DO UPDATE SET customer_id = excluded.customer_id, processed_us = excluded.processed_us, base = excluded.base RETURNING 1',
     }),
     deleteEarnings: f.delete({ table: 'order_earnings', column: 'order_id', keyType: 'bigint' }),
-    /** An expiry warning once per customer and date: a second is nothing (the customer's lock makes it rare). */
+    /**
+     * An expiry warning once per customer, date and lead time: the row keeps the nearest lead time
+     * warned at, and only a nearer one replaces it; a row another batch wrote meanwhile returns
+     * nothing, and the batch runs again (the customer's lock makes it rare).
+     */
     insertWarnings: f.insert({
       table: 'expiry_warnings',
-      columns: ['shop_id', 'customer_id', 'expires_us', 'points', 'created_us'],
-      types: ['bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
-      conflict: 'ON CONFLICT (customer_id, shop_id, expires_us) DO NOTHING RETURNING 1',
+      columns: ['shop_id', 'customer_id', 'expires_us', 'points', 'created_us', 'days_before'],
+      types: ['bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
+      conflict:
+        'ON CONFLICT (customer_id, shop_id, expires_us) DO UPDATE SET points = excluded.points, created_us = excluded.created_us, days_before = excluded.days_before ' +
+        'WHERE expiry_warnings.days_before IS NULL OR expiry_warnings.days_before > excluded.days_before RETURNING 1',
     }),
     /** The batch's customers' entries added to the report's rollup, one row per key (migration 0020). */
     addLedgerDays: f.insert({

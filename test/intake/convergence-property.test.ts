@@ -12,6 +12,7 @@ import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
 import { parseProgram, tagSetOf } from '../../src/loyalty/program.ts'
 import { tierAt } from '../../src/loyalty/tiers.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
+import { createReward } from '../../src/rewards/catalogue.ts'
 import { formatInstant } from '../../src/domain/time.ts'
 import type { CustomerBody, OrderBody } from '../../src/schemas/webhooks.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
@@ -616,6 +617,61 @@ async function assertTierFeed(t: TestApp, key: string, state: Snapshot, context:
   }
 }
 
+/**
+ * The shop's rewards, for reward.available: one anyone may claim, within reach of most customers,
+ * and one that needs the program's top tier (none without tiers), further off.
+ */
+const rewardsOf = (program: Rule) => [
+  { name: 'Mug', points: 100, kind: 'custom' as const, codes: 'generated' as const },
+  { name: 'Lounge', points: 5000, kind: 'custom' as const, codes: 'generated' as const, min_tier: program.tiers.at(-1)?.name ?? null },
+]
+
+/**
+ * reward.available is a notification, not money: it tells of the balance as the service saw it
+ * when each batch was decided, so how many are sent may differ with the arrival order (a refund
+ * that arrives before its order never lets the balance reach a reward; after it, the balance
+ * reaches it for a while and the customer is told). What holds in any order, and is checked
+ * here: each entry was sent with the balance at or above the reward's points; at most one per
+ * customer and reward in a run (it takes seconds, and the throttle is 30 days); a live customer
+ * whose balance now reaches a reward they may claim (the tier GET shows) was told of it; and the
+ * notice kept says they reached it only while their balance does (reward_notices).
+ */
+async function assertRewardNotices(t: TestApp, key: string, shopId: number, state: Snapshot, program: Rule, context: string) {
+  const changes: { type: string; data: { customer_id: number; reward_id: number; points: number; available: number } }[] = []
+  for (let after = 0; ;) {
+    const page = (await t.get(`/v3/changes?after=${after}&limit=500`, key)).json() as { changes: typeof changes; next_after: number }
+    changes.push(...page.changes.filter((c) => c.type === 'reward.available'))
+    if (page.changes.length === 0) break
+    after = page.next_after
+  }
+  const told = new Map<string, number>()
+  for (const { data } of changes) {
+    assert.ok(data.available >= data.points, `reward.available with the balance below the reward: ${JSON.stringify(data)}${context}`)
+    const k = `${data.customer_id}:${data.reward_id}`
+    told.set(k, (told.get(k) ?? 0) + 1)
+  }
+  for (const [k, n] of told) assert.equal(n, 1, `customer:reward ${k} told ${n} times within 30 days${context}`)
+  const rows = await sql<{ customer_id: number; reward_id: number; reached: number; points: number }>`
+    SELECT n.customer_id, n.reward_id, n.reached, r.points FROM reward_notices n JOIN rewards r ON r.shop_id = n.shop_id AND r.id = n.reward_id
+    WHERE n.shop_id = ${shopId}`.execute(t.app.services.backend.db)
+  const tiers = program.tiers.map((tier) => tier.name)
+  for (const id of CUSTOMER_IDS) {
+    const points = state[`/v3/customers/${id}/points?limit=1`]?.body as { available: number } | undefined
+    const customer = state[`/v3/customers/${id}`]?.body as { tier: string | null } | undefined
+    if (!points || !customer) continue
+    rewardsOf(program).forEach((reward, i) => {
+      const rewardId = i + 1
+      const reached = rows.rows.find((r) => Number(r.customer_id) === id && Number(r.reward_id) === rewardId)
+      if (Number(reached?.reached ?? 0) === 1)
+        assert.ok(points.available >= reward.points, `customer ${id} kept as reaching reward ${rewardId} below it${context}`)
+      const needs = reward.min_tier ?? null
+      const claimable = needs === null || (customer.tier !== null && tiers.indexOf(customer.tier) >= tiers.indexOf(needs))
+      if (points.available >= reward.points && claimable)
+        assert.ok(told.has(`${id}:${rewardId}`), `customer ${id} reaches reward ${rewardId} and was never told${context}`)
+    })
+  }
+}
+
 function expectedSnapshot(ref: ReturnType<typeof reference>): Snapshot {
   const state: Snapshot = {}
   const nowUs = Date.now() * 1000
@@ -710,6 +766,8 @@ forEachDatabase((kind) => {
     const ref = reference(sequence, scenario.program)
     const { key: inOrder, shopId: inOrderShop } = await freshShop(scenario.program)
     const { key: shuffled, shopId: shuffledShop } = await freshShop(scenario.program)
+    for (const shopId of [inOrderShop, shuffledShop])
+      for (const reward of rewardsOf(scenario.program)) await createReward(t.app.services.backend.db, shopId, reward, Date.now() * 1000)
 
     // The true order, one at a time: the answers are the reference's.
     const trueStatuses: Status[] = []
@@ -748,6 +806,8 @@ forEachDatabase((kind) => {
     assert.deepEqual(shuffledState, inOrderState, `interleaved${concurrent ? ' (concurrent)' : ''} vs true order${context}`)
     await assertTierFeed(t, inOrder, inOrderState, context)
     await assertTierFeed(t, shuffled, shuffledState, context)
+    await assertRewardNotices(t, inOrder, inOrderShop, inOrderState, scenario.program, context)
+    await assertRewardNotices(t, shuffled, shuffledShop, shuffledState, scenario.program, context)
   }
 
   test('property: any interleaving with redeliveries converges to the true order and the pure rules', async () => {

@@ -118,12 +118,12 @@ forEachDatabase((kind) => {
 
   test('the warning days warn of an expires_at once, whether it enters them later or the import set it inside them', async () => {
     now = T
-    const s = await shop('warned', { expiry_warning_days: 10 })
+    const s = await shop('warned', { expiry_warning_days: [10] })
     await s.imported(`customer_id,email,points,expires_at\n1,a@example.com,50,${at(T + 30 * DAY_MS)}\n2,b@example.com,20,${at(T + 5 * DAY_MS)}\n`)
     const soon = await s.changes('points.expiring')
     assert.deepEqual(
       soon.map((c) => c.data),
-      [{ customer_id: 2, points: 20, expires_at: iso(T + 5 * DAY_MS) }],
+      [{ customer_id: 2, points: 20, expires_at: iso(T + 5 * DAY_MS), days_before: 10 }],
       'inside the warning days already: warned of by the import',
     )
     await t.app.services.sweeper.sweep()
@@ -136,8 +136,8 @@ forEachDatabase((kind) => {
     assert.deepEqual(
       (await s.changes('points.expiring')).map((c) => c.data),
       [
-        { customer_id: 2, points: 20, expires_at: iso(T + 5 * DAY_MS) },
-        { customer_id: 1, points: 50, expires_at: iso(T + 30 * DAY_MS) },
+        { customer_id: 2, points: 20, expires_at: iso(T + 5 * DAY_MS), days_before: 10 },
+        { customer_id: 1, points: 50, expires_at: iso(T + 30 * DAY_MS), days_before: 10 },
       ],
     )
   })

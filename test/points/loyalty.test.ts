@@ -82,7 +82,7 @@ forEachDatabase((kind) => {
           current.tag_tiers,
           current.expiry_warning_days,
         ],
-        [0, 0, [], [], 365, {}, 0],
+        [0, 0, [], [], 365, {}, []],
       )
       const rule = {
         ...current,
@@ -97,7 +97,8 @@ forEachDatabase((kind) => {
       }
       const saved = await admin.put(url, rule)
       assert.equal(saved.statusCode, 200, saved.body)
-      assert.deepEqual(saved.json().rule, rule)
+      // A single number of days is read back as the list of it.
+      assert.deepEqual(saved.json().rule, { ...rule, expiry_warning_days: [7] })
       assert.equal(saved.json().version, before.version + 1)
 
       const refused = await admin.put(url, {
@@ -417,7 +418,7 @@ forEachDatabase((kind) => {
   describe('expiry warnings', () => {
     test('one points.expiring per customer and date, W days ahead, never twice, whichever app sweeps', async () => {
       now = T
-      const s = await shop({ pending_days: 0, expire_after_days: 30, expiry_warning_days: 7 })
+      const s = await shop({ pending_days: 0, expire_after_days: 30, expiry_warning_days: [7] })
       await s.order(1, 9, '25.00', T - 20 * DAY_MS)
       await s.order(2, 9, '15.00', T - 10 * DAY_MS)
       await t.app.services.sweeper.sweep()
@@ -433,7 +434,7 @@ forEachDatabase((kind) => {
       const warned = await s.changes('points.expiring')
       assert.deepEqual(
         warned.map((c) => c.data),
-        [{ customer_id: 9, points: 25, expires_at: iso(T + 10 * DAY_MS).replace('Z', '000Z') }],
+        [{ customer_id: 9, points: 25, expires_at: iso(T + 10 * DAY_MS).replace('Z', '000Z'), days_before: 7 }],
       )
       now = T + 14 * DAY_MS
       await t.app.services.sweeper.sweep()

@@ -138,14 +138,25 @@ forEachDatabase((kind) => {
         '--tag-tier',
         'vip=Gold',
         '--expiry-warning-days',
-        '7',
+        '1,30,7',
+        '--tier-warning-days',
+        '5',
       ],
       database.url,
     )
     ok(set, 'rules set with the program')
     const { rule } = JSON.parse(set.stdout)
     assert.deepEqual(
-      [rule.signup_points, rule.newsletter_points, rule.exclude_tags, rule.tiers, rule.tier_window_days, rule.tag_tiers, rule.expiry_warning_days],
+      [
+        rule.signup_points,
+        rule.newsletter_points,
+        rule.exclude_tags,
+        rule.tiers,
+        rule.tier_window_days,
+        rule.tag_tiers,
+        rule.expiry_warning_days,
+        rule.tier_warning_days,
+      ],
       [
         50,
         20,
@@ -156,9 +167,14 @@ forEachDatabase((kind) => {
         ],
         90,
         { vip: 'Gold' },
-        7,
+        [30, 7, 1],
+        5,
       ],
     )
+    // One lead time is the list of it; 0 is none.
+    const single = JSON.parse((await cli(['rules', 'set', '--shop', 'shop-program', '--expiry-warning-days', '7'], database.url)).stdout).rule
+    const none = JSON.parse((await cli(['rules', 'set', '--shop', 'shop-program', '--expiry-warning-days', '0'], database.url)).stdout).rule
+    assert.deepEqual([single.expiry_warning_days, none.expiry_warning_days], [[7], []])
     // Repeatable options add to the lists; --tier replaces the tiers (a tag tier must still name one); --clear-… empties them.
     const more = JSON.parse(
       (await cli(['rules', 'set', '--shop', 'shop-program', '--exclude-tag', 'fraud', '--tier', 'Member:0', '--clear-tag-tiers'], database.url)).stdout,
@@ -171,16 +187,22 @@ forEachDatabase((kind) => {
     ).rule
     assert.deepEqual([cleared.exclude_tags, cleared.tiers, cleared.tag_tiers], [[], [], {}])
 
-    const [badTier, descending, badBonus, badWindow] = await Promise.all([
+    const [badTier, descending, badBonus, badWindow, fourLeads, twice, badTierWarning] = await Promise.all([
       cli(['rules', 'set', '--shop', 'shop-program', '--tier', 'Gold:lots'], database.url),
       cli(['rules', 'set', '--shop', 'shop-program', '--tier', 'Gold:1000', '--tier', 'Silver:100'], database.url),
       cli(['rules', 'set', '--shop', 'shop-program', '--signup-points', '-5'], database.url),
       cli(['rules', 'set', '--shop', 'shop-program', '--tier-window-days', '0'], database.url),
+      cli(['rules', 'set', '--shop', 'shop-program', '--expiry-warning-days', '30,14,7,1'], database.url),
+      cli(['rules', 'set', '--shop', 'shop-program', '--expiry-warning-days', '7,7'], database.url),
+      cli(['rules', 'set', '--shop', 'shop-program', '--tier-warning-days', '366'], database.url),
     ])
     refused(badTier, /--tier.*NAME:POINTS\[:MULTIPLIER\]/)
     refused(descending, /tiers\/1\/points must be more than the tier before \(Gold: 1000\)/)
     refused(badBonus, /--signup-points.*from 0 to 1000000/)
     refused(badWindow, /--tier-window-days.*from 1 to 3650/)
+    refused(fourLeads, /--expiry-warning-days.*up to 3 whole numbers of days from 1 to 365, separated by commas/)
+    refused(twice, /--expiry-warning-days.*up to 3 whole numbers/)
+    refused(badTierWarning, /--tier-warning-days.*from 0 to 365/)
   })
 
   test('points rebuild --shop appends the corrections of the new rule, a second run nothing', async () => {

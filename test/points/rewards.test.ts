@@ -42,8 +42,11 @@ forEachDatabase((kind) => {
     const upload = (id: number, codes: string[]) => admin.post(`${base}/${id}/codes`, { codes })
     const claim = (customerId: number, rewardId: number, headers: Record<string, string> = {}) =>
       post(`/v3/customers/${customerId}/rewards/${rewardId}/claim`, {}, headers)
+    // A claim's entries (reward.available, a balance within reach, is tested in test/points/email-events.test.ts).
     const changes = async () =>
-      ((await get('/v3/changes?limit=500')).json().changes as { type: string; data: Record<string, unknown> }[]).filter((c) => c.type.startsWith('reward.'))
+      ((await get('/v3/changes?limit=500')).json().changes as { type: string; data: Record<string, unknown> }[]).filter(
+        (c) => c.type === 'reward.claimed' || c.type === 'reward.cancelled',
+      )
     return { name: shopName, key, base, post, get, points, earn, reward, upload, claim, changes }
   }
 

@@ -58,6 +58,41 @@ export const ALLOWED: AllowedRange[] = [
     },
   },
   {
+    why: "Whether a batch's shop has rewards, read with its rule (src/write/statements.ts rule): the first key of the shop's range of the rewards' key, one row read at most.",
+    // Alone (SQLite), or the first of the load's round on PostgreSQL, which runs them as one statement.
+    statement:
+      /^(WITH q0 AS \()?SELECT rule, rule_version, expiry_schedule, program_schedule, CASE WHEN EXISTS \(SELECT 1 FROM rewards WHERE rewards\.shop_id = shops\.id\)/,
+    table: 'rewards',
+    shape: {
+      postgres: /^Index Only Scan using rewards_pkey on rewards\b.*Index Cond: \(+shop_id = shops\.id\)/,
+      sqlite: /^SEARCH rewards (EXISTS )?USING COVERING INDEX sqlite_autoindex_rewards_1 \(shop_id=\?\)$/,
+    },
+  },
+  {
+    why: "A shop's catalogue, for reward.available, in a batch of a shop that has rewards (src/write/statements.ts rewardCatalogue): the shop's range of the rewards' key, a few rows per shop.",
+    statement: /^(WITH q0 AS \()?SELECT id, points, min_tier, active, codes, codes_added, codes_issued FROM rewards WHERE shop_id = /,
+    table: 'rewards',
+    shape: {
+      postgres: /^(Seq Scan on rewards|(Index Scan|Bitmap Heap Scan) using rewards_pkey on rewards\b.*(Index|Recheck) Cond: \(+shop_id = )/,
+      sqlite: /^SEARCH rewards USING INDEX sqlite_autoindex_rewards_1 \(shop_id=\?\)$/,
+    },
+  },
+  {
+    why: 'The expiry sweeper finds the shops with rewards once a pass, for the points that became available by time alone (src/repos/points-repo.ts rewardShops): the rewards table whole, a few rows per shop.',
+    statement: /^select distinct "shop_id" from "rewards"$/,
+    table: 'rewards',
+    shape: {
+      postgres: /^(Seq Scan on rewards|Index Only Scan using rewards_pkey on rewards)\b/,
+      sqlite: /^SCAN rewards( USING COVERING INDEX (sqlite_autoindex_rewards_1|rewards_shop))?$/,
+    },
+  },
+  {
+    why: 'The expiry sweeper reads up to when each shop with rewards was looked at, once a pass (src/repos/points-repo.ts rewardShops): the whole table, one row per shop with rewards.',
+    statement: /^select "shop_id", "swept_us" from "reward_notice_sweeps"$/,
+    table: 'reward_notice_sweeps',
+    shape: { postgres: /^Seq Scan on reward_notice_sweeps\b/, sqlite: /^SCAN reward_notice_sweeps$/ },
+  },
+  {
     why: "A shop's rewards in id order (the console, the command line, the storefront's list): the shop's range of rewards_shop, a few rows per shop.",
     statement: /^select \* from "rewards" where "shop_id" = \S+ and active >= 0 (and "active" = \S+ )?order by "id"$/,
     table: 'rewards',

@@ -270,7 +270,8 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
         ],
         tag_tiers: { vip: 'Gold' },
         expire_after_days: 30,
-        expiry_warning_days: 40,
+        expiry_warning_days: [40, 7],
+        tier_warning_days: 7,
       }),
     ),
     0,
@@ -294,9 +295,16 @@ export async function writeEverything(backend: Backend, a: Shop, b: Shop): Promi
     queue = result.catch(() => {})
     return result
   }
-  const sweeper = startExpirySweeper(backend, submit, systemClock(), 0, (_cause, err) => {
-    throw err
-  })
+  const sweeper = startExpirySweeper(
+    backend,
+    submit,
+    systemClock(),
+    0,
+    (_cause, err) => {
+      throw err
+    },
+    (query) => backend.db.executeQuery(query),
+  )
   await sweeper.sweep()
   await run('points after the first sweep', [hook('order/hook_created', order(107, 5, { customer: customer(4, 5) }))])
   await sweeper.sweep()
@@ -525,8 +533,8 @@ export async function fill(backend: Backend, a: Shop, b: Shop, rows = FILL_ROWS)
  * Set-based statements (one text for both databases) that bring the rest of the tables to about
  * `rows` rows: the operators' tables (shops, their keys, admins, sessions, the audit log, relay
  * streams), which webhooks never grow, redemptions and adjustments past the commands above, the
- * report's and the dashboard's rollups, the links pruning leaves (the orders' links to their customers), expiry warnings
- * and earnings.
+ * report's and the dashboard's rollups, the links pruning leaves (the orders' links to their customers), expiry warnings,
+ * reward notices and earnings.
  */
 function topUps(shopId: number, rows: number): string[] {
   const numbers = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${rows})`
@@ -566,6 +574,9 @@ function topUps(shopId: number, rows: number): string[] {
     'INSERT INTO order_customer_links (shop_id, customer_id, order_id) SELECT shop_id, customer_id, id FROM orders WHERE customer_id IS NOT NULL ON CONFLICT DO NOTHING',
     // The loyalty program's: warnings of other shops' customers, and earnings past the orders' own.
     `${numbers} INSERT INTO expiry_warnings (shop_id, customer_id, expires_us, points, created_us) SELECT 1000000 + i, i, 1735689600000000 + i, 1, 0 FROM n`,
+    // reward.available's: other shops' customers' notices, and the sweep's place in other shops.
+    `${numbers} INSERT INTO reward_notices (shop_id, customer_id, reward_id, reached, sent_us) SELECT 1000000 + i, i, 1 + i % 3, 1, 0 FROM n`,
+    `${numbers} INSERT INTO reward_notice_sweeps (shop_id, swept_us) SELECT 1000000 + i, 1735689600000000 FROM n`,
     `${numbers} INSERT INTO order_earnings (shop_id, order_id, customer_id, processed_us, base) SELECT 1000000 + i, i, i % 1000, 1735689600000000 + i, 1 FROM n`,
   ]
 }

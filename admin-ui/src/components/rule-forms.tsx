@@ -26,7 +26,9 @@ export interface RuleDraft {
   tier_window_days: string
   /** "vip=Gold" */
   tag_tiers: string
+  /** "30, 7, 1" */
   expiry_warning_days: string
+  tier_warning_days: string
   referral_points: string
   referral_friend_points: string
   /** A reward's id; empty for none. */
@@ -63,7 +65,8 @@ export function draftOf(rule: Rule): RuleDraft {
     tag_tiers: Object.entries(rule.tag_tiers)
       .map(([tag, tier]) => `${tag}=${tier}`)
       .join(', '),
-    expiry_warning_days: String(rule.expiry_warning_days),
+    expiry_warning_days: rule.expiry_warning_days.join(', '),
+    tier_warning_days: String(rule.tier_warning_days),
     referral_points: String(rule.referral_points),
     referral_friend_points: String(rule.referral_friend_points),
     referral_friend_reward: rule.referral_friend_reward === null ? '' : String(rule.referral_friend_reward),
@@ -107,7 +110,8 @@ export function ruleOfDraft(d: RuleDraft): Rule {
         return at < 0 ? [entry, ''] : [entry.slice(0, at).trim(), entry.slice(at + 1).trim()]
       }),
     ),
-    expiry_warning_days: numberOf(d.expiry_warning_days),
+    expiry_warning_days: listOf(d.expiry_warning_days).map(numberOf),
+    tier_warning_days: numberOf(d.tier_warning_days),
     referral_points: numberOf(d.referral_points),
     referral_friend_points: numberOf(d.referral_friend_points),
     referral_friend_reward: numberOf(d.referral_friend_reward),
@@ -283,11 +287,16 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
           Warn days before expiry{' '}
           <input
             name="expiry_warning_days"
-            inputMode="numeric"
-            size={4}
+            placeholder="30, 7, 1"
+            size={9}
             value={draft.expiry_warning_days}
             onInput={(e) => set({ expiry_warning_days: text(e) })}
           />
+          <span class="muted"> (up to three; empty: no warning)</span>
+        </label>
+        <label>
+          Warn days before a tier falls{' '}
+          <input name="tier_warning_days" inputMode="numeric" size={4} value={draft.tier_warning_days} onInput={(e) => set({ tier_warning_days: text(e) })} />
           <span class="muted"> (0: no warning)</span>
         </label>
         <label>

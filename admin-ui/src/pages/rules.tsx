@@ -62,7 +62,12 @@ const OPTIONS: { key: keyof Rule; label: string; show: (r: Rule) => string }[] =
             .map(([tag, tier]) => `${tag} → ${tier}`)
             .join(', '),
   },
-  { key: 'expiry_warning_days', label: 'expiry warning', show: (r) => (r.expiry_warning_days === 0 ? 'none' : `${r.expiry_warning_days} days ahead`) },
+  {
+    key: 'expiry_warning_days',
+    label: 'expiry warning',
+    show: (r) => (r.expiry_warning_days.length === 0 ? 'none' : `${r.expiry_warning_days.join(', ')} days ahead`),
+  },
+  { key: 'tier_warning_days', label: 'tier warning', show: (r) => (r.tier_warning_days === 0 ? 'none' : `${r.tier_warning_days} days ahead`) },
 ]
 
 const changedFrom = (v: RuleVersion, older: RuleVersion | undefined, key: keyof Rule) =>
