@@ -7,7 +7,8 @@ import { daysAgo, referralShop, SECRETS_KEY, soon } from './kit.ts'
 
 // The change feed's referral entries over HTTP on both databases (docs/integrate/change-feed.md):
 // every referral.* type, and none carries the friend's e-mail, its keyed hash (as the referrals
-// table and the links keep it), or any field of an e-mail's.
+// table and the links keep it), or any field of an e-mail's, whether the entry has a reward code
+// or not (a claim refused from the start hands out none).
 
 const TYPES = ['referral.claimed', 'referral.qualified', 'referral.rewarded', 'referral.voided', 'referral.refused', 'referral.reinstated']
 
@@ -38,6 +39,8 @@ forEachDatabase((kind) => {
     const code = await r.codeOf(1, 'ada@example.com')
     const friends = ['bo@example.com', 'cy.friend@gmail.com', 'dee+x@example.com']
     for (const email of friends) assert.equal((await r.claim(email, code)).statusCode, 201)
+    // A claim refused from the start (the referrer's own e-mail): it hands out no code, so its entry's reward_code is null.
+    assert.equal((await r.claim('Ada+self@example.com', code)).statusCode, 409)
     // Bo: a first order (qualified, rewarded), then refunded (voided).
     await r.customer({ id: 2, email: 'bo@example.com' })
     await r.order({ id: 10, customer: { id: 2 }, email: 'bo@example.com', subtotal: '40.00', is_paid: true, processed_at: soon(1), updated_at: soon(1) })
@@ -62,5 +65,10 @@ forEachDatabase((kind) => {
       for (const value of Object.values(e.data))
         if (typeof value === 'string') assert.doesNotMatch(value, /^[A-Za-z0-9_-]{43}$/, `${e.type}: a hash-shaped value ${value}`)
     }
+    // Entries without a code were looked at too, not only those whose reward_code a code fills.
+    assert.ok(
+      entries.some((e) => e.data.reward_code === null),
+      `an entry without a code (the claim refused from the start): ${JSON.stringify(entries.map((e) => e.data.reward_code))}`,
+    )
   })
 })
