@@ -28,6 +28,11 @@ export const TARGETS = {
   'src/batch/decide-loyalty.ts': ['src/batch/decide-loyalty.test.ts'],
   'src/batch/decide-rewards.ts': ['src/batch/decide-rewards.test.ts'],
   'src/batch/decide-import.ts': ['src/batch/decide-import.test.ts'],
+  'src/batch/decide-referrals.ts': [
+    'src/batch/decide-referrals.test.ts',
+    'src/batch/decide-referrals-zone.test.ts',
+    'src/batch/decide-referrals-claims.test.ts',
+  ],
 }
 
 const target = process.env.MUTATE

@@ -5700,7 +5700,7 @@ export interface operations {
                */
               referral_days: number;
               /**
-               * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+               * @description referrals rewarded per referrer per calendar month of the qualifying order, in the shop's time zone; 0 (the default): no cap
                * @default 0
                */
               referral_cap_per_month: number;
@@ -5813,7 +5813,7 @@ export interface operations {
                    */
                   referral_days: number;
                   /**
-                   * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+                   * @description referrals rewarded per referrer per calendar month of the qualifying order, in the shop's time zone; 0 (the default): no cap
                    * @default 0
                    */
                   referral_cap_per_month: number;
@@ -5993,7 +5993,7 @@ export interface operations {
            */
           referral_days: number;
           /**
-           * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+           * @description referrals rewarded per referrer per calendar month of the qualifying order, in the shop's time zone; 0 (the default): no cap
            * @default 0
            */
           referral_cap_per_month: number;
@@ -6117,7 +6117,7 @@ export interface operations {
                */
               referral_days: number;
               /**
-               * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+               * @description referrals rewarded per referrer per calendar month of the qualifying order, in the shop's time zone; 0 (the default): no cap
                * @default 0
                */
               referral_cap_per_month: number;
@@ -6230,7 +6230,7 @@ export interface operations {
                    */
                   referral_days: number;
                   /**
-                   * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+                   * @description referrals rewarded per referrer per calendar month of the qualifying order, in the shop's time zone; 0 (the default): no cap
                    * @default 0
                    */
                   referral_cap_per_month: number;
@@ -6433,7 +6433,7 @@ export interface operations {
              */
             referral_days: number;
             /**
-             * @description referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap
+             * @description referrals rewarded per referrer per calendar month of the qualifying order, in the shop's time zone; 0 (the default): no cap
              * @default 0
              */
             referral_cap_per_month: number;

@@ -1,3 +1,4 @@
+import { UTC } from '../domain/calendar.ts'
 import type { Webhook } from '../domain/webhook.ts'
 import type { Owner } from '../loyalty/ledger-plan.ts'
 import { offersReferrals, optionsAt } from '../loyalty/program.ts'
@@ -150,7 +151,7 @@ export function decideReferralStep(
       candidate: fresh.get(key) ?? storedCandidate(r),
     }))
     const rule = state.rules.get(shopId)
-    const outcomes = decideReferrals(inputs, rule?.rule.pending_days ?? 14)
+    const outcomes = decideReferrals(inputs, rule?.rule.pending_days ?? 14, state.timeZones.get(shopId) ?? UTC)
     // A deleted referrer's points, or a deleted friend's, were forfeited with the rest of theirs: nothing more is given or taken.
     const gone = (id: number | undefined) => id !== undefined && state.customers.get(keyOf(shopId, id))?.record.deleted === true
     list.forEach(([key, r], i) => {

@@ -230,7 +230,11 @@ export function rulesCommand(clock: Clock): Command {
       minimum,
     )
     .option('--referral-days <n>', "days after the claim within which the friend's first order must come (default 30)", referralDays)
-    .option('--referral-cap-per-month <n>', 'referrals rewarded per referrer per calendar month (UTC); 0 (the default) for no cap', referralCap)
+    .option(
+      '--referral-cap-per-month <n>',
+      "referrals rewarded per referrer per calendar month, in the shop's time zone; 0 (the default) for no cap",
+      referralCap,
+    )
     .action((options: Record<string, unknown> & { shop: string }) =>
       withBackend(async ({ db }) => {
         const shop = await shopOrFail(db, options.shop)

@@ -39,20 +39,20 @@ describe('a referrer’s referrals together', () => {
     decided(id, claim({ terms: { ...TERMS, ...terms } }), orders)
 
   test('given a qualifying first order, then the referrer’s points on the order’s pending date', () => {
-    const [r] = decideReferrals(frozen([input('a', [order(10, 3)])]), 14)
+    const [r] = decideReferrals(frozen([input('a', [order(10, 3)])]), 14, 'UTC')
     assert.deepEqual(r, { id: 'a', status: 'rewarded', reason: 'rewarded', orderId: 10, referrer: { points: 500, available_us: day(17) }, friend: null })
   })
 
   test('given friend points, then they go to the first order’s customer; a guest order gets none', () => {
-    const [r] = decideReferrals([input('a', [order(10, 3)], { friend_points: 50 })], 0)
+    const [r] = decideReferrals([input('a', [order(10, 3)], { friend_points: 50 })], 0, 'UTC')
     assert.deepEqual(r!.friend, { points: 50, available_us: day(3), customerId: 2 })
-    const [g] = decideReferrals([input('a', [order(10, 3, { customerId: null })], { friend_points: 50 })], 0)
+    const [g] = decideReferrals([input('a', [order(10, 3, { customerId: null })], { friend_points: 50 })], 0, 'UTC')
     assert.equal(g!.friend, null)
   })
 
   test('given a cap of 2 a month and three qualifying, then the two earliest are rewarded and the third refused', () => {
     const cap = { cap_per_month: 2 }
-    const out = decideReferrals([input('c', [order(12, 6)], cap), input('a', [order(10, 3)], cap), input('b', [order(11, 4)], cap)], 0)
+    const out = decideReferrals([input('c', [order(12, 6)], cap), input('a', [order(10, 3)], cap), input('b', [order(11, 4)], cap)], 0, 'UTC')
     assert.deepEqual(
       out.map((r) => [r.id, r.status, r.reason]),
       [
@@ -65,7 +65,11 @@ describe('a referrer’s referrals together', () => {
 
   test('given one of them refunded, then it no longer counts and the next is rewarded', () => {
     const cap = { cap_per_month: 2 }
-    const out = decideReferrals([input('c', [order(12, 6)], cap), input('a', [order(10, 3, { refunded: true })], cap), input('b', [order(11, 4)], cap)], 0)
+    const out = decideReferrals(
+      [input('c', [order(12, 6)], cap), input('a', [order(10, 3, { refunded: true })], cap), input('b', [order(11, 4)], cap)],
+      0,
+      'UTC',
+    )
     assert.deepEqual(
       out.map((r) => [r.id, r.status]),
       [
@@ -76,15 +80,41 @@ describe('a referrer’s referrals together', () => {
     )
   })
 
-  test('given the cap, then it counts per UTC calendar month of the qualifying order', () => {
+  test('given the cap in UTC, then it counts per UTC calendar month of the qualifying order', () => {
     const cap = { cap_per_month: 1 }
     const may = Date.UTC(2024, 4, 31, 23, 59) * 1000
     const june = Date.UTC(2024, 5, 1, 0, 1) * 1000
     const c0 = { ...claim({ terms: { ...TERMS, ...cap } }), claimedUs: may - DAY_US }
-    const out = decideReferrals([decided('a', c0, [order(10, 0, { processedUs: may })]), decided('b', c0, [order(11, 0, { processedUs: june })])], 0)
+    const out = decideReferrals([decided('a', c0, [order(10, 0, { processedUs: may })]), decided('b', c0, [order(11, 0, { processedUs: june })])], 0, 'UTC')
     assert.deepEqual(
       out.map((r) => r.status),
       ['rewarded', 'rewarded'],
+    )
+  })
+
+  test('given the cap in a shop’s zone, then it counts the calendar months of that zone, not UTC’s', () => {
+    const cap = { cap_per_month: 1 }
+    // 11:30 and 12:30 UTC on 31 May: one month in UTC; in Auckland (UTC+12), 23:30 on 31 May and 00:30 on 1 June.
+    const a = Date.UTC(2024, 4, 31, 11, 30) * 1000
+    const b = Date.UTC(2024, 4, 31, 12, 30) * 1000
+    const c0 = { ...claim({ terms: { ...TERMS, ...cap } }), claimedUs: a - DAY_US }
+    const rs = [decided('a', c0, [order(10, 0, { processedUs: a })]), decided('b', c0, [order(11, 0, { processedUs: b })])]
+    const statuses = (zone: string) => decideReferrals(rs, 0, zone).map((r) => r.status)
+    assert.deepEqual(statuses('UTC'), ['rewarded', 'refused'])
+    assert.deepEqual(statuses('Pacific/Auckland'), ['rewarded', 'rewarded'])
+    // 03:30 UTC on 1 June is 31 May in New York: with 23:59 UTC on 31 May, one month there, two in UTC.
+    const june = Date.UTC(2024, 5, 1, 3, 30) * 1000
+    const ny = [
+      decided('a', c0, [order(10, 0, { processedUs: Date.UTC(2024, 4, 31, 23, 59) * 1000 })]),
+      decided('b', c0, [order(11, 0, { processedUs: june })]),
+    ]
+    assert.deepEqual(
+      decideReferrals(ny, 0, 'UTC').map((r) => r.status),
+      ['rewarded', 'rewarded'],
+    )
+    assert.deepEqual(
+      decideReferrals(ny, 0, 'America/New_York').map((r) => r.status),
+      ['rewarded', 'refused'],
     )
   })
 
@@ -92,8 +122,8 @@ describe('a referrer’s referrals together', () => {
     const cap = { cap_per_month: 1 }
     const rs = [input('a', [order(10, 3)], cap), input('b', [order(11, 3)], cap), input('c', [order(12, 2, { paid: false })], cap)]
     const byId = (out: ReturnType<typeof decideReferrals>) => Object.fromEntries(out.map((r) => [r.id, r.status]))
-    assert.deepEqual(byId(decideReferrals(rs, 0)), byId(decideReferrals([...rs].reverse(), 0)))
-    assert.deepEqual(byId(decideReferrals(rs, 0)), { a: 'rewarded', b: 'refused', c: 'pending' })
+    assert.deepEqual(byId(decideReferrals(rs, 0, 'UTC')), byId(decideReferrals([...rs].reverse(), 0, 'UTC')))
+    assert.deepEqual(byId(decideReferrals(rs, 0, 'UTC')), { a: 'rewarded', b: 'refused', c: 'pending' })
   })
 })
 

@@ -1,3 +1,4 @@
+import { localDate, periodOf } from '../domain/calendar.ts'
 import type { ReferralInput, ReferralReason, ReferralStatus } from './referrals.ts'
 
 // What referrals give (docs/program/referrals.md, "Points" and "The cap"): the referrals of one
@@ -23,28 +24,27 @@ export interface ReferralOutcome {
   friend: (ReferralHolding & { customerId: number }) | null
 }
 
-const monthOf = (us: number) => {
-  const d = new Date(Math.floor(us / 1000))
-  return d.getUTCFullYear() * 12 + d.getUTCMonth()
-}
+/** The calendar month an instant falls in, in the shop's time zone: its first local date. */
+const monthOf = (zone: string, us: number) => periodOf(localDate(zone, us), 'month').first
 
 /**
  * The referrals of one referrer, decided together: from each one's candidate, the monthly cap
- * (per UTC calendar month of the qualifying order's processed_at): of the qualified ones in a
+ * (per calendar month of the qualifying order's processed_at, in the shop's time zone `zone`,
+ * through src/domain/calendar.ts): of the qualified ones in a
  * month, the earliest `cap_per_month` (by that instant, then id) are rewarded, the rest refused
  * as `cap_reached`. A referral taken back (voided) or refused no longer counts, so the next one in
  * line is rewarded instead. Points are available when the qualifying order's points are:
  * `pendingDays` after its processed_at.
  */
-export function decideReferrals(referrals: readonly ReferralInput[], pendingDays: number): ReferralOutcome[] {
+export function decideReferrals(referrals: readonly ReferralInput[], pendingDays: number, zone: string): ReferralOutcome[] {
   const candidates = referrals.map((r) => ({ r, c: r.candidate }))
   const qualified = candidates
     .filter(({ c }) => c.status === 'qualified')
     .sort((a, b) => a.c.order!.processedUs - b.c.order!.processedUs || (a.r.id < b.r.id ? -1 : a.r.id > b.r.id ? 1 : 0))
   const capped = new Set<string>()
-  const perMonth = new Map<number, number>()
+  const perMonth = new Map<string, number>()
   for (const { r, c } of qualified) {
-    const month = monthOf(c.order!.processedUs)
+    const month = monthOf(zone, c.order!.processedUs)
     const count = perMonth.get(month) ?? 0
     const cap = r.claim.terms.cap_per_month
     if (cap > 0 && count >= cap) capped.add(r.id)

@@ -130,7 +130,7 @@ export const RuleSchema = Type.Object({
     minimum: 0,
     maximum: REFERRAL_CAP_MAX,
     default: 0,
-    description: 'referrals rewarded per referrer per calendar month (UTC) of the qualifying order; 0 (the default): no cap',
+    description: "referrals rewarded per referrer per calendar month of the qualifying order, in the shop's time zone; 0 (the default): no cap",
   }),
 })
 

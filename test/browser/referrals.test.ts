@@ -7,9 +7,11 @@ import { createKey, request, startServerProcess, stopServerProcess, type ServerP
 import { referralKeysOf } from '../../src/keys/referral-keys.ts'
 
 // The console's Referrals page in Chromium against a real server process (docs/program/referrals.md):
-// a shop with a referral program, a friend's first order that rewarded its referrer, and two
-// refusals (a self-referral with a +tag, a claim after the friend's order), listed for review with
-// why; the referral options on the Rules page. The friend's e-mail appears nowhere.
+// a shop with a referral program, a friend's first order that rewarded its referrer, and the
+// refusals (a self-referral with a +tag, a claim after the friend's order, a first order in a
+// currency the minimum does not name, a claim a later one of another referrer took the order from,
+// a friend's reward code made void by an earlier order that came late), listed for review with why
+// in words; the referral options on the Rules page. The friend's e-mail appears nowhere.
 
 const SHOP = 'referrals'
 const SECRETS_KEY = Buffer.alloc(32, 4).toString('base64')
@@ -46,14 +48,20 @@ forEachDatabase((kind) => {
       database = await createTestDatabase(kind)
       const { key: shopKey, shopId } = await createKey(database.url, SHOP)
       adminKey = await cli(['admins', 'create', '--name', 'Rae Referrals'])
+      const added = await cli(['rewards', 'add', '--shop', SHOP, '--name', 'welcome', '--points', '10', '--kind', 'custom', '--code-prefix', 'HI-'])
+      const reward = /^added reward (\d+) /.exec(added)![1]!
       await cli(['rules', 'set', '--shop', SHOP, '--referral-points', '500', '--referral-cap-per-month', '3'])
+      await cli(['rules', 'set', '--shop', SHOP, '--referral-friend-reward', reward, '--referral-min-subtotal', '30.00 EUR'])
       const pk = await cli(['keys', 'create', '--shop', SHOP, '--publishable', '--origin', ORIGIN])
       server = await startServerProcess(database.url, shopKey, { SECRETS_KEY })
       base = `http://127.0.0.1:${server.port}`
       const hook = (path: string, body: object) => post(path, { authorization: basic(shopKey) }, body)
       assert.equal(await hook(CUSTOMER_CREATED, { id: 1, first_name: 'Ada', email: 'ada@example.com' }), 200)
-      const code = referralKeysOf(Buffer.from(SECRETS_KEY, 'base64')).codeOf(shopId, 1)
-      const claim = (email: string) => post(`/v3/storefront/referrals/${code}/claim`, { 'shop-key': pk, origin: ORIGIN }, { email })
+      assert.equal(await hook(CUSTOMER_CREATED, { id: 2, first_name: 'Ben', email: 'ben@example.com' }), 200)
+      const codeOf = (customer: number) => referralKeysOf(Buffer.from(SECRETS_KEY, 'base64')).codeOf(shopId, customer)
+      const claimOf = (customer: number, email: string) =>
+        post(`/v3/storefront/referrals/${codeOf(customer)}/claim`, { 'shop-key': pk, origin: ORIGIN }, { email })
+      const claim = (email: string) => claimOf(1, email)
       // A friend who had ordered before the claim, one who orders after it, and the referrer's own e-mail.
       assert.equal(
         await hook(ORDER_CREATED, { id: 50, email: 'cy@example.com', currency: 'EUR', subtotal: '20.00', is_paid: true, processed_at: '2024-01-01T10:00:00Z' }),
@@ -64,6 +72,25 @@ forEachDatabase((kind) => {
       assert.equal(await claim('Ada+friends@Example.com'), 409)
       const soon = new Date(Date.now() + 60_000).toISOString()
       assert.equal(await hook(ORDER_CREATED, { id: 60, email: 'bo@example.com', currency: 'EUR', subtotal: '40.00', is_paid: true, processed_at: soon }), 200)
+      // A first order in pounds; a friend claimed by Ada, then by Ben, before their first order; Ben's
+      // friend handed a code, whose order from before the claim arrives late.
+      assert.equal(await claim('dee@example.com'), 201)
+      assert.equal(await hook(ORDER_CREATED, { id: 61, email: 'dee@example.com', currency: 'GBP', subtotal: '90.00', is_paid: true, processed_at: soon }), 200)
+      assert.equal(await claim('eve@example.com'), 201)
+      assert.equal(await claimOf(2, 'eve@example.com'), 201)
+      assert.equal(await hook(ORDER_CREATED, { id: 62, email: 'eve@example.com', currency: 'EUR', subtotal: '40.00', is_paid: true, processed_at: soon }), 200)
+      assert.equal(await claimOf(2, 'fay@example.com'), 201)
+      assert.equal(
+        await hook(ORDER_CREATED, {
+          id: 63,
+          email: 'fay@example.com',
+          currency: 'EUR',
+          subtotal: '40.00',
+          is_paid: true,
+          processed_at: '2024-02-01T10:00:00Z',
+        }),
+        200,
+      )
       browser = await launchBrowser()
       watch = new PageWatch(browser.page, base)
     })
@@ -85,13 +112,37 @@ forEachDatabase((kind) => {
       await refusals.waitFor()
       assert.equal(new URL(page.url()).pathname, '/admin/referrals')
       assert.deepEqual((await refusals.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-reason')))).sort(), [
+        'later_claim',
         'not_first_order',
+        'not_first_order',
+        'other_currency',
         'self_referral',
       ])
       assert.match(await refusals.locator('tr[data-reason=self_referral]').innerText(), /self-referral/)
-      assert.match(await refusals.locator('tr[data-reason=not_first_order]').innerText(), /had ordered before the claim/)
-      const rewarded = page.locator('table[data-list=referrals] tr[data-status=rewarded]')
-      assert.match(await rewarded.innerText(), /\b60\b.*\b500\b/s)
+      for (const row of await refusals.locator('tr[data-reason=not_first_order]').all()) assert.match(await row.innerText(), /had ordered before the claim/)
+      assert.match(await refusals.locator('tr[data-reason=other_currency]').innerText(), /in a currency the minimum subtotal does not name/)
+      assert.match(
+        await refusals.locator('tr[data-reason=later_claim]').innerText(),
+        /another referrer's later claim of the friend came before the first order/,
+      )
+      // Fay's code was handed out at Ben's claim; the order from before it made it void: struck through, and said so.
+      const voided = refusals.locator('tr:has([data-code-void])')
+      assert.equal(await voided.count(), 1)
+      assert.match(await voided.innerText(), /\b63\b.*HI-\w+ void: not to be honoured/s)
+      assert.equal(await voided.locator('[data-code-void] s').count(), 1)
+      const raw = await page.locator('main').innerText()
+      for (const value of ['other_currency', 'later_claim', 'reward_code_void']) assert.doesNotMatch(raw, new RegExp(value))
+      // Bo's order rewarded Ada, Eve's rewarded Ben.
+      const rewarded = await page.locator('table[data-list=referrals] tr[data-status=rewarded]').allInnerTexts()
+      assert.equal(rewarded.length, 2, rewarded.join('\n'))
+      assert.ok(
+        rewarded.some((text) => /\b60\b.*\b500\b/s.test(text)),
+        rewarded.join('\n'),
+      )
+      assert.ok(
+        rewarded.some((text) => /\b62\b.*\b500\b/s.test(text)),
+        rewarded.join('\n'),
+      )
       assert.doesNotMatch(await page.locator('main').innerText(), /@example\.com/)
       await screenshot(page, `${kind}-referrals`)
 

@@ -2,13 +2,15 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 import { DEFAULT_RULE } from '../../src/loyalty/rule.ts'
+import { periodAt } from '../../src/domain/calendar.ts'
 import { assertProblem } from '../storefront/kit.ts'
 import { daysAgo, referralShop, SECRETS_KEY, soon, type ReferralShop } from './kit.ts'
 
 // The referral terms over HTTP on both databases (docs/program/referrals.md, "The options",
 // "Attribution" and "The friend's reward"): the minimum names its currency; a refused claim hands
 // out no code, and a code handed out to a referral refused later is void, as the feed says; a
-// cancelled first order voids the referral; the monthly cap; an earlier order that arrives late.
+// cancelled first order voids the referral; the monthly cap, in the shop's calendar months; an
+// earlier order that arrives late.
 
 forEachDatabase((kind) => {
   let t: TestApp
@@ -161,6 +163,30 @@ forEachDatabase((kind) => {
       ['reversed_refund', -500],
       ['referral', 500],
     ])
+  })
+
+  test('the monthly cap counts the shop’s calendar months: two first orders an hour apart across the 1st in Auckland are two months there, one in UTC', async () => {
+    const ZONE = 'Pacific/Auckland'
+    // The start of a month in Auckland (UTC+12 or +13) is 11:00 or 12:00 UTC on the last day of a UTC month.
+    const boundaryMs = periodAt(ZONE, (Date.now() + 2 * 86_400_000) * 1000, 'month').endUs / 1000
+    const at = (minutes: number) => new Date(boundaryMs + minutes * 60_000).toISOString()
+    const reasons = async (r: ReferralShop) => Object.fromEntries((await r.referrals()).map((x) => [x.order_id, x.reason]))
+    const run = async (zone: string | null) => {
+      const name = `${kind}-cap-zone-${zone === null ? 'utc' : 'auckland'}`
+      const r = await referralShop(t, name, { referral_points: 500, referral_cap_per_month: 1, referral_days: 60 })
+      if (zone !== null) assert.equal((await r.admin.patch(`/v3/admin/shops/${name}`, { time_zone: zone }, { origin: 'http://localhost' })).statusCode, 200)
+      const code = await r.codeOf(1, 'ada@example.com')
+      for (const email of ['bo@example.com', 'cy@example.com']) assert.equal((await r.claim(email, code)).statusCode, 201)
+      await r.order({ id: 30, email: 'bo@example.com', subtotal: '40.00', is_paid: true, processed_at: at(-30), updated_at: soon(1) })
+      await r.order({ id: 31, email: 'cy@example.com', subtotal: '40.00', is_paid: true, processed_at: at(30), updated_at: soon(2) })
+      return r
+    }
+    const auckland = await run(ZONE)
+    assert.deepEqual(await reasons(auckland), { 30: 'rewarded', 31: 'rewarded' })
+    assert.equal(await auckland.held(1), 1000)
+    const utc = await run(null)
+    assert.deepEqual(await reasons(utc), { 30: 'rewarded', 31: 'cap_reached' })
+    assert.equal(await utc.held(1), 500)
   })
 
   test('an earlier order that arrives late: the friend was no new friend, and what was given is taken back with an entry appended', async () => {

@@ -8,7 +8,8 @@ import { DEFAULT_RULE } from '../../src/loyalty/rule.ts'
 
 // Refer a friend over HTTP on both databases (docs/program/referrals.md): a customer's code, a
 // friend's claim with the publishable key alone, the referrer's points from the friend's first
-// order and taken back on its refund, the feed, the console's list; and tried as a hostile friend
+// order and taken back on its refund, the feed, the console's list, no code while the shop offers
+// no referrals; and tried as a hostile friend
 // would: a self-referral with a +tag and another case, a claim after the order, a code made up,
 // another shop's code, many claims from one address. The friend's e-mail is never stored.
 
@@ -126,6 +127,21 @@ forEachDatabase((kind) => {
     assert.doesNotMatch(res.body, /first|order/)
     assert.ok((await referrals('?status=refused')).some((r: { reason: string; order_id: number }) => r.reason === 'not_first_order' && r.order_id === 200))
     assert.equal(await held(1), 0)
+  })
+
+  test('a shop that offers no referrals answers code: null; its customer’s code once it offers them; null again once it stops', async () => {
+    const none = await storefrontShop(t, `${kind}-ref-none`)
+    assert.equal((await t.post(CUSTOMER_CREATED, { id: 3, email: 'cat@example.com' }, { key: none.key })).statusCode, 200)
+    const ask = async () => {
+      const res = await none.call('GET', '/me/referral', await none.token(3))
+      assert.equal(res.statusCode, 200, res.body)
+      return res.json()
+    }
+    assert.deepEqual(await ask(), { code: null })
+    assert.equal((await admin.put(`/v3/admin/shops/${none.name}/rule`, { ...DEFAULT_RULE, referral_points: 500 })).statusCode, 200)
+    assert.match((await ask()).code, /^[a-z2-7]{26}$/)
+    assert.equal((await admin.put(`/v3/admin/shops/${none.name}/rule`, DEFAULT_RULE)).statusCode, 200)
+    assert.deepEqual(await ask(), { code: null })
   })
 
   test('hostile: a code made up, altered, or of another shop is a 404; a bad e-mail a 4xx', async () => {

@@ -14,7 +14,8 @@ import { CUSTOMER_CREATED, CUSTOMER_DELETED, ORDER_CREATED } from './harness.ts'
 // or by the friend's customer, in euros or dollars, and their refunds (a guest's may carry another
 // e-mail) and cancels; a veteran customer with an order from two months before, who may order
 // under a friend's e-mail or whose account may move to it; friends' customers whose e-mail moves
-// away, and who may be deleted; under a random cap, minimum (in a currency, or two) and days. And
+// away, and who may be deleted; under a random cap (counted in the calendar months of the shop's
+// time zone: UTC, Auckland or Los Angeles), minimum (in a currency, or two) and days. And
 // what the pure rules (src/loyalty/referrals.ts, referral-friend.ts, referral-points.ts) say the
 // referrals come to, whatever the order of arrival: the friend as the links of every webhook make
 // it, the orders as they end.
@@ -78,6 +79,8 @@ export interface MovePlan {
 }
 export interface ReferralScenario {
   program: Rule
+  /** The shop's time zone, in which the cap counts calendar months. */
+  zone: string
   claims: ClaimPlan[]
   orders: OrderPlan[]
   /** Whether the veteran registered and ordered two months before (its order is among the orders). */
@@ -97,6 +100,8 @@ export const referralScenarioArb: fc.Arbitrary<ReferralScenario> = fc
     min: fc.constantFrom('0.00', '50.00 EUR', '50.00 EUR, 40.00 USD'),
     days: fc.constantFrom(3, 30),
     cap: fc.constantFrom(0, 1, 2),
+    // A month starts at 1 June 00:00 in the shop's zone: 12:00 UTC on 31 May in Auckland, 07:00 UTC on 1 June in Los Angeles.
+    zone: fc.constantFrom('UTC', 'Pacific/Auckland', 'America/Los_Angeles'),
     friends: fc.subarray([...FRIENDS, SELF], { minLength: 1 }),
     claimedBy: fc.array(fc.constantFrom([1], [2], [1, 2], [2, 1]), { minLength: 5, maxLength: 5 }),
     spellings: fc.array(fc.nat(2), { minLength: 10, maxLength: 10 }),
@@ -107,7 +112,8 @@ export const referralScenarioArb: fc.Arbitrary<ReferralScenario> = fc
         spelling: fc.nat(2),
         loud: fc.boolean(),
         buyer: fc.constantFrom('guest' as const, 'friend' as const, 'friend' as const, 'veteran' as const),
-        hours: fc.integer({ min: -48, max: 50 * 24 }),
+        // Hours after BASE_US; some about the start of June in one zone or another (BASE_US + 264 h to + 283 h).
+        hours: fc.oneof({ arbitrary: fc.integer({ min: -48, max: 50 * 24 }), weight: 2 }, { arbitrary: fc.integer({ min: 260, max: 288 }), weight: 1 }),
         subtotal: fc.constantFrom('10.00', '45.00', '80.00'),
         currency: fc.constantFrom('EUR', 'EUR', 'USD'),
         paid: fc.boolean(),
@@ -182,8 +188,36 @@ export const referralScenarioArb: fc.Arbitrary<ReferralScenario> = fc
       referral_days: g.days,
       referral_cap_per_month: g.cap,
     })
-    return { program, claims, orders, veteran: g.veteran, moves, deletes }
+    return { program, zone: g.zone, claims, orders, veteran: g.veteran, moves, deletes }
   })
+
+/**
+ * Two friends of referrer 1, claimed on 20 and 21 May, whose first orders are an hour either side
+ * of the start of June in Auckland (12:00 UTC on 31 May), under a cap of 1: two months in the
+ * shop's zone, both rewarded; one month in UTC, the second refused.
+ */
+export const ZONE_EXAMPLE: ReferralScenario = {
+  program: normalizeRule({ pending_days: 0, referral_points: 500, referral_min_subtotal: '0.00', referral_days: 30, referral_cap_per_month: 1 }),
+  zone: 'Pacific/Auckland',
+  claims: [
+    { email: 'ann@example.com', referrerId: 1, atUs: BASE_US },
+    { email: 'bea@example.com', referrerId: 1, atUs: BASE_US + DAY_US },
+  ],
+  orders: (['ann@example.com', 'bea@example.com'] as const).map((email, i) => ({
+    id: 500 + i,
+    email,
+    customerId: null,
+    processedUs: BASE_US + (263 + 2 * i) * 3_600_000_000,
+    subtotal: '80.00',
+    currency: 'EUR',
+    paid: true,
+    then: null,
+    thenEmail: null,
+  })),
+  veteran: false,
+  moves: [],
+  deletes: [],
+}
 
 export const isoOf = (us: number) => new Date(Math.floor(us / 1000)).toISOString()
 
@@ -304,7 +338,7 @@ export function expectedReferrals(s: ReferralScenario): ReferralOutcomeRow[] {
   }
   const out: ReferralOutcomeRow[] = []
   for (const [referrerId, inputs] of byReferrer) {
-    for (const [i, o] of decideReferrals(inputs, s.program.pending_days).entries()) {
+    for (const [i, o] of decideReferrals(inputs, s.program.pending_days, s.zone).entries()) {
       // A deleted friend's points were forfeited with the rest of theirs.
       const friend = o.friend !== null && !deleted.has(o.friend.customerId) ? o.friend : null
       out.push({

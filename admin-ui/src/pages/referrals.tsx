@@ -6,7 +6,9 @@ import { navigate, route } from '../router.ts'
 
 // A shop's referrals (docs/program/referrals.md): each one's state and why, newest claim first,
 // and the refusals (a self-referral, the cap, not a first order, …) listed apart for an operator
-// to review. Read only: the write path decides them; the friend's e-mail is not kept, so not shown.
+// to review, and the friend's reward code struck through when it is void (the referral was refused
+// after the code was handed out). Read only: the write path decides them; the friend's e-mail is
+// not kept, so not shown.
 
 /** Why a referral is where it is, in words. */
 const WHY: Record<string, string> = {
@@ -16,7 +18,9 @@ const WHY: Record<string, string> = {
   self_referral: "self-referral: the referrer's own e-mail or order",
   not_first_order: 'not a first order: the friend had ordered before the claim',
   below_minimum: 'the first order was below the minimum subtotal',
+  other_currency: 'the first order was in a currency the minimum subtotal does not name',
   too_late: "the first order came after the referral's days",
+  later_claim: "another referrer's later claim of the friend came before the first order",
   cap_reached: "the referrer's monthly cap was reached",
   refunded: 'taken back: the first order was refunded',
   cancelled: 'taken back: the first order was cancelled',
@@ -48,7 +52,14 @@ function ReferralTable({ items, label }: { items: Referral[]; label: string }) {
             <td>{r.order_id ?? ''}</td>
             <td>{r.referrer_points}</td>
             <td>
-              {r.reward_code ?? ''}
+              {r.reward_code !== null &&
+                (r.reward_code_void ? (
+                  <span data-code-void>
+                    <s>{r.reward_code}</s> void: not to be honoured
+                  </span>
+                ) : (
+                  r.reward_code
+                ))}
               {r.friend_customer_id !== null ? ` customer ${r.friend_customer_id}: ${r.friend_points} points` : ''}
             </td>
             <td>{time(r.updated_at)}</td>
