@@ -72,3 +72,9 @@ export function customerChange(zone: string, nowUs: number, stored: StoredBirthd
   if (daysBetween(last, localDate(zone, nowUs)) >= CUSTOMER_CHANGE_DAYS) return { allowed: true }
   return { allowed: false, from: addDays(last, CUSTOMER_CHANGE_DAYS) }
 }
+
+/** The birthdays whose day `date` is: its own, and on February 28 of a year without a 29th, February 29 too. */
+export function birthdaysOnDate(date: LocalDate): Birthday[] {
+  const [year, month, day] = [Number(date.slice(0, 4)), Number(date.slice(5, 7)), Number(date.slice(8, 10))]
+  return month === 2 && day === 28 && !isLeapYear(year) ? [{ month, day }, { month: 2, day: 29 }] : [{ month, day }]
+}
