@@ -44,9 +44,7 @@ export function startBirthdaySweeper(
       const today = localDate(shop.timeZone, nowUs)
       if (today !== unpaidDate) [unpaid, unpaidDate] = [new Set(), today]
       const year = Number(today.slice(0, 4))
-      const customers = (await birthdaysOn(backend.db, shop.shopId, birthdaysOnDate(today), year)).filter(
-        (id) => !unpaid.has(`${shop.shopId}:${id}:${today}`),
-      )
+      const customers = (await birthdaysOn(backend.db, shop.shopId, birthdaysOnDate(today), year)).filter((id) => !unpaid.has(`${shop.shopId}:${id}:${today}`))
       for (let i = 0; i < customers.length; i += CHUNK) {
         const chunk = customers.slice(i, i + CHUNK)
         const results = await Promise.all(

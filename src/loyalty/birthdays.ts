@@ -66,7 +66,12 @@ export function birthdayDue(zone: string, nowUs: number, b: StoredBirthday, paid
  * changes nothing and is always allowed; another is allowed when they never set it, or last set
  * it 365 days or more before (in the shop's days). Else the first date they may change it on.
  */
-export function customerChange(zone: string, nowUs: number, stored: StoredBirthday | undefined, next: Birthday): { allowed: true } | { allowed: false; from: LocalDate } {
+export function customerChange(
+  zone: string,
+  nowUs: number,
+  stored: StoredBirthday | undefined,
+  next: Birthday,
+): { allowed: true } | { allowed: false; from: LocalDate } {
   if (!stored || (stored.month === next.month && stored.day === next.day) || stored.customerSetUs === null) return { allowed: true }
   const last = localDate(zone, stored.customerSetUs)
   if (daysBetween(last, localDate(zone, nowUs)) >= CUSTOMER_CHANGE_DAYS) return { allowed: true }
@@ -76,5 +81,10 @@ export function customerChange(zone: string, nowUs: number, stored: StoredBirthd
 /** The birthdays whose day `date` is: its own, and on February 28 of a year without a 29th, February 29 too. */
 export function birthdaysOnDate(date: LocalDate): Birthday[] {
   const [year, month, day] = [Number(date.slice(0, 4)), Number(date.slice(5, 7)), Number(date.slice(8, 10))]
-  return month === 2 && day === 28 && !isLeapYear(year) ? [{ month, day }, { month: 2, day: 29 }] : [{ month, day }]
+  return month === 2 && day === 28 && !isLeapYear(year)
+    ? [
+        { month, day },
+        { month: 2, day: 29 },
+      ]
+    : [{ month, day }]
 }

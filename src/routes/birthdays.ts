@@ -27,6 +27,12 @@ const dateFaults = (body: Record<string, unknown>): FieldError[] => {
   return fault ? [{ pointer: `/${fault.field}`, detail: fault.detail }] : []
 }
 
+/** The 422 of a body the schema accepts whose month has no such day. */
+function datesProblem(body: Record<string, unknown>) {
+  const errors = dateFaults(body)
+  return errors.length === 0 ? undefined : problem('invalid-body', 'the birthday has 1 invalid field', { error_count: 1, errors })
+}
+
 /** Checks the body and sets the birthday: the answer sent. */
 async function setBirthday(
   services: Services,
@@ -34,7 +40,8 @@ async function setBirthday(
   reply: FastifyReply,
   who: { shopId: number; customerId: number; source: BirthdaySource; shopName?: string },
 ): Promise<{ outcome: 'set'; changed: boolean } | null> {
-  const refused = commandBodyProblem(request, 'birthday', dateFaults)
+  // The date's own faults, listed with the schema's when it refuses the body, else on their own.
+  const refused = commandBodyProblem(request, 'birthday', dateFaults) ?? datesProblem(request.body as Record<string, unknown>)
   if (refused) {
     await sendProblem(reply, refused)
     return null
@@ -42,7 +49,15 @@ async function setBirthday(
   const body = request.body as Body
   const outcome = await submit(
     services,
-    { command: 'birthday-set', shopId: who.shopId, customerId: who.customerId, month: body.month, day: body.day, source: who.source, atUs: services.clock.nowUs() },
+    {
+      command: 'birthday-set',
+      shopId: who.shopId,
+      customerId: who.customerId,
+      month: body.month,
+      day: body.day,
+      source: who.source,
+      atUs: services.clock.nowUs(),
+    },
     'birthday',
   )
   switch (outcome.status) {
@@ -64,7 +79,7 @@ async function setBirthday(
 }
 
 const DESCRIPTION =
-  'A month and a day, no year. February 30 or month 13 is a 422 naming the field. Under the rule\'s `birthday_points`, the birthday pays once a year, ' +
+  "A month and a day, no year. February 30 or month 13 is a 422 naming the field. Under the rule's `birthday_points`, the birthday pays once a year, " +
   "on the day in the shop's time zone (February 29 on February 28 in other years), within a minute of the day's start; set on the day itself, it pays at once."
 
 /** PUT /v3/customers/{id}/birthday: the shop's server (its secret key). */
@@ -180,7 +195,12 @@ export async function adminBirthdayRoutes(app: FastifyInstance, ctx: AdminContex
       const done = await setBirthday(services, request, reply, { shopId: shop.id, customerId, source: 'operator', shopName: shop.name })
       // The audit names the customer, never the date.
       if (done?.changed)
-        await recordAudit(services.backend.db, request.operator, { action: 'birthday.set', shopId: shop.id, target: String(customerId), detail: {} }, ctx.nowUs())
+        await recordAudit(
+          services.backend.db,
+          request.operator,
+          { action: 'birthday.set', shopId: shop.id, target: String(customerId), detail: {} },
+          ctx.nowUs(),
+        )
       return reply
     },
   )

@@ -6,7 +6,11 @@ import { Type } from 'typebox'
 export const BirthdayBody = Type.Object(
   {
     month: Type.Integer({ minimum: 1, maximum: 12, description: 'the month, 1 (January) to 12' }),
-    day: Type.Integer({ minimum: 1, maximum: 31, description: 'the day of the month: a day the month has (February 29 is paid on February 28 in other years)' }),
+    day: Type.Integer({
+      minimum: 1,
+      maximum: 31,
+      description: 'the day of the month: a day the month has (February 29 is paid on February 28 in other years)',
+    }),
   },
   { additionalProperties: false, description: 'a birthday: `month` and `day`, no year' },
 )
@@ -28,7 +32,8 @@ export const BirthdayView = Type.Object(
     }),
     points_paid: Type.Integer({
       minimum: 0,
-      description: "the points its day paid at once: set on the birthday itself by the shop's server or an operator (0 otherwise, or when paid this year already)",
+      description:
+        "the points its day paid at once: set on the birthday itself by the shop's server or an operator (0 otherwise, or when paid this year already)",
     }),
   },
   { additionalProperties: false },
