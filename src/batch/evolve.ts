@@ -126,9 +126,11 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
 
 /** The birthdays the decision set and the years it paid; a deleted customer's birthday is erased with them. */
 function birthdaysAfter(state: BatchState, decision: Decision): Pick<BatchState, 'birthdays' | 'birthdayYears'> {
+  // A state that never held birthdays, and a decision that sets none, hold none after it.
+  if (!state.birthdays && !state.birthdayYears && !decision.birthdays && !decision.birthdayRewards) return {}
   const birthdays = new Map(state.birthdays)
   for (const b of decision.birthdays ?? []) birthdays.set(keyOf(b.shopId, b.customerId), b.birthday)
-  for (const r of decision.redactions) for (const id of r.customerIds) birthdays.delete(keyOf(r.shopId, id))
+  for (const r of decision.redactions ?? []) for (const id of r.customerIds) birthdays.delete(keyOf(r.shopId, id))
   const birthdayYears = new Map(state.birthdayYears)
   for (const b of decision.birthdayRewards ?? []) {
     const key = keyOf(b.shopId, b.customerId)
