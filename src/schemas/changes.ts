@@ -135,7 +135,9 @@ export const ReferralChange = Type.Object(
 export const BirthdayRewarded = Type.Object(
   {
     customer_id: Type.Integer(),
-    points: Type.Integer({ description: "the points the birthday paid, under the rule's birthday_points; its points.changed entry (reason birthday) is beside it" }),
+    points: Type.Integer({
+      description: "the points the birthday paid, under the rule's birthday_points; its points.changed entry (reason birthday) is beside it",
+    }),
   },
   { additionalProperties: false, description: "a customer's birthday paid, once a year, on the day in the shop's time zone; never the date" },
 )

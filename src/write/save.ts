@@ -163,7 +163,9 @@ export async function writeDecision(
     // Birthdays set, and paid: a year another process paid meanwhile makes the batch run again, and pay nothing.
     write(
       'birthdays',
-      q.upsertBirthdays((d.birthdays ?? []).map(({ shopId, customerId, birthday: b }) => [shopId, customerId, b.month, b.day, b.source, b.setUs, b.customerSetUs])),
+      q.upsertBirthdays(
+        (d.birthdays ?? []).map(({ shopId, customerId, birthday: b }) => [shopId, customerId, b.month, b.day, b.source, b.setUs, b.customerSetUs]),
+      ),
       null,
     ),
     write(

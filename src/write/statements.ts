@@ -247,7 +247,12 @@ export function batchStatements(f: StatementFactory) {
       keyType: 'bigint',
     }),
     /** The years customers were paid a birthday in (the primary key of birthday_rewards). */
-    birthdayYears: f.lookup<{ customer_id: number; year: number }>({ table: 'birthday_rewards', columns: 'customer_id, year', column: 'customer_id', keyType: 'bigint' }),
+    birthdayYears: f.lookup<{ customer_id: number; year: number }>({
+      table: 'birthday_rewards',
+      columns: 'customer_id, year',
+      column: 'customer_id',
+      keyType: 'bigint',
+    }),
     /** A birthday as the decider left it (the customer's lock orders its writers). */
     upsertBirthdays: f.insert({
       table: 'birthdays',
