@@ -31,6 +31,7 @@ import { pointsRoutes } from './routes/points.ts'
 import { redemptionRoutes } from './routes/redemptions.ts'
 import { rewardRoutes } from './routes/rewards.ts'
 import { storefrontRoutes } from './routes/storefront.ts'
+import { birthdayRoutes } from './routes/birthdays.ts'
 import { storefrontWidgetRoutes } from './routes/storefront-widget.ts'
 import { resourceRoutes } from './routes/resources.ts'
 import { problemResponses } from './schemas/problems.ts'
@@ -44,6 +45,7 @@ import { openBatchWriter } from './write/open-batch-writer.ts'
 import { GroupCommitWriter } from './write/group-commit.ts'
 import { startPruner } from './jobs/pruner.ts'
 import { startExpirySweeper } from './jobs/expiry-sweeper.ts'
+import { startBirthdaySweeper } from './jobs/birthday-sweeper.ts'
 import { startStorageSampler } from './jobs/storage-sampler.ts'
 import { reportOncePer } from './jobs/report.ts'
 import { startChangeFeed } from './feed/change-feed.ts'
@@ -269,6 +271,12 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
       ),
     (s) => s.stop(),
   )
+  // Birthdays, paid on the shop's day (src/jobs/birthday-sweeper.ts), as often as the points sweeper passes.
+  const birthdaySweeper = await parts.start(
+    'birthday sweeper',
+    () => startBirthdaySweeper(backend, (item) => writer.submit(item), clock, options.sweepEveryMs ?? config.SWEEP_INTERVAL_SECONDS * 1000, report),
+    (s) => s.stop(),
+  )
   // Several processes (docs/operate/several-processes.md): the rate limit counted in Redis when
   // REDIS_URL is set, and key revocations heard from PostgreSQL.
   const rateStore = await parts.start(
@@ -315,6 +323,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
     metrics,
     parsedBudget,
     sweeper,
+    birthdaySweeper,
     feed,
     hookIngestion,
     clock,
@@ -417,6 +426,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   await app.register(async (scope) => pointsRoutes(scope, services))
   await app.register(async (scope) => redemptionRoutes(scope, services))
   await app.register(async (scope) => rewardRoutes(scope, services))
+  await app.register(async (scope) => birthdayRoutes(scope, services))
   await app.register(async (scope) => storefrontRoutes(scope, services))
   await app.register(async (scope) => storefrontWidgetRoutes(scope))
   await app.register(async (scope) => changeRoutes(scope, services))

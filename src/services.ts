@@ -8,6 +8,7 @@ import type { Authenticator } from './http/auth.ts'
 import type { StorefrontAuth } from './http/storefront-auth.ts'
 import type { BodyBudget } from './http/body-budget.ts'
 import type { ExpirySweeper } from './jobs/expiry-sweeper.ts'
+import type { BirthdaySweeper } from './jobs/birthday-sweeper.ts'
 import type { Metrics } from './http/metrics.ts'
 import type { Backend } from './db/dialect.ts'
 import type { BatchResult } from './write/unit-of-work.ts'
@@ -44,6 +45,8 @@ export interface Services {
   newId: UuidV7Generator
   /** Writes expiry as it falls due. */
   sweeper: ExpirySweeper
+  /** Pays birthdays on the shop's day. */
+  birthdaySweeper: BirthdaySweeper
   /** The change feed: the readers' long poll, and the NATS relay when NATS_URL is set. */
   feed: ChangeFeed
   /** REDIS_URL: whether Redis, where the rate limit is counted, answers now; undefined without it. */

@@ -67,6 +67,13 @@ export interface paths {
      */
     post: operations["cancelClaim"];
   };
+  "/v3/customers/{id}/birthday": {
+    /**
+     * Set a customer's birthday
+     * @description A month and a day, no year. February 30 or month 13 is a 422 naming the field. Under the rule's `birthday_points`, the birthday pays once a year, on the day in the shop's time zone (February 29 on February 28 in other years), within a minute of the day's start; set on the day itself, it pays at once.
+     */
+    put: operations["setCustomerBirthday"];
+  };
   "/v3/storefront/me": {
     /** The signed-in customer's points, tier and what expires soon */
     get: operations["storefrontMe"];
@@ -135,6 +142,18 @@ export interface paths {
      * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
      */
     options: operations["storefrontPreflightReferralsCodeClaim"];
+  };
+  "/v3/storefront/me/birthday": {
+    /**
+     * The signed-in customer sets their birthday
+     * @description A month and a day, no year. February 30 or month 13 is a 422 naming the field. Under the rule's `birthday_points`, the birthday pays once a year, on the day in the shop's time zone (February 29 on February 28 in other years), within a minute of the day's start; set on the day itself, it pays at once. Set by the customer, it pays only when set 30 days or more before the day (else from next year on); they may change it once per 365 days: a second change within them is a 409 (`birthday-change-too-soon`). The same birthday again changes nothing.
+     */
+    put: operations["storefrontSetBirthday"];
+    /**
+     * CORS preflight of a storefront route
+     * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+     */
+    options: operations["storefrontPreflightMeBirthday"];
   };
   "/v3/changes": {
     /**
@@ -373,6 +392,15 @@ export interface paths {
   "/v3/admin/shops/{shop}/customers/{id}/referral": {
     /** A customer's referral code and their referrals */
     get: operations["adminCustomerReferral"];
+  };
+  "/v3/admin/shops/{shop}/customers/{id}/birthday": {
+    /** A customer's birthday; null when none is set */
+    get: operations["adminCustomerBirthday"];
+    /**
+     * Set a customer's birthday (audited)
+     * @description A month and a day, no year. February 30 or month 13 is a 422 naming the field. Under the rule's `birthday_points`, the birthday pays once a year, on the day in the shop's time zone (February 29 on February 28 in other years), within a minute of the day's start; set on the day itself, it pays at once.
+     */
+    put: operations["adminSetBirthday"];
   };
   "/openapi.json": {
     /** This OpenAPI document */
@@ -718,7 +746,7 @@ export interface components {
             adjustment_id: string | null;
             /** @description positive when credited, negative when taken */
             points: number;
-            /** @description why: earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, signup, newsletter, excluded, tier_adjusted, referral, import, or a reason added later */
+            /** @description why: earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, signup, newsletter, excluded, tier_adjusted, referral, import, birthday, or a reason added later */
             reason: string;
             debt: boolean;
             /** @description the webhook that caused the change; null when a command, a rebuild or the expiry sweep did */
@@ -1035,7 +1063,24 @@ export interface components {
             /** @description true while the code must not be honoured: the referral is refused because the friend is no new friend (self_referral, not_first_order); void the discount */
             reward_code_void: boolean;
           };
-        }))[];
+        }) | {
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "birthday.rewarded";
+          /** @description a customer's birthday paid, once a year, on the day in the shop's time zone; never the date */
+          data: {
+            customer_id: number;
+            /** @description the points the birthday paid, under the rule's birthday_points; its points.changed entry (reason birthday) is beside it */
+            points: number;
+          };
+        })[];
       /** @description pass as ?after= for the next page: the last position returned, or `after` again when none was */
       next_after: number;
     };
@@ -1116,13 +1161,13 @@ export interface components {
       detail: string;
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+    /** @description An RFC 9457 problem: A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
     ConflictProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
        * @enum {string}
        */
-      type: "/problems/insufficient-points" | "/problems/idempotency-key-reused" | "/problems/event-redacted" | "/problems/points-limit" | "/problems/subscription-limit" | "/problems/no-signing-secret" | "/problems/reward-inactive" | "/problems/tier-too-low" | "/problems/pool-empty" | "/problems/referral-refused";
+      type: "/problems/insufficient-points" | "/problems/idempotency-key-reused" | "/problems/event-redacted" | "/problems/points-limit" | "/problems/subscription-limit" | "/problems/no-signing-secret" | "/problems/reward-inactive" | "/problems/tier-too-low" | "/problems/pool-empty" | "/problems/referral-refused" | "/problems/birthday-change-too-soon";
       /** @description the status text, "Conflict" */
       title: string;
       /** @constant */
@@ -2546,7 +2591,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2646,7 +2691,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2803,7 +2848,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2974,7 +3019,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2996,6 +3041,120 @@ export interface operations {
       417: {
         content: {
           "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * Set a customer's birthday
+   * @description A month and a day, no year. February 30 or month 13 is a 422 naming the field. Under the rule's `birthday_points`, the birthday pays once a year, on the day in the shop's time zone (February 29 on February 28 in other years), within a minute of the day's start; set on the day itself, it pays at once.
+   */
+  setCustomerBirthday: {
+    parameters: {
+      path: {
+        /** @description the shop's id of the resource */
+        id: string;
+      };
+    };
+    /** @description a birthday: `month` and `day`, no year */
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description the month, 1 (January) to 12 */
+          month: number;
+          /** @description the day of the month: a day the month has (February 29 is paid on February 28 in other years) */
+          day: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The birthday, set */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            customer_id: number;
+            /** @description the customer's birthday: a month and a day, no year */
+            birthday: {
+              month: number;
+              day: number;
+            };
+            /** @description who set it last: the shop's server, the customer on the storefront, or an operator */
+            set_by: "shop" | "customer" | "operator";
+            /** @description the points its day paid at once: set on the birthday itself by the shop's server or an operator (0 otherwise, or when paid this year already) */
+            points_paid: number;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description how to authenticate */
+          "WWW-Authenticate": "Basic realm=\"shop-intake\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
+      413: {
+        content: {
+          "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
+        };
+      };
+      /** @description The body is not sent as application/json. */
+      415: {
+        content: {
+          "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The body breaks the validation rules; it is stored as a rejected event named by `event_id`. */
+      422: {
+        content: {
+          "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
       /** @description The request headers are larger than 16 KiB. */
@@ -3055,6 +3214,11 @@ export interface operations {
                 /** @description when they expire */
                 at: string;
               }[];
+            /** @description the customer's birthday; null when none is set */
+            birthday: {
+              month: number;
+              day: number;
+            } | null;
           };
         };
       };
@@ -3739,7 +3903,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -4092,7 +4256,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -4160,6 +4324,197 @@ export interface operations {
         code: string;
       };
     };
+    responses: {
+      /** @description The origin may call this route: no credentials, the storefront headers */
+      204: {
+        headers: {
+          "Access-Control-Allow-Origin": string;
+          "Access-Control-Allow-Methods": string;
+          "Access-Control-Allow-Headers": string;
+          "Access-Control-Max-Age": string;
+        };
+        content: never;
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * The signed-in customer sets their birthday
+   * @description A month and a day, no year. February 30 or month 13 is a 422 naming the field. Under the rule's `birthday_points`, the birthday pays once a year, on the day in the shop's time zone (February 29 on February 28 in other years), within a minute of the day's start; set on the day itself, it pays at once. Set by the customer, it pays only when set 30 days or more before the day (else from next year on); they may change it once per 365 days: a second change within them is a 409 (`birthday-change-too-soon`). The same birthday again changes nothing.
+   */
+  storefrontSetBirthday: {
+    /** @description a birthday: `month` and `day`, no year */
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description the month, 1 (January) to 12 */
+          month: number;
+          /** @description the day of the month: a day the month has (February 29 is paid on February 28 in other years) */
+          day: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The birthday, set */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            customer_id: number;
+            /** @description the customer's birthday: a month and a day, no year */
+            birthday: {
+              month: number;
+              day: number;
+            };
+            /** @description who set it last: the shop's server, the customer on the storefront, or an operator */
+            set_by: "shop" | "customer" | "operator";
+            /** @description the points its day paid at once: set on the birthday itself by the shop's server or an operator (0 otherwise, or when paid this year already) */
+            points_paid: number;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          "WWW-Authenticate": "Bearer realm=\"shop-intake-storefront\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      409: {
+        content: {
+          "application/problem+json": components["schemas"]["ConflictProblem"];
+        };
+      };
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
+      413: {
+        content: {
+          "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
+        };
+      };
+      /** @description The body is not sent as application/json. */
+      415: {
+        content: {
+          "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The body breaks the validation rules; it is stored as a rejected event named by `event_id`. */
+      422: {
+        content: {
+          "application/problem+json": components["schemas"]["InvalidBodyProblem"];
+        };
+      };
+      /** @description The key sent more webhooks per second than RATE_LIMIT_RPS; storefront: the address or the customer sent more requests than STOREFRONT_IP_RATE or STOREFRONT_CUSTOMER_RATE allow in 10 seconds (a request whose customer token holds counts as its customer only), or a referral claim went past REFERRAL_CLAIMS_PER_IP an hour from its address or REFERRAL_EMAILS_PER_CODE different e-mails in 24 hours for its code. */
+      429: {
+        headers: {
+          /** @description seconds to wait before retrying */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["RateLimitedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * CORS preflight of a storefront route
+   * @description Allowed for the origins that live publishable keys list; the actual request is then held to its own key’s origins.
+   */
+  storefrontPreflightMeBirthday: {
     responses: {
       /** @description The origin may call this route: no credentials, the storefront headers */
       204: {
@@ -4942,7 +5297,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -5704,6 +6059,11 @@ export interface operations {
                * @default 0
                */
               referral_cap_per_month: number;
+              /**
+               * @description points on the customer's birthday, once a year, on the day in the shop's time zone; 0 (the default) gives none
+               * @default 0
+               */
+              birthday_points: number;
             };
             /** @description the newest 100 versions, newest first, the current one included */
             history: ({
@@ -5817,6 +6177,11 @@ export interface operations {
                    * @default 0
                    */
                   referral_cap_per_month: number;
+                  /**
+                   * @description points on the customer's birthday, once a year, on the day in the shop's time zone; 0 (the default) gives none
+                   * @default 0
+                   */
+                  birthday_points: number;
                 };
                 /** @description who wrote this version: the operator's name, or `command line (<OS user>)`; null when not recorded (the first version, or older ones) */
                 changed_by: string | null;
@@ -5997,6 +6362,11 @@ export interface operations {
            * @default 0
            */
           referral_cap_per_month: number;
+          /**
+           * @description points on the customer's birthday, once a year, on the day in the shop's time zone; 0 (the default) gives none
+           * @default 0
+           */
+          birthday_points: number;
         };
       };
     };
@@ -6121,6 +6491,11 @@ export interface operations {
                * @default 0
                */
               referral_cap_per_month: number;
+              /**
+               * @description points on the customer's birthday, once a year, on the day in the shop's time zone; 0 (the default) gives none
+               * @default 0
+               */
+              birthday_points: number;
             };
             /** @description the newest 100 versions, newest first, the current one included */
             history: ({
@@ -6234,6 +6609,11 @@ export interface operations {
                    * @default 0
                    */
                   referral_cap_per_month: number;
+                  /**
+                   * @description points on the customer's birthday, once a year, on the day in the shop's time zone; 0 (the default) gives none
+                   * @default 0
+                   */
+                  birthday_points: number;
                 };
                 /** @description who wrote this version: the operator's name, or `command line (<OS user>)`; null when not recorded (the first version, or older ones) */
                 changed_by: string | null;
@@ -6437,6 +6817,11 @@ export interface operations {
              * @default 0
              */
             referral_cap_per_month: number;
+            /**
+             * @description points on the customer's birthday, once a year, on the day in the shop's time zone; 0 (the default) gives none
+             * @default 0
+             */
+            birthday_points: number;
           };
         };
       };
@@ -6633,7 +7018,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -7353,7 +7738,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -7720,7 +8105,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -7962,7 +8347,7 @@ export interface operations {
             repeat_rate: number | null;
             /** @description counted on the day the ledger wrote them, as the points report counts them */
             points: {
-              /** @description points issued, by source (orders: earned, claimed and re-priced; bonuses: sign-up and newsletter; referrals; imports; manual: operators) */
+              /** @description points issued, by source (orders: earned, claimed and re-priced; bonuses: sign-up and newsletter; referrals; imports; manual: operators; birthdays) */
               issued: {
                 /** @description issued from orders */
                 orders: number;
@@ -7974,6 +8359,8 @@ export interface operations {
                 imports: number;
                 /** @description issued from manual */
                 manual: number;
+                /** @description issued from birthdays */
+                birthdays: number;
                 /** @description every source together */
                 total: number;
               };
@@ -8072,7 +8459,7 @@ export interface operations {
               repeat_rate: number | null;
               /** @description counted on the day the ledger wrote them, as the points report counts them */
               points: {
-                /** @description points issued, by source (orders: earned, claimed and re-priced; bonuses: sign-up and newsletter; referrals; imports; manual: operators) */
+                /** @description points issued, by source (orders: earned, claimed and re-priced; bonuses: sign-up and newsletter; referrals; imports; manual: operators; birthdays) */
                 issued: {
                   /** @description issued from orders */
                   orders: number;
@@ -8084,6 +8471,8 @@ export interface operations {
                   imports: number;
                   /** @description issued from manual */
                   manual: number;
+                  /** @description issued from birthdays */
+                  birthdays: number;
                   /** @description every source together */
                   total: number;
                 };
@@ -9195,6 +9584,210 @@ export interface operations {
       417: {
         content: {
           "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** A customer's birthday; null when none is set */
+  adminCustomerBirthday: {
+    parameters: {
+      path: {
+        /** @description the shop's name */
+        shop: string;
+        /** @description the shop's id of the customer */
+        id: string;
+      };
+    };
+    responses: {
+      /** @description The customer's birthday */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            month: number;
+            day: number;
+          } | null;
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
+          "WWW-Authenticate": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * Set a customer's birthday (audited)
+   * @description A month and a day, no year. February 30 or month 13 is a 422 naming the field. Under the rule's `birthday_points`, the birthday pays once a year, on the day in the shop's time zone (February 29 on February 28 in other years), within a minute of the day's start; set on the day itself, it pays at once.
+   */
+  adminSetBirthday: {
+    parameters: {
+      path: {
+        /** @description the shop's name */
+        shop: string;
+        /** @description the shop's id of the customer */
+        id: string;
+      };
+    };
+    /** @description a birthday: `month` and `day`, no year */
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description the month, 1 (January) to 12 */
+          month: number;
+          /** @description the day of the month: a day the month has (February 29 is paid on February 28 in other years) */
+          day: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The birthday, set */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            customer_id: number;
+            /** @description the customer's birthday: a month and a day, no year */
+            birthday: {
+              month: number;
+              day: number;
+            };
+            /** @description who set it last: the shop's server, the customer on the storefront, or an operator */
+            set_by: "shop" | "customer" | "operator";
+            /** @description the points its day paid at once: set on the birthday itself by the shop's server or an operator (0 otherwise, or when paid this year already) */
+            points_paid: number;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description Basic after a Basic attempt; otherwise Session (sign in with POST /v3/admin/session), which browsers do not prompt for */
+          "WWW-Authenticate": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description Admin API: a shop key was sent (`forbidden`), a request signed in by the session cookie changes something without an `Origin` header naming this service (`cross-origin`), or a viewer (admins create --role viewer) asked for a change (`read-only`). Storefront: the request's Origin is not one the publishable key allows (`origin-not-allowed`). */
+      403: {
+        content: {
+          "application/problem+json": components["schemas"]["ForbiddenProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
+      413: {
+        content: {
+          "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
+        };
+      };
+      /** @description The body is not sent as application/json. */
+      415: {
+        content: {
+          "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The body breaks the validation rules; it is stored as a rejected event named by `event_id`. */
+      422: {
+        content: {
+          "application/problem+json": components["schemas"]["InvalidBodyProblem"];
         };
       };
       /** @description The request headers are larger than 16 KiB. */

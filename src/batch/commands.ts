@@ -1,5 +1,6 @@
 import type { Static } from 'typebox'
 import type { Webhook } from '../domain/webhook.ts'
+import type { BirthdaySource } from '../loyalty/birthdays.ts'
 import type { AdjustmentView as AdjustmentViewSchema } from '../schemas/admin.ts'
 import type { RedemptionView as RedemptionViewSchema } from '../schemas/redemptions.ts'
 import type { ClaimView as ClaimViewSchema } from '../schemas/rewards.ts'
@@ -133,7 +134,28 @@ export interface ReferralClaimCommand {
   atUs: number
 }
 
+/** Set a customer's birthday (the shop's server, the customer on the storefront, or an operator); the day itself pays at once. */
+export interface BirthdaySetCommand {
+  command: 'birthday-set'
+  shopId: number
+  customerId: number
+  month: number
+  day: number
+  source: BirthdaySource
+  atUs: number
+}
+
+/** Pay the customer's birthday if it is due at `atUs` (the birthday sweep's item). */
+export interface BirthdayCommand {
+  command: 'birthday'
+  shopId: number
+  customerId: number
+  atUs: number
+}
+
 export type PointsCommand =
+  | BirthdaySetCommand
+  | BirthdayCommand
   | ReferralClaimCommand
   | RedeemCommand
   | CancelCommand
@@ -174,6 +196,12 @@ export interface ReferralClaimView {
 }
 
 export type CommandOutcome =
+  /** A birthday set (`changed`: it differs from the one stored), and the points its day paid at once (0: none). */
+  | { status: 'birthday-set'; birthday: { month: number; day: number }; changed: boolean; paid: number }
+  /** The customer changed their birthday less than 365 days ago: they may change it from `from` (the shop's date). */
+  | { status: 'birthday-refused'; from: string }
+  /** The sweep's birthday: the points paid now (0: not due, paid already, or no birthday points). */
+  | { status: 'birthday-paid'; points: number }
   /** `replayed`: the same e-mail claimed the same code before; this claim changed nothing. */
   | { status: 'referral-claimed'; referral: ReferralClaimView; replayed: boolean }
   /** No referral program, or an unknown or deleted referrer. */

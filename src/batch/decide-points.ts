@@ -17,7 +17,9 @@ import {
   type Lot,
   type LotEntry,
 } from '../loyalty/wallet.ts'
+import type { BirthdayCommand, BirthdaySetCommand } from './commands.ts'
 import type { AdjustCommand, AdjustmentView, CancelCommand, CommandOutcome, PointsCommand, RedeemCommand, RedemptionView } from './commands.ts'
+import type { BirthdayReward } from './state.ts'
 import { keyOf, type BatchState, type Decision, type LedgerRow, type StoredAdjustment, type StoredCustomer, type StoredRedemption } from './state.ts'
 import {
   cancelClaim,
@@ -33,6 +35,7 @@ import {
 } from './decide-rewards.ts'
 import { Overlay } from './overlay.ts'
 import { importLine, type ImportStart } from './decide-import.ts'
+import { decideBirthday } from './decide-birthdays.ts'
 
 // The points half of the decider: after a batch's orders are settled, the
 // balances of the customers whose lots are loaded are settled too (expiry
@@ -59,6 +62,9 @@ export interface PointsDecision {
   rewards: RewardsDecision
   /** The lots of every customer whose lots are loaded (or a command opened), as the batch leaves them. */
   wallets: ReadonlyMap<string, Lot[]>
+  /** Birthdays set and paid (src/batch/decide-birthdays.ts). */
+  birthdays: NonNullable<Decision['birthdays']>
+  birthdayRewards: BirthdayReward[]
 }
 
 /** The view of a redemption an answer carries. */
@@ -130,7 +136,11 @@ export function decidePoints(
     warnings: [],
     rewards: emptyRewardsDecision(),
     wallets: state.wallets,
+    birthdays: [],
+    birthdayRewards: [],
   }
+  // Birthdays: the batch's own settings and payments over those loaded.
+  const birthdayBook = { rules: state.rules, timeZones: state.timeZones, birthdays: new Map(state.birthdays), birthdayYears: new Map(state.birthdayYears) }
 
   const row = (shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow => ({
     shopId,
@@ -277,6 +287,10 @@ export function decidePoints(
       out.outcomes.push({ status: 'not-found', detail: `no customer ${c.customerId} in this shop` })
       continue
     }
+    if (c.command === 'birthday' || c.command === 'birthday-set') {
+      out.outcomes.push(birthday(c, lots))
+      continue
+    }
     if (c.command === 'adjust') out.outcomes.push(adjust(c, lots))
     else if (c.command === 'redeem') out.outcomes.push(redeem(c, lots))
     else if (c.command === 'claim') out.outcomes.push(applyClaim(decideClaim(state, c, spending)))
@@ -306,6 +320,27 @@ export function decidePoints(
       out.rewards.claims.push(claim)
     }
     return outcome
+  }
+
+  /** Writes what a birthday command decided into the scratch, the lots and the ledger: its outcome. */
+  function birthday(c: BirthdayCommand | BirthdaySetCommand, lots: Lot[]): CommandOutcome {
+    const decided = decideBirthday(birthdayBook, c)
+    const key = keyOf(c.shopId, c.customerId)
+    if (decided.birthday) {
+      birthdayBook.birthdays.set(key, decided.birthday)
+      out.birthdays.push({ shopId: c.shopId, customerId: c.customerId, birthday: decided.birthday })
+    }
+    const reward = decided.reward
+    if (reward) {
+      birthdayBook.birthdayYears.set(key, [...(birthdayBook.birthdayYears.get(key) ?? []), reward.year])
+      const entry = { available_us: c.atUs, points: reward.points }
+      addToLots(lots, entry)
+      ledger.push(row(c.shopId, c.customerId, entry, 'birthday', null))
+      out.birthdayRewards.push(reward)
+      // The customer's row is written again: a batch of another process paying them meanwhile conflicts.
+      out.touched.push(key)
+    }
+    return decided.outcome
   }
 
   /** The lots of a command's customer (loaded, or empty for a customer with no entries yet). */

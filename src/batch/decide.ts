@@ -215,6 +215,8 @@ function decisionOf(
     ...(referrals.members.length > 0 ? { friendMembers: referrals.members } : {}),
     ...(notices.rows.length > 0 ? { noticeRows: notices.rows } : {}),
     ...(notices.sent.length > 0 ? { rewardNotices: notices.sent } : {}),
+    ...(points.birthdays.length > 0 ? { birthdays: points.birthdays } : {}),
+    ...(points.birthdayRewards.length > 0 ? { birthdayRewards: points.birthdayRewards } : {}),
   }
   return { ...decision, feed: feedOf(decision) }
 }

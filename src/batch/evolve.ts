@@ -120,7 +120,23 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     friendOrders: new Map(state.friendOrders),
     friendsLoaded: state.friendsLoaded && new Set(state.friendsLoaded),
     ...noticesAfter(state, decision),
+    ...birthdaysAfter(state, decision),
   }
+}
+
+/** The birthdays the decision set and the years it paid; a deleted customer's birthday is erased with them. */
+function birthdaysAfter(state: BatchState, decision: Decision): Pick<BatchState, 'birthdays' | 'birthdayYears'> {
+  // A state that never held birthdays, and a decision that sets none, hold none after it.
+  if (!state.birthdays && !state.birthdayYears && !decision.birthdays && !decision.birthdayRewards) return {}
+  const birthdays = new Map(state.birthdays)
+  for (const b of decision.birthdays ?? []) birthdays.set(keyOf(b.shopId, b.customerId), b.birthday)
+  for (const r of decision.redactions ?? []) for (const id of r.customerIds) birthdays.delete(keyOf(r.shopId, id))
+  const birthdayYears = new Map(state.birthdayYears)
+  for (const b of decision.birthdayRewards ?? []) {
+    const key = keyOf(b.shopId, b.customerId)
+    birthdayYears.set(key, [...(birthdayYears.get(key) ?? []), b.year])
+  }
+  return { birthdays, birthdayYears }
 }
 
 /** The notices the decision wrote, and the catalogue's pools as its claims leave them. */
@@ -149,7 +165,7 @@ function noticesAfter(state: BatchState, decision: Decision): Pick<BatchState, '
  * opens the lots of the customer a command names; an expiry is due only on lots a command
  * opened or that were loaded). A bonus's or an order's entry reaches loaded lots only.
  */
-const COMMAND_REASONS: ReadonlySet<string> = new Set(['expired', 'redeemed', 'redemption_cancelled', 'adjusted_manually', 'import'])
+const COMMAND_REASONS: ReadonlySet<string> = new Set(['expired', 'redeemed', 'redemption_cancelled', 'adjusted_manually', 'import', 'birthday'])
 
 /**
  * The lots and imports after the decision's entries, copied only for the customers they reach:

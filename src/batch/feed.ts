@@ -12,7 +12,18 @@ import type { Decision, FeedEntry, StoredClaim, StoredCustomer, StoredOrder } fr
 
 type FeedDecision = Pick<
   Decision,
-  'events' | 'customers' | 'orders' | 'ledger' | 'tiers' | 'warnings' | 'claims' | 'claimCancels' | 'referrals' | 'tierWarnings' | 'rewardNotices'
+  | 'events'
+  | 'customers'
+  | 'orders'
+  | 'ledger'
+  | 'tiers'
+  | 'warnings'
+  | 'claims'
+  | 'claimCancels'
+  | 'referrals'
+  | 'tierWarnings'
+  | 'rewardNotices'
+  | 'birthdayRewards'
 >
 
 /**
@@ -116,6 +127,8 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
     if (r.status === 'refused' && (before.status !== 'refused' || (void_ && !wasVoid))) entry('referral.refused')
     if (r.friendCode !== null && wasVoid && !void_ && r.status !== 'rewarded') entry('referral.reinstated')
   }
+  // A birthday paid: the customer and the points, never the date (the shop's integration asks the customer's own data for that).
+  for (const b of d.birthdayRewards ?? []) entries.push({ shopId: b.shopId, type: 'birthday.rewarded', data: { customer_id: b.customerId, points: b.points } })
   return entries
 }
 

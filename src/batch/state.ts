@@ -9,6 +9,7 @@ import type { FriendOrder, ReferralReason, ReferralStatus } from '../loyalty/ref
 import type { ReferralHolding } from '../loyalty/referral-points.ts'
 import type { ReferralTerms } from '../loyalty/program.ts'
 import type { VersionedRule } from '../loyalty/rule.ts'
+import type { StoredBirthday } from '../loyalty/birthdays.ts'
 import type { RewardNotice } from '../loyalty/reward-notices.ts'
 import type { FixedExpiry, Lot, LotEntry } from '../loyalty/wallet.ts'
 import type { CommandOutcome } from './commands.ts'
@@ -172,6 +173,10 @@ export interface BatchState {
   noticeRewards: Map<number, NoticeReward[]>
   /** The notices (reward_notices) of the customers whose lots are loaded, by `${shopId}:${customerId}:${rewardId}`; absent: none yet. */
   rewardNotices: Map<string, RewardNotice>
+  /** The birthdays of the customers a birthday command names, by customer key (src/batch/decide-birthdays.ts); absent: none loaded. */
+  birthdays?: Map<string, StoredBirthday>
+  /** The years each of those customers was paid a birthday in, by customer key (birthday_rewards). */
+  birthdayYears?: Map<string, number[]>
 }
 
 /** A reward of the catalogue as reward.available needs it. */
@@ -406,4 +411,16 @@ export interface Decision {
   /** New links between e-mails (hashes) and their holders, and new members of friends (src/loyalty/referral-friend.ts). */
   heldEmails?: { shopId: number; emailHash: string; holder: string }[]
   friendMembers?: { shopId: number; emailHash: string; member: string }[]
+  /** Birthdays set (src/batch/decide-birthdays.ts), and the birthdays paid: one per customer and year (birthday.rewarded). */
+  birthdays?: { shopId: number; customerId: number; birthday: StoredBirthday }[]
+  birthdayRewards?: BirthdayReward[]
+}
+
+/** A birthday paid: the shop's local year it was paid in (the key of exactly once), the points and the instant. */
+export interface BirthdayReward {
+  shopId: number
+  customerId: number
+  year: number
+  points: number
+  paidUs: number
 }

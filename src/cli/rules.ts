@@ -155,6 +155,7 @@ const CHANGES = [
   'referralMinSubtotal',
   'referralDays',
   'referralCapPerMonth',
+  'birthdayPoints',
 ]
 
 async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
@@ -235,6 +236,7 @@ export function rulesCommand(clock: Clock): Command {
       "referrals rewarded per referrer per calendar month, in the shop's time zone; 0 (the default) for no cap",
       referralCap,
     )
+    .option('--birthday-points <n>', "points on a customer's birthday, once a year, on the day in the shop's time zone; 0 gives none", bonus)
     .action((options: Record<string, unknown> & { shop: string }) =>
       withBackend(async ({ db }) => {
         const shop = await shopOrFail(db, options.shop)
@@ -286,6 +288,7 @@ export function rulesCommand(clock: Clock): Command {
               ...(options.referralMinSubtotal !== undefined && { referral_min_subtotal: options.referralMinSubtotal }),
               ...(options.referralDays !== undefined && { referral_days: options.referralDays }),
               ...(options.referralCapPerMonth !== undefined && { referral_cap_per_month: options.referralCapPerMonth }),
+              ...(options.birthdayPoints !== undefined && { birthday_points: options.birthdayPoints }),
             })
             const version = nextVersion(current, stored.expiry_schedule, next, effectiveUs, stored.program_schedule)
             changes = version?.changes ?? {}

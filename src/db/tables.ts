@@ -120,6 +120,26 @@ export interface ExpiryWarningsTable {
   days_before: number | null
 }
 
+/** A customer's birthday, month and day (migration 0040): personal data, deleted with the customer's. */
+export interface BirthdaysTable {
+  shop_id: number
+  customer_id: number
+  month: number
+  day: number
+  source: string
+  set_us: number
+  customer_set_us: number | null
+}
+
+/** A birthday paid: one row per customer and local year (migration 0040), the key of exactly once. */
+export interface BirthdayRewardsTable {
+  shop_id: number
+  customer_id: number
+  year: number
+  points: number
+  paid_us: number
+}
+
 /** Per customer and reward: whether their balance reached its points since it was last below them, and the last reward.available (migration 0039). */
 export interface RewardNoticesTable {
   shop_id: number
@@ -529,6 +549,8 @@ export interface Tables {
   expiry_warnings: ExpiryWarningsTable
   reward_notices: RewardNoticesTable
   reward_notice_sweeps: RewardNoticeSweepsTable
+  birthdays: BirthdaysTable
+  birthday_rewards: BirthdayRewardsTable
   ledger_days: LedgerDaysTable
   dashboard_days: DashboardDaysTable
   member_order_days: MemberOrderDaysTable

@@ -26,6 +26,8 @@ export const REASONS = [
   'referral',
   // A balance brought over from another platform (points import).
   'import',
+  // A customer's birthday, once a year (docs/program/birthdays.md).
+  'birthday',
 ] as const
 
 export type Reason = (typeof REASONS)[number]

@@ -39,6 +39,8 @@ export const FLOW_OF_REASON: Record<Reason, ReportFlow> = {
   referral: 'earned',
   // A balance carried over from another platform: a one-off booking, like an operator's, not what this program's orders earned.
   import: 'adjusted',
+  // A birthday's points are earned, as a bonus's are.
+  birthday: 'earned',
 }
 
 const DAY_MS = 86_400_000

@@ -168,6 +168,7 @@ test("targetFor: the default rule is the issue's default", () => {
     referral_min_subtotal: '0.00',
     referral_days: 30,
     referral_cap_per_month: 0,
+    birthday_points: 0,
   })
 })
 

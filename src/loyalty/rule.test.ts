@@ -28,6 +28,7 @@ const DEFAULTS = {
   referral_min_subtotal: '0.00',
   referral_days: 30,
   referral_cap_per_month: 0,
+  birthday_points: 0,
 }
 
 function refusal(input: unknown): string {

@@ -132,6 +132,13 @@ export const RuleSchema = Type.Object({
     default: 0,
     description: "referrals rewarded per referrer per calendar month of the qualifying order, in the shop's time zone; 0 (the default): no cap",
   }),
+  // Birthdays (docs/program/birthdays.md): paid on the day, in the shop's time zone, under the rule in force then.
+  birthday_points: Type.Integer({
+    minimum: 0,
+    maximum: BONUS_POINTS_MAX,
+    default: 0,
+    description: "points on the customer's birthday, once a year, on the day in the shop's time zone; 0 (the default) gives none",
+  }),
 })
 
 export type Rule = Static<typeof RuleSchema>

@@ -30,6 +30,7 @@ import type { Services } from '../services.ts'
 import { pointsSummary } from './points.ts'
 import { readAnswer } from './resources.ts'
 import { claimReward } from './rewards.ts'
+import { birthdayOf, storefrontBirthdayRoute } from './birthdays.ts'
 
 // The storefront (docs/integrate/storefront.md): what a shop's own pages call for the customer
 // signed in there, with the shop's publishable key (Shop-Key) and the customer's token (Bearer),
@@ -87,7 +88,7 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
     }
   })
 
-  const paths = ['/me', '/me/history', '/me/claims', '/rewards', '/rewards/:id/claim', '/me/referral', '/referrals/:code/claim']
+  const paths = ['/me', '/me/history', '/me/claims', '/rewards', '/rewards/:id/claim', '/me/referral', '/referrals/:code/claim', '/me/birthday']
   for (const path of paths) {
     app.options(
       `${STOREFRONT_PREFIX}${path}`,
@@ -131,7 +132,7 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
           .code(204)
           .headers({
             'access-control-allow-origin': origin,
-            'access-control-allow-methods': path.endsWith('/claim') ? 'POST' : 'GET',
+            'access-control-allow-methods': path.endsWith('/claim') ? 'POST' : path.endsWith('/birthday') ? 'PUT' : 'GET',
             'access-control-allow-headers': ALLOWED_HEADERS,
             'access-control-max-age': '600',
           })
@@ -172,9 +173,13 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
         pending: summary.pending,
         lifetime_earned: summary.lifetime_earned,
         expiring: summary.expiring,
+        birthday: await birthdayOf(services, shopId, customerId!),
       }
     },
   )
+
+  // The customer's birthday (src/routes/birthdays.ts), under this scope's CORS and guards.
+  storefrontBirthdayRoute(scope, services, signedIn, customerOf, storefrontProblems(400, 401, 403, 404, 408, 409, 413, 415, 417, 422, 429, 431, 503))
 
   app.get(
     `${STOREFRONT_PREFIX}/me/history`,

@@ -132,6 +132,16 @@ export const ReferralChange = Type.Object(
   { additionalProperties: false, description: "a referral's change; never the friend's e-mail" },
 )
 
+export const BirthdayRewarded = Type.Object(
+  {
+    customer_id: Type.Integer(),
+    points: Type.Integer({
+      description: "the points the birthday paid, under the rule's birthday_points; its points.changed entry (reason birthday) is beside it",
+    }),
+  },
+  { additionalProperties: false, description: "a customer's birthday paid, once a year, on the day in the shop's time zone; never the date" },
+)
+
 const common = {
   id: Type.String({
     pattern: '^[1-9][0-9]*\\.[1-9][0-9]*$',
@@ -161,6 +171,7 @@ export const ChangeEntry = Type.Union(
     Type.Object({ ...common, type: Type.Literal('referral.voided'), data: ReferralChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('referral.refused'), data: ReferralChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('referral.reinstated'), data: ReferralChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('birthday.rewarded'), data: BirthdayRewarded }, { additionalProperties: false }),
   ],
   { description: 'one change, in commit order' },
 )
@@ -194,6 +205,7 @@ export type FeedEntry =
   | { shopId: number; type: 'reward.available'; data: Static<typeof RewardAvailable> }
   | { shopId: number; type: 'reward.claimed'; data: Static<typeof RewardChange> }
   | { shopId: number; type: 'reward.cancelled'; data: Static<typeof RewardChange> }
+  | { shopId: number; type: 'birthday.rewarded'; data: Static<typeof BirthdayRewarded> }
   | {
       shopId: number
       type: 'referral.claimed' | 'referral.qualified' | 'referral.rewarded' | 'referral.voided' | 'referral.refused' | 'referral.reinstated'

@@ -22,7 +22,7 @@ const Issued = object(
     ...Object.fromEntries(ISSUED_SOURCES.map((s) => [s, Count(`issued from ${s}`)])),
     total: Count('every source together'),
   } as Record<(typeof ISSUED_SOURCES)[number] | 'total', ReturnType<typeof Count>>,
-  'points issued, by source (orders: earned, claimed and re-priced; bonuses: sign-up and newsletter; referrals; imports; manual: operators)',
+  'points issued, by source (orders: earned, claimed and re-priced; bonuses: sign-up and newsletter; referrals; imports; manual: operators; birthdays)',
 )
 
 const headline = {

@@ -1,6 +1,7 @@
 import { Type } from 'typebox'
 import { PointsQuery, TierFields } from './resources.ts'
 import { ShopRewardView } from './rewards.ts'
+import { BirthdayField } from './birthdays.ts'
 
 // What the storefront routes answer (docs/integrate/storefront.md): the customer's own points,
 // history, the rewards and claims, and nothing the shop's staff alone should see (no rates,
@@ -16,6 +17,7 @@ export const MeView = Type.Object(
     expiring: Type.Array(Type.Object({ points: Type.Integer(), at: Type.String({ description: 'when they expire' }) }, { additionalProperties: false }), {
       description: 'points that expire in the next 30 days unless spent first, soonest first',
     }),
+    birthday: BirthdayField,
   },
   { additionalProperties: false },
 )

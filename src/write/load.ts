@@ -4,6 +4,7 @@ import { isCommand, type BatchItem, type ReferralClaimCommand } from '../batch/c
 import { MAX_US, MIN_US, noNeeds, retaggedSpans, type Needs } from '../batch/decide-loyalty.ts'
 import { emptyState, keyOf, type BatchState } from '../batch/state.ts'
 import { noticeKey } from '../batch/decide-notices.ts'
+import { loadBirthdays } from './load-birthdays.ts'
 import { programLockKey } from '../db/lock-keys.ts'
 import { longestWindowUs, offersReferrals, optionsAt, parseProgram, tagSetOf, usesHistory, type ProgramSchedule } from '../loyalty/program.ts'
 import { loadReferrals, type EmailHasher } from './load-referrals.ts'
@@ -63,6 +64,8 @@ interface ShopNeeds {
   referralClaims: ReferralClaimCommand[]
   /** The batch's webhooks: the links between e-mails and what they name (src/batch/referral-links.ts). */
   webhooks: Webhook[]
+  /** Customers a birthday command names: their birthday and the years paid are loaded. */
+  birthdays: Set<number>
 }
 
 /** A lookup with no keys: a query that reads nothing (rare paths of a round). */
@@ -94,6 +97,7 @@ const emptyNeeds = (): ShopNeeds => ({
   imports: new Set(),
   referralClaims: [],
   webhooks: [],
+  birthdays: new Set(),
 })
 
 function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
@@ -119,6 +123,7 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
         if (w.idemKey !== null) n.claimIdem.add(w.idemKey)
       }
       if (w.command === 'import') n.imports.add(w.customerId)
+      if (w.command === 'birthday' || w.command === 'birthday-set') n.birthdays.add(w.customerId)
       if (w.command === 'referral-claim') {
         n.referralClaims.push(w)
         // Locked as an order's e-mail is: an order sent with it waits for the claim, or the claim for it.
@@ -523,6 +528,7 @@ async function loadPoints(
   ] as const)
   // Only in a shop with rewards: a shop without pays no statement for them.
   if (hasRewards) await loadNotices(s, q, state, shopId, ids)
+  if (n.birthdays.size > 0) await loadBirthdays(s, q, state, shopId, [...n.birthdays])
   addEarnings(state, shopId, earned, ranges)
   for (const row of warned)
     state.warned.set(`${shopId}:${Number(row.customer_id)}:${Number(row.expires_us)}`, row.days_before === null ? null : Number(row.days_before))

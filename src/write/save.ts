@@ -125,6 +125,7 @@ export async function writeDecision(
       write('events', r.customerIds.length === 0 ? [] : [q.redactCustomerEvents(r.shopId, r.customerIds, [REDACTED_BODY, REDACTED_HEADERS])], null),
       write('events', r.orderIds.length === 0 ? [] : [q.redactOrderEvents(r.shopId, r.orderIds, [REDACTED_BODY, REDACTED_HEADERS])], null),
       write('ledger', r.orderIds.length === 0 ? [] : [q.redactGuestEmails(r.shopId, r.orderIds, [])], null),
+      write('birthdays', r.customerIds.length === 0 ? [] : [q.deleteBirthdays(r.shopId, r.customerIds, [])], null),
     ]),
     write('customers', q.upsertCustomers(customersChanged.map((row) => valuesOf(CUSTOMER_COLUMNS, row))), customersChanged.length),
     write('customers', q.updateCustomers(customersKept.map((row) => valuesOf(CUSTOMER_COLUMNS, row))), customersKept.length),
@@ -159,6 +160,19 @@ export async function writeDecision(
     write('referral_members', q.insertMembers((d.friendMembers ?? []).map((m) => [m.shopId, m.member, m.emailHash])), null),
     // A pool another batch handed codes out of since this one loaded it: run again.
     ...(d.pools ?? []).map((r) => write('rewards', [q.movePoolCursor([r.codeCursor, r.codesIssued, r.codesPassed, r.shopId, r.id, r.loadedCursor])], 1)),
+    // Birthdays set, and paid: a year another process paid meanwhile makes the batch run again, and pay nothing.
+    write(
+      'birthdays',
+      q.upsertBirthdays(
+        (d.birthdays ?? []).map(({ shopId, customerId, birthday: b }) => [shopId, customerId, b.month, b.day, b.source, b.setUs, b.customerSetUs]),
+      ),
+      null,
+    ),
+    write(
+      'birthday_rewards',
+      q.insertBirthdayRewards((d.birthdayRewards ?? []).map((b) => [b.shopId, b.customerId, b.year, b.points, b.paidUs])),
+      d.birthdayRewards?.length ?? 0,
+    ),
     // Last: the feed's head, whose lock orders the commits, is held from here to the commit.
     write('feed', q.appendFeed(feed.total, feed.rows), null),
   ].filter((w) => w.queries.length > 0)

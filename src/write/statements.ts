@@ -238,6 +238,39 @@ export function batchStatements(f: StatementFactory) {
         'ON CONFLICT (order_id, shop_id) DO UPDATE SET customer_id = excluded.customer_id, processed_us = excluded.processed_us, base = excluded.base RETURNING 1',
     }),
     deleteEarnings: f.delete({ table: 'order_earnings', column: 'order_id', keyType: 'bigint' }),
+    // Birthdays (migration 0040, src/batch/decide-birthdays.ts).
+    /** The birthdays of customers (their primary key). */
+    birthdays: f.lookup<{ customer_id: number; month: number; day: number; source: string; set_us: number; customer_set_us: number | null }>({
+      table: 'birthdays',
+      columns: 'customer_id, month, day, source, set_us, customer_set_us',
+      column: 'customer_id',
+      keyType: 'bigint',
+    }),
+    /** The years customers were paid a birthday in (the primary key of birthday_rewards). */
+    birthdayYears: f.lookup<{ customer_id: number; year: number }>({
+      table: 'birthday_rewards',
+      columns: 'customer_id, year',
+      column: 'customer_id',
+      keyType: 'bigint',
+    }),
+    /** A birthday as the decider left it (the customer's lock orders its writers). */
+    upsertBirthdays: f.insert({
+      table: 'birthdays',
+      columns: ['shop_id', 'customer_id', 'month', 'day', 'source', 'set_us', 'customer_set_us'],
+      types: ['bigint', 'bigint', 'smallint', 'smallint', 'text', 'bigint', 'bigint'],
+      conflict:
+        'ON CONFLICT (customer_id, shop_id) DO UPDATE SET month = excluded.month, day = excluded.day, source = excluded.source, set_us = excluded.set_us, ' +
+        'customer_set_us = excluded.customer_set_us RETURNING 1',
+    }),
+    /** A birthday paid: a year another batch paid meanwhile returns nothing, and the batch runs again (exactly once a year). */
+    insertBirthdayRewards: f.insert({
+      table: 'birthday_rewards',
+      columns: ['shop_id', 'customer_id', 'year', 'points', 'paid_us'],
+      types: ['bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
+      conflict: 'ON CONFLICT (customer_id, shop_id, year) DO NOTHING RETURNING 1',
+    }),
+    /** A deleted customer's birthday, erased with their other personal data. */
+    deleteBirthdays: f.delete({ table: 'birthdays', column: 'customer_id', keyType: 'bigint' }),
     /**
      * An expiry warning once per customer, date and lead time: the row keeps the nearest lead time
      * warned at, and only a nearer one replaces it; a row another batch wrote meanwhile returns

@@ -9,7 +9,7 @@ import { issueKey } from '../../src/keys/issue-key.ts'
 import { normalizeRule } from '../../src/loyalty/rule.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
 import { adminClient, newOperator, type AdminClient } from '../support/admin.ts'
-import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
+import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 
 // Whatever history a shop has (customers joining with or without a created_at and deleted,
 // members' and guests' orders in two currencies, paid or not, refunded, cancelled, guests'
@@ -33,6 +33,7 @@ type Op =
   | { op: 'redeem'; customer: number; points: number }
   | { op: 'adjust'; customer: number; points: number }
   | { op: 'days'; days: number }
+  | { op: 'birthday'; customer: number }
 
 const customer = fc.constantFrom(...CUSTOMERS)
 const opArb: fc.Arbitrary<Op> = fc.oneof(
@@ -65,6 +66,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('redeem' as const), customer, points: fc.integer({ min: 1, max: 150 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('adjust' as const), customer, points: fc.integer({ min: -60, max: 60 }).filter((p) => p !== 0) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('days' as const), days: fc.integer({ min: 1, max: 20 }) }) },
+  // A birthday set by the shop on the shop's today: paid at once (reason birthday, the source birthdays).
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('birthday' as const), customer }) },
 )
 
 /** Each ledger reason as the docs define the dashboard's points (docs/program/dashboard.md), written out again here. */
@@ -79,6 +82,7 @@ const SOURCE: Record<string, string> = {
   referral: 'referrals',
   import: 'imports',
   adjusted_manually: 'manual',
+  birthday: 'birthdays',
   redeemed: 'redeemed',
   redemption_cancelled: 'redeemed',
   expired: 'expired',
@@ -135,7 +139,7 @@ forEachDatabase((kind) => {
         r[o.member === null ? 'guests' : 'members'] += o.subtotal
         revenue.set(o.currency, r)
       }
-      const issued: Record<string, number> = { orders: 0, bonuses: 0, referrals: 0, imports: 0, manual: 0, total: 0 }
+      const issued: Record<string, number> = { orders: 0, bonuses: 0, referrals: 0, imports: 0, manual: 0, birthdays: 0, total: 0 }
       const taken: Record<string, number> = { redeemed: 0, expired: 0, reversed: 0 }
       let outstanding = 0
       for (const l of ledger) {
@@ -221,7 +225,7 @@ forEachDatabase((kind) => {
     now = Date.now()
     const shop = `${kind}-dash-prop-${run++}`
     const { key, shopId } = await issueKey(t.app.services.backend.db, shop, Date.now() * 1000)
-    await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ pending_days: 0, expire_after_days: 10 })), 0)
+    await writeRule(t.app.services.backend.db, shopId, JSON.stringify(normalizeRule({ pending_days: 0, expire_after_days: 10, birthday_points: 30 })), 0)
     const set = async (z: string) =>
       assert.equal((await admin.patch(`/v3/admin/shops/${shop}`, { time_zone: z }, { origin: 'http://localhost' })).statusCode, 200)
     await set(zone)
@@ -266,6 +270,14 @@ forEachDatabase((kind) => {
           { points: op.points, reason: 'prop' },
           { origin: 'http://localhost' },
         )
+      } else if (op.op === 'birthday') {
+        const today = localDate(laterZone !== null && i >= Math.floor(ops.length / 2) ? laterZone : zone, now * 1000)
+        res = await t.app.inject({
+          method: 'PUT',
+          url: `/v3/customers/${op.customer}/birthday`,
+          headers: { authorization: basic(key) },
+          payload: { month: Number(today.slice(5, 7)), day: Number(today.slice(8, 10)) },
+        })
       } else if (op.op === 'days') {
         now += op.days * DAY_MS
         continue

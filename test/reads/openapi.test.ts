@@ -40,6 +40,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'adminCreateKey',
       'adminCreateReward',
       'adminCreateSubscription',
+      'adminCustomerBirthday',
       'adminCustomerReferral',
       'adminDashboard',
       'adminDeleteSubscription',
@@ -71,6 +72,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'adminRevokeKey',
       'adminRotateSubscriptionSecret',
       'adminSession',
+      'adminSetBirthday',
       'adminSignIn',
       'adminSignOut',
       'adminStats',
@@ -93,11 +95,13 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'listRedemptions',
       'listRewards',
       'orderCreated',
+      'setCustomerBirthday',
       'storefrontClaim',
       'storefrontClaims',
       'storefrontHistory',
       'storefrontMe',
       'storefrontPreflightMe',
+      'storefrontPreflightMeBirthday',
       'storefrontPreflightMeClaims',
       'storefrontPreflightMeHistory',
       'storefrontPreflightMeReferral',
@@ -107,6 +111,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'storefrontReferralClaim',
       'storefrontReferralCode',
       'storefrontRewards',
+      'storefrontSetBirthday',
     ])
   })
 

@@ -36,6 +36,7 @@ export interface RuleDraft {
   referral_min_subtotal: string
   referral_days: string
   referral_cap_per_month: string
+  birthday_points: string
 }
 
 /** A list typed with commas (or semicolons, or new lines), empty entries left out. */
@@ -73,6 +74,7 @@ export function draftOf(rule: Rule): RuleDraft {
     referral_min_subtotal: rule.referral_min_subtotal,
     referral_days: String(rule.referral_days),
     referral_cap_per_month: String(rule.referral_cap_per_month),
+    birthday_points: String(rule.birthday_points),
   }
 }
 
@@ -118,6 +120,7 @@ export function ruleOfDraft(d: RuleDraft): Rule {
     referral_min_subtotal: d.referral_min_subtotal.trim(),
     referral_days: numberOf(d.referral_days),
     referral_cap_per_month: numberOf(d.referral_cap_per_month),
+    birthday_points: numberOf(d.birthday_points),
   } as unknown as Rule
 }
 
@@ -298,6 +301,11 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
           Warn days before a tier falls{' '}
           <input name="tier_warning_days" inputMode="numeric" size={4} value={draft.tier_warning_days} onInput={(e) => set({ tier_warning_days: text(e) })} />
           <span class="muted"> (0: no warning)</span>
+        </label>
+        <label>
+          Birthday points{' '}
+          <input name="birthday_points" inputMode="numeric" size={8} value={draft.birthday_points} onInput={(e) => set({ birthday_points: text(e) })} />
+          <span class="muted"> (once a year, on the day in the shop's time zone; 0: none)</span>
         </label>
         <label>
           <input type="checkbox" name="include_shipping" checked={draft.include_shipping} onChange={(e) => set({ include_shipping: checked(e) })} /> shipping

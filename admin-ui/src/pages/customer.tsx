@@ -5,6 +5,7 @@ import { time } from '../format.ts'
 import { useData } from '../hooks/use-data.ts'
 import { link, navigate, route } from '../router.ts'
 import { canChange } from '../session.ts'
+import { BirthdayForm } from '../components/birthday-form.tsx'
 
 function basis(entry: LedgerEntry): string {
   const b = entry.basis
@@ -283,6 +284,7 @@ function CustomerCard({ shop, id }: { shop: string; id: number }) {
         )}
       </div>
       {!deleted && canChange.value && <AdjustForm shop={shop} id={c.id} onDone={refresh} />}
+      {!deleted && <BirthdayForm shop={shop} id={c.id} changeable={canChange.value} onDone={refresh} />}
       <h2>Ledger</h2>
       <Ledger entries={entries} />
       {b.more_entries && <p class="muted">Only the latest {entries.length} entries are listed.</p>}

@@ -68,6 +68,7 @@ const OPTIONS: { key: keyof Rule; label: string; show: (r: Rule) => string }[] =
     show: (r) => (r.expiry_warning_days.length === 0 ? 'none' : `${r.expiry_warning_days.join(', ')} days ahead`),
   },
   { key: 'tier_warning_days', label: 'tier warning', show: (r) => (r.tier_warning_days === 0 ? 'none' : `${r.tier_warning_days} days ahead`) },
+  { key: 'birthday_points', label: 'birthday', show: (r) => (r.birthday_points === 0 ? 'none' : `${r.birthday_points} points`) },
 ]
 
 const changedFrom = (v: RuleVersion, older: RuleVersion | undefined, key: keyof Rule) =>

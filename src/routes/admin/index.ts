@@ -20,6 +20,7 @@ import { sessionRoutes } from './session.ts'
 import { shopRoutes } from './shops.ts'
 import { streamRoutes } from './stream.ts'
 import { subscriptionRoutes } from './subscriptions.ts'
+import { adminBirthdayRoutes } from '../birthdays.ts'
 
 /** The admin API under /v3/admin (docs/operate/admin-api.md). */
 export async function adminRoutes(app: FastifyInstance, services: Services): Promise<void> {
@@ -43,4 +44,5 @@ export async function adminRoutes(app: FastifyInstance, services: Services): Pro
   await rewardRoutes(app, ctx)
   await importRoutes(app, ctx)
   await referralRoutes(app, ctx)
+  await adminBirthdayRoutes(app, ctx)
 }
