@@ -248,8 +248,13 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       )
       return row?.ok === true
     },
-    // Its I/O is asynchronous already: batches commit on this thread, several at once (lanes).
     writerLanes: (configured) => configured,
+    // Batches commit on a writer thread with a pool of its own (src/write/thread/writer.ts), while
+    // this is investigated only with PG_WRITER_THREAD=1.
+    writerThread:
+      observe === undefined && process.env.PG_WRITER_THREAD === '1'
+        ? { kind: 'postgres', url, options: { connectTimeoutMs: options.connectTimeoutMs, queryTimeoutMs: options.queryTimeoutMs, schema: options.schema } }
+        : undefined,
     async leaderLock(name, _write, work) {
       return backend.transaction(async (s) => {
         const [held] = await s.run(
