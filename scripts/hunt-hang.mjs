@@ -24,10 +24,10 @@ import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 
-// Node 20 has WebSocket behind a flag: run again with it.
+// Node 20 has WebSocket behind a flag (npm run hunt-hang passes it).
 if (typeof WebSocket === 'undefined') {
-  const r = spawnSync(process.execPath, ['--experimental-websocket', '--no-warnings', ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' })
-  process.exit(r.status ?? 1)
+  console.error('hunt-hang: run it as node --experimental-websocket scripts/hunt-hang.mjs (npm run hunt-hang does)')
+  process.exit(2)
 }
 
 const DEFAULT_FILES = [
@@ -58,13 +58,22 @@ const profileMs = Number(values['profile-seconds']) * 1000
 const out = resolve(values.out ?? `/tmp/hunt-hang-${new Date().toISOString().replace(/[:.]/g, '-')}`)
 mkdirSync(out, { recursive: true })
 const extraEnv = Object.fromEntries(values.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]))
-const env = { ...process.env, TEST_DATABASES: 'postgres', PG_WRITER_THREAD: '1', ...extraEnv }
+const env = { ...process.env, TEST_DATABASES: 'postgres', PG_WRITER_THREAD: 'on', ...extraEnv }
 console.log(`hunt-hang: ${runs} runs of ${files.join(', ')}; ${parallel} at once, deadline ${deadlineMs / 1000} s, ${values.load} busy loops`)
 console.log(`hunt-hang: PG_WRITER_THREAD=${env.PG_WRITER_THREAD}; what a hang leaves goes to ${out}`)
 
 // The CPU load: busy loops that never yield, one per core unless told.
 const loaders = Array.from({ length: Number(values.load) }, () => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }))
-const stopLoad = () => loaders.forEach((l) => l.kill('SIGKILL'))
+/** The test processes running, each the leader of its group (its servers and the CLI in it). */
+const running = new Set()
+const stopLoad = () => {
+  loaders.forEach((l) => l.kill('SIGKILL'))
+  for (const pid of running) {
+    try {
+      process.kill(-pid, 'SIGKILL')
+    } catch {}
+  }
+}
 process.on('exit', stopLoad)
 process.on('SIGINT', () => process.exit(130))
 process.on('SIGTERM', () => process.exit(143))
@@ -118,6 +127,7 @@ async function runOnce(n, file) {
     ],
     { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   )
+  running.add(child.pid)
   let log = ''
   let inspectorUrl
   child.stdout.on('data', (d) => (log += d))
@@ -146,6 +156,7 @@ async function runOnce(n, file) {
   try {
     process.kill(-child.pid, 'SIGKILL')
   } catch {}
+  running.delete(child.pid)
   writeFileSync(join(dir, 'log.txt'), log)
   const ms = Date.now() - started
   const kept = outcome !== 'passed'

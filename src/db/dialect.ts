@@ -18,7 +18,19 @@ export const observedLog = (observe: StatementObserver | undefined): Pick<Kysely
 
 /** What a writer thread opens (Backend.writerThread): plain data, since it crosses to the thread. */
 export type WriterThreadTarget =
-  { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string; options: { connectTimeoutMs: number; queryTimeoutMs: number; schema?: string } }
+  | { kind: 'sqlite'; path: string }
+  | {
+      kind: 'postgres'
+      url: string
+      options: { connectTimeoutMs: number; queryTimeoutMs: number; schema?: string }
+      /**
+       * The service starts once the thread has connected its pool: the database must answer at
+       * start anyway, and a first batch that opened its connection too ran past DB_TIMEOUT_MS on a
+       * loaded machine (the thread's modules, then the connection, then the batch). SQLite's thread
+       * starts in the background: /readyz tells when it can commit.
+       */
+      startConnected: true
+    }
 
 /** What differs between the databases, kept in one file per dialect. */
 export interface Backend {

@@ -22,8 +22,17 @@ export interface SecretsConfig {
  * thread of their own when the backend names one (Backend.writerThread), else on this thread;
  * their statements and round trips are added to `calls`.
  */
-export function openBatchWriter(backend: Backend, clock: Clock, lanes: number, calls?: DbCalls, secrets?: SecretsConfig): BatchWriter {
-  if (backend.writerThread !== undefined) return startWriterThread(backend.writerThread, lanes, calls, secrets)
+export async function openBatchWriter(backend: Backend, clock: Clock, lanes: number, calls?: DbCalls, secrets?: SecretsConfig): Promise<BatchWriter> {
+  const target = backend.writerThread
+  if (target !== undefined) {
+    const writer = startWriterThread(target, lanes, calls, secrets)
+    if ('startConnected' in target)
+      await writer.started.catch(async (err: unknown) => {
+        await writer.close()
+        throw err
+      })
+    return writer
+  }
   // Observed statement by statement: batches are applied on this thread, several at once (lanes).
   const apply = batchApplier(backend, clock, secrets && lazyReferralKeys(secrets).hashEmail)
   return {

@@ -113,6 +113,10 @@ parentPort!.on('message', async (message: Message) => {
     parentPort!.postMessage({ id: message.id, error: plainError(err), calls })
   }
 })
+// PostgreSQL: the pool's connections are opened before the thread says it is ready, so that the
+// first batches do not pay for them within DB_TIMEOUT_MS (one that cannot be opened now is opened
+// by the batch that needs it, as always).
+if (target.kind === 'postgres') await Promise.allSettled(Array.from({ length: (workerData.lanes as number) + 1 }, () => backend.ping()))
 // Until now the service cannot commit (from the sources, tsx compiles them first: seconds; from dist/, milliseconds).
 parentPort!.postMessage({ ready: true })
 

@@ -35,6 +35,8 @@ function revive(plain: PlainError): Error {
 }
 
 export interface ThreadBatchWriter extends BatchWriter {
+  /** Resolves once the thread can commit (its modules loaded, on PostgreSQL its pool connected); rejects if it stops first. */
+  readonly started: Promise<void>
   ping(): Promise<void>
   /** The writer thread, so that a test can stop it as a crash would. */
   readonly thread: Worker
@@ -56,16 +58,35 @@ export function startWriterThread(
   const worker = new Worker(new URL(entry, PACKAGE_ROOT), { workerData: { target, lanes, secrets } })
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 0
+  const sentAt = new Map<number, number>()
   let ready = false
   let failure: Error | undefined
+  let startedNow!: () => void
+  let startFailed!: (err: Error) => void
+  const started = new Promise<void>((resolve, reject) => {
+    startedNow = resolve
+    startFailed = reject
+  })
+  // Awaited only where the service waits for it (Backend.writerThread's startConnected).
+  started.catch(() => {})
 
   worker.on('message', (reply: Reply) => {
-    if (reply.ready) ready = true
+    if (reply.ready) {
+      ready = true
+      startedNow()
+    }
     if (reply.id === undefined) return
     if (reply.calls && calls) addCalls(calls, reply.calls)
     const waiter = pending.get(reply.id)
     if (!waiter) return
     pending.delete(reply.id)
+    if (process.env.HUNT_DEBUG && Date.now() - (sentAt.get(reply.id) ?? Date.now()) > 3000)
+      console.error(`HUNT_DEBUG writer reply ${reply.id} slow: ${Date.now() - sentAt.get(reply.id)!} ms`)
+    if (reply.error && process.env.HUNT_DEBUG)
+      console.error(
+        `HUNT_DEBUG writer reply ${reply.id} error after ${Date.now() - (sentAt.get(reply.id) ?? 0)} ms: ${reply.error.code} ${reply.error.message}`,
+      )
+    sentAt.delete(reply.id)
     if (reply.error) waiter.reject(revive(reply.error))
     else if (reply.pruned !== undefined) waiter.resolve(reply.pruned)
     else if (reply.rows !== undefined) waiter.resolve(reply.rows)
@@ -78,8 +99,10 @@ export function startWriterThread(
       )
   })
   const fail = (err: Error) => {
+    if (process.env.HUNT_DEBUG) console.error(`HUNT_DEBUG writer thread failed: ${err.message} (${pending.size} pending)`)
     // The first cause is the one worth keeping: an 'error' is followed by an 'exit'.
     failure ??= Object.assign(new Error(`the writer thread stopped: ${err.message}`), { code: WRITER_THREAD_STOPPED })
+    startFailed(failure)
     for (const waiter of pending.values()) waiter.reject(failure)
     pending.clear()
   }
@@ -101,11 +124,13 @@ export function startWriterThread(
       if (failure) return reject(failure)
       const id = nextId++
       pending.set(id, { resolve: resolve as (r: unknown) => void, reject })
+      sentAt.set(id, Date.now())
       worker.postMessage({ id, ...message }, transfer)
     })
 
   return {
     thread: worker,
+    started,
     apply: (batch, atUs) => {
       const { message, transfer } = encodeBatch(batch, atUs)
       return send({ batch: message }, transfer)
