@@ -24,6 +24,8 @@ import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 
+/* global WebSocket */
+
 // Node 20 has WebSocket behind a flag (npm run hunt-hang passes it).
 if (typeof WebSocket === 'undefined') {
   console.error('hunt-hang: run it as node --experimental-websocket scripts/hunt-hang.mjs (npm run hunt-hang does)')
@@ -71,7 +73,9 @@ const stopLoad = () => {
   for (const pid of running) {
     try {
       process.kill(-pid, 'SIGKILL')
-    } catch {}
+    } catch {
+      // gone already
+    }
   }
 }
 process.on('exit', stopLoad)
@@ -146,7 +150,9 @@ async function runOnce(n, file) {
     await capture(child.pid, inspectorUrl, dir).catch((err) => writeFileSync(join(dir, 'capture-error.txt'), String(err?.stack ?? err)))
     try {
       process.kill(-child.pid, 'SIGKILL')
-    } catch {}
+    } catch {
+      // gone already
+    }
     exit = await exited
   } else {
     exit = first
@@ -155,7 +161,9 @@ async function runOnce(n, file) {
   // Each test file's own children (servers, the CLI) go with it.
   try {
     process.kill(-child.pid, 'SIGKILL')
-  } catch {}
+  } catch {
+    // the group is gone already
+  }
   running.delete(child.pid)
   writeFileSync(join(dir, 'log.txt'), log)
   const ms = Date.now() - started
@@ -174,7 +182,9 @@ async function capture(pid, inspectorUrl, dir) {
         let wchan = ''
         try {
           wchan = readFileSync(`/proc/${pid}/task/${tid}/wchan`, 'utf8')
-        } catch {}
+        } catch {
+          // gone already
+        }
         return [
           tid,
           { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), state: fields[0], utime: Number(fields[11]), stime: Number(fields[12]), wchan },

@@ -58,7 +58,6 @@ export function startWriterThread(
   const worker = new Worker(new URL(entry, PACKAGE_ROOT), { workerData: { target, lanes, secrets } })
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 0
-  const sentAt = new Map<number, number>()
   let ready = false
   let failure: Error | undefined
   let startedNow!: () => void
@@ -80,13 +79,6 @@ export function startWriterThread(
     const waiter = pending.get(reply.id)
     if (!waiter) return
     pending.delete(reply.id)
-    if (process.env.HUNT_DEBUG && Date.now() - (sentAt.get(reply.id) ?? Date.now()) > 3000)
-      console.error(`HUNT_DEBUG writer reply ${reply.id} slow: ${Date.now() - sentAt.get(reply.id)!} ms`)
-    if (reply.error && process.env.HUNT_DEBUG)
-      console.error(
-        `HUNT_DEBUG writer reply ${reply.id} error after ${Date.now() - (sentAt.get(reply.id) ?? 0)} ms: ${reply.error.code} ${reply.error.message}`,
-      )
-    sentAt.delete(reply.id)
     if (reply.error) waiter.reject(revive(reply.error))
     else if (reply.pruned !== undefined) waiter.resolve(reply.pruned)
     else if (reply.rows !== undefined) waiter.resolve(reply.rows)
@@ -99,7 +91,6 @@ export function startWriterThread(
       )
   })
   const fail = (err: Error) => {
-    if (process.env.HUNT_DEBUG) console.error(`HUNT_DEBUG writer thread failed: ${err.message} (${pending.size} pending)`)
     // The first cause is the one worth keeping: an 'error' is followed by an 'exit'.
     failure ??= Object.assign(new Error(`the writer thread stopped: ${err.message}`), { code: WRITER_THREAD_STOPPED })
     startFailed(failure)
@@ -124,7 +115,6 @@ export function startWriterThread(
       if (failure) return reject(failure)
       const id = nextId++
       pending.set(id, { resolve: resolve as (r: unknown) => void, reject })
-      sentAt.set(id, Date.now())
       worker.postMessage({ id, ...message }, transfer)
     })
 
