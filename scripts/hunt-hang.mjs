@@ -19,7 +19,7 @@
 
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync, existsSync } from 'node:fs'
-import { availableParallelism } from 'node:os'
+import { availableParallelism, loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
@@ -101,7 +101,9 @@ async function worker() {
     summary.runs.push(result)
     saveSummary()
     const tally = ['passed', 'failed', 'hung'].map((k) => `${summary.runs.filter((r) => r.outcome === k).length} ${k}`).join(', ')
-    console.log(`run ${n + 1}/${runs} ${file}: ${result.outcome} in ${(result.ms / 1000).toFixed(1)} s${result.dir ? ` (${result.dir})` : ''} [${tally}]`)
+    console.log(
+      `run ${n + 1}/${runs} ${file}: ${result.outcome} in ${(result.ms / 1000).toFixed(1)} s, load ${result.loadAverage.toFixed(1)}${result.dir ? ` (${result.dir})` : ''} [${tally}]`,
+    )
   }
 }
 await Promise.all(Array.from({ length: parallel }, worker))
@@ -169,7 +171,7 @@ async function runOnce(n, file) {
   const ms = Date.now() - started
   const kept = outcome !== 'passed'
   if (!kept) spawnSync('rm', ['-rf', dir])
-  return { run: n + 1, file, outcome, ms, exit, ...(kept ? { dir } : {}) }
+  return { run: n + 1, file, outcome, ms, exit, loadAverage: loadavg()[0], ...(kept ? { dir } : {}) }
 }
 
 /** Per-thread CPU ticks and wait channel, the profiles and stacks over the inspector, and a diagnostic report. */
@@ -201,15 +203,15 @@ async function capture(pid, inspectorUrl, dir) {
     ]),
   )
   writeFileSync(join(dir, 'threads.json'), JSON.stringify(cpu, null, 2))
-  if (inspectorUrl) await inspect(inspectorUrl, dir)
-  // The diagnostic report (written by the process itself, even when its JavaScript is busy).
+  // The diagnostic report first (written by the process itself, even when its JavaScript is busy), then the inspector's slower look.
   process.kill(pid, 'SIGUSR2')
   for (let i = 0; i < 50 && !readdirSync(dir).some((f) => f.startsWith('report.')); i++) await sleep(200)
   await sleep(500)
   for (const f of readdirSync(dir).filter((f) => f.startsWith('report.') && f.endsWith('.json'))) renameSync(join(dir, f), join(dir, `diagnostic-${f}`))
+  if (inspectorUrl) await inspect(inspectorUrl, dir)
 }
 
-/** Over the inspector: the main thread's and each worker's JavaScript stack and a CPU profile of each. */
+/** Over the inspector: a CPU profile of the main thread and of each worker, then each one's JavaScript stack (paused a moment). */
 async function inspect(url, dir) {
   const ws = new WebSocket(url)
   await new Promise((res, rej) => {
@@ -277,9 +279,6 @@ async function inspect(url, dir) {
       send: (m, p) => callWorker(w.sessionId, m, p),
       pausedOf: () => events.find((e) => e.method === 'Debugger.paused' && e.sessionId === w.sessionId),
     })
-  const stacks = {}
-  for (const t of targets) stacks[t.name] = await stackOf(t.send, t.pausedOf)
-  writeFileSync(join(dir, 'stacks.json'), JSON.stringify({ workers: workers.map((w) => w.workerInfo), stacks }, null, 2))
   for (const t of targets) {
     await t.send('Profiler.enable')
     await t.send('Profiler.start')
@@ -290,6 +289,9 @@ async function inspect(url, dir) {
     if (r?.result?.profile) writeFileSync(join(dir, `${t.name}.cpuprofile`), JSON.stringify(r.result.profile))
     else writeFileSync(join(dir, `${t.name}.profile-error.txt`), JSON.stringify(r))
   }
+  const stacks = {}
+  for (const t of targets) stacks[t.name] = await stackOf(t.send, t.pausedOf)
+  writeFileSync(join(dir, 'stacks.json'), JSON.stringify({ workers: workers.map((w) => w.workerInfo), stacks }, null, 2))
   writeFileSync(join(dir, 'top-functions.txt'), targets.map((t) => `${t.name}\n${topOf(join(dir, `${t.name}.cpuprofile`))}`).join('\n'))
   ws.close()
 }
