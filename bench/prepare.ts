@@ -60,7 +60,7 @@ export async function preload(
   options: { backdated?: number; backdateUs?: number; /** Share of rejected webhooks, 0 to 1. */ rejected?: number } = {},
 ): Promise<number> {
   const backend = openBackend(url)
-  const writer = openBatchWriter(backend, systemClock())
+  const writer = await openBatchWriter(backend, systemClock(), 1)
   const bar = new cliProgress.SingleBar(
     { format: 'preloading |{bar}| {value}/{total} events | {rate} events/s | {eta_formatted} left', stream: process.stderr },
     cliProgress.Presets.shades_classic,

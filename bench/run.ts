@@ -150,7 +150,7 @@ function costTarget(service: Service, target: Target): CostTarget {
     pid: service.child.pid!,
     port: service.port,
     writePath: target !== 'ceiling',
-    writerThread: target === 'sqlite',
+    writerThread: target === 'sqlite' || (target === 'postgres' && process.env.PG_WRITER_THREAD === 'on'),
     ...(service.applicationName ? { postgres: { monitorUrl: ownPostgres?.adminUrl ?? POSTGRES_URL, applicationName: service.applicationName } } : {}),
   }
 }

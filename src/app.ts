@@ -153,7 +153,11 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   })
   const batchWriter = await parts.start(
     'batch writer',
-    () => openBatchWriter(backend, clock, batchCalls, { SECRETS_KEY: config.SECRETS_KEY, SECRETS_KEY_FILE: config.SECRETS_KEY_FILE }),
+    () =>
+      openBatchWriter(backend, clock, backend.writerLanes(config.WRITER_LANES), batchCalls, {
+        SECRETS_KEY: config.SECRETS_KEY,
+        SECRETS_KEY_FILE: config.SECRETS_KEY_FILE,
+      }),
     (w) => w.close(),
   )
   // The change feed: positions for committed entries, the readers' long poll, the NATS relay.

@@ -1,6 +1,6 @@
 // Whether dist/ holds a build of every source under src/ (tests aside), each made after its source's
 // last change: then the command line (bin/shop-intake.js), the SQLite writer thread started from the
-// sources (src/write/sqlite/writer-entry.js) and the tests (test/support/loader-hooks.js) run the
+// sources (src/write/thread/writer-entry.js) and the tests (test/support/loader-hooks.js) run the
 // build; otherwise they run the sources, slower but never stale. JavaScript, never built, so that
 // it runs before anyone knows whether the build can; in src/, at the bottom of its layers, since
 // the writer thread's bootstrap below the command line asks it too.

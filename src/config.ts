@@ -36,6 +36,12 @@ export const ConfigSchema = Type.Object({
   WRITER_MAX_QUEUE: Type.Integer({ minimum: 1, default: 10_000 }),
   /** PostgreSQL: batches committing at once on separate connections (SQLite always commits one at a time). */
   WRITER_LANES: Type.Integer({ minimum: 1, maximum: 32, default: 1 }),
+  /**
+   * PostgreSQL: `on` loads, decides and writes batches on a writer thread with a pool of its own
+   * (WRITER_LANES + 1 connections), as SQLite's are; `off` on the event loop. Off until a hang once
+   * seen with it is explained (docs/develop/performance.md).
+   */
+  PG_WRITER_THREAD: Type.Enum(['on', 'off'], { default: 'off', description: 'on or off' }),
   /** Seconds a sender is told to wait in Retry-After on a 503. */
   RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, default: 5 }),
   /** Milliseconds to wait for a PostgreSQL connection or statement before answering 503. */

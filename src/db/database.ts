@@ -43,8 +43,19 @@ import { birthdays } from '../migrations/0040-birthdays.ts'
 export class DatabaseUrlError extends Error {}
 
 /** The database options of the configuration, for the server and the CLI alike. */
-export function backendOptions(config: { DB_TIMEOUT_MS: number; DB_POOL_SIZE: number; DATABASE_SCHEMA: string }): PostgresOptions {
-  return { connectTimeoutMs: config.DB_TIMEOUT_MS, queryTimeoutMs: config.DB_TIMEOUT_MS, poolSize: config.DB_POOL_SIZE, schema: config.DATABASE_SCHEMA }
+export function backendOptions(config: {
+  DB_TIMEOUT_MS: number
+  DB_POOL_SIZE: number
+  DATABASE_SCHEMA: string
+  PG_WRITER_THREAD?: 'on' | 'off'
+}): PostgresOptions {
+  return {
+    connectTimeoutMs: config.DB_TIMEOUT_MS,
+    queryTimeoutMs: config.DB_TIMEOUT_MS,
+    poolSize: config.DB_POOL_SIZE,
+    schema: config.DATABASE_SCHEMA,
+    writerThread: config.PG_WRITER_THREAD === 'on',
+  }
 }
 
 /** Opens `sqlite:PATH` or `postgres://…`; `options.onStatement` (tests) is told of each statement on either. */

@@ -16,6 +16,22 @@ export type StatementObserver = (sql: string, parameters: readonly unknown[]) =>
 export const observedLog = (observe: StatementObserver | undefined): Pick<KyselyConfig, 'log'> =>
   observe ? { log: (e) => void (e.level === 'query' && observe(e.query.sql, e.query.parameters)) } : {}
 
+/** What a writer thread opens (Backend.writerThread): plain data, since it crosses to the thread. */
+export type WriterThreadTarget =
+  | { kind: 'sqlite'; path: string }
+  | {
+      kind: 'postgres'
+      url: string
+      options: { connectTimeoutMs: number; queryTimeoutMs: number; schema?: string }
+      /**
+       * The service starts once the thread has connected its pool: the database must answer at
+       * start anyway, and a first batch that opened its connection too ran past DB_TIMEOUT_MS on a
+       * loaded machine (the thread's modules, then the connection, then the batch). SQLite's thread
+       * starts in the background: /readyz tells when it can commit.
+       */
+      startConnected: true
+    }
+
 /** What differs between the databases, kept in one file per dialect. */
 export interface Backend {
   readonly kind: 'sqlite' | 'postgres'
@@ -58,11 +74,14 @@ export interface Backend {
    */
   transaction<T>(work: (session: Session) => Promise<T>, calls?: DbCalls, locks?: readonly string[]): Promise<T>
   /**
-   * SQLite: the file a writer thread opens a connection of its own to, so that the fsync of a
-   * commit never blocks the event loop (src/write/sqlite/writer.ts). Absent on PostgreSQL,
-   * whose I/O is asynchronous already: batches commit on this thread.
+   * What a writer thread opens a connection of its own to (src/write/thread/writer.ts), so that
+   * batches are loaded, decided and committed off the event loop: on SQLite the file (its commit's
+   * fsync blocks the thread that commits), on PostgreSQL the URL and options (a batch's load,
+   * decision and statements cost the loop more than parsing its webhooks). Absent when this
+   * process's statements are observed one by one (onStatement, for tests): those of a thread
+   * could not be, so batches commit on this thread.
    */
-  readonly writerThreadFile?: string
+  readonly writerThread?: WriterThreadTarget
   /** How many batches may commit at once, given WRITER_LANES: SQLite's writes are serial, so one. */
   writerLanes(configured: number): number
   /**

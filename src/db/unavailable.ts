@@ -2,6 +2,9 @@
 // once by the write path; an outage (the database unreachable, or too slow to answer within
 // DB_TIMEOUT_MS) fails the webhook with a 503 and Retry-After, so that the sender retries later.
 
+/** The code of what a batch meets when the writer thread has stopped (src/write/thread/writer.ts): the database cannot be written now. */
+export const WRITER_THREAD_STOPPED = 'EWRITERTHREAD'
+
 const code = (err: unknown) => (err as { code?: unknown })?.code
 
 /**
@@ -32,6 +35,7 @@ export function isUnavailable(err: unknown): boolean {
         'EPIPE',
         'ETIMEDOUT',
         'ENOTFOUND',
+        WRITER_THREAD_STOPPED,
         'SQLITE_BUSY',
         'SQLITE_FULL',
         'SQLITE_IOERR',

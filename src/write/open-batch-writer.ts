@@ -8,7 +8,7 @@ import { writeRule } from '../repos/rule-repo.ts'
 import { writeTimeZone } from '../repos/shop-repo.ts'
 import { batchApplier } from './unit-of-work.ts'
 import type { BatchWriter } from './batch-writer.ts'
-import { startSqliteWriter } from './sqlite/writer.ts'
+import { startWriterThread } from './thread/writer.ts'
 import { lazyReferralKeys } from '../keys/referral-keys.ts'
 
 /** Where the server's key is (SECRETS_KEY, else SECRETS_KEY_FILE): referrals hash e-mails under a key derived from it. */
@@ -18,13 +18,22 @@ export interface SecretsConfig {
 }
 
 /**
- * The write path of the server: where and how batches are committed, on a writer thread of their
- * own when the backend asks for one (SQLite), else on this thread; their statements and round
- * trips are added to `calls`.
+ * The write path of the server: where and how batches are committed, `lanes` at once, on a writer
+ * thread of their own when the backend names one (Backend.writerThread), else on this thread;
+ * their statements and round trips are added to `calls`.
  */
-export function openBatchWriter(backend: Backend, clock: Clock, calls?: DbCalls, secrets?: SecretsConfig): BatchWriter {
-  if (backend.writerThreadFile !== undefined) return startSqliteWriter(backend.writerThreadFile, calls, secrets)
-  // Its I/O is asynchronous already: batches are applied on this thread, several at once (lanes).
+export async function openBatchWriter(backend: Backend, clock: Clock, lanes: number, calls?: DbCalls, secrets?: SecretsConfig): Promise<BatchWriter> {
+  const target = backend.writerThread
+  if (target !== undefined) {
+    const writer = startWriterThread(target, lanes, calls, secrets)
+    if ('startConnected' in target)
+      await writer.started.catch(async (err: unknown) => {
+        await writer.close()
+        throw err
+      })
+    return writer
+  }
+  // Observed statement by statement: batches are applied on this thread, several at once (lanes).
   const apply = batchApplier(backend, clock, secrets && lazyReferralKeys(secrets).hashEmail)
   return {
     apply: (batch, atUs) => apply(batch, atUs, calls),

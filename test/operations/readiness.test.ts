@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import type { SqliteBatchWriter } from '../../src/write/sqlite/writer.ts'
+import type { ThreadBatchWriter } from '../../src/write/thread/writer.ts'
 import { until } from '../support/eventually.ts'
 import { CUSTOMER_CREATED, forEachDatabase, startTestApp, type TestApp } from '../support/harness.ts'
 import { assertUnavailable } from '../support/problems.ts'
@@ -57,7 +57,7 @@ forEachDatabase((kind) => {
       await untilReady(t)
       assert.equal((await t.post(CUSTOMER_CREATED, { id: 2, first_name: 'Before' })).statusCode, 200)
       // As a crash of the thread would: it stops without closing anything.
-      await (t.app.services.batchWriter as SqliteBatchWriter).thread.terminate()
+      await (t.app.services.batchWriter as ThreadBatchWriter).thread.terminate()
       assertUnavailable(await t.app.inject({ method: 'GET', url: '/readyz' }), '/readyz with the writer thread dead')
       assertUnavailable(await t.post(CUSTOMER_CREATED, { id: 3, first_name: 'After' }), 'a webhook with the writer thread dead')
       assertUnavailable(await t.app.inject({ method: 'GET', url: '/readyz' }), '/readyz still')

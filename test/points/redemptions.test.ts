@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import { issueKey } from '../../src/keys/issue-key.ts'
 import { normalizeRule, type Rule } from '../../src/loyalty/rule.ts'
 import { writeRule } from '../../src/repos/rule-repo.ts'
-import type { SqliteBatchWriter } from '../../src/write/sqlite/writer.ts'
+import type { ThreadBatchWriter } from '../../src/write/thread/writer.ts'
 import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, onDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 import { assertUnavailable } from '../support/problems.ts'
 import { runs } from '../support/seed.ts'
@@ -328,7 +328,7 @@ describe('a redemption that cannot be committed', onDatabase('sqlite'), () => {
       await t.post(ORDER_CREATED, { id: 10, currency: 'EUR', subtotal: '100.00', is_paid: true, processed_at: OLD, customer: { id: 1 } })
       const r = (await t.post('/v3/customers/1/redemptions', { points: 10, reference: 'before' })).json()
       // As a crash of the thread would: it stops without closing anything.
-      await (t.app.services.batchWriter as SqliteBatchWriter).thread.terminate()
+      await (t.app.services.batchWriter as ThreadBatchWriter).thread.terminate()
       assertUnavailable(await t.post('/v3/customers/1/redemptions', { points: 10, reference: 'after' }), 'a redemption')
       assertUnavailable(await t.post(`/v3/customers/1/redemptions/${r.redemption_id}/cancel`, {}), 'a cancel')
       const p = (await t.get('/v3/customers/1/points')).json()

@@ -104,7 +104,9 @@ export async function startTestApp(
   // In-process tests outpace any real sender; suites that test the rate limit set it. The shared,
   // loaded PostgreSQL can stall a commit past the default DB_TIMEOUT_MS (1500 ms), which would be
   // a 503 where a test expects 200: suites that test the timeout set their own.
-  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', DB_TIMEOUT_MS: '10000', ...overrides, DATABASE_URL: database.url })
+  // PG_WRITER_THREAD from the environment (npm run hunt-hang sets it), unless the test sets its own.
+  const fromEnv = process.env.PG_WRITER_THREAD ? { PG_WRITER_THREAD: process.env.PG_WRITER_THREAD } : {}
+  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', DB_TIMEOUT_MS: '10000', ...fromEnv, ...overrides, DATABASE_URL: database.url })
   const names = testNames()
   const app = await buildApp(config, { resolveHost: names.resolve, ...options }).catch(async (err) => {
     if (!options.database) await database.drop()

@@ -20,6 +20,8 @@ export interface PostgresOptions {
   poolSize?: number
   /** The schema of the service's tables (DATABASE_SCHEMA), unless the URL's `options` set a search_path. */
   schema?: string
+  /** Whether the server's batches commit on a writer thread (PG_WRITER_THREAD): only where this process's statements are not observed. */
+  writerThread?: boolean
   /** Told of every statement (tests; on SQLite too, see openBackend). */
   onStatement?: StatementObserver
 }
@@ -248,8 +250,17 @@ export function openPostgres(url: string, options: PostgresOptions): Backend {
       )
       return row?.ok === true
     },
-    // Its I/O is asynchronous already: batches commit on this thread, several at once (lanes).
     writerLanes: (configured) => configured,
+    // With PG_WRITER_THREAD=on, batches commit on a writer thread with a pool of its own (src/write/thread/writer.ts).
+    writerThread:
+      observe === undefined && options.writerThread === true
+        ? {
+            kind: 'postgres',
+            url,
+            options: { connectTimeoutMs: options.connectTimeoutMs, queryTimeoutMs: options.queryTimeoutMs, schema: options.schema },
+            startConnected: true,
+          }
+        : undefined,
     async leaderLock(name, _write, work) {
       return backend.transaction(async (s) => {
         const [held] = await s.run(

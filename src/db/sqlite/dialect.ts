@@ -93,7 +93,7 @@ function sessionOn(connection: Database.Database, observe?: StatementObserver): 
   return session
 }
 
-/** `observe` sees the statements of this process's connections, not those of the writer thread (writerThreadFile). */
+/** `observe` sees the statements of this process's connections, not those of the writer thread (writerThread). */
 export function openSqlite(path: string, observe?: StatementObserver): Backend {
   const reader = open(path)
   const writer = open(path)
@@ -139,7 +139,7 @@ export function openSqlite(path: string, observe?: StatementObserver): Backend {
     },
     tryLockKeys: async () => true,
     // Commits fsync (synchronous=FULL) on a writer thread, not on the event loop.
-    writerThreadFile: path,
+    writerThread: { kind: 'sqlite', path },
     writerLanes: () => 1,
     // One process: it always leads.
     leaderLock: async (_name, write, work) => work({ read: async (query) => reads.run(query), write }),

@@ -5,7 +5,7 @@
 import { buildIsFresh } from '../../build-is-fresh.js'
 
 if (buildIsFresh()) {
-  await import('../../../dist/write/sqlite/writer-thread.js')
+  await import('../../../dist/write/thread/writer-thread.js')
 } else {
   const { register } = await import('tsx/esm/api')
   register()

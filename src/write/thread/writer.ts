@@ -7,6 +7,8 @@ import type { Pruned } from '../../repos/prune.ts'
 import { RewardsNeedTiers, type RuleWrite } from '../../repos/rule-repo.ts'
 import type { TimeZoneWrite } from '../../repos/shop-repo.ts'
 import { encodeBatch, type BatchMessage } from './writer-message.ts'
+import type { WriterThreadTarget } from '../../db/dialect.ts'
+import { WRITER_THREAD_STOPPED } from '../../db/unavailable.ts'
 
 interface Reply {
   id?: number
@@ -32,24 +34,46 @@ function revive(plain: PlainError): Error {
   return Object.assign(new Error(plain.message), { code: plain.code, stack: plain.stack })
 }
 
-export interface SqliteBatchWriter extends BatchWriter {
+export interface ThreadBatchWriter extends BatchWriter {
+  /** Resolves once the thread can commit (its modules loaded, on PostgreSQL its pool connected); rejects if it stops first. */
+  readonly started: Promise<void>
   ping(): Promise<void>
   /** The writer thread, so that a test can stop it as a crash would. */
   readonly thread: Worker
 }
 
-/** Applies batches on a writer thread with its own connection to the SQLite file; their statements are added to `calls`. */
-export function startSqliteWriter(path: string, calls?: DbCalls, secrets?: { SECRETS_KEY: string; SECRETS_KEY_FILE: string }): SqliteBatchWriter {
+/**
+ * Applies batches on a writer thread with its own connections to the database (`target`: the
+ * SQLite file, or PostgreSQL's URL with a pool of `lanes` + 1 connections: one per batch committing
+ * at once, one for the upkeep); their statements are added to `calls`.
+ */
+export function startWriterThread(
+  target: WriterThreadTarget,
+  lanes: number,
+  calls?: DbCalls,
+  secrets?: { SECRETS_KEY: string; SECRETS_KEY_FILE: string },
+): ThreadBatchWriter {
   // Compiled (dist/), the thread is plain JavaScript; from the sources, its entry runs the fresh build or registers tsx.
-  const entry = FROM_SOURCES ? 'src/write/sqlite/writer-entry.js' : 'dist/write/sqlite/writer-thread.js'
-  const worker = new Worker(new URL(entry, PACKAGE_ROOT), { workerData: { path, secrets } })
+  const entry = FROM_SOURCES ? 'src/write/thread/writer-entry.js' : 'dist/write/thread/writer-thread.js'
+  const worker = new Worker(new URL(entry, PACKAGE_ROOT), { workerData: { target, lanes, secrets } })
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 0
   let ready = false
   let failure: Error | undefined
+  let startedNow!: () => void
+  let startFailed!: (err: Error) => void
+  const started = new Promise<void>((resolve, reject) => {
+    startedNow = resolve
+    startFailed = reject
+  })
+  // Awaited only where the service waits for it (Backend.writerThread's startConnected).
+  started.catch(() => {})
 
   worker.on('message', (reply: Reply) => {
-    if (reply.ready) ready = true
+    if (reply.ready) {
+      ready = true
+      startedNow()
+    }
     if (reply.id === undefined) return
     if (reply.calls && calls) addCalls(calls, reply.calls)
     const waiter = pending.get(reply.id)
@@ -68,7 +92,8 @@ export function startSqliteWriter(path: string, calls?: DbCalls, secrets?: { SEC
   })
   const fail = (err: Error) => {
     // The first cause is the one worth keeping: an 'error' is followed by an 'exit'.
-    failure ??= Object.assign(new Error(`the SQLite writer thread stopped: ${err.message}`), { code: 'SQLITE_CANTOPEN' })
+    failure ??= Object.assign(new Error(`the writer thread stopped: ${err.message}`), { code: WRITER_THREAD_STOPPED })
+    startFailed(failure)
     for (const waiter of pending.values()) waiter.reject(failure)
     pending.clear()
   }
@@ -95,6 +120,7 @@ export function startSqliteWriter(path: string, calls?: DbCalls, secrets?: { SEC
 
   return {
     thread: worker,
+    started,
     apply: (batch, atUs) => {
       const { message, transfer } = encodeBatch(batch, atUs)
       return send({ batch: message }, transfer)
@@ -111,7 +137,7 @@ export function startSqliteWriter(path: string, calls?: DbCalls, secrets?: { SEC
     // A round trip, not just the flag: a thread that is alive but stuck does not answer either.
     async ping() {
       if (failure) throw failure
-      if (!ready) throw new Error('the SQLite writer thread is still starting')
+      if (!ready) throw new Error('the writer thread is still starting')
       await send({ ping: true })
     },
     async close() {

@@ -3,6 +3,8 @@ import { CompiledQuery } from 'kysely'
 import { batchApplier } from '../unit-of-work.ts'
 import { systemClock } from '../../clock.ts'
 import { openSqlite } from '../../db/sqlite/dialect.ts'
+import { openPostgres } from '../../db/postgres/dialect.ts'
+import type { Backend, WriterThreadTarget } from '../../db/dialect.ts'
 import { pruneEventsTimed } from '../../repos/prune.ts'
 import { touchKeysQuery } from '../../repos/keys-repo.ts'
 import { RewardsNeedTiers, writeRuleIn, type RuleWrite } from '../../repos/rule-repo.ts'
@@ -10,9 +12,10 @@ import { decodeBatch, type BatchMessage } from './writer-message.ts'
 import { writeTimeZoneIn, type TimeZoneWrite } from '../../repos/shop-repo.ts'
 import { lazyReferralKeys } from '../../keys/referral-keys.ts'
 
-// The SQLite writer thread: it owns the write connection, so a commit's fsync
-// (synchronous=FULL) blocks this thread, never the event loop that parses
-// the next batch's requests.
+// The writer thread: it owns the write path's connections, so that loading, deciding and
+// writing a batch cost this thread, never the event loop that parses the next batch's requests.
+// On SQLite it owns the write connection, and a commit's fsync (synchronous=FULL) blocks it; on
+// PostgreSQL a pool of WRITER_LANES + 1 connections, batches committing at once as many as lanes.
 
 type Message =
   | { id: number; batch: BatchMessage }
@@ -24,7 +27,9 @@ type Message =
   | { id: number; timeZone: TimeZoneWrite }
   | { close: true }
 
-const backend = openSqlite(workerData.path as string)
+const target = workerData.target as WriterThreadTarget
+const backend: Backend =
+  target.kind === 'sqlite' ? openSqlite(target.path) : openPostgres(target.url, { ...target.options, poolSize: (workerData.lanes as number) + 1 })
 // A thread is a realm apart: it cannot be handed the app's clock, so it makes the same one, the
 // system's (only its stamps on rows written and its durations are read here; a batch's time comes
 // with the batch).
@@ -108,6 +113,10 @@ parentPort!.on('message', async (message: Message) => {
     parentPort!.postMessage({ id: message.id, error: plainError(err), calls })
   }
 })
+// PostgreSQL: the pool's connections are opened before the thread says it is ready, so that the
+// first batches do not pay for them within DB_TIMEOUT_MS (one that cannot be opened now is opened
+// by the batch that needs it, as always).
+if (target.kind === 'postgres') await Promise.allSettled(Array.from({ length: (workerData.lanes as number) + 1 }, () => backend.ping()))
 // Until now the service cannot commit (from the sources, tsx compiles them first: seconds; from dist/, milliseconds).
 parentPort!.postMessage({ ready: true })
 
