@@ -33,6 +33,7 @@ import {
 } from './decide-rewards.ts'
 import { Overlay } from './overlay.ts'
 import { importLine, type ImportStart } from './decide-import.ts'
+import { decideActivity, type ActivityWrites } from './decide-activities.ts'
 
 // The points half of the decider: after a batch's orders are settled, the
 // balances of the customers whose lots are loaded are settled too (expiry
@@ -59,6 +60,8 @@ export interface PointsDecision {
   rewards: RewardsDecision
   /** The lots of every customer whose lots are loaded (or a command opened), as the batch leaves them. */
   wallets: ReadonlyMap<string, Lot[]>
+  /** The reports of activities written (src/batch/decide-activities.ts). */
+  activities: ActivityWrites
 }
 
 /** The view of a redemption an answer carries. */
@@ -116,6 +119,7 @@ export function decidePoints(
     imported: new Overlay(loaded.imported, (held) => [...held]),
     // Only the dates of the customers a warn command names are loaded: few.
     warned: new Map(loaded.warned),
+    activities: new Overlay(loaded.activities),
   }
   const ledger = [...orderRows]
   const ruleOf = (shopId: number) => state.rules.get(shopId) ?? DEFAULT_VERSIONED
@@ -130,6 +134,7 @@ export function decidePoints(
     warnings: [],
     rewards: emptyRewardsDecision(),
     wallets: state.wallets,
+    activities: [],
   }
 
   const row = (shopId: number, customerId: number, entry: LotEntry, reason: Reason, redemptionId: string | null): LedgerRow => ({
@@ -277,7 +282,9 @@ export function decidePoints(
       out.outcomes.push({ status: 'not-found', detail: `no customer ${c.customerId} in this shop` })
       continue
     }
-    if (c.command === 'adjust') out.outcomes.push(adjust(c, lots))
+    if (c.command === 'activity' || c.command === 'void-activity')
+      out.outcomes.push(decideActivity(state, c, lots, { ledger, touched: out.touched, row, settleExpiry, warn }, out.activities))
+    else if (c.command === 'adjust') out.outcomes.push(adjust(c, lots))
     else if (c.command === 'redeem') out.outcomes.push(redeem(c, lots))
     else if (c.command === 'claim') out.outcomes.push(applyClaim(decideClaim(state, c, spending)))
     else if (c.command === 'cancel-claim') out.outcomes.push(cancelClaim(state, c, spending, out.rewards))

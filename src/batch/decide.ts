@@ -215,6 +215,7 @@ function decisionOf(
     ...(referrals.members.length > 0 ? { friendMembers: referrals.members } : {}),
     ...(notices.rows.length > 0 ? { noticeRows: notices.rows } : {}),
     ...(notices.sent.length > 0 ? { rewardNotices: notices.sent } : {}),
+    ...(points.activities.length > 0 ? { activities: points.activities } : {}),
   }
   return { ...decision, feed: feedOf(decision) }
 }

@@ -1,6 +1,7 @@
 import { fromMinor } from '../domain/money.ts'
 import { formatUs } from '../domain/time.ts'
 import { codeVoid } from '../loyalty/referrals.ts'
+import { activityStatus } from './decide-activities.ts'
 import type { Decision, FeedEntry, StoredClaim, StoredCustomer, StoredOrder } from './state.ts'
 
 // The change feed's entries of a batch (the transactional outbox), derived from what the
@@ -12,7 +13,18 @@ import type { Decision, FeedEntry, StoredClaim, StoredCustomer, StoredOrder } fr
 
 type FeedDecision = Pick<
   Decision,
-  'events' | 'customers' | 'orders' | 'ledger' | 'tiers' | 'warnings' | 'claims' | 'claimCancels' | 'referrals' | 'tierWarnings' | 'rewardNotices'
+  | 'events'
+  | 'customers'
+  | 'orders'
+  | 'ledger'
+  | 'tiers'
+  | 'warnings'
+  | 'claims'
+  | 'claimCancels'
+  | 'referrals'
+  | 'tierWarnings'
+  | 'rewardNotices'
+  | 'activities'
 >
 
 /**
@@ -115,6 +127,21 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
     // Refused after its claim (its code void from now, when it is refused as no new friend), or its code honoured again.
     if (r.status === 'refused' && (before.status !== 'refused' || (void_ && !wasVoid))) entry('referral.refused')
     if (r.friendCode !== null && wasVoid && !void_ && r.status !== 'rewarded') entry('referral.reinstated')
+  }
+  // Activities: a report that comes to hold its points (awarded), or that gives them back or is voided; the shop's reference, never personal data.
+  for (const { activity: a, before } of d.activities ?? []) {
+    const held = before?.points ?? 0
+    const data = (points: number) => ({
+      customer_id: a.customerId,
+      action: a.action,
+      reference: a.reference,
+      occurred_at: formatUs(a.occurredUs),
+      status: activityStatus(a),
+      points,
+    })
+    if (a.points > 0 && held === 0) entries.push({ shopId: a.shopId, type: 'activity.awarded', data: data(a.points) })
+    else if ((a.points === 0 && held > 0) || (a.voidedUs !== null && before !== null && !before.voided))
+      entries.push({ shopId: a.shopId, type: 'activity.voided', data: data(a.points - held) })
   }
   return entries
 }

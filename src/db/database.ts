@@ -38,6 +38,7 @@ import { shopDays } from '../migrations/0036-shop-days.ts'
 import { rollUpShopFirst } from './rollups.ts'
 import { klaviyoDestination } from '../migrations/0038-klaviyo-destination.ts'
 import { emailEvents } from '../migrations/0039-email-events.ts'
+import { activities } from '../migrations/0037-activities.ts'
 
 export class DatabaseUrlError extends Error {}
 
@@ -93,6 +94,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0036-shop-days': shopDays(rollUpShopFirst),
     '0038-klaviyo-destination': klaviyoDestination,
     '0039-email-events': emailEvents,
+    '0037-activities': activities,
   }
 }
 

@@ -26,6 +26,8 @@ export const REASONS = [
   'referral',
   // A balance brought over from another platform (points import).
   'import',
+  // An action a shop reported (docs/program/activities.md): its points, and their correction when it loses its slot or is voided.
+  'activity',
 ] as const
 
 export type Reason = (typeof REASONS)[number]
