@@ -741,7 +741,6 @@ function assertDuplicates(delivered: readonly Hook[], statuses: Status[], contex
   for (const [key, count] of seen) assert.ok(count >= 1, `${key.replace('\n', ' ')} never answered as new${context}`)
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Activities (issue 47, docs/program/activities.md): reports of actions, with limits per period of
 // the shop's calendar, voids and redeliveries, sent in any order (each void after its report: a
@@ -954,7 +953,6 @@ forEachDatabase((kind) => {
     )
   })
 
-
   async function checkActivities(sc: ActivityScenario) {
     type Item = { kind: 'report' | 'void'; r: ActivityReportGen }
     const items: Item[] = []
@@ -982,7 +980,11 @@ forEachDatabase((kind) => {
         const res =
           item.kind === 'report'
             ? await t.post(`/v3/customers/${r.customer}/activities`, { action: r.action, reference: r.reference, occurred_at: occurredOf(r) }, { key })
-            : await t.app.inject({ method: 'DELETE', url: `/v3/customers/${r.customer}/activities/${r.action}/${r.reference}`, headers: { authorization: basic(key) } })
+            : await t.app.inject({
+                method: 'DELETE',
+                url: `/v3/customers/${r.customer}/activities/${r.action}/${r.reference}`,
+                headers: { authorization: basic(key) },
+              })
         assert.ok([200, 201].includes(res.statusCode), `${item.kind} ${res.statusCode} ${res.body}${context}`)
       }
       // All at once: the reports, then the voids (a void sent with its report could come first).
@@ -993,7 +995,12 @@ forEachDatabase((kind) => {
       const statuses: Record<number, Record<string, string>> = {}
       const balances: Record<number, number> = {}
       for (const id of [1, 2]) {
-        const listed = (await t.get(`/v3/customers/${id}/activities`, key)).json().activities as { action: string; reference: string; status: string; points: number }[]
+        const listed = (await t.get(`/v3/customers/${id}/activities`, key)).json().activities as {
+          action: string
+          reference: string
+          status: string
+          points: number
+        }[]
         statuses[id] = Object.fromEntries(listed.map((a) => [`${a.action}:${a.reference}`, `${a.status}:${a.points}`]))
         const points = (await t.get(`/v3/customers/${id}/points?limit=1`, key)).json()
         balances[id] = points.available + points.pending
@@ -1006,7 +1013,7 @@ forEachDatabase((kind) => {
     assert.deepEqual(other, expected, `shuffled${sc.concurrent ? ' (all at once)' : ''} vs the naive rule${context}`)
   }
 
-  test('property: activities (reports, redeliveries, voids, limits per day, week, month, year or ever in the shop\'s zone) converge in any order, to the naive rule', async () => {
+  test("property: activities (reports, redeliveries, voids, limits per day, week, month, year or ever in the shop's zone) converge in any order, to the naive rule", async () => {
     await fc.assert(
       fc.asyncProperty(activityScenarioArb, (sc) => checkActivities(sc)),
       { numRuns: runs(25), includeErrorInReport: true },
