@@ -88,11 +88,13 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'getOpenApiDocument',
       'getOrder',
       'getReadiness',
+      'listActivities',
       'listChanges',
       'listClaims',
       'listRedemptions',
       'listRewards',
       'orderCreated',
+      'reportActivity',
       'storefrontClaim',
       'storefrontClaims',
       'storefrontHistory',
@@ -107,6 +109,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'storefrontReferralClaim',
       'storefrontReferralCode',
       'storefrontRewards',
+      'voidActivity',
     ])
   })
 
