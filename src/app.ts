@@ -29,6 +29,7 @@ import { createHookIngestion } from './http/intake/hook-ingest.ts'
 import { adminRoutes } from './routes/admin/index.ts'
 import { pointsRoutes } from './routes/points.ts'
 import { redemptionRoutes } from './routes/redemptions.ts'
+import { activityRoutes } from './routes/activities.ts'
 import { rewardRoutes } from './routes/rewards.ts'
 import { storefrontRoutes } from './routes/storefront.ts'
 import { birthdayRoutes } from './routes/birthdays.ts'
@@ -429,6 +430,7 @@ async function compose(config: Config, options: BuildOptions, clock: Clock, part
   await app.register(async (scope) => resourceRoutes(scope, services))
   await app.register(async (scope) => pointsRoutes(scope, services))
   await app.register(async (scope) => redemptionRoutes(scope, services))
+  await app.register(async (scope) => activityRoutes(scope, services))
   await app.register(async (scope) => rewardRoutes(scope, services))
   await app.register(async (scope) => birthdayRoutes(scope, services))
   await app.register(async (scope) => storefrontRoutes(scope, services))

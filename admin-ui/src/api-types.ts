@@ -45,6 +45,22 @@ export interface paths {
      */
     post: operations["cancelRedemption"];
   };
+  "/v3/customers/{id}/activities": {
+    /** A customer's reported actions, each with its status now */
+    get: operations["listActivities"];
+    /**
+     * Report an action a customer took
+     * @description The action earns its points from the rule, within its limit per period: the earliest occurred_at take a period's slots, whatever order the reports come in. The same action and reference again answers the report as it stands (200) and writes nothing; with another occurred_at it is a 409.
+     */
+    post: operations["reportActivity"];
+  };
+  "/v3/customers/{id}/activities/{action}/{reference}": {
+    /**
+     * Void a reported action
+     * @description Its points are taken back and its slot goes to the next report in line. Idempotent: voiding again answers the report as it stands.
+     */
+    delete: operations["voidActivity"];
+  };
   "/v3/rewards": {
     /** The shop's active rewards */
     get: operations["listRewards"];
@@ -746,7 +762,7 @@ export interface components {
             adjustment_id: string | null;
             /** @description positive when credited, negative when taken */
             points: number;
-            /** @description why: earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, signup, newsletter, excluded, tier_adjusted, referral, import, birthday, or a reason added later */
+            /** @description why: earned, adjusted, reversed_refund, reversed_cancel, forfeited, claimed, transferred, redeemed, redemption_cancelled, expired, adjusted_manually, signup, newsletter, excluded, tier_adjusted, referral, import, birthday, activity, or a reason added later */
             reason: string;
             debt: boolean;
             /** @description the webhook that caused the change; null when a command, a rebuild or the expiry sweep did */
@@ -1080,7 +1096,53 @@ export interface components {
             /** @description the points the birthday paid, under the rule's birthday_points; its points.changed entry (reason birthday) is beside it */
             points: number;
           };
-        })[];
+        } | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "activity.awarded";
+          /** @description an activity's points awarded or taken back */
+          data: {
+            customer_id: number;
+            action: string;
+            /** @description the shop's own id of the action, as it reported it */
+            reference: string;
+            occurred_at: string;
+            /** @description what the report has come to now */
+            status: "awarded" | "over_limit" | "not_eligible" | "voided";
+            /** @description the points this change moved: positive when awarded, negative when taken back (its slot went to an earlier report, or it was voided) */
+            points: number;
+          };
+        }) | ({
+          /** @description the entry's id, unique in the deployment: the shop's id and the entry's position (`3.42`); an outgoing webhook's `webhook-id`. Use `position` as the cursor */
+          id: string;
+          /** @description its place in the shop's feed: pass the last one seen as ?after= */
+          position: number;
+          /** @description the name of the shop whose change it is */
+          shop: string;
+          /** @description when its batch committed (RFC 3339, UTC) */
+          created_at: string;
+          /** @constant */
+          type: "activity.voided";
+          /** @description an activity's points awarded or taken back */
+          data: {
+            customer_id: number;
+            action: string;
+            /** @description the shop's own id of the action, as it reported it */
+            reference: string;
+            occurred_at: string;
+            /** @description what the report has come to now */
+            status: "awarded" | "over_limit" | "not_eligible" | "voided";
+            /** @description the points this change moved: positive when awarded, negative when taken back (its slot went to an earlier report, or it was voided) */
+            points: number;
+          };
+        }))[];
       /** @description pass as ?after= for the next page: the last position returned, or `after` again when none was */
       next_after: number;
     };
@@ -1161,13 +1223,13 @@ export interface components {
       detail: string;
       [key: string]: unknown;
     };
-    /** @description An RFC 9457 problem: A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+    /** @description An RFC 9457 problem: A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
     ConflictProblem: {
       /**
        * @description the kind of problem, a URI relative to the service
        * @enum {string}
        */
-      type: "/problems/insufficient-points" | "/problems/idempotency-key-reused" | "/problems/event-redacted" | "/problems/points-limit" | "/problems/subscription-limit" | "/problems/no-signing-secret" | "/problems/reward-inactive" | "/problems/tier-too-low" | "/problems/pool-empty" | "/problems/referral-refused" | "/problems/birthday-change-too-soon";
+      type: "/problems/insufficient-points" | "/problems/idempotency-key-reused" | "/problems/event-redacted" | "/problems/points-limit" | "/problems/subscription-limit" | "/problems/no-signing-secret" | "/problems/reward-inactive" | "/problems/tier-too-low" | "/problems/pool-empty" | "/problems/referral-refused" | "/problems/birthday-change-too-soon" | "/problems/activity-conflict";
       /** @description the status text, "Conflict" */
       title: string;
       /** @constant */
@@ -2591,7 +2653,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -2691,10 +2753,320 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /** A customer's reported actions, each with its status now */
+  listActivities: {
+    parameters: {
+      path: {
+        /** @description the shop's id of the resource */
+        id: string;
+      };
+    };
+    responses: {
+      /** @description The customer's reports */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            /** @description the customer's reports, earliest occurred_at first (ties by reference) */
+            activities: ({
+                action: string;
+                reference: string;
+                /** @description as the first report gave it, in UTC */
+                occurred_at: string;
+                /** @description awarded: it holds its points; over_limit: earlier reports of the period hold the action's slots; not_eligible: it took place before the action took effect, or the customer carried an excluded tag; voided: voided by the shop */
+                status: "awarded" | "over_limit" | "not_eligible" | "voided";
+                /** @description the points it holds now (0 unless awarded) */
+                points: number;
+              })[];
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description how to authenticate */
+          "WWW-Authenticate": "Basic realm=\"shop-intake\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * Report an action a customer took
+   * @description The action earns its points from the rule, within its limit per period: the earliest occurred_at take a period's slots, whatever order the reports come in. The same action and reference again answers the report as it stands (200) and writes nothing; with another occurred_at it is a 409.
+   */
+  reportActivity: {
+    parameters: {
+      path: {
+        /** @description the shop's id of the resource */
+        id: string;
+      };
+    };
+    /** @description a report of an action a customer took */
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description an action the shop's rule names (1 to 40 of a-z, 0-9, _ and -) */
+          action: string;
+          /** @description the shop's own id of the action, such as the review's id: 1 to 200 characters; the same (action, reference) is one report */
+          reference: string;
+          /** @description when the customer took the action: an ISO 8601 timestamp with a UTC offset naming a real date and time, such as 2024-05-01T10:00:00+02:00, from 1700-01-01T00:00:00Z up to but not including 2255-01-01T00:00:00Z; at most 5 minutes ahead of the service's clock */
+          occurred_at: string;
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description The report made before with this action and reference, as it stands */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            action: string;
+            reference: string;
+            /** @description as the first report gave it, in UTC */
+            occurred_at: string;
+            /** @description awarded: it holds its points; over_limit: earlier reports of the period hold the action's slots; not_eligible: it took place before the action took effect, or the customer carried an excluded tag; voided: voided by the shop */
+            status: "awarded" | "over_limit" | "not_eligible" | "voided";
+            /** @description the points it holds now (0 unless awarded) */
+            points: number;
+          };
+        };
+      };
+      /** @description The report, recorded */
+      201: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            action: string;
+            reference: string;
+            /** @description as the first report gave it, in UTC */
+            occurred_at: string;
+            /** @description awarded: it holds its points; over_limit: earlier reports of the period hold the action's slots; not_eligible: it took place before the action took effect, or the customer carried an excluded tag; voided: voided by the shop */
+            status: "awarded" | "over_limit" | "not_eligible" | "voided";
+            /** @description the points it holds now (0 unless awarded) */
+            points: number;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description how to authenticate */
+          "WWW-Authenticate": "Basic realm=\"shop-intake\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
+        };
+      };
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
+      409: {
+        content: {
+          "application/problem+json": components["schemas"]["ConflictProblem"];
+        };
+      };
+      /** @description The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies. */
+      413: {
+        content: {
+          "application/problem+json": components["schemas"]["BodyTooLargeProblem"];
+        };
+      };
+      /** @description The body is not sent as application/json. */
+      415: {
+        content: {
+          "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+        };
+      };
+      /** @description An Expect header other than 100-continue; the connection is closed. */
+      417: {
+        content: {
+          "application/problem+json": components["schemas"]["ExpectationFailedProblem"];
+        };
+      };
+      /** @description The body breaks the validation rules; it is stored as a rejected event named by `event_id`. */
+      422: {
+        content: {
+          "application/problem+json": components["schemas"]["InvalidBodyProblem"];
+        };
+      };
+      /** @description The request headers are larger than 16 KiB. */
+      431: {
+        content: {
+          "application/problem+json": components["schemas"]["HeadersTooLargeProblem"];
+        };
+      };
+      /** @description The request could not be served now (database unreachable, write queue or body budget full, shutting down); nothing was stored. Retry after Retry-After. */
+      503: {
+        headers: {
+          /** @description seconds to wait before retrying (RETRY_AFTER_SECONDS) */
+          "Retry-After": string;
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnavailableProblem"];
+        };
+      };
+    };
+  };
+  /**
+   * Void a reported action
+   * @description Its points are taken back and its slot goes to the next report in line. Idempotent: voiding again answers the report as it stands.
+   */
+  voidActivity: {
+    parameters: {
+      path: {
+        /** @description the shop's id of the customer */
+        id: string;
+        /** @description the action */
+        action: string;
+        /** @description the shop's reference of the report */
+        reference: string;
+      };
+    };
+    responses: {
+      /** @description The report, voided (now or before) */
+      200: {
+        headers: {
+          /** @description the answer carries personal data: no cache keeps it */
+          "Cache-Control": "no-store";
+        };
+        content: {
+          "application/json": {
+            action: string;
+            reference: string;
+            /** @description as the first report gave it, in UTC */
+            occurred_at: string;
+            /** @description awarded: it holds its points; over_limit: earlier reports of the period hold the action's slots; not_eligible: it took place before the action took effect, or the customer carried an excluded tag; voided: voided by the shop */
+            status: "awarded" | "over_limit" | "not_eligible" | "voided";
+            /** @description the points it holds now (0 unless awarded) */
+            points: number;
+          };
+        };
+      };
+      /** @description The body is not a JSON object (`malformed-json`, stored as a rejected event named by `event_id`), or a header, query parameter or the request itself is malformed (`malformed-request`). */
+      400: {
+        content: {
+          "application/problem+json": components["schemas"]["BadRequestProblem"];
+        };
+      };
+      /** @description The key is missing, malformed, unknown or revoked. Storefront: the publishable key in Shop-Key is missing, unknown or revoked (`publishable-key-invalid`), or the customer token is missing (`token-missing`), malformed, not HS256 or with bad claims (`token-invalid`), expired (`token-expired`), signed by no live secret of the shop (`token-bad-signature`), names an unknown kid (`token-unknown-kid`) or another shop (`token-wrong-audience`). */
+      401: {
+        headers: {
+          /** @description how to authenticate */
+          "WWW-Authenticate": "Basic realm=\"shop-intake\"";
+        };
+        content: {
+          "application/problem+json": components["schemas"]["UnauthorizedProblem"];
+        };
+      };
+      /** @description No such endpoint, or no such resource in this shop. */
+      404: {
+        content: {
+          "application/problem+json": components["schemas"]["NotFoundProblem"];
+        };
+      };
+      /** @description The headers or the whole request took too long; the connection is closed. */
+      408: {
+        content: {
+          "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
       /** @description An Expect header other than 100-continue; the connection is closed. */
@@ -2848,7 +3220,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -3019,7 +3391,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -3903,7 +4275,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -4256,7 +4628,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -4452,7 +4824,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -5297,7 +5669,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -6064,6 +6436,29 @@ export interface operations {
                * @default 0
                */
               birthday_points: number;
+              /**
+               * @description actions a shop reports (POST /v3/customers/{id}/activities), each with its points and its limit per period; [] (the default): none
+               * @default []
+               */
+              activities: ({
+                  /** @description the action as the shop reports it: 1 to 40 of a-z, 0-9, _ and - */
+                  action: string;
+                  /** @description the points one report earns */
+                  points: number;
+                  /**
+                   * @description at most `count` reports earn per period; null: no limit
+                   * @default null
+                   */
+                  limit: ({
+                    /** @description how many reports of the action earn within one period */
+                    count: number;
+                    /**
+                     * @description the period, in the shop's time zone: day, week (ISO, Monday first), month, year, or ever
+                     * @enum {unknown}
+                     */
+                    per: "day" | "week" | "month" | "year" | "ever";
+                  }) | null;
+                })[];
             };
             /** @description the newest 100 versions, newest first, the current one included */
             history: ({
@@ -6182,6 +6577,29 @@ export interface operations {
                    * @default 0
                    */
                   birthday_points: number;
+                  /**
+                   * @description actions a shop reports (POST /v3/customers/{id}/activities), each with its points and its limit per period; [] (the default): none
+                   * @default []
+                   */
+                  activities: ({
+                      /** @description the action as the shop reports it: 1 to 40 of a-z, 0-9, _ and - */
+                      action: string;
+                      /** @description the points one report earns */
+                      points: number;
+                      /**
+                       * @description at most `count` reports earn per period; null: no limit
+                       * @default null
+                       */
+                      limit: ({
+                        /** @description how many reports of the action earn within one period */
+                        count: number;
+                        /**
+                         * @description the period, in the shop's time zone: day, week (ISO, Monday first), month, year, or ever
+                         * @enum {unknown}
+                         */
+                        per: "day" | "week" | "month" | "year" | "ever";
+                      }) | null;
+                    })[];
                 };
                 /** @description who wrote this version: the operator's name, or `command line (<OS user>)`; null when not recorded (the first version, or older ones) */
                 changed_by: string | null;
@@ -6367,6 +6785,29 @@ export interface operations {
            * @default 0
            */
           birthday_points: number;
+          /**
+           * @description actions a shop reports (POST /v3/customers/{id}/activities), each with its points and its limit per period; [] (the default): none
+           * @default []
+           */
+          activities: ({
+              /** @description the action as the shop reports it: 1 to 40 of a-z, 0-9, _ and - */
+              action: string;
+              /** @description the points one report earns */
+              points: number;
+              /**
+               * @description at most `count` reports earn per period; null: no limit
+               * @default null
+               */
+              limit: ({
+                /** @description how many reports of the action earn within one period */
+                count: number;
+                /**
+                 * @description the period, in the shop's time zone: day, week (ISO, Monday first), month, year, or ever
+                 * @enum {unknown}
+                 */
+                per: "day" | "week" | "month" | "year" | "ever";
+              }) | null;
+            })[];
         };
       };
     };
@@ -6496,6 +6937,29 @@ export interface operations {
                * @default 0
                */
               birthday_points: number;
+              /**
+               * @description actions a shop reports (POST /v3/customers/{id}/activities), each with its points and its limit per period; [] (the default): none
+               * @default []
+               */
+              activities: ({
+                  /** @description the action as the shop reports it: 1 to 40 of a-z, 0-9, _ and - */
+                  action: string;
+                  /** @description the points one report earns */
+                  points: number;
+                  /**
+                   * @description at most `count` reports earn per period; null: no limit
+                   * @default null
+                   */
+                  limit: ({
+                    /** @description how many reports of the action earn within one period */
+                    count: number;
+                    /**
+                     * @description the period, in the shop's time zone: day, week (ISO, Monday first), month, year, or ever
+                     * @enum {unknown}
+                     */
+                    per: "day" | "week" | "month" | "year" | "ever";
+                  }) | null;
+                })[];
             };
             /** @description the newest 100 versions, newest first, the current one included */
             history: ({
@@ -6614,6 +7078,29 @@ export interface operations {
                    * @default 0
                    */
                   birthday_points: number;
+                  /**
+                   * @description actions a shop reports (POST /v3/customers/{id}/activities), each with its points and its limit per period; [] (the default): none
+                   * @default []
+                   */
+                  activities: ({
+                      /** @description the action as the shop reports it: 1 to 40 of a-z, 0-9, _ and - */
+                      action: string;
+                      /** @description the points one report earns */
+                      points: number;
+                      /**
+                       * @description at most `count` reports earn per period; null: no limit
+                       * @default null
+                       */
+                      limit: ({
+                        /** @description how many reports of the action earn within one period */
+                        count: number;
+                        /**
+                         * @description the period, in the shop's time zone: day, week (ISO, Monday first), month, year, or ever
+                         * @enum {unknown}
+                         */
+                        per: "day" | "week" | "month" | "year" | "ever";
+                      }) | null;
+                    })[];
                 };
                 /** @description who wrote this version: the operator's name, or `command line (<OS user>)`; null when not recorded (the first version, or older ones) */
                 changed_by: string | null;
@@ -6822,6 +7309,29 @@ export interface operations {
              * @default 0
              */
             birthday_points: number;
+            /**
+             * @description actions a shop reports (POST /v3/customers/{id}/activities), each with its points and its limit per period; [] (the default): none
+             * @default []
+             */
+            activities: ({
+                /** @description the action as the shop reports it: 1 to 40 of a-z, 0-9, _ and - */
+                action: string;
+                /** @description the points one report earns */
+                points: number;
+                /**
+                 * @description at most `count` reports earn per period; null: no limit
+                 * @default null
+                 */
+                limit: ({
+                  /** @description how many reports of the action earn within one period */
+                  count: number;
+                  /**
+                   * @description the period, in the shop's time zone: day, week (ISO, Monday first), month, year, or ever
+                   * @enum {unknown}
+                   */
+                  per: "day" | "week" | "month" | "year" | "ever";
+                }) | null;
+              })[];
           };
         };
       };
@@ -7018,7 +7528,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -7738,7 +8248,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -8105,7 +8615,7 @@ export interface operations {
           "application/problem+json": components["schemas"]["RequestTimeoutProblem"];
         };
       };
-      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may). */
+      /** @description A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`). */
       409: {
         content: {
           "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -8359,6 +8869,8 @@ export interface operations {
                 imports: number;
                 /** @description issued from manual */
                 manual: number;
+                /** @description issued from activities */
+                activities: number;
                 /** @description issued from birthdays */
                 birthdays: number;
                 /** @description every source together */
@@ -8471,6 +8983,8 @@ export interface operations {
                   imports: number;
                   /** @description issued from manual */
                   manual: number;
+                  /** @description issued from activities */
+                  activities: number;
                   /** @description issued from birthdays */
                   birthdays: number;
                   /** @description every source together */

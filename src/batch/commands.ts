@@ -153,9 +153,33 @@ export interface BirthdayCommand {
   atUs: number
 }
 
+/** A shop's report of an action a customer took (docs/program/activities.md). */
+export interface ActivityCommand {
+  command: 'activity'
+  shopId: number
+  customerId: number
+  action: string
+  /** The shop's own id of the action: one report per (action, reference). */
+  reference: string
+  occurredUs: number
+  atUs: number
+}
+
+/** Void a report: its points taken back, its slot to the next in line. */
+export interface VoidActivityCommand {
+  command: 'void-activity'
+  shopId: number
+  customerId: number
+  action: string
+  reference: string
+  atUs: number
+}
+
 export type PointsCommand =
   | BirthdaySetCommand
   | BirthdayCommand
+  | ActivityCommand
+  | VoidActivityCommand
   | ReferralClaimCommand
   | RedeemCommand
   | CancelCommand
@@ -195,6 +219,16 @@ export interface ReferralClaimView {
   pending_points: number | null
 }
 
+/** A report as the answers show it (src/schemas/activities.ts). */
+export interface ActivityView {
+  action: string
+  reference: string
+  occurred_at: string
+  status: 'awarded' | 'over_limit' | 'not_eligible' | 'voided'
+  /** The points the report holds now. */
+  points: number
+}
+
 export type CommandOutcome =
   /** A birthday set (`changed`: it differs from the one stored), and the points its day paid at once (0: none). */
   | { status: 'birthday-set'; birthday: { month: number; day: number }; changed: boolean; paid: number }
@@ -202,6 +236,14 @@ export type CommandOutcome =
   | { status: 'birthday-refused'; from: string }
   /** The sweep's birthday: the points paid now (0: not due, paid already, or no birthday points). */
   | { status: 'birthday-paid'; points: number }
+  /** A report: `replayed`, the same (action, reference) was reported before with the same occurred_at; nothing was written. */
+  | { status: 'activity-recorded'; activity: ActivityView; replayed: boolean }
+  /** The same (action, reference) reported before with another occurred_at. */
+  | { status: 'activity-conflict'; activity: ActivityView }
+  /** An action the shop's rule does not name. */
+  | { status: 'activity-unknown'; detail: string }
+  /** A void: `replayed`, it was voided before. */
+  | { status: 'activity-voided'; activity: ActivityView; replayed: boolean }
   /** `replayed`: the same e-mail claimed the same code before; this claim changed nothing. */
   | { status: 'referral-claimed'; referral: ReferralClaimView; replayed: boolean }
   /** No referral program, or an unknown or deleted referrer. */

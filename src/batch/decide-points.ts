@@ -36,6 +36,7 @@ import {
 import { Overlay } from './overlay.ts'
 import { importLine, type ImportStart } from './decide-import.ts'
 import { decideBirthday } from './decide-birthdays.ts'
+import { decideActivity, type ActivityWrites } from './decide-activities.ts'
 
 // The points half of the decider: after a batch's orders are settled, the
 // balances of the customers whose lots are loaded are settled too (expiry
@@ -65,6 +66,8 @@ export interface PointsDecision {
   /** Birthdays set and paid (src/batch/decide-birthdays.ts). */
   birthdays: NonNullable<Decision['birthdays']>
   birthdayRewards: BirthdayReward[]
+  /** The reports of activities written (src/batch/decide-activities.ts). */
+  activities: ActivityWrites
 }
 
 /** The view of a redemption an answer carries. */
@@ -122,6 +125,7 @@ export function decidePoints(
     imported: new Overlay(loaded.imported, (held) => [...held]),
     // Only the dates of the customers a warn command names are loaded: few.
     warned: new Map(loaded.warned),
+    activities: new Overlay(loaded.activities),
   }
   const ledger = [...orderRows]
   const ruleOf = (shopId: number) => state.rules.get(shopId) ?? DEFAULT_VERSIONED
@@ -138,6 +142,7 @@ export function decidePoints(
     wallets: state.wallets,
     birthdays: [],
     birthdayRewards: [],
+    activities: [],
   }
   // Birthdays: the batch's own settings and payments over those loaded.
   const birthdayBook = { rules: state.rules, timeZones: state.timeZones, birthdays: new Map(state.birthdays), birthdayYears: new Map(state.birthdayYears) }
@@ -291,7 +296,9 @@ export function decidePoints(
       out.outcomes.push(birthday(c, lots))
       continue
     }
-    if (c.command === 'adjust') out.outcomes.push(adjust(c, lots))
+    if (c.command === 'activity' || c.command === 'void-activity')
+      out.outcomes.push(decideActivity(state, c, lots, { ledger, touched: out.touched, row, settleExpiry, warn }, out.activities))
+    else if (c.command === 'adjust') out.outcomes.push(adjust(c, lots))
     else if (c.command === 'redeem') out.outcomes.push(redeem(c, lots))
     else if (c.command === 'claim') out.outcomes.push(applyClaim(decideClaim(state, c, spending)))
     else if (c.command === 'cancel-claim') out.outcomes.push(cancelClaim(state, c, spending, out.rewards))

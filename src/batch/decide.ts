@@ -217,6 +217,7 @@ function decisionOf(
     ...(notices.sent.length > 0 ? { rewardNotices: notices.sent } : {}),
     ...(points.birthdays.length > 0 ? { birthdays: points.birthdays } : {}),
     ...(points.birthdayRewards.length > 0 ? { birthdayRewards: points.birthdayRewards } : {}),
+    ...(points.activities.length > 0 ? { activities: points.activities } : {}),
   }
   return { ...decision, feed: feedOf(decision) }
 }

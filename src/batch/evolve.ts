@@ -121,6 +121,7 @@ export function evolve(state: BatchState, decision: Decision): BatchState {
     friendsLoaded: state.friendsLoaded && new Set(state.friendsLoaded),
     ...noticesAfter(state, decision),
     ...birthdaysAfter(state, decision),
+    activities: activitiesAfter(state, decision),
   }
 }
 
@@ -165,7 +166,7 @@ function noticesAfter(state: BatchState, decision: Decision): Pick<BatchState, '
  * opens the lots of the customer a command names; an expiry is due only on lots a command
  * opened or that were loaded). A bonus's or an order's entry reaches loaded lots only.
  */
-const COMMAND_REASONS: ReadonlySet<string> = new Set(['expired', 'redeemed', 'redemption_cancelled', 'adjusted_manually', 'import', 'birthday'])
+const COMMAND_REASONS: ReadonlySet<string> = new Set(['expired', 'redeemed', 'redemption_cancelled', 'adjusted_manually', 'import', 'birthday', 'activity'])
 
 /**
  * The lots and imports after the decision's entries, copied only for the customers they reach:
@@ -208,4 +209,15 @@ export function guestOrdersOf(ledger: BatchState['ledger']): BatchState['guestOr
     }
   }
   return guestOrders
+}
+
+/** Each customer's reports as the decision leaves them (src/batch/decide-activities.ts), their revisions moved on. */
+function activitiesAfter(state: BatchState, decision: Decision): BatchState['activities'] {
+  const activities = new Map(state.activities)
+  for (const { activity } of decision.activities ?? []) {
+    const key = keyOf(activity.shopId, activity.customerId)
+    const list = (activities.get(key) ?? []).filter((a) => !(a.action === activity.action && a.reference === activity.reference))
+    activities.set(key, [...list, { ...activity, rev: activity.rev + 1 }])
+  }
+  return activities
 }

@@ -1,6 +1,7 @@
 import { fromMinor } from '../domain/money.ts'
 import { formatUs } from '../domain/time.ts'
 import { codeVoid } from '../loyalty/referrals.ts'
+import { activityStatus } from './decide-activities.ts'
 import type { Decision, FeedEntry, StoredClaim, StoredCustomer, StoredOrder } from './state.ts'
 
 // The change feed's entries of a batch (the transactional outbox), derived from what the
@@ -24,6 +25,7 @@ type FeedDecision = Pick<
   | 'tierWarnings'
   | 'rewardNotices'
   | 'birthdayRewards'
+  | 'activities'
 >
 
 /**
@@ -129,6 +131,21 @@ export function feedOf(d: FeedDecision): FeedEntry[] {
   }
   // A birthday paid: the customer and the points, never the date (the shop's integration asks the customer's own data for that).
   for (const b of d.birthdayRewards ?? []) entries.push({ shopId: b.shopId, type: 'birthday.rewarded', data: { customer_id: b.customerId, points: b.points } })
+  // Activities: a report that comes to hold its points (awarded), or that gives them back or is voided; the shop's reference, never personal data.
+  for (const { activity: a, before } of d.activities ?? []) {
+    const held = before?.points ?? 0
+    const data = (points: number) => ({
+      customer_id: a.customerId,
+      action: a.action,
+      reference: a.reference,
+      occurred_at: formatUs(a.occurredUs),
+      status: activityStatus(a),
+      points,
+    })
+    if (a.points > 0 && held === 0) entries.push({ shopId: a.shopId, type: 'activity.awarded', data: data(a.points) })
+    else if ((a.points === 0 && held > 0) || (a.voidedUs !== null && before !== null && !before.voided))
+      entries.push({ shopId: a.shopId, type: 'activity.voided', data: data(a.points - held) })
+  }
   return entries
 }
 

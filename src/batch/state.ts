@@ -177,6 +177,28 @@ export interface BatchState {
   birthdays?: Map<string, StoredBirthday>
   /** The years each of those customers was paid a birthday in, by customer key (birthday_rewards). */
   birthdayYears?: Map<string, number[]>
+  /** Every report (activities) of the customers the batch's activity commands name, by customer key (src/batch/decide-activities.ts). */
+  activities: Map<string, StoredActivity[]>
+}
+
+/** A shop's report of an action of a customer, and what it has come to (migration 0037). */
+export interface StoredActivity {
+  shopId: number
+  customerId: number
+  action: string
+  reference: string
+  occurredUs: number
+  /** When it was first reported. */
+  reportedUs: number
+  /** Not eligible when reported (before the action took effect, or an excluded tag): it never takes a slot. */
+  eligible: boolean
+  /** Voided (DELETE): it takes no slot. */
+  voidedUs: number | null
+  /** The points it holds now (0 unless awarded), and the lot they went to. */
+  points: number
+  availableUs: number | null
+  /** 0 for a row not yet stored; each write stores rev + 1 and requires rev. */
+  rev: number
 }
 
 /** A reward of the catalogue as reward.available needs it. */
@@ -329,6 +351,7 @@ export function emptyState(): BatchState {
     friendsLoaded: null,
     noticeRewards: new Map(),
     rewardNotices: new Map(),
+    activities: new Map(),
   }
 }
 
@@ -411,6 +434,8 @@ export interface Decision {
   /** New links between e-mails (hashes) and their holders, and new members of friends (src/loyalty/referral-friend.ts). */
   heldEmails?: { shopId: number; emailHash: string; holder: string }[]
   friendMembers?: { shopId: number; emailHash: string; member: string }[]
+  /** Reports written (activities), each as it ends, with what it held before (null: new), for the feed. */
+  activities?: { activity: StoredActivity; before: { points: number; voided: boolean } | null }[]
   /** Birthdays set (src/batch/decide-birthdays.ts), and the birthdays paid: one per customer and year (birthday.rewarded). */
   birthdays?: { shopId: number; customerId: number; birthday: StoredBirthday }[]
   birthdayRewards?: BirthdayReward[]

@@ -25,6 +25,7 @@ import { auditCommandLine, commandLineName } from './audit.ts'
 import { withBackend } from './backend.ts'
 import { shopName } from './keys.ts'
 import { minimumOption } from '../loyalty/referral-minimum.ts'
+import { parseActivitySpec, type Activity } from '../loyalty/activities.ts'
 
 // The ranges are the rule schema's, so the messages say what it accepts.
 const RATE = { minimum: RATE_MIN, maximum: RATE_MAX }
@@ -127,6 +128,13 @@ function tagTier(value: string, previous: Record<string, string> = {}): Record<s
   return { ...previous, [t]: name }
 }
 
+// Activities (docs/program/activities.md): NAME:POINTS[:COUNT/PERIOD], repeatable; the list given replaces the list.
+function activity(value: string, previous: Activity[] = []): Activity[] {
+  const parsed = parseActivitySpec(value)
+  if ('problem' in parsed) throw new InvalidArgumentError(parsed.problem)
+  return [...previous, parsed]
+}
+
 /** The options of `rules set` that change the rule (all but --shop). */
 const CHANGES = [
   'pointsPerUnit',
@@ -156,6 +164,8 @@ const CHANGES = [
   'referralDays',
   'referralCapPerMonth',
   'birthdayPoints',
+  'activity',
+  'clearActivities',
 ]
 
 async function shopOrFail(db: Parameters<typeof findShop>[0], name: string) {
@@ -237,6 +247,12 @@ export function rulesCommand(clock: Clock): Command {
       referralCap,
     )
     .option('--birthday-points <n>', "points on a customer's birthday, once a year, on the day in the shop's time zone; 0 gives none", bonus)
+    .option(
+      '--activity <NAME:POINTS[:COUNT/PERIOD]>',
+      "an action the shop reports, its points and at most COUNT per PERIOD (day, week, month, year or ever, in the shop's time zone); repeatable, the list given replaces the list",
+      activity,
+    )
+    .option('--clear-activities', 'remove every action')
     .action((options: Record<string, unknown> & { shop: string }) =>
       withBackend(async ({ db }) => {
         const shop = await shopOrFail(db, options.shop)
@@ -289,6 +305,7 @@ export function rulesCommand(clock: Clock): Command {
               ...(options.referralDays !== undefined && { referral_days: options.referralDays }),
               ...(options.referralCapPerMonth !== undefined && { referral_cap_per_month: options.referralCapPerMonth }),
               ...(options.birthdayPoints !== undefined && { birthday_points: options.birthdayPoints }),
+              activities: (options.activity as Activity[] | undefined) ?? (options.clearActivities ? [] : current.activities),
             })
             const version = nextVersion(current, stored.expiry_schedule, next, effectiveUs, stored.program_schedule)
             changes = version?.changes ?? {}

@@ -35,6 +35,7 @@ import { referrals } from '../migrations/0032-referrals.ts'
 import { rewardNumbers } from '../migrations/0033-reward-numbers.ts'
 import { referralFriends } from '../migrations/0034-referral-friends.ts'
 import { shopDays } from '../migrations/0036-shop-days.ts'
+import { activities } from '../migrations/0037-activities.ts'
 import { rollUpShopFirst } from './rollups.ts'
 import { klaviyoDestination } from '../migrations/0038-klaviyo-destination.ts'
 import { emailEvents } from '../migrations/0039-email-events.ts'
@@ -103,6 +104,7 @@ function migrations(backend: Backend): Record<string, Migration> {
     '0033-reward-numbers': rewardNumbers(backend.kind),
     '0034-referral-friends': referralFriends(backend.kind),
     '0036-shop-days': shopDays(rollUpShopFirst),
+    '0037-activities': activities,
     '0038-klaviyo-destination': klaviyoDestination,
     '0039-email-events': emailEvents,
     '0040-birthdays': birthdays,

@@ -534,6 +534,24 @@ export interface ImportRunsTable {
   finished_us: number | null
 }
 
+/** A shop's report of an action of a customer, and what it has come to (migration 0037, src/batch/decide-activities.ts). */
+export interface ActivitiesTable {
+  shop_id: number
+  customer_id: number
+  action: string
+  /** The shop's own id of the action. */
+  reference: string
+  occurred_us: number
+  reported_us: number
+  /** 0: reported before the action took effect, or of a customer with an excluded tag. */
+  eligible: number
+  voided_us: number | null
+  /** The points it holds now, and the lot they went to. */
+  points: number
+  available_us: number | null
+  rev: number
+}
+
 export interface Tables {
   import_runs: ImportRunsTable
   rule_versions: RuleVersionsTable
@@ -573,4 +591,5 @@ export interface Tables {
   feed_shop_head: FeedShopHeadTable
   deployment: DeploymentTable
   change_relay: ChangeRelayTable
+  activities: ActivitiesTable
 }

@@ -15,7 +15,7 @@ export const DASHBOARD_MAX_DAYS = 366
 export const DASHBOARD_DEFAULT_DAYS = 30
 
 /** Where issued points come from; later sources (activities, birthdays) join this list and the map below. */
-export const ISSUED_SOURCES = ['orders', 'bonuses', 'referrals', 'imports', 'manual', 'birthdays'] as const
+export const ISSUED_SOURCES = ['orders', 'bonuses', 'referrals', 'imports', 'manual', 'activities', 'birthdays'] as const
 export type IssuedSource = (typeof ISSUED_SOURCES)[number]
 
 /**
@@ -36,6 +36,7 @@ export const POINTS_SOURCE_OF_REASON: Record<Reason, IssuedSource | 'redeemed' |
   newsletter: 'bonuses',
   referral: 'referrals',
   import: 'imports',
+  activity: 'activities',
   adjusted_manually: 'manual',
   birthday: 'birthdays',
   redeemed: 'redeemed',
@@ -141,7 +142,7 @@ function headline(input: DashboardInput, range: DayRange, repeat: RepeatCounts, 
     }
     if (d.figure === 'moves' && (d.key === 'up' || d.key === 'down')) moves[d.key] += d.n
   }
-  const issued: Issued = { orders: 0, bonuses: 0, referrals: 0, imports: 0, manual: 0, birthdays: 0, total: 0 }
+  const issued: Issued = { orders: 0, bonuses: 0, referrals: 0, imports: 0, manual: 0, activities: 0, birthdays: 0, total: 0 }
   let redeemed = 0
   let expired = 0
   let reversed = 0

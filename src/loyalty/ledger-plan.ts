@@ -28,6 +28,8 @@ export const REASONS = [
   'import',
   // A customer's birthday, once a year (docs/program/birthdays.md).
   'birthday',
+  // An action a shop reported (docs/program/activities.md): its points, and their correction when it loses its slot or is voided.
+  'activity',
 ] as const
 
 export type Reason = (typeof REASONS)[number]

@@ -37,6 +37,8 @@ export const FLOW_OF_REASON: Record<Reason, ReportFlow> = {
   tier_adjusted: 'adjusted',
   // A referral's points are earned, as a bonus is; taken back as an order's are (reversed_refund, reversed_cancel, adjusted).
   referral: 'earned',
+  // An action's points are earned, as a bonus is; their correction (a slot lost, a void) nets against them.
+  activity: 'earned',
   // A balance carried over from another platform: a one-off booking, like an operator's, not what this program's orders earned.
   import: 'adjusted',
   // A birthday's points are earned, as a bonus's are.

@@ -2,6 +2,7 @@ import { parsedOnce } from './parsed.ts'
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 import { TierSchema, type Rule } from './rule.ts'
+import { ActivitySchema, type Activity } from './activities.ts'
 
 // The loyalty program's options over time. Each option takes effect at the moment its rule
 // version was written (docs/program/loyalty-program.md): a bonus, an exclusion or a
@@ -27,6 +28,8 @@ const Options = Type.Object({
       cap_per_month: Type.Integer({ minimum: 0 }),
     }),
   ),
+  // Activities (src/loyalty/activities.ts): optional, so that schedules stored before them still read.
+  activities: Type.Optional(Type.Array(ActivitySchema)),
 })
 
 /** The program's options: the rule's fields that count from the moment they took effect. */
@@ -69,7 +72,13 @@ export function programOf(rule: Rule): ProgramOptions {
         cap_per_month: rule.referral_cap_per_month,
       },
     }),
+    ...(rule.activities.length > 0 && { activities: rule.activities }),
   }
+}
+
+/** The terms of an action in force at `atUs` (null: the action earned nothing then). */
+export function activityAt(schedule: ProgramSchedule, atUs: number, action: string): Activity | null {
+  return optionsAt(schedule, atUs).activities?.find((a) => a.action === action) ?? null
 }
 
 /** Whether a rule offers referrals: points to the referrer, or something to the friend. */

@@ -24,6 +24,7 @@ import {
   WARNING_DAYS_MAX,
   WARNING_LEADS_MAX,
 } from './rule-limits.ts'
+import { ACTIVITIES_MAX, ActivitySchema, activityFaults, type Activity } from './activities.ts'
 
 // A shop's points rule. Stored as JSON on the shop with a version that every
 // change bumps; each ledger entry records the version and rate it was made with.
@@ -139,6 +140,12 @@ export const RuleSchema = Type.Object({
     default: 0,
     description: "points on the customer's birthday, once a year, on the day in the shop's time zone; 0 (the default) gives none",
   }),
+  // Activities (docs/program/activities.md): actions a shop reports, each earning from the moment it takes effect.
+  activities: Type.Array(ActivitySchema, {
+    maxItems: ACTIVITIES_MAX,
+    default: [],
+    description: 'actions a shop reports (POST /v3/customers/{id}/activities), each with its points and its limit per period; [] (the default): none',
+  }),
 })
 
 export type Rule = Static<typeof RuleSchema>
@@ -183,9 +190,12 @@ function leadTimesOf(input: unknown): unknown {
  * Each fault with the JSON pointer of its field.
  */
 export function ruleFaults(
-  rule: Pick<Rule, 'tiers' | 'tag_tiers'> & Partial<Pick<Rule, 'referral_friend_points' | 'referral_friend_reward' | 'referral_min_subtotal'>>,
+  rule: Pick<Rule, 'tiers' | 'tag_tiers'> &
+    Partial<Pick<Rule, 'referral_friend_points' | 'referral_friend_reward' | 'referral_min_subtotal'>> & { activities?: readonly Activity[] },
 ): { pointer: string; detail: string }[] {
   const faults: { pointer: string; detail: string }[] = []
+  // Activities: each action named once.
+  if (rule.activities !== undefined) faults.push(...activityFaults(rule.activities))
   if (rule.referral_min_subtotal !== undefined && parseMinimum(rule.referral_min_subtotal) === null) {
     faults.push({ pointer: '/referral_min_subtotal', detail: 'must list each currency once, such as 30.00 EUR, 35.00 USD' })
   }
@@ -225,6 +235,10 @@ export function bodyRuleFaults(body: unknown, prefix = ''): { pointer: string; d
       : []
   const referral =
     typeof referral_friend_points === 'number' && typeof referral_friend_reward === 'number' ? { referral_friend_points, referral_friend_reward } : {}
+  // Activities: each action named once.
+  const { activities } = body as { activities?: unknown }
+  const named = Array.isArray(activities) && activities.every((a) => typeof (a as { action?: unknown } | null)?.action === 'string')
+  minimum.push(...(named ? activityFaults(activities as Activity[]).map((f) => ({ ...f, pointer: `${prefix}${f.pointer}` })) : []))
   const tiersOk = Array.isArray(tiers) && tiers.every((t) => Value.Check(TierSchema, Value.Default(TierSchema, structuredClone(t))))
   const tagTiersOk = typeof tag_tiers === 'object' && tag_tiers !== null && Object.values(tag_tiers).every((v) => typeof v === 'string')
   if (!tiersOk) return minimum

@@ -142,6 +142,23 @@ export const BirthdayRewarded = Type.Object(
   { additionalProperties: false, description: "a customer's birthday paid, once a year, on the day in the shop's time zone; never the date" },
 )
 
+// Activities (docs/program/activities.md): the shop's own reference of the action, never personal data.
+export const ActivityChange = Type.Object(
+  {
+    customer_id: Type.Integer(),
+    action: Type.String(),
+    reference: Type.String({ description: "the shop's own id of the action, as it reported it" }),
+    occurred_at: Type.String(),
+    status: Type.Union([Type.Literal('awarded'), Type.Literal('over_limit'), Type.Literal('not_eligible'), Type.Literal('voided')], {
+      description: 'what the report has come to now',
+    }),
+    points: Type.Integer({
+      description: 'the points this change moved: positive when awarded, negative when taken back (its slot went to an earlier report, or it was voided)',
+    }),
+  },
+  { additionalProperties: false, description: "an activity's points awarded or taken back" },
+)
+
 const common = {
   id: Type.String({
     pattern: '^[1-9][0-9]*\\.[1-9][0-9]*$',
@@ -172,6 +189,8 @@ export const ChangeEntry = Type.Union(
     Type.Object({ ...common, type: Type.Literal('referral.refused'), data: ReferralChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('referral.reinstated'), data: ReferralChange }, { additionalProperties: false }),
     Type.Object({ ...common, type: Type.Literal('birthday.rewarded'), data: BirthdayRewarded }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('activity.awarded'), data: ActivityChange }, { additionalProperties: false }),
+    Type.Object({ ...common, type: Type.Literal('activity.voided'), data: ActivityChange }, { additionalProperties: false }),
   ],
   { description: 'one change, in commit order' },
 )
@@ -211,3 +230,4 @@ export type FeedEntry =
       type: 'referral.claimed' | 'referral.qualified' | 'referral.rewarded' | 'referral.voided' | 'referral.refused' | 'referral.reinstated'
       data: Static<typeof ReferralChange>
     }
+  | { shopId: number; type: 'activity.awarded' | 'activity.voided'; data: Static<typeof ActivityChange> }

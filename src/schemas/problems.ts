@@ -41,6 +41,8 @@ export const PROBLEMS = {
       'referral-refused',
       // A customer's second change of their birthday within 365 days (docs/program/birthdays.md).
       'birthday-change-too-soon',
+      // An activity's (action, reference) reported again with another occurred_at (docs/integrate/activities.md).
+      'activity-conflict',
     ],
   },
   413: { title: 'Content Too Large', types: ['body-too-large'] },
@@ -78,7 +80,7 @@ const WHEN: Record<ProblemStatus, string> = {
   404: 'No such endpoint, or no such resource in this shop.',
   405: 'A method other than POST on a webhook path.',
   408: 'The headers or the whole request took too long; the connection is closed.',
-  409: "A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may).",
+  409: "A redemption asks for more points than are available (`insufficient-points`, with `available`), or its Idempotency-Key was used with another request (`idempotency-key-reused`); a cancel, or an adjustment of the admin API, would take the customer's points past the limit of 1000000000000 (`points-limit`, with `held` and `limit`); admin API: an adjustment would take `available` below zero (`insufficient-points`), or a replay names an event whose body was erased (`event-redacted`), or a shop has SUBSCRIPTIONS_PER_SHOP subscriptions already (`subscription-limit`, with `limit`), or a rotation names a Klaviyo destination, which has no signing secret (`no-signing-secret`); a claim of a reward that is not active (`reward-inactive`), that needs a higher tier (`tier-too-low`) or whose pool has no code left (`pool-empty`), with nothing spent; storefront: a friend's e-mail that cannot be referred with this code (`referral-refused`: the referrer's own, or someone who ordered in the shop before the claim; the console says which); storefront: a customer changing their birthday again less than 365 days after their last change (`birthday-change-too-soon`; the detail names the first date they may); an activity's action and reference reported before with another occurred_at (`activity-conflict`).",
   413: "The body is larger than BODY_LIMIT, or than the route's own smaller limit (a storefront claim's 1 KiB); the detail names the limit that applies.",
   415: 'The body is not sent as application/json.',
   417: 'An Expect header other than 100-continue; the connection is closed.',

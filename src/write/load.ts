@@ -13,6 +13,7 @@ import type { CustomerPatch } from '../domain/merge.ts'
 import type { Webhook } from '../domain/webhook.ts'
 import { parseStoredEntries, storedAdjustment } from '../db/redemption-rows.ts'
 import { storedClaim, storedReward } from '../db/claim-rows.ts'
+import { storedActivity } from '../db/activity-rows.ts'
 import { versionedRule } from '../loyalty/rule.ts'
 import type { Backend, Session } from '../db/dialect.ts'
 import { CUSTOMER_INDEXED, indexedOf, ledgerLineOf, ORDER_INDEXED, storedCustomer, storedOrder } from '../db/rows.ts'
@@ -66,6 +67,8 @@ interface ShopNeeds {
   webhooks: Webhook[]
   /** Customers a birthday command names: their birthday and the years paid are loaded. */
   birthdays: Set<number>
+  /** Customers an activity command names: their reports are loaded whole (src/batch/decide-activities.ts). */
+  activities: Set<number>
 }
 
 /** A lookup with no keys: a query that reads nothing (rare paths of a round). */
@@ -98,6 +101,7 @@ const emptyNeeds = (): ShopNeeds => ({
   referralClaims: [],
   webhooks: [],
   birthdays: new Set(),
+  activities: new Set(),
 })
 
 function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
@@ -124,6 +128,7 @@ function needsOf(batch: readonly BatchItem[]): Map<number, ShopNeeds> {
       }
       if (w.command === 'import') n.imports.add(w.customerId)
       if (w.command === 'birthday' || w.command === 'birthday-set') n.birthdays.add(w.customerId)
+      if (w.command === 'activity' || w.command === 'void-activity') n.activities.add(w.customerId)
       if (w.command === 'referral-claim') {
         n.referralClaims.push(w)
         // Locked as an order's e-mail is: an order sent with it waits for the claim, or the claim for it.
@@ -546,6 +551,13 @@ async function loadPoints(
     if (row.idem_key !== null) state.redemptionIdem.set(keyOf(shopId, row.idem_key), row.id)
   }
   for (const row of adjustments) state.adjustmentIdem.set(keyOf(shopId, row.idem_key!), storedAdjustment(shopId, row))
+  // Activities: only a batch with an activity command reads them (the customers are locked: the commands name them).
+  if (n.activities.size > 0) {
+    for (const id of n.activities) state.activities.set(keyOf(shopId, id), [])
+    for (const row of await s.run(q.activitiesOfCustomers(shopId, [...n.activities]))) {
+      state.activities.get(keyOf(shopId, Number(row.customer_id)))!.push(storedActivity(shopId, row))
+    }
+  }
 }
 
 /** The shop's catalogue and the notices of the customers whose lots are loaded (src/batch/decide-notices.ts). */

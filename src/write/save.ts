@@ -10,6 +10,7 @@ import type { Backend, Session } from '../db/dialect.ts'
 import { adjustmentRow, redemptionRow } from '../db/redemption-rows.ts'
 import { claimRow } from '../db/claim-rows.ts'
 import { REFERRAL_COLUMNS, referralRow } from '../db/referral-rows.ts'
+import { ACTIVITY_COLUMNS, activityRow } from '../db/activity-rows.ts'
 import {
   ADJUSTMENT_COLUMNS,
   CLAIM_COLUMNS,
@@ -173,6 +174,8 @@ export async function writeDecision(
       q.insertBirthdayRewards((d.birthdayRewards ?? []).map((b) => [b.shopId, b.customerId, b.year, b.points, b.paidUs])),
       d.birthdayRewards?.length ?? 0,
     ),
+    // Activities: a report another batch wrote since this one loaded it runs this one again.
+    write('activities', q.upsertActivities((d.activities ?? []).map((w) => valuesOf(ACTIVITY_COLUMNS, activityRow(w.activity)))), d.activities?.length ?? 0),
     // Last: the feed's head, whose lock orders the commits, is held from here to the commit.
     write('feed', q.appendFeed(feed.total, feed.rows), null),
   ].filter((w) => w.queries.length > 0)

@@ -23,6 +23,8 @@ import type {
   ReferralMembersTable,
 } from '../db/tables.ts'
 import { REFERRAL_COLUMNS } from '../db/referral-rows.ts'
+import { ACTIVITY_COLUMNS } from '../db/activity-rows.ts'
+import type { ActivitiesTable } from '../db/tables.ts'
 import type { Selectable } from 'kysely'
 
 // Every statement of the write path, built once per backend from its dialect's factory. The
@@ -365,5 +367,13 @@ export function batchStatements(f: StatementFactory) {
     }),
     redactGuestEmails: f.update({ table: 'ledger', set: 'guest_email = NULL', column: 'order_id', keyType: 'bigint', where: 'AND guest_email IS NOT NULL' }),
     appendFeed: f.appendFeed,
+    // Activities (src/batch/decide-activities.ts): a customer's reports, read whole; written only at the revision loaded.
+    activitiesOfCustomers: f.lookup<Selectable<ActivitiesTable>>({ table: 'activities', columns: '*', column: 'customer_id', keyType: 'bigint' }),
+    upsertActivities: f.insert({
+      table: 'activities',
+      columns: ACTIVITY_COLUMNS.names,
+      types: ACTIVITY_COLUMNS.types,
+      conflict: `ON CONFLICT (shop_id, customer_id, action, reference) DO UPDATE SET ${excludedSet(ACTIVITY_COLUMNS.names, ['shop_id', 'customer_id', 'action', 'reference'])} WHERE activities.rev = excluded.rev - 1 RETURNING 1`,
+    }),
   }
 }

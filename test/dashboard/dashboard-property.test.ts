@@ -83,6 +83,7 @@ const SOURCE: Record<string, string> = {
   import: 'imports',
   adjusted_manually: 'manual',
   birthday: 'birthdays',
+  activity: 'activities',
   redeemed: 'redeemed',
   redemption_cancelled: 'redeemed',
   expired: 'expired',
@@ -139,7 +140,7 @@ forEachDatabase((kind) => {
         r[o.member === null ? 'guests' : 'members'] += o.subtotal
         revenue.set(o.currency, r)
       }
-      const issued: Record<string, number> = { orders: 0, bonuses: 0, referrals: 0, imports: 0, manual: 0, birthdays: 0, total: 0 }
+      const issued: Record<string, number> = { orders: 0, bonuses: 0, referrals: 0, imports: 0, manual: 0, activities: 0, birthdays: 0, total: 0 }
       const taken: Record<string, number> = { redeemed: 0, expired: 0, reversed: 0 }
       let outstanding = 0
       for (const l of ledger) {

@@ -104,7 +104,7 @@ forEachDatabase((kind) => {
     const from = addDays(today, -6)
     const d = (await admin.get(url(`from=${from}&to=${today}`))).json()
     assert.deepEqual(d.points, {
-      issued: { orders: 205, bonuses: 0, referrals: 0, imports: 0, manual: 25, birthdays: 0, total: 230 },
+      issued: { orders: 205, bonuses: 0, referrals: 0, imports: 0, manual: 25, activities: 0, birthdays: 0, total: 230 },
       redeemed: 20,
       expired: 0,
       reversed: 40,

@@ -15,8 +15,10 @@ import { writeRule } from '../../src/repos/rule-repo.ts'
 import { createReward } from '../../src/rewards/catalogue.ts'
 import { formatInstant } from '../../src/domain/time.ts'
 import type { CustomerBody, OrderBody } from '../../src/schemas/webhooks.ts'
-import { CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
+import { basic, CUSTOMER_CREATED, CUSTOMER_DELETED, forEachDatabase, ORDER_CREATED, startTestApp, type TestApp } from '../support/harness.ts'
 import { sql } from 'kysely'
+import { writeTimeZone } from '../../src/repos/shop-repo.ts'
+import { localDate, periodOf } from '../../src/domain/calendar.ts'
 import {
   claimCommand,
   expectedReferrals,
@@ -740,6 +742,85 @@ function assertDuplicates(delivered: readonly Hook[], statuses: Status[], contex
   for (const [key, count] of seen) assert.ok(count >= 1, `${key.replace('\n', ' ')} never answered as new${context}`)
 }
 
+// ---------------------------------------------------------------------------------------------
+// Activities (issue 47, docs/program/activities.md): reports of actions, with limits per period of
+// the shop's calendar, voids and redeliveries, sent in any order (each void after its report: a
+// void of a report not made yet is a 404), one at a time or all at once, end in the same statuses
+// and balances, and those are what a naive reading of the rule says: per customer and action,
+// the reports not voided, earliest occurred_at first (ties by reference), take the period's slots.
+
+const ACTIVITY_ZONES = ['UTC', 'America/New_York', 'Asia/Tokyo'] as const
+const activityRuleArb = fc.record({
+  review: fc.record({ count: fc.integer({ min: 1, max: 2 }), per: fc.constantFrom('day' as const, 'week' as const, 'month' as const, 'ever' as const) }),
+  photo: fc.option(fc.record({ count: fc.integer({ min: 1, max: 3 }), per: fc.constantFrom('day' as const, 'year' as const) }), { nil: null }),
+})
+interface ActivityReportGen {
+  customer: number
+  action: 'review' | 'photo'
+  reference: string
+  /** Hours from BASE_US: reports fall within a few days and weeks of one another, across midnights of every zone. */
+  hours: number
+  voided: boolean
+  redelivered: boolean
+}
+const activityScenarioArb = fc.record({
+  zone: fc.constantFrom(...ACTIVITY_ZONES),
+  limits: activityRuleArb,
+  reports: fc.uniqueArray(
+    fc.record({
+      customer: fc.constantFrom(1, 2),
+      action: fc.constantFrom('review' as const, 'photo' as const),
+      reference: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'),
+      // Mostly within a few hours of one another, so that the limits bind; some days and weeks apart.
+      hours: fc.oneof(fc.integer({ min: -8, max: 8 }), fc.integer({ min: -200, max: 200 })),
+      voided: fc.boolean(),
+      redelivered: fc.boolean(),
+    }),
+    { minLength: 2, maxLength: 12, selector: (r) => `${r.customer}:${r.action}:${r.reference}` },
+  ),
+  shuffle: fc.array(fc.integer(), { minLength: 40, maxLength: 40 }),
+  concurrent: fc.boolean(),
+})
+type ActivityScenario = typeof activityScenarioArb extends fc.Arbitrary<infer T> ? T : never
+
+const ACTIVITY_POINTS = { review: 50, photo: 7 } as const
+const activityRuleOf = (sc: ActivityScenario): Rule =>
+  normalizeRule({
+    activities: [
+      { action: 'review', points: ACTIVITY_POINTS.review, limit: sc.limits.review },
+      { action: 'photo', points: ACTIVITY_POINTS.photo, limit: sc.limits.photo },
+    ],
+  })
+const occurredOf = (r: ActivityReportGen) => new Date(BASE_US / 1000 + r.hours * 3_600_000).toISOString()
+
+/** The naive reading: each report's status and points, and each customer's balance. */
+function expectedActivities(sc: ActivityScenario) {
+  const statuses: Record<number, Record<string, string>> = { 1: {}, 2: {} }
+  const balances: Record<number, number> = { 1: 0, 2: 0 }
+  for (const customer of [1, 2])
+    for (const action of ['review', 'photo'] as const) {
+      const limit = action === 'review' ? sc.limits.review : sc.limits.photo
+      const mine = sc.reports
+        .filter((r) => r.customer === customer && r.action === action)
+        .sort((a, b) => a.hours - b.hours || (a.reference < b.reference ? -1 : 1))
+      const used = new Map<string, number>()
+      for (const r of mine) {
+        const key = `${action}:${r.reference}`
+        if (r.voided) {
+          statuses[customer]![key] = 'voided:0'
+          continue
+        }
+        const period = limit === null || limit.per === 'ever' ? 'ever' : periodOf(localDate(sc.zone, BASE_US + r.hours * 3_600_000_000), limit.per).first
+        const n = used.get(period) ?? 0
+        used.set(period, n + 1)
+        const awarded = limit === null || n < limit.count
+        statuses[customer]![key] = awarded ? `awarded:${ACTIVITY_POINTS[action]}` : 'over_limit:0'
+        if (awarded) balances[customer]! += ACTIVITY_POINTS[action]
+      }
+    }
+  return { statuses, balances }
+}
+
 forEachDatabase((kind) => {
   let t: TestApp
   let shops = 0
@@ -872,6 +953,73 @@ forEachDatabase((kind) => {
     await fc.assert(
       fc.asyncProperty(referralScenarioArb, fc.integer(), fc.boolean(), (scenario, seed, concurrent) => checkReferrals(scenario, seed, concurrent)),
       { numRuns: runs(40), includeErrorInReport: true, examples: [[ZONE_EXAMPLE, 1, false]] },
+    )
+  })
+
+  async function checkActivities(sc: ActivityScenario) {
+    type Item = { kind: 'report' | 'void'; r: ActivityReportGen }
+    const items: Item[] = []
+    for (const r of sc.reports) {
+      items.push({ kind: 'report', r })
+      if (r.redelivered) items.push({ kind: 'report', r })
+      if (r.voided) items.push({ kind: 'void', r })
+    }
+    const keyed = items.map((item, i) => ({ item, k: sc.shuffle[i % sc.shuffle.length]! + i / 1000 }))
+    // Each void after its report's first delivery.
+    for (const v of keyed.filter((x) => x.item.kind === 'void')) {
+      const first = Math.min(...keyed.filter((x) => x.item.kind === 'report' && x.item.r === v.item.r).map((x) => x.k))
+      if (v.k <= first) v.k = first + 0.0001
+    }
+    const shuffled = keyed.sort((a, b) => a.k - b.k).map((x) => x.item)
+    const trueOrder = [...items].sort((a, b) => a.r.hours - b.r.hours || (a.kind === 'void' ? 1 : 0) - (b.kind === 'void' ? 1 : 0))
+    const context = `\nscenario: ${JSON.stringify(sc)}\nshuffled: ${JSON.stringify(shuffled.map((i) => [i.kind, i.r.customer, i.r.action, i.r.reference]))}\n`
+    const expected = expectedActivities(sc)
+    const run = async (order: Item[], concurrent: boolean) => {
+      const { key, shopId } = await freshShop(activityRuleOf(sc))
+      await writeTimeZone(t.app.services.backend.db, { shopId, zone: sc.zone })
+      for (const id of [1, 2]) assert.equal((await t.post(CUSTOMER_CREATED, { id, email: EMAIL_OF[id] }, { key })).statusCode, 200)
+      const send = async (item: Item) => {
+        const { r } = item
+        const res =
+          item.kind === 'report'
+            ? await t.post(`/v3/customers/${r.customer}/activities`, { action: r.action, reference: r.reference, occurred_at: occurredOf(r) }, { key })
+            : await t.app.inject({
+                method: 'DELETE',
+                url: `/v3/customers/${r.customer}/activities/${r.action}/${r.reference}`,
+                headers: { authorization: basic(key) },
+              })
+        assert.ok([200, 201].includes(res.statusCode), `${item.kind} ${res.statusCode} ${res.body}${context}`)
+      }
+      // All at once: the reports, then the voids (a void sent with its report could come first).
+      if (concurrent) {
+        await Promise.all(order.filter((i) => i.kind === 'report').map(send))
+        await Promise.all(order.filter((i) => i.kind === 'void').map(send))
+      } else for (const item of order) await send(item)
+      const statuses: Record<number, Record<string, string>> = {}
+      const balances: Record<number, number> = {}
+      for (const id of [1, 2]) {
+        const listed = (await t.get(`/v3/customers/${id}/activities`, key)).json().activities as {
+          action: string
+          reference: string
+          status: string
+          points: number
+        }[]
+        statuses[id] = Object.fromEntries(listed.map((a) => [`${a.action}:${a.reference}`, `${a.status}:${a.points}`]))
+        const points = (await t.get(`/v3/customers/${id}/points?limit=1`, key)).json()
+        balances[id] = points.available + points.pending
+      }
+      return { statuses, balances }
+    }
+    const inOrder = await run(trueOrder, false)
+    assert.deepEqual(inOrder, expected, `true order vs the naive rule${context}`)
+    const other = await run(shuffled, sc.concurrent)
+    assert.deepEqual(other, expected, `shuffled${sc.concurrent ? ' (all at once)' : ''} vs the naive rule${context}`)
+  }
+
+  test("property: activities (reports, redeliveries, voids, limits per day, week, month, year or ever in the shop's zone) converge in any order, to the naive rule", async () => {
+    await fc.assert(
+      fc.asyncProperty(activityScenarioArb, (sc) => checkActivities(sc)),
+      { numRuns: runs(25), includeErrorInReport: true },
     )
   })
 

@@ -90,11 +90,13 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'getOpenApiDocument',
       'getOrder',
       'getReadiness',
+      'listActivities',
       'listChanges',
       'listClaims',
       'listRedemptions',
       'listRewards',
       'orderCreated',
+      'reportActivity',
       'setCustomerBirthday',
       'storefrontClaim',
       'storefrontClaims',
@@ -112,6 +114,7 @@ describe('the OpenAPI document', onDatabase('sqlite'), () => {
       'storefrontReferralCode',
       'storefrontRewards',
       'storefrontSetBirthday',
+      'voidActivity',
     ])
   })
 

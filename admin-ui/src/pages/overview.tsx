@@ -231,7 +231,7 @@ function DashboardView({ d }: { d: Dashboard }) {
           <h2>Points</h2>
           <table class="report" data-table="points">
             <tbody>
-              {(['orders', 'bonuses', 'referrals', 'imports', 'manual'] as const).map((source) => (
+              {(['orders', 'bonuses', 'referrals', 'imports', 'manual', 'activities'] as const).map((source) => (
                 <tr>
                   <td>issued: {source}</td>
                   <td class="num">{d.points.issued[source]}</td>
