@@ -79,7 +79,7 @@ test('the figures of a range and of the period before, from the rollups', () => 
   ])
   assert.equal(d.repeat_rate, 0.5)
   assert.deepEqual(d.points, {
-    issued: { orders: 100, bonuses: 50, referrals: 0, imports: 0, manual: 0, birthdays: 0, total: 150 },
+    issued: { orders: 100, bonuses: 50, referrals: 0, imports: 0, manual: 0, activities: 0, birthdays: 0, total: 150 },
     redeemed: 20,
     expired: 0,
     reversed: 0,

@@ -368,7 +368,7 @@ describe('migrations', () => {
             assert.deepEqual(d.revenue, [{ currency: 'EUR', members: '140.00', guests: '0.00' }])
             assert.equal(d.repeat_rate, 0)
             assert.deepEqual(d.points, {
-              issued: { orders: 140, bonuses: 0, referrals: 0, imports: 0, manual: 10, activities: 0, total: 150 },
+              issued: { orders: 140, bonuses: 0, referrals: 0, imports: 0, manual: 10, activities: 0, birthdays: 0, total: 150 },
               redeemed: 30,
               expired: 0,
               reversed: 0,
