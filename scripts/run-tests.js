@@ -170,9 +170,9 @@ child.on('exit', async (code, signal) => {
   // A run on one database, or of part of the files (--quick), is not the whole run's order.
   if (!quick && !process.env.TEST_DATABASES) writeFileSync(TIMES, `${JSON.stringify(times, null, 1)}\n`)
   if (profile && !quick && !process.env.TEST_DATABASES) {
-    // The kept times: every existing test file's, in path order, those this run measured updated.
+    // The kept times: every existing test file's, in path order, those this run measured and passed updated.
     const kept = existsSync(KEPT) ? JSON.parse(readFileSync(KEPT, 'utf8')) : {}
-    for (const { file, seconds } of timed) kept[relative(ROOT, file)] = Math.round(seconds * 10) / 10
+    for (const { file, seconds, passed } of timed) if (passed) kept[relative(ROOT, file)] = Math.round(seconds * 10) / 10
     const existing = Object.keys(kept)
       .filter((file) => all.includes(file))
       .sort()
