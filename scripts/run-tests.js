@@ -13,7 +13,14 @@
 // - --lint: `npm run lint` and `npm run lint:openapi` run meanwhile, their output and verdict
 //   printed after the tests'; any failure fails the run.
 // - --profile: the slowest 20 files with their seconds, and the total, at the end; then the 20
-//   that spent the most CPU, with the processes they started.
+//   that spent the most CPU, with the processes they started. Its times are kept in
+//   test/support/test-seconds.json (every file's, those of files it did not run kept as they were;
+//   a file that no longer exists dropped), which test/operations/test-seconds.test.ts holds to
+//   every test file.
+// - --quick (`npm run test:quick`): the unit tests and the HTTP suites that run in the test's own
+//   process, on SQLite only (TEST_DATABASES=sqlite unless set): not the files that start processes
+//   (servers, commands, Chromium, NATS, Redis, a TLS proxy) nor the property suites over HTTP
+//   (quickFile below). The fast loop while changing code; `npm test` runs everything.
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
@@ -28,7 +35,8 @@ const PROFILE_LINES = join(BUILD, `test-profile-${process.pid}.jsonl`)
 const args = process.argv.slice(2)
 const profile = args.includes('--profile')
 const withLint = args.includes('--lint')
-const named = args.filter((a) => a !== '--profile' && a !== '--lint')
+const quick = args.includes('--quick')
+const named = args.filter((a) => a !== '--profile' && a !== '--lint' && a !== '--quick')
 
 /** `npm run <script>` with its output kept, for --lint: the checks run while the tests wait on their databases. */
 function check(script) {
@@ -52,7 +60,18 @@ function testFiles(dir) {
   return found
 }
 
-const files = named.length > 0 ? named : [...testFiles('src'), ...testFiles('test')].sort()
+/**
+ * Whether --quick runs a file: every unit test beside the sources, and under test/ the suites
+ * that neither start processes (the test kits that start servers, commands, Chromium, NATS, Redis
+ * or a TLS proxy, or node:child_process itself) nor are property tests over HTTP (fast-check).
+ */
+const SLOW_IMPORT = /from '(?:\.\.\/support\/(?:browser|server-process|cli-process|nats|redis-server|tls-proxy)\.ts|node:child_process|fast-check)'/
+function quickFile(file) {
+  return file.startsWith('src/') || !SLOW_IMPORT.test(readFileSync(join(ROOT, file), 'utf8'))
+}
+
+const all = [...testFiles('src'), ...testFiles('test')].sort()
+const files = named.length > 0 ? named : quick ? all.filter(quickFile) : all
 // The last run's times, else those of a run kept with the sources (a clean clone's first run).
 const KEPT = join(ROOT, 'test/support/test-seconds.json')
 const last = [TIMES, KEPT].filter((file) => existsSync(file)).map((file) => JSON.parse(readFileSync(file, 'utf8')))[0] ?? {}
@@ -76,7 +95,7 @@ const child = spawn(
     `--test-reporter-destination=${PROFILE_LINES}`,
     ...ordered,
   ],
-  { cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit'] },
+  { cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit'], env: quick ? { TEST_DATABASES: 'sqlite', ...process.env } : process.env },
 )
 
 // --profile: the CPU each test file spends, its own and its children's (the servers and commands it
@@ -148,7 +167,17 @@ child.on('exit', async (code, signal) => {
   rmSync(PROFILE_LINES, { force: true })
   const times = { ...last }
   for (const { file, seconds } of timed) times[relative(ROOT, file)] = Math.round(seconds * 10) / 10
-  writeFileSync(TIMES, `${JSON.stringify(times, null, 1)}\n`)
+  // A run on one database, or of part of the files (--quick), is not the whole run's order.
+  if (!quick && !process.env.TEST_DATABASES) writeFileSync(TIMES, `${JSON.stringify(times, null, 1)}\n`)
+  if (profile && !quick && !process.env.TEST_DATABASES) {
+    // The kept times: every existing test file's, in path order, those this run measured and passed updated.
+    const kept = existsSync(KEPT) ? JSON.parse(readFileSync(KEPT, 'utf8')) : {}
+    for (const { file, seconds, passed } of timed) if (passed) kept[relative(ROOT, file)] = Math.round(seconds * 10) / 10
+    const existing = Object.keys(kept)
+      .filter((file) => all.includes(file))
+      .sort()
+    writeFileSync(KEPT, `${JSON.stringify(Object.fromEntries(existing.map((file) => [file, kept[file]])), null, 1)}\n`)
+  }
   if (profile) {
     const slowest = [...timed].sort((a, b) => b.seconds - a.seconds).slice(0, 20)
     console.log(`\nThe slowest ${slowest.length} of ${timed.length} test files (${concurrency} at once):`)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
+import { buildDashboard, fileChromium, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
 import { eventually } from '../support/eventually.ts'
 import {
@@ -25,6 +25,10 @@ const SHOP = 'demo'
 const DAY_MS = 86_400_000
 /** Processed a month ago: its points are available now. */
 const processed = () => new Date(Date.now() - 30 * DAY_MS).toISOString()
+
+/** The file's one Chromium: each suite below opens a context of its own on it. */
+const chromium = fileChromium()
+after(() => chromium.close())
 
 forEachDatabase((kind) => {
   describe('the operator console', { timeout: 240_000 }, () => {
@@ -91,7 +95,7 @@ forEachDatabase((kind) => {
       for (let i = 0; i < 3; i++)
         assert.equal((await hook(CUSTOMER_CREATED, { id: 100 + i, email: `c${i}@example.com`, ...(i === 0 && { tags: ['vip'] }) })).status, 200)
       assert.equal((await hook(ORDER_CREATED, { id: 502, currency: 'EUR', total: '12.5' })).status, 422)
-      browser = await launchBrowser()
+      browser = await chromium.open()
       watch = new PageWatch(browser.page, base)
     })
 
@@ -640,7 +644,7 @@ forEachDatabase((kind) => {
       buildDashboard()
       configured = await startConsoleServer(kind, (proxy) => ({ PUBLIC_ORIGIN: proxy.origin }))
       unconfigured = await startConsoleServer(kind, () => ({}))
-      browser = await launchBrowser(['--ignore-certificate-errors'])
+      browser = await chromium.open({ ignoreHTTPSErrors: true })
     })
 
     after(async () => {

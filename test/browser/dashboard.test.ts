@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { after, before, describe, test } from 'node:test'
-import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
+import { buildDashboard, fileChromium, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
 import { eventually } from '../support/eventually.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, type TestDatabase } from '../support/harness.ts'
@@ -15,6 +15,10 @@ import { createKey, request, startServerProcess, stopServerProcess, type ServerP
 
 const SHOP = 'demo'
 const DAY_MS = 86_400_000
+
+/** The file's one Chromium: each suite below opens a context of its own on it. */
+const chromium = fileChromium()
+after(() => chromium.close())
 
 forEachDatabase((kind) => {
   describe('the program dashboard', { timeout: 240_000 }, () => {
@@ -67,7 +71,7 @@ forEachDatabase((kind) => {
         const res = await call('POST', ORDER_CREATED, { id, currency: 'EUR', subtotal, is_paid: true, processed_at: ago(days), ...who })
         assert.equal(res.status, 200, res.text)
       }
-      browser = await launchBrowser()
+      browser = await chromium.open()
       watch = new PageWatch(browser.page, base)
     })
 

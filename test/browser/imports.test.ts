@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { migrate, openBackend } from '../../src/db/database.ts'
 import { findShop } from '../../src/repos/keys-repo.ts'
 import { progressImportRun, startImportRun } from '../../src/repos/import-repo.ts'
-import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
+import { buildDashboard, fileChromium, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/harness.ts'
 import { createKey, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
@@ -13,6 +13,10 @@ import { createKey, startServerProcess, stopServerProcess, type ServerProcess } 
 // a shop with none shows nothing of it.
 
 const SHOP = 'imports'
+
+/** The file's one Chromium: each suite below opens a context of its own on it. */
+const chromium = fileChromium()
+after(() => chromium.close())
 
 forEachDatabase((kind) => {
   describe('unfinished imports in the console', { timeout: 180_000 }, () => {
@@ -49,7 +53,7 @@ forEachDatabase((kind) => {
       }
       server = await startServerProcess(database.url, key)
       base = `http://127.0.0.1:${server.port}`
-      browser = await launchBrowser()
+      browser = await chromium.open()
       new PageWatch(browser.page, base)
     })
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
+import { buildDashboard, fileChromium, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, ORDER_CREATED, type TestDatabase } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
@@ -16,6 +16,10 @@ import { referralKeysOf } from '../../src/keys/referral-keys.ts'
 const SHOP = 'referrals'
 const SECRETS_KEY = Buffer.alloc(32, 4).toString('base64')
 const ORIGIN = 'https://shop.example'
+
+/** The file's one Chromium: each suite below opens a context of its own on it. */
+const chromium = fileChromium()
+after(() => chromium.close())
 
 forEachDatabase((kind) => {
   describe('the Referrals page', { timeout: 180_000 }, () => {
@@ -91,7 +95,7 @@ forEachDatabase((kind) => {
         }),
         200,
       )
-      browser = await launchBrowser()
+      browser = await chromium.open()
       watch = new PageWatch(browser.page, base)
     })
 

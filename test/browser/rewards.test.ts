@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
+import { buildDashboard, fileChromium, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
 import { basic, createTestDatabase, forEachDatabase, ORDER_CREATED, type TestDatabase } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
@@ -11,6 +11,10 @@ import { createKey, request, startServerProcess, stopServerProcess, type ServerP
 // in the audit log in words; a viewer sees the same page with no button that would change it.
 
 const SHOP = 'rewards'
+
+/** The file's one Chromium: each suite below opens a context of its own on it. */
+const chromium = fileChromium()
+after(() => chromium.close())
 
 forEachDatabase((kind) => {
   describe('the Rewards page', { timeout: 180_000 }, () => {
@@ -60,7 +64,7 @@ forEachDatabase((kind) => {
         })
         assert.equal(earned.status, 200)
       }
-      browser = await launchBrowser()
+      browser = await chromium.open()
       watch = new PageWatch(browser.page, base)
     })
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
+import { buildDashboard, fileChromium, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, type TestDatabase } from '../support/harness.ts'
 import { eventually } from '../support/eventually.ts'
@@ -13,6 +13,10 @@ import { createKey, request, startServerProcess, stopServerProcess, type ServerP
 // options, refused by field when out of order, saved, shown and pricing the preview.
 
 const SHOP = 'rules'
+
+/** The file's one Chromium: each suite below opens a context of its own on it. */
+const chromium = fileChromium()
+after(() => chromium.close())
 
 forEachDatabase((kind) => {
   describe('the Rules page', { timeout: 180_000 }, () => {
@@ -48,7 +52,7 @@ forEachDatabase((kind) => {
         body: JSON.stringify({ id: 9, first_name: 'Grace', email: 'grace@example.com' }),
       })
       assert.equal(answer.status, 200)
-      browser = await launchBrowser()
+      browser = await chromium.open()
       watch = new PageWatch(browser.page, base)
     })
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { Webhook } from 'standardwebhooks'
-import { buildDashboard, launchBrowser, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
+import { buildDashboard, fileChromium, PageWatch, requireChromium, screenshot, type Browser } from '../support/browser.ts'
 import { runCli } from '../support/cli-process.ts'
 import { basic, createTestDatabase, CUSTOMER_CREATED, forEachDatabase, type TestDatabase } from '../support/harness.ts'
 import { createKey, request, startServerProcess, stopServerProcess, type ServerProcess } from '../support/server-process.ts'
@@ -14,6 +14,10 @@ import { eventually, until } from '../support/eventually.ts'
 // listed with its private key masked, and no rotation.
 
 const SHOP = 'hooks'
+
+/** The file's one Chromium: each suite below opens a context of its own on it. */
+const chromium = fileChromium()
+after(() => chromium.close())
 
 forEachDatabase((kind) => {
   describe('the outgoing webhooks page', { timeout: 180_000 }, () => {
@@ -42,7 +46,7 @@ forEachDatabase((kind) => {
         SUBSCRIPTIONS_RETRY_MAX_SECONDS: '1',
       })
       base = `http://127.0.0.1:${server.port}`
-      browser = await launchBrowser()
+      browser = await chromium.open()
       watch = new PageWatch(browser.page, base)
     })
 

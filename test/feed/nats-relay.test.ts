@@ -214,28 +214,31 @@ async function verify(url: string, natsUrl: string, port: number, key: string, s
   return { entries: feed.length }
 }
 
+// One NATS for the file: each test starts from it running and without a stream (reset), as a new
+// server would be; a test that stops or freezes it starts and thaws it in the same way.
+let nats: TestNats
+before(async () => {
+  nats = await startNats()
+})
+after(async () => {
+  await nats?.dispose()
+})
+
 describe('postgres', onDatabase('postgres'), () => {
   let db: TestDatabase
-  let nats: TestNats
   let key: string
   let shopId: number
   const servers: ServerProcess[] = []
   const env = () => ({ NATS_URL: nats.url, NATS_STREAM: STREAM, LOG_LEVEL: 'error' })
 
-  before(async () => {
-    nats = await startNats()
-  })
   after(async () => {
     await killAllServers()
-    await nats.dispose()
   })
 
   async function fresh() {
     await killAllServers()
     servers.length = 0
-    await nats.stop()
-    await nats.dispose()
-    nats = await startNats()
+    await nats.reset()
     db = await createTestDatabase('postgres')
     ;({ key, shopId } = await createKey(db.url, 'relay'))
   }
@@ -430,7 +433,7 @@ async function publisher(url: string, servers: ServerProcess[]): Promise<ServerP
 
 describe('sqlite', onDatabase('sqlite'), () => {
   test('the relay publishes every entry once and resumes after a restart of the service', { timeout: TIMEOUT }, async ({ signal }) => {
-    const nats = await startNats()
+    await nats.reset()
     const database = await createTestDatabase('sqlite')
     // The app (its relay reconnects to NATS for ever) and the consumer's connection are closed
     // however the test ends: left open, either keeps the file from ending after a failure.
@@ -507,7 +510,6 @@ describe('sqlite', onDatabase('sqlite'), () => {
     } finally {
       await consumerConnection?.close().catch(() => {})
       await app?.app.close().catch(() => {})
-      await nats.dispose()
       await database.drop()
     }
   })
@@ -520,7 +522,7 @@ describe('sqlite: deployments sharing one NATS', onDatabase('sqlite'), () => {
     'two deployments on two databases, each with a shop 1, on one stream, and a third with a stream of its own: every entry of each, told apart',
     { timeout: TIMEOUT },
     async ({ signal }) => {
-      const nats = await startNats()
+      await nats.reset()
       const databases = await Promise.all([1, 2, 3].map(() => createTestDatabase('sqlite')))
       const apps: TestApp[] = []
       try {
@@ -572,7 +574,6 @@ describe('sqlite: deployments sharing one NATS', onDatabase('sqlite'), () => {
         }
       } finally {
         for (const app of apps) await app.app.close().catch(() => {})
-        await nats.dispose()
         for (const database of databases) await database.drop()
       }
     },
@@ -582,7 +583,7 @@ describe('sqlite: deployments sharing one NATS', onDatabase('sqlite'), () => {
     'NATS_SUBJECT_PREFIX: a stream that cannot take the subjects (another stream holds them) shows in /readyz, /metrics and the log; the entries wait, and go once it can',
     { timeout: TIMEOUT },
     async ({ signal }) => {
-      const nats = await startNats()
+      await nats.reset()
       const database = await createTestDatabase('sqlite')
       const nc = await connect({ servers: nats.url })
       let server: ServerProcess | undefined
@@ -639,14 +640,13 @@ describe('sqlite: deployments sharing one NATS', onDatabase('sqlite'), () => {
         if (server) await stopServerProcess(server).catch(() => {})
         await killAllServers()
         await nc.close().catch(() => {})
-        await nats.dispose()
         await database.drop()
       }
     },
   )
 
   test('a stream made before, with subjects of another prefix, gets this prefix added and keeps its own', { timeout: TIMEOUT }, async ({ signal }) => {
-    const nats = await startNats()
+    await nats.reset()
     const database = await createTestDatabase('sqlite')
     const nc = await connect({ servers: nats.url })
     let app: TestApp | undefined
@@ -660,7 +660,6 @@ describe('sqlite: deployments sharing one NATS', onDatabase('sqlite'), () => {
     } finally {
       await app?.app.close().catch(() => {})
       await nc.close().catch(() => {})
-      await nats.dispose()
       await database.drop()
     }
   })

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { chromium, type Browser as PlaywrightBrowser, type BrowserContext, type Page } from 'playwright-core'
 import { ROOT } from './server-process.ts'
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -51,25 +51,26 @@ export function requireChromium(): void {
   }
 }
 
-/** Chromium, headless, with a fresh profile; `args` adds switches (such as --ignore-certificate-errors for a self-signed proxy). */
+const SWITCHES = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+const CONTEXT = { viewport: { width: 1280, height: 860 }, timezoneId: 'UTC' } as const
+
+/** Chromium, headless, with a fresh profile; `args` adds switches (such as --host-resolver-rules). A browser of its own: a test file's suites share one through `fileChromium`. */
 export async function launchBrowser(args: string[] = []): Promise<Browser> {
   requireChromium()
   const profile = mkdtempSync(join(tmpdir(), 'shop-intake-chromium-'))
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      ...args,
-    ],
-    viewport: { width: 1280, height: 860 },
-    timezoneId: 'UTC',
+    args: [...SWITCHES, ...args],
+    ...CONTEXT,
   })
   context.setDefaultTimeout(15_000)
   const page = context.pages()[0] ?? (await context.newPage())
@@ -79,6 +80,37 @@ export async function launchBrowser(args: string[] = []): Promise<Browser> {
     async close() {
       await context.close()
       rmSync(profile, { recursive: true, force: true })
+    },
+  }
+}
+
+export interface FileChromium {
+  /** A fresh context (its own cookies and storage, as a fresh profile's) and its page, on the file's Chromium, started by the first call. */
+  open(options?: { ignoreHTTPSErrors?: boolean }): Promise<Browser>
+  /** Ends the file's Chromium (its contexts with it): in the file's root `after`. */
+  close(): Promise<void>
+}
+
+/**
+ * One Chromium for a test file, its suites (one per database) each on a context of their own:
+ * starting Chromium costs more CPU than most of a suite's steps. node:test runs each file in a
+ * process of its own, so a file's is the widest browser a test can share.
+ */
+export function fileChromium(): FileChromium {
+  let launched: Promise<PlaywrightBrowser> | undefined
+  return {
+    async open(options = {}) {
+      requireChromium()
+      launched ??= chromium.launch({ executablePath: CHROMIUM, headless: true, args: SWITCHES })
+      const context = await (await launched).newContext({ ...CONTEXT, ...options })
+      context.setDefaultTimeout(15_000)
+      const page = await context.newPage()
+      return { context, page, close: () => context.close() }
+    },
+    async close() {
+      const browser = launched
+      launched = undefined
+      await (await browser?.catch(() => undefined))?.close()
     },
   }
 }

@@ -21,6 +21,8 @@ export interface TestNats {
   /** SIGSTOP: connections stay open and nothing is answered, until thaw(). */
   freeze(): void
   thaw(): void
+  /** Running, thawed and without a stream, as a new server: the next test of a file that shares one starts from it. */
+  reset(): Promise<void>
 }
 
 const live = new Set<ChildProcess>()
@@ -75,42 +77,46 @@ function natsOn(port: number, dir: string): TestNats {
       child = c
       live.add(c)
       let log = ''
-      let ready = false
-      // Ready is what this server says once it listens: something else that accepts on the port
-      // (another suite's server, which took it meanwhile) is not taken for it.
-      c.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-        log = (log + chunk).slice(-4000)
-        if (log.includes('Server is ready')) ready = true
-      })
-      // 'close' comes after the last of its output, which names the cause of an early exit.
-      const closed = new Promise<void>((resolve) => c.once('close', () => resolve()))
-      const gone = () => {
-        live.delete(c)
-        if (child === c) child = undefined
-      }
-      c.once('exit', gone)
-      c.once('error', (err) => {
-        log += `\n${err.message}`
-        gone()
-      })
-      const deadline = Date.now() + 30_000
-      while (!ready) {
-        if (child !== c) {
-          await closed
-          if (/address already in use/i.test(log)) {
-            throw new PortTaken(
-              again
-                ? `nats-server could not start again on port ${port}, which the test needs it on again: another process took the port while it was stopped\n${log}`
-                : `nats-server could not listen on port ${port}, taken by another process\n${log}`,
-            )
+      let timer: NodeJS.Timeout | undefined
+      try {
+        // Ready is what this server says once it listens: something else that accepts on the port
+        // (another suite's server, which took it meanwhile) is not taken for it. The wait wakes on
+        // that line, on the process's end ('close' comes after the last of its output, which names
+        // the cause of an early exit), or at the bound that only stops a hang.
+        await new Promise<void>((resolve, reject) => {
+          c.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+            log = (log + chunk).slice(-4000)
+            if (log.includes('Server is ready')) resolve()
+          })
+          const gone = () => {
+            live.delete(c)
+            if (child === c) child = undefined
           }
-          throw new Error(`nats-server exited before it was ready on port ${port}:\n${log}`)
-        }
-        if (Date.now() > deadline) {
-          c.kill('SIGKILL')
-          throw new Error(`nats-server was not ready on port ${port} within 30 s:\n${log}`)
-        }
-        await new Promise((r) => setTimeout(r, 50))
+          c.once('exit', gone)
+          c.once('error', (err) => {
+            log += `\n${err.message}`
+            gone()
+          })
+          c.once('close', () => {
+            gone()
+            if (/address already in use/i.test(log)) {
+              reject(
+                new PortTaken(
+                  again
+                    ? `nats-server could not start again on port ${port}, which the test needs it on again: another process took the port while it was stopped\n${log}`
+                    : `nats-server could not listen on port ${port}, taken by another process\n${log}`,
+                ),
+              )
+            }
+            reject(new Error(`nats-server exited before it was ready on port ${port}:\n${log}`))
+          })
+          timer = setTimeout(() => {
+            c.kill('SIGKILL')
+            reject(new Error(`nats-server was not ready on port ${port} within 30 s:\n${log}`))
+          }, 30_000)
+        })
+      } finally {
+        clearTimeout(timer)
       }
       started = true
     },
@@ -128,6 +134,19 @@ function natsOn(port: number, dir: string): TestNats {
     },
     freeze: () => void child?.kill('SIGSTOP'),
     thaw: () => void child?.kill('SIGCONT'),
+    async reset() {
+      child?.kill('SIGCONT')
+      await nats.start()
+      const nc = await connect({ servers: nats.url })
+      try {
+        const jsm = await nc.jetstreamManager()
+        const names: string[] = []
+        for await (const name of jsm.streams.names()) names.push(name)
+        for (const name of names) await jsm.streams.delete(name)
+      } finally {
+        await nc.close()
+      }
+    },
   }
   return nats
 }

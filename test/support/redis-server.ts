@@ -74,17 +74,24 @@ async function launch(port: number, again: boolean): Promise<ChildProcess> {
   })
   running.add(c)
   let log = ''
-  let over = false
-  const keep = (chunk: string) => (log = (log + chunk).slice(-4000))
-  c.stdout!.setEncoding('utf8').on('data', keep)
-  c.stderr!.setEncoding('utf8').on('data', keep)
+  let timer: NodeJS.Timeout | undefined
+  // Ready once it says so: the wait wakes on that line (or on the process's end, below), with a
+  // bound that only stops a hang.
+  const ready = new Promise<void>((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`redis-server was not ready on port ${port} within 30 s:\n${log}`)), 30_000)
+    const keep = (chunk: string) => {
+      log = (log + chunk).slice(-4000)
+      if (/Ready to accept connections/.test(log)) resolve()
+    }
+    c.stdout!.setEncoding('utf8').on('data', keep)
+    c.stderr!.setEncoding('utf8').on('data', keep)
+  })
   // 'close' comes after the last of its output, which names the cause of an early exit.
   const ended = new Promise<never>((_, reject) => {
     c.once('error', (err) =>
       reject(new Error(`redis-server could not be started (${err.message}): the tests need it on the PATH (apt-get install -y redis-server)`)),
     )
     c.once('close', () => {
-      over = true
       running.delete(c)
       if (!/Address already in use/i.test(log)) return reject(new Error(`redis-server exited before it answered on port ${port}:\n${log}`))
       reject(
@@ -97,19 +104,12 @@ async function launch(port: number, again: boolean): Promise<ChildProcess> {
     })
   })
   ended.catch(() => {}) // (only raced below; once started, its later exit is no failure here)
-  const listening = (async () => {
-    const deadline = Date.now() + 30_000
-    while (!/Ready to accept connections/.test(log)) {
-      if (over) return
-      if (Date.now() > deadline) throw new Error(`redis-server was not ready on port ${port} within 30 s:\n${log}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-    await answers(port)
-  })()
+  const listening = ready.then(() => answers(port)).finally(() => clearTimeout(timer))
   listening.catch(() => {}) // (raced below)
   try {
     await Promise.race([listening, ended])
   } catch (err) {
+    clearTimeout(timer)
     c.kill('SIGKILL')
     throw err
   }
