@@ -33,7 +33,7 @@ export function BirthdayForm({ shop, id, changeable, onDone }: { shop: string; i
   if (loadError) return <ErrorBox error={loadError} />
   const shown = data ? `${MONTHS[data.month - 1]} ${data.day}` : data === null ? 'not set' : '…'
   return (
-    <form class="adjust birthday" onSubmit={submit}>
+    <form class="birthday" onSubmit={submit}>
       <h2>Birthday</h2>
       <span data-birthday>{shown}</span>
       {changeable && (
