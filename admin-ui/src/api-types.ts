@@ -3591,6 +3591,31 @@ export interface operations {
               month: number;
               day: number;
             } | null;
+            /** @description the rule's ways to earn besides orders, as the widget lists them */
+            ways_to_earn: {
+              /** @description the actions the shop reports in force now, each with its points and its limit per period of the shop's calendar (null: no limit) */
+              activities: ({
+                  /** @description the action as the shop reports it: 1 to 40 of a-z, 0-9, _ and - */
+                  action: string;
+                  /** @description the points one report earns */
+                  points: number;
+                  /**
+                   * @description at most `count` reports earn per period; null: no limit
+                   * @default null
+                   */
+                  limit: ({
+                    /** @description how many reports of the action earn within one period */
+                    count: number;
+                    /**
+                     * @description the period, in the shop's time zone: day, week (ISO, Monday first), month, year, or ever
+                     * @enum {unknown}
+                     */
+                    per: "day" | "week" | "month" | "year" | "ever";
+                  }) | null;
+                })[];
+              /** @description the points a birthday pays once a year, on the day in the shop's time zone; 0: none */
+              birthday_points: number;
+            };
           };
         };
       };

@@ -164,7 +164,8 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
     async (request) => {
       const { shopId, customerId } = request.storefront
       const customer = await customerOf(request)
-      const summary = await pointsSummary(services, shopId, customerId!, customer)
+      const [summary, stored] = await Promise.all([pointsSummary(services, shopId, customerId!, customer), readRule(backend.db, shopId)])
+      const rule = parseStoredRule(stored.rule)
       return {
         customer_id: customerId!,
         tier: summary.tier,
@@ -174,6 +175,11 @@ export async function storefrontRoutes(scope: FastifyInstance, services: Service
         lifetime_earned: summary.lifetime_earned,
         expiring: summary.expiring,
         birthday: await birthdayOf(services, shopId, customerId!),
+        // The actions in force now, as a report is decided (src/loyalty/program.ts activityAt); the birthday's points are the rule's.
+        ways_to_earn: {
+          activities: optionsAt(parseProgram(stored.program_schedule, rule), services.clock.nowUs()).activities ?? [],
+          birthday_points: rule.birthday_points,
+        },
       }
     },
   )

@@ -2,6 +2,7 @@ import { Type } from 'typebox'
 import { PointsQuery, TierFields } from './resources.ts'
 import { ShopRewardView } from './rewards.ts'
 import { BirthdayField } from './birthdays.ts'
+import { ActivitySchema } from '../loyalty/activities.ts'
 
 // What the storefront routes answer (docs/integrate/storefront.md): the customer's own points,
 // history, the rewards and claims, and nothing the shop's staff alone should see (no rates,
@@ -18,6 +19,15 @@ export const MeView = Type.Object(
       description: 'points that expire in the next 30 days unless spent first, soonest first',
     }),
     birthday: BirthdayField,
+    ways_to_earn: Type.Object(
+      {
+        activities: Type.Array(ActivitySchema, {
+          description: "the actions the shop reports in force now, each with its points and its limit per period of the shop's calendar (null: no limit)",
+        }),
+        birthday_points: Type.Integer({ minimum: 0, description: "the points a birthday pays once a year, on the day in the shop's time zone; 0: none" }),
+      },
+      { additionalProperties: false, description: "the rule's ways to earn besides orders, as the widget lists them" },
+    ),
   },
   { additionalProperties: false },
 )

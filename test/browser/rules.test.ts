@@ -277,5 +277,44 @@ forEachDatabase((kind) => {
       await page.locator('input[name=key]').waitFor()
       watch.check()
     })
+
+    test('actions a shop reports: one added with a limit through the form is in the rule the API answers, and in the history', async () => {
+      const { page } = browser
+      await signIn(adminKey, 'Ada Operator')
+      const before = Number(await page.locator('[data-current-rule] [data-version]').innerText())
+      await page.click('button[name=add_activity]')
+      await page.fill('input[name=activity_action_0]', 'review')
+      await page.fill('input[name=activity_points_0]', '50')
+      await page.fill('input[name=activity_limit_count_0]', '2')
+      await page.selectOption('select[name=activity_limit_per_0]', 'week')
+      await page.click('button[name=add_activity]')
+      await page.fill('input[name=activity_action_1]', 'instagram_follow')
+      await page.fill('input[name=activity_points_1]', '20')
+      await page.click('button[name=save-rule]')
+      const saved = page.locator(`table.rule-history tr[data-version="${before + 1}"]`)
+      await saved.waitFor()
+      assert.equal(await saved.locator('td[data-option=activities]').innerText(), 'review 50 points, up to 2 a week; instagram_follow 20 points')
+      assert.equal(await saved.locator('td[data-option=activities]').getAttribute('class'), 'changed')
+      const answer = await request(server.port, {
+        method: 'GET',
+        path: `/v3/admin/shops/${SHOP}/rule`,
+        agent: false,
+        headers: { authorization: basic(adminKey) },
+      })
+      assert.equal(answer.status, 200, answer.body)
+      const view = JSON.parse(answer.body ?? '') as { version: number; rule: { activities: unknown } }
+      assert.equal(view.version, before + 1)
+      assert.deepEqual(view.rule.activities, [
+        { action: 'review', points: 50, limit: { count: 2, per: 'week' } },
+        { action: 'instagram_follow', points: 20, limit: null },
+      ])
+      // The form shows the saved actions again, to change or remove.
+      assert.equal(await page.locator('input[name=activity_limit_count_0]').inputValue(), '2')
+      assert.equal(await page.locator('select[name=activity_limit_per_0]').inputValue(), 'week')
+      await shot('rules-activities')
+      await page.click('button[name=sign-out]')
+      await page.locator('input[name=key]').waitFor()
+      watch.check()
+    })
   })
 })

@@ -110,7 +110,9 @@ forEachDatabase((kind) => {
     /** The demo page on plain http (not a secure context), and on localhost (a secure one). */
     let plainPage: string
     let securePage: string
-    const env: Record<string, string> = { SECRETS_KEY: randomBytes(32).toString('base64') }
+    // One customer (the site vouches for customer 1) loads the widget in every test: the storefront's
+    // per-customer rate limit (tested in test/storefront/limits.test.ts) raised past what the suite makes in 10 s.
+    const env: Record<string, string> = { SECRETS_KEY: randomBytes(32).toString('base64'), STOREFRONT_CUSTOMER_RATE: '1000' }
     const cli = async (args: string[]) => {
       const run = await runCli(args, { ...env, DATABASE_URL: database.url })
       assert.equal(run.code, 0, run.stderr)
@@ -331,6 +333,68 @@ forEachDatabase((kind) => {
         const error = page.locator('shop-points .error')
         await error.waitFor()
         assert.equal(await error.innerText(), `the loyalty service at ${dead} cannot be reached: check the widget's api attribute or script address`)
+      } finally {
+        await page.close()
+      }
+    })
+
+    test('ways to earn: the rule’s actions with their limits and the birthday’s points are listed; the birthday form saves a birthday, then shows the service’s 409 and 422', async () => {
+      const current = JSON.parse((await call('GET', `/v3/admin/shops/${SHOP}/rule`, admin)).body!).rule
+      const activities = [
+        { action: 'review', points: 50, limit: { count: 2, per: 'month' } },
+        { action: 'instagram_follow', points: 20, limit: { count: 1, per: 'ever' } },
+        { action: 'quiz', points: 5, limit: null },
+      ]
+      const changed = await call('PUT', `/v3/admin/shops/${SHOP}/rule`, admin, { ...current, activities, birthday_points: 75 })
+      assert.equal(changed.status, 200, changed.body)
+      const { page, errors } = await openPage()
+      try {
+        const me = () => page.waitForResponse((r) => r.request().method() === 'GET' && new URL(r.url()).pathname === '/v3/storefront/me')
+        const first = me()
+        await page.goto(`${plainPage}/`)
+        const loaded = (await (await first).json()) as { ways_to_earn: unknown; birthday: unknown }
+        assert.deepEqual(loaded.ways_to_earn, { activities, birthday_points: 75 })
+        assert.equal(loaded.birthday, null)
+        const ways = page.locator('shop-points .ways')
+        await ways.waitFor()
+        assert.deepEqual(await ways.locator('li').allInnerTexts(), [
+          'review: 50 points, up to 2 a month',
+          'instagram follow: 20 points, up to 1 in all',
+          'quiz: 5 points',
+          'birthday: 75 points a year',
+        ])
+        // A birthday saved: the widget reads /me again, which shows it.
+        await ways.locator('select[name=month]').selectOption('3')
+        await ways.locator('select[name=day]').selectOption('14')
+        const put = page.waitForResponse((r) => r.request().method() === 'PUT' && new URL(r.url()).pathname === '/v3/storefront/me/birthday')
+        const after = me()
+        await ways.getByRole('button', { name: 'Save birthday' }).click()
+        const saved = await put
+        assert.equal(saved.status(), 200, await saved.text())
+        assert.deepEqual(JSON.parse(saved.request().postData()!), { month: 3, day: 14 })
+        assert.deepEqual(((await (await after).json()) as { birthday: unknown }).birthday, { month: 3, day: 14 })
+        assert.equal(await ways.locator('[data-birthday]').innerText(), 'Your birthday: Mar 14')
+        await screenshot(page, `${kind}-storefront-widget-ways`)
+        // February 30: the service's 422, shown as it words it.
+        await ways.locator('select[name=month]').selectOption('2')
+        await ways.locator('select[name=day]').selectOption('30')
+        await ways.getByRole('button', { name: 'Save birthday' }).click()
+        const refused = ways.locator('.error')
+        await refused.waitFor()
+        assert.match(await refused.innerText(), /day/)
+        // Another day within the year: the 409's detail.
+        await ways.locator('select[name=day]').selectOption('2')
+        const conflict = page.waitForResponse((r) => r.request().method() === 'PUT' && new URL(r.url()).pathname === '/v3/storefront/me/birthday')
+        await ways.getByRole('button', { name: 'Save birthday' }).click()
+        const answered = await conflict
+        assert.equal(answered.status(), 409)
+        const detail = ((await answered.json()) as { detail: string }).detail
+        await ways.locator('.error', { hasText: detail }).waitFor()
+        assert.equal(await ways.locator('[data-birthday]').innerText(), 'Your birthday: Mar 14')
+        assert.deepEqual(
+          errors.filter((e) => !/status of 40[9]|status of 422/.test(e)),
+          [],
+        )
       } finally {
         await page.close()
       }

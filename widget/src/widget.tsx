@@ -39,6 +39,13 @@ interface Me {
   tier: string | null
   tier_progress: Tier | null
   expiring: { points: number; at: string }[]
+  birthday: { month: number; day: number } | null
+  ways_to_earn: { activities: Activity[]; birthday_points: number }
+}
+interface Activity {
+  action: string
+  points: number
+  limit: { count: number; per: string } | null
 }
 interface Reward {
   id: number
@@ -131,17 +138,18 @@ function storefrontClient({ shopKey, tokenUrl, api }: Props) {
     }
   }
 
-  async function call<T>(method: 'GET' | 'POST', path: string, headers: Record<string, string> = {}, refused?: string): Promise<T> {
+  async function call<T>(method: 'GET' | 'POST' | 'PUT', path: string, headers: Record<string, string> = {}, body?: string, refused?: string): Promise<T> {
     const used = await customerToken(refused)
     const res = await reach(`${base}${path}`, {
       method,
       credentials: 'omit',
       headers: { 'shop-key': shopKey!, authorization: `Bearer ${used}`, ...headers },
+      body,
     })
     if (res.ok) return (await res.json()) as T
     const problem = (await res.json().catch(() => ({}))) as { type?: string; detail?: string }
     const type = (problem.type ?? '').replace('/problems/', '')
-    if (type === 'token-expired' && refused === undefined) return call(method, path, headers, used)
+    if (type === 'token-expired' && refused === undefined) return call(method, path, headers, body, used)
     throw new Refused(res.status, type, problem.detail ?? `the service answered ${res.status}`)
   }
   return { call }
@@ -170,6 +178,50 @@ function TierProgress({ tier, progress }: { tier: string | null; progress: Tier 
         </div>
       )}
     </section>
+  )
+}
+
+/** An action's terms in words: "review: 50 points, up to 2 a month". */
+const terms = (a: Activity) =>
+  `${a.action.replace(/[_-]/g, ' ')}: ${a.points} points${a.limit ? `, up to ${a.limit.count} ${a.limit.per === 'ever' ? 'in all' : `a ${a.limit.per}`}` : ''}`
+
+const MONTHS = 'Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec'.split(' ')
+
+/** The birthday form: a month and a day, saved with PUT /me/birthday; the service's problem shown as it says it. */
+function Birthday({ saved, save }: { saved: Me['birthday']; save: (month: number, day: number) => Promise<void> }) {
+  const [month, setMonth] = useState(saved?.month ?? 1)
+  const [day, setDay] = useState(saved?.day ?? 1)
+  const [error, setError] = useState<string | null>(null)
+  const submit = async (e: Event) => {
+    e.preventDefault()
+    setError(null)
+    await save(month, day).catch((err: Error) => setError(err.message))
+  }
+  const pick = (e: Event) => Number((e.currentTarget as HTMLSelectElement).value)
+  return (
+    <form class="birthday" onSubmit={submit}>
+      {saved && (
+        <p data-birthday={`${saved.month}-${saved.day}`}>
+          Your birthday: {MONTHS[saved.month - 1]} {saved.day}
+        </p>
+      )}
+      <select name="month" aria-label="Month" value={month} onChange={(e) => setMonth(pick(e))}>
+        {MONTHS.map((m, i) => (
+          <option value={i + 1}>{m}</option>
+        ))}
+      </select>{' '}
+      <select name="day" aria-label="Day" value={day} onChange={(e) => setDay(pick(e))}>
+        {Array.from({ length: 31 }, (_, i) => (
+          <option value={i + 1}>{i + 1}</option>
+        ))}
+      </select>{' '}
+      <button type="submit">Save birthday</button>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+    </form>
   )
 }
 
@@ -220,6 +272,12 @@ function ShopPoints(props: Props) {
     }
   }
 
+  const saveBirthday = async (month: number, day: number) => {
+    await storefront.call('PUT', '/me/birthday', { 'content-type': 'application/json' }, JSON.stringify({ month, day }))
+    await load()
+  }
+
+  const ways = me?.ways_to_earn
   const shareText = referral === null ? '' : (props.shareText || DEFAULT_SHARE).replace('{link}', referral)
   const share = async () => {
     // The system's share sheet where there is one, else the text copied: clipboard-copy uses
@@ -272,6 +330,18 @@ function ShopPoints(props: Props) {
               </li>
             ))}
           </ul>
+        </section>
+      )}
+      {ways && (ways.activities.length > 0 || ways.birthday_points > 0) && (
+        <section class="ways">
+          <h2>Ways to earn</h2>
+          <ul class="activities">
+            {ways.activities.map((a) => (
+              <li data-action={a.action}>{terms(a)}</li>
+            ))}
+            {ways.birthday_points > 0 && <li data-action="birthday">birthday: {ways.birthday_points} points a year</li>}
+          </ul>
+          {ways.birthday_points > 0 && <Birthday saved={me.birthday} save={saveBirthday} />}
         </section>
       )}
       {referral && (

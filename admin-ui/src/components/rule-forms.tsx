@@ -37,7 +37,19 @@ export interface RuleDraft {
   referral_days: string
   referral_cap_per_month: string
   birthday_points: string
+  /** Actions a shop reports, each as typed; an empty limit count is no limit. */
+  activities: ActivityDraft[]
 }
+
+/** One action of the rule as the form holds it. */
+export interface ActivityDraft {
+  action: string
+  points: string
+  limit_count: string
+  limit_per: string
+}
+
+const PERIODS = ['day', 'week', 'month', 'year', 'ever'] as const
 
 /** A list typed with commas (or semicolons, or new lines), empty entries left out. */
 const listOf = (text: string) =>
@@ -75,6 +87,12 @@ export function draftOf(rule: Rule): RuleDraft {
     referral_days: String(rule.referral_days),
     referral_cap_per_month: String(rule.referral_cap_per_month),
     birthday_points: String(rule.birthday_points),
+    activities: rule.activities.map((a) => ({
+      action: a.action,
+      points: String(a.points),
+      limit_count: a.limit === null ? '' : String(a.limit.count),
+      limit_per: a.limit === null ? 'month' : a.limit.per,
+    })),
   }
 }
 
@@ -121,6 +139,11 @@ export function ruleOfDraft(d: RuleDraft): Rule {
     referral_days: numberOf(d.referral_days),
     referral_cap_per_month: numberOf(d.referral_cap_per_month),
     birthday_points: numberOf(d.birthday_points),
+    activities: d.activities.map((a) => ({
+      action: a.action.trim(),
+      points: numberOf(a.points),
+      limit: a.limit_count.trim() === '' ? null : { count: numberOf(a.limit_count), per: a.limit_per },
+    })),
   } as unknown as Rule
 }
 
@@ -143,6 +166,56 @@ function TierHelp() {
         at least that tier, which must be one of the VIP tiers.
       </p>
     </div>
+  )
+}
+
+/** The actions a shop reports: a row each (name, points, an optional limit per period), added and removed in place. */
+function ActivitiesField({ activities, onChange }: { activities: ActivityDraft[]; onChange: (a: ActivityDraft[]) => void }) {
+  const setAt = (i: number, change: Partial<ActivityDraft>) => onChange(activities.map((a, j) => (j === i ? { ...a, ...change } : a)))
+  return (
+    <fieldset class="grow activities" data-field="activities">
+      <legend>Actions a shop reports</legend>
+      {activities.map((a, i) => (
+        <div class="activity" data-activity={i}>
+          <label>
+            Action <input name={`activity_action_${i}`} size={14} placeholder="review" value={a.action} onInput={(e) => setAt(i, { action: text(e) })} />
+          </label>
+          <label>
+            Points <input name={`activity_points_${i}`} inputMode="numeric" size={6} value={a.points} onInput={(e) => setAt(i, { points: text(e) })} />
+          </label>
+          <label>
+            Up to{' '}
+            <input
+              name={`activity_limit_count_${i}`}
+              inputMode="numeric"
+              size={4}
+              placeholder="no limit"
+              value={a.limit_count}
+              onInput={(e) => setAt(i, { limit_count: text(e) })}
+            />
+          </label>
+          <label>
+            per{' '}
+            <select
+              name={`activity_limit_per_${i}`}
+              value={a.limit_per}
+              onChange={(e) => setAt(i, { limit_per: (e.currentTarget as HTMLSelectElement).value })}
+            >
+              {PERIODS.map((p) => (
+                <option value={p}>{p}</option>
+              ))}
+            </select>
+          </label>
+          <button type="button" name={`remove_activity_${i}`} onClick={() => onChange(activities.filter((_, j) => j !== i))}>
+            Remove
+          </button>
+        </div>
+      ))}
+      <button type="button" name="add_activity" onClick={() => onChange([...activities, { action: '', points: '', limit_count: '', limit_per: 'month' }])}>
+        Add an action
+      </button>
+      <span class="muted"> (reported by the shop; periods in the shop's time zone; an empty limit: no limit)</span>
+    </fieldset>
   )
 }
 
@@ -307,6 +380,7 @@ export function RuleForm({ shop, draft, onDraft, onSaved }: { shop: string; draf
           <input name="birthday_points" inputMode="numeric" size={8} value={draft.birthday_points} onInput={(e) => set({ birthday_points: text(e) })} />
           <span class="muted"> (once a year, on the day in the shop's time zone; 0: none)</span>
         </label>
+        <ActivitiesField activities={draft.activities} onChange={(activities) => set({ activities })} />
         <label>
           <input type="checkbox" name="include_shipping" checked={draft.include_shipping} onChange={(e) => set({ include_shipping: checked(e) })} /> shipping
           earns

@@ -69,6 +69,19 @@ const OPTIONS: { key: keyof Rule; label: string; show: (r: Rule) => string }[] =
   },
   { key: 'tier_warning_days', label: 'tier warning', show: (r) => (r.tier_warning_days === 0 ? 'none' : `${r.tier_warning_days} days ahead`) },
   { key: 'birthday_points', label: 'birthday', show: (r) => (r.birthday_points === 0 ? 'none' : `${r.birthday_points} points`) },
+  {
+    key: 'activities',
+    label: 'actions',
+    show: (r) =>
+      r.activities.length === 0
+        ? 'none'
+        : r.activities
+            .map(
+              (a) =>
+                `${a.action} ${a.points} points${a.limit === null ? '' : `, up to ${a.limit.count} ${a.limit.per === 'ever' ? 'ever' : `a ${a.limit.per}`}`}`,
+            )
+            .join('; '),
+  },
 ]
 
 const changedFrom = (v: RuleVersion, older: RuleVersion | undefined, key: keyof Rule) =>
