@@ -61,7 +61,7 @@ export const ALLOWED: AllowedRange[] = [
     why: "Whether a batch's shop has rewards, read with its rule (src/write/statements.ts rule): the first key of the shop's range of the rewards' key, one row read at most.",
     // Alone (SQLite), or the first of the load's round on PostgreSQL, which runs them as one statement.
     statement:
-      /^(WITH q0 AS \()?SELECT rule, rule_version, expiry_schedule, program_schedule, CASE WHEN EXISTS \(SELECT 1 FROM rewards WHERE rewards\.shop_id = shops\.id\)/,
+      /^(WITH q0 AS \()?SELECT rule, rule_version, expiry_schedule, program_schedule, time_zone, CASE WHEN EXISTS \(SELECT 1 FROM rewards WHERE rewards\.shop_id = shops\.id\)/,
     table: 'rewards',
     shape: {
       postgres: /^Index Only Scan using rewards_pkey on rewards\b.*Index Cond: \(+shop_id = shops\.id\)/,

@@ -578,5 +578,10 @@ function topUps(shopId: number, rows: number): string[] {
     `${numbers} INSERT INTO reward_notices (shop_id, customer_id, reward_id, reached, sent_us) SELECT 1000000 + i, i, 1 + i % 3, 1, 0 FROM n`,
     `${numbers} INSERT INTO reward_notice_sweeps (shop_id, swept_us) SELECT 1000000 + i, 1735689600000000 FROM n`,
     `${numbers} INSERT INTO order_earnings (shop_id, order_id, customer_id, processed_us, base) SELECT 1000000 + i, i, i % 1000, 1735689600000000 + i, 1 FROM n`,
+    // Birthdays and their payments, and activities: other shops' customers'.
+    `${numbers} INSERT INTO birthdays (shop_id, customer_id, month, day, source, set_us, customer_set_us) SELECT 1000000 + i, i, 1 + i % 12, 1 + i % 28, 'shop', 0, NULL FROM n`,
+    `${numbers} INSERT INTO birthday_rewards (shop_id, customer_id, year, points, paid_us) SELECT 1000000 + i, i, 2025, 1, 0 FROM n`,
+    `${numbers} INSERT INTO activities (shop_id, customer_id, action, reference, occurred_us, reported_us, eligible, voided_us, points, available_us, rev)
+      SELECT 1000000 + i, i, 'review', 'fill-' || i, 1735689600000000 + i, 1735689600000000 + i, 1, NULL, 1, 0, 1 FROM n`,
   ]
 }
