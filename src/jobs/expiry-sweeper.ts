@@ -83,18 +83,19 @@ export function startExpirySweeper(
    * In shops with rewards, the customers whose pending points became available since the last
    * pass (stored, so that a restart or another process goes on from there): their balance rose
    * by time alone, so a reward may now be within reach. Each is settled through the writer (an
-   * expire command, whose batch decides reward.available with the balance); a shop's first pass
-   * starts from now.
+   * expire command, whose batch decides reward.available with the balance). A shop's first pass
+   * looks at every entry already available: points that became available before the shop had a
+   * reward, or after a batch decided at an earlier instant (an import at its own date), reach a
+   * reward as surely as any (a customer told already is not told again).
    */
   async function noticePass(): Promise<void> {
     const nowUs = clock.nowUs()
     for (const { shopId, sweptUs } of await rewardShops(backend.db)) {
-      if (sweptUs !== null && sweptUs < nowUs) {
-        // From a little before the last pass: a batch in flight then may commit points dated between its read and now.
-        const customers = await maturedCustomers(backend.db, shopId, sweptUs - NOTICE_OVERLAP_US, nowUs)
-        await send(customers.map((customerId): ExpireCommand => ({ command: 'expire', shopId, customerId, atUs: nowUs })))
-      }
-      if (sweptUs === null || sweptUs < nowUs) await write(noticesSweptQuery(backend.db, shopId, nowUs))
+      if (sweptUs !== null && sweptUs >= nowUs) continue
+      // From a little before the last pass: a batch in flight then may commit points dated between its read and now.
+      const customers = await maturedCustomers(backend.db, shopId, sweptUs === null ? -1 : sweptUs - NOTICE_OVERLAP_US, nowUs)
+      await send(customers.map((customerId): ExpireCommand => ({ command: 'expire', shopId, customerId, atUs: nowUs })))
+      await write(noticesSweptQuery(backend.db, shopId, nowUs))
     }
   }
 
