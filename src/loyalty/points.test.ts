@@ -169,6 +169,7 @@ test("targetFor: the default rule is the issue's default", () => {
     referral_days: 30,
     referral_cap_per_month: 0,
     birthday_points: 0,
+    activities: [],
   })
 })
 

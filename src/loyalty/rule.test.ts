@@ -29,6 +29,7 @@ const DEFAULTS = {
   referral_days: 30,
   referral_cap_per_month: 0,
   birthday_points: 0,
+  activities: [],
 }
 
 function refusal(input: unknown): string {
