@@ -383,57 +383,21 @@ const IMPORTED_FILES: ImportGen[][] = [
     { position: 1, hours: 24, key: 1, lines: [{ id: 1, points: 40, tier: 1 }] },
   ],
 ]
+const UNDATED_MODE = {
+  dated: false,
+  template: { email: 'buyer@example.com' },
+  customerId: null,
+  cancelledAts: ['2024-05-01T12:00:00Z', '2024-05-01T12:00:00Z', '2024-05-01T12:00:00Z'],
+} as const satisfies Scenario['modes'][number]
+
 /**
  * A counterexample of reward.available: customer 1's webhook, then a points import decided at its
  * own earlier instant. Their bonuses became available between that instant and the sweep's first
  * pass, which looked only from then on; the customer held enough for a reward and was never told.
  */
 const NOTICED: Scenario = {
-  program: normalizeRule({
-    points_per_unit: 1,
-    include_shipping: false,
-    include_tax: false,
-    exclude_giftcard: true,
-    currency_rates: {},
-    earn_on: 'paid',
-    pending_days: 14,
-    expire_after_days: 0,
-    signup_points: 50,
-    newsletter_points: 20,
-    exclude_tags: [],
-    tiers: [],
-    tier_window_days: 1,
-    tag_tiers: {},
-    expiry_warning_days: [],
-    tier_warning_days: 0,
-    referral_points: 0,
-    referral_friend_points: 0,
-    referral_friend_reward: null,
-    referral_min_subtotal: '0.00',
-    referral_days: 30,
-    referral_cap_per_month: 0,
-    birthday_points: 0,
-  }),
-  modes: [
-    {
-      dated: false,
-      template: { email: 'buyer@example.com' },
-      customerId: null,
-      cancelledAts: ['2024-05-01T12:00:00Z', '2024-05-01T12:00:00Z', '2024-05-01T12:00:00Z'],
-    },
-    {
-      dated: false,
-      template: { email: 'buyer@example.com' },
-      customerId: null,
-      cancelledAts: ['2024-05-01T12:00:00Z', '2024-05-01T12:00:00Z', '2024-05-01T12:00:00Z'],
-    },
-    {
-      dated: false,
-      template: { email: 'buyer@example.com' },
-      customerId: null,
-      cancelledAts: ['2024-05-01T12:00:00Z', '2024-05-01T12:00:00Z', '2024-05-01T12:00:00Z'],
-    },
-  ],
+  program: normalizeRule({ signup_points: 50, newsletter_points: 20, tier_window_days: 1 }),
+  modes: [UNDATED_MODE, UNDATED_MODE, UNDATED_MODE],
   ops: [[{ kind: 'upsert', id: 1, stamp: { step: 1, offset: [0, 'Z'], digits: 0 }, fields: { is_newsletter: true, created_at: '2024-05-01T12:00:00Z' } }, [0]]],
   imports: [{ position: 0, hours: 0, key: 1, lines: [{ id: 1, points: 40, tier: null }] }],
 }
